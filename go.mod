@@ -1,0 +1,25 @@
+module github.com/taskq/taskq
+
+go 1.26.8
+
+require (
+	github.com/google/cel-go v0.31.0
+	github.com/google/uuid v1.6.0
+	github.com/redis/go-redis/v9 v9.23.0
+)
+
+require (
+	cel.dev/expr v0.25.1 // indirect
+	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
+	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/exp v0.0.0-20240823005443-9b4947da3948 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.22.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20240826202546-f6391c0de4c7 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20240826202546-f6391c0de4c7 // indirect
+	google.golang.org/protobuf v1.36.10 // indirect
+)

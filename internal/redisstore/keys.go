@@ -1,0 +1,95 @@
+package redisstore
+
+import "strings"
+
+// Key layout. Every key of a namespace lives under one prefix whose hash tag
+// is the namespace, so every script touches a single Redis Cluster slot:
+//
+//	taskq:{ns}:key:<idempotency key>  string  owner run ID, expires per strategy
+//	taskq:{ns}:run:<run id>           hash    the run record
+//	taskq:{ns}:stream:<task>          stream  queued deliveries of a task (group "taskq")
+//	taskq:{ns}:retry                  zset    runs waiting for their retry, scored by due time (ms)
+//	taskq:{ns}:runs                   zset    index of runs by creation time (ms), for listing and sweeping
+//	taskq:{ns}:tasks                  hash    registered task definitions by name
+//	taskq:{ns}:event:<event id>       hash    an ingested event
+//	taskq:{ns}:events                 zset    index of events by time (ms)
+//	taskq:{ns}:done:<run id>          channel published when the run reaches a terminal status
+//	taskq:{ns}:cancel                 channel run IDs cancelled while running
+//
+// Scripts receive the prefix and build the keys they derive from a run record
+// (its stream, its idempotency key) with it; those keys share the hash tag.
+
+// NamespaceDefault is the namespace used when none is configured.
+const NamespaceDefault = "default"
+
+// GroupName is the consumer group every task stream is read through.
+const GroupName = "taskq"
+
+// Keys builds every Redis key and channel name of one namespace.
+type Keys struct {
+	ns     string
+	prefix string
+}
+
+// NewKeys returns the key builder for namespace ns ("" means NamespaceDefault).
+func NewKeys(ns string) Keys {
+	if ns == "" {
+		ns = NamespaceDefault
+	}
+	return Keys{ns: ns, prefix: "taskq:{" + ns + "}:"}
+}
+
+// Namespace is the namespace the keys belong to.
+func (k Keys) Namespace() string { return k.ns }
+
+// Prefix is the common prefix of every key in the namespace, hash tag included.
+func (k Keys) Prefix() string { return k.prefix }
+
+// IdempotencyKey is the string key holding the owner of an idempotency key.
+func (k Keys) IdempotencyKey(key string) string { return k.prefix + "key:" + key }
+
+// Run is the hash holding a run record.
+func (k Keys) Run(runID string) string { return k.prefix + "run:" + runID }
+
+// Stream is the stream of queued deliveries of a task.
+func (k Keys) Stream(task string) string { return k.prefix + "stream:" + task }
+
+// Retry is the sorted set of runs waiting for a retry.
+func (k Keys) Retry() string { return k.prefix + "retry" }
+
+// Runs is the sorted set indexing runs by creation time.
+func (k Keys) Runs() string { return k.prefix + "runs" }
+
+// Tasks is the hash of registered task definitions.
+func (k Keys) Tasks() string { return k.prefix + "tasks" }
+
+// Event is the hash holding one ingested event.
+func (k Keys) Event(id string) string { return k.prefix + "event:" + id }
+
+// Events is the sorted set indexing events by time.
+func (k Keys) Events() string { return k.prefix + "events" }
+
+// DoneChannel is published with the run's status when it reaches a terminal status.
+func (k Keys) DoneChannel(runID string) string { return k.prefix + "done:" + runID }
+
+// CancelChannel carries the IDs of runs cancelled while a worker may hold them.
+func (k Keys) CancelChannel() string { return k.prefix + "cancel" }
+
+// IdempotencyKeyPattern is a SCAN MATCH pattern for idempotency keys whose
+// user-visible part matches glob.
+func (k Keys) IdempotencyKeyPattern(glob string) string {
+	if glob == "" {
+		glob = "*"
+	}
+	return escapeGlob(k.prefix+"key:") + glob
+}
+
+// TrimIdempotencyKey turns a Redis key back into the user-visible idempotency key.
+func (k Keys) TrimIdempotencyKey(redisKey string) string {
+	return strings.TrimPrefix(redisKey, k.prefix+"key:")
+}
+
+func escapeGlob(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`)
+	return r.Replace(s)
+}

@@ -1,0 +1,32 @@
+-- heartbeat.lua: extends the leases a worker holds on one task stream. A
+-- lease is the idle time of the delivery in the group's pending list;
+-- XCLAIM ... JUSTID by the same consumer resets it. A delivery another
+-- consumer has reclaimed is never taken back.
+--
+-- KEYS[1] task stream     taskq:{ns}:stream:<task>
+-- ARGV[1] consumer group
+-- ARGV[2] consumer name
+-- ARGV[3] key prefix taskq:{ns}:
+-- ARGV[4..] triples: entry id, run id, attempt
+-- Returns one code per triple:
+--   1  lease extended
+--   0  lease lost: the delivery is no longer pending for this consumer
+--   2  the run was cancelled, finished, or a newer attempt owns it: stop
+
+local out = {}
+for i = 4, #ARGV, 3 do
+  local entry, run_id, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local r = redis.call('HMGET', ARGV[3] .. 'run:' .. run_id, 'status', 'attempt')
+  if r[1] ~= 'running' or r[2] ~= attempt then
+    out[#out + 1] = 2
+  else
+    local p = redis.call('XPENDING', KEYS[1], ARGV[1], entry, entry, 1)
+    if p[1] and p[1][2] == ARGV[2] then
+      redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, entry, 'JUSTID')
+      out[#out + 1] = 1
+    else
+      out[#out + 1] = 0
+    end
+  end
+end
+return out

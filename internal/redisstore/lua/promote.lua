@@ -1,0 +1,22 @@
+-- promote.lua: queues runs whose retry backoff has elapsed.
+--
+-- KEYS[1] retry zset      taskq:{ns}:retry
+-- ARGV[1] now (unix ms)
+-- ARGV[2] most runs to move in one call
+-- ARGV[3] key prefix taskq:{ns}:
+-- Returns the number of runs queued again.
+
+local prefix = ARGV[3]
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local n = 0
+for _, run_id in ipairs(due) do
+  local run_key = prefix .. 'run:' .. run_id
+  local r = redis.call('HMGET', run_key, 'status', 'task')
+  if r[1] == 'queued' then
+    local entry = redis.call('XADD', prefix .. 'stream:' .. r[2], '*', 'r', run_id)
+    redis.call('HSET', run_key, 'entry', entry)
+    n = n + 1
+  end
+  redis.call('ZREM', KEYS[1], run_id)
+end
+return n

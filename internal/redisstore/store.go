@@ -1,0 +1,437 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Store is the only place taskq talks to Redis: every state change of a run
+// is one script here, and every key comes from Keys.
+type Store struct {
+	rdb     redis.UniversalClient
+	keys    Keys
+	scripts *scripts
+}
+
+// New returns a Store for namespace ns on rdb.
+func New(rdb redis.UniversalClient, ns string) *Store {
+	return &Store{rdb: rdb, keys: NewKeys(ns), scripts: newScripts()}
+}
+
+// Keys returns the key builder of the store's namespace.
+func (s *Store) Keys() Keys { return s.keys }
+
+// Redis returns the underlying client.
+func (s *Store) Redis() redis.UniversalClient { return s.rdb }
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
+
+// Strategy says how an idempotency key is held.
+type Strategy string
+
+// The strategies. StrategyNone runs are not deduplicated.
+const (
+	StrategyNone   Strategy = "none"
+	StrategyTTL    Strategy = "ttl"
+	StrategyStatus Strategy = "status"
+)
+
+// Run statuses as stored.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// IsTerminal reports whether status is final.
+func IsTerminal(status string) bool {
+	return status == StatusSucceeded || status == StatusFailed || status == StatusCancelled
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func unixMS(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// --- results of scripts ---------------------------------------------------
+
+func asSlice(v any) ([]any, error) {
+	s, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected script reply %T", v)
+	}
+	return s, nil
+}
+
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func asString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+// runScript runs sc, loading it when the server's cache lacks it.
+func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
+	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
+	return v, scriptError(err)
+}
+
+// --- enqueue ----------------------------------------------------------------
+
+// EnqueueParams describe one trigger.
+type EnqueueParams struct {
+	RunID    string
+	Task     string
+	Input    []byte // JSON
+	Meta     []byte // JSON
+	Key      string // idempotency key; "" with StrategyNone
+	Strategy Strategy
+	// Hold is the ttl (StrategyTTL) or the fallback ttl (StrategyStatus).
+	Hold time.Duration
+	// Retain keeps a status-strategy key after the run ends.
+	Retain        time.Duration
+	Retries       int
+	MaxDeliveries int
+	Timeout       time.Duration
+	// Retention is how long the run record is kept after the run ends.
+	Retention time.Duration
+	Now       time.Time
+}
+
+// EnqueueResult is the outcome of one trigger.
+type EnqueueResult struct {
+	// Accepted is true when the run was created and queued.
+	Accepted bool
+	EntryID  string
+	// Owner is the run holding the key when Accepted is false.
+	Owner    string
+	OwnerTTL time.Duration
+}
+
+func (s *Store) enqueueArgs(p *EnqueueParams) ([]string, []any) {
+	strat := p.Strategy
+	if strat == "" {
+		strat = StrategyNone
+	}
+	keys := []string{s.keys.Run(p.RunID), s.keys.Stream(p.Task), s.keys.Runs()}
+	if strat != StrategyNone {
+		keys = append(keys, s.keys.IdempotencyKey(p.Key))
+	}
+	meta := p.Meta
+	if len(meta) == 0 {
+		meta = []byte("{}")
+	}
+	args := []any{p.RunID, p.Task, p.Input, meta, p.Key, string(strat), ms(p.Hold), ms(p.Retain),
+		p.Retries, p.MaxDeliveries, ms(p.Timeout), ms(p.Retention), unixMS(p.Now)}
+	return keys, args
+}
+
+func parseEnqueue(v any) (EnqueueResult, error) {
+	r, err := asSlice(v)
+	if err != nil || len(r) < 2 {
+		return EnqueueResult{}, fmt.Errorf("enqueue: unexpected reply %v", v)
+	}
+	if asInt(r[0]) == 1 {
+		return EnqueueResult{Accepted: true, EntryID: asString(r[1])}, nil
+	}
+	res := EnqueueResult{Owner: asString(r[1])}
+	if len(r) > 2 {
+		if t := asInt(r[2]); t > 0 {
+			res.OwnerTTL = time.Duration(t) * time.Millisecond
+		}
+	}
+	return res, nil
+}
+
+// Enqueue claims the key, creates the run and queues it in one script.
+func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, error) {
+	keys, args := s.enqueueArgs(p)
+	v, err := s.runScript(ctx, s.scripts.enqueue, keys, args...)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	return parseEnqueue(v)
+}
+
+// EnqueueBatch runs the enqueue script for every trigger in one pipeline, in
+// order, so a later trigger of a key collides with an earlier one of the
+// same batch. The i-th result and error belong to the i-th trigger.
+func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
+	results := make([]EnqueueResult, len(ps))
+	errs := make([]error, len(ps))
+	cmds := s.evalPipeline(ctx, s.scripts.enqueue, len(ps), func(i int) ([]string, []any) {
+		return s.enqueueArgs(ps[i])
+	})
+	for i, c := range cmds {
+		v, err := c.Result()
+		if err != nil {
+			errs[i] = scriptError(err)
+			continue
+		}
+		results[i], errs[i] = parseEnqueue(v)
+	}
+	return results, errs
+}
+
+// evalPipeline sends n EVALSHA calls of sc in one round trip. When the
+// server has lost its script cache, the scripts are loaded and the pipeline
+// is sent again: a NOSCRIPT reply means that call did not run.
+func (s *Store) evalPipeline(ctx context.Context, sc *script, n int, args func(i int) ([]string, []any)) []*redis.Cmd {
+	for try := 0; ; try++ {
+		cmds := make([]*redis.Cmd, n)
+		pipe := s.rdb.Pipeline()
+		for i := 0; i < n; i++ {
+			k, a := args(i)
+			cmds[i] = sc.EvalSha(ctx, pipe, k, a...)
+		}
+		_, _ = pipe.Exec(ctx)
+		if try > 0 || n == 0 || !isNoScript(cmds[0].Err()) {
+			return cmds
+		}
+		if err := s.scripts.load(ctx, s.rdb); err != nil {
+			return cmds
+		}
+	}
+}
+
+// --- runs -------------------------------------------------------------------
+
+// Run is a run record as stored.
+type Run struct {
+	ID       string
+	Task     string
+	Status   string
+	Input    []byte
+	Meta     []byte
+	Key      string
+	Strategy Strategy
+	Hold     time.Duration
+	Retain   time.Duration
+	Attempt  int
+	Fails    int
+	Retries  int
+	Timeout  time.Duration
+	Result   []byte
+	Error    string
+	Consumer string
+	Created  time.Time
+	Started  time.Time
+	Finished time.Time
+}
+
+func parseRun(id string, h map[string]string) *Run {
+	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
+	r := &Run{
+		ID: id, Task: h["task"], Status: h["status"], Key: h["key"], Strategy: Strategy(h["strat"]),
+		Hold: time.Duration(i("hold")) * time.Millisecond, Retain: time.Duration(i("retain")) * time.Millisecond,
+		Attempt: int(i("attempt")), Fails: int(i("fails")), Retries: int(i("retries")),
+		Timeout: time.Duration(i("timeout")) * time.Millisecond,
+		Error:   h["error"], Consumer: h["consumer"],
+		Created: fromMS(i("created")), Started: fromMS(i("started")), Finished: fromMS(i("finished")),
+	}
+	if v, ok := h["input"]; ok {
+		r.Input = []byte(v)
+	}
+	if v, ok := h["meta"]; ok {
+		r.Meta = []byte(v)
+	}
+	if v, ok := h["result"]; ok {
+		r.Result = []byte(v)
+	}
+	return r
+}
+
+// GetRun reads a run record.
+func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
+	h, err := s.rdb.HGetAll(ctx, s.keys.Run(id)).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(h) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+	}
+	return parseRun(id, h), nil
+}
+
+// RunStatus reads only a run's status.
+func (s *Store) RunStatus(ctx context.Context, id string) (string, error) {
+	st, err := s.rdb.HGet(ctx, s.keys.Run(id), "status").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("%w: %s", ErrRunNotFound, id)
+	}
+	return st, err
+}
+
+// ListRunIDs returns up to limit run IDs, newest first, from the runs index.
+func (s *Store) ListRunIDs(ctx context.Context, offset, limit int64) ([]string, error) {
+	return s.rdb.ZRevRange(ctx, s.keys.Runs(), offset, offset+limit-1).Result()
+}
+
+// --- start, finish, cancel -----------------------------------------------
+
+// StartParams identify a delivery a worker is about to run.
+type StartParams struct {
+	RunID    string
+	Task     string
+	EntryID  string
+	Consumer string
+	Now      time.Time
+}
+
+// StartResult is the outcome of Start.
+type StartResult struct {
+	Started bool
+	// Reason says why the delivery was not started: "missing", "stale",
+	// "exhausted" or the run's terminal status.
+	Reason  string
+	Attempt int
+	Fails   int
+	Input   []byte
+	Meta    []byte
+	Key     string
+	Retries int
+	Timeout time.Duration
+	Created time.Time
+}
+
+// Start begins a new attempt of the delivered run.
+func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) {
+	v, err := s.runScript(ctx, s.scripts.start,
+		[]string{s.keys.Run(p.RunID), s.keys.Stream(p.Task)},
+		p.RunID, p.EntryID, GroupName, p.Consumer, unixMS(p.Now), s.keys.Prefix())
+	if err != nil {
+		return StartResult{}, err
+	}
+	r, err := asSlice(v)
+	if err != nil || len(r) < 2 {
+		return StartResult{}, fmt.Errorf("start: unexpected reply %v", v)
+	}
+	if asInt(r[0]) != 1 {
+		return StartResult{Reason: asString(r[1])}, nil
+	}
+	if len(r) < 9 {
+		return StartResult{}, fmt.Errorf("start: unexpected reply %v", v)
+	}
+	return StartResult{
+		Started: true, Attempt: int(asInt(r[1])), Fails: int(asInt(r[2])),
+		Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),
+		Retries: int(asInt(r[6])), Timeout: time.Duration(asInt(r[7])) * time.Millisecond,
+		Created: fromMS(asInt(r[8])),
+	}, nil
+}
+
+// Outcome is what an attempt reports.
+type Outcome string
+
+// Outcomes of an attempt.
+const (
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeRetry     Outcome = "retry"
+)
+
+// FinishParams report the end of an attempt.
+type FinishParams struct {
+	RunID   string
+	Attempt int
+	Outcome Outcome
+	// Payload is the result JSON on success, the error message otherwise.
+	Payload []byte
+	RetryAt time.Time
+	Now     time.Time
+}
+
+// FinishResult says whether the outcome was recorded.
+type FinishResult struct {
+	Written bool
+	// Status is the run's status after a write; otherwise why nothing was
+	// written: "missing", "stale" or the status the run already had.
+	Status string
+}
+
+func (s *Store) finishArgs(p *FinishParams) ([]string, []any) {
+	return []string{s.keys.Run(p.RunID), s.keys.Retry()},
+		[]any{p.RunID, p.Attempt, string(p.Outcome), p.Payload, unixMS(p.Now), unixMS(p.RetryAt), GroupName, s.keys.Prefix()}
+}
+
+func parseWritten(name string, v any) (FinishResult, error) {
+	r, err := asSlice(v)
+	if err != nil || len(r) < 2 {
+		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, v)
+	}
+	return FinishResult{Written: asInt(r[0]) == 1, Status: asString(r[1])}, nil
+}
+
+// Finish records an attempt's outcome, fenced by its attempt number.
+func (s *Store) Finish(ctx context.Context, p *FinishParams) (FinishResult, error) {
+	k, a := s.finishArgs(p)
+	v, err := s.runScript(ctx, s.scripts.finish, k, a...)
+	if err != nil {
+		return FinishResult{}, err
+	}
+	return parseWritten("finish", v)
+}
+
+// FinishBatch records many outcomes in one round trip.
+func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishResult, []error) {
+	res := make([]FinishResult, len(ps))
+	errs := make([]error, len(ps))
+	cmds := s.evalPipeline(ctx, s.scripts.finish, len(ps), func(i int) ([]string, []any) { return s.finishArgs(ps[i]) })
+	for i, c := range cmds {
+		v, err := c.Result()
+		if err != nil {
+			errs[i] = scriptError(err)
+			continue
+		}
+		res[i], errs[i] = parseWritten("finish", v)
+	}
+	return res, errs
+}
+
+// Cancel cancels a run that has not ended.
+func (s *Store) Cancel(ctx context.Context, runID, reason string, now time.Time) (FinishResult, error) {
+	v, err := s.runScript(ctx, s.scripts.cancel, []string{s.keys.Run(runID)},
+		runID, unixMS(now), reason, GroupName, s.keys.Prefix())
+	if err != nil {
+		return FinishResult{}, err
+	}
+	return parseWritten("cancel", v)
+}
+
+// Requeue gives a running attempt's run back to the queue at once.
+func (s *Store) Requeue(ctx context.Context, runID, task string, attempt int) (FinishResult, error) {
+	v, err := s.runScript(ctx, s.scripts.requeue, []string{s.keys.Run(runID), s.keys.Stream(task)},
+		runID, attempt, GroupName)
+	if err != nil {
+		return FinishResult{}, err
+	}
+	return parseWritten("requeue", v)
+}

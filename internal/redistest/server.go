@@ -1,0 +1,98 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server process of the test's own, on a free loopback
+// port, for tests that kill or restart Redis. It is never the shared one.
+type Server struct {
+	t    testing.TB
+	Port int
+	Dir  string
+	Args []string
+	cmd  *exec.Cmd
+}
+
+// StartServer starts redis-server with AOF (appendfsync always) in a
+// temporary directory, plus extra config args, and stops it when the test
+// ends.
+func StartServer(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	_, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: redis-server is not installed (.ci/run installs it): %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	s := &Server{t: t, Port: port, Dir: t.TempDir()}
+	s.Args = append([]string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", s.Dir,
+		"--appendonly", "yes", "--appendfsync", "always", "--save", "",
+		"--logfile", filepath.Join(s.Dir, "redis.log"),
+	}, extra...)
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Start (re)starts the process and waits until it answers.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.cmd = exec.Command("redis-server", s.Args...)
+	s.cmd.Stdout, s.cmd.Stderr = os.Stderr, os.Stderr
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("redistest: start redis-server: %v", err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("redistest: redis-server on port %d did not answer", s.Port)
+}
+
+// Kill stops the process at once (SIGKILL), as a crash would.
+func (s *Server) Kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_, _ = s.cmd.Process.Wait()
+		s.cmd = nil
+	}
+}
+
+// Restart kills the process and starts it again on the same port and data.
+func (s *Server) Restart() {
+	s.Kill()
+	s.Start()
+}
+
+// Stop ends the process.
+func (s *Server) Stop() { s.Kill() }

@@ -1,0 +1,163 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// Defaults and limits of Options.
+const (
+	RedisURLDefault         = "redis://127.0.0.1:6379/0"
+	RetentionDefault        = 24 * time.Hour
+	MaxInputBytesDefault    = 1 << 20
+	MaxMetadataBytesDefault = 64 << 10
+	MaxBatchDefault         = 1000
+	OperationTimeoutDefault = 5 * time.Second
+)
+
+// RedisURLEnv names the environment variable read when no Redis is given.
+const RedisURLEnv = "TASKQ_REDIS_URL"
+
+// Clock tells the time; tests substitute their own.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Options configure a Client. The zero value connects to TASKQ_REDIS_URL
+// (or RedisURLDefault) in namespace "default".
+type Options struct {
+	// Redis is an existing client to use; the Client does not close it.
+	Redis redis.UniversalClient
+	// RedisURL (redis:// or rediss://) is used when Redis is nil.
+	RedisURL string
+	// Namespace scopes keys, runs and tasks (default "default").
+	Namespace string
+	// Retention is how long a run record is kept after the run ends.
+	Retention time.Duration
+	// MaxInputBytes and MaxMetadataBytes bound a trigger's JSON.
+	MaxInputBytes    int
+	MaxMetadataBytes int
+	// MaxBatch bounds RunMany.
+	MaxBatch int
+	// OperationTimeout bounds every call to Redis that has no deadline of
+	// its own, so an unreachable Redis gives a prompt error.
+	OperationTimeout time.Duration
+	Logger           *slog.Logger
+	Clock            Clock
+}
+
+func (o Options) withDefaults() Options {
+	if o.RedisURL == "" {
+		o.RedisURL = os.Getenv(RedisURLEnv)
+	}
+	if o.RedisURL == "" {
+		o.RedisURL = RedisURLDefault
+	}
+	if o.Namespace == "" {
+		o.Namespace = redisstore.NamespaceDefault
+	}
+	if o.Retention == 0 {
+		o.Retention = RetentionDefault
+	}
+	if o.MaxInputBytes == 0 {
+		o.MaxInputBytes = MaxInputBytesDefault
+	}
+	if o.MaxMetadataBytes == 0 {
+		o.MaxMetadataBytes = MaxMetadataBytesDefault
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = MaxBatchDefault
+	}
+	if o.OperationTimeout == 0 {
+		o.OperationTimeout = OperationTimeoutDefault
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Retention < time.Second:
+		return fmt.Errorf("client: Retention %s is below 1s", o.Retention)
+	case o.MaxInputBytes < 0, o.MaxMetadataBytes < 0, o.MaxBatch < 0:
+		return errors.New("client: limits must not be negative")
+	case o.OperationTimeout < 0:
+		return errors.New("client: OperationTimeout must not be negative")
+	}
+	return nil
+}
+
+// Client triggers runs and follows them. It is safe for concurrent use.
+type Client struct {
+	opts    Options
+	store   *redisstore.Store
+	ownsRDB bool
+	waiter  *waiter
+}
+
+// New connects a Client. With Options.Redis nil it dials Options.RedisURL.
+func New(opts Options) (*Client, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	rdb := opts.Redis
+	owns := false
+	if rdb == nil {
+		ro, err := redis.ParseURL(opts.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("client: redis URL: %w", err)
+		}
+		rdb = redis.NewClient(ro)
+		owns = true
+	}
+	st := redisstore.New(rdb, opts.Namespace)
+	return &Client{opts: opts, store: st, ownsRDB: owns, waiter: newWaiter(rdb, st.Keys(), opts.Logger)}, nil
+}
+
+// Close releases the Client's connections (not a Redis client passed in).
+func (c *Client) Close() error {
+	err := c.waiter.close()
+	if c.ownsRDB {
+		err = errors.Join(err, c.store.Redis().Close())
+	}
+	return err
+}
+
+// Namespace is the namespace the client works in.
+func (c *Client) Namespace() string { return c.opts.Namespace }
+
+// Store exposes the storage layer to the other taskq packages. It is not
+// part of the stable API.
+func (c *Client) Store() *redisstore.Store { return c.store }
+
+// Ping checks that Redis answers.
+func (c *Client) Ping(ctx context.Context) error {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	return c.store.Ping(ctx)
+}
+
+// opCtx bounds a call to Redis by OperationTimeout unless ctx has an
+// earlier deadline.
+func (c *Client) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.opts.OperationTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.opts.OperationTimeout)
+}

@@ -1,0 +1,124 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// ErrIdempotencyCollision matches every *IdempotencyCollisionError and
+// *BulkCollisionError.
+var ErrIdempotencyCollision = errors.New("idempotency collision")
+
+// ErrRunNotFound is returned for a run ID that does not exist, or whose
+// record has been removed after its retention.
+var ErrRunNotFound = redisstore.ErrRunNotFound
+
+// ErrRunCancelled matches every *RunCancelledError.
+var ErrRunCancelled = errors.New("run cancelled")
+
+// ErrRunFailed matches every *RunFailedError.
+var ErrRunFailed = errors.New("run failed")
+
+// ErrInputTooLarge matches every *LimitError.
+var ErrInputTooLarge = errors.New("trigger over a size limit")
+
+// IdempotencyCollisionError says a trigger was not run because another run
+// owns its idempotency key. Owner is a handle to that run: its status and
+// result are one call away.
+type IdempotencyCollisionError struct {
+	Task          string
+	Key           string
+	ExistingRunID string
+	// Owner is a handle to the existing run.
+	Owner *RunHandle
+}
+
+func (e *IdempotencyCollisionError) Error() string {
+	return fmt.Sprintf("idempotency collision: task %q key %q is held by run %s", e.Task, e.Key, e.ExistingRunID)
+}
+
+// Is makes errors.Is(err, ErrIdempotencyCollision) hold.
+func (e *IdempotencyCollisionError) Is(target error) bool { return target == ErrIdempotencyCollision }
+
+// BulkCollisionError lists the triggers of a RunMany that collided, each
+// with its index in the batch.
+type BulkCollisionError struct {
+	Collisions []BulkCollision
+}
+
+// BulkCollision is one collided trigger of a batch.
+type BulkCollision struct {
+	Index int
+	*IdempotencyCollisionError
+}
+
+func (e *BulkCollisionError) Error() string {
+	parts := make([]string, 0, len(e.Collisions))
+	for _, c := range e.Collisions {
+		parts = append(parts, fmt.Sprintf("#%d key %q held by run %s", c.Index, c.Key, c.ExistingRunID))
+	}
+	return fmt.Sprintf("idempotency collision on %d trigger(s): %s", len(e.Collisions), strings.Join(parts, "; "))
+}
+
+// Is makes errors.Is(err, ErrIdempotencyCollision) hold.
+func (e *BulkCollisionError) Is(target error) bool { return target == ErrIdempotencyCollision }
+
+// BatchItemError says which trigger of a batch was invalid. Nothing of the
+// batch was written.
+type BatchItemError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchItemError) Error() string { return fmt.Sprintf("trigger #%d: %v", e.Index, e.Err) }
+
+// Unwrap returns the item's error.
+func (e *BatchItemError) Unwrap() error { return e.Err }
+
+// LimitError says an input, its metadata or a batch is over a limit.
+type LimitError struct {
+	What  string // "input", "additional_metadata", "batch"
+	Size  int
+	Limit int
+}
+
+func (e *LimitError) Error() string {
+	unit := "bytes"
+	if e.What == "batch" {
+		unit = "triggers"
+	}
+	return fmt.Sprintf("%s is %d %s, over the limit of %d", e.What, e.Size, unit, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrInputTooLarge) hold.
+func (e *LimitError) Is(target error) bool { return target == ErrInputTooLarge }
+
+// RunFailedError is the result of a run that failed after its last attempt.
+type RunFailedError struct {
+	RunID    string
+	Attempts int
+	Message  string
+}
+
+func (e *RunFailedError) Error() string {
+	return fmt.Sprintf("run %s failed after %d attempt(s): %s", e.RunID, e.Attempts, e.Message)
+}
+
+// Is makes errors.Is(err, ErrRunFailed) hold.
+func (e *RunFailedError) Is(target error) bool { return target == ErrRunFailed }
+
+// RunCancelledError is the result of a cancelled run.
+type RunCancelledError struct {
+	RunID  string
+	Reason string
+}
+
+func (e *RunCancelledError) Error() string {
+	return fmt.Sprintf("run %s was cancelled: %s", e.RunID, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrRunCancelled) hold.
+func (e *RunCancelledError) Is(target error) bool { return target == ErrRunCancelled }

@@ -1,0 +1,196 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// Status is a run's status.
+type Status string
+
+// Run statuses. A run being retried is StatusQueued with Attempt > 0.
+const (
+	StatusQueued    Status = redisstore.StatusQueued
+	StatusRunning   Status = redisstore.StatusRunning
+	StatusSucceeded Status = redisstore.StatusSucceeded
+	StatusFailed    Status = redisstore.StatusFailed
+	StatusCancelled Status = redisstore.StatusCancelled
+)
+
+// Terminal reports whether the status is final.
+func (s Status) Terminal() bool { return redisstore.IsTerminal(string(s)) }
+
+// RunInfo is a snapshot of a run.
+type RunInfo struct {
+	ID             string          `json:"id"`
+	Task           string          `json:"task"`
+	Status         Status          `json:"status"`
+	Attempt        int             `json:"attempt"`
+	Retries        int             `json:"retries"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
+	Strategy       string          `json:"strategy,omitempty"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	Metadata       json.RawMessage `json:"additionalMetadata,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	StartedAt      *time.Time      `json:"startedAt,omitempty"`
+	FinishedAt     *time.Time      `json:"finishedAt,omitempty"`
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func runInfo(r *redisstore.Run) *RunInfo {
+	info := &RunInfo{
+		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries,
+		IdempotencyKey: r.Key, Error: r.Error, CreatedAt: r.Created,
+		StartedAt: optTime(r.Started), FinishedAt: optTime(r.Finished),
+		Input: r.Input, Metadata: r.Meta, Result: r.Result,
+	}
+	if r.Strategy != redisstore.StrategyNone {
+		info.Strategy = string(r.Strategy)
+	}
+	return info
+}
+
+// Err returns the error a waiter gets for this run: nil for a success,
+// *RunFailedError or *RunCancelledError otherwise.
+func (i *RunInfo) Err() error {
+	switch i.Status {
+	case StatusFailed:
+		return &RunFailedError{RunID: i.ID, Attempts: i.Attempt, Message: i.Error}
+	case StatusCancelled:
+		return &RunCancelledError{RunID: i.ID, Reason: i.Error}
+	}
+	return nil
+}
+
+// RunHandle refers to one run, whether the caller created it or a
+// collision named it: the same calls work on both.
+type RunHandle struct {
+	id string
+	c  *Client
+}
+
+// Handle returns a handle to the run with the given ID. It does not check
+// that the run exists.
+func (c *Client) Handle(runID string) *RunHandle { return &RunHandle{id: runID, c: c} }
+
+// ID is the run's ID.
+func (h *RunHandle) ID() string { return h.id }
+
+// Get reads the run's current state.
+func (h *RunHandle) Get(ctx context.Context) (*RunInfo, error) {
+	ctx, cancel := h.c.opCtx(ctx)
+	defer cancel()
+	r, err := h.c.store.GetRun(ctx, h.id)
+	if err != nil {
+		return nil, err
+	}
+	return runInfo(r), nil
+}
+
+// Status reads the run's status.
+func (h *RunHandle) Status(ctx context.Context) (Status, error) {
+	ctx, cancel := h.c.opCtx(ctx)
+	defer cancel()
+	s, err := h.c.store.RunStatus(ctx, h.id)
+	return Status(s), err
+}
+
+// Wait blocks until the run ends or ctx is done and returns its final
+// state. It is woken by the run's completion notice, not by polling.
+func (h *RunHandle) Wait(ctx context.Context) (*RunInfo, error) {
+	var info *RunInfo
+	err := h.c.waiter.wait(ctx, h.id, func(ctx context.Context) (bool, error) {
+		i, err := h.Get(ctx)
+		if err != nil {
+			return false, err
+		}
+		info = i
+		return i.Status.Terminal(), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// ResultJSON waits for the run and returns its JSON result, or the run's
+// failure or cancellation as an error.
+func (h *RunHandle) ResultJSON(ctx context.Context) (json.RawMessage, error) {
+	info, err := h.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := info.Err(); err != nil {
+		return nil, err
+	}
+	return info.Result, nil
+}
+
+// Cancel cancels the run if it has not ended: a queued run never starts, a
+// running run's handler sees its context cancelled, and a status-strategy
+// key is released. It returns the run's status afterwards; cancelling an
+// ended run changes nothing.
+func (h *RunHandle) Cancel(ctx context.Context) (Status, error) {
+	return h.c.Cancel(ctx, h.id)
+}
+
+// Cancel cancels the run with the given ID; see RunHandle.Cancel.
+func (c *Client) Cancel(ctx context.Context, runID string) (Status, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	res, err := c.store.Cancel(ctx, runID, "cancelled by request", c.opts.Clock.Now())
+	if err != nil {
+		return "", err
+	}
+	if res.Status == "missing" {
+		return "", fmt.Errorf("%w: %s", ErrRunNotFound, runID)
+	}
+	return Status(res.Status), nil
+}
+
+// GetRun reads the run with the given ID.
+func (c *Client) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
+	return c.Handle(runID).Get(ctx)
+}
+
+// RunRef is a typed handle to a run whose result is an O.
+type RunRef[O any] struct {
+	*RunHandle
+}
+
+// Result waits for the run and decodes its result.
+func (r *RunRef[O]) Result(ctx context.Context) (O, error) {
+	var out O
+	raw, err := r.ResultJSON(ctx)
+	if err != nil {
+		return out, err
+	}
+	if len(raw) == 0 {
+		return out, nil
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, fmt.Errorf("run %s: decode result: %w", r.ID(), err)
+	}
+	return out, nil
+}
+
+// Ref returns a typed handle to the run with the given ID.
+func Ref[O any](c *Client, runID string) *RunRef[O] {
+	return &RunRef[O]{RunHandle: c.Handle(runID)}
+}
+
+// IsNotFound reports whether err says a run does not exist.
+func IsNotFound(err error) bool { return errors.Is(err, ErrRunNotFound) }

@@ -1,0 +1,214 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// RunOption configures one trigger.
+type RunOption func(*runOptions)
+
+type runOptions struct {
+	meta    map[string]any
+	rawMeta []byte
+}
+
+// WithMetadata attaches additional metadata to the run; idempotency
+// expressions see it as additional_metadata.
+func WithMetadata(m map[string]any) RunOption {
+	return func(o *runOptions) { o.meta = m }
+}
+
+// WithMetadataJSON attaches additional metadata given as a JSON object.
+func WithMetadataJSON(raw []byte) RunOption {
+	return func(o *runOptions) { o.rawMeta = raw }
+}
+
+func (o *runOptions) metaJSON() ([]byte, error) {
+	if o.rawMeta != nil {
+		return o.rawMeta, nil
+	}
+	if o.meta == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(o.meta)
+}
+
+// RunNoWait triggers a run of t and returns at once with a reference to it.
+// When another run owns the idempotency key, nothing is created and the
+// error is an *IdempotencyCollisionError naming that run.
+func RunNoWait[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, opts ...RunOption) (*RunRef[O], error) {
+	raw, err := t.EncodeInput(input)
+	if err != nil {
+		return nil, fmt.Errorf("task %q: encode input: %w", t.Name(), err)
+	}
+	h, err := c.TriggerJSON(ctx, t.Definition(), raw, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &RunRef[O]{RunHandle: h}, nil
+}
+
+// Run triggers a run of t and waits for its result.
+func Run[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, opts ...RunOption) (O, error) {
+	ref, err := RunNoWait(ctx, c, t, input, opts...)
+	if err != nil {
+		var zero O
+		return zero, err
+	}
+	return ref.Result(ctx)
+}
+
+// RunMany triggers one run per input in a single round trip. The returned
+// refs line up with inputs; a trigger that collided has a nil ref and is
+// listed in the *BulkCollisionError, which names each existing owner.
+// Duplicates inside the batch collide with the first of them. An input that
+// is invalid fails the whole batch before anything is written.
+func RunMany[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], inputs []I, opts ...RunOption) ([]*RunRef[O], error) {
+	raws := make([]Trigger, len(inputs))
+	for i, in := range inputs {
+		b, err := t.EncodeInput(in)
+		if err != nil {
+			return nil, &BatchItemError{Index: i, Err: fmt.Errorf("encode input: %w", err)}
+		}
+		raws[i] = Trigger{Input: b}
+	}
+	hs, err := c.TriggerManyJSON(ctx, t.Definition(), raws, opts...)
+	refs := make([]*RunRef[O], len(hs))
+	for i, h := range hs {
+		if h != nil {
+			refs[i] = &RunRef[O]{RunHandle: h}
+		}
+	}
+	return refs, err
+}
+
+// Trigger is one untyped trigger of a batch.
+type Trigger struct {
+	Input json.RawMessage
+	// Metadata overrides the batch's metadata when set.
+	Metadata json.RawMessage
+}
+
+// TriggerJSON triggers def with a JSON input. It is the untyped form of
+// RunNoWait used by the HTTP API and event ingestion.
+func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []byte, opts ...RunOption) (*RunHandle, error) {
+	var o runOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	meta, err := o.metaJSON()
+	if err != nil {
+		return nil, fmt.Errorf("task %q: encode metadata: %w", def.Name, err)
+	}
+	p, err := c.prepare(def, input, meta)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	res, err := c.store.Enqueue(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("task %q: trigger: %w", def.Name, err)
+	}
+	if !res.Accepted {
+		return nil, c.collision(def, p.Key, res.Owner)
+	}
+	return c.Handle(p.RunID), nil
+}
+
+// TriggerManyJSON is the untyped form of RunMany.
+func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, triggers []Trigger, opts ...RunOption) ([]*RunHandle, error) {
+	if len(triggers) > c.opts.MaxBatch {
+		return nil, &LimitError{What: "batch", Size: len(triggers), Limit: c.opts.MaxBatch}
+	}
+	var o runOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	meta, err := o.metaJSON()
+	if err != nil {
+		return nil, fmt.Errorf("task %q: encode metadata: %w", def.Name, err)
+	}
+	ps := make([]*redisstore.EnqueueParams, len(triggers))
+	for i, tr := range triggers {
+		m := meta
+		if tr.Metadata != nil {
+			m = tr.Metadata
+		}
+		if ps[i], err = c.prepare(def, tr.Input, m); err != nil {
+			return nil, &BatchItemError{Index: i, Err: err}
+		}
+	}
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	results, errs := c.store.EnqueueBatch(ctx, ps)
+	hs := make([]*RunHandle, len(triggers))
+	var bulk BulkCollisionError
+	var other []error
+	for i, r := range results {
+		switch {
+		case errs[i] != nil:
+			other = append(other, &BatchItemError{Index: i, Err: errs[i]})
+		case r.Accepted:
+			hs[i] = c.Handle(ps[i].RunID)
+		default:
+			bulk.Collisions = append(bulk.Collisions, BulkCollision{Index: i, IdempotencyCollisionError: c.collision(def, ps[i].Key, r.Owner)})
+		}
+	}
+	if len(bulk.Collisions) > 0 {
+		other = append(other, &bulk)
+	}
+	return hs, errors.Join(other...)
+}
+
+func (c *Client) collision(def *task.Definition, key, owner string) *IdempotencyCollisionError {
+	return &IdempotencyCollisionError{Task: def.Name, Key: key, ExistingRunID: owner, Owner: c.Handle(owner)}
+}
+
+// prepare checks a trigger's limits, derives its key and builds the
+// parameters of the enqueue script. It writes nothing.
+func (c *Client) prepare(def *task.Definition, input, meta []byte) (*redisstore.EnqueueParams, error) {
+	if len(input) == 0 {
+		input = []byte("{}")
+	}
+	if len(input) > c.opts.MaxInputBytes {
+		return nil, &LimitError{What: "input", Size: len(input), Limit: c.opts.MaxInputBytes}
+	}
+	if len(meta) > c.opts.MaxMetadataBytes {
+		return nil, &LimitError{What: "additional_metadata", Size: len(meta), Limit: c.opts.MaxMetadataBytes}
+	}
+	if !json.Valid(input) {
+		return nil, fmt.Errorf("task %q: input is not valid JSON", def.Name)
+	}
+	if !json.Valid(meta) {
+		return nil, fmt.Errorf("task %q: additional_metadata is not valid JSON", def.Name)
+	}
+	key, err := def.Key(input, meta)
+	if err != nil {
+		return nil, fmt.Errorf("task %q: idempotency key: %w", def.Name, err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	p := &redisstore.EnqueueParams{
+		RunID: id.String(), Task: def.Name, Input: input, Meta: meta,
+		Strategy: redisstore.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
+		Timeout: def.Timeout, Retention: c.opts.Retention, Now: c.opts.Clock.Now(),
+	}
+	if idem := def.Idempotency; idem != nil {
+		p.Key = key
+		p.Strategy = redisstore.Strategy(idem.Strategy)
+		p.Hold = idem.Hold()
+		p.Retain = idem.Retain
+	}
+	return p, nil
+}

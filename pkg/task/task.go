@@ -1,0 +1,277 @@
+// Package task defines tasks once, typed, for both sides of the queue: the
+// client that triggers runs and the worker that handles them use the same
+// *Task, so they can never disagree about the idempotency expression, the
+// strategy, retries or the timeout.
+package task
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"time"
+
+	"github.com/taskq/taskq/pkg/idempotency"
+)
+
+// Strategy says how long an idempotency key stays claimed.
+type Strategy string
+
+const (
+	// StrategyTTL holds the key for TTL from the accepted trigger,
+	// whatever the run does. Duplicates do not extend the window.
+	StrategyTTL Strategy = "ttl"
+	// StrategyStatus holds the key while the run is active (through its
+	// retries) and releases it the moment the run ends, or Retain later.
+	// FallbackTTL caps the hold of a run that never ends.
+	StrategyStatus Strategy = "status"
+)
+
+// Limits on durations, so a typo cannot hold a key for years.
+const (
+	DurationMin      = time.Millisecond
+	DurationMax      = 30 * 24 * time.Hour
+	RetainMax        = 30 * 24 * time.Hour
+	RetriesMax       = 100
+	MaxDeliveriesMax = 1000
+	// RedeliveriesDefault is how many times a run may be redelivered after
+	// its worker died, on top of its retries, before it is failed.
+	RedeliveriesDefault = 10
+)
+
+// Idempotency configures how duplicate triggers are recognised.
+type Idempotency struct {
+	// Expression is a CEL expression over input and additional_metadata
+	// that yields the key, e.g. `"order:" + input.id`.
+	Expression string
+	Strategy   Strategy
+	// TTL is the window of StrategyTTL.
+	TTL time.Duration
+	// FallbackTTL caps the hold of StrategyStatus if a run never ends.
+	FallbackTTL time.Duration
+	// Retain keeps a StrategyStatus key claimed this long after the run
+	// ends, so late duplicates still collide. 0 releases at once.
+	Retain time.Duration
+}
+
+// TTL returns a TTL-strategy configuration.
+func TTL(expression string, ttl time.Duration) *Idempotency {
+	return &Idempotency{Expression: expression, Strategy: StrategyTTL, TTL: ttl}
+}
+
+// Status returns a status-strategy configuration.
+func Status(expression string, fallbackTTL time.Duration) *Idempotency {
+	return &Idempotency{Expression: expression, Strategy: StrategyStatus, FallbackTTL: fallbackTTL}
+}
+
+// WithRetain returns a copy of a status-strategy configuration that keeps
+// the key for d after the run ends.
+func (i Idempotency) WithRetain(d time.Duration) *Idempotency {
+	i.Retain = d
+	return &i
+}
+
+// Hold is how long a claim lasts when it is made: the TTL, or the fallback.
+func (i *Idempotency) Hold() time.Duration {
+	if i.Strategy == StrategyTTL {
+		return i.TTL
+	}
+	return i.FallbackTTL
+}
+
+// Backoff spaces out retries: Initial * Factor^(n-1), capped at Max, with
+// up to Jitter (a fraction) added at random.
+type Backoff struct {
+	Initial time.Duration
+	Max     time.Duration
+	Factor  float64
+	Jitter  float64
+}
+
+// BackoffDefault is used when Options.Backoff is zero.
+var BackoffDefault = Backoff{Initial: time.Second, Max: 5 * time.Minute, Factor: 2, Jitter: 0.2}
+
+// Delay returns how long to wait before the retry that follows the n-th
+// failure (n starts at 1).
+func (b Backoff) Delay(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := float64(b.Initial) * math.Pow(b.Factor, float64(n-1))
+	if b.Max > 0 && d > float64(b.Max) {
+		d = float64(b.Max)
+	}
+	if b.Jitter > 0 {
+		d += d * b.Jitter * rand.Float64()
+	}
+	return time.Duration(d)
+}
+
+// Options configure a task. Zero values mean the documented defaults.
+type Options struct {
+	// Idempotency enables deduplication; nil means every trigger runs.
+	Idempotency *Idempotency
+	// Retries is how many times a failed attempt is retried (default 0).
+	Retries int
+	// Backoff spaces retries (default BackoffDefault).
+	Backoff Backoff
+	// Timeout bounds one attempt; its context is cancelled then (default none).
+	Timeout time.Duration
+	// OnEvents lists the event keys that trigger this task.
+	OnEvents []string
+	// MaxDeliveries bounds how often a run is handed to a worker in all,
+	// counting redeliveries after a worker died (default Retries+1+RedeliveriesDefault).
+	MaxDeliveries int
+	// Compiler compiles the expression; nil uses a compiler with default limits.
+	Compiler *idempotency.Compiler
+}
+
+// ErrInvalidConfig matches every *ConfigError.
+var ErrInvalidConfig = errors.New("invalid task configuration")
+
+// ConfigError names the task, the field and what is wrong with it.
+type ConfigError struct {
+	Task    string
+	Field   string
+	Message string
+	Err     error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("task %q: %s: %s", e.Task, e.Field, e.Message)
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying error (a compile error, for instance).
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// Definition is the untyped part of a task, shared by everything that
+// triggers or runs it.
+type Definition struct {
+	Name string
+	Options
+	expr *idempotency.Expression
+}
+
+// NewDefinition validates opts and compiles the expression.
+func NewDefinition(name string, opts Options) (*Definition, error) {
+	cfg := func(field, msg string, err error) error {
+		return &ConfigError{Task: name, Field: field, Message: msg, Err: err}
+	}
+	if !namePattern.MatchString(name) {
+		return nil, cfg("name", "must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", nil)
+	}
+	if opts.Retries < 0 || opts.Retries > RetriesMax {
+		return nil, cfg("retries", fmt.Sprintf("%d is outside [0, %d]", opts.Retries, RetriesMax), nil)
+	}
+	if opts.Timeout < 0 || opts.Timeout > DurationMax {
+		return nil, cfg("timeout", fmt.Sprintf("%s is outside [0, %s]", opts.Timeout, DurationMax), nil)
+	}
+	if opts.Backoff == (Backoff{}) {
+		opts.Backoff = BackoffDefault
+	}
+	if opts.Backoff.Initial <= 0 || opts.Backoff.Factor < 1 || opts.Backoff.Jitter < 0 {
+		return nil, cfg("backoff", "needs Initial > 0, Factor >= 1 and Jitter >= 0", nil)
+	}
+	if opts.MaxDeliveries == 0 {
+		opts.MaxDeliveries = opts.Retries + 1 + RedeliveriesDefault
+	}
+	if opts.MaxDeliveries < opts.Retries+1 || opts.MaxDeliveries > MaxDeliveriesMax {
+		return nil, cfg("max_deliveries", fmt.Sprintf("%d is outside [retries+1, %d]", opts.MaxDeliveries, MaxDeliveriesMax), nil)
+	}
+	d := &Definition{Name: name, Options: opts}
+	if opts.Idempotency == nil {
+		return d, nil
+	}
+	idem := *opts.Idempotency
+	d.Idempotency = &idem
+	inRange := func(field string, v time.Duration) error {
+		if v < DurationMin || v > DurationMax {
+			return cfg(field, fmt.Sprintf("%s is outside [%s, %s]", v, DurationMin, DurationMax), nil)
+		}
+		return nil
+	}
+	switch idem.Strategy {
+	case StrategyTTL:
+		if err := inRange("ttl", idem.TTL); err != nil {
+			return nil, err
+		}
+		if idem.Retain != 0 {
+			return nil, cfg("retain", "applies to the status strategy only", nil)
+		}
+	case StrategyStatus:
+		if err := inRange("fallback_ttl", idem.FallbackTTL); err != nil {
+			return nil, err
+		}
+		if idem.Retain < 0 || idem.Retain > RetainMax {
+			return nil, cfg("retain", fmt.Sprintf("%s is outside [0, %s]", idem.Retain, RetainMax), nil)
+		}
+	default:
+		return nil, cfg("strategy", fmt.Sprintf("%q is not %q or %q", idem.Strategy, StrategyTTL, StrategyStatus), nil)
+	}
+	c := opts.Compiler
+	if c == nil {
+		var err error
+		if c, err = idempotency.NewCompiler(idempotency.Options{}); err != nil {
+			return nil, cfg("expression", err.Error(), err)
+		}
+	}
+	expr, err := c.Compile(idem.Expression)
+	if err != nil {
+		return nil, cfg("expression", err.Error(), err)
+	}
+	d.expr = expr
+	return d, nil
+}
+
+// Deduplicated reports whether triggers of the task claim a key.
+func (d *Definition) Deduplicated() bool { return d.expr != nil }
+
+// Key derives the idempotency key of a trigger from its JSON input and
+// metadata. It returns "" when the task is not deduplicated; errors are the
+// typed errors of package idempotency.
+func (d *Definition) Key(input, meta []byte) (string, error) {
+	if d.expr == nil {
+		return "", nil
+	}
+	return d.expr.KeyJSON(input, meta)
+}
+
+// Task is a typed task: I is its input, O its result; both travel as JSON.
+type Task[I, O any] struct {
+	def *Definition
+}
+
+// New defines a typed task. A bad expression or option fails here, once,
+// with a *ConfigError.
+func New[I, O any](name string, opts Options) (*Task[I, O], error) {
+	d, err := NewDefinition(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Task[I, O]{def: d}, nil
+}
+
+// Must is New that panics on error, for package-level task definitions.
+func Must[I, O any](name string, opts Options) *Task[I, O] {
+	t, err := New[I, O](name, opts)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Name is the task's name.
+func (t *Task[I, O]) Name() string { return t.def.Name }
+
+// Definition returns the untyped definition.
+func (t *Task[I, O]) Definition() *Definition { return t.def }
+
+// EncodeInput turns a typed input into the JSON stored with the run.
+func (t *Task[I, O]) EncodeInput(in I) ([]byte, error) { return json.Marshal(in) }

@@ -1,0 +1,78 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// Causes a handler's context is cancelled with; read them with
+// context.Cause(ctx).
+var (
+	// ErrRunCancelled: the run was cancelled by a client or operator.
+	ErrRunCancelled = errors.New("taskq: run cancelled")
+	// ErrLeaseLost: this worker could not renew its lease in time and the
+	// run may be redelivered to another worker; anything the handler
+	// writes to taskq from now on is refused.
+	ErrLeaseLost = errors.New("taskq: lease lost")
+	// ErrShutdown: the worker is shutting down and gives the run back.
+	ErrShutdown = errors.New("taskq: worker shutting down")
+	// ErrTimeout: the attempt ran past the task's timeout.
+	ErrTimeout = errors.New("taskq: attempt timed out")
+)
+
+// Context is what a handler receives: a context.Context that ends when the
+// run is cancelled, times out or the worker loses its lease, plus what the
+// handler needs to know about its run.
+type Context interface {
+	context.Context
+	// RunID is the run's ID.
+	RunID() string
+	// TaskName is the name of the run's task.
+	TaskName() string
+	// Attempt counts deliveries of the run, from 1.
+	Attempt() int
+	// StepID is the same on every attempt and redelivery of this run:
+	// use it as the idempotency key of calls to external APIs.
+	StepID() string
+	// IdempotencyKey is the key the run holds ("" for tasks without one).
+	IdempotencyKey() string
+	// Metadata is the run's additional metadata (JSON).
+	Metadata() json.RawMessage
+	// Logger logs with the run's attributes.
+	Logger() *slog.Logger
+}
+
+type runContext struct {
+	context.Context
+	runID, task, key, ns string
+	attempt              int
+	meta                 json.RawMessage
+	log                  *slog.Logger
+}
+
+func (c *runContext) RunID() string             { return c.runID }
+func (c *runContext) TaskName() string          { return c.task }
+func (c *runContext) Attempt() int              { return c.attempt }
+func (c *runContext) StepID() string            { return fmt.Sprintf("taskq:%s:%s", c.ns, c.runID) }
+func (c *runContext) IdempotencyKey() string    { return c.key }
+func (c *runContext) Metadata() json.RawMessage { return c.meta }
+func (c *runContext) Logger() *slog.Logger      { return c.log }
+
+// NonRetryableError marks a handler error that must not be retried.
+type NonRetryableError struct{ Err error }
+
+func (e *NonRetryableError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *NonRetryableError) Unwrap() error { return e.Err }
+
+// NonRetryable wraps err so the run fails at once, whatever retries remain.
+func NonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &NonRetryableError{Err: err}
+}

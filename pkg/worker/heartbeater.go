@@ -1,0 +1,55 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// heartbeat renews the leases of every running attempt each
+// HeartbeatInterval, one script call per task stream. An attempt whose
+// lease was taken over, or whose run was cancelled or ended, has its context
+// cancelled; so has one whose lease ran out while Redis was unreachable.
+func (w *Worker) heartbeat(quit <-chan struct{}) {
+	for sleep(quit, w.opts.HeartbeatInterval) {
+		w.beat()
+	}
+}
+
+func (w *Worker) beat() {
+	began := w.opts.Clock.Now()
+	byTask := map[string][]*activeRun{}
+	w.mu.Lock()
+	for _, a := range w.active {
+		byTask[a.task] = append(byTask[a.task], a)
+	}
+	w.mu.Unlock()
+	for t, runs := range byTask {
+		leases := make([]redisstore.Lease, len(runs))
+		for i, a := range runs {
+			leases[i] = a.lease
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), w.opts.HeartbeatInterval)
+		states, err := w.store.Heartbeat(ctx, t, w.opts.Name, leases)
+		cancel()
+		if err != nil {
+			w.log.Warn("taskq: heartbeat failed", "task", t, "err", err)
+			for _, a := range runs {
+				if a.expired(w.opts.Clock.Now()) {
+					a.cancel(ErrLeaseLost)
+				}
+			}
+			continue
+		}
+		for i, a := range runs {
+			switch states[i] {
+			case redisstore.LeaseHeld:
+				a.extend(began.Add(w.opts.LeaseDuration))
+			case redisstore.LeaseLost:
+				a.cancel(ErrLeaseLost)
+			case redisstore.LeaseFinished:
+				a.cancel(ErrRunCancelled)
+			}
+		}
+	}
+}

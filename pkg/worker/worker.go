@@ -1,0 +1,325 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// Defaults of Options.
+const (
+	ConcurrencyDefault     = 10
+	LeaseDurationDefault   = 30 * time.Second
+	LeaseDurationMin       = 100 * time.Millisecond
+	ShutdownTimeoutDefault = 10 * time.Second
+	FetchBlockDefault      = time.Second
+	RetentionDefault       = 24 * time.Hour
+)
+
+// Clock tells the time; tests substitute their own.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Options configure a Worker. Zero values mean the documented defaults.
+type Options struct {
+	// Redis is an existing client; the Worker does not close it.
+	Redis redis.UniversalClient
+	// RedisURL is dialled when Redis is nil (default TASKQ_REDIS_URL, then
+	// redis://127.0.0.1:6379/0).
+	RedisURL  string
+	Namespace string
+	// Name identifies this worker as a consumer (default host-pid-random).
+	Name string
+	// Concurrency bounds the handlers running at once (default 10).
+	Concurrency int
+	// LeaseDuration is how long a run stays with this worker without a
+	// heartbeat before another worker may take it over (default 30s).
+	LeaseDuration time.Duration
+	// HeartbeatInterval renews leases (default LeaseDuration/3).
+	HeartbeatInterval time.Duration
+	// ShutdownTimeout is how long Shutdown lets running handlers finish
+	// before cancelling them and giving their runs back (default 10s).
+	ShutdownTimeout time.Duration
+	// FetchBlock is how long one read of the streams blocks (default 1s).
+	FetchBlock time.Duration
+	// Retention is how long the janitor keeps index entries (default 24h).
+	Retention time.Duration
+	Logger    *slog.Logger
+	Clock     Clock
+}
+
+func (o Options) withDefaults() Options {
+	if o.RedisURL == "" {
+		o.RedisURL = os.Getenv("TASKQ_REDIS_URL")
+	}
+	if o.RedisURL == "" {
+		o.RedisURL = "redis://127.0.0.1:6379/0"
+	}
+	if o.Namespace == "" {
+		o.Namespace = redisstore.NamespaceDefault
+	}
+	if o.Name == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		o.Name = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = ConcurrencyDefault
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = LeaseDurationDefault
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = o.LeaseDuration / 3
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = ShutdownTimeoutDefault
+	}
+	if o.FetchBlock == 0 {
+		o.FetchBlock = FetchBlockDefault
+	}
+	if o.Retention == 0 {
+		o.Retention = RetentionDefault
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Concurrency < 1:
+		return fmt.Errorf("worker: Concurrency %d must be at least 1", o.Concurrency)
+	case o.LeaseDuration < LeaseDurationMin:
+		return fmt.Errorf("worker: LeaseDuration %s is below %s", o.LeaseDuration, LeaseDurationMin)
+	case o.HeartbeatInterval <= 0 || o.HeartbeatInterval >= o.LeaseDuration:
+		return fmt.Errorf("worker: HeartbeatInterval %s must be above 0 and below LeaseDuration %s", o.HeartbeatInterval, o.LeaseDuration)
+	case o.ShutdownTimeout < 0:
+		return errors.New("worker: ShutdownTimeout must not be negative")
+	}
+	return nil
+}
+
+type handlerFunc func(ctx Context, input []byte) ([]byte, error)
+
+type registration struct {
+	def     *task.Definition
+	handler handlerFunc
+}
+
+// Worker runs the handlers of the tasks registered on it. Start it with
+// Run (which also handles SIGINT/SIGTERM) or Start and Shutdown.
+type Worker struct {
+	opts    Options
+	store   *redisstore.Store
+	ownsRDB bool
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	tasks   map[string]*registration
+	names   []string
+	active  map[string]*activeRun
+	started bool
+
+	slots   chan struct{} // one token per free handler slot
+	runs    sync.WaitGroup
+	baseCtx context.Context
+	stopAll context.CancelCauseFunc
+
+	fetcher, recoverer, heartbeater, forwarder, janitor, canceller service
+}
+
+// New creates a Worker. Register handlers with Handle, then Run it.
+func New(opts Options) (*Worker, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	rdb := opts.Redis
+	owns := false
+	if rdb == nil {
+		ro, err := redis.ParseURL(opts.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("worker: redis URL: %w", err)
+		}
+		rdb = redis.NewClient(ro)
+		owns = true
+	}
+	w := &Worker{
+		opts: opts, store: redisstore.New(rdb, opts.Namespace), ownsRDB: owns,
+		log:   opts.Logger.With("worker", opts.Name),
+		tasks: map[string]*registration{}, active: map[string]*activeRun{},
+		slots: make(chan struct{}, opts.Concurrency),
+	}
+	for i := 0; i < opts.Concurrency; i++ {
+		w.slots <- struct{}{}
+	}
+	return w, nil
+}
+
+// Name is the consumer name this worker reads streams as.
+func (w *Worker) Name() string { return w.opts.Name }
+
+// Handle registers fn as the handler of t. Call it before Start.
+func Handle[I, O any](w *Worker, t *task.Task[I, O], fn func(ctx Context, input I) (O, error)) error {
+	return w.register(t.Definition(), func(ctx Context, raw []byte) ([]byte, error) {
+		var in I
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, NonRetryable(fmt.Errorf("decode input: %w", err))
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	})
+}
+
+// HandleJSON registers an untyped handler that receives and returns JSON.
+func (w *Worker) HandleJSON(def *task.Definition, fn func(ctx Context, input json.RawMessage) (json.RawMessage, error)) error {
+	return w.register(def, func(ctx Context, raw []byte) ([]byte, error) { return fn(ctx, raw) })
+}
+
+func (w *Worker) register(def *task.Definition, h handlerFunc) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return fmt.Errorf("worker: register task %q: worker already started", def.Name)
+	}
+	if _, dup := w.tasks[def.Name]; dup {
+		return fmt.Errorf("worker: task %q registered twice", def.Name)
+	}
+	w.tasks[def.Name] = &registration{def: def, handler: h}
+	w.names = append(w.names, def.Name)
+	return nil
+}
+
+// Definitions returns the definitions of the registered tasks.
+func (w *Worker) Definitions() []*task.Definition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*task.Definition, 0, len(w.names))
+	for _, n := range w.names {
+		out = append(out, w.tasks[n].def)
+	}
+	return out
+}
+
+// Start creates the consumer groups and starts the worker's duties. It
+// returns once the worker is consuming.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	if w.started {
+		w.mu.Unlock()
+		return errors.New("worker: already started")
+	}
+	if len(w.names) == 0 {
+		w.mu.Unlock()
+		return errors.New("worker: no task registered")
+	}
+	w.started = true
+	w.mu.Unlock()
+	for _, n := range w.names {
+		if err := w.store.EnsureGroup(ctx, n); err != nil {
+			return fmt.Errorf("worker: create consumer group for %q: %w", n, err)
+		}
+	}
+	w.baseCtx, w.stopAll = context.WithCancelCause(context.Background())
+	// Cancellation notices first, so no cancel is missed once runs start.
+	w.canceller.start(w.listenCancels)
+	w.heartbeater.start(w.heartbeat)
+	w.forwarder.start(w.forward)
+	w.janitor.start(w.sweep)
+	w.recoverer.start(w.recover)
+	w.fetcher.start(w.fetch)
+	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace)
+	return nil
+}
+
+// Shutdown stops taking runs, lets running handlers finish until
+// ShutdownTimeout (or ctx) runs out, then cancels the rest with ErrShutdown
+// and gives their runs back to the queue. The order matters: leases are
+// renewed until the last handler has returned.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.fetcher.stop()
+	w.recoverer.stop()
+	idle := make(chan struct{})
+	go func() { w.runs.Wait(); close(idle) }()
+	timer := time.NewTimer(w.opts.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-idle:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	if w.stopAll != nil {
+		w.stopAll(ErrShutdown)
+	}
+	<-idle
+	w.heartbeater.stop()
+	w.forwarder.stop()
+	w.janitor.stop()
+	w.canceller.stop()
+	w.log.Info("taskq worker stopped")
+	if w.ownsRDB {
+		return w.store.Redis().Close()
+	}
+	return nil
+}
+
+// Run starts the worker and blocks until ctx ends or the process gets
+// SIGINT or SIGTERM, then shuts down gracefully.
+func (w *Worker) Run(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return w.Shutdown(context.Background())
+}
+
+// sleep waits d or until quit; it reports false when quit fired.
+func sleep(quit <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-quit:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// backoff doubles a retry delay after a Redis error, up to 5s.
+func backoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return 50 * time.Millisecond
+	}
+	if d *= 2; d > 5*time.Second {
+		d = 5 * time.Second
+	}
+	return d
+}
