@@ -1,0 +1,380 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
+	"github.com/taskq/taskq/pkg/worker"
+)
+
+type in struct {
+	ID   string `json:"id"`
+	Mode string `json:"mode,omitempty"`
+}
+
+type out struct {
+	ID     string `json:"id"`
+	StepID string `json:"stepId"`
+	By     string `json:"by,omitempty"`
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newClient(t *testing.T, b *redistest.Backend) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// startWorker starts a worker with short leases; register adds handlers.
+func startWorker(t *testing.T, b *redistest.Backend, opts worker.Options, register func(w *worker.Worker)) *worker.Worker {
+	t.Helper()
+	opts.Redis, opts.Namespace = b.Client, b.Namespace
+	if opts.Logger == nil {
+		opts.Logger = quiet
+	}
+	if opts.LeaseDuration == 0 {
+		opts.LeaseDuration = 2 * time.Second
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 200 * time.Millisecond
+	}
+	if opts.FetchBlock == 0 {
+		opts.FetchBlock = 200 * time.Millisecond
+	}
+	w, err := worker.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(w)
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
+	return w
+}
+
+func wait(t *testing.T, ref *client.RunRef[out]) *client.RunInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := ref.Wait(ctx)
+	if err != nil {
+		t.Fatalf("waiting for run %s: %v", ref.ID(), err)
+	}
+	return info
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// Status strategy: duplicates collide while the run is active, and the key
+// is free at once after success, after the last retry fails (held through
+// the retries), and after cancellation.
+func TestStatusTimeline(t *testing.T) {
+	b := redistest.Real(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+	tk := task.Must[in, out]("status-timeline", task.Options{
+		Idempotency: task.Status(`"job:" + input.id`, time.Minute),
+		Retries:     2,
+		Backoff:     task.Backoff{Initial: 100 * time.Millisecond, Factor: 1},
+	})
+	release := make(chan struct{})
+	var attempts atomic.Int32
+	startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+			attempts.Add(1)
+			switch x.Mode {
+			case "block":
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return out{}, context.Cause(ctx)
+				}
+			case "fail":
+				return out{}, errors.New("always fails")
+			case "hold":
+				<-ctx.Done()
+				return out{}, context.Cause(ctx)
+			}
+			return out{ID: x.ID}, nil
+		})
+	})
+	expectCollision := func(owner string) {
+		t.Helper()
+		_, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "block"})
+		var coll *client.IdempotencyCollisionError
+		if !errors.As(err, &coll) || coll.ExistingRunID != owner {
+			t.Fatalf("duplicate: %v, want collision with %s", err, owner)
+		}
+	}
+
+	// Success.
+	ref, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "block"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectCollision(ref.ID()) // queued
+	eventually(t, "run to start", func() bool { s, _ := ref.Status(ctx); return s == client.StatusRunning })
+	expectCollision(ref.ID()) // running
+	close(release)
+	if info := wait(t, ref); info.Status != client.StatusSucceeded {
+		t.Fatalf("status = %s", info.Status)
+	}
+
+	// Failure after the last retry: the key is held through every retry.
+	failing, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "fail"})
+	if err != nil {
+		t.Fatalf("trigger after success: %v", err)
+	}
+	eventually(t, "a retry", func() bool { i, _ := failing.Get(ctx); return i.Attempt >= 2 && !i.Status.Terminal() })
+	expectCollision(failing.ID())
+	info := wait(t, failing)
+	if info.Status != client.StatusFailed || info.Attempt != 3 {
+		t.Fatalf("failing run = %s after %d attempts, want failed after 3", info.Status, info.Attempt)
+	}
+	if _, err := failing.Result(ctx); !errors.Is(err, client.ErrRunFailed) {
+		t.Fatalf("result of failed run: %v", err)
+	}
+
+	// Cancellation of a running run.
+	held, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "hold"})
+	if err != nil {
+		t.Fatalf("trigger after failure: %v", err)
+	}
+	eventually(t, "held run to start", func() bool { s, _ := held.Status(ctx); return s == client.StatusRunning })
+	expectCollision(held.ID())
+	if _, err := held.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := client.RunNoWait(ctx, c, tk, in{ID: "1"})
+	if err != nil {
+		t.Fatalf("trigger right after cancel: %v", err)
+	}
+	if info := wait(t, again); info.Status != client.StatusSucceeded {
+		t.Fatalf("run after cancel = %s", info.Status)
+	}
+}
+
+// A run that never finishes loses its key after fallback_ttl; a second run
+// claims it; when the first finally finishes, it does not free the second
+// run's key.
+func TestFallbackTTL(t *testing.T) {
+	b := redistest.Real(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+	tk := task.Must[in, out]("fallback", task.Options{Idempotency: task.Status(`input.id`, 300*time.Millisecond)})
+	release := map[string]chan struct{}{"slow": make(chan struct{}), "second": make(chan struct{})}
+	startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+			<-release[x.Mode]
+			return out{ID: x.ID}, nil
+		})
+	})
+	first, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "second"}); !errors.Is(err, client.ErrIdempotencyCollision) {
+		t.Fatalf("duplicate inside fallback ttl: %v", err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	second, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "second"})
+	if err != nil {
+		t.Fatalf("trigger after fallback ttl: %v", err)
+	}
+	close(release["slow"])
+	if info := wait(t, first); info.Status != client.StatusSucceeded {
+		t.Fatalf("first run = %s", info.Status)
+	}
+	ks, ok, _ := c.Store().GetKey(ctx, "k")
+	if !ok || ks.Owner != second.ID() {
+		t.Fatalf("key after the first run ended = %+v (held %v), want still owned by %s", ks, ok, second.ID())
+	}
+	close(release["second"])
+	wait(t, second)
+	if _, ok, _ := c.Store().GetKey(ctx, "k"); ok {
+		t.Fatal("second run did not release its key")
+	}
+}
+
+// The collision path users write: trigger, collide, fetch the existing run's
+// result; both callers see the same result.
+func TestCollisionGivesOwnersResult(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		tk := task.Must[in, out]("collide", task.Options{Idempotency: task.TTL(`input.id`, time.Minute)})
+		gate := make(chan struct{})
+		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				<-gate
+				return out{ID: x.ID, StepID: ctx.StepID(), By: ctx.RunID()}, nil
+			})
+		})
+		ref, err := client.RunNoWait(ctx, c, tk, in{ID: "o-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.RunNoWait(ctx, c, tk, in{ID: "o-1"})
+		var coll *client.IdempotencyCollisionError
+		if !errors.As(err, &coll) {
+			t.Fatalf("duplicate: %v", err)
+		}
+		close(gate)
+		mine, err := ref.Result(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := client.Ref[out](c, coll.ExistingRunID).Result(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mine != theirs || mine.By != ref.ID() {
+			t.Fatalf("owner's result %+v differs from the caller's %+v", theirs, mine)
+		}
+		raw, err := coll.Owner.ResultJSON(ctx)
+		if err != nil || len(raw) == 0 {
+			t.Fatalf("result through the collision's handle: %s, %v", raw, err)
+		}
+	})
+}
+
+func TestRetriesKeepStepIDAndTimeoutCancelsContext(t *testing.T) {
+	b := redistest.Real(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+	flaky := task.Must[in, out]("flaky", task.Options{Retries: 3, Backoff: task.Backoff{Initial: 20 * time.Millisecond, Factor: 1}})
+	slow := task.Must[in, out]("slow", task.Options{Timeout: 100 * time.Millisecond})
+	var mu sync.Mutex
+	steps := map[int]string{}
+	var causes = make(chan error, 1)
+	startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+		worker.Handle(w, flaky, func(ctx worker.Context, x in) (out, error) {
+			mu.Lock()
+			steps[ctx.Attempt()] = ctx.StepID()
+			mu.Unlock()
+			if ctx.Attempt() < 3 {
+				return out{}, fmt.Errorf("attempt %d fails", ctx.Attempt())
+			}
+			return out{StepID: ctx.StepID()}, nil
+		})
+		worker.Handle(w, slow, func(ctx worker.Context, x in) (out, error) {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return out{}, ctx.Err()
+		})
+	})
+	res, err := client.Run(ctx, c, flaky, in{ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(steps) != 3 || steps[1] != steps[2] || steps[2] != steps[3] || res.StepID != steps[1] {
+		t.Fatalf("step IDs per attempt = %v, result %q; want one ID on all 3 attempts", steps, res.StepID)
+	}
+	mu.Unlock()
+
+	_, err = client.Run(ctx, c, slow, in{ID: "y"})
+	var rf *client.RunFailedError
+	if !errors.As(err, &rf) || !errors.Is(<-causes, worker.ErrTimeout) {
+		t.Fatalf("timed out run: %v", err)
+	}
+}
+
+func TestCancelRunningRunCancelsHandlerContext(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		tk := task.Must[in, out]("cancel-running", task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
+		started := make(chan string, 1)
+		causes := make(chan error, 1)
+		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				started <- ctx.RunID()
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return out{}, ctx.Err()
+			})
+		})
+		ref, err := client.RunNoWait(ctx, c, tk, in{ID: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if st, err := ref.Cancel(ctx); err != nil || st != client.StatusCancelled {
+			t.Fatalf("cancel: %v %v", st, err)
+		}
+		select {
+		case cause := <-causes:
+			if !errors.Is(cause, worker.ErrRunCancelled) {
+				t.Fatalf("handler context cause = %v", cause)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("handler context not cancelled")
+		}
+		if info := wait(t, ref); info.Status != client.StatusCancelled {
+			t.Fatalf("status = %s", info.Status)
+		}
+		if _, err := client.RunNoWait(ctx, c, tk, in{ID: "c"}); err != nil {
+			t.Fatalf("key not released by cancel: %v", err)
+		}
+	})
+}
+
+func TestShutdownGivesUnfinishedRunsBack(t *testing.T) {
+	b := redistest.Real(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+	tk := task.Must[in, out]("shutdown", task.Options{})
+	started := make(chan struct{}, 1)
+	w1 := startWorker(t, b, worker.Options{ShutdownTimeout: 100 * time.Millisecond, LeaseDuration: time.Minute}, func(w *worker.Worker) {
+		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return out{}, ctx.Err()
+		})
+	})
+	ref, err := client.RunNoWait(ctx, c, tk, in{ID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if err := w1.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := ref.Status(ctx); st != client.StatusQueued {
+		t.Fatalf("status after shutdown = %s, want queued", st)
+	}
+	// A new worker picks it up at once, without waiting for the minute-long lease.
+	startWorker(t, b, worker.Options{LeaseDuration: time.Minute}, func(w *worker.Worker) {
+		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) { return out{ID: x.ID}, nil })
+	})
+	if info := wait(t, ref); info.Status != client.StatusSucceeded || info.Attempt != 2 {
+		t.Fatalf("run after handover = %s attempt %d", info.Status, info.Attempt)
+	}
+}
