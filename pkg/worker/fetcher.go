@@ -8,12 +8,14 @@ import (
 )
 
 // fetch reads new deliveries of every registered task with one blocking
-// XREADGROUP, taking as many as there are free handler slots.
+// XREADGROUP, taking as many as there are free handler slots. Lapsed
+// deliveries reclaimed by the recoverer go first.
 func (w *Worker) fetch(quit <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-quit; cancel() }()
 	var delay = backoff(0) / 2
+	rec := &recoverer{w: w}
 	for {
 		// Wait for one free slot, then take every other free one.
 		select {
@@ -30,6 +32,12 @@ func (w *Worker) fetch(quit <-chan struct{}) {
 			default:
 				break more
 			}
+		}
+		ds := rec.reclaim(ctx, n)
+		if len(ds) > 0 {
+			w.releaseSlots(n - len(ds))
+			w.dispatch(ds)
+			continue
 		}
 		ds, err := w.store.ReadGroup(ctx, w.opts.Name, w.names, n, w.opts.FetchBlock)
 		if err != nil {

@@ -2,39 +2,43 @@ package worker
 
 import (
 	"context"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
 )
 
-// recover takes over deliveries whose lease lapsed (their worker died or
-// stalled past LeaseDuration) and runs them here, as many as there are
-// free slots.
-func (w *Worker) recover(quit <-chan struct{}) {
-	for sleep(quit, w.opts.LeaseDuration/2) {
-		for _, t := range w.names {
-			n := 0
-		take:
-			for n < w.opts.Concurrency {
-				select {
-				case <-w.slots:
-					n++
-				default:
-					break take
-				}
-			}
-			if n == 0 {
-				break
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), w.opts.LeaseDuration)
-			ds, err := w.store.AutoClaim(ctx, t, w.opts.Name, w.opts.LeaseDuration, n)
-			cancel()
-			if err != nil {
-				w.log.Warn("taskq: reclaiming lapsed runs failed", "task", t, "err", err)
-				ds = nil
-			}
-			w.releaseSlots(n - len(ds))
-			if len(ds) > 0 {
-				w.log.Info("taskq: reclaimed runs whose lease lapsed", "task", t, "count", len(ds))
-			}
-			w.dispatch(ds)
-		}
+// recoverer takes over deliveries whose lease lapsed: their worker died or
+// stalled past LeaseDuration without a heartbeat. It runs inside the fetch
+// loop, which owns the free handler slots, every LeaseDuration/2.
+type recoverer struct {
+	w    *Worker
+	last time.Time
+	next int // task to start with, so every stream gets its turn
+}
+
+// reclaim claims up to n lapsed deliveries, or none if it is not yet time.
+func (r *recoverer) reclaim(ctx context.Context, n int) []redisstore.Delivery {
+	w := r.w
+	now := time.Now()
+	if now.Sub(r.last) < w.opts.LeaseDuration/2 {
+		return nil
 	}
+	r.last = now
+	var out []redisstore.Delivery
+	for i := 0; i < len(w.names) && len(out) < n; i++ {
+		t := w.names[(r.next+i)%len(w.names)]
+		cctx, cancel := context.WithTimeout(ctx, w.opts.LeaseDuration)
+		ds, err := w.store.AutoClaim(cctx, t, w.opts.Name, w.opts.LeaseDuration, n-len(out))
+		cancel()
+		if err != nil {
+			w.log.Warn("taskq: reclaiming lapsed runs failed", "task", t, "err", err)
+			continue
+		}
+		if len(ds) > 0 {
+			w.log.Info("taskq: reclaimed runs whose lease lapsed", "task", t, "count", len(ds))
+		}
+		out = append(out, ds...)
+	}
+	r.next++
+	return out
 }

@@ -148,7 +148,7 @@ type Worker struct {
 	baseCtx context.Context
 	stopAll context.CancelCauseFunc
 
-	fetcher, recoverer, heartbeater, forwarder, janitor, canceller service
+	fetcher, heartbeater, forwarder, janitor, canceller service
 }
 
 // New creates a Worker. Register handlers with Handle, then Run it.
@@ -252,7 +252,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.heartbeater.start(w.heartbeat)
 	w.forwarder.start(w.forward)
 	w.janitor.start(w.sweep)
-	w.recoverer.start(w.recover)
 	w.fetcher.start(w.fetch)
 	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace)
 	return nil
@@ -264,7 +263,6 @@ func (w *Worker) Start(ctx context.Context) error {
 // renewed until the last handler has returned.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	w.fetcher.stop()
-	w.recoverer.stop()
 	idle := make(chan struct{})
 	go func() { w.runs.Wait(); close(idle) }()
 	timer := time.NewTimer(w.opts.ShutdownTimeout)
