@@ -33,7 +33,7 @@ func loadScript(name string) *script {
 // scripts holds every script the store runs. Loaded once per process;
 // the scripts are immutable, so sharing them between stores is safe.
 type scripts struct {
-	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release *script
+	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register *script
 }
 
 func newScripts() *scripts {
@@ -47,11 +47,12 @@ func newScripts() *scripts {
 		requeue:   loadScript("requeue"),
 		sweep:     loadScript("sweep"),
 		release:   loadScript("release"),
+		register:  loadScript("register"),
 	}
 }
 
 func (s *scripts) all() []*script {
-	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release}
+	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register}
 }
 
 // isNoScript reports whether err says the script cache lacks a script, as it

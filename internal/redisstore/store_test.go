@@ -502,3 +502,25 @@ func TestEnqueueBatchDeduplicatesWithinBatch(t *testing.T) {
 		}
 	})
 }
+
+func TestRegisterTaskReturnsPrevious(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		old, err := f.s.RegisterTask(f.ctx, "t", []byte(`{"v":1}`), true)
+		if err != nil || old != nil {
+			t.Fatalf("first registration returned %q, %v", old, err)
+		}
+		old, _ = f.s.RegisterTask(f.ctx, "t", []byte(`{"v":2}`), false)
+		if string(old) != `{"v":1}` {
+			t.Fatalf("previous = %q", old)
+		}
+		if cur, _ := f.s.GetTask(f.ctx, "t"); string(cur) != `{"v":1}` {
+			t.Fatalf("keep mode replaced the registration: %q", cur)
+		}
+		f.s.RegisterTask(f.ctx, "t", []byte(`{"v":3}`), true)
+		all, _ := f.s.ListTasks(f.ctx)
+		if string(all["t"]) != `{"v":3}` || len(all) != 1 {
+			t.Fatalf("registry = %q", all)
+		}
+	})
+}

@@ -108,6 +108,7 @@ type Client struct {
 	store   *redisstore.Store
 	ownsRDB bool
 	waiter  *waiter
+	defs    definitions
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.

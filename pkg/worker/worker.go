@@ -61,6 +61,10 @@ type Options struct {
 	FetchBlock time.Duration
 	// Retention is how long the janitor keeps index entries (default 24h).
 	Retention time.Duration
+	// DefinitionConflict says what Start does when the registered
+	// definition of a task differs from this worker's (default replace,
+	// with a warning).
+	DefinitionConflict DefinitionConflict
 	Logger    *slog.Logger
 	Clock     Clock
 }
@@ -245,6 +249,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		if err := w.store.EnsureGroup(ctx, n); err != nil {
 			return fmt.Errorf("worker: create consumer group for %q: %w", n, err)
 		}
+	}
+	if err := w.registerDefinitions(ctx); err != nil {
+		return err
 	}
 	w.baseCtx, w.stopAll = context.WithCancelCause(context.Background())
 	// Cancellation notices first, so no cancel is missed once runs start.

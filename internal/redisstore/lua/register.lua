@@ -1,0 +1,15 @@
+-- register.lua: records a task definition and returns the one it replaced,
+-- so a worker can tell when another registered different content under the
+-- same name.
+--
+-- KEYS[1] task registry   taskq:{ns}:tasks
+-- ARGV[1] task name
+-- ARGV[2] registration (JSON)
+-- ARGV[3] "replace" to overwrite a different registration, "keep" to leave it
+-- Returns the previous registration, or false when there was none.
+
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if not old or ARGV[3] == 'replace' then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return old
