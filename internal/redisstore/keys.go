@@ -8,7 +8,9 @@ import "strings"
 //	taskq:{ns}:key:<idempotency key>  string  owner run ID, expires per strategy
 //	taskq:{ns}:run:<run id>           hash    the run record
 //	taskq:{ns}:stream:<task>          stream  queued deliveries of a task (group "taskq")
-//	taskq:{ns}:retry                  zset    runs waiting for their retry, scored by due time (ms)
+//	taskq:{ns}:retry                  zset    runs waiting for a retry or a debounce window, by due time (ms)
+//	taskq:{ns}:signals:<run id>       stream  signals sent to the run, in order
+//	taskq:{ns}:steps:<run id>         hash    results of the run's completed durable steps
 //	taskq:{ns}:runs                   zset    index of runs by creation time (ms), for listing and sweeping
 //	taskq:{ns}:tasks                  hash    registered task definitions by name
 //	taskq:{ns}:event:<event id>       hash    an ingested event
@@ -53,6 +55,12 @@ func (k Keys) Run(runID string) string { return k.prefix + "run:" + runID }
 
 // Stream is the stream of queued deliveries of a task.
 func (k Keys) Stream(task string) string { return k.prefix + "stream:" + task }
+
+// Signals returns the key of a run's ordered signal stream.
+func (k Keys) Signals(runID string) string { return k.prefix + "signals:" + runID }
+
+// Steps returns the key of the hash holding a run's completed step results.
+func (k Keys) Steps(runID string) string { return k.prefix + "steps:" + runID }
 
 // Retry is the sorted set of runs waiting for a retry.
 func (k Keys) Retry() string { return k.prefix + "retry" }

@@ -33,7 +33,7 @@ func loadScript(name string) *script {
 // scripts holds every script the store runs. Loaded once per process;
 // the scripts are immutable, so sharing them between stores is safe.
 type scripts struct {
-	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register *script
+	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal *script
 }
 
 func newScripts() *scripts {
@@ -48,11 +48,12 @@ func newScripts() *scripts {
 		sweep:     loadScript("sweep"),
 		release:   loadScript("release"),
 		register:  loadScript("register"),
+		signal:    loadScript("signal"),
 	}
 }
 
 func (s *scripts) all() []*script {
-	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register}
+	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal}
 }
 
 // isNoScript reports whether err says the script cache lacks a script, as it

@@ -37,10 +37,37 @@ type Strategy string
 
 // The strategies. StrategyNone runs are not deduplicated.
 const (
-	StrategyNone   Strategy = "none"
-	StrategyTTL    Strategy = "ttl"
-	StrategyStatus Strategy = "status"
+	StrategyNone     Strategy = "none"
+	StrategyTTL      Strategy = "ttl"
+	StrategyStatus   Strategy = "status"
+	StrategyDebounce Strategy = "debounce"
 )
+
+// Policy says what a trigger does when another run holds its key.
+type Policy string
+
+// Conflict policies.
+const (
+	PolicyReject    Policy = "reject"
+	PolicyAttach    Policy = "attach"
+	PolicySupersede Policy = "supersede"
+	PolicySignal    Policy = "signal"
+)
+
+// Outcome of a trigger.
+type TriggerOutcome int
+
+// Trigger outcomes, as enqueue.lua reports them.
+const (
+	TriggerRejected  TriggerOutcome = 0
+	TriggerCreated   TriggerOutcome = 1
+	TriggerAttached  TriggerOutcome = 2
+	TriggerSignalled TriggerOutcome = 3
+	TriggerDebounced TriggerOutcome = 4
+)
+
+// MaxSignalsDefault bounds the signals one run may hold.
+const MaxSignalsDefault = 10000
 
 // Run statuses as stored.
 const (
@@ -124,16 +151,27 @@ type EnqueueParams struct {
 	// Retention is how long the run record is kept after the run ends.
 	Retention time.Duration
 	Now       time.Time
+	// Policy applies when the key is held (default reject).
+	Policy Policy
+	// SignalID names the signal sent to the owner under PolicySignal.
+	SignalID string
+	// MaxSignals bounds the owner's signals (default MaxSignalsDefault).
+	MaxSignals int
 }
 
 // EnqueueResult is the outcome of one trigger.
 type EnqueueResult struct {
-	// Accepted is true when the run was created and queued.
+	Outcome TriggerOutcome
+	// Accepted is true when the run was created (Outcome TriggerCreated).
 	Accepted bool
 	EntryID  string
-	// Owner is the run holding the key when Accepted is false.
+	// Superseded is the previous owner a PolicySupersede trigger took the
+	// key from, if any.
+	Superseded string
+	// Owner is the run holding the key when the trigger created nothing.
 	Owner    string
 	OwnerTTL time.Duration
+	SignalID string
 }
 
 func (s *Store) enqueueArgs(p *EnqueueParams) ([]string, []any) {
@@ -149,8 +187,17 @@ func (s *Store) enqueueArgs(p *EnqueueParams) ([]string, []any) {
 	if len(meta) == 0 {
 		meta = []byte("{}")
 	}
+	policy := p.Policy
+	if policy == "" {
+		policy = PolicyReject
+	}
+	maxSignals := p.MaxSignals
+	if maxSignals == 0 {
+		maxSignals = MaxSignalsDefault
+	}
 	args := []any{p.RunID, p.Task, p.Input, meta, p.Key, string(strat), ms(p.Hold), ms(p.Retain),
-		p.Retries, p.MaxDeliveries, ms(p.Timeout), ms(p.Retention), unixMS(p.Now)}
+		p.Retries, p.MaxDeliveries, ms(p.Timeout), ms(p.Retention), unixMS(p.Now),
+		string(policy), p.SignalID, s.keys.Prefix(), GroupName, maxSignals}
 	return keys, args
 }
 
@@ -159,14 +206,27 @@ func parseEnqueue(v any) (EnqueueResult, error) {
 	if err != nil || len(r) < 2 {
 		return EnqueueResult{}, fmt.Errorf("enqueue: unexpected reply %v", v)
 	}
-	if asInt(r[0]) == 1 {
-		return EnqueueResult{Accepted: true, EntryID: asString(r[1])}, nil
-	}
-	res := EnqueueResult{Owner: asString(r[1])}
-	if len(r) > 2 {
-		if t := asInt(r[2]); t > 0 {
-			res.OwnerTTL = time.Duration(t) * time.Millisecond
+	res := EnqueueResult{Outcome: TriggerOutcome(asInt(r[0]))}
+	switch res.Outcome {
+	case TriggerCreated:
+		res.Accepted, res.EntryID = true, asString(r[1])
+		if len(r) > 2 {
+			res.Superseded = asString(r[2])
 		}
+	case TriggerRejected:
+		res.Owner = asString(r[1])
+		if len(r) > 2 {
+			if t := asInt(r[2]); t > 0 {
+				res.OwnerTTL = time.Duration(t) * time.Millisecond
+			}
+		}
+	case TriggerSignalled:
+		res.Owner = asString(r[1])
+		if len(r) > 2 {
+			res.SignalID = asString(r[2])
+		}
+	default:
+		res.Owner = asString(r[1])
 	}
 	return res, nil
 }

@@ -49,6 +49,8 @@ type Options struct {
 	MaxMetadataBytes int
 	// MaxBatch bounds RunMany.
 	MaxBatch int
+	// MaxSignals bounds the signals one run may hold (default 10,000).
+	MaxSignals int
 	// OperationTimeout bounds every call to Redis that has no deadline of
 	// its own, so an unreachable Redis gives a prompt error.
 	OperationTimeout time.Duration
@@ -78,6 +80,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxBatch == 0 {
 		o.MaxBatch = MaxBatchDefault
 	}
+	if o.MaxSignals == 0 {
+		o.MaxSignals = redisstore.MaxSignalsDefault
+	}
 	if o.OperationTimeout == 0 {
 		o.OperationTimeout = OperationTimeoutDefault
 	}
@@ -94,7 +99,7 @@ func (o Options) validate() error {
 	switch {
 	case o.Retention < time.Second:
 		return fmt.Errorf("client: Retention %s is below 1s", o.Retention)
-	case o.MaxInputBytes < 0, o.MaxMetadataBytes < 0, o.MaxBatch < 0:
+	case o.MaxInputBytes < 0, o.MaxMetadataBytes < 0, o.MaxBatch < 0, o.MaxSignals < 0:
 		return errors.New("client: limits must not be negative")
 	case o.OperationTimeout < 0:
 		return errors.New("client: OperationTimeout must not be negative")

@@ -87,8 +87,11 @@ type LimitError struct {
 
 func (e *LimitError) Error() string {
 	unit := "bytes"
-	if e.What == "batch" {
+	switch {
+	case e.What == "batch":
 		unit = "triggers"
+	case strings.HasPrefix(e.What, "signals"):
+		unit = "signals"
 	}
 	return fmt.Sprintf("%s is %d %s, over the limit of %d", e.What, e.Size, unit, e.Limit)
 }

@@ -80,7 +80,36 @@ func (i *RunInfo) Err() error {
 type RunHandle struct {
 	id string
 	c  *Client
+
+	outcome    Outcome
+	superseded string
+	signalID   string
 }
+
+// Outcome says what the trigger that returned a handle did.
+type Outcome string
+
+// Trigger outcomes. A handle made with Client.Handle has none.
+const (
+	// OutcomeCreated: the trigger created the run.
+	OutcomeCreated Outcome = "created"
+	// OutcomeAttached: the key's owner was returned (policy attach).
+	OutcomeAttached Outcome = "attached"
+	// OutcomeSignalled: the input went to the owner as a signal.
+	OutcomeSignalled Outcome = "signalled"
+	// OutcomeDebounced: the queued owner took the input and waits anew.
+	OutcomeDebounced Outcome = "debounced"
+)
+
+// Outcome says what the trigger that returned this handle did.
+func (h *RunHandle) Outcome() Outcome { return h.outcome }
+
+// Superseded is the run this trigger took the key from (policy
+// supersede), or "".
+func (h *RunHandle) Superseded() string { return h.superseded }
+
+// SignalID is the ID of the signal the trigger sent (OutcomeSignalled).
+func (h *RunHandle) SignalID() string { return h.signalID }
 
 // Handle returns a handle to the run with the given ID. It does not check
 // that the run exists.

@@ -18,6 +18,28 @@ type RunOption func(*runOptions)
 type runOptions struct {
 	meta    map[string]any
 	rawMeta []byte
+	policy  task.ConflictPolicy
+}
+
+// OnConflict sets what the trigger does when another run holds its key,
+// overriding the task's default: task.ConflictReject, ConflictAttach,
+// ConflictSupersede or ConflictSignal.
+func OnConflict(p task.ConflictPolicy) RunOption {
+	return func(o *runOptions) { o.policy = p }
+}
+
+func (o *runOptions) resolvePolicy(def *task.Definition) (redisstore.Policy, error) {
+	p := o.policy
+	if p == "" {
+		p = def.OnConflict
+	}
+	if !p.Valid() {
+		return "", fmt.Errorf("task %q: conflict policy %q is not reject, attach, supersede or signal", def.Name, p)
+	}
+	if p == "" {
+		p = task.ConflictReject
+	}
+	return redisstore.Policy(p), nil
 }
 
 // WithMetadata attaches additional metadata to the run; idempotency
@@ -108,7 +130,11 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode metadata: %w", def.Name, err)
 	}
-	p, err := c.prepare(def, input, meta)
+	policy, err := o.resolvePolicy(def)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.prepare(def, input, meta, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +144,33 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, fmt.Errorf("task %q: trigger: %w", def.Name, err)
 	}
-	if !res.Accepted {
+	if res.Outcome == redisstore.TriggerRejected {
 		return nil, c.collision(def, p.Key, res.Owner)
 	}
-	return c.Handle(p.RunID), nil
+	return c.triggered(p, res), nil
+}
+
+// triggered turns an enqueue result that did not fail into a handle: the
+// new run, or the owner the trigger was attached, signalled or debounced to.
+func (c *Client) triggered(p *redisstore.EnqueueParams, res redisstore.EnqueueResult) *RunHandle {
+	switch res.Outcome {
+	case redisstore.TriggerCreated:
+		h := c.Handle(p.RunID)
+		h.outcome, h.superseded = OutcomeCreated, res.Superseded
+		return h
+	case redisstore.TriggerAttached:
+		h := c.Handle(res.Owner)
+		h.outcome = OutcomeAttached
+		return h
+	case redisstore.TriggerSignalled:
+		h := c.Handle(res.Owner)
+		h.outcome, h.signalID = OutcomeSignalled, res.SignalID
+		return h
+	default:
+		h := c.Handle(res.Owner)
+		h.outcome = OutcomeDebounced
+		return h
+	}
 }
 
 // TriggerManyJSON is the untyped form of RunMany.
@@ -137,13 +186,17 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode metadata: %w", def.Name, err)
 	}
+	policy, err := o.resolvePolicy(def)
+	if err != nil {
+		return nil, err
+	}
 	ps := make([]*redisstore.EnqueueParams, len(triggers))
 	for i, tr := range triggers {
 		m := meta
 		if tr.Metadata != nil {
 			m = tr.Metadata
 		}
-		if ps[i], err = c.prepare(def, tr.Input, m); err != nil {
+		if ps[i], err = c.prepare(def, tr.Input, m, policy); err != nil {
 			return nil, &BatchItemError{Index: i, Err: err}
 		}
 	}
@@ -157,8 +210,8 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 		switch {
 		case errs[i] != nil:
 			other = append(other, &BatchItemError{Index: i, Err: errs[i]})
-		case r.Accepted:
-			hs[i] = c.Handle(ps[i].RunID)
+		case r.Outcome != redisstore.TriggerRejected:
+			hs[i] = c.triggered(ps[i], r)
 		default:
 			bulk.Collisions = append(bulk.Collisions, BulkCollision{Index: i, IdempotencyCollisionError: c.collision(def, ps[i].Key, r.Owner)})
 		}
@@ -175,7 +228,7 @@ func (c *Client) collision(def *task.Definition, key, owner string) *Idempotency
 
 // prepare checks a trigger's limits, derives its key and builds the
 // parameters of the enqueue script. It writes nothing.
-func (c *Client) prepare(def *task.Definition, input, meta []byte) (*redisstore.EnqueueParams, error) {
+func (c *Client) prepare(def *task.Definition, input, meta []byte, policy redisstore.Policy) (*redisstore.EnqueueParams, error) {
 	if len(input) == 0 {
 		input = []byte("{}")
 	}
@@ -203,6 +256,14 @@ func (c *Client) prepare(def *task.Definition, input, meta []byte) (*redisstore.
 		RunID: id.String(), Task: def.Name, Input: input, Meta: meta,
 		Strategy: redisstore.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
 		Timeout: def.Timeout, Retention: c.opts.Retention, Now: c.opts.Clock.Now(),
+		Policy: policy, MaxSignals: c.opts.MaxSignals,
+	}
+	if policy == redisstore.PolicySignal {
+		sid, err := uuid.NewV7()
+		if err != nil {
+			return nil, err
+		}
+		p.SignalID = sid.String()
 	}
 	if idem := def.Idempotency; idem != nil {
 		p.Key = key

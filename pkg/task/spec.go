@@ -27,6 +27,7 @@ type Spec struct {
 	TimeoutMs        int64    `json:"timeoutMs,omitempty"`
 	OnEvents         []string `json:"onEvents,omitempty"`
 	MaxDeliveries    int      `json:"maxDeliveries"`
+	OnConflict       string   `json:"onConflict,omitempty"`
 }
 
 // Spec returns the definition as plain data.
@@ -35,7 +36,7 @@ func (d *Definition) Spec() Spec {
 		Name: d.Name, Retries: d.Retries, TimeoutMs: d.Timeout.Milliseconds(),
 		BackoffInitialMs: d.Backoff.Initial.Milliseconds(), BackoffMaxMs: d.Backoff.Max.Milliseconds(),
 		BackoffFactor: d.Backoff.Factor, BackoffJitter: d.Backoff.Jitter,
-		OnEvents: d.OnEvents, MaxDeliveries: d.MaxDeliveries,
+		OnEvents: d.OnEvents, MaxDeliveries: d.MaxDeliveries, OnConflict: string(d.OnConflict),
 	}
 	if i := d.Idempotency; i != nil {
 		s.Expression, s.Strategy = i.Expression, i.Strategy
@@ -58,8 +59,9 @@ func FromSpec(s Spec, c *idempotency.Compiler) (*Definition, error) {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	opts := Options{
 		Retries: s.Retries, Timeout: ms(s.TimeoutMs), OnEvents: s.OnEvents, MaxDeliveries: s.MaxDeliveries,
-		Backoff:  Backoff{Initial: ms(s.BackoffInitialMs), Max: ms(s.BackoffMaxMs), Factor: s.BackoffFactor, Jitter: s.BackoffJitter},
-		Compiler: c,
+		OnConflict: ConflictPolicy(s.OnConflict),
+		Backoff:    Backoff{Initial: ms(s.BackoffInitialMs), Max: ms(s.BackoffMaxMs), Factor: s.BackoffFactor, Jitter: s.BackoffJitter},
+		Compiler:   c,
 	}
 	if s.Strategy != "" {
 		opts.Idempotency = &Idempotency{

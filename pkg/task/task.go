@@ -27,7 +27,39 @@ const (
 	// retries) and releases it the moment the run ends, or Retain later.
 	// FallbackTTL caps the hold of a run that never ends.
 	StrategyStatus Strategy = "status"
+	// StrategyDebounce is a TTL window that every duplicate restarts: the
+	// run waits until the window passes without a new trigger, then runs
+	// once with the newest input. A duplicate that arrives after the run
+	// started is rejected until the window passes.
+	StrategyDebounce Strategy = "debounce"
 )
+
+// ConflictPolicy says what a trigger does when another run holds its key.
+type ConflictPolicy string
+
+const (
+	// ConflictReject fails the trigger with a collision error that carries
+	// a handle to the owner (the default).
+	ConflictReject ConflictPolicy = "reject"
+	// ConflictAttach returns the owner's handle instead of an error: the
+	// caller waits on the owner's result as if it were its own.
+	ConflictAttach ConflictPolicy = "attach"
+	// ConflictSupersede takes the key over atomically and cancels the
+	// owner, whose handler sees a cause naming the new run.
+	ConflictSupersede ConflictPolicy = "supersede"
+	// ConflictSignal sends the trigger's input to the active owner as a
+	// signal instead of starting a run (an ended owner still rejects).
+	ConflictSignal ConflictPolicy = "signal"
+)
+
+// Valid reports whether p is a known policy ("" counts as reject).
+func (p ConflictPolicy) Valid() bool {
+	switch p {
+	case "", ConflictReject, ConflictAttach, ConflictSupersede, ConflictSignal:
+		return true
+	}
+	return false
+}
 
 // Limits on durations, so a typo cannot hold a key for years.
 const (
@@ -61,6 +93,11 @@ func TTL(expression string, ttl time.Duration) *Idempotency {
 	return &Idempotency{Expression: expression, Strategy: StrategyTTL, TTL: ttl}
 }
 
+// Debounce returns a debounce configuration with the given quiet window.
+func Debounce(expression string, window time.Duration) *Idempotency {
+	return &Idempotency{Expression: expression, Strategy: StrategyDebounce, TTL: window}
+}
+
 // Status returns a status-strategy configuration.
 func Status(expression string, fallbackTTL time.Duration) *Idempotency {
 	return &Idempotency{Expression: expression, Strategy: StrategyStatus, FallbackTTL: fallbackTTL}
@@ -75,7 +112,7 @@ func (i Idempotency) WithRetain(d time.Duration) *Idempotency {
 
 // Hold is how long a claim lasts when it is made: the TTL, or the fallback.
 func (i *Idempotency) Hold() time.Duration {
-	if i.Strategy == StrategyTTL {
+	if i.Strategy == StrategyTTL || i.Strategy == StrategyDebounce {
 		return i.TTL
 	}
 	return i.FallbackTTL
@@ -124,6 +161,8 @@ type Options struct {
 	// MaxDeliveries bounds how often a run is handed to a worker in all,
 	// counting redeliveries after a worker died (default Retries+1+RedeliveriesDefault).
 	MaxDeliveries int
+	// OnConflict is the default conflict policy of triggers (default reject).
+	OnConflict ConflictPolicy
 	// Compiler compiles the expression; nil uses a compiler with default limits.
 	Compiler *idempotency.Compiler
 }
@@ -185,6 +224,9 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 	if opts.MaxDeliveries < opts.Retries+1 || opts.MaxDeliveries > MaxDeliveriesMax {
 		return nil, cfg("max_deliveries", fmt.Sprintf("%d is outside [retries+1, %d]", opts.MaxDeliveries, MaxDeliveriesMax), nil)
 	}
+	if !opts.OnConflict.Valid() {
+		return nil, cfg("on_conflict", fmt.Sprintf("%q is not reject, attach, supersede or signal", opts.OnConflict), nil)
+	}
 	d := &Definition{Name: name, Options: opts}
 	if opts.Idempotency == nil {
 		return d, nil
@@ -198,7 +240,7 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 		return nil
 	}
 	switch idem.Strategy {
-	case StrategyTTL:
+	case StrategyTTL, StrategyDebounce:
 		if err := inRange("ttl", idem.TTL); err != nil {
 			return nil, err
 		}
@@ -213,7 +255,7 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 			return nil, cfg("retain", fmt.Sprintf("%s is outside [0, %s]", idem.Retain, RetainMax), nil)
 		}
 	default:
-		return nil, cfg("strategy", fmt.Sprintf("%q is not %q or %q", idem.Strategy, StrategyTTL, StrategyStatus), nil)
+		return nil, cfg("strategy", fmt.Sprintf("%q is not %q, %q or %q", idem.Strategy, StrategyTTL, StrategyStatus, StrategyDebounce), nil)
 	}
 	c := opts.Compiler
 	if c == nil {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,10 +39,17 @@ func (w *Worker) listenCancels(quit <-chan struct{}) {
 		case <-quit:
 			return
 		case m := <-msgs:
+			// The payload is the run ID, or "<run id>|<new owner>" when a
+			// newer run superseded it.
+			runID, by, superseded := strings.Cut(m.Payload, "|")
 			w.mu.Lock()
-			a := w.active[m.Payload]
+			a := w.active[runID]
 			w.mu.Unlock()
-			if a != nil {
+			switch {
+			case a == nil:
+			case superseded:
+				a.cancel(&SupersededError{RunID: runID, By: by})
+			default:
 				a.cancel(ErrRunCancelled)
 			}
 		}

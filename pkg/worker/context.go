@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"sync"
 )
 
 // Causes a handler's context is cancelled with; read them with
@@ -43,14 +45,25 @@ type Context interface {
 	Metadata() json.RawMessage
 	// Logger logs with the run's attributes.
 	Logger() *slog.Logger
+	// NextSignal blocks for the run's next signal (see Signal).
+	NextSignal() (Signal, error)
+	// Signals iterates the run's signals until the context ends.
+	Signals() iter.Seq[Signal]
+	// Step runs fn once per run and returns its stored JSON result on
+	// later attempts; see the typed Step function.
+	Step(name string, fn func(ctx context.Context, stepID string) (any, error)) (json.RawMessage, error)
 }
 
 type runContext struct {
 	context.Context
+	w                    *Worker
 	runID, task, key, ns string
 	attempt              int
 	meta                 json.RawMessage
 	log                  *slog.Logger
+
+	sigMu     sync.Mutex
+	sigCursor string
 }
 
 func (c *runContext) RunID() string             { return c.runID }

@@ -75,7 +75,7 @@ func (w *Worker) process(d redisstore.Delivery) {
 	}()
 
 	rc := &runContext{
-		Context: runCtx, runID: d.RunID, task: d.Task, key: st.Key, ns: w.opts.Namespace,
+		Context: runCtx, w: w, runID: d.RunID, task: d.Task, key: st.Key, ns: w.opts.Namespace,
 		attempt: st.Attempt, meta: st.Meta, log: log,
 	}
 	out, herr := w.call(reg.handler, rc, st.Input)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,11 +29,80 @@ const (
 
 var crashTask = task.Must[in, out]("crash", task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
 
+// durableTask charges once (a durable step) and then consumes signals.
+var durableTask = task.Must[in, durableOut]("durable", task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
+
+type durableOut struct {
+	RunStep    string   `json:"runStep"`
+	ChargeStep string   `json:"chargeStep"`
+	Receipt    string   `json:"receipt"`
+	Signals    []string `json:"signals"`
+}
+
+// durableHandler charges through a step (counting real executions in
+// Redis), then reads want signals; report is told of each stage.
+func durableHandler(b interface{ Incr(string) int64 }, want int, report func(string)) func(worker.Context, in) (durableOut, error) {
+	return func(ctx worker.Context, x in) (durableOut, error) {
+		res := durableOut{RunStep: ctx.StepID()}
+		receipt, err := worker.Step(ctx, "charge", func(_ context.Context, stepID string) (string, error) {
+			res.ChargeStep = stepID
+			return fmt.Sprintf("receipt-%d", b.Incr("charges")), nil
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Receipt = receipt
+		report("step " + receipt + " " + res.ChargeStep)
+		for len(res.Signals) < want {
+			sig, err := ctx.NextSignal()
+			if err != nil {
+				return res, err
+			}
+			res.Signals = append(res.Signals, sig.ID)
+			report("signal " + sig.ID)
+		}
+		return res, nil
+	}
+}
+
+type counter struct {
+	rdb *redis.Client
+	key string
+}
+
+func (c counter) Incr(name string) int64 { return c.rdb.Incr(context.Background(), c.key+name).Val() }
+
 func TestMain(m *testing.M) {
-	if os.Getenv(workerHelperEnv) != "" {
+	switch os.Getenv(workerHelperEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "durable":
+		os.Exit(durableWorker())
+	default:
 		os.Exit(hangingWorker())
 	}
-	os.Exit(m.Run())
+}
+
+// durableWorker runs durableTask, printing each stage, and waits for more
+// signals than will come, to be SIGKILLed.
+func durableWorker() int {
+	opt, _ := redis.ParseURL(os.Getenv(workerURLEnv))
+	rdb := redis.NewClient(opt)
+	ns := os.Getenv(workerNSEnv)
+	w, err := worker.New(worker.Options{Redis: rdb, Namespace: ns, LeaseDuration: time.Second, Logger: quiet})
+	if err != nil {
+		return 1
+	}
+	var mu sync.Mutex
+	worker.Handle(w, durableTask, durableHandler(counter{rdb, "taskq:{" + ns + "}:test:"}, 1000, func(s string) {
+		mu.Lock()
+		fmt.Println(s)
+		mu.Unlock()
+	}))
+	if err := w.Run(context.Background()); err != nil {
+		return 1
+	}
+	return 0
 }
 
 func hangingWorker() int {
@@ -169,5 +239,95 @@ func TestSlowLiveWorkerKeepsItsRun(t *testing.T) {
 	info, _ := ref.Get(ctx)
 	if res.By != "slow" || info.Attempt != 1 || len(stolen) != 0 {
 		t.Fatalf("result by %q after %d attempts (eager ran: %d); want the slow worker's only attempt", res.By, info.Attempt, len(stolen))
+	}
+}
+
+// A redelivered run (its worker SIGKILLed) sees every signal in order,
+// including those sent before the crash, and skips its completed step,
+// whose ID is the same on both attempts.
+func TestRedeliveredRunReplaysSignalsAndSkipsSteps(t *testing.T) {
+	b := redistest.Real(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerHelperEnv+"=durable", workerNSEnv+"="+b.Namespace, workerURLEnv+"="+redisURL())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	next := func() string {
+		select {
+		case l := <-lines:
+			return l
+		case <-time.After(10 * time.Second):
+			t.Fatal("helper worker went quiet")
+			return ""
+		}
+	}
+
+	ref, err := client.RunNoWait(ctx, c, durableTask, in{ID: "order-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(next())
+	if len(f) != 3 || f[0] != "step" || f[1] != "receipt-1" {
+		t.Fatalf("helper said %v", f)
+	}
+	chargeStep := f[2]
+	var sent []string
+	for i := 0; i < 2; i++ {
+		rec, err := c.Signal(ctx, "order-9", map[string]int{"n": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, rec.SignalID)
+		if l := next(); l != "signal "+rec.SignalID {
+			t.Fatalf("helper said %q, want signal %s", l, rec.SignalID)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	rec, err := c.Signal(ctx, "order-9", map[string]int{"n": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent = append(sent, rec.SignalID)
+
+	rdb := b.Client.(*redis.Client)
+	cnt := counter{rdb, "taskq:{" + b.Namespace + "}:test:"}
+	startWorker(t, b, worker.Options{LeaseDuration: time.Second}, func(w *worker.Worker) {
+		worker.Handle(w, durableTask, durableHandler(cnt, 3, func(string) {}))
+	})
+	res, err := client.Ref[durableOut](c, ref.ID()).Result(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Signals) != fmt.Sprint(sent) {
+		t.Fatalf("redelivered attempt saw signals %v, want %v in order", res.Signals, sent)
+	}
+	if res.Receipt != "receipt-1" || rdb.Get(ctx, cnt.key+"charges").Val() != "1" {
+		t.Fatalf("step ran again: receipt %q, charges %s", res.Receipt, rdb.Get(ctx, cnt.key+"charges").Val())
+	}
+	info, _ := ref.Get(ctx)
+	if info.Attempt != 2 {
+		t.Fatalf("attempt %d, want 2", info.Attempt)
+	}
+	if res.ChargeStep != "" {
+		t.Fatalf("step function ran on the redelivered attempt (step %q)", res.ChargeStep)
+	}
+	if chargeStep != res.RunStep+"/charge" {
+		t.Fatalf("step ID on the first attempt %q, derived on the second %q", chargeStep, res.RunStep+"/charge")
 	}
 }

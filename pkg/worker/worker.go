@@ -65,8 +65,8 @@ type Options struct {
 	// definition of a task differs from this worker's (default replace,
 	// with a warning).
 	DefinitionConflict DefinitionConflict
-	Logger    *slog.Logger
-	Clock     Clock
+	Logger             *slog.Logger
+	Clock              Clock
 }
 
 func (o Options) withDefaults() Options {

@@ -39,6 +39,9 @@ local function taskq_terminate(prefix, group, run_key, run_id, status, now, fiel
   local keep = tonumber(r[6]) or 0
   if keep > 0 then
     redis.call('PEXPIRE', run_key, keep)
+    -- Signals and step results live as long as the record.
+    redis.call('PEXPIRE', prefix .. 'signals:' .. run_id, keep)
+    redis.call('PEXPIRE', prefix .. 'steps:' .. run_id, keep)
   end
   redis.call('ZREM', prefix .. 'retry', run_id)
   redis.call('PUBLISH', prefix .. 'done:' .. run_id, status)
@@ -46,4 +49,108 @@ end
 
 local function taskq_is_terminal(status)
   return status == 'succeeded' or status == 'failed' or status == 'cancelled'
+end
+
+-- Enqueueing, shared by enqueue.lua and the scripts that trigger several
+-- runs at once. Redis does not roll a script back when a command fails
+-- midway, so callers first run taskq_enqueue_check for every run they will
+-- create, and only then taskq_enqueue_write: either everything is written
+-- or nothing is.
+--
+-- r is a table: run_key, stream_key, runs_key, idem_key (nil when not
+-- deduplicated), run_id, task, input, meta, key, strat, hold, retain,
+-- retries, maxdel, timeout, keep, now; optionally delay (ms: schedule the
+-- run instead of queueing it, with retry_key), take_over (supersede the
+-- owner, with prefix and group).
+
+local function taskq_check_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('TASKQ_WRONGTYPE ' .. key .. ' ' .. t)
+  end
+  return nil
+end
+
+-- Returns nil when the run can be written, {0, owner, pttl} when its key is
+-- held, or an error reply.
+local function taskq_enqueue_check(r)
+  if r.idem_key then
+    local err = taskq_check_type(r.idem_key, 'string')
+    if err then return err end
+    local owner = redis.call('GET', r.idem_key)
+    if owner then
+      if not r.take_over then
+        return {0, owner, redis.call('PTTL', r.idem_key)}
+      end
+      r.prev_owner = owner
+    end
+  end
+  if redis.call('EXISTS', r.run_key) == 1 then
+    return redis.error_reply('TASKQ_EXISTS ' .. r.run_id)
+  end
+  return taskq_check_type(r.stream_key, 'stream') or taskq_check_type(r.runs_key, 'zset')
+end
+
+-- Takes a key over from its owner: an active owner is cancelled (its
+-- handler is told which run superseded it) and the signals it was sent are
+-- carried over to the new owner, so none sent around the takeover is lost.
+local function taskq_supersede(r)
+  local old = r.prev_owner
+  local old_key = r.prefix .. 'run:' .. old
+  local status = redis.call('HGET', old_key, 'status')
+  if status and not taskq_is_terminal(status) then
+    local was_running = status == 'running'
+    taskq_terminate(r.prefix, r.group, old_key, old, 'cancelled', r.now, 'error', 'superseded by run ' .. r.run_id)
+    if was_running then
+      redis.call('PUBLISH', r.prefix .. 'cancel', old .. '|' .. r.run_id)
+    end
+    local sigs = redis.call('XRANGE', r.prefix .. 'signals:' .. old, '-', '+')
+    for _, e in ipairs(sigs) do
+      redis.call('XADD', r.prefix .. 'signals:' .. r.run_id, '*', unpack(e[2]))
+    end
+  end
+end
+
+-- Claims the key, creates the record, queues the run. Returns the entry id
+-- ('' for a scheduled run).
+local function taskq_enqueue_write(r)
+  if r.prev_owner then
+    taskq_supersede(r)
+  end
+  if r.idem_key then
+    redis.call('SET', r.idem_key, r.run_id, 'PX', r.hold)
+  end
+  redis.call('HSET', r.run_key,
+    'task', r.task, 'status', 'queued', 'input', r.input, 'meta', r.meta,
+    'key', r.key, 'strat', r.strat, 'hold', r.hold, 'retain', r.retain,
+    'retries', r.retries, 'maxdel', r.maxdel, 'timeout', r.timeout, 'keep', r.keep,
+    'attempt', 0, 'fails', 0, 'created', r.now)
+  redis.call('ZADD', r.runs_key, r.now, r.run_id)
+  if r.delay and tonumber(r.delay) > 0 then
+    redis.call('HSET', r.run_key, 'entry', '')
+    redis.call('ZADD', r.retry_key, tonumber(r.now) + tonumber(r.delay), r.run_id)
+    return ''
+  end
+  local entry = redis.call('XADD', r.stream_key, '*', 'r', r.run_id)
+  redis.call('HSET', r.run_key, 'entry', entry)
+  return entry
+end
+
+-- Appends a signal to an active run's ordered signal stream. Returns
+-- {1, run id, signal id}, or {0, reason, run id, status} when the run is
+-- missing or has ended, or {0, 'full', run id} at the per-run limit.
+local function taskq_signal(prefix, run_id, signal_id, payload, limit)
+  local status = redis.call('HGET', prefix .. 'run:' .. run_id, 'status')
+  if not status then
+    return {0, 'missing', run_id, ''}
+  end
+  if taskq_is_terminal(status) then
+    return {0, 'finished', run_id, status}
+  end
+  local s = prefix .. 'signals:' .. run_id
+  if limit > 0 and redis.call('XLEN', s) >= limit then
+    return {0, 'full', run_id, status}
+  end
+  redis.call('XADD', s, '*', 'id', signal_id, 'p', payload)
+  return {1, run_id, signal_id}
 end

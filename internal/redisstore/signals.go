@@ -1,0 +1,114 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SignalResult is the outcome of Signal.
+type SignalResult struct {
+	Delivered bool
+	RunID     string
+	SignalID  string
+	// Reason when not delivered: "none" (key not held), "missing",
+	// "finished" or "full".
+	Reason string
+	// Status is the run's status when Reason is "finished".
+	Status string
+}
+
+// SignalKey delivers payload to the run that owns key now.
+func (s *Store) SignalKey(ctx context.Context, key, signalID string, payload []byte, maxSignals int) (SignalResult, error) {
+	return s.signal(ctx, s.keys.IdempotencyKey(key), "key", "", signalID, payload, maxSignals)
+}
+
+// SignalRun delivers payload to the run with the given ID.
+func (s *Store) SignalRun(ctx context.Context, runID, signalID string, payload []byte, maxSignals int) (SignalResult, error) {
+	return s.signal(ctx, s.keys.Run(runID), "run", runID, signalID, payload, maxSignals)
+}
+
+func (s *Store) signal(ctx context.Context, key, mode, runID, signalID string, payload []byte, maxSignals int) (SignalResult, error) {
+	if maxSignals == 0 {
+		maxSignals = MaxSignalsDefault
+	}
+	v, err := s.runScript(ctx, s.scripts.signal, []string{key}, mode, runID, signalID, payload, s.keys.Prefix(), maxSignals)
+	if err != nil {
+		return SignalResult{}, err
+	}
+	r, err := asSlice(v)
+	if err != nil || len(r) < 2 {
+		return SignalResult{}, fmt.Errorf("signal: unexpected reply %v", v)
+	}
+	if asInt(r[0]) == 1 {
+		return SignalResult{Delivered: true, RunID: asString(r[1]), SignalID: asString(r[2])}, nil
+	}
+	res := SignalResult{Reason: asString(r[1])}
+	if len(r) > 3 {
+		res.RunID, res.Status = asString(r[2]), asString(r[3])
+	}
+	return res, nil
+}
+
+// Signal is one signal as stored.
+type Signal struct {
+	// Cursor is the stream position to read after this signal.
+	Cursor  string
+	ID      string
+	Payload []byte
+}
+
+// ReadSignals returns up to count signals of a run after cursor ("0" for
+// the first), blocking up to block when none is there yet (block < 0:
+// do not block).
+func (s *Store) ReadSignals(ctx context.Context, runID, cursor string, count int, block time.Duration) ([]Signal, error) {
+	if cursor == "" {
+		cursor = "0"
+	}
+	res, err := s.rdb.XRead(ctx, &redis.XReadArgs{
+		Streams: []string{s.keys.Signals(runID), cursor}, Count: int64(count), Block: block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Signal
+	for _, st := range res {
+		for _, m := range st.Messages {
+			id, _ := m.Values["id"].(string)
+			p, _ := m.Values["p"].(string)
+			out = append(out, Signal{Cursor: m.ID, ID: id, Payload: []byte(p)})
+		}
+	}
+	return out, nil
+}
+
+// StepResult returns a completed step's stored result, or ok=false.
+func (s *Store) StepResult(ctx context.Context, runID, name string) ([]byte, bool, error) {
+	v, err := s.rdb.HGet(ctx, s.keys.Steps(runID), name).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// SaveStepResult stores a step's result unless one is stored already, and
+// returns the stored one: the first completion of a step wins.
+func (s *Store) SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error) {
+	k := s.keys.Steps(runID)
+	pipe := s.rdb.TxPipeline()
+	pipe.HSetNX(ctx, k, name, result)
+	get := pipe.HGet(ctx, k, name)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	return get.Bytes()
+}

@@ -1,0 +1,166 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// ErrKeyNotHeld matches every *KeyNotHeldError.
+var ErrKeyNotHeld = errors.New("idempotency key not held")
+
+// ErrOwnerFinished matches every *OwnerFinishedError.
+var ErrOwnerFinished = errors.New("run has ended")
+
+// KeyNotHeldError says no run owns the key (or the run it named is gone).
+type KeyNotHeldError struct {
+	Key   string
+	RunID string
+}
+
+func (e *KeyNotHeldError) Error() string {
+	if e.RunID != "" {
+		return fmt.Sprintf("run %s not found", e.RunID)
+	}
+	return fmt.Sprintf("no run holds idempotency key %q", e.Key)
+}
+
+// Is makes errors.Is(err, ErrKeyNotHeld) hold, and ErrRunNotFound when a
+// run was addressed by ID.
+func (e *KeyNotHeldError) Is(target error) bool {
+	return target == ErrKeyNotHeld || (e.RunID != "" && target == ErrRunNotFound)
+}
+
+// OwnerFinishedError says the run that holds the key (only by retention)
+// or the run addressed has ended: it cannot be signalled.
+type OwnerFinishedError struct {
+	Key    string
+	RunID  string
+	Status Status
+}
+
+func (e *OwnerFinishedError) Error() string {
+	if e.Key != "" {
+		return fmt.Sprintf("idempotency key %q is held by run %s, which has %s and cannot be signalled", e.Key, e.RunID, e.Status)
+	}
+	return fmt.Sprintf("run %s has %s and cannot be signalled", e.RunID, e.Status)
+}
+
+// Is makes errors.Is(err, ErrOwnerFinished) hold.
+func (e *OwnerFinishedError) Is(target error) bool { return target == ErrOwnerFinished }
+
+// SignalReceipt says which run a signal reached.
+type SignalReceipt struct {
+	RunID    string
+	SignalID string
+	Owner    *RunHandle
+}
+
+// Signal delivers payload (encoded as JSON) to the run that owns key now.
+// Signals are stored in order; the handler receives them in that order,
+// again after a redelivery. It fails with *KeyNotHeldError when no run
+// holds the key and *OwnerFinishedError when the holder has ended.
+func (c *Client) Signal(ctx context.Context, key string, payload any) (*SignalReceipt, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("signal: encode payload: %w", err)
+	}
+	return c.SignalJSON(ctx, key, raw)
+}
+
+// SignalJSON is Signal with a payload already encoded.
+func (c *Client) SignalJSON(ctx context.Context, key string, payload json.RawMessage) (*SignalReceipt, error) {
+	return c.sendSignal(ctx, key, "", payload)
+}
+
+// Signal delivers payload (encoded as JSON) to this run.
+func (h *RunHandle) Signal(ctx context.Context, payload any) (*SignalReceipt, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("signal: encode payload: %w", err)
+	}
+	return h.c.sendSignal(ctx, "", h.id, raw)
+}
+
+func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []byte) (*SignalReceipt, error) {
+	if !json.Valid(payload) {
+		return nil, errors.New("signal: payload is not valid JSON")
+	}
+	if len(payload) > c.opts.MaxInputBytes {
+		return nil, &LimitError{What: "signal payload", Size: len(payload), Limit: c.opts.MaxInputBytes}
+	}
+	sid, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	var res redisstore.SignalResult
+	if runID != "" {
+		res, err = c.store.SignalRun(ctx, runID, sid.String(), payload, c.opts.MaxSignals)
+	} else {
+		res, err = c.store.SignalKey(ctx, key, sid.String(), payload, c.opts.MaxSignals)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case res.Delivered:
+		return &SignalReceipt{RunID: res.RunID, SignalID: res.SignalID, Owner: c.Handle(res.RunID)}, nil
+	case res.Reason == "finished":
+		return nil, &OwnerFinishedError{Key: key, RunID: res.RunID, Status: Status(res.Status)}
+	case res.Reason == "full":
+		return nil, &LimitError{What: "signals of run " + res.RunID, Size: c.opts.MaxSignals, Limit: c.opts.MaxSignals}
+	case res.Reason == "missing" && runID == "":
+		// The key outlived its owner's record: nobody can take the signal.
+		return nil, &KeyNotHeldError{Key: key}
+	default:
+		return nil, &KeyNotHeldError{Key: key, RunID: runID}
+	}
+}
+
+// KeyInfo describes who holds an idempotency key.
+type KeyInfo struct {
+	Key        string        `json:"key"`
+	OwnerRunID string        `json:"ownerRunId"`
+	TTL        time.Duration `json:"ttl"`
+	// The owner's task, strategy and status; empty when the owner's record
+	// has already expired.
+	Task        string `json:"task,omitempty"`
+	Strategy    string `json:"strategy,omitempty"`
+	OwnerStatus Status `json:"ownerStatus,omitempty"`
+	// Owner is a handle to the owning run.
+	Owner *RunHandle `json:"-"`
+}
+
+// Active reports whether the owner is still queued or running (and so can
+// be signalled), rather than holding the key by retention.
+func (k *KeyInfo) Active() bool { return k.OwnerStatus != "" && !k.OwnerStatus.Terminal() }
+
+// LookupKey says who holds key now, or fails with *KeyNotHeldError.
+func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	ks, ok, err := c.store.GetKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &KeyNotHeldError{Key: key}
+	}
+	info := &KeyInfo{Key: key, OwnerRunID: ks.Owner, TTL: ks.TTL, Owner: c.Handle(ks.Owner)}
+	run, err := c.store.GetRun(ctx, ks.Owner)
+	switch {
+	case err == nil:
+		info.Task, info.Strategy, info.OwnerStatus = run.Task, string(run.Strategy), Status(run.Status)
+	case !errors.Is(err, ErrRunNotFound):
+		return nil, err
+	}
+	return info, nil
+}

@@ -1,0 +1,184 @@
+package idempotency
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+)
+
+// Defaults for the zero values of Options.
+const (
+	// MaxKeyLengthDefault bounds a key in bytes; keys are Redis key suffixes
+	// and are echoed in errors and the CLI, so they are kept short.
+	MaxKeyLengthDefault = 512
+	// CostLimitDefault is in CEL runtime cost units: ample for field paths,
+	// concatenation and a checksum, far too little for runaway comprehensions.
+	CostLimitDefault uint64 = 10_000
+	// CacheSizeDefault is how many compiled expressions a Compiler keeps.
+	CacheSizeDefault = 1024
+	// MaxInputDepthDefault bounds the nesting of JSON given to KeyJSON, so a
+	// hostile payload cannot make decoding recurse without end.
+	MaxInputDepthDefault = 64
+)
+
+// Options configure a Compiler. Zero values mean the defaults above.
+type Options struct {
+	MaxKeyLength  int    // longest accepted key, in bytes
+	CostLimit     uint64 // CEL runtime cost at which evaluation stops
+	CacheSize     int    // compiled expressions kept, least recently used evicted first
+	MaxInputDepth int    // deepest JSON nesting KeyJSON accepts; the top-level object is level 1
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.MaxKeyLength < 0 || o.CacheSize < 0 || o.MaxInputDepth < 0 {
+		return o, errors.New("idempotency: Options: MaxKeyLength, CacheSize and MaxInputDepth must not be negative")
+	}
+	if o.MaxKeyLength == 0 {
+		o.MaxKeyLength = MaxKeyLengthDefault
+	}
+	if o.CostLimit == 0 {
+		o.CostLimit = CostLimitDefault
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = CacheSizeDefault
+	}
+	if o.MaxInputDepth == 0 {
+		o.MaxInputDepth = MaxInputDepthDefault
+	}
+	return o, nil
+}
+
+// Compiler turns expression source into Expressions. Building a CEL
+// environment is costly, so one Compiler is meant to be shared; it is safe
+// for concurrent use.
+type Compiler struct {
+	env     *cel.Env
+	opts    Options
+	prgOpts []cel.ProgramOption
+
+	mu    sync.Mutex
+	lru   *list.List               // of *Expression, most recently used first
+	index map[string]*list.Element // by source
+}
+
+// NewCompiler builds the CEL environment shared by every expression it
+// compiles.
+func NewCompiler(opts Options) (*Compiler, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	env, err := newEnv()
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: building CEL environment: %w", err)
+	}
+	return &Compiler{
+		env:     env,
+		opts:    opts,
+		prgOpts: programOptions(opts.CostLimit),
+		lru:     list.New(),
+		index:   make(map[string]*list.Element),
+	}, nil
+}
+
+// Options returns the options in force, defaults filled in.
+func (c *Compiler) Options() Options { return c.opts }
+
+// Compile parses and type-checks expr. A given source is compiled once and
+// the same *Expression is returned while it stays in the cache. Failures are
+// *CompileError.
+func (c *Compiler) Compile(expr string) (*Expression, error) {
+	if e := c.cached(expr); e != nil {
+		return e, nil
+	}
+	e, err := c.compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Another goroutine may have compiled the same source meanwhile; keep
+	// the first so callers always share one *Expression.
+	if el, ok := c.index[expr]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*Expression), nil
+	}
+	c.index[expr] = c.lru.PushFront(e)
+	for c.lru.Len() > c.opts.CacheSize {
+		old := c.lru.Remove(c.lru.Back()).(*Expression)
+		delete(c.index, old.src)
+	}
+	return e, nil
+}
+
+func (c *Compiler) cached(expr string) *Expression {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.index[expr]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*Expression)
+	}
+	return nil
+}
+
+func (c *Compiler) compile(expr string) (e *Expression, err error) {
+	// cel-go reports problems as issues, but a malformed expression must
+	// never take a task definition (or a fuzzer) down with a panic.
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, &CompileError{Expr: expr, Message: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	checked, iss := c.env.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		return nil, compileError(expr, iss)
+	}
+	prg, err := c.env.Program(checked, c.prgOpts...)
+	if err != nil {
+		return nil, &CompileError{Expr: expr, Message: err.Error()}
+	}
+	root := checked.NativeRep().Expr()
+	e = &Expression{
+		src:          expr,
+		prg:          prg,
+		bound:        newCostBound(root),
+		maxKeyLength: c.opts.MaxKeyLength,
+		costLimit:    c.opts.CostLimit,
+		maxDepth:     c.opts.MaxInputDepth,
+		fast:         chainOf(root),
+		chains:       make(map[int64]*chain),
+	}
+	if e.bound != nil {
+		if e.untracked, err = c.env.Program(checked, untrackedProgramOptions()...); err != nil {
+			return nil, &CompileError{Expr: expr, Message: err.Error()}
+		}
+	}
+	ast.PreOrderVisit(root, ast.NewExprVisitor(func(n ast.Expr) {
+		if ch := chainOf(n); ch != nil {
+			e.chains[n.ID()] = ch
+		}
+	}))
+	return e, nil
+}
+
+func compileError(expr string, iss *cel.Issues) *CompileError {
+	errs := iss.Errors()
+	if len(errs) == 0 {
+		return &CompileError{Expr: expr, Message: iss.Err().Error()}
+	}
+	first := errs[0]
+	ce := &CompileError{Expr: expr, Message: first.Message}
+	if loc := first.Location; loc != nil && loc.Line() > 0 {
+		ce.Line = loc.Line()
+		// cel counts columns from 0, and reports -1 for an empty expression.
+		ce.Column = max(loc.Column()+1, 1)
+	}
+	if len(errs) > 1 {
+		ce.Message += fmt.Sprintf(" (and %d more)", len(errs)-1)
+	}
+	return ce
+}

@@ -1,0 +1,184 @@
+package idempotency
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Expression is a compiled key expression. It is immutable and safe for
+// concurrent use.
+type Expression struct {
+	src          string
+	prg          cel.Program // tracks cost and stops at the limit
+	maxKeyLength int
+	costLimit    uint64
+	maxDepth     int
+
+	// bound and untracked are set when the expression's cost is bounded by
+	// the size of its input; see costBound.
+	bound     *costBound
+	untracked cel.Program
+
+	// fast is set when the whole expression is a select chain, which is then
+	// evaluated without CEL.
+	fast *chain
+	// chains maps the AST node IDs of select chains to their paths, so an
+	// evaluation error labelled with a node ID can name the field it failed on.
+	chains map[int64]*chain
+}
+
+// Source returns the expression as written.
+func (e *Expression) Source() string { return e.src }
+
+// emptyObject stands in for absent input or metadata. CEL never mutates its
+// inputs, so one shared map is safe.
+var emptyObject = map[string]any{}
+
+// Key derives the idempotency key of a run from its input and
+// additional_metadata, both as decoded by encoding/json (nil means an empty
+// object). Anything but a non-empty string within the length limit is an
+// error: *EvalError, *ResultTypeError, *EmptyKeyError, *KeyTooLongError or
+// *CostLimitError.
+func (e *Expression) Key(input map[string]any, meta map[string]any) (string, error) {
+	if e.fast != nil {
+		if key, handled, err := e.fastKey(input, meta); handled {
+			return key, err
+		}
+	}
+	return e.celKey(input, meta)
+}
+
+// KeyJSON is Key for raw JSON. Empty input or metadata means an empty object;
+// otherwise each must be a JSON object nested no deeper than the compiler's
+// MaxInputDepth, or the result is an *InputError.
+func (e *Expression) KeyJSON(input, meta []byte) (string, error) {
+	in, err := decodeObject(varInput, input, e.maxDepth)
+	if err != nil {
+		return "", err
+	}
+	md, err := decodeObject(varMetadata, meta, e.maxDepth)
+	if err != nil {
+		return "", err
+	}
+	return e.Key(in, md)
+}
+
+// activation hands the two variables to the interpreter without building a
+// map per evaluation.
+type activation struct {
+	input, meta map[string]any
+}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case varInput:
+		return a.input, true
+	case varMetadata:
+		return a.meta, true
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+var activations = sync.Pool{New: func() any { return new(activation) }}
+
+// celKey evaluates with the CEL interpreter. It is the reference behaviour
+// the fast path must match.
+func (e *Expression) celKey(input, meta map[string]any) (string, error) {
+	if input == nil {
+		input = emptyObject
+	}
+	if meta == nil {
+		meta = emptyObject
+	}
+	prg := e.prg
+	if e.bound != nil && e.bound.within(input, meta, e.costLimit) {
+		prg = e.untracked
+	}
+	return e.eval(prg, input, meta)
+}
+
+// eval runs prg on non-nil input and meta.
+func (e *Expression) eval(prg cel.Program, input, meta map[string]any) (string, error) {
+	act := activations.Get().(*activation)
+	act.input, act.meta = input, meta
+	out, _, err := prg.Eval(act)
+	// The activation must not keep the run's data alive in the pool.
+	act.input, act.meta = nil, nil
+	activations.Put(act)
+	if err != nil {
+		return "", e.evalError(err, input, meta)
+	}
+	s, ok := out.(types.String)
+	if !ok {
+		return "", &ResultTypeError{Expr: e.src, Type: out.Type().TypeName()}
+	}
+	return e.accept(string(s))
+}
+
+// accept applies the rules every key obeys, whichever path produced it.
+func (e *Expression) accept(key string) (string, error) {
+	if key == "" {
+		return "", &EmptyKeyError{Expr: e.src}
+	}
+	if len(key) > e.maxKeyLength {
+		return "", &KeyTooLongError{Expr: e.src, Length: len(key), Limit: e.maxKeyLength}
+	}
+	return key, nil
+}
+
+// evalError turns a cel-go evaluation error into a typed one, naming the
+// field that failed where the AST and the input tell which it was.
+func (e *Expression) evalError(err error, input, meta map[string]any) error {
+	var cancelled interpreter.EvalCancelledError
+	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
+		return &CostLimitError{Expr: e.src, Limit: e.costLimit}
+	}
+	ee := &EvalError{Expr: e.src, Message: err.Error()}
+	var celErr *types.Err
+	if errors.As(err, &celErr) {
+		// cel labels an attribute error with the node of the whole select
+		// chain; walking the input along that chain finds the failing step.
+		if c, ok := e.chains[celErr.NodeID()]; ok {
+			root := input
+			if c.meta {
+				root = meta
+			}
+			if _, step, res := c.walk(root); res == walkMissing || res == walkInList {
+				ee.Field = c.paths[step]
+				return ee
+			}
+		}
+	}
+	if key, ok := strings.CutPrefix(ee.Message, msgNoSuchKey); ok {
+		ee.Field = e.fieldForKey(key)
+	}
+	return ee
+}
+
+// fieldForKey names the one chain step that selects key, or the bare key
+// when none or several do.
+func (e *Expression) fieldForKey(key string) string {
+	field := ""
+	for _, c := range e.chains {
+		for i, k := range c.keys {
+			if k != key {
+				continue
+			}
+			if field != "" && field != c.paths[i] {
+				return key
+			}
+			field = c.paths[i]
+		}
+	}
+	if field == "" {
+		return key
+	}
+	return field
+}
