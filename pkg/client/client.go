@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/idempotency"
 )
 
 // Defaults and limits of Options.
@@ -49,6 +50,9 @@ type Options struct {
 	MaxMetadataBytes int
 	// MaxBatch bounds RunMany.
 	MaxBatch int
+	// MaxInputDepth bounds how deep input and metadata JSON may nest
+	// (default 64 levels), for every task, deduplicated or not.
+	MaxInputDepth int
 	// MaxSignals bounds the signals one run may hold (default 10,000).
 	MaxSignals int
 	// OperationTimeout bounds every call to Redis that has no deadline of
@@ -80,6 +84,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxBatch == 0 {
 		o.MaxBatch = MaxBatchDefault
 	}
+	if o.MaxInputDepth == 0 {
+		o.MaxInputDepth = idempotency.MaxInputDepthDefault
+	}
 	if o.MaxSignals == 0 {
 		o.MaxSignals = redisstore.MaxSignalsDefault
 	}
@@ -99,7 +106,7 @@ func (o Options) validate() error {
 	switch {
 	case o.Retention < time.Second:
 		return fmt.Errorf("client: Retention %s is below 1s", o.Retention)
-	case o.MaxInputBytes < 0, o.MaxMetadataBytes < 0, o.MaxBatch < 0, o.MaxSignals < 0:
+	case o.MaxInputBytes < 0, o.MaxMetadataBytes < 0, o.MaxBatch < 0, o.MaxSignals < 0, o.MaxInputDepth < 0:
 		return errors.New("client: limits must not be negative")
 	case o.OperationTimeout < 0:
 		return errors.New("client: OperationTimeout must not be negative")

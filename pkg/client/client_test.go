@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,6 +201,15 @@ func TestLimits(t *testing.T) {
 	_, err = client.RunMany(ctx, c, tk, []orderInput{{ID: "1"}, {ID: "2"}, {ID: "3"}})
 	if !errors.As(err, &le) || le.What != "batch" || le.Size != 3 {
 		t.Fatalf("large batch: %v", err)
+	}
+	// Nesting depth is bounded even for a task that derives no key.
+	deep := []byte(strings.Repeat("[", 10) + strings.Repeat("]", 10))
+	c2, _ := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, MaxInputDepth: 5})
+	defer c2.Close()
+	_, err = c2.TriggerJSON(ctx, tk.Definition(), []byte(`{"a":`+string(deep)+`}`))
+	var ie *idempotency.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "limit of 5 levels") {
+		t.Fatalf("deep input: %v", err)
 	}
 }
 

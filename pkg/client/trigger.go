@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -237,6 +238,12 @@ func (c *Client) prepare(def *task.Definition, input, meta []byte, policy rediss
 	}
 	if len(meta) > c.opts.MaxMetadataBytes {
 		return nil, &LimitError{What: "additional_metadata", Size: len(meta), Limit: c.opts.MaxMetadataBytes}
+	}
+	if err := idempotency.CheckDepth("input", input, c.opts.MaxInputDepth); err != nil {
+		return nil, fmt.Errorf("task %q: %w", def.Name, err)
+	}
+	if err := idempotency.CheckDepth("additional_metadata", meta, c.opts.MaxInputDepth); err != nil {
+		return nil, fmt.Errorf("task %q: %w", def.Name, err)
 	}
 	if !json.Valid(input) {
 		return nil, fmt.Errorf("task %q: input is not valid JSON", def.Name)

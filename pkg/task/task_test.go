@@ -1,0 +1,106 @@
+package task_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+func TestDefinitionValidation(t *testing.T) {
+	cases := []struct {
+		name  string
+		task  string
+		opts  task.Options
+		field string
+	}{
+		{"bad name", "has space", task.Options{}, "name"},
+		{"negative retries", "t", task.Options{Retries: -1}, "retries"},
+		{"too many retries", "t", task.Options{Retries: task.RetriesMax + 1}, "retries"},
+		{"zero ttl", "t", task.Options{Idempotency: task.TTL("input.id", 0)}, "ttl"},
+		{"ttl over max", "t", task.Options{Idempotency: task.TTL("input.id", task.DurationMax+time.Second)}, "ttl"},
+		{"zero fallback", "t", task.Options{Idempotency: task.Status("input.id", 0)}, "fallback_ttl"},
+		{"retain on ttl", "t", task.Options{Idempotency: &task.Idempotency{Expression: "input.id", Strategy: task.StrategyTTL, TTL: time.Second, Retain: time.Second}}, "retain"},
+		{"negative retain", "t", task.Options{Idempotency: task.Status("input.id", time.Minute).WithRetain(-time.Second)}, "retain"},
+		{"retain over max", "t", task.Options{Idempotency: task.Status("input.id", time.Minute).WithRetain(task.RetainMax + time.Second)}, "retain"},
+		{"unknown strategy", "t", task.Options{Idempotency: &task.Idempotency{Expression: "input.id", Strategy: "forever"}}, "strategy"},
+		{"unknown policy", "t", task.Options{OnConflict: "ignore"}, "on_conflict"},
+		{"bad backoff", "t", task.Options{Backoff: task.Backoff{Initial: time.Second, Factor: 0.5}}, "backoff"},
+		{"bad expression", "t", task.Options{Idempotency: task.TTL("input.", time.Minute)}, "expression"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := task.NewDefinition(tc.task, tc.opts)
+			var ce *task.ConfigError
+			if !errors.As(err, &ce) || !errors.Is(err, task.ErrInvalidConfig) {
+				t.Fatalf("got %v, want a *ConfigError", err)
+			}
+			if ce.Field != tc.field || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("error %q names field %q, want %q", err, ce.Field, tc.field)
+			}
+		})
+	}
+	_, err := task.NewDefinition("t", task.Options{Idempotency: task.TTL("input.", time.Minute)})
+	if !errors.Is(err, idempotency.ErrCompile) {
+		t.Fatalf("a bad expression does not unwrap to the compile error: %v", err)
+	}
+}
+
+func TestSpecRoundTrip(t *testing.T) {
+	def, err := task.NewDefinition("orders.charge", task.Options{
+		Idempotency: task.Status(`"order:" + input.id`, time.Hour).WithRetain(time.Minute),
+		Retries:     3, Timeout: 30 * time.Second, OnEvents: []string{"order.created"},
+		OnConflict: task.ConflictAttach,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := def.Spec()
+	back, err := task.FromSpec(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Spec().Hash() != spec.Hash() {
+		t.Fatalf("round trip changed the spec: %+v vs %+v", back.Spec(), spec)
+	}
+	key, err := back.Key([]byte(`{"id":"7"}`), nil)
+	if err != nil || key != "order:7" {
+		t.Fatalf("rebuilt definition derives %q, %v", key, err)
+	}
+	other, _ := task.NewDefinition("orders.charge", task.Options{Idempotency: task.Status(`input.id`, time.Hour)})
+	if other.Spec().Hash() == spec.Hash() {
+		t.Fatal("different definitions share a hash")
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	b := task.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Factor: 2}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second}
+	for i, w := range want {
+		if got := b.Delay(i + 1); got != w {
+			t.Fatalf("delay after failure %d = %v, want %v", i+1, got, w)
+		}
+	}
+	b.Jitter = 0.5
+	for i := 0; i < 100; i++ {
+		if d := b.Delay(1); d < 100*time.Millisecond || d > 150*time.Millisecond {
+			t.Fatalf("jittered delay %v outside [100ms, 150ms]", d)
+		}
+	}
+}
+
+func TestNoExpressionMeansNoKey(t *testing.T) {
+	def, err := task.NewDefinition("plain", task.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Deduplicated() {
+		t.Fatal("a task without an expression is deduplicated")
+	}
+	if k, err := def.Key([]byte(`{"id":1}`), nil); k != "" || err != nil {
+		t.Fatalf("key = %q, %v", k, err)
+	}
+}
