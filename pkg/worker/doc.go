@@ -1,0 +1,21 @@
+// Package worker runs the handlers of taskq tasks.
+//
+// A Worker reads the streams of its registered tasks through a consumer
+// group, as many runs at a time as it has free slots (Concurrency). Each
+// delivery starts an attempt in one Lua script, which returns the attempt
+// number: the fencing token every later write of that attempt carries.
+//
+// The worker's duties are small named components with one start/stop shape
+// (service): the fetcher (which also reclaims deliveries whose lease lapsed,
+// see recoverer), the heartbeater (renews leases; a lease is the delivery's
+// idle time in the group's pending list), the forwarder (queues retries and
+// debounced runs when due), the janitor (sweeps expired index entries) and
+// the canceller (cancels a handler's context when its run is cancelled or
+// superseded). Shutdown stops fetching, lets handlers finish for
+// ShutdownTimeout, then cancels the rest and gives their runs back.
+//
+// Delivery is at least once: a run whose worker dies is redelivered after
+// its lease lapses, with a new attempt number; the stale attempt can no
+// longer write a result or release a key. Context.StepID and Step give
+// handlers identifiers and results that are stable across attempts.
+package worker
