@@ -409,11 +409,13 @@ func TestHeartbeatExtendsOnlyOwnLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.s.Cancel(f.ctx, p3.RunID, "x", f.now)
-		states, err := f.s.Heartbeat(f.ctx, "t", "me", leases)
+		stale := leases[0]
+		stale.Attempt = 0 // an older attempt of p1
+		states, err := f.s.Heartbeat(f.ctx, "t", "me", append(leases, stale))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []redisstore.LeaseState{redisstore.LeaseHeld, redisstore.LeaseLost, redisstore.LeaseFinished}
+		want := []redisstore.LeaseState{redisstore.LeaseHeld, redisstore.LeaseLost, redisstore.LeaseFinished, redisstore.LeaseStale}
 		for i := range want {
 			if states[i] != want[i] {
 				t.Fatalf("states = %v, want %v", states, want)

@@ -90,7 +90,8 @@ type LeaseState int
 const (
 	LeaseLost     LeaseState = 0 // another consumer took the delivery
 	LeaseHeld     LeaseState = 1 // extended
-	LeaseFinished LeaseState = 2 // the run was cancelled, ended, or has a newer attempt
+	LeaseFinished LeaseState = 2 // the run was cancelled or ended
+	LeaseStale    LeaseState = 3 // a newer attempt owns the run
 )
 
 // Heartbeat extends the leases consumer holds on task's stream.

@@ -94,7 +94,8 @@ func (w *waiter) subscribe(ctx context.Context, ch string) (*subscription, error
 		return nil, errors.New("client closed")
 	}
 	if w.ps == nil {
-		w.ps = w.rdb.Subscribe(ctx)
+		// Not the caller's ctx: the connection outlives this waiter.
+		w.ps = w.rdb.Subscribe(context.Background())
 		w.stop = make(chan struct{})
 		w.done = make(chan struct{})
 		go w.receive(w.ps, w.stop, w.done)

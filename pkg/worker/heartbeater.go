@@ -45,7 +45,7 @@ func (w *Worker) beat() {
 			switch states[i] {
 			case redisstore.LeaseHeld:
 				a.extend(began.Add(w.opts.LeaseDuration))
-			case redisstore.LeaseLost:
+			case redisstore.LeaseLost, redisstore.LeaseStale:
 				a.cancel(ErrLeaseLost)
 			case redisstore.LeaseFinished:
 				a.cancel(ErrRunCancelled)

@@ -11,13 +11,16 @@
 -- Returns one code per triple:
 --   1  lease extended
 --   0  lease lost: the delivery is no longer pending for this consumer
---   2  the run was cancelled, finished, or a newer attempt owns it: stop
+--   2  the run was cancelled or has ended: stop
+--   3  a newer attempt owns the run (this one's lease lapsed): stop
 
 local out = {}
 for i = 4, #ARGV, 3 do
   local entry, run_id, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local r = redis.call('HMGET', ARGV[3] .. 'run:' .. run_id, 'status', 'attempt')
-  if r[1] ~= 'running' or r[2] ~= attempt then
+  if r[2] ~= attempt then
+    out[#out + 1] = 3
+  elseif r[1] ~= 'running' then
     out[#out + 1] = 2
   else
     local p = redis.call('XPENDING', KEYS[1], ARGV[1], entry, entry, 1)
