@@ -6,16 +6,16 @@ import (
 	"time"
 )
 
-// janitorInterval is how often index entries of expired runs are swept.
-const janitorInterval = time.Minute
-
 // sweep removes index entries whose run records have expired, in batches
 // with a cursor, starting at a random offset in time so a fleet of workers
 // does not sweep in lockstep.
 func (w *Worker) sweep(quit <-chan struct{}) {
-	first := time.Duration(rand.Int64N(int64(janitorInterval)))
-	for wait := first; sleep(quit, wait); wait = janitorInterval {
-		cutoff := w.opts.Clock.Now().Add(-time.Minute)
+	every := w.opts.SweepInterval
+	first := time.Duration(rand.Int64N(int64(every)))
+	for wait := first; sleep(quit, wait); wait = every {
+		// Entries younger than one interval belong to runs that cannot
+		// have expired yet; skipping them keeps each sweep short.
+		cutoff := w.opts.Clock.Now().Add(-every)
 		offset := 0
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

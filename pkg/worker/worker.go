@@ -61,6 +61,9 @@ type Options struct {
 	FetchBlock time.Duration
 	// Retention is how long the janitor keeps index entries (default 24h).
 	Retention time.Duration
+	// SweepInterval is how often the janitor sweeps the runs index of
+	// entries whose records expired (default 1m).
+	SweepInterval time.Duration
 	// DefinitionConflict says what Start does when the registered
 	// definition of a task differs from this worker's (default replace,
 	// with a warning).
@@ -102,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retention == 0 {
 		o.Retention = RetentionDefault
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

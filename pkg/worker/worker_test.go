@@ -420,3 +420,36 @@ func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
 		t.Fatalf("unknown task: %v", err)
 	}
 }
+
+// Finished runs leave nothing behind once their retention ends: the
+// record, its stream entry, its released key and its index entry.
+func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
+	b := redistest.Real(t)
+	ctx := context.Background()
+	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Retention: time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tk := task.Must[in, out]("retention", task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
+	startWorker(t, b, worker.Options{SweepInterval: 200 * time.Millisecond}, func(w *worker.Worker) {
+		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) { return out{ID: x.ID}, nil })
+	})
+	for i := 0; i < 20; i++ {
+		ref, err := client.RunNoWait(ctx, c, tk, in{ID: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, ref)
+	}
+	k := c.Store().Keys()
+	eventually(t, "records, keys, stream entries and index entries to go", func() bool {
+		keys, _, _ := b.Client.Scan(ctx, 0, "taskq:{"+b.Namespace+"}:*", 1000).Result()
+		for _, key := range keys {
+			if key != k.Stream("retention") && key != k.Tasks() {
+				return false
+			}
+		}
+		return b.Client.XLen(ctx, k.Stream("retention")).Val() == 0
+	})
+}
