@@ -9,7 +9,11 @@ all: build test
 
 ## build: the taskq CLI and the example workers into ./bin
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/... ./examples/...
+
+## dev: the whole system on an embedded Redis, with a demo
+dev:
+	$(GO) run ./cmd/taskq dev
 
 ## test: every test, race detector on, against real Redis (127.0.0.1:6379) and miniredis
 test:

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taskq/taskq/pkg/client"
+)
+
+// Environment variables read for flag defaults.
+const (
+	envRedisURL  = client.RedisURLEnv // TASKQ_REDIS_URL
+	envNamespace = "TASKQ_NAMESPACE"
+	envToken     = "TASKQ_TOKEN"
+	envNoColor   = "NO_COLOR"
+)
+
+// Output formats of -o.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+)
+
+// streams is the process's I/O as the commands see it: tests substitute
+// buffers and say which of them is a terminal.
+type streams struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// A terminal gets progress, colours and confirmation prompts; a pipe
+	// gets none of them.
+	stdinTTY, stdoutTTY, stderrTTY bool
+}
+
+// osStreams returns the real process streams.
+func osStreams() streams {
+	return streams{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		stdinTTY: isTerminal(os.Stdin), stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr),
+	}
+}
+
+// isTerminal reports whether f is a character device, which is what a
+// terminal is; pipes and files are not.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// app holds one invocation's global flags, streams and lazily opened
+// connections.
+type app struct {
+	streams
+	version string
+
+	// global flags
+	redisURL  string
+	namespace string
+	output    string
+	noColor   bool
+
+	// started is set once a command's own code runs: an error before that
+	// came from parsing flags or arguments and is a usage error.
+	started bool
+
+	mu      sync.Mutex
+	cli     *client.Client
+	closers []func() error
+}
+
+// run executes the CLI with args and returns the exit code.
+func run(ctx context.Context, args []string, s streams, version string) int {
+	a := &app{streams: s, version: version}
+	defer a.close()
+	root := a.newRoot()
+	root.SetArgs(args)
+	root.SetIn(s.stdin)
+	root.SetOut(s.stdout)
+	root.SetErr(s.stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if !a.started {
+		var ce *codeError
+		if !errors.As(err, &ce) {
+			err = &codeError{code: exitUsage, err: err}
+		}
+	}
+	code := exitCode(err)
+	a.printError(cmd, err, code)
+	return code
+}
+
+// printError writes err to stderr; usage errors point at --help.
+func (a *app) printError(cmd *cobra.Command, err error, code int) {
+	prefix := "error: "
+	if a.colorOn(a.stderrTTY) {
+		prefix = ansiRed + "error:" + ansiReset + " "
+	}
+	msg := err.Error()
+	fmt.Fprintln(a.stderr, prefix+msg)
+	var detail interface{ Detail() string }
+	if errors.As(err, &detail) {
+		if d := detail.Detail(); d != "" {
+			fmt.Fprintln(a.stderr, d)
+		}
+	}
+	if code == exitUsage && cmd != nil {
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+}
+
+// close releases what the command opened.
+func (a *app) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		_ = a.closers[i]()
+	}
+	a.closers = nil
+	a.cli = nil
+}
+
+// logger is where library logs go: warnings and errors only, on stderr,
+// so command output stays clean.
+func (a *app) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// client connects to Redis once per invocation and checks that it answers,
+// so an unreachable Redis is one clear error rather than a timeout deep in
+// a command.
+func (a *app) client(ctx context.Context) (*client.Client, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cli != nil {
+		return a.cli, nil
+	}
+	if a.redisURL == "" {
+		a.redisURL = a.envOr(envRedisURL, client.RedisURLDefault)
+	}
+	c, err := client.New(client.Options{RedisURL: a.redisURL, Namespace: a.namespace, Logger: a.logger()})
+	if err != nil {
+		return nil, usageErrorf("--redis %s: %v", redactURL(a.redisURL), errors.Unwrap(err))
+	}
+	if err := c.Ping(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("cannot reach Redis at %s: %w", redactURL(a.redisURL), err)
+	}
+	a.cli = c
+	a.closers = append(a.closers, c.Close)
+	return c, nil
+}
+
+// redactURL hides a password in a Redis URL before it is printed.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// printer returns the writer of command output in the chosen format.
+func (a *app) printer() *printer {
+	return &printer{w: a.stdout, format: a.output, color: a.colorOn(a.stdoutTTY) && a.output == formatTable}
+}
+
+// colorOn reports whether a stream gets colours: a terminal, no
+// --no-color and no NO_COLOR in the environment.
+func (a *app) colorOn(tty bool) bool {
+	return tty && !a.noColor && a.getenv(envNoColor) == ""
+}
+
+// action wraps a command's code: from here on an error is the command's,
+// not a usage error.
+func (a *app) action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		a.started = true
+		return fn(cmd, args)
+	}
+}
+
+// envOr returns the environment variable name's value, or def.
+func (a *app) envOr(name, def string) string {
+	if v := a.getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// groupRun makes a command group print its help when called alone and
+// name an unknown subcommand as a usage error.
+func groupRun(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra sets this on the root only
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return usageErrorf("%s", msg)
+}
+
+// argNames checks the positional arguments against the names a command
+// takes, so a usage error says which one is missing or extra.
+func argNames(required []string, optional ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < len(required) {
+			return usageErrorf("%s: missing argument %s", cmd.CommandPath(), strings.Join(required[len(args):], " "))
+		}
+		if max := len(required) + len(optional); len(args) > max {
+			return usageErrorf("%s: unexpected argument %q", cmd.CommandPath(), args[max])
+		}
+		return nil
+	}
+}

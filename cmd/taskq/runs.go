@@ -1,0 +1,516 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// runStatuses are the values --status accepts.
+var runStatuses = []string{
+	string(client.StatusQueued), string(client.StatusRunning), string(client.StatusSucceeded),
+	string(client.StatusFailed), string(client.StatusCancelled),
+}
+
+// runsPage is how many run IDs one listing step reads from the index.
+const runsPage = 200
+
+// runJSON returns a copy of info with its times in UTC, for output that
+// does not depend on the operator's time zone.
+func runJSON(info *client.RunInfo) *client.RunInfo {
+	c := *info
+	c.CreatedAt = c.CreatedAt.UTC()
+	c.StartedAt, c.FinishedAt = utcPtr(c.StartedAt), utcPtr(c.FinishedAt)
+	return &c
+}
+
+// attempts shows "attempt/max" so a retrying run is visible at a glance.
+func attempts(r *client.RunInfo) string {
+	return fmt.Sprintf("%d/%d", r.Attempt, r.Retries+1)
+}
+
+func (a *app) runsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "Inspect, trigger and cancel runs",
+		Example: `  taskq runs ls --status running
+  taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10
+  taskq runs trigger process-order --input '{"orderId":"1001","amount":4200}'`,
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRun,
+	}
+	cmd.AddCommand(a.runsGetCmd(), a.runsLsCmd(), a.runsResultCmd(), a.runsCancelCmd(), a.runsTriggerCmd())
+	return cmd
+}
+
+func (a *app) runsGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show a run: status, attempts, idempotency key, input and result",
+		Example: `  taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10
+  taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 -o json | jq .status`,
+		Args: argNames([]string{"ID"}),
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			info, err := c.GetRun(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			p := a.printer()
+			if p.json() {
+				return p.JSON(runJSON(info))
+			}
+			return p.Fields([][2]string{
+				{"ID", info.ID}, {"Task", info.Task}, {"Status", p.Status(string(info.Status))},
+				{"Attempt", attempts(info)}, {"Key", info.IdempotencyKey}, {"Strategy", info.Strategy},
+				{"Created", formatTime(info.CreatedAt)}, {"Started", formatTimePtr(info.StartedAt)},
+				{"Finished", formatTimePtr(info.FinishedAt)},
+				{"Input", compactJSON(info.Input)}, {"Metadata", metaCell(info.Metadata)},
+				{"Result", compactJSON(info.Result)}, {"Error", info.Error},
+			})
+		}),
+	}
+}
+
+// metaCell hides empty metadata.
+func metaCell(raw []byte) string {
+	s := compactJSON(raw)
+	if s == "{}" {
+		return ""
+	}
+	return s
+}
+
+func (a *app) runsLsCmd() *cobra.Command {
+	var taskName, status string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List runs, newest first",
+		Example: `  taskq runs ls
+  taskq runs ls --task process-order --status failed --limit 100
+  taskq runs ls -o json | jq -r '.[].id'`,
+		Args: argNames(nil),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if status != "" && !contains(runStatuses, status) {
+				return usageErrorf("invalid --status %q: use one of %s", status, strings.Join(runStatuses, ", "))
+			}
+			if limit < 1 {
+				return usageErrorf("invalid --limit %d: must be at least 1", limit)
+			}
+			return nil
+		},
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			runs, err := a.listRuns(ctx, c, taskName, status, limit)
+			if err != nil {
+				return err
+			}
+			p := a.printer()
+			if p.json() {
+				out := make([]*client.RunInfo, len(runs))
+				for i, r := range runs {
+					out[i] = runJSON(r)
+					out[i].Input, out[i].Metadata, out[i].Result = nil, nil, nil
+				}
+				return p.JSON(out)
+			}
+			if len(runs) == 0 {
+				_, err := fmt.Fprintln(a.stdout, "No runs found.")
+				return err
+			}
+			rows := make([][]string, len(runs))
+			for i, r := range runs {
+				rows[i] = []string{r.ID, r.Task, p.Status(string(r.Status)), attempts(r), orDash(r.IdempotencyKey), formatTime(r.CreatedAt)}
+			}
+			return p.Table([]string{"ID", "TASK", "STATUS", "ATTEMPT", "KEY", "CREATED"}, rows)
+		}),
+	}
+	cmd.Flags().StringVar(&taskName, "task", "", "only runs of this task")
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: "+strings.Join(runStatuses, ", "))
+	cmd.Flags().IntVar(&limit, "limit", 20, "list at most this many runs")
+	_ = cmd.RegisterFlagCompletionFunc("task", a.completeTasks)
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(runStatuses, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// listRuns pages the runs index newest first, reading each record, until
+// limit runs match or the index ends. Records removed after their
+// retention are skipped.
+func (a *app) listRuns(ctx context.Context, c *client.Client, taskName, status string, limit int) ([]*client.RunInfo, error) {
+	var out []*client.RunInfo
+	prog := a.newProgress("reading runs:", 0)
+	defer prog.Done()
+	for offset := int64(0); len(out) < limit; offset += runsPage {
+		ids, err := c.Store().ListRunIDs(ctx, offset, runsPage)
+		if err != nil {
+			return nil, fmt.Errorf("listing runs: %w", err)
+		}
+		page := make([]*client.RunInfo, len(ids))
+		err = forEach(ctx, len(ids), func(ctx context.Context, i int) error {
+			info, err := c.GetRun(ctx, ids[i])
+			if errors.Is(err, client.ErrRunNotFound) {
+				return nil
+			}
+			page[i] = info
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		prog.Add(len(ids))
+		for _, r := range page {
+			if r == nil || (taskName != "" && r.Task != taskName) || (status != "" && string(r.Status) != status) {
+				continue
+			}
+			if out = append(out, r); len(out) == limit {
+				break
+			}
+		}
+		if len(ids) < runsPage {
+			break
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// notFinishedError says a run has not reached a terminal status.
+type notFinishedError struct {
+	ID     string
+	Status client.Status
+	Waited time.Duration
+}
+
+func (e *notFinishedError) Error() string {
+	if e.Waited > 0 {
+		return fmt.Sprintf("run %s has not finished after %s (status %s)", e.ID, formatDuration(e.Waited), e.Status)
+	}
+	return fmt.Sprintf("run %s has not finished (status %s); use --wait to wait for it", e.ID, e.Status)
+}
+
+// resultView is runs result's JSON output.
+type resultView struct {
+	ID     string          `json:"id"`
+	Status client.Status   `json:"status"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// cancelView is runs cancel's JSON output.
+type cancelView struct {
+	ID     string        `json:"id"`
+	Status client.Status `json:"status"`
+	// Cancelled is false when the run had already ended.
+	Cancelled bool `json:"cancelled"`
+}
+
+func (a *app) runsResultCmd() *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "result ID",
+		Short: "Print a run's result, waiting for it with --wait",
+		Long: `Print the JSON result of a succeeded run. A failed or cancelled run prints its
+error and exits with code 1; a run that has not finished (within --wait) exits
+with code 6. Waiting is woken by the run's completion, not by polling.`,
+		Example: `  taskq runs result 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10
+  taskq runs result 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 --wait 30s
+  taskq runs result 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 --wait 1m -o json`,
+		Args: argNames([]string{"ID"}),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if wait < 0 {
+				return usageErrorf("invalid --wait %s: must not be negative", wait)
+			}
+			return nil
+		},
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id := args[0]
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			info, err := c.GetRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !info.Status.Terminal() && wait > 0 {
+				wctx, cancel := context.WithTimeout(ctx, wait)
+				info, err = c.Handle(id).Wait(wctx)
+				cancel()
+				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+					st, _ := c.Handle(id).Status(ctx)
+					return withCode(exitPending, &notFinishedError{ID: id, Status: st, Waited: wait})
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if !info.Status.Terminal() {
+				return withCode(exitPending, &notFinishedError{ID: id, Status: info.Status})
+			}
+			p := a.printer()
+			if p.json() {
+				if err := p.JSON(resultView{ID: info.ID, Status: info.Status, Result: info.Result, Error: info.Error}); err != nil {
+					return err
+				}
+			}
+			if err := info.Err(); err != nil {
+				return err
+			}
+			if p.json() {
+				return nil
+			}
+			_, err = fmt.Fprintln(a.stdout, indentJSON(info.Result))
+			return err
+		}),
+	}
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the run to finish (e.g. 30s)")
+	return cmd
+}
+
+func (a *app) runsCancelCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a queued or running run",
+		Long: `Cancel a run that has not ended: a queued run never starts, a running run's
+handler sees its context cancelled, and a status-strategy key is released.
+Cancelling a run that already ended changes nothing and says so.`,
+		Example: `  taskq runs cancel 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10`,
+		Args:    argNames([]string{"ID"}),
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id := args[0]
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			before, err := c.GetRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			st := before.Status
+			if !st.Terminal() {
+				if st, err = c.Cancel(ctx, id); err != nil {
+					return err
+				}
+			}
+			cancelled := !before.Status.Terminal() && st == client.StatusCancelled
+			p := a.printer()
+			if p.json() {
+				return p.JSON(cancelView{ID: id, Status: st, Cancelled: cancelled})
+			}
+			if cancelled {
+				_, err = fmt.Fprintf(a.stdout, "Cancelled run %s (was %s).\n", id, before.Status)
+			} else {
+				_, err = fmt.Fprintf(a.stdout, "Run %s had already ended: %s. Nothing changed.\n", id, st)
+			}
+			return err
+		}),
+	}
+}
+
+// triggerView is the outcome of runs trigger.
+type triggerView struct {
+	RunID          string `json:"runId"`
+	Task           string `json:"task"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// Outcome is created, or what a conflict policy did instead: attached,
+	// signalled or debounced (RunID is then the key's owner).
+	Outcome    string `json:"outcome"`
+	Superseded string `json:"supersededRunId,omitempty"`
+	SignalID   string `json:"signalId,omitempty"`
+}
+
+// conflictPolicies are the values --on-conflict accepts.
+var conflictPolicies = []string{
+	string(task.ConflictReject), string(task.ConflictAttach), string(task.ConflictSupersede), string(task.ConflictSignal),
+}
+
+func (a *app) runsTriggerCmd() *cobra.Command {
+	var input, metaJSON, onConflict string
+	var meta []string
+	cmd := &cobra.Command{
+		Use:   "trigger TASK",
+		Short: "Trigger a run of a registered task",
+		Long: `Trigger a run of TASK with a JSON input, exactly as a client would: the task's
+registered key expression derives the idempotency key, and Redis accepts the
+run or names the run that already holds the key. A duplicate exits with code 4
+and prints the existing run's ID. --on-conflict overrides the task's conflict
+policy for this trigger (attach, supersede or signal instead of reject).`,
+		Example: `  taskq runs trigger process-order --input '{"orderId":"1001","amount":4200}'
+  taskq runs trigger process-order --input @order.json --meta tenant=acme
+  echo '{"orderId":"1002"}' | taskq runs trigger process-order --input -
+  taskq runs trigger process-order --input '{"orderId":"1001"}' --on-conflict attach -o json`,
+		Args: argNames([]string{"TASK"}),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return a.completeTasks(cmd, args, "")
+		},
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if onConflict != "" && !contains(conflictPolicies, onConflict) {
+				return usageErrorf("invalid --on-conflict %q: use one of %s", onConflict, strings.Join(conflictPolicies, ", "))
+			}
+			return nil
+		},
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			in, err := readObject("--input", input, a.stdin)
+			if err != nil {
+				return err
+			}
+			md, err := metadata(meta, metaJSON, a.stdin)
+			if err != nil {
+				return err
+			}
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			def, err := c.Definition(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			key, err := def.Key(in, md)
+			if err != nil {
+				return a.exprFailed(def.Idempotency.Expression, err)
+			}
+			opts := []client.RunOption{client.WithMetadataJSON(md)}
+			if onConflict != "" {
+				opts = append(opts, client.OnConflict(task.ConflictPolicy(onConflict)))
+			}
+			h, err := c.TriggerJSON(ctx, def, in, opts...)
+			var coll *client.IdempotencyCollisionError
+			if errors.As(err, &coll) {
+				ce := &collisionError{coll: coll, status: ownerStatus(ctx, coll)}
+				if p := a.printer(); p.json() {
+					// A duplicate is an expected outcome that carries data a
+					// script needs: the same body as the HTTP API's 409.
+					if err := p.JSON(ce.view()); err != nil {
+						return err
+					}
+				}
+				return ce
+			}
+			if err != nil {
+				return err
+			}
+			v := triggerView{RunID: h.ID(), Task: def.Name, IdempotencyKey: key, Outcome: string(h.Outcome()),
+				Superseded: h.Superseded(), SignalID: h.SignalID()}
+			if v.Outcome == "" {
+				v.Outcome = string(client.OutcomeCreated)
+			}
+			p := a.printer()
+			if p.json() {
+				return p.JSON(v)
+			}
+			_, err = fmt.Fprintln(a.stdout, v.describe())
+			return err
+		}),
+	}
+	cmd.Flags().StringVar(&input, "input", "{}", "run input: JSON object, @file or - for stdin")
+	cmd.Flags().StringArrayVar(&meta, "meta", nil, "additional metadata key=value (repeatable; values are strings)")
+	cmd.Flags().StringVar(&metaJSON, "meta-json", "", "additional metadata as a JSON object, @file or -")
+	cmd.Flags().StringVar(&onConflict, "on-conflict", "", "policy when the key is held: "+strings.Join(conflictPolicies, ", ")+" (default: the task's)")
+	_ = cmd.RegisterFlagCompletionFunc("on-conflict", cobra.FixedCompletions(conflictPolicies, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// describe says in a sentence what the trigger did.
+func (v triggerView) describe() string {
+	keyNote := fmt.Sprintf(" (key %q)", v.IdempotencyKey)
+	if v.IdempotencyKey == "" {
+		keyNote = fmt.Sprintf(" (task %s is not deduplicated)", v.Task)
+	}
+	switch client.Outcome(v.Outcome) {
+	case client.OutcomeAttached:
+		return fmt.Sprintf("Attached to run %s, which holds key %q; nothing was created.", v.RunID, v.IdempotencyKey)
+	case client.OutcomeSignalled:
+		return fmt.Sprintf("Sent the input as signal %s to run %s, which holds key %q; nothing was created.", v.SignalID, v.RunID, v.IdempotencyKey)
+	case client.OutcomeDebounced:
+		return fmt.Sprintf("Debounced into queued run %s (key %q): it will run once with this input.", v.RunID, v.IdempotencyKey)
+	}
+	s := "Accepted run " + v.RunID + keyNote
+	if v.Superseded != "" {
+		s += "; superseded run " + v.Superseded
+	}
+	return s + "."
+}
+
+// collisionError reports a duplicate trigger with the owner's status.
+type collisionError struct {
+	coll   *client.IdempotencyCollisionError
+	status client.Status
+}
+
+func (e *collisionError) Error() string {
+	s := fmt.Sprintf("duplicate: key %q is held by run %s", e.coll.Key, e.coll.ExistingRunID)
+	if e.status != "" {
+		s += " (" + string(e.status) + ")"
+	}
+	return s + "; nothing was created"
+}
+
+func (e *collisionError) Unwrap() error { return e.coll }
+
+// collisionView is the JSON of a duplicate trigger, shaped like the HTTP
+// API's 409 body.
+type collisionView struct {
+	Error          string        `json:"error"`
+	Task           string        `json:"task"`
+	Key            string        `json:"key"`
+	ExistingRunID  string        `json:"existingRunId"`
+	ExistingStatus client.Status `json:"existingStatus,omitempty"`
+}
+
+func (e *collisionError) view() collisionView {
+	return collisionView{Error: "idempotency_collision", Task: e.coll.Task, Key: e.coll.Key,
+		ExistingRunID: e.coll.ExistingRunID, ExistingStatus: e.status}
+}
+
+func ownerStatus(ctx context.Context, coll *client.IdempotencyCollisionError) client.Status {
+	if coll.Owner == nil {
+		return ""
+	}
+	st, _ := coll.Owner.Status(ctx)
+	return st
+}
+
+// indentJSON pretty-prints a result for people; "null" when there is none.
+func indentJSON(raw []byte) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}

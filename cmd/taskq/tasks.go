@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taskq/taskq/pkg/task"
+)
+
+func (a *app) tasksCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tasks",
+		Short: "Show the task definitions workers registered",
+		Long: `Workers register their task definitions in Redis when they start: the key
+expression, the strategy and its durations, retries and the event keys that
+trigger the task. Event ingestion, the HTTP API and these commands use exactly
+those definitions.`,
+		Example: `  taskq tasks ls
+  taskq tasks get process-order`,
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRun,
+	}
+	cmd.AddCommand(a.tasksLsCmd(), a.tasksGetCmd())
+	return cmd
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// holdOf describes how long a task's key is held.
+func holdOf(s task.Spec) string {
+	switch s.Strategy {
+	case task.StrategyTTL:
+		return formatDuration(ms(s.TTLMs))
+	case task.StrategyDebounce:
+		return "quiet window " + formatDuration(ms(s.TTLMs))
+	case task.StrategyStatus:
+		h := "while active, max " + formatDuration(ms(s.FallbackTTLMs))
+		if s.RetainMs > 0 {
+			h += ", then " + formatDuration(ms(s.RetainMs))
+		}
+		return h
+	}
+	return ""
+}
+
+func (a *app) tasksLsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "List registered tasks with their key expression, strategy and events",
+		Example: `  taskq tasks ls
+  taskq tasks ls -o json | jq -r '.[].spec.expression'`,
+		Args: argNames(nil),
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			regs, err := c.Tasks(ctx)
+			if err != nil {
+				return err
+			}
+			p := a.printer()
+			if p.json() {
+				if regs == nil {
+					regs = []task.Registered{}
+				}
+				for i := range regs {
+					regs[i].RegisteredAt = regs[i].RegisteredAt.UTC()
+				}
+				return p.JSON(regs)
+			}
+			if len(regs) == 0 {
+				_, err := fmt.Fprintf(a.stdout, "No tasks registered in namespace %q: start a worker.\n", a.namespace)
+				return err
+			}
+			rows := make([][]string, len(regs))
+			for i, r := range regs {
+				s := r.Spec
+				rows[i] = []string{s.Name, orDash(string(s.Strategy)), orDash(s.Expression), orDash(holdOf(s)),
+					orDash(strings.Join(s.OnEvents, ",")), r.Worker}
+			}
+			return p.Table([]string{"NAME", "STRATEGY", "EXPRESSION", "HOLD", "EVENTS", "WORKER"}, rows)
+		}),
+	}
+}
+
+func (a *app) tasksGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show one registered task definition",
+		Example: `  taskq tasks get process-order
+  taskq tasks get handle-webhook -o json`,
+		Args: argNames([]string{"NAME"}),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return a.completeTasks(cmd, args, "")
+		},
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			r, err := c.RegisteredTask(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			p := a.printer()
+			if p.json() {
+				r.RegisteredAt = r.RegisteredAt.UTC()
+				return p.JSON(r)
+			}
+			s := r.Spec
+			f := [][2]string{
+				{"Name", s.Name}, {"Expression", s.Expression}, {"Strategy", string(s.Strategy)},
+			}
+			switch s.Strategy {
+			case task.StrategyTTL:
+				f = append(f, [2]string{"TTL", formatDuration(ms(s.TTLMs))})
+			case task.StrategyDebounce:
+				f = append(f, [2]string{"Window", formatDuration(ms(s.TTLMs))})
+			case task.StrategyStatus:
+				f = append(f, [2]string{"Fallback TTL", formatDuration(ms(s.FallbackTTLMs))})
+				if s.RetainMs > 0 {
+					f = append(f, [2]string{"Retain", formatDuration(ms(s.RetainMs))})
+				}
+			default:
+				f = append(f, [2]string{"Deduplicated", "no"})
+			}
+			backoff := fmt.Sprintf("%s x%g", formatDuration(ms(s.BackoffInitialMs)), s.BackoffFactor)
+			if s.BackoffMaxMs > 0 {
+				backoff += ", max " + formatDuration(ms(s.BackoffMaxMs))
+			}
+			timeout := ""
+			if s.TimeoutMs > 0 {
+				timeout = formatDuration(ms(s.TimeoutMs))
+			}
+			f = append(f,
+				[2]string{"On conflict", orDefault(s.OnConflict, string(task.ConflictReject))},
+				[2]string{"Retries", fmt.Sprint(s.Retries)}, [2]string{"Backoff", backoff},
+				[2]string{"Timeout", timeout}, [2]string{"Max deliveries", fmt.Sprint(s.MaxDeliveries)},
+				[2]string{"Events", strings.Join(s.OnEvents, ", ")},
+				[2]string{"Hash", r.Hash}, [2]string{"Worker", r.Worker},
+				[2]string{"Registered", formatTime(r.RegisteredAt)},
+			)
+			return p.Fields(f)
+		}),
+	}
+}
+
+// completeTasks completes task names from the registry; it stays silent
+// when Redis cannot be reached.
+func (a *app) completeTasks(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+	defer cancel()
+	c, err := a.client(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	regs, err := c.Tasks(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]string, len(regs))
+	for i, r := range regs {
+		names[i] = r.Spec.Name
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,50 @@
+// Command order-worker runs the process-order task of package
+// examples/orders: copy it as the start of a worker of your own.
+//
+//	go run ./examples/order-worker -redis redis://127.0.0.1:6379/0
+//
+// Then trigger an order twice; the second is a duplicate:
+//
+//	taskq runs trigger process-order --input '{"orderId":"1001","amount":4200}'
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/taskq/taskq/examples/orders"
+	"github.com/taskq/taskq/pkg/worker"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "order-worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	redisURL := flag.String("redis", os.Getenv("TASKQ_REDIS_URL"), "Redis URL (default $TASKQ_REDIS_URL, then redis://127.0.0.1:6379/0)")
+	namespace := flag.String("namespace", os.Getenv("TASKQ_NAMESPACE"), "taskq namespace (default \"default\")")
+	concurrency := flag.Int("concurrency", 10, "orders charged at once")
+	delay := flag.Duration("delay", 500*time.Millisecond, "simulated payment provider latency")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	w, err := worker.New(worker.Options{
+		RedisURL: *redisURL, Namespace: *namespace, Concurrency: *concurrency, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := orders.Register(w, orders.Handler{Delay: *delay}); err != nil {
+		return err
+	}
+	// Run returns after SIGINT or SIGTERM, once running charges finished
+	// or were handed back to the queue.
+	return w.Run(context.Background())
+}

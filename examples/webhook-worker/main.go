@@ -1,0 +1,47 @@
+// Command webhook-worker runs the handle-webhook task of package
+// examples/webhooks: copy it as the start of a webhook consumer.
+//
+//	go run ./examples/webhook-worker -redis redis://127.0.0.1:6379/0
+//
+// Then push the same delivery twice; the second event is deduplicated to
+// the first run:
+//
+//	taskq events push webhook.received --data '{"id":"evt_1","type":"payment.succeeded"}'
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/taskq/taskq/examples/webhooks"
+	"github.com/taskq/taskq/pkg/worker"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "webhook-worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	redisURL := flag.String("redis", os.Getenv("TASKQ_REDIS_URL"), "Redis URL (default $TASKQ_REDIS_URL, then redis://127.0.0.1:6379/0)")
+	namespace := flag.String("namespace", os.Getenv("TASKQ_NAMESPACE"), "taskq namespace (default \"default\")")
+	concurrency := flag.Int("concurrency", 20, "deliveries handled at once")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	w, err := worker.New(worker.Options{
+		RedisURL: *redisURL, Namespace: *namespace, Concurrency: *concurrency, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := webhooks.Register(w); err != nil {
+		return err
+	}
+	return w.Run(context.Background())
+}

@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+)
+
+// decodeBody reads a JSON object into dst, strictly: the body must be
+// JSON, within MaxBodyBytes, a single object, with no unknown fields and
+// every field of its declared type. The error says which of these failed.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+				"Content-Type %q is not JSON; send application/json", ct)
+		}
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+			"request body is over the limit of %d bytes", tooBig.Limit)
+	case err != nil:
+		return newError(http.StatusBadRequest, CodeMalformedJSON, "reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return newError(http.StatusBadRequest, CodeEmptyBody, "request body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return newError(http.StatusBadRequest, CodeMalformedJSON, "request body has data after its JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) *apiError {
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		return newError(http.StatusBadRequest, CodeMalformedJSON,
+			"request body is not valid JSON: %s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return newError(http.StatusBadRequest, CodeMalformedJSON, "request body is not valid JSON: it ends in the middle of a value")
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return newError(http.StatusBadRequest, CodeMalformedJSON, "request body must be a JSON object, not %s", article(typ.Value))
+		}
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q must be %s, not %s", typ.Field, goTypeName(typ.Type), article(typ.Value))
+		e.Field = typ.Field
+		return e
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		e := newError(http.StatusBadRequest, CodeInvalidField, "unknown field %q", name)
+		e.Field = name
+		return e
+	}
+	return newError(http.StatusBadRequest, CodeMalformedJSON, "request body is not valid JSON: %v", err)
+}
+
+// article turns a JSON kind as encoding/json names it ("string", "number
+// 1.5", "array") into words.
+func article(v string) string {
+	kind, _, _ := strings.Cut(v, " ")
+	switch kind {
+	case "array", "object":
+		return "an " + kind
+	case "bool":
+		return "a boolean"
+	case "null":
+		return "null"
+	}
+	return "a " + kind
+}
+
+func goTypeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return goTypeName(t.Elem())
+	}
+	return t.String()
+}
+
+// objectField checks that a field holding a JSON value is an object;
+// absent or null means {}. name is the field as the client wrote it.
+func objectField(raw json.RawMessage, name string, index int) (json.RawMessage, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if raw[0] != '{' {
+		kind := "a number"
+		switch raw[0] {
+		case '[':
+			kind = "an array"
+		case '"':
+			kind = "a string"
+		case 't', 'f':
+			kind = "a boolean"
+		}
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q must be a JSON object, not %s", name, kind)
+		e.Field = name
+		if index >= 0 {
+			e.at(index)
+		}
+		return nil, e
+	}
+	return raw, nil
+}
+
+func itemField(list string, index int, field string) string {
+	if index < 0 {
+		return field
+	}
+	return fmt.Sprintf("%s[%d].%s", list, index, field)
+}

@@ -1,0 +1,35 @@
+// Package httpapi is the HTTP API that `taskq serve` exposes, for webhook
+// sources and services written in other languages. It is a thin layer over
+// the Go client (pkg/client) and the event ingester (pkg/events): a trigger
+// over HTTP claims the same namespace-wide idempotency keys, in the same
+// Lua script, as a trigger from Go, so the two collide with each other.
+//
+// Routes (api/openapi.yaml documents them in full):
+//
+//	POST /api/v1/events                  push one event, or a batch: 202
+//	GET  /api/v1/events/{id}             an event and what it did per task
+//	POST /api/v1/tasks/{task}/runs       trigger one run (201, or 409 on a
+//	                                     collision) or a batch ({"runs": [...]})
+//	GET  /api/v1/tasks                   registered task definitions
+//	GET  /api/v1/runs/{id}               a run's status, attempts, result
+//	GET  /api/v1/runs/{id}/result        its result; ?wait=30s long-polls
+//	POST /api/v1/runs/{id}/cancel        cancel a run
+//	GET  /api/v1/keys/{key}              who holds an idempotency key
+//	GET  /healthz, /readyz               liveness, and readiness (Redis answers)
+//	GET  /metrics                        Prometheus metrics
+//
+// Every /api/ route and /metrics require "Authorization: Bearer <token>";
+// the token is compared in constant time. /healthz and /readyz are open so
+// that probes need no secret. New refuses to build a server without a
+// token unless Options.Insecure is set.
+//
+// Bad input never reaches Redis: bodies are read within a size limit and
+// decoded strictly (unknown fields and wrong types are refused), and every
+// event or run of a batch is checked before anything is written. Every
+// error, including unknown routes (404) and methods (405), is a JSON object
+// {"error": "<stable code>", "message": "<what is wrong>"}.
+//
+// Serve shuts down gracefully when its context ends: it stops accepting
+// connections and lets in-flight requests, long-polls included, finish
+// within Options.ShutdownTimeout. Requests are logged with log/slog.
+package httpapi

@@ -1,0 +1,154 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/taskq/taskq/pkg/events"
+)
+
+// eventRequest is one event: its key, and payload and metadata as JSON
+// objects (absent means {}).
+type eventRequest struct {
+	Key      *string         `json:"key"`
+	Payload  json.RawMessage `json:"payload"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// pushRequest is the body of POST /api/v1/events: one event, or a batch
+// under "events".
+type pushRequest struct {
+	Key      *string         `json:"key"`
+	Payload  json.RawMessage `json:"payload"`
+	Metadata json.RawMessage `json:"metadata"`
+	Events   []eventRequest  `json:"events"`
+}
+
+// eventResult is the answer for one pushed event: its ID and what it did
+// to each subscribed task.
+type eventResult struct {
+	ID        string           `json:"id,omitempty"`
+	Key       string           `json:"key"`
+	CreatedAt *time.Time       `json:"createdAt,omitempty"`
+	Runs      []events.TaskRun `json:"runs"`
+	// Error and Message are set on an event of a batch that Redis failed.
+	Error   string `json:"error,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+func resultOf(ev *events.Event) eventResult {
+	t := ev.CreatedAt
+	return eventResult{ID: ev.ID, Key: ev.Key, CreatedAt: &t, Runs: ev.Runs}
+}
+
+func (s *Server) pushEvents(w http.ResponseWriter, r *http.Request) {
+	var req pushRequest
+	if e := s.decodeBody(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Events != nil {
+		if req.Key != nil || len(req.Payload) > 0 || len(req.Metadata) > 0 {
+			writeError(w, newError(http.StatusBadRequest, CodeInvalidField,
+				`send either "key", "payload" and "metadata" (one event) or "events" (a batch), not both`))
+			return
+		}
+		s.pushBatch(w, r, req.Events)
+		return
+	}
+	in, e := eventInput(eventRequest{Key: req.Key, Payload: req.Payload, Metadata: req.Metadata}, -1)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	start := time.Now()
+	ev, err := s.ing.Push(r.Context(), in.Key, in.Payload, in.Metadata)
+	s.metrics.observeTrigger(sourceEvent, start)
+	if err != nil {
+		writeError(w, eventError(err))
+		return
+	}
+	s.metrics.countEvent(ev)
+	writeJSON(w, http.StatusAccepted, resultOf(ev))
+}
+
+func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, reqs []eventRequest) {
+	if len(reqs) == 0 {
+		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, `field "events" is empty; send at least one event`))
+		return
+	}
+	if len(reqs) > s.opts.MaxBatch {
+		writeError(w, newError(http.StatusBadRequest, CodeBatchTooLarge, "batch has %d events, over the limit of %d", len(reqs), s.opts.MaxBatch))
+		return
+	}
+	in := make([]events.Input, len(reqs))
+	for i, req := range reqs {
+		var e *apiError
+		if in[i], e = eventInput(req, i); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
+	start := time.Now()
+	evs, err := s.ing.PushMany(r.Context(), in)
+	s.metrics.observeTrigger(sourceEvent, start)
+	if evs == nil && err != nil {
+		writeError(w, eventError(err))
+		return
+	}
+	out := make([]eventResult, len(evs))
+	for i, ev := range evs {
+		if ev != nil {
+			s.metrics.countEvent(ev)
+			out[i] = resultOf(ev)
+		}
+	}
+	for _, e := range unwrapJoined(err) {
+		var pe *events.PushError
+		if errors.As(e, &pe) && pe.Index < len(out) {
+			ae := eventError(pe.Err)
+			out[pe.Index] = eventResult{Key: in[pe.Index].Key, Error: ae.Code, Message: ae.Message}
+		}
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"events": out})
+}
+
+// eventInput checks the shape of one event; the ingester checks the rest
+// (key format, sizes).
+func eventInput(req eventRequest, index int) (events.Input, *apiError) {
+	if req.Key == nil {
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q is required", itemField("events", index, "key"))
+		if index < 0 {
+			e.Message += ` (or "events" for a batch)`
+		} else {
+			e.at(index)
+		}
+		e.Field = itemField("events", index, "key")
+		return events.Input{}, e
+	}
+	payload, e := objectField(req.Payload, itemField("events", index, "payload"), index)
+	if e != nil {
+		return events.Input{}, e
+	}
+	meta, e := objectField(req.Metadata, itemField("events", index, "metadata"), index)
+	if e != nil {
+		return events.Input{}, e
+	}
+	return events.Input{Key: *req.Key, Payload: payload, Metadata: meta}, nil
+}
+
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ev, err := s.ing.Get(r.Context(), id)
+	if errors.Is(err, events.ErrEventNotFound) {
+		writeError(w, newError(http.StatusNotFound, CodeEventNotFound, "event %q does not exist or has expired", id))
+		return
+	}
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, ev)
+}

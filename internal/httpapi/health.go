@@ -1,0 +1,27 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// readyTimeout bounds the Redis ping of /readyz, so a probe gets an answer
+// before its own timeout.
+const readyTimeout = 2 * time.Second
+
+// healthz says the process is up; it does not touch Redis.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz says whether the server can work: Redis answers.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.c.Ping(ctx); err != nil {
+		writeError(w, newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "Redis is not reachable: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

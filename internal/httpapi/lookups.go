@@ -1,0 +1,70 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// keyResponse says who holds an idempotency key.
+type keyResponse struct {
+	Key string `json:"key"`
+	// RunID is the owning run.
+	RunID string `json:"runId"`
+	// TTLMs is the time left in milliseconds (0: no expiry).
+	TTLMs     int64      `json:"ttlMs"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// Task, Strategy and Status are the owner's; absent when the owner's
+	// record has already expired.
+	Task     string        `json:"task,omitempty"`
+	Strategy string        `json:"strategy,omitempty"`
+	Status   client.Status `json:"status,omitempty"`
+}
+
+func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if key == "" {
+		e := newError(http.StatusBadRequest, CodeInvalidParameter, "the key in the path is empty: GET /api/v1/keys/{key}")
+		e.Field = "key"
+		writeError(w, e)
+		return
+	}
+	st, held, err := s.c.Store().GetKey(r.Context(), key)
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	if !held {
+		writeError(w, newError(http.StatusNotFound, CodeKeyNotFound, "idempotency key %q is not held by any run", key))
+		return
+	}
+	res := keyResponse{Key: key, RunID: st.Owner, TTLMs: st.TTL.Milliseconds()}
+	if st.TTL > 0 {
+		t := time.Now().Add(st.TTL).UTC().Truncate(time.Millisecond)
+		res.ExpiresAt = &t
+	}
+	info, err := s.c.GetRun(r.Context(), st.Owner)
+	switch {
+	case err == nil:
+		res.Task, res.Strategy, res.Status = info.Task, info.Strategy, info.Status
+	case !errors.Is(err, client.ErrRunNotFound):
+		writeError(w, storeError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	regs, err := s.c.Tasks(r.Context())
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	if regs == nil {
+		regs = []task.Registered{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": regs})
+}

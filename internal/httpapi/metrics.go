@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/events"
+)
+
+// Trigger sources, the "source" label.
+const (
+	sourceHTTP  = "http"
+	sourceEvent = "event"
+)
+
+// metrics are the server's Prometheus metrics, in a registry of its own so
+// that two servers in one process (tests) do not collide.
+type metrics struct {
+	reg *prometheus.Registry
+	// triggersAccepted counts triggers that created a run.
+	triggersAccepted *prometheus.CounterVec
+	// collisions counts triggers whose key was held, so that no run was
+	// created: HTTP 409s, attached or signalled triggers, and events
+	// deduplicated or debounced to an existing run.
+	collisions *prometheus.CounterVec
+	// eventsIngested counts stored events; eventTaskErrors the subscribed
+	// tasks whose expression failed on an event.
+	eventsIngested  prometheus.Counter
+	eventTaskErrors *prometheus.CounterVec
+	// runsFinished counts runs of the namespace reaching a terminal status
+	// while the server is serving.
+	runsFinished *prometheus.CounterVec
+	// triggerDuration is the latency of a trigger or push, Redis included.
+	triggerDuration *prometheus.HistogramVec
+	requests        *prometheus.CounterVec
+	handler         http.Handler
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		triggersAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskq_triggers_accepted_total",
+			Help: "Triggers that created a run, by task and source (http or event).",
+		}, []string{"task", "source"}),
+		collisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskq_idempotency_collisions_total",
+			Help: "Triggers that found their idempotency key held and created no run, by task and source.",
+		}, []string{"task", "source"}),
+		eventsIngested: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "taskq_events_ingested_total",
+			Help: "Events stored.",
+		}),
+		eventTaskErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskq_event_task_errors_total",
+			Help: "Subscribed tasks whose idempotency expression failed on an event, by task.",
+		}, []string{"task"}),
+		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskq_runs_finished_total",
+			Help: "Runs of the namespace that reached a terminal status while this server was serving, by status.",
+		}, []string{"status"}),
+		triggerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "taskq_trigger_duration_seconds",
+			Help:    "Latency of triggers (http) and event pushes (event), Redis included.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"source"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskq_http_requests_total",
+			Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+	}
+	m.reg.MustRegister(m.triggersAccepted, m.collisions, m.eventsIngested, m.eventTaskErrors,
+		m.runsFinished, m.triggerDuration, m.requests,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	for _, st := range []string{redisstore.StatusSucceeded, redisstore.StatusFailed, redisstore.StatusCancelled} {
+		m.runsFinished.WithLabelValues(st)
+	}
+	return m
+}
+
+func (m *metrics) observeTrigger(source string, start time.Time) {
+	m.triggerDuration.WithLabelValues(source).Observe(time.Since(start).Seconds())
+}
+
+func (m *metrics) countEvent(ev *events.Event) {
+	m.eventsIngested.Inc()
+	for _, r := range ev.Runs {
+		switch r.Outcome {
+		case events.OutcomeCreated:
+			m.triggersAccepted.WithLabelValues(r.Task, sourceEvent).Inc()
+		case events.OutcomeError:
+			m.eventTaskErrors.WithLabelValues(r.Task).Inc()
+		default:
+			m.collisions.WithLabelValues(r.Task, sourceEvent).Inc()
+		}
+	}
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	s.metrics.handler.ServeHTTP(w, r)
+}
+
+// subscribeRuns subscribes to the completion notices of the namespace's
+// runs and waits for Redis to confirm, so that no run ending after Serve
+// started is missed. Without Redis it logs and carries on: go-redis keeps
+// trying to subscribe.
+func (s *Server) subscribeRuns(ctx context.Context) *redis.PubSub {
+	ps := s.c.Store().SubscribeDone(ctx)
+	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if _, err := ps.Receive(rctx); err != nil {
+		s.log.Warn("taskq: cannot subscribe to run completions yet; taskq_runs_finished_total may miss runs", "err", err)
+	}
+	return ps
+}
+
+// watchRuns counts runs reaching a terminal status from their completion
+// notices until ctx ends. Notices published while the connection is down
+// are not counted.
+func (s *Server) watchRuns(ctx context.Context, ps *redis.PubSub) {
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			if redisstore.IsTerminal(msg.Payload) {
+				s.metrics.runsFinished.WithLabelValues(msg.Payload).Inc()
+			}
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// route is one endpoint. The OpenAPI document lists exactly these, which a
+// test checks.
+type route struct {
+	method  string
+	pattern string // http.ServeMux pattern path
+	open    bool   // served without a token
+	handler http.HandlerFunc
+}
+
+func (s *Server) routeTable() []route {
+	return []route{
+		{method: http.MethodPost, pattern: "/api/v1/events", handler: s.pushEvents},
+		{method: http.MethodGet, pattern: "/api/v1/events/{id}", handler: s.getEvent},
+		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/runs", handler: s.triggerRuns},
+		{method: http.MethodGet, pattern: "/api/v1/tasks", handler: s.listTasks},
+		{method: http.MethodGet, pattern: "/api/v1/runs/{id}", handler: s.getRun},
+		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/result", handler: s.getResult},
+		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/cancel", handler: s.cancelRun},
+		{method: http.MethodGet, pattern: "/api/v1/keys/{key...}", handler: s.getKey},
+		{method: http.MethodGet, pattern: "/healthz", open: true, handler: s.healthz},
+		{method: http.MethodGet, pattern: "/readyz", open: true, handler: s.readyz},
+		{method: http.MethodGet, pattern: "/metrics", handler: s.serveMetrics},
+	}
+}
+
+// dispatch routes a request, answering unknown routes and methods in the
+// API's JSON error shape rather than ServeMux's plain text.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	if allow := s.allowedMethods(r); len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) allowedMethods(r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
+}
+
+// needsToken reports whether a path is protected: everything under /api/
+// (known route or not, so probing reveals nothing) and /metrics.
+func needsToken(path string) bool {
+	return strings.HasPrefix(path, "/api/") || path == "/api" || path == "/metrics"
+}
+
+// authenticate requires "Authorization: Bearer <token>" on protected
+// paths. Both tokens are hashed before the constant-time comparison, so
+// neither the token's content nor its length leaks through timing.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Token == "" || !needsToken(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="taskq"`)
+			writeError(w, newError(http.StatusUnauthorized, CodeUnauthorized,
+				"missing bearer token: send the header Authorization: Bearer <token>"))
+			return
+		}
+		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="taskq", error="invalid_token"`)
+			writeError(w, newError(http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not valid"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("taskq: HTTP handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				writeError(w, newError(http.StatusInternalServerError, CodeInternal, "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recorder remembers the status and size of an answer for the request log.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (rec *recorder) WriteHeader(code int) {
+	if rec.status == 0 {
+		rec.status = code
+	}
+	rec.ResponseWriter.WriteHeader(code)
+}
+
+func (rec *recorder) Write(b []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	n, err := rec.ResponseWriter.Write(b)
+	rec.bytes += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// logRequests logs every request with slog and counts it for /metrics,
+// labelled by route pattern so the label set stays bounded.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		route := r.Pattern // set by the ServeMux on this request
+		if route == "" {
+			route = "unmatched"
+		}
+		d := time.Since(start)
+		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		level := slog.LevelInfo
+		switch {
+		case rec.status >= 500:
+			level = slog.LevelError
+		case route == "GET /healthz" || route == "GET /readyz" || route == "GET /metrics":
+			level = slog.LevelDebug // probes and scrapes would drown the rest
+		}
+		s.log.Log(r.Context(), level, "http request",
+			"method", r.Method, "path", r.URL.Path, "route", route, "status", rec.status,
+			"bytes", rec.bytes, "duration_ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+	})
+}

@@ -1,0 +1,316 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// runRequest is one trigger: the run's input and additional metadata,
+// both JSON objects (absent means {}).
+type runRequest struct {
+	Input              json.RawMessage `json:"input"`
+	AdditionalMetadata json.RawMessage `json:"additionalMetadata"`
+}
+
+// triggerRequest is the body of POST /api/v1/tasks/{task}/runs: one
+// trigger, or a batch under "runs".
+type triggerRequest struct {
+	Input              json.RawMessage `json:"input"`
+	AdditionalMetadata json.RawMessage `json:"additionalMetadata"`
+	// OnConflict overrides the task's conflict policy: reject, attach,
+	// supersede or signal.
+	OnConflict string       `json:"onConflict"`
+	Runs       []runRequest `json:"runs"`
+}
+
+// runResult is the answer to one trigger. In a batch, Status is the
+// status code the trigger would have had alone (a single trigger's answer
+// leaves it out), and a collision carries the error fields.
+type runResult struct {
+	Status          int    `json:"status,omitempty"`
+	RunID           string `json:"runId,omitempty"`
+	Task            string `json:"task"`
+	Outcome         string `json:"outcome,omitempty"`
+	SupersededRunID string `json:"supersededRunId,omitempty"`
+	SignalID        string `json:"signalId,omitempty"`
+	Error           string `json:"error,omitempty"`
+	Message         string `json:"message,omitempty"`
+	Key             string `json:"key,omitempty"`
+	ExistingRunID   string `json:"existingRunId,omitempty"`
+}
+
+func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
+	var req triggerRequest
+	if e := s.decodeBody(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Runs != nil && (len(req.Input) > 0 || len(req.AdditionalMetadata) > 0) {
+		writeError(w, newError(http.StatusBadRequest, CodeInvalidField,
+			`send either "input" and "additionalMetadata" (one run) or "runs" (a batch), not both`))
+		return
+	}
+	var opts []client.RunOption
+	if req.OnConflict != "" {
+		p := task.ConflictPolicy(req.OnConflict)
+		if !p.Valid() {
+			e := newError(http.StatusBadRequest, CodeInvalidField,
+				"field \"onConflict\" is %q; use reject, attach, supersede or signal", req.OnConflict)
+			e.Field = "onConflict"
+			writeError(w, e)
+			return
+		}
+		opts = append(opts, client.OnConflict(p))
+	}
+	if req.Runs != nil {
+		s.triggerBatch(w, r, req.Runs, opts)
+		return
+	}
+	input, e := objectField(req.Input, "input", -1)
+	if e == nil {
+		req.AdditionalMetadata, e = objectField(req.AdditionalMetadata, "additionalMetadata", -1)
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	def, e := s.definition(r.Context(), r.PathValue("task"))
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	start := time.Now()
+	h, err := s.c.TriggerJSON(r.Context(), def, input, append(opts, client.WithMetadataJSON(req.AdditionalMetadata))...)
+	s.metrics.observeTrigger(sourceHTTP, start)
+	if err != nil {
+		var coll *client.IdempotencyCollisionError
+		if errors.As(err, &coll) {
+			s.metrics.collisions.WithLabelValues(def.Name, sourceHTTP).Inc()
+		}
+		writeError(w, triggerError(err))
+		return
+	}
+	res := s.triggered(def.Name, h)
+	status := res.Status
+	res.Status = 0 // the answer's own status says it
+	writeJSON(w, status, res)
+}
+
+// triggered describes a trigger that did not fail: 201 when it created the
+// run, 200 when the key's owner was returned instead (attach, signal,
+// debounce).
+func (s *Server) triggered(taskName string, h *client.RunHandle) runResult {
+	res := runResult{
+		Status: http.StatusCreated, RunID: h.ID(), Task: taskName, Outcome: string(h.Outcome()),
+		SupersededRunID: h.Superseded(), SignalID: h.SignalID(),
+	}
+	if h.Outcome() == client.OutcomeCreated || h.Outcome() == "" {
+		s.metrics.triggersAccepted.WithLabelValues(taskName, sourceHTTP).Inc()
+	} else {
+		res.Status = http.StatusOK
+		s.metrics.collisions.WithLabelValues(taskName, sourceHTTP).Inc()
+	}
+	return res
+}
+
+// triggerBatch triggers many runs in one round trip. Every item is checked
+// first; an invalid one fails the batch before anything is written.
+func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, runs []runRequest, opts []client.RunOption) {
+	if len(runs) == 0 {
+		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, `field "runs" is empty; send at least one run`))
+		return
+	}
+	if len(runs) > s.opts.MaxBatch {
+		writeError(w, newError(http.StatusBadRequest, CodeBatchTooLarge, "batch has %d runs, over the limit of %d", len(runs), s.opts.MaxBatch))
+		return
+	}
+	triggers := make([]client.Trigger, len(runs))
+	for i, run := range runs {
+		in, e := objectField(run.Input, itemField("runs", i, "input"), i)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		meta, e := objectField(run.AdditionalMetadata, itemField("runs", i, "additionalMetadata"), i)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		triggers[i] = client.Trigger{Input: in, Metadata: meta}
+	}
+	def, e := s.definition(r.Context(), r.PathValue("task"))
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	start := time.Now()
+	hs, err := s.c.TriggerManyJSON(r.Context(), def, triggers, opts...)
+	s.metrics.observeTrigger(sourceHTTP, start)
+	if hs == nil && err != nil {
+		// Nothing was written: the batch as a whole, or one item, is invalid.
+		var item *client.BatchItemError
+		if errors.As(err, &item) {
+			ae := triggerError(item.Err).at(item.Index)
+			ae.Message = "runs[" + strconv.Itoa(item.Index) + "]: " + ae.Message
+			writeError(w, ae)
+			return
+		}
+		writeError(w, triggerError(err))
+		return
+	}
+	out := make([]runResult, len(hs))
+	for i, h := range hs {
+		if h != nil {
+			out[i] = s.triggered(def.Name, h)
+		}
+	}
+	var bulk *client.BulkCollisionError
+	if errors.As(err, &bulk) {
+		for _, c := range bulk.Collisions {
+			ae := collisionError(c.IdempotencyCollisionError)
+			out[c.Index] = runResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message, Key: ae.Key, ExistingRunID: ae.ExistingRunID}
+			s.metrics.collisions.WithLabelValues(def.Name, sourceHTTP).Inc()
+		}
+	}
+	for _, e := range unwrapJoined(err) {
+		var item *client.BatchItemError
+		if errors.As(e, &item) && item.Index < len(out) {
+			ae := triggerError(item.Err)
+			out[item.Index] = runResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// definition returns the registered definition of a task.
+func (s *Server) definition(ctx context.Context, name string) (*task.Definition, *apiError) {
+	def, err := s.c.Definition(ctx, name)
+	var cfg *task.ConfigError
+	switch {
+	case errors.Is(err, client.ErrTaskNotFound):
+		return nil, newError(http.StatusNotFound, CodeTaskNotFound,
+			"task %q is not registered in namespace %q: start a worker that handles it", name, s.c.Namespace())
+	case errors.As(err, &cfg):
+		return nil, newError(http.StatusInternalServerError, CodeTaskDefinitionError,
+			"the registered definition of task %q cannot be built: %v", name, err)
+	case err != nil:
+		return nil, storeError(err)
+	}
+	return def, nil
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	info, err := s.c.GetRun(r.Context(), id)
+	if err != nil {
+		writeError(w, runError(id, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func runError(id string, err error) *apiError {
+	if errors.Is(err, client.ErrRunNotFound) {
+		return newError(http.StatusNotFound, CodeRunNotFound, "run %q does not exist or its record has expired", id)
+	}
+	return storeError(err)
+}
+
+// resultResponse is the answer of the result endpoint.
+type resultResponse struct {
+	RunID   string          `json:"runId"`
+	Task    string          `json:"task"`
+	Status  client.Status   `json:"status"`
+	Attempt int             `json:"attempt"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	// Error is the failure or cancellation message of an ended run.
+	Error string `json:"error,omitempty"`
+}
+
+// getResult answers with the run's result: 200 once it has ended, 202
+// while it has not. ?wait= long-polls up to that long (at most MaxWait)
+// for the end, woken by the run's completion notice.
+func (s *Server) getResult(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	wait, e := s.parseWait(r.URL.Query().Get("wait"))
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	h := s.c.Handle(id)
+	var info *client.RunInfo
+	var err error
+	if wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		info, err = h.Wait(ctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// Out of wait (or the server is stopping): answer with the
+			// current state, whatever the request's context says.
+			info, err = h.Get(context.WithoutCancel(r.Context()))
+		}
+	} else {
+		info, err = h.Get(r.Context())
+	}
+	if err != nil {
+		writeError(w, runError(id, err))
+		return
+	}
+	res := resultResponse{RunID: info.ID, Task: info.Task, Status: info.Status, Attempt: info.Attempt}
+	status := http.StatusAccepted
+	if info.Status.Terminal() {
+		status = http.StatusOK
+		res.Result, res.Error = info.Result, info.Error
+	}
+	writeJSON(w, status, res)
+}
+
+// parseWait reads ?wait=: a Go duration ("30s", "1m") or whole seconds.
+func (s *Server) parseWait(v string) (time.Duration, *apiError) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %q; give a duration such as 30s or 500ms", v)
+			e.Field = "wait"
+			return 0, e
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 {
+		e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %q; it must not be negative", v)
+		e.Field = "wait"
+		return 0, e
+	}
+	return min(d, s.opts.MaxWait), nil
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	st, err := s.c.Cancel(r.Context(), id)
+	if err != nil {
+		writeError(w, runError(id, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runId": id, "status": st})
+}

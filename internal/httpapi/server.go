@@ -1,0 +1,214 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/events"
+)
+
+// Defaults and limits of Options.
+const (
+	MaxBodyBytesDefault    = 1 << 20
+	MaxWaitDefault         = 30 * time.Second
+	ShutdownTimeoutDefault = 30 * time.Second
+)
+
+// Names the taskq CLI gives the settings of `taskq serve`; errors quote them
+// so the operator knows what to change.
+const (
+	TokenFlag    = "--token"
+	TokenEnv     = "TASKQ_TOKEN"
+	InsecureFlag = "--insecure"
+)
+
+// ErrNoToken matches *NoTokenError.
+var ErrNoToken = errors.New("no API token configured")
+
+// NoTokenError is returned by New when no token is configured and the
+// insecure development mode was not asked for.
+type NoTokenError struct{}
+
+func (*NoTokenError) Error() string {
+	return fmt.Sprintf("httpapi: no API token configured: set one with %s or %s, or pass %s to serve without authentication (development only)",
+		TokenFlag, TokenEnv, InsecureFlag)
+}
+
+// Is makes errors.Is(err, ErrNoToken) hold.
+func (*NoTokenError) Is(target error) bool { return target == ErrNoToken }
+
+// Options configure a Server. Zero values mean the documented defaults.
+type Options struct {
+	// Client triggers and reads runs (required).
+	Client *client.Client
+	// Events ingests events (default: an ingester on Client with default
+	// options).
+	Events *events.Ingester
+	// Token is the bearer token every /api/ route and /metrics require.
+	Token string
+	// Insecure serves without a token. For development only.
+	Insecure bool
+	// MaxBodyBytes bounds a request body (default 1 MiB).
+	MaxBodyBytes int64
+	// MaxBatch bounds the events of one push and the runs of one bulk
+	// trigger (default: the ingester's MaxBatch).
+	MaxBatch int
+	// MaxWait bounds the long-poll of a run's result (default 30s); a
+	// longer ?wait= is cut to it.
+	MaxWait time.Duration
+	// ShutdownTimeout is how long Serve lets in-flight requests finish once
+	// its context ends (default 30s). Long-polls still waiting then answer
+	// with the run's current state.
+	ShutdownTimeout time.Duration
+	Logger          *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Events == nil && o.Client != nil {
+		ing, err := events.New(o.Client, events.Options{Logger: o.Logger})
+		if err != nil {
+			return o, err
+		}
+		o.Events = ing
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = MaxBodyBytesDefault
+	}
+	if o.MaxBatch == 0 && o.Events != nil {
+		o.MaxBatch = o.Events.Options().MaxBatch
+	}
+	if o.MaxWait == 0 {
+		o.MaxWait = MaxWaitDefault
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = ShutdownTimeoutDefault
+	}
+	return o, nil
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Client == nil:
+		return errors.New("httpapi: Options.Client is required")
+	case o.Token == "" && !o.Insecure:
+		return &NoTokenError{}
+	case o.MaxBodyBytes < 0:
+		return fmt.Errorf("httpapi: MaxBodyBytes %d must not be negative", o.MaxBodyBytes)
+	case o.MaxBatch < 1:
+		return fmt.Errorf("httpapi: MaxBatch %d must be at least 1", o.MaxBatch)
+	case o.MaxWait < 0 || o.ShutdownTimeout < 0:
+		return errors.New("httpapi: MaxWait and ShutdownTimeout must not be negative")
+	}
+	return nil
+}
+
+// Server serves the taskq HTTP API. It is safe for concurrent use.
+type Server struct {
+	opts      Options
+	c         *client.Client
+	ing       *events.Ingester
+	log       *slog.Logger
+	tokenHash [sha256.Size]byte
+	metrics   *metrics
+	mux       *http.ServeMux
+	routes    []route
+	handler   http.Handler
+}
+
+// New validates opts and builds the server. It refuses an empty Token
+// unless Insecure is set, with a *NoTokenError naming the flags.
+func New(opts Options) (*Server, error) {
+	if opts.Client == nil {
+		return nil, errors.New("httpapi: Options.Client is required")
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts: opts, c: opts.Client, ing: opts.Events, log: opts.Logger,
+		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(),
+	}
+	s.routes = s.routeTable()
+	s.mux = http.NewServeMux()
+	for _, rt := range s.routes {
+		s.mux.HandleFunc(rt.method+" "+rt.pattern, rt.handler)
+	}
+	s.handler = s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.dispatch))))
+	if opts.Insecure && opts.Token == "" {
+		s.log.Warn("taskq: the HTTP API serves without authentication (insecure development mode)")
+	}
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
+// accepting connections and lets in-flight requests finish (bounded by
+// ShutdownTimeout) before it returns. It returns nil after a graceful
+// shutdown, or the error that stopped the listener. While serving it also
+// counts finished runs for /metrics.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// Requests outlive ctx until shutdown tells them otherwise.
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	ps := s.subscribeRuns(base)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		s.watchRuns(base, ps)
+	}()
+	defer func() {
+		cancelBase()
+		<-watchDone
+	}()
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	s.log.Info("taskq HTTP API listening", "addr", ln.Addr().String(), "namespace", s.c.Namespace())
+	select {
+	case err := <-served:
+		return fmt.Errorf("httpapi: serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	s.log.Info("taskq HTTP API shutting down; letting in-flight requests finish", "timeout", s.opts.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	err := srv.Shutdown(sctx)
+	cancel()
+	if err != nil {
+		// Out of time: long-polls answer with the run's current state now.
+		cancelBase()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			_ = srv.Close()
+			err = fmt.Errorf("httpapi: shutdown: requests still running after %s were cut off: %w", s.opts.ShutdownTimeout, err)
+		}
+	}
+	<-served
+	s.log.Info("taskq HTTP API stopped")
+	return err
+}

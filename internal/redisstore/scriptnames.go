@@ -1,0 +1,14 @@
+package redisstore
+
+// ScriptNames maps the SHA1 of every script the store runs to the script's
+// name ("enqueue", "start", "finish", ...). Tools that observe the commands
+// a Store sends, such as the history recorder of the fault tests, use it to
+// tell the scripts apart. Each call returns a fresh map.
+func ScriptNames() map[string]string {
+	all := newScripts().all()
+	m := make(map[string]string, len(all))
+	for _, sc := range all {
+		m[sc.Hash()] = sc.name
+	}
+	return m
+}

@@ -1,0 +1,80 @@
+package events
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// subscriber is a registered task that runs on an event key. err is set
+// when its registered definition cannot be rebuilt here; every event of the
+// key then records it for the task.
+type subscriber struct {
+	name string
+	def  *task.Definition
+	err  error
+}
+
+// subscriptions caches which registered tasks run on which event key, so a
+// burst of pushes reads the registry once. The cache is short-lived: a
+// worker that registers a new subscription is seen within ttl.
+type subscriptions struct {
+	ttl time.Duration
+
+	mu      sync.Mutex
+	loaded  time.Time
+	byEvent map[string][]subscriber
+}
+
+// subscribers returns the tasks subscribed to key, by task name.
+func (i *Ingester) subscribers(ctx context.Context, key string) ([]subscriber, error) {
+	s := &i.subs
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.byEvent == nil || s.ttl < 0 || now.Sub(s.loaded) >= s.ttl {
+		m, err := i.loadSubscriptions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.byEvent, s.loaded = m, now
+	}
+	return s.byEvent[key], nil
+}
+
+func (i *Ingester) loadSubscriptions(ctx context.Context) (map[string][]subscriber, error) {
+	regs, err := i.c.Tasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string][]subscriber{}
+	for _, r := range regs {
+		if len(r.Spec.OnEvents) == 0 {
+			continue
+		}
+		sub := subscriber{name: r.Spec.Name}
+		// Definition compiles once per content hash and caches the result.
+		sub.def, sub.err = i.c.Definition(ctx, r.Spec.Name)
+		if sub.err != nil {
+			if ctx.Err() != nil {
+				return nil, sub.err
+			}
+			i.log.Warn("taskq: a registered task subscribed to events cannot be built; its events record the error",
+				"task", r.Spec.Name, "hash", r.Hash, "err", sub.err)
+		}
+		seen := map[string]bool{}
+		for _, ev := range r.Spec.OnEvents {
+			if !seen[ev] {
+				seen[ev] = true
+				m[ev] = append(m[ev], sub)
+			}
+		}
+	}
+	for _, subs := range m {
+		sort.Slice(subs, func(a, b int) bool { return subs[a].name < subs[b].name })
+	}
+	return m, nil
+}

@@ -1,0 +1,45 @@
+package events
+
+import (
+	"context"
+	"time"
+)
+
+// Sweep removes the entries of expired events from the events index. Event
+// records expire on their own after Retention; Push and PushMany sweep at
+// most once a minute, so calling Sweep is only needed where no events are
+// pushed. It returns how many entries it removed.
+func (i *Ingester) Sweep(ctx context.Context) (int, error) {
+	cutoff := i.copts.Clock.Now().Add(-i.opts.Retention)
+	removed, offset := 0, 0
+	for n := 0; n < sweepBatches; n++ {
+		r, looked, err := i.store.SweepEvents(ctx, cutoff, offset, sweepBatch)
+		if err != nil {
+			return removed, err
+		}
+		removed += r
+		// Entries still alive (a clock running behind) stay; skip them.
+		offset += looked - r
+		if looked < sweepBatch {
+			break
+		}
+	}
+	return removed, nil
+}
+
+// maybeSweep sweeps when the last sweep is over sweepInterval ago. A failed
+// sweep is only logged: the push it follows has succeeded.
+func (i *Ingester) maybeSweep(ctx context.Context) {
+	now := i.copts.Clock.Now().UnixMilli()
+	last := i.lastSweep.Load()
+	if now-last < sweepInterval.Milliseconds() || !i.lastSweep.CompareAndSwap(last, now) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if removed, err := i.Sweep(ctx); err != nil {
+		i.log.Warn("taskq: sweeping the events index failed", "err", err)
+	} else if removed > 0 {
+		i.log.Debug("taskq: swept expired events from the index", "removed", removed)
+	}
+}
