@@ -34,13 +34,6 @@ const (
 	EventRunError        = "error"
 )
 
-// pushEventScript is immutable once loaded, like the scripts of a Store, so
-// every Store shares it.
-var pushEventScript = loadScript("push_event")
-
-// EventKeyIndex is the sorted set indexing the events of one event key.
-func (k Keys) EventKeyIndex(eventKey string) string { return k.prefix + "eventkey:" + eventKey }
-
 // EventTask is one subscribed task's part of an event.
 type EventTask struct {
 	// Run describes the run to create: its input and metadata are the
@@ -154,7 +147,7 @@ func eventScriptError(err error) error {
 // The i-th EventRun belongs to the i-th task.
 func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, error) {
 	k, a := s.pushEventArgs(p)
-	v, err := pushEventScript.Run(ctx, s.rdb, k, a...).Result()
+	v, err := s.scripts.pushEvent.Run(ctx, s.rdb, k, a...).Result()
 	if err != nil {
 		return s.fromEventResend(ctx, p, eventScriptError(err))
 	}
@@ -193,14 +186,14 @@ func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]Even
 		cmds = make([]*redis.Cmd, len(ps))
 		for i, p := range ps {
 			k, a := s.pushEventArgs(p)
-			cmds[i] = pushEventScript.EvalSha(ctx, pipe, k, a...)
+			cmds[i] = s.scripts.pushEvent.EvalSha(ctx, pipe, k, a...)
 		}
 		_, _ = pipe.Exec(ctx)
 		// A NOSCRIPT reply means that call did not run: load and send again.
 		if try > 0 || !isNoScript(cmds[0].Err()) {
 			break
 		}
-		if err := pushEventScript.Load(ctx, s.rdb).Err(); err != nil {
+		if err := s.scripts.pushEvent.Load(ctx, s.rdb).Err(); err != nil {
 			break
 		}
 	}

@@ -15,6 +15,7 @@ import "strings"
 //	taskq:{ns}:tasks                  hash    registered task definitions by name
 //	taskq:{ns}:event:<event id>       hash    an ingested event
 //	taskq:{ns}:events                 zset    index of events by time (ms)
+//	taskq:{ns}:eventkey:<event key>   zset    index of the events of one event key, by time (ms)
 //	taskq:{ns}:done:<run id>          channel published when the run reaches a terminal status
 //	taskq:{ns}:cancel                 channel run IDs cancelled while running
 //
@@ -73,6 +74,9 @@ func (k Keys) Tasks() string { return k.prefix + "tasks" }
 
 // Event is the hash holding one ingested event.
 func (k Keys) Event(id string) string { return k.prefix + "event:" + id }
+
+// EventKeyIndex is the sorted set indexing the events of one event key.
+func (k Keys) EventKeyIndex(eventKey string) string { return k.prefix + "eventkey:" + eventKey }
 
 // Events is the sorted set indexing events by time.
 func (k Keys) Events() string { return k.prefix + "events" }

@@ -33,7 +33,7 @@ func loadScript(name string) *script {
 // scripts holds every script the store runs. Loaded once per process;
 // the scripts are immutable, so sharing them between stores is safe.
 type scripts struct {
-	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal *script
+	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal, pushEvent *script
 }
 
 func newScripts() *scripts {
@@ -49,11 +49,12 @@ func newScripts() *scripts {
 		release:   loadScript("release"),
 		register:  loadScript("register"),
 		signal:    loadScript("signal"),
+		pushEvent: loadScript("push_event"),
 	}
 }
 
 func (s *scripts) all() []*script {
-	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal}
+	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal, s.pushEvent}
 }
 
 // isNoScript reports whether err says the script cache lacks a script, as it

@@ -1,0 +1,65 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/taskq/taskq/pkg/client"
+)
+
+// Error codes of the signal endpoint.
+const (
+	CodeKeyNotHeld    = "key_not_held"
+	CodeOwnerFinished = "owner_finished"
+	CodeSignalLimit   = "signal_limit"
+)
+
+type signalRequest struct {
+	// Payload is any JSON value; the owner's handler receives it as is.
+	Payload json.RawMessage `json:"payload"`
+}
+
+type signalResponse struct {
+	RunID    string `json:"runId"`
+	SignalID string `json:"signalId"`
+}
+
+// signalKey delivers a payload to the run that owns a key now.
+func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	var req signalRequest
+	if e := s.decodeBody(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if len(req.Payload) == 0 {
+		e := newError(http.StatusBadRequest, CodeInvalidField, `field "payload" is missing; send {"payload": <any JSON>}`)
+		e.Field = "payload"
+		writeError(w, e)
+		return
+	}
+	rec, err := s.c.SignalJSON(r.Context(), key, req.Payload)
+	var (
+		notHeld  *client.KeyNotHeldError
+		finished *client.OwnerFinishedError
+		limit    *client.LimitError
+	)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusAccepted, signalResponse{RunID: rec.RunID, SignalID: rec.SignalID})
+	case errors.As(err, &notHeld):
+		writeError(w, newError(http.StatusNotFound, CodeKeyNotHeld, "no active run holds idempotency key %q", key))
+	case errors.As(err, &finished):
+		e := newError(http.StatusConflict, CodeOwnerFinished,
+			"idempotency key %q is held by run %s, which has %s: a finished run cannot be signalled", key, finished.RunID, finished.Status)
+		e.Key, e.ExistingRunID = key, finished.RunID
+		writeError(w, e)
+	case errors.As(err, &limit):
+		e := newError(http.StatusConflict, CodeSignalLimit, "%s", limit.Error())
+		e.Key = key
+		writeError(w, e)
+	default:
+		writeError(w, triggerError(err))
+	}
+}
