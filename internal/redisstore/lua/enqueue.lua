@@ -60,16 +60,9 @@ if refused then
     return refused
   end
   local owner = refused[2]
-  local owner_key = prefix .. 'run:' .. owner
-  if strat == 'debounce' then
-    local o = redis.call('HMGET', owner_key, 'status', 'entry', 'strat')
-    if o[1] == 'queued' and o[2] == '' and o[3] == 'debounce' then
-      -- The owner has not started: it takes this input and waits anew.
-      redis.call('HSET', owner_key, 'input', ARGV[3], 'meta', ARGV[4])
-      redis.call('PEXPIRE', KEYS[4], ARGV[7])
-      redis.call('ZADD', r.retry_key, tonumber(ARGV[13]) + tonumber(ARGV[7]), owner)
-      return {4, owner}
-    end
+  if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
+    taskq_debounce(prefix, owner, KEYS[4], ARGV[3], ARGV[4], ARGV[7], ARGV[13])
+    return {4, owner}
   end
   if policy == 'attach' then
     return {2, owner}

@@ -154,3 +154,20 @@ local function taskq_signal(prefix, run_id, signal_id, payload, limit)
   redis.call('XADD', s, '*', 'id', signal_id, 'p', payload)
   return {1, run_id, signal_id}
 end
+
+-- Debounce: a run with the debounce strategy waits in the retry set until
+-- its window passes. Until it starts, a newer trigger of its key hands it
+-- the newer input and restarts the window.
+
+-- Reports whether owner is a debounced run that has not started yet.
+local function taskq_debounce_pending(prefix, owner)
+  local o = redis.call('HMGET', prefix .. 'run:' .. owner, 'status', 'entry', 'strat')
+  return o[1] == 'queued' and o[2] == '' and o[3] == 'debounce'
+end
+
+-- Gives the pending owner the newer input and starts its window again.
+local function taskq_debounce(prefix, owner, idem_key, input, meta, hold, now)
+  redis.call('HSET', prefix .. 'run:' .. owner, 'input', input, 'meta', meta)
+  redis.call('PEXPIRE', idem_key, hold)
+  redis.call('ZADD', prefix .. 'retry', tonumber(now) + tonumber(hold), owner)
+end

@@ -87,12 +87,9 @@ for i = 0, n - 1 do
       if refused then
         local owner = refused[2]
         entry.outcome, entry.runId = 'deduplicated', owner
-        if r.strat == 'debounce' then
-          local o = redis.call('HMGET', prefix .. 'run:' .. owner, 'status', 'entry', 'strat')
-          if o[1] == 'queued' and o[2] == '' and o[3] == 'debounce' then
-            entry.outcome = 'debounced'
-            debounce[#debounce + 1] = { owner = owner, idem_key = r.idem_key, hold = r.hold }
-          end
+        if r.strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
+          entry.outcome = 'debounced'
+          debounce[#debounce + 1] = { owner = owner, idem_key = r.idem_key, hold = r.hold }
         end
       else
         entry.outcome, entry.runId = 'created', r.run_id
@@ -112,9 +109,7 @@ for _, r in ipairs(writes) do
   taskq_enqueue_write(r)
 end
 for _, d in ipairs(debounce) do
-  redis.call('HSET', prefix .. 'run:' .. d.owner, 'input', ARGV[3], 'meta', ARGV[4])
-  redis.call('PEXPIRE', d.idem_key, d.hold)
-  redis.call('ZADD', prefix .. 'retry', now + tonumber(d.hold), d.owner)
+  taskq_debounce(prefix, d.owner, d.idem_key, ARGV[3], ARGV[4], d.hold, now)
 end
 
 redis.call('HSET', KEYS[1], 'key', ARGV[2], 'payload', ARGV[3], 'meta', ARGV[4], 'created', ARGV[5])
