@@ -133,16 +133,18 @@ func redisURL() string {
 	return "redis://127.0.0.1:6379/0"
 }
 
-// A worker process SIGKILLed mid-run: after its lease lapses the run
-// completes on another worker, with the same step ID, and its key is held
-// until then.
-func TestKilledWorkersRunIsRedelivered(t *testing.T) {
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
+// helperWorker is a worker process started from the test binary in the
+// given helper mode; Next returns the next line it prints.
+type helperWorker struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	lines chan string
+}
 
+func startHelperWorker(t *testing.T, mode, ns string) *helperWorker {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerHelperEnv+"=1", workerNSEnv+"="+b.Namespace, workerURLEnv+"="+redisURL())
+	cmd.Env = append(os.Environ(), workerHelperEnv+"="+mode, workerNSEnv+"="+ns, workerURLEnv+"="+redisURL())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -151,34 +153,55 @@ func TestKilledWorkersRunIsRedelivered(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	h := &helperWorker{t: t, cmd: cmd, lines: make(chan string, 16)}
+	t.Cleanup(h.Kill)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+	}()
+	return h
+}
 
+func (h *helperWorker) Next() string {
+	h.t.Helper()
+	select {
+	case l := <-h.lines:
+		return l
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("helper worker went quiet")
+		return ""
+	}
+}
+
+// Kill ends the process with SIGKILL, as a crash would.
+func (h *helperWorker) Kill() {
+	if h.cmd.ProcessState == nil {
+		_ = h.cmd.Process.Kill()
+		_ = h.cmd.Wait()
+	}
+}
+
+// A worker process SIGKILLed mid-run: after its lease lapses the run
+// completes on another worker, with the same step ID, and its key is held
+// until then.
+func TestKilledWorkersRunIsRedelivered(t *testing.T) {
+	b := redistest.Real(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+
+	helper := startHelperWorker(t, "hang", b.Namespace)
 	ref, err := client.RunNoWait(ctx, c, crashTask, in{ID: "crash-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	var firstStep string
-	select {
-	case l := <-lines:
-		f := strings.Fields(l)
-		if len(f) != 3 || f[1] != ref.ID() {
-			t.Fatalf("helper said %q", l)
-		}
-		firstStep = f[2]
-	case <-time.After(10 * time.Second):
-		t.Fatal("helper worker never started the run")
+	f := strings.Fields(helper.Next())
+	if len(f) != 3 || f[1] != ref.ID() {
+		t.Fatalf("helper said %v", f)
 	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	firstStep := f[2]
+	helper.Kill()
 	killedAt := time.Now()
 
 	if _, err := client.RunNoWait(ctx, c, crashTask, in{ID: "crash-1"}); err == nil {
@@ -249,34 +272,8 @@ func TestRedeliveredRunReplaysSignalsAndSkipsSteps(t *testing.T) {
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerHelperEnv+"=durable", workerNSEnv+"="+b.Namespace, workerURLEnv+"="+redisURL())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan string, 10)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	next := func() string {
-		select {
-		case l := <-lines:
-			return l
-		case <-time.After(10 * time.Second):
-			t.Fatal("helper worker went quiet")
-			return ""
-		}
-	}
-
+	helper := startHelperWorker(t, "durable", b.Namespace)
+	next := helper.Next
 	ref, err := client.RunNoWait(ctx, c, durableTask, in{ID: "order-9"})
 	if err != nil {
 		t.Fatal(err)
@@ -297,8 +294,7 @@ func TestRedeliveredRunReplaysSignalsAndSkipsSteps(t *testing.T) {
 			t.Fatalf("helper said %q, want signal %s", l, rec.SignalID)
 		}
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	helper.Kill()
 	rec, err := c.Signal(ctx, "order-9", map[string]int{"n": 2})
 	if err != nil {
 		t.Fatal(err)
