@@ -1,0 +1,15 @@
+// Package faulttest runs taskq the way production does, as separate worker
+// processes on a redis-server of its own, and breaks it: SIGKILL and
+// SIGSTOP of workers, restarts of Redis, replies lost on the wire. Its tests
+// prove the guarantees in docs/guarantees.md; the soak program
+// (cmd/taskq-soak) drives the same pieces for minutes.
+//
+// The pieces: Tasks (the task definitions and handler every process
+// shares), RunWorker (the body of a worker process, which records its
+// history with internal/history), Proc (a child process whose stdout lines
+// can be waited for and which can be killed, paused and resumed), and Proxy
+// (a loopback TCP proxy that can drop the reply to a chosen command).
+//
+// A process becomes a worker when RoleEnv is set: test binaries and the
+// soak program call MaybeRunRole first thing in TestMain or main.
+package faulttest

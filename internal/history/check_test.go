@@ -1,0 +1,267 @@
+package history
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// hb builds synthetic histories: times are milliseconds from a base.
+type hb struct {
+	ops []Op
+	id  int64
+}
+
+const base = int64(1_700_000_000_000_000_000)
+
+func at(ms float64) int64 { return base + int64(ms*float64(time.Millisecond)) }
+
+func (h *hb) add(proc string, from, to float64, op Op, res Result) *hb {
+	h.id++
+	op.Process, op.ID, op.Call, op.Return, op.Result = proc, h.id, at(from), at(to), res
+	if to < 0 {
+		op.Return, op.Result = 0, Result{Code: CodeUnknown, Err: "never returned"}
+	}
+	h.ops = append(h.ops, op)
+	return h
+}
+
+func enq(run, key, strat string, holdMs int64) Op {
+	return Op{Kind: KindEnqueue, RunID: run, Task: "t", Key: key, Strategy: strat, HoldMs: holdMs, Token: "tok-" + run}
+}
+
+func start(run string) Op { return Op{Kind: KindStart, RunID: run} }
+
+func finish(run string, attempt int, outcome string) Op {
+	return Op{Kind: KindFinish, RunID: run, Attempt: attempt, Outcome: outcome}
+}
+
+var (
+	created = Result{Code: CodeOK, Reply: 1}
+	okRes   = func(status string) Result { return Result{Code: CodeOK, Status: status} }
+	started = func(n int) Result { return Result{Code: CodeOK, Attempt: n, Status: "running"} }
+	held    = func(owner string) Result { return Result{Code: CodeRefused, Owner: owner} }
+	refused = func(why string) Result { return Result{Code: CodeRefused, Status: why} }
+	unknown = Result{Code: CodeUnknown, Err: "EOF"}
+)
+
+// completed adds start, succeed and a final read of run.
+func (h *hb) completed(proc, run string, from float64) *hb {
+	return h.add(proc, from, from+1, start(run), started(1)).
+		add(proc, from+2, from+3, finish(run, 1, "succeeded"), okRes("succeeded")).
+		add("reader", 5000, 5001, Op{Kind: KindReadRun, RunID: run}, okRes("succeeded"))
+}
+
+func mustPass(t *testing.T, h *hb) *Report {
+	t.Helper()
+	r := Check(h.ops, Options{Timeout: 5 * time.Second})
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func mustFail(t *testing.T, h *hb, rules ...string) *Report {
+	t.Helper()
+	r := Check(h.ops, Options{Timeout: 5 * time.Second})
+	if r.OK() {
+		t.Fatalf("history passed; want a violation of %v", rules)
+	}
+	for _, rule := range rules {
+		if !r.Has(rule) {
+			t.Fatalf("want a %s violation; got:\n%v", rule, r.Err())
+		}
+	}
+	return r
+}
+
+func TestSequentialStatusHistoryPasses(t *testing.T) {
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("c2", 2, 3, enq("R2", "k", "status", 60000), held("R1")).
+		completed("w1", "R1", 10).
+		add("c1", 20, 21, enq("R3", "k", "status", 60000), created).
+		completed("w1", "R3", 30).
+		add("reader", 5002, 5003, Op{Kind: KindReadKey, Key: "k"}, Result{Code: CodeOK})
+	r := mustPass(t, h)
+	if r.Runs != 2 || r.Ended["succeeded"] != 2 || len(r.Lost) != 0 {
+		t.Fatalf("report = %+v", r)
+	}
+}
+
+func TestConcurrentTriggersOneWinnerPasses(t *testing.T) {
+	h := &hb{}
+	// Three overlapping triggers: the one that returned last won.
+	h.add("c1", 0, 10, enq("R1", "k", "status", 60000), held("R3")).
+		add("c2", 1, 9, enq("R2", "k", "status", 60000), held("R3")).
+		add("c3", 2, 8, enq("R3", "k", "status", 60000), created).
+		completed("w1", "R3", 20)
+	mustPass(t, h)
+}
+
+func TestTwoOwnersAtOnceFail(t *testing.T) {
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("c2", 5, 6, enq("R2", "k", "status", 60000), created).
+		completed("w1", "R1", 10).completed("w1", "R2", 20)
+	mustFail(t, h, RuleLinearizable, RuleDoubleOwner)
+}
+
+func TestCollisionNamingAnEndedRunFails(t *testing.T) {
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		completed("w1", "R1", 10).
+		// R1 released the key at 13; a collision at 20 cannot name it.
+		add("c2", 20, 21, enq("R2", "k", "status", 60000), held("R1"))
+	mustFail(t, h, RuleLinearizable, RuleCollisionOwner)
+}
+
+func TestTTLExpiry(t *testing.T) {
+	// ttl 50ms: a trigger 100ms later is accepted, one 10ms later collides.
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "ttl", 50), created).
+		add("c2", 10, 11, enq("R2", "k", "ttl", 50), held("R1")).
+		add("c1", 100, 101, enq("R3", "k", "ttl", 50), created).
+		completed("w1", "R1", 2).completed("w1", "R3", 102)
+	mustPass(t, h)
+
+	bad := &hb{}
+	bad.add("c1", 0, 1, enq("R1", "k", "ttl", 50), created).
+		add("c2", 10, 11, enq("R2", "k", "ttl", 50), created).
+		completed("w1", "R1", 2).completed("w1", "R2", 12)
+	mustFail(t, bad, RuleLinearizable, RuleDoubleOwner)
+
+	// Nor may the key still be held long after its ttl.
+	late := &hb{}
+	late.add("c1", 0, 1, enq("R1", "k", "ttl", 50), created).
+		completed("w1", "R1", 2).
+		add("c2", 200, 201, enq("R2", "k", "ttl", 50), held("R1"))
+	mustFail(t, late, RuleLinearizable, RuleCollisionOwner)
+}
+
+func TestStaleAttemptWriteFails(t *testing.T) {
+	base := func() *hb {
+		h := &hb{}
+		return h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+			add("wA", 2, 3, start("R1"), started(1)).
+			// wA paused past its lease; wB redelivered and finished.
+			add("wB", 1500, 1501, start("R1"), started(2)).
+			add("wB", 1510, 1511, finish("R1", 2, "succeeded"), okRes("succeeded")).
+			add("c1", 1520, 1521, enq("R2", "k", "status", 60000), created).
+			completed("wB", "R2", 1530)
+	}
+	good := base()
+	good.add("wA", 2000, 2001, finish("R1", 1, "succeeded"), refused("stale"))
+	mustPass(t, good)
+
+	bad := base()
+	bad.add("wA", 2000, 2001, finish("R1", 1, "succeeded"), okRes("succeeded"))
+	mustFail(t, bad, RuleLinearizable, RuleStaleWrite)
+}
+
+func TestLostRunFails(t *testing.T) {
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("w1", 2, 3, start("R1"), started(1))
+	r := mustFail(t, h, RuleRunLost)
+	if len(r.Lost) != 1 || r.Lost[0] != "R1" {
+		t.Fatalf("lost = %v", r.Lost)
+	}
+}
+
+func TestUnknownOutcomes(t *testing.T) {
+	h := &hb{}
+	// A trigger whose reply was lost did create R1: a later collision
+	// names it, and a worker runs it. A worker killed mid-start (no
+	// return) used attempt 1; the next start got attempt 2.
+	h.add("c1", 0, 5, enq("R1", "k", "status", 60000), unknown).
+		add("c2", 10, 11, enq("R2", "k", "status", 60000), held("R1")).
+		add("wdead", 12, -1, start("R1"), Result{}).
+		add("w2", 1500, 1501, start("R1"), started(2)).
+		add("w2", 1502, 1503, finish("R1", 2, "succeeded"), okRes("succeeded"))
+	mustPass(t, h)
+}
+
+func TestResentEnqueueNamingItself(t *testing.T) {
+	// go-redis resent an enqueue whose reply was lost: Redis answered the
+	// second delivery with the run the first one created. The model counts
+	// it as created; a caller told "collision" is a violation.
+	h := &hb{}
+	h.add("c1", 0, 5, enq("R1", "k", "status", 60000), held("R1")).
+		completed("w1", "R1", 10)
+	mustPass(t, h)
+	h.add("c1", 0, 5, Op{Kind: KindTrigger, Key: "k", Token: "tok-R1"}, held("R1"))
+	r := mustFail(t, h, RuleTriggerResult)
+	if !strings.Contains(r.Err().Error(), "created run R1") {
+		t.Fatal(r.Err())
+	}
+}
+
+func TestRetainKeepsKeyAfterEnd(t *testing.T) {
+	h := &hb{}
+	e := enq("R1", "k", "status", 60000)
+	e.RetainMs = 100
+	h.add("c1", 0, 1, e, created).
+		completed("w1", "R1", 2). // ends at 4-5
+		add("c2", 50, 51, enq("R2", "k", "status", 60000), held("R1")).
+		add("c2", 200, 201, enq("R3", "k", "status", 60000), created).
+		completed("w1", "R3", 210)
+	mustPass(t, h)
+}
+
+func TestRecorderRoundTrip(t *testing.T) {
+	var buf strings.Builder
+	rec := NewRecorder("p1", &buf)
+	p := rec.Call(Op{Kind: KindEnqueue, RunID: "R1", Key: "k", Strategy: "ttl", HoldMs: 10})
+	p.Return(created)
+	rec.Call(Op{Kind: KindStart, RunID: "R1"}) // never returns
+	ops, err := Read(strings.NewReader(buf.String() + `{"ph":"ret","p":"p1","id":`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 2 || ops[0].Result.Code != CodeOK || ops[0].Return == 0 ||
+		ops[1].Return != 0 || ops[1].Result.Code != CodeUnknown || ops[1].End() != 1<<63-1 {
+		t.Fatalf("ops = %+v", ops)
+	}
+}
+
+func TestSupersede(t *testing.T) {
+	sup := func(run string) Op {
+		o := enq(run, "k", "status", 60000)
+		o.Policy = "supersede"
+		return o
+	}
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("w1", 2, 3, start("R1"), started(1)).
+		// R2 takes the key over and cancels R1: R1's late finish finds it
+		// cancelled, and its worker's next start finds it ended.
+		add("c2", 10, 11, sup("R2"), Result{Code: CodeOK, Reply: 1, Superseded: "R1"}).
+		add("w1", 20, 21, finish("R1", 1, "succeeded"), refused("cancelled")).
+		add("c3", 22, 23, enq("R3", "k", "status", 60000), held("R2")).
+		completed("w1", "R2", 30)
+	r := mustPass(t, h)
+	if r.Ended["cancelled"] != 1 || r.Ended["succeeded"] != 1 {
+		t.Fatalf("ended = %v", r.Ended)
+	}
+	// Taking over from a run that does not own the key is not possible.
+	bad := &hb{}
+	bad.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("c2", 10, 11, sup("R2"), Result{Code: CodeOK, Reply: 1, Superseded: "R9"}).
+		completed("w1", "R1", 20).completed("w1", "R2", 30)
+	mustFail(t, bad, RuleLinearizable)
+}
+
+func TestUnknownFinishMayHaveReleased(t *testing.T) {
+	// The worker died while its finish was in flight; the finish did land,
+	// releasing the key, so a later trigger was accepted long before the
+	// fallback ttl. Neither check may call that two owners.
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("w1", 2, 3, start("R1"), started(1)).
+		add("w1", 4, -1, finish("R1", 1, "succeeded"), Result{}).
+		add("c2", 100, 101, enq("R2", "k", "status", 60000), created).
+		completed("w2", "R2", 110).
+		add("reader", 5002, 5003, Op{Kind: KindReadRun, RunID: "R1"}, okRes("succeeded"))
+	mustPass(t, h)
+}

@@ -1,0 +1,242 @@
+package history
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// Hook is a go-redis hook that records the script calls that change runs
+// and keys. Add it to the client a taskq Client or Worker uses:
+//
+//	rdb.AddHook(history.NewHook(rec))
+//
+// One recorded call covers go-redis's own retries of the command: if a reply
+// is lost and the command is sent again, the script may have run twice, and
+// the recorded reply is the last one. The model allows for that (see
+// model.go).
+type Hook struct {
+	rec   *Recorder
+	names map[string]string
+	// BeforeSend, when set, is called with each recorded script call
+	// just before it is sent, after its call was recorded, and returns the
+	// context to send it with. Fault tests use it to pause a process at a
+	// chosen point, and to let a command go out late whatever its
+	// deadline, as a delayed packet would.
+	BeforeSend func(ctx context.Context, op Op) context.Context
+}
+
+// NewHook returns a hook recording to rec.
+func NewHook(rec *Recorder) *Hook {
+	return &Hook{rec: rec, names: redisstore.ScriptNames()}
+}
+
+// DialHook is the identity: dialling is not recorded.
+func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return next(ctx, network, addr)
+	}
+}
+
+// ProcessHook records script calls of interest.
+func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		op, ok := h.parse(cmd.Args())
+		if !ok {
+			return next(ctx, cmd)
+		}
+		p := h.rec.Call(op)
+		if h.BeforeSend != nil {
+			ctx = h.BeforeSend(ctx, p.Op())
+		}
+		err := next(ctx, cmd)
+		p.Return(h.result(op.Kind, cmd, err))
+		return err
+	}
+}
+
+// ProcessPipelineHook records the script calls of a pipeline; each gets the
+// pipeline's call and return times.
+func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		type rec struct {
+			p    *Pending
+			kind Kind
+			cmd  redis.Cmder
+		}
+		var recs []rec
+		for _, c := range cmds {
+			if op, ok := h.parse(c.Args()); ok {
+				p := h.rec.Call(op)
+				if h.BeforeSend != nil {
+					ctx = h.BeforeSend(ctx, p.Op())
+				}
+				recs = append(recs, rec{p, op.Kind, c})
+			}
+		}
+		err := next(ctx, cmds)
+		for _, r := range recs {
+			r.p.Return(h.result(r.kind, r.cmd, err))
+		}
+		return err
+	}
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func num(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int:
+		return int64(x)
+	}
+	n, _ := strconv.ParseInt(str(v), 10, 64)
+	return n
+}
+
+// parse recognises a script call from its arguments: EVALSHA sha numkeys
+// keys... args..., or EVAL source numkeys ... after a NOSCRIPT reply.
+func (h *Hook) parse(args []any) (Op, bool) {
+	if len(args) < 3 {
+		return Op{}, false
+	}
+	var sha string
+	switch strings.ToLower(str(args[0])) {
+	case "evalsha":
+		sha = str(args[1])
+	case "eval":
+		sum := sha1.Sum([]byte(str(args[1])))
+		sha = hex.EncodeToString(sum[:])
+	default:
+		return Op{}, false
+	}
+	name := h.names[sha]
+	nkeys := int(num(args[2]))
+	if name == "" || len(args) < 3+nkeys {
+		return Op{}, false
+	}
+	argv := args[3+nkeys:]
+	at := func(i int) string {
+		if i < len(argv) {
+			return str(argv[i])
+		}
+		return ""
+	}
+	n := func(i int) int64 {
+		if i < len(argv) {
+			return num(argv[i])
+		}
+		return 0
+	}
+	// Argument positions follow the KEYS/ARGV header of each script.
+	switch name {
+	case "enqueue":
+		return Op{Kind: KindEnqueue, RunID: at(0), Task: at(1), Token: token(argv, 2), Key: at(4),
+			Strategy: at(5), HoldMs: n(6), RetainMs: n(7), Policy: at(13)}, true
+	case "start":
+		return Op{Kind: KindStart, RunID: at(0)}, true
+	case "finish":
+		return Op{Kind: KindFinish, RunID: at(0), Attempt: int(n(1)), Outcome: at(2)}, true
+	case "cancel":
+		return Op{Kind: KindCancel, RunID: at(0)}, true
+	case "requeue":
+		return Op{Kind: KindRequeue, RunID: at(0), Attempt: int(n(1))}, true
+	}
+	return Op{}, false
+}
+
+// token reads the "op" field of a JSON input, which load generators set to
+// a unique name per trigger.
+func token(argv []any, i int) string {
+	if i >= len(argv) {
+		return ""
+	}
+	raw := str(argv[i])
+	if len(raw) > 64<<10 || !strings.HasPrefix(strings.TrimSpace(raw), "{") {
+		return ""
+	}
+	var v struct {
+		Op string `json:"op"`
+	}
+	_ = json.Unmarshal([]byte(raw), &v)
+	return v.Op
+}
+
+// Classify tells a definite failure from an unknown outcome. Only a
+// script's own refusal to write (TASKQ_WRONGTYPE) is definite: go-redis
+// resends a command whose reply was lost, so any other error (a broken
+// connection, a deadline, NOSCRIPT or LOADING from a restarted server, or
+// TASKQ_EXISTS from a resent enqueue) may follow an execution that did take
+// effect.
+func Classify(err error) Code {
+	var re redis.Error
+	if errors.As(err, &re) && strings.Contains(err.Error(), "TASKQ_WRONGTYPE") {
+		return CodeError
+	}
+	return CodeUnknown
+}
+
+func (h *Hook) result(kind Kind, cmd redis.Cmder, err error) Result {
+	if cerr := cmd.Err(); cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return Result{Code: Classify(err), Err: err.Error()}
+	}
+	c, ok := cmd.(*redis.Cmd)
+	if !ok {
+		return Result{Code: CodeUnknown, Err: fmt.Sprintf("unexpected command type %T", cmd)}
+	}
+	reply, ok := c.Val().([]any)
+	if !ok || len(reply) < 2 {
+		return Result{Code: CodeUnknown, Err: fmt.Sprintf("unexpected reply %v", c.Val())}
+	}
+	code := num(reply[0])
+	switch kind {
+	case KindEnqueue:
+		r := Result{Reply: int(code)}
+		if code == 1 {
+			r.Code = CodeOK
+			if len(reply) > 2 {
+				r.Superseded = str(reply[2])
+			}
+			return r
+		}
+		r.Code, r.Owner = CodeRefused, str(reply[1])
+		return r
+	case KindStart:
+		if code == 1 {
+			return Result{Code: CodeOK, Attempt: int(num(reply[1])), Status: "running"}
+		}
+		return Result{Code: CodeRefused, Status: str(reply[1])}
+	default: // finish, cancel, requeue: {1, status or entry} or {0, reason}
+		if code == 1 {
+			st := str(reply[1])
+			if kind == KindRequeue {
+				st = "queued"
+			}
+			return Result{Code: CodeOK, Status: st}
+		}
+		return Result{Code: CodeRefused, Status: str(reply[1])}
+	}
+}
