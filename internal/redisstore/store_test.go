@@ -417,9 +417,12 @@ func TestHeartbeatExtendsOnlyOwnLeases(t *testing.T) {
 		}
 		want := []redisstore.LeaseState{redisstore.LeaseHeld, redisstore.LeaseLost, redisstore.LeaseFinished, redisstore.LeaseStale}
 		for i := range want {
-			if states[i] != want[i] {
+			if states[i].State != want[i] {
 				t.Fatalf("states = %v, want %v", states, want)
 			}
+		}
+		if states[2].Reason != "x" {
+			t.Fatalf("cancelled run's reason = %q, want the cancel reason", states[2].Reason)
 		}
 		pend, _ := b.Client.XPendingExt(f.ctx, &redis.XPendingExtArgs{Stream: f.k.Stream("t"), Group: redisstore.GroupName,
 			Start: ds[1].EntryID, End: ds[1].EntryID, Count: 1}).Result()

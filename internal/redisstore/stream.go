@@ -94,8 +94,16 @@ const (
 	LeaseStale    LeaseState = 3 // a newer attempt owns the run
 )
 
+// LeaseReport is what a heartbeat learned of one lease.
+type LeaseReport struct {
+	State LeaseState
+	// Reason is the run's error when State is LeaseFinished: why it was
+	// cancelled ("superseded by run <id>", ...).
+	Reason string
+}
+
 // Heartbeat extends the leases consumer holds on task's stream.
-func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []Lease) ([]LeaseState, error) {
+func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []Lease) ([]LeaseReport, error) {
 	args := make([]any, 0, 3+3*len(leases))
 	args = append(args, GroupName, consumer, s.keys.Prefix())
 	for _, l := range leases {
@@ -109,9 +117,9 @@ func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []L
 	if err != nil {
 		return nil, err
 	}
-	out := make([]LeaseState, len(r))
-	for i, c := range r {
-		out[i] = LeaseState(asInt(c))
+	out := make([]LeaseReport, len(r)/2)
+	for i := range out {
+		out[i] = LeaseReport{State: LeaseState(asInt(r[2*i])), Reason: asString(r[2*i+1])}
 	}
 	return out, nil
 }

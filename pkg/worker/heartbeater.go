@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"strings"
 
 	"github.com/taskq/taskq/internal/redisstore"
 )
@@ -42,13 +43,19 @@ func (w *Worker) beat() {
 			continue
 		}
 		for i, a := range runs {
-			switch states[i] {
+			switch states[i].State {
 			case redisstore.LeaseHeld:
 				a.extend(began.Add(w.opts.LeaseDuration))
 			case redisstore.LeaseLost, redisstore.LeaseStale:
 				a.cancel(ErrLeaseLost)
 			case redisstore.LeaseFinished:
-				a.cancel(ErrRunCancelled)
+				// The cancel notice may not have arrived yet: give the
+				// same cause it would have.
+				if by, ok := strings.CutPrefix(states[i].Reason, supersededPrefix); ok {
+					a.cancel(&SupersededError{RunID: a.lease.RunID, By: by})
+				} else {
+					a.cancel(ErrRunCancelled)
+				}
 			}
 		}
 	}

@@ -19,6 +19,10 @@ type Signal struct {
 	Payload json.RawMessage
 }
 
+// supersededPrefix starts the error of a run a newer run superseded; the
+// new run's ID follows (see lib.lua, taskq_supersede).
+const supersededPrefix = "superseded by run "
+
 // SupersededError is the cause of a handler's context when a newer run took
 // its idempotency key over (conflict policy supersede).
 type SupersededError struct {

@@ -8,7 +8,8 @@
 -- ARGV[2] consumer name
 -- ARGV[3] key prefix taskq:{ns}:
 -- ARGV[4..] triples: entry id, run id, attempt
--- Returns one code per triple:
+-- Returns two entries per triple: a code and, for code 2, the run's error
+-- (why it was cancelled, e.g. "superseded by run <id>"), else "".
 --   1  lease extended
 --   0  lease lost: the delivery is no longer pending for this consumer
 --   2  the run was cancelled or has ended: stop
@@ -17,19 +18,20 @@
 local out = {}
 for i = 4, #ARGV, 3 do
   local entry, run_id, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local r = redis.call('HMGET', ARGV[3] .. 'run:' .. run_id, 'status', 'attempt')
+  local r = redis.call('HMGET', ARGV[3] .. 'run:' .. run_id, 'status', 'attempt', 'error')
+  local code, detail = 0, ''
   if r[2] ~= attempt then
-    out[#out + 1] = 3
+    code = 3
   elseif r[1] ~= 'running' then
-    out[#out + 1] = 2
+    code, detail = 2, r[3] or ''
   else
     local p = redis.call('XPENDING', KEYS[1], ARGV[1], entry, entry, 1)
     if p[1] and p[1][2] == ARGV[2] then
       redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, entry, 'JUSTID')
-      out[#out + 1] = 1
-    else
-      out[#out + 1] = 0
+      code = 1
     end
   end
+  out[#out + 1] = code
+  out[#out + 1] = detail
 end
 return out
