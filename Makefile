@@ -20,9 +20,11 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
 
-## bench: key derivation micro-benchmarks
+## bench: taskq beside Redis doing the same work (cmd/taskq-bench), with the key-derivation benchmarks in its table (BENCH_FLAGS="-redis redis://127.0.0.1:6390/0 -n 50000")
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/idempotency/
+	@mkdir -p $(BIN)
+	@$(GO) test -run '^$$' -bench . -benchmem ./pkg/idempotency/ > $(BIN)/keybench.txt; status=$$?; cat $(BIN)/keybench.txt; exit $$status
+	$(GO) run ./cmd/taskq-bench -key-bench $(BIN)/keybench.txt $(BENCH_FLAGS)
 
 ## lint: formatting and vet
 lint:
@@ -34,3 +36,7 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+## soak: minutes of mixed load with faults injected, on a redis-server of its own, ending in a report (SOAK_FLAGS="-duration 10m")
+soak:
+	$(GO) run ./cmd/taskq-soak $(SOAK_FLAGS)

@@ -236,9 +236,10 @@ func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, e
 	keys, args := s.enqueueArgs(p)
 	v, err := s.runScript(ctx, s.scripts.enqueue, keys, args...)
 	if err != nil {
-		return EnqueueResult{}, err
+		return s.fromResend(ctx, p, EnqueueResult{}, err)
 	}
-	return parseEnqueue(v)
+	res, err := parseEnqueue(v)
+	return s.fromResend(ctx, p, res, err)
 }
 
 // EnqueueBatch runs the enqueue script for every trigger in one pipeline, in
@@ -253,10 +254,11 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]Enqueu
 	for i, c := range cmds {
 		v, err := c.Result()
 		if err != nil {
-			errs[i] = scriptError(err)
+			results[i], errs[i] = s.fromResend(ctx, ps[i], EnqueueResult{}, scriptError(err))
 			continue
 		}
-		results[i], errs[i] = parseEnqueue(v)
+		res, err := parseEnqueue(v)
+		results[i], errs[i] = s.fromResend(ctx, ps[i], res, err)
 	}
 	return results, errs
 }

@@ -58,8 +58,13 @@ type Options struct {
 	// OperationTimeout bounds every call to Redis that has no deadline of
 	// its own, so an unreachable Redis gives a prompt error.
 	OperationTimeout time.Duration
-	Logger           *slog.Logger
-	Clock            Clock
+	// DisableTriggerBatching sends each trigger as its own script call.
+	// By default, triggers made concurrently by many goroutines are
+	// coalesced into one pipeline (see batcher.go); nothing waits to fill a
+	// batch, so a lone trigger is sent at once.
+	DisableTriggerBatching bool
+	Logger                 *slog.Logger
+	Clock                  Clock
 }
 
 func (o Options) withDefaults() Options {
@@ -121,6 +126,8 @@ type Client struct {
 	ownsRDB bool
 	waiter  *waiter
 	defs    definitions
+	// triggers batches concurrent triggers; nil when disabled.
+	triggers *triggerBatcher
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
@@ -136,11 +143,26 @@ func New(opts Options) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("client: redis URL: %w", err)
 		}
+		// go-redis waits for a new connection's handshake by its own
+		// timeouts, whatever the call's deadline: cap them, so a server
+		// that accepts but never answers fails within OperationTimeout too.
+		for _, d := range []*time.Duration{&ro.DialTimeout, &ro.ReadTimeout, &ro.WriteTimeout} {
+			if *d == 0 || *d > opts.OperationTimeout {
+				*d = opts.OperationTimeout
+			}
+		}
 		rdb = redis.NewClient(ro)
 		owns = true
 	}
 	st := redisstore.New(rdb, opts.Namespace)
-	return &Client{opts: opts, store: st, ownsRDB: owns, waiter: newWaiter(rdb, st.Keys(), opts.Logger)}, nil
+	triggers, err := newTriggerBatcher(st, opts)
+	if err != nil {
+		if owns {
+			_ = rdb.Close()
+		}
+		return nil, err
+	}
+	return &Client{opts: opts, store: st, ownsRDB: owns, waiter: newWaiter(rdb, st.Keys(), opts.Logger), triggers: triggers}, nil
 }
 
 // Close releases the Client's connections (not a Redis client passed in).

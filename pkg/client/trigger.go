@@ -139,9 +139,7 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := c.opCtx(ctx)
-	defer cancel()
-	res, err := c.store.Enqueue(ctx, p)
+	res, err := c.enqueue(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("task %q: trigger: %w", def.Name, err)
 	}

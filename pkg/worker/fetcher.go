@@ -58,9 +58,36 @@ func (w *Worker) fetch(quit <-chan struct{}) {
 			continue
 		}
 		delay = backoff(0) / 2
+		if len(ds) > n {
+			// XREADGROUP's COUNT applies to each stream, so one read of
+			// several task streams can bring more deliveries than free
+			// slots. The surplus waits here for slots: no more than
+			// Concurrency handlers run, and the slot count stays whole.
+			if !w.dispatchSurplus(quit, ds, n) {
+				return
+			}
+			continue
+		}
 		w.releaseSlots(n - len(ds))
 		w.dispatch(ds)
 	}
+}
+
+// dispatchSurplus dispatches the first n deliveries on the slots taken and
+// each further one as a slot frees up. It reports false when quit fired
+// first; the deliveries not dispatched stay pending and are reclaimed once
+// their lease lapses.
+func (w *Worker) dispatchSurplus(quit <-chan struct{}, ds []redisstore.Delivery, n int) bool {
+	w.dispatch(ds[:n])
+	for _, d := range ds[n:] {
+		select {
+		case <-quit:
+			return false
+		case <-w.slots:
+		}
+		w.dispatch([]redisstore.Delivery{d})
+	}
+	return true
 }
 
 func (w *Worker) releaseSlots(n int) {
@@ -69,14 +96,42 @@ func (w *Worker) releaseSlots(n int) {
 	}
 }
 
-// dispatch starts a handler for each delivery; each holds one slot.
+// dispatch begins the attempts of a batch of deliveries in one round trip
+// (the start script pipelined, see redisstore.StartBatch) and hands each
+// one that started to a runner. Each delivery holds one slot, and counts in
+// w.runs, until its outcome is recorded or it turns out not to start.
+//
+// The fetch loop waits for the starts before it reads again. Deliveries
+// queued meanwhile are then read, and started, together; reading again at
+// once would wake the blocked read for each new delivery and take them one
+// by one, at one read and one start round trip each.
 func (w *Worker) dispatch(ds []redisstore.Delivery) {
-	for _, d := range ds {
-		w.runs.Add(1)
-		go func(d redisstore.Delivery) {
-			defer w.runs.Done()
-			defer w.releaseSlots(1)
-			w.process(d)
-		}(d)
+	if len(ds) == 0 {
+		return
+	}
+	w.runs.Add(len(ds))
+	w.startBatch(ds)
+}
+
+func (w *Worker) startBatch(ds []redisstore.Delivery) {
+	begun := w.opts.Clock.Now()
+	ps := make([]*redisstore.StartParams, len(ds))
+	for i, d := range ds {
+		ps[i] = &redisstore.StartParams{RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: w.opts.Name, Now: begun}
+	}
+	res, errs := w.store.StartBatch(w.baseCtx, ps)
+	for i, d := range ds {
+		switch {
+		case errs[i] != nil:
+			// The delivery stays pending and is reclaimed once its lease lapses.
+			w.log.Warn("taskq: starting run failed", "run", d.RunID, "task", d.Task, "err", errs[i])
+		case !res[i].Started:
+			w.log.Debug("taskq: delivery skipped", "run", d.RunID, "reason", res[i].Reason)
+		default:
+			w.run(runJob{d: d, st: res[i], begun: begun})
+			continue
+		}
+		w.releaseSlots(1)
+		w.runs.Done()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -35,24 +36,84 @@ func (a *activeRun) expired(now time.Time) bool {
 	return now.After(a.leaseUntil)
 }
 
-// process runs one delivery: start the attempt, call the handler, record
-// the outcome. Everything it writes is fenced by the attempt number.
-func (w *Worker) process(d redisstore.Delivery) {
+// lazyWith is base.With(attrs...) for a logger that most likely logs
+// nothing: the attributes reach base's handler (which may format them at
+// once, as slog.TextHandler does) only when a record is first handled.
+func lazyWith(base *slog.Logger, attrs ...slog.Attr) *slog.Logger {
+	return slog.New(&lazyAttrs{h: base.Handler(), attrs: attrs})
+}
+
+type lazyAttrs struct {
+	h     slog.Handler
+	attrs []slog.Attr
+
+	once sync.Once
+	with slog.Handler
+}
+
+func (l *lazyAttrs) resolved() slog.Handler {
+	l.once.Do(func() { l.with = l.h.WithAttrs(l.attrs) })
+	return l.with
+}
+
+func (l *lazyAttrs) Enabled(ctx context.Context, level slog.Level) bool {
+	return l.h.Enabled(ctx, level)
+}
+
+func (l *lazyAttrs) Handle(ctx context.Context, r slog.Record) error {
+	return l.resolved().Handle(ctx, r)
+}
+
+func (l *lazyAttrs) WithAttrs(attrs []slog.Attr) slog.Handler { return l.resolved().WithAttrs(attrs) }
+
+func (l *lazyAttrs) WithGroup(name string) slog.Handler { return l.resolved().WithGroup(name) }
+
+// runJob is an attempt that has started and waits for a runner.
+type runJob struct {
+	d     redisstore.Delivery
+	st    redisstore.StartResult
+	begun time.Time
+}
+
+// run hands a started attempt to an idle runner, or starts a runner for
+// it. Runners live until Shutdown: a long-lived goroutine has already grown
+// the stack a handler needs, where a goroutine per run would grow (copy) it
+// on every run. There are never more runners than handler slots: every
+// attempt holds a slot, so when all Concurrency runners exist and none is
+// idle, one has just released its slot and is about to take the next job.
+func (w *Worker) run(j runJob) {
+	select {
+	case w.work <- j:
+		return
+	default:
+	}
+	if w.runners.Add(1) <= int64(w.opts.Concurrency) {
+		go w.runner(j)
+		return
+	}
+	w.runners.Add(-1)
+	w.work <- j
+}
+
+// runner runs j, then each job it is handed, until Shutdown closes w.work.
+func (w *Worker) runner(j runJob) {
+	for {
+		w.process(j.d, j.st, j.begun)
+		w.releaseSlots(1)
+		w.runs.Done()
+		var ok bool
+		if j, ok = <-w.work; !ok {
+			return
+		}
+	}
+}
+
+// process runs one delivery whose attempt st has started (at begun, when
+// the start was sent): call the handler, record the outcome. Everything it
+// writes is fenced by the attempt number.
+func (w *Worker) process(d redisstore.Delivery, st redisstore.StartResult, begun time.Time) {
 	reg := w.tasks[d.Task]
-	begun := w.opts.Clock.Now()
-	st, err := w.store.Start(w.baseCtx, &redisstore.StartParams{
-		RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: w.opts.Name, Now: begun,
-	})
-	if err != nil {
-		// The delivery stays pending and is reclaimed once its lease lapses.
-		w.log.Warn("taskq: starting run failed", "run", d.RunID, "task", d.Task, "err", err)
-		return
-	}
-	if !st.Started {
-		w.log.Debug("taskq: delivery skipped", "run", d.RunID, "reason", st.Reason)
-		return
-	}
-	log := w.log.With("run", d.RunID, "task", d.Task, "attempt", st.Attempt)
+	log := lazyWith(w.log, slog.String("run", d.RunID), slog.String("task", d.Task), slog.Int("attempt", st.Attempt))
 	ctx, cancel := context.WithCancelCause(w.baseCtx)
 	defer cancel(nil)
 	var runCtx context.Context = ctx
@@ -127,6 +188,8 @@ func (w *Worker) call(h handlerFunc, ctx Context, input []byte) (out []byte, err
 // finish records the outcome, retrying while Redis is unreachable and the
 // lease may still be ours: nothing is acknowledged as done before Redis
 // holds it. If the lease lapses first, the run is redelivered instead.
+// Outcomes recorded at the same time by several handlers go to Redis in one
+// pipeline (w.finishes), each still its own fenced script call.
 func (w *Worker) finish(a *activeRun, p *redisstore.FinishParams, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
@@ -134,9 +197,8 @@ func (w *Worker) finish(a *activeRun, p *redisstore.FinishParams, log interface 
 	delay := time.Duration(0)
 	for {
 		p.Now = w.opts.Clock.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), w.opts.LeaseDuration)
-		res, err := w.store.Finish(ctx, p)
-		cancel()
+		// The batch is bounded by LeaseDuration (see New).
+		res, err := w.finishes.Do(context.Background(), p)
 		if err == nil {
 			if !res.Written {
 				log.Info("taskq: outcome not recorded", "reason", res.Status)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -159,6 +160,15 @@ type Worker struct {
 	stopAll context.CancelCauseFunc
 
 	fetcher, heartbeater, forwarder, janitor, canceller service
+
+	// work hands started attempts to idle runners (see processor.go);
+	// closed by Shutdown once every run has ended.
+	work      chan runJob
+	runners   atomic.Int64
+	closeWork sync.Once
+	// finishes coalesces the outcomes handlers record at the same time
+	// into one pipeline of finish scripts.
+	finishes *redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult]
 }
 
 // New creates a Worker. Register handlers with Handle, then Run it.
@@ -182,9 +192,18 @@ func New(opts Options) (*Worker, error) {
 		log:   opts.Logger.With("worker", opts.Name),
 		tasks: map[string]*registration{}, active: map[string]*activeRun{},
 		slots: make(chan struct{}, opts.Concurrency),
+		work:  make(chan runJob),
 	}
 	for i := 0; i < opts.Concurrency; i++ {
 		w.slots <- struct{}{}
+	}
+	var err error
+	w.finishes, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration}, w.store.FinishBatch)
+	if err != nil {
+		if owns {
+			_ = rdb.Close()
+		}
+		return nil, err
 	}
 	return w, nil
 }
@@ -289,6 +308,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		w.stopAll(ErrShutdown)
 	}
 	<-idle
+	w.closeWork.Do(func() { close(w.work) })
 	w.heartbeater.stop()
 	w.forwarder.stop()
 	w.janitor.stop()

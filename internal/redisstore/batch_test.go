@@ -1,0 +1,145 @@
+package redisstore_test
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
+)
+
+// StartBatch gives each delivery of a batch the outcome Start gives it
+// alone: started with its attempt and data, or skipped with the reason.
+func TestStartBatchStartsEachDeliveryAsStartWould(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		var ps []*redisstore.EnqueueParams
+		for _, k := range []string{"a", "b", "c", "d"} {
+			p := f.params("t", k, redisstore.StrategyStatus)
+			f.enqueue(p)
+			ps = append(ps, p)
+		}
+		ds := f.read("t", "w1")
+		if len(ds) != 4 {
+			t.Fatalf("read %d deliveries, want 4", len(ds))
+		}
+		// b: cancelled before it starts; c: its record is gone; d: an
+		// older delivery of a run that was queued again meanwhile.
+		if _, err := f.s.Cancel(f.ctx, ps[1].RunID, "test", f.now); err != nil {
+			t.Fatal(err)
+		}
+		b.Client.Del(f.ctx, f.k.Run(ps[2].RunID))
+		b.Client.HSet(f.ctx, f.k.Run(ps[3].RunID), "entry", "0-1")
+		// The batch must load the script itself. Only on miniredis: the
+		// shared server's cache is not ours to flush.
+		if !b.Real() {
+			b.Client.ScriptFlush(f.ctx)
+		}
+		batch := make([]*redisstore.StartParams, len(ds))
+		for i, d := range ds {
+			batch[i] = &redisstore.StartParams{RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: "w1", Now: f.now}
+		}
+		res, errs := f.s.StartBatch(f.ctx, batch)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("delivery %d: %v", i, err)
+			}
+		}
+		if r := res[0]; !r.Started || r.Attempt != 1 || string(r.Input) != `{"id":"1"}` || r.Key != "a" || r.Retries != 1 {
+			t.Fatalf("first delivery = %+v, want started as attempt 1 with its input and key", r)
+		}
+		for i, want := range []string{"", "cancelled", "missing", "stale"} {
+			if i > 0 && (res[i].Started || res[i].Reason != want) {
+				t.Errorf("delivery %d = %+v, want skipped as %q", i, res[i], want)
+			}
+		}
+		run, err := f.s.GetRun(f.ctx, ps[0].RunID)
+		if err != nil || run.Status != redisstore.StatusRunning || run.Attempt != 1 || run.Consumer != "w1" {
+			t.Fatalf("started run = %+v, %v", run, err)
+		}
+		// The skipped deliveries were acknowledged and deleted; the
+		// started one stays pending with its worker.
+		if n := b.Client.XLen(f.ctx, f.k.Stream("t")).Val(); n != 1 {
+			t.Fatalf("stream holds %d entries, want only the started one", n)
+		}
+	})
+}
+
+func TestStartBatchOfNothing(t *testing.T) {
+	f := newFixture(t, redistest.Mini(t))
+	res, errs := f.s.StartBatch(f.ctx, nil)
+	if len(res) != 0 || len(errs) != 0 {
+		t.Fatalf("empty batch = %v, %v", res, errs)
+	}
+}
+
+// One delivery whose run record holds the wrong type fails alone.
+func TestStartBatchErrorsStayWithTheirDelivery(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		good, bad := f.params("t", "a", redisstore.StrategyStatus), f.params("t", "b", redisstore.StrategyStatus)
+		f.enqueue(good)
+		f.enqueue(bad)
+		ds := f.read("t", "w1")
+		b.Client.Del(f.ctx, f.k.Run(bad.RunID))
+		b.Client.Set(f.ctx, f.k.Run(bad.RunID), "not a hash", 0)
+		batch := []*redisstore.StartParams{
+			{RunID: ds[1].RunID, Task: "t", EntryID: ds[1].EntryID, Consumer: "w1", Now: f.now},
+			{RunID: ds[0].RunID, Task: "t", EntryID: ds[0].EntryID, Consumer: "w1", Now: f.now},
+		}
+		res, errs := f.s.StartBatch(f.ctx, batch)
+		if !errors.Is(errs[0], redisstore.ErrWrongType) {
+			t.Fatalf("wrong-type record: %v, want ErrWrongType", errs[0])
+		}
+		if errs[1] != nil || !res[1].Started {
+			t.Fatalf("the other delivery = %+v, %v; want started", res[1], errs[1])
+		}
+	})
+}
+
+func TestScriptSourceIsWhatTheStoreRuns(t *testing.T) {
+	names := redisstore.ScriptNames()
+	for sha, name := range names {
+		src, err := redisstore.ScriptSource(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		sum := sha1.Sum([]byte(src))
+		if got := hex.EncodeToString(sum[:]); got != sha {
+			t.Errorf("%s: source hashes to %s, the store sends %s", name, got, sha)
+		}
+	}
+	for _, bad := range []string{"lib", "nope", ""} {
+		if _, err := redisstore.ScriptSource(bad); err == nil {
+			t.Errorf("ScriptSource(%q) gave no error", bad)
+		}
+	}
+}
+
+// EnqueueCall's KEYS and ARGV, sent to the enqueue script by hand, do what
+// Enqueue does.
+func TestEnqueueCallIsWhatEnqueueSends(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		src, err := redisstore.ScriptSource("enqueue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := f.params("t", "k", redisstore.StrategyStatus)
+		keys, args := f.s.EnqueueCall(p)
+		v, err := b.Client.Eval(f.ctx, src, keys, args...).Slice()
+		if err != nil || len(v) < 2 || v[0] != int64(1) {
+			t.Fatalf("enqueue by hand = %v, %v", v, err)
+		}
+		dup := f.params("t", "k", redisstore.StrategyStatus)
+		if r := f.enqueue(dup); r.Accepted || r.Owner != p.RunID {
+			t.Fatalf("a trigger of the same key = %+v, want a collision with %s", r, p.RunID)
+		}
+		run, err := f.s.GetRun(f.ctx, p.RunID)
+		if err != nil || run.Key != "k" || run.Strategy != redisstore.StrategyStatus || string(run.Input) != string(p.Input) {
+			t.Fatalf("run = %+v, %v", run, err)
+		}
+	})
+}

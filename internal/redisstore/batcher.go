@@ -1,0 +1,168 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Defaults of BatcherOptions.
+const (
+	// BatcherMaxBatchDefault bounds one pipeline, so a burst of calls is
+	// split into several pipelines that Redis serves in turn rather than
+	// one that holds the connection for long.
+	BatcherMaxBatchDefault = 256
+	// BatcherSendersDefault is how many pipelines may be in flight at once:
+	// while Redis runs one, the next is being built and the previous one's
+	// replies are being read, so neither side waits for the other.
+	BatcherSendersDefault = 2
+	// BatcherTimeoutDefault bounds the sending of one pipeline.
+	BatcherTimeoutDefault = 5 * time.Second
+)
+
+// BatcherOptions configure a Batcher. Zero values mean the defaults.
+type BatcherOptions struct {
+	// MaxBatch is the most calls sent in one pipeline.
+	MaxBatch int
+	// Senders is the most pipelines in flight at once.
+	Senders int
+	// Timeout bounds the sending of one pipeline.
+	Timeout time.Duration
+}
+
+func (o BatcherOptions) withDefaults() (BatcherOptions, error) {
+	if o.MaxBatch == 0 {
+		o.MaxBatch = BatcherMaxBatchDefault
+	}
+	if o.Senders == 0 {
+		o.Senders = BatcherSendersDefault
+	}
+	if o.Timeout == 0 {
+		o.Timeout = BatcherTimeoutDefault
+	}
+	if o.MaxBatch < 1 || o.Senders < 1 || o.Timeout < 0 {
+		return o, fmt.Errorf("redisstore: batcher options %+v: MaxBatch and Senders must be at least 1, Timeout not negative", o)
+	}
+	return o, nil
+}
+
+// Batcher coalesces the calls that many goroutines make at the same time
+// into pipelines: Do queues a call, and a sender takes everything queued at
+// that moment (up to MaxBatch) and sends it in one round trip. Nothing
+// waits for a batch to fill: a call made while a sender is free goes out at
+// once, and calls made while every sender is busy go out together as soon
+// as one is free. So batches grow with the load and add no latency when
+// there is none. Senders are goroutines started on demand that end when the
+// queue is empty; an idle Batcher holds none.
+type Batcher[P, R any] struct {
+	send func(ctx context.Context, ps []P) ([]R, []error)
+	opts BatcherOptions
+
+	mu      sync.Mutex
+	queue   []*batchCall[P, R]
+	senders int
+}
+
+type batchCall[P, R any] struct {
+	ctx  context.Context
+	p    P
+	r    R
+	err  error
+	done chan struct{}
+}
+
+// NewBatcher returns a Batcher that sends batches with send, which must
+// return one result and one error per parameter, in order (as the store's
+// *Batch methods do).
+func NewBatcher[P, R any](opts BatcherOptions, send func(ctx context.Context, ps []P) ([]R, []error)) (*Batcher[P, R], error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if send == nil {
+		return nil, errors.New("redisstore: batcher needs a send function")
+	}
+	return &Batcher[P, R]{send: send, opts: opts}, nil
+}
+
+// Do queues p, waits until the batch holding it has been sent and returns
+// p's own result and error. If ctx ends first, Do returns ctx's error; a
+// call that had already been sent may still have taken effect, as with any
+// Redis command whose caller stopped waiting for the reply.
+func (b *Batcher[P, R]) Do(ctx context.Context, p P) (R, error) {
+	var zero R
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	c := &batchCall[P, R]{ctx: ctx, p: p, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	spawn := b.senders < b.opts.Senders
+	if spawn {
+		b.senders++
+	}
+	b.mu.Unlock()
+	if spawn {
+		go b.sender()
+	}
+	select {
+	case <-c.done:
+		return c.r, c.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// sender sends batches until the queue is empty.
+func (b *Batcher[P, R]) sender() {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), b.opts.MaxBatch)
+		if n == 0 {
+			b.senders--
+			b.queue = nil // let a large backing array go
+			b.mu.Unlock()
+			return
+		}
+		batch := make([]*batchCall[P, R], n)
+		copy(batch, b.queue)
+		b.queue = b.queue[:copy(b.queue, b.queue[n:])]
+		b.mu.Unlock()
+		b.flush(batch)
+	}
+}
+
+// flush sends one batch and hands each caller its result. Calls whose
+// caller has stopped waiting are not sent.
+func (b *Batcher[P, R]) flush(batch []*batchCall[P, R]) {
+	live := batch[:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ps := make([]P, len(live))
+	for i, c := range live {
+		ps[i] = c.p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.Timeout)
+	rs, errs := b.send(ctx, ps)
+	cancel()
+	for i, c := range live {
+		switch {
+		case i >= len(rs) || i >= len(errs):
+			c.err = fmt.Errorf("redisstore: batch send returned %d results for %d calls", len(rs), len(live))
+		default:
+			c.r, c.err = rs[i], errs[i]
+		}
+		close(c.done)
+	}
+}

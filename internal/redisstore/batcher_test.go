@@ -1,0 +1,273 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// gate is a send function for tests: it records every batch and, while
+// held, blocks each send until released.
+type gate struct {
+	mu      sync.Mutex
+	batches [][]int
+	entered chan []int
+	release chan struct{}
+	active  int
+	peak    int
+	// fail makes the send report an error for these parameters.
+	fail map[int]bool
+	// short makes the send return one result fewer than it was given.
+	short bool
+}
+
+func newGate() *gate {
+	return &gate{entered: make(chan []int, 100), release: make(chan struct{})}
+}
+
+func (g *gate) send(ctx context.Context, ps []int) ([]int, []error) {
+	g.mu.Lock()
+	g.batches = append(g.batches, slices.Clone(ps))
+	g.active++
+	g.peak = max(g.peak, g.active)
+	g.mu.Unlock()
+	g.entered <- ps
+	<-g.release
+	g.mu.Lock()
+	g.active--
+	g.mu.Unlock()
+	rs := make([]int, len(ps))
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		rs[i] = p * 10
+		if g.fail[p] {
+			errs[i] = fmt.Errorf("call %d failed", p)
+		}
+	}
+	if g.short {
+		return rs[:len(rs)-1], errs[:len(errs)-1]
+	}
+	return rs, errs
+}
+
+// open lets every send through from now on.
+func (g *gate) open() { close(g.release) }
+
+func newTestBatcher(t *testing.T, opts BatcherOptions, g *gate) *Batcher[int, int] {
+	t.Helper()
+	b, err := NewBatcher(opts, g.send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// waitQueued waits until n calls are queued; a bounded wait, not a timing
+// assertion: it only fails if the calls never get queued.
+func waitQueued[P, R any](t *testing.T, b *Batcher[P, R], n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		q := len(b.queue)
+		b.mu.Unlock()
+		if q == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls queued, want %d", q, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type result struct {
+	p, r int
+	err  error
+}
+
+func doAll(b *Batcher[int, int], ctx context.Context, ps ...int) chan result {
+	out := make(chan result, len(ps))
+	for _, p := range ps {
+		go func() {
+			r, err := b.Do(ctx, p)
+			out <- result{p, r, err}
+		}()
+	}
+	return out
+}
+
+func TestBatcherCoalescesCallsMadeWhileSending(t *testing.T) {
+	g := newGate()
+	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
+	ctx := context.Background()
+	first := doAll(b, ctx, 1)
+	if got := <-g.entered; !slices.Equal(got, []int{1}) {
+		t.Fatalf("first batch = %v, want [1]: a lone call goes out at once", got)
+	}
+	rest := doAll(b, ctx, 2, 3, 4, 5, 6)
+	waitQueued(t, b, 5)
+	g.open()
+	if got := <-g.entered; len(got) != 5 {
+		t.Fatalf("second batch = %v, want the 5 calls queued meanwhile", got)
+	}
+	for _, ch := range []chan result{first, rest} {
+		for range cap(ch) {
+			r := <-ch
+			if r.err != nil || r.r != r.p*10 {
+				t.Fatalf("call %d got %d, %v; want its own result %d", r.p, r.r, r.err, r.p*10)
+			}
+		}
+	}
+	if len(g.batches) != 2 {
+		t.Fatalf("batches = %v, want 2", g.batches)
+	}
+}
+
+func TestBatcherSplitsAtMaxBatch(t *testing.T) {
+	g := newGate()
+	b := newTestBatcher(t, BatcherOptions{Senders: 1, MaxBatch: 2}, g)
+	ctx := context.Background()
+	out := doAll(b, ctx, 1)
+	<-g.entered
+	more := doAll(b, ctx, 2, 3, 4, 5, 6)
+	waitQueued(t, b, 5)
+	g.open()
+	for range 1 + 5 {
+		select {
+		case r := <-out:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+		case r := <-more:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+		}
+	}
+	var sizes []int
+	for _, batch := range g.batches {
+		sizes = append(sizes, len(batch))
+	}
+	if !slices.Equal(sizes, []int{1, 2, 2, 1}) {
+		t.Fatalf("batch sizes = %v, want [1 2 2 1]", sizes)
+	}
+}
+
+func TestBatcherBoundsSendersInFlight(t *testing.T) {
+	g := newGate()
+	b := newTestBatcher(t, BatcherOptions{Senders: 2}, g)
+	out := doAll(b, context.Background(), 1, 2, 3, 4, 5, 6, 7, 8)
+	<-g.entered
+	<-g.entered
+	g.open()
+	for range 8 {
+		if r := <-out; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if g.peak != 2 {
+		t.Fatalf("at most %d batches were in flight at once, want exactly 2", g.peak)
+	}
+}
+
+func TestBatcherGivesEachCallItsOwnError(t *testing.T) {
+	g := newGate()
+	g.fail = map[int]bool{2: true}
+	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
+	first := doAll(b, context.Background(), 1)
+	<-g.entered
+	out := doAll(b, context.Background(), 2, 3)
+	waitQueued(t, b, 2)
+	g.open()
+	if r := <-first; r.err != nil {
+		t.Fatal(r.err)
+	}
+	for range 2 {
+		r := <-out
+		switch {
+		case r.p == 2 && r.err == nil:
+			t.Fatal("call 2 should have failed")
+		case r.p == 3 && (r.err != nil || r.r != 30):
+			t.Fatalf("call 3 got %d, %v; another call's error leaked into it", r.r, r.err)
+		}
+	}
+}
+
+func TestBatcherDropsCallsWhoseCallerStoppedWaiting(t *testing.T) {
+	g := newGate()
+	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
+	first := doAll(b, context.Background(), 1)
+	<-g.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := doAll(b, ctx, 2)
+	waitQueued(t, b, 1)
+	cancel()
+	if r := <-gone; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled call returned %v, want context.Canceled", r.err)
+	}
+	kept := doAll(b, context.Background(), 3)
+	waitQueued(t, b, 2)
+	g.open()
+	<-first
+	if r := <-kept; r.err != nil || r.r != 30 {
+		t.Fatalf("call 3 = %d, %v", r.r, r.err)
+	}
+	for _, batch := range g.batches {
+		if slices.Contains(batch, 2) {
+			t.Fatalf("the cancelled call was sent: batches %v", g.batches)
+		}
+	}
+	if _, err := b.Do(ctx, 4); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do with a done context = %v, want context.Canceled", err)
+	}
+}
+
+func TestBatcherReportsAShortReply(t *testing.T) {
+	g := newGate()
+	g.short = true
+	g.open()
+	b := newTestBatcher(t, BatcherOptions{}, g)
+	if _, err := b.Do(context.Background(), 1); err == nil {
+		t.Fatal("a call the send function returned no result for got no error")
+	}
+}
+
+func TestBatcherIdleHoldsNoSender(t *testing.T) {
+	g := newGate()
+	g.open()
+	b := newTestBatcher(t, BatcherOptions{}, g)
+	out := doAll(b, context.Background(), 1, 2, 3)
+	for range 3 {
+		<-out
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		n := b.senders
+		b.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d senders still running with nothing queued", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestNewBatcherValidates(t *testing.T) {
+	send := func(context.Context, []int) ([]int, []error) { return nil, nil }
+	for _, o := range []BatcherOptions{{MaxBatch: -1}, {Senders: -1}, {Timeout: -time.Second}} {
+		if _, err := NewBatcher(o, send); err == nil {
+			t.Errorf("options %+v accepted", o)
+		}
+	}
+	if _, err := NewBatcher[int, int](BatcherOptions{}, nil); err == nil {
+		t.Error("a nil send function was accepted")
+	}
+}

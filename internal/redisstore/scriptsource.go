@@ -1,0 +1,29 @@
+package redisstore
+
+import (
+	"fmt"
+	"io/fs"
+)
+
+// ScriptSource returns the full source of the named script ("enqueue",
+// "start", "finish", ...) as the store loads it, lib.lua included, so its
+// SHA1 is the one the store sends with EVALSHA. Benchmarks use it to run the
+// same script from a plain Redis client as a baseline.
+func ScriptSource(name string) (string, error) {
+	lib, err := fs.ReadFile(luaFS, "lua/lib.lua")
+	if err != nil {
+		return "", err
+	}
+	body, err := fs.ReadFile(luaFS, "lua/"+name+".lua")
+	if err != nil || name == "lib" {
+		return "", fmt.Errorf("redisstore: no script named %q", name)
+	}
+	// The same concatenation as loadScript; a test checks the hashes agree.
+	return string(lib) + "\n" + string(body), nil
+}
+
+// EnqueueCall returns the KEYS and ARGV that Enqueue sends to the enqueue
+// script for p, so a baseline can send precisely the same work.
+func (s *Store) EnqueueCall(p *EnqueueParams) (keys []string, args []any) {
+	return s.enqueueArgs(p)
+}

@@ -1,0 +1,36 @@
+package client
+
+import (
+	"context"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// triggerBatcher coalesces the triggers that goroutines of one Client make
+// at the same time into one pipeline of enqueue scripts (see
+// redisstore.Batcher): under load, one round trip carries many triggers, so
+// Redis and the client spend far fewer system calls per trigger; a lone
+// trigger is sent at once. Each trigger is still its own atomic script with
+// its own outcome, and the triggers of one batch run in the order they were
+// queued. Options.DisableTriggerBatching turns it off.
+type triggerBatcher = redisstore.Batcher[*redisstore.EnqueueParams, redisstore.EnqueueResult]
+
+// newTriggerBatcher returns nil when batching is disabled.
+func newTriggerBatcher(st *redisstore.Store, opts Options) (*triggerBatcher, error) {
+	if opts.DisableTriggerBatching {
+		return nil, nil
+	}
+	return redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.OperationTimeout}, st.EnqueueBatch)
+}
+
+// enqueue sends one trigger, batched unless batching is disabled. A batch
+// is bounded by OperationTimeout itself, so a batched trigger needs no
+// deadline of its own.
+func (c *Client) enqueue(ctx context.Context, p *redisstore.EnqueueParams) (redisstore.EnqueueResult, error) {
+	if c.triggers != nil {
+		return c.triggers.Do(ctx, p)
+	}
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	return c.store.Enqueue(ctx, p)
+}
