@@ -226,6 +226,11 @@ func TestUnreachableRedisFailsPromptly(t *testing.T) {
 				if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `task "`+defs[0].Name+`"`) {
 					t.Fatalf("trigger against an unreachable Redis: %v; want the task named and context.DeadlineExceeded", err)
 				}
+				var ue *client.UnavailableError
+				if !errors.As(err, &ue) || !errors.Is(err, client.ErrUnavailable) || ue.Addr != tc.addr ||
+					!strings.Contains(err.Error(), "Redis at "+tc.addr+" did not answer") {
+					t.Fatalf("trigger against an unreachable Redis: %v; want an *UnavailableError naming %s", err, tc.addr)
+				}
 			case <-time.After(10 * timeout):
 				t.Fatalf("trigger against an unreachable Redis still waiting after %s with OperationTimeout %s", 10*timeout, timeout)
 			}

@@ -185,7 +185,7 @@ func (c *Client) Store() *redisstore.Store { return c.store }
 func (c *Client) Ping(ctx context.Context) error {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	return c.store.Ping(ctx)
+	return c.unavailable(ctx, c.store.Ping(ctx))
 }
 
 // opCtx bounds a call to Redis by OperationTimeout unless ctx has an

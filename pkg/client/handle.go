@@ -124,7 +124,7 @@ func (h *RunHandle) Get(ctx context.Context) (*RunInfo, error) {
 	defer cancel()
 	r, err := h.c.store.GetRun(ctx, h.id)
 	if err != nil {
-		return nil, err
+		return nil, h.c.unavailable(ctx, err)
 	}
 	return runInfo(r), nil
 }
@@ -134,7 +134,7 @@ func (h *RunHandle) Status(ctx context.Context) (Status, error) {
 	ctx, cancel := h.c.opCtx(ctx)
 	defer cancel()
 	s, err := h.c.store.RunStatus(ctx, h.id)
-	return Status(s), err
+	return Status(s), h.c.unavailable(ctx, err)
 }
 
 // Wait blocks until the run ends or ctx is done and returns its final
@@ -182,7 +182,7 @@ func (c *Client) Cancel(ctx context.Context, runID string) (Status, error) {
 	defer cancel()
 	res, err := c.store.Cancel(ctx, runID, "cancelled by request", c.opts.Clock.Now())
 	if err != nil {
-		return "", err
+		return "", c.unavailable(ctx, err)
 	}
 	if res.Status == "missing" {
 		return "", fmt.Errorf("%w: %s", ErrRunNotFound, runID)

@@ -108,7 +108,7 @@ func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []by
 		res, err = c.store.SignalKey(ctx, key, sid.String(), payload, c.opts.MaxSignals)
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.unavailable(ctx, err)
 	}
 	switch {
 	case res.Delivered:
@@ -149,7 +149,7 @@ func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
 	defer cancel()
 	ks, ok, err := c.store.GetKey(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, c.unavailable(ctx, err)
 	}
 	if !ok {
 		return nil, &KeyNotHeldError{Key: key}

@@ -141,7 +141,7 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	}
 	res, err := c.enqueue(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("task %q: trigger: %w", def.Name, err)
+		return nil, fmt.Errorf("task %q: trigger: %w", def.Name, c.unavailable(ctx, err))
 	}
 	if res.Outcome == redisstore.TriggerRejected {
 		return nil, c.collision(def, p.Key, res.Owner)
@@ -208,7 +208,7 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 	for i, r := range results {
 		switch {
 		case errs[i] != nil:
-			other = append(other, &BatchItemError{Index: i, Err: errs[i]})
+			other = append(other, &BatchItemError{Index: i, Err: c.unavailable(ctx, errs[i])})
 		case r.Outcome != redisstore.TriggerRejected:
 			hs[i] = c.triggered(ps[i], r)
 		default:
