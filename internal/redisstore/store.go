@@ -384,30 +384,15 @@ type StartResult struct {
 	Created time.Time
 }
 
-// Start begins a new attempt of the delivered run.
+// Start begins a new attempt of the delivered run. StartBatch does the
+// same for many deliveries in one round trip.
 func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) {
-	v, err := s.runScript(ctx, s.scripts.start,
-		[]string{s.keys.Run(p.RunID), s.keys.Stream(p.Task)},
-		p.RunID, p.EntryID, GroupName, p.Consumer, unixMS(p.Now), s.keys.Prefix())
+	k, a := s.startArgs(p)
+	v, err := s.runScript(ctx, s.scripts.start, k, a...)
 	if err != nil {
 		return StartResult{}, err
 	}
-	r, err := asSlice(v)
-	if err != nil || len(r) < 2 {
-		return StartResult{}, fmt.Errorf("start: unexpected reply %v", v)
-	}
-	if asInt(r[0]) != 1 {
-		return StartResult{Reason: asString(r[1])}, nil
-	}
-	if len(r) < 9 {
-		return StartResult{}, fmt.Errorf("start: unexpected reply %v", v)
-	}
-	return StartResult{
-		Started: true, Attempt: int(asInt(r[1])), Fails: int(asInt(r[2])),
-		Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),
-		Retries: int(asInt(r[6])), Timeout: time.Duration(asInt(r[7])) * time.Millisecond,
-		Created: fromMS(asInt(r[8])),
-	}, nil
+	return parseStart(v)
 }
 
 // Outcome is what an attempt reports.
