@@ -161,13 +161,20 @@ func TestBatcherSplitsAtMaxBatch(t *testing.T) {
 func TestBatcherBoundsSendersInFlight(t *testing.T) {
 	g := newGate()
 	b := newTestBatcher(t, BatcherOptions{Senders: 2}, g)
-	out := doAll(b, context.Background(), 1, 2, 3, 4, 5, 6, 7, 8)
+	ctx := context.Background()
+	// One call per sender, each held in its send; the rest must queue.
+	outs := []chan result{doAll(b, ctx, 1)}
 	<-g.entered
+	outs = append(outs, doAll(b, ctx, 2))
 	<-g.entered
+	outs = append(outs, doAll(b, ctx, 3, 4, 5, 6, 7, 8))
+	waitQueued(t, b, 6)
 	g.open()
-	for range 8 {
-		if r := <-out; r.err != nil {
-			t.Fatal(r.err)
+	for i, n := range []int{1, 1, 6} {
+		for range n {
+			if r := <-outs[i]; r.err != nil {
+				t.Fatal(r.err)
+			}
 		}
 	}
 	if g.peak != 2 {

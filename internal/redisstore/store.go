@@ -236,10 +236,9 @@ func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, e
 	keys, args := s.enqueueArgs(p)
 	v, err := s.runScript(ctx, s.scripts.enqueue, keys, args...)
 	if err != nil {
-		return s.fromResend(ctx, p, EnqueueResult{}, err)
+		return EnqueueResult{}, err
 	}
-	res, err := parseEnqueue(v)
-	return s.fromResend(ctx, p, res, err)
+	return parseEnqueue(v)
 }
 
 // EnqueueBatch runs the enqueue script for every trigger in one pipeline, in
@@ -254,11 +253,10 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]Enqueu
 	for i, c := range cmds {
 		v, err := c.Result()
 		if err != nil {
-			results[i], errs[i] = s.fromResend(ctx, ps[i], EnqueueResult{}, scriptError(err))
+			errs[i] = scriptError(err)
 			continue
 		}
-		res, err := parseEnqueue(v)
-		results[i], errs[i] = s.fromResend(ctx, ps[i], res, err)
+		results[i], errs[i] = parseEnqueue(v)
 	}
 	return results, errs
 }

@@ -529,3 +529,30 @@ func TestRegisterTaskReturnsPrevious(t *testing.T) {
 		}
 	})
 }
+
+// go-redis sends a script again when its reply was lost; the resend must
+// report what the first send did, not a collision with itself.
+func TestEnqueueResendReportsTheFirstSend(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		for _, strat := range []redisstore.Strategy{redisstore.StrategyStatus, redisstore.StrategyNone} {
+			p := f.params("resend", "k-"+string(strat), strat)
+			first := f.enqueue(p)
+			again := f.enqueue(p)
+			if !again.Accepted || again.EntryID != first.EntryID {
+				t.Fatalf("%s: resend = %+v, want the first send's %+v", strat, again, first)
+			}
+			if n := b.Client.XLen(f.ctx, f.k.Stream("resend")).Val(); n != int64(f.runNo) {
+				t.Fatalf("%s: resend queued the run again: %d entries", strat, n)
+			}
+		}
+		// Another trigger with a taken run ID (not a resend) is refused.
+		p := f.params("resend", "", redisstore.StrategyNone)
+		f.enqueue(p)
+		p2 := *p
+		p2.Task = "other"
+		if _, err := f.s.Enqueue(f.ctx, &p2); !errors.Is(err, redisstore.ErrRunExists) {
+			t.Fatalf("reused run ID: %v, want ErrRunExists", err)
+		}
+	})
+}

@@ -35,11 +35,20 @@
 --   {3, owner run id, signal id}  the input was sent to the owner as a signal
 --   {4, owner run id}             debounced: the queued owner now has this
 --                                 input and the window starts again
+-- A resend of the same trigger (go-redis sends a command again when its
+-- reply was lost) finds the record the first send wrote, with this run ID,
+-- task and creation time, and answers {1, entry id} as the first send did.
 -- Errors, with nothing written:
 --   "TASKQ_WRONGTYPE <key> <type>"  a key holds a value of the wrong type
 --   "TASKQ_EXISTS <run id>"         a run record with this ID exists
 
 local prefix, policy, strat = ARGV[16], ARGV[14], ARGV[6]
+if redis.call('TYPE', KEYS[1])['ok'] == 'hash' then
+  local first = redis.call('HMGET', KEYS[1], 'task', 'created', 'entry')
+  if first[1] == ARGV[2] and first[2] == ARGV[13] then
+    return {1, first[3] or ''}
+  end
+end
 local r = {
   run_key = KEYS[1], stream_key = KEYS[2], runs_key = KEYS[3], run_id = ARGV[1],
   task = ARGV[2], input = ARGV[3], meta = ARGV[4], key = ARGV[5], strat = strat,
