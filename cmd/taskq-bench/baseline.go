@@ -63,6 +63,10 @@ func (b *baseline) args(k string) ([]string, []any) {
 }
 
 func (b *baseline) check(v any) error {
+	// The script replies with an array of one reply per trigger.
+	if all, ok := v.([]any); ok && len(all) == 1 {
+		v = all[0]
+	}
 	r, ok := v.([]any)
 	if !ok || len(r) < 2 {
 		return fmt.Errorf("unexpected reply %v", v)

@@ -48,19 +48,23 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
-// ProcessHook records script calls of interest.
+// ProcessHook records script calls of interest: one operation per item of
+// a script that takes many (enqueue, start, finish).
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		op, ok := h.parse(cmd.Args())
-		if !ok {
+		ops := h.parse(cmd.Args())
+		if len(ops) == 0 {
 			return next(ctx, cmd)
 		}
-		p := h.rec.Call(op)
-		if h.BeforeSend != nil {
-			ctx = h.BeforeSend(ctx, p.Op())
+		ps := make([]*Pending, len(ops))
+		for i, op := range ops {
+			ps[i] = h.rec.Call(op)
+			if h.BeforeSend != nil {
+				ctx = h.BeforeSend(ctx, ps[i].Op())
+			}
 		}
 		err := next(ctx, cmd)
-		p.Return(h.result(op.Kind, cmd, err))
+		h.returnAll(ops, ps, cmd, err)
 		return err
 	}
 }
@@ -70,26 +74,66 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		type rec struct {
-			p    *Pending
-			kind Kind
-			cmd  redis.Cmder
+			ops []Op
+			ps  []*Pending
+			cmd redis.Cmder
 		}
 		var recs []rec
 		for _, c := range cmds {
-			if op, ok := h.parse(c.Args()); ok {
-				p := h.rec.Call(op)
-				if h.BeforeSend != nil {
-					ctx = h.BeforeSend(ctx, p.Op())
-				}
-				recs = append(recs, rec{p, op.Kind, c})
+			ops := h.parse(c.Args())
+			if len(ops) == 0 {
+				continue
 			}
+			r := rec{ops: ops, ps: make([]*Pending, len(ops)), cmd: c}
+			for i, op := range ops {
+				r.ps[i] = h.rec.Call(op)
+				if h.BeforeSend != nil {
+					ctx = h.BeforeSend(ctx, r.ps[i].Op())
+				}
+			}
+			recs = append(recs, r)
 		}
 		err := next(ctx, cmds)
 		for _, r := range recs {
-			r.p.Return(h.result(r.kind, r.cmd, err))
+			h.returnAll(r.ops, r.ps, r.cmd, err)
 		}
 		return err
 	}
+}
+
+// returnAll records the results of one script call's operations.
+func (h *Hook) returnAll(ops []Op, ps []*Pending, cmd redis.Cmder, err error) {
+	if cerr := cmd.Err(); cerr != nil {
+		err = cerr
+	}
+	var replies []any
+	if err == nil {
+		c, ok := cmd.(*redis.Cmd)
+		if !ok {
+			err = fmt.Errorf("unexpected command type %T", cmd)
+		} else {
+			replies = []any{c.Val()}
+			if ops[0].Kind.batched() {
+				replies, _ = c.Val().([]any)
+			}
+			if len(replies) != len(ops) {
+				err = fmt.Errorf("unexpected reply %v for %d operations", c.Val(), len(ops))
+			}
+		}
+	}
+	for i, op := range ops {
+		if err != nil {
+			ps[i].Return(Result{Code: Classify(err), Err: err.Error()})
+			continue
+		}
+		ps[i].Return(result(op.Kind, replies[i]))
+	}
+}
+
+// batched reports whether the script of kind takes many items per call and
+// replies with an array of one reply per item.
+func (k Kind) batched() bool {
+	return k == KindEnqueue || k == KindStart || k == KindFinish
 }
 
 func str(v any) string {
@@ -114,11 +158,12 @@ func num(v any) int64 {
 	return n
 }
 
-// parse recognises a script call from its arguments: EVALSHA sha numkeys
-// keys... args..., or EVAL source numkeys ... after a NOSCRIPT reply.
-func (h *Hook) parse(args []any) (Op, bool) {
+// parse recognises a script call from its arguments (EVALSHA sha numkeys
+// keys... args..., or EVAL source numkeys ... after a NOSCRIPT reply) and
+// returns its operations, none for a call of no interest.
+func (h *Hook) parse(args []any) []Op {
 	if len(args) < 3 {
-		return Op{}, false
+		return nil
 	}
 	var sha string
 	switch strings.ToLower(str(args[0])) {
@@ -128,12 +173,12 @@ func (h *Hook) parse(args []any) (Op, bool) {
 		sum := sha1.Sum([]byte(str(args[1])))
 		sha = hex.EncodeToString(sum[:])
 	default:
-		return Op{}, false
+		return nil
 	}
 	name := h.names[sha]
 	nkeys := int(num(args[2]))
 	if name == "" || len(args) < 3+nkeys {
-		return Op{}, false
+		return nil
 	}
 	argv := args[3+nkeys:]
 	at := func(i int) string {
@@ -149,20 +194,29 @@ func (h *Hook) parse(args []any) (Op, bool) {
 		return 0
 	}
 	// Argument positions follow the KEYS/ARGV header of each script.
+	var ops []Op
 	switch name {
 	case "enqueue":
-		return Op{Kind: KindEnqueue, RunID: at(0), Task: at(1), Token: token(argv, 2), Key: at(4),
-			Strategy: at(5), HoldMs: n(6), RetainMs: n(7), Policy: at(13)}, true
+		for i := 0; i < nkeys/4; i++ {
+			a := 2 + 16*i
+			ops = append(ops, Op{Kind: KindEnqueue, RunID: at(a), Task: at(a + 1), Token: token(argv, a+2), Key: at(a + 4),
+				Strategy: at(a + 5), HoldMs: n(a + 6), RetainMs: n(a + 7), Policy: at(a + 13)})
+		}
 	case "start":
-		return Op{Kind: KindStart, RunID: at(0)}, true
+		for i := 0; i < nkeys/2; i++ {
+			ops = append(ops, Op{Kind: KindStart, RunID: at(4 + 2*i)})
+		}
 	case "finish":
-		return Op{Kind: KindFinish, RunID: at(0), Attempt: int(n(1)), Outcome: at(2)}, true
+		for i := 0; i < nkeys-1; i++ {
+			a := 2 + 6*i
+			ops = append(ops, Op{Kind: KindFinish, RunID: at(a), Attempt: int(n(a + 1)), Outcome: at(a + 2)})
+		}
 	case "cancel":
-		return Op{Kind: KindCancel, RunID: at(0)}, true
+		ops = append(ops, Op{Kind: KindCancel, RunID: at(0)})
 	case "requeue":
-		return Op{Kind: KindRequeue, RunID: at(0), Attempt: int(n(1))}, true
+		ops = append(ops, Op{Kind: KindRequeue, RunID: at(0), Attempt: int(n(1))})
 	}
-	return Op{}, false
+	return ops
 }
 
 // token reads the "op" field of a JSON input, which load generators set to
@@ -196,20 +250,15 @@ func Classify(err error) Code {
 	return CodeUnknown
 }
 
-func (h *Hook) result(kind Kind, cmd redis.Cmder, err error) Result {
-	if cerr := cmd.Err(); cerr != nil {
-		err = cerr
-	}
-	if err != nil {
+// result reads one operation's reply: an error reply of its own, or the
+// script's reply for it.
+func result(kind Kind, v any) Result {
+	if err, ok := v.(error); ok {
 		return Result{Code: Classify(err), Err: err.Error()}
 	}
-	c, ok := cmd.(*redis.Cmd)
-	if !ok {
-		return Result{Code: CodeUnknown, Err: fmt.Sprintf("unexpected command type %T", cmd)}
-	}
-	reply, ok := c.Val().([]any)
+	reply, ok := v.([]any)
 	if !ok || len(reply) < 2 {
-		return Result{Code: CodeUnknown, Err: fmt.Sprintf("unexpected reply %v", c.Val())}
+		return Result{Code: CodeUnknown, Err: fmt.Sprintf("unexpected reply %v", v)}
 	}
 	code := num(reply[0])
 	switch kind {

@@ -6,32 +6,44 @@ import (
 	"time"
 )
 
-// StartBatch begins the attempts of many deliveries in one round trip: the
-// start script once per delivery, pipelined, in order. The i-th result and
-// error belong to the i-th delivery and are what Start would have returned
-// for it alone.
+// StartBatch begins the attempts of many deliveries in one call of the
+// start script. The i-th result and error belong to the i-th delivery and
+// are what Start would have returned for it alone. A batch is one
+// consumer's: every delivery must name the same Consumer, and all start at
+// the first one's Now.
 func (s *Store) StartBatch(ctx context.Context, ps []*StartParams) ([]StartResult, []error) {
-	res := make([]StartResult, len(ps))
-	errs := make([]error, len(ps))
-	cmds := s.evalPipeline(ctx, s.scripts.start, len(ps), func(i int) ([]string, []any) { return s.startArgs(ps[i]) })
-	for i, c := range cmds {
-		v, err := c.Result()
-		if err != nil {
-			errs[i] = scriptError(err)
-			continue
-		}
-		res[i], errs[i] = parseStart(v)
+	if len(ps) == 0 {
+		return nil, nil
 	}
+	for _, p := range ps[1:] {
+		if p.Consumer != ps[0].Consumer {
+			errs := make([]error, len(ps))
+			for i := range errs {
+				errs[i] = fmt.Errorf("redisstore: one start batch names consumers %q and %q", ps[0].Consumer, p.Consumer)
+			}
+			return make([]StartResult, len(ps)), errs
+		}
+	}
+	keys := make([]string, 0, 2*len(ps))
+	args := make([]any, 0, 4+2*len(ps))
+	args = append(args, GroupName, ps[0].Consumer, unixMS(ps[0].Now), s.keys.Prefix())
+	for _, p := range ps {
+		keys = append(keys, s.keys.Run(p.RunID), s.keys.Stream(p.Task))
+		args = append(args, p.RunID, p.EntryID)
+	}
+	res := make([]StartResult, len(ps))
+	errs := s.evalBatch(ctx, s.scripts.start, len(ps), keys, args, func(i int, v any) (err error) {
+		res[i], err = parseStart(v)
+		return err
+	})
 	return res, errs
 }
 
-func (s *Store) startArgs(p *StartParams) ([]string, []any) {
-	return []string{s.keys.Run(p.RunID), s.keys.Stream(p.Task)},
-		[]any{p.RunID, p.EntryID, GroupName, p.Consumer, unixMS(p.Now), s.keys.Prefix()}
-}
-
-// parseStart reads a reply of start.lua, as Start does.
+// parseStart reads one reply of start.lua.
 func parseStart(v any) (StartResult, error) {
+	if err, ok := v.(error); ok {
+		return StartResult{}, scriptError(err)
+	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
 		return StartResult{}, fmt.Errorf("start: unexpected reply %v", v)
@@ -48,4 +60,26 @@ func parseStart(v any) (StartResult, error) {
 		Retries: int(asInt(r[6])), Timeout: time.Duration(asInt(r[7])) * time.Millisecond,
 		Created: fromMS(asInt(r[8])),
 	}, nil
+}
+
+// FinishBatch records many outcomes in one call of the finish script. The
+// i-th result and error belong to the i-th outcome.
+func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishResult, []error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, 1+len(ps))
+	keys = append(keys, s.keys.Retry())
+	args := make([]any, 0, 2+6*len(ps))
+	args = append(args, GroupName, s.keys.Prefix())
+	for _, p := range ps {
+		keys = append(keys, s.keys.Run(p.RunID))
+		args = append(args, p.RunID, p.Attempt, string(p.Outcome), p.Payload, unixMS(p.Now), unixMS(p.RetryAt))
+	}
+	res := make([]FinishResult, len(ps))
+	errs := s.evalBatch(ctx, s.scripts.finish, len(ps), keys, args, func(i int, v any) (err error) {
+		res[i], err = parseWritten("finish", v)
+		return err
+	})
+	return res, errs
 }

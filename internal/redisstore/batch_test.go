@@ -129,8 +129,12 @@ func TestEnqueueCallIsWhatEnqueueSends(t *testing.T) {
 		}
 		p := f.params("t", "k", redisstore.StrategyStatus)
 		keys, args := f.s.EnqueueCall(p)
-		v, err := b.Client.Eval(f.ctx, src, keys, args...).Slice()
-		if err != nil || len(v) < 2 || v[0] != int64(1) {
+		all, err := b.Client.Eval(f.ctx, src, keys, args...).Slice()
+		if err != nil || len(all) != 1 {
+			t.Fatalf("enqueue by hand = %v, %v; want one reply", all, err)
+		}
+		v, _ := all[0].([]any)
+		if len(v) < 2 || v[0] != int64(1) {
 			t.Fatalf("enqueue by hand = %v, %v", v, err)
 		}
 		dup := f.params("t", "k", redisstore.StrategyStatus)

@@ -114,7 +114,7 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 		if strat == "" {
 			strat = StrategyNone
 		}
-		// The same fields, in the same units, as enqueueArgs gives enqueue.lua.
+		// The same fields, in the same units, as appendEnqueue gives enqueue.lua.
 		args = append(args, r.Task, r.RunID, r.Key, string(strat), ms(r.Hold), ms(r.Retain),
 			r.Retries, r.MaxDeliveries, ms(r.Timeout), ms(r.Retention), "")
 	}

@@ -33,7 +33,7 @@ func loadScript(name string) *script {
 // scripts holds every script the store runs. Loaded once per process;
 // the scripts are immutable, so sharing them between stores is safe.
 type scripts struct {
-	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal, pushEvent *script
+	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal, pushEvent, saveStep *script
 }
 
 func newScripts() *scripts {
@@ -50,11 +50,12 @@ func newScripts() *scripts {
 		register:  loadScript("register"),
 		signal:    loadScript("signal"),
 		pushEvent: loadScript("push_event"),
+		saveStep:  loadScript("save_step"),
 	}
 }
 
 func (s *scripts) all() []*script {
-	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal, s.pushEvent}
+	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal, s.pushEvent, s.saveStep}
 }
 
 // isNoScript reports whether err says the script cache lacks a script, as it

@@ -23,7 +23,9 @@ func ScriptSource(name string) (string, error) {
 }
 
 // EnqueueCall returns the KEYS and ARGV that Enqueue sends to the enqueue
-// script for p, so a baseline can send precisely the same work.
+// script for p alone, so a baseline can send precisely the same work. The
+// script replies with an array holding p's one reply.
 func (s *Store) EnqueueCall(p *EnqueueParams) (keys []string, args []any) {
-	return s.enqueueArgs(p)
+	keys, args = s.enqueueHeader(1)
+	return s.appendEnqueue(keys, args, p)
 }

@@ -101,14 +101,12 @@ func (s *Store) StepResult(ctx context.Context, runID, name string) ([]byte, boo
 }
 
 // SaveStepResult stores a step's result unless one is stored already, and
-// returns the stored one: the first completion of a step wins.
+// returns the stored one: the first completion of a step wins. Nothing is
+// stored for a run whose record is gone.
 func (s *Store) SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error) {
-	k := s.keys.Steps(runID)
-	pipe := s.rdb.TxPipeline()
-	pipe.HSetNX(ctx, k, name, result)
-	get := pipe.HGet(ctx, k, name)
-	if _, err := pipe.Exec(ctx); err != nil {
+	v, err := s.runScript(ctx, s.scripts.saveStep, []string{s.keys.Steps(runID), s.keys.Run(runID)}, name, result)
+	if err != nil {
 		return nil, err
 	}
-	return get.Bytes()
+	return []byte(asString(v)), nil
 }

@@ -174,15 +174,20 @@ type EnqueueResult struct {
 	SignalID string
 }
 
-func (s *Store) enqueueArgs(p *EnqueueParams) ([]string, []any) {
+// appendEnqueue appends one trigger's KEYS and ARGV, in the layout of
+// enqueue.lua, to keys and args (which must start with the script's
+// header, enqueueHeader).
+func (s *Store) appendEnqueue(keys []string, args []any, p *EnqueueParams) ([]string, []any) {
 	strat := p.Strategy
 	if strat == "" {
 		strat = StrategyNone
 	}
-	keys := []string{s.keys.Run(p.RunID), s.keys.Stream(p.Task), s.keys.Runs()}
+	runs := s.keys.Runs()
+	idem := runs // a placeholder the script never touches
 	if strat != StrategyNone {
-		keys = append(keys, s.keys.IdempotencyKey(p.Key))
+		idem = s.keys.IdempotencyKey(p.Key)
 	}
+	keys = append(keys, s.keys.Run(p.RunID), s.keys.Stream(p.Task), runs, idem)
 	meta := p.Meta
 	if len(meta) == 0 {
 		meta = []byte("{}")
@@ -195,13 +200,21 @@ func (s *Store) enqueueArgs(p *EnqueueParams) ([]string, []any) {
 	if maxSignals == 0 {
 		maxSignals = MaxSignalsDefault
 	}
-	args := []any{p.RunID, p.Task, p.Input, meta, p.Key, string(strat), ms(p.Hold), ms(p.Retain),
+	args = append(args, p.RunID, p.Task, p.Input, meta, p.Key, string(strat), ms(p.Hold), ms(p.Retain),
 		p.Retries, p.MaxDeliveries, ms(p.Timeout), ms(p.Retention), unixMS(p.Now),
-		string(policy), p.SignalID, s.keys.Prefix(), GroupName, maxSignals}
+		string(policy), p.SignalID, maxSignals)
 	return keys, args
 }
 
+// enqueueHeader is the ARGV every call of enqueue.lua starts with.
+func (s *Store) enqueueHeader(n int) ([]string, []any) {
+	return make([]string, 0, 4*n), append(make([]any, 0, 2+16*n), s.keys.Prefix(), GroupName)
+}
+
 func parseEnqueue(v any) (EnqueueResult, error) {
+	if err, ok := v.(error); ok {
+		return EnqueueResult{}, scriptError(err)
+	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
 		return EnqueueResult{}, fmt.Errorf("enqueue: unexpected reply %v", v)
@@ -233,53 +246,48 @@ func parseEnqueue(v any) (EnqueueResult, error) {
 
 // Enqueue claims the key, creates the run and queues it in one script.
 func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, error) {
-	keys, args := s.enqueueArgs(p)
-	v, err := s.runScript(ctx, s.scripts.enqueue, keys, args...)
-	if err != nil {
-		return EnqueueResult{}, err
-	}
-	return parseEnqueue(v)
+	res, errs := s.EnqueueBatch(ctx, []*EnqueueParams{p})
+	return res[0], errs[0]
 }
 
-// EnqueueBatch runs the enqueue script for every trigger in one pipeline, in
-// order, so a later trigger of a key collides with an earlier one of the
-// same batch. The i-th result and error belong to the i-th trigger.
+// EnqueueBatch sends every trigger to one call of the enqueue script, which
+// handles them in order, so a later trigger of a key collides with an
+// earlier one of the same batch. The i-th result and error belong to the
+// i-th trigger, and are what Enqueue would have returned for it alone.
 func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
-	results := make([]EnqueueResult, len(ps))
-	errs := make([]error, len(ps))
-	cmds := s.evalPipeline(ctx, s.scripts.enqueue, len(ps), func(i int) ([]string, []any) {
-		return s.enqueueArgs(ps[i])
-	})
-	for i, c := range cmds {
-		v, err := c.Result()
-		if err != nil {
-			errs[i] = scriptError(err)
-			continue
-		}
-		results[i], errs[i] = parseEnqueue(v)
+	keys, args := s.enqueueHeader(len(ps))
+	for _, p := range ps {
+		keys, args = s.appendEnqueue(keys, args, p)
 	}
+	results := make([]EnqueueResult, len(ps))
+	errs := s.evalBatch(ctx, s.scripts.enqueue, len(ps), keys, args, func(i int, v any) (err error) {
+		results[i], err = parseEnqueue(v)
+		return err
+	})
 	return results, errs
 }
 
-// evalPipeline sends n EVALSHA calls of sc in one round trip. When the
-// server has lost its script cache, the scripts are loaded and the pipeline
-// is sent again: a NOSCRIPT reply means that call did not run.
-func (s *Store) evalPipeline(ctx context.Context, sc *script, n int, args func(i int) ([]string, []any)) []*redis.Cmd {
-	for try := 0; ; try++ {
-		cmds := make([]*redis.Cmd, n)
-		pipe := s.rdb.Pipeline()
-		for i := 0; i < n; i++ {
-			k, a := args(i)
-			cmds[i] = sc.EvalSha(ctx, pipe, k, a...)
-		}
-		_, _ = pipe.Exec(ctx)
-		if try > 0 || n == 0 || !isNoScript(cmds[0].Err()) {
-			return cmds
-		}
-		if err := s.scripts.load(ctx, s.rdb); err != nil {
-			return cmds
+// evalBatch runs sc, a script that takes n items and replies with an array
+// of n replies, and hands each reply to parse. The i-th error is the
+// script's error for item i, or the call's error when the call failed.
+func (s *Store) evalBatch(ctx context.Context, sc *script, n int, keys []string, args []any, parse func(i int, v any) error) []error {
+	errs := make([]error, n)
+	v, err := s.runScript(ctx, sc, keys, args...)
+	var items []any
+	if err == nil {
+		items, err = asSlice(v)
+		if err == nil && len(items) != n {
+			err = fmt.Errorf("%s: %d replies for %d items", sc.name, len(items), n)
 		}
 	}
+	for i := range errs {
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		errs[i] = parse(i, items[i])
+	}
+	return errs
 }
 
 // --- runs -------------------------------------------------------------------
@@ -383,14 +391,10 @@ type StartResult struct {
 }
 
 // Start begins a new attempt of the delivered run. StartBatch does the
-// same for many deliveries in one round trip.
+// same for many deliveries in one call.
 func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) {
-	k, a := s.startArgs(p)
-	v, err := s.runScript(ctx, s.scripts.start, k, a...)
-	if err != nil {
-		return StartResult{}, err
-	}
-	return parseStart(v)
+	res, errs := s.StartBatch(ctx, []*StartParams{p})
+	return res[0], errs[0]
 }
 
 // Outcome is what an attempt reports.
@@ -422,12 +426,10 @@ type FinishResult struct {
 	Status string
 }
 
-func (s *Store) finishArgs(p *FinishParams) ([]string, []any) {
-	return []string{s.keys.Run(p.RunID), s.keys.Retry()},
-		[]any{p.RunID, p.Attempt, string(p.Outcome), p.Payload, unixMS(p.Now), unixMS(p.RetryAt), GroupName, s.keys.Prefix()}
-}
-
 func parseWritten(name string, v any) (FinishResult, error) {
+	if err, ok := v.(error); ok {
+		return FinishResult{}, scriptError(err)
+	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
 		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, v)
@@ -437,28 +439,8 @@ func parseWritten(name string, v any) (FinishResult, error) {
 
 // Finish records an attempt's outcome, fenced by its attempt number.
 func (s *Store) Finish(ctx context.Context, p *FinishParams) (FinishResult, error) {
-	k, a := s.finishArgs(p)
-	v, err := s.runScript(ctx, s.scripts.finish, k, a...)
-	if err != nil {
-		return FinishResult{}, err
-	}
-	return parseWritten("finish", v)
-}
-
-// FinishBatch records many outcomes in one round trip.
-func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishResult, []error) {
-	res := make([]FinishResult, len(ps))
-	errs := make([]error, len(ps))
-	cmds := s.evalPipeline(ctx, s.scripts.finish, len(ps), func(i int) ([]string, []any) { return s.finishArgs(ps[i]) })
-	for i, c := range cmds {
-		v, err := c.Result()
-		if err != nil {
-			errs[i] = scriptError(err)
-			continue
-		}
-		res[i], errs[i] = parseWritten("finish", v)
-	}
-	return res, errs
+	res, errs := s.FinishBatch(ctx, []*FinishParams{p})
+	return res[0], errs[0]
 }
 
 // Cancel cancels a run that has not ended.

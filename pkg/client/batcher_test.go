@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,18 +19,21 @@ import (
 	"github.com/taskq/taskq/pkg/task"
 )
 
-// enqueueCounter is a go-redis hook counting enqueue script calls sent on
-// their own and inside pipelines.
+// enqueueCounter is a go-redis hook recording, for every call of the
+// enqueue script, how many triggers it carried. While hold is open, the
+// first calls wait before they are sent, so that triggers made meanwhile
+// queue up behind them.
 type enqueueCounter struct {
-	sha string
+	sha  string
+	hold chan struct{}
 
 	mu        sync.Mutex
-	single    int
+	calls     []int
 	pipelined int
 }
 
 func newEnqueueCounter() *enqueueCounter {
-	c := &enqueueCounter{}
+	c := &enqueueCounter{hold: make(chan struct{})}
 	for sha, name := range redisstore.ScriptNames() {
 		if name == "enqueue" {
 			c.sha = sha
@@ -38,9 +42,15 @@ func newEnqueueCounter() *enqueueCounter {
 	return c
 }
 
-func (c *enqueueCounter) isEnqueue(cmd redis.Cmder) bool {
+// triggers returns how many triggers an enqueue call carries (its KEYS are
+// four per trigger), or 0 for any other command.
+func (c *enqueueCounter) triggers(cmd redis.Cmder) int {
 	a := cmd.Args()
-	return len(a) > 1 && strings.EqualFold(fmt.Sprint(a[0]), "evalsha") && fmt.Sprint(a[1]) == c.sha
+	if len(a) < 3 || !strings.EqualFold(fmt.Sprint(a[0]), "evalsha") || fmt.Sprint(a[1]) != c.sha {
+		return 0
+	}
+	n, _ := strconv.Atoi(fmt.Sprint(a[2]))
+	return n / 4
 }
 
 func (c *enqueueCounter) DialHook(next redis.DialHook) redis.DialHook {
@@ -49,9 +59,10 @@ func (c *enqueueCounter) DialHook(next redis.DialHook) redis.DialHook {
 
 func (c *enqueueCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if c.isEnqueue(cmd) {
+		if n := c.triggers(cmd); n > 0 {
+			<-c.hold
 			c.mu.Lock()
-			c.single++
+			c.calls = append(c.calls, n)
 			c.mu.Unlock()
 		}
 		return next(ctx, cmd)
@@ -60,15 +71,13 @@ func (c *enqueueCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *enqueueCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		n := 0
 		for _, cmd := range cmds {
-			if c.isEnqueue(cmd) {
-				n++
+			if c.triggers(cmd) > 0 {
+				c.mu.Lock()
+				c.pipelined++
+				c.mu.Unlock()
 			}
 		}
-		c.mu.Lock()
-		c.pipelined += n
-		c.mu.Unlock()
 		return next(ctx, cmds)
 	}
 }
@@ -77,7 +86,10 @@ var batchTask = task.Must[orderInput, orderResult]("batched", task.Options{
 	Idempotency: task.Status(`"order:" + input.id`, time.Minute),
 })
 
-func TestTriggersArePipelinedByDefault(t *testing.T) {
+// With batching on, triggers made while earlier ones are being sent go to
+// Redis together, in one call of the enqueue script; with it off, each
+// trigger is a call of its own.
+func TestConcurrentTriggersShareOneScriptCall(t *testing.T) {
 	b := redistest.Real(t)
 	for _, disabled := range []bool{false, true} {
 		t.Run(fmt.Sprintf("disabled=%v", disabled), func(t *testing.T) {
@@ -90,15 +102,40 @@ func TestTriggersArePipelinedByDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if _, err := client.RunNoWait(context.Background(), c, batchTask, orderInput{ID: fmt.Sprint(disabled)}); err != nil {
-				t.Fatal(err)
+			const triggers = 20
+			var wg sync.WaitGroup
+			errs := make(chan error, triggers)
+			for i := 0; i < triggers; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := client.RunNoWait(context.Background(), c, batchTask, orderInput{ID: fmt.Sprintf("%v-%d", disabled, i)})
+					errs <- err
+				}()
 			}
-			single, pipelined := counter.single, counter.pipelined
-			if disabled && (single != 1 || pipelined != 0) {
-				t.Fatalf("batching disabled: %d single and %d pipelined enqueue calls, want 1 single", single, pipelined)
+			// Let every caller queue its trigger behind the held calls.
+			time.Sleep(200 * time.Millisecond)
+			close(counter.hold)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
-			if !disabled && (single != 0 || pipelined != 1) {
-				t.Fatalf("batching on: %d single and %d pipelined enqueue calls, want 1 pipelined", single, pipelined)
+			total, most := 0, 0
+			for _, n := range counter.calls {
+				total += n
+				most = max(most, n)
+			}
+			if total != triggers || counter.pipelined != 0 {
+				t.Fatalf("%d triggers sent in calls %v and %d pipelined; want %d, in calls of the script", total, counter.calls, counter.pipelined, triggers)
+			}
+			if disabled && most != 1 {
+				t.Fatalf("batching off: calls carried %v triggers, want one each", counter.calls)
+			}
+			if !disabled && (most < 2 || len(counter.calls) >= triggers) {
+				t.Fatalf("batching on: calls carried %v triggers, want the queued ones together", counter.calls)
 			}
 		})
 	}
@@ -172,7 +209,7 @@ func TestConcurrentTriggersKeepTheirOwnOutcomes(t *testing.T) {
 }
 
 // A trigger whose key holds the wrong type fails alone, whether or not it
-// shared a pipeline with others.
+// shared a script call with others.
 func TestBatchedTriggerErrorsStayWithTheirTrigger(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		c := newClient(t, b)

@@ -1,33 +1,38 @@
--- enqueue.lua: claims an idempotency key, creates the run record and queues
--- the run, as one step. Redis does not roll a script back when a command
--- fails midway, so every key is checked before the first write: either all
--- of key, record and stream entry are written, or none is. When the key is
--- held, the conflict policy says what happens instead.
+-- enqueue.lua: triggers runs. For each trigger it claims the idempotency
+-- key, creates the run record and queues the run, as one step; when the key
+-- is held, the conflict policy says what happens instead. One call takes
+-- any number of triggers, handled in order as if each were its own call:
+-- a later trigger of a key meets the run an earlier one created. A trigger
+-- is written whole or not at all (see taskq_enqueue_write), and one refused
+-- trigger does not stop the others.
 --
--- KEYS[1] run hash          taskq:{ns}:run:<run id>
--- KEYS[2] task stream       taskq:{ns}:stream:<task>
--- KEYS[3] runs index        taskq:{ns}:runs
--- KEYS[4] idempotency key   taskq:{ns}:key:<key>   (absent when ARGV[6] is "none")
--- ARGV[1]  run id
--- ARGV[2]  task name
--- ARGV[3]  input (JSON)
--- ARGV[4]  additional metadata (JSON)
--- ARGV[5]  idempotency key as the user sees it ("" when not deduplicated)
--- ARGV[6]  strategy: none | ttl | status | debounce
--- ARGV[7]  hold ms: the ttl for "ttl", the fallback ttl for "status", the
---          window for "debounce"
--- ARGV[8]  retain ms after the run ends ("status" only; 0 releases at once)
--- ARGV[9]  retries allowed after handler failures
--- ARGV[10] maximum deliveries (bounds redeliveries of runs whose worker died)
--- ARGV[11] handler timeout ms (0 = none)
--- ARGV[12] record retention ms after the run ends
--- ARGV[13] now (unix ms)
--- ARGV[14] conflict policy: reject | attach | supersede | signal
--- ARGV[15] signal id (policy "signal")
--- ARGV[16] key prefix taskq:{ns}:
--- ARGV[17] consumer group
--- ARGV[18] most signals a run may hold (0 = no limit)
--- Returns:
+-- KEYS, four per trigger i (i = 0, 1, ...), at 4i+1 .. 4i+4:
+--   run hash          taskq:{ns}:run:<run id>
+--   task stream       taskq:{ns}:stream:<task>
+--   runs index        taskq:{ns}:runs
+--   idempotency key   taskq:{ns}:key:<key>   (the runs index again when the
+--                                            strategy is "none")
+-- ARGV[1] key prefix taskq:{ns}:
+-- ARGV[2] consumer group
+-- then sixteen per trigger i, at 16i+3 .. 16i+18:
+--   +0  run id
+--   +1  task name
+--   +2  input (JSON)
+--   +3  additional metadata (JSON)
+--   +4  idempotency key as the user sees it ("" when not deduplicated)
+--   +5  strategy: none | ttl | status | debounce
+--   +6  hold ms: the ttl for "ttl", the fallback ttl for "status", the
+--       window for "debounce"
+--   +7  retain ms after the run ends ("status" only; 0 releases at once)
+--   +8  retries allowed after handler failures
+--   +9  maximum deliveries (bounds redeliveries of runs whose worker died)
+--   +10 handler timeout ms (0 = none)
+--   +11 record retention ms after the run ends
+--   +12 now (unix ms)
+--   +13 conflict policy: reject | attach | supersede | signal
+--   +14 signal id (policy "signal")
+--   +15 most signals a run may hold (0 = no limit)
+-- Returns an array with one reply per trigger, in order:
 --   {1, entry id}                 accepted ('' when scheduled: debounce)
 --   {1, entry id, old owner}      accepted by superseding old owner
 --   {0, owner run id, pttl ms}    rejected: the key is held; nothing written
@@ -35,57 +40,76 @@
 --   {3, owner run id, signal id}  the input was sent to the owner as a signal
 --   {4, owner run id}             debounced: the queued owner now has this
 --                                 input and the window starts again
+--   an error reply, with nothing written for this trigger:
+--     "TASKQ_WRONGTYPE <key> <type>"  a key holds a value of the wrong type
+--     "TASKQ_EXISTS <run id>"         a run record with this ID exists
 -- A resend of the same trigger (go-redis sends a command again when its
 -- reply was lost) finds the record the first send wrote, with this run ID,
 -- task and creation time, and answers {1, entry id} as the first send did.
--- Errors, with nothing written:
---   "TASKQ_WRONGTYPE <key> <type>"  a key holds a value of the wrong type
---   "TASKQ_EXISTS <run id>"         a run record with this ID exists
 
-local prefix, policy, strat = ARGV[16], ARGV[14], ARGV[6]
-if redis.call('TYPE', KEYS[1])['ok'] == 'hash' then
-  local first = redis.call('HMGET', KEYS[1], 'task', 'created', 'entry')
-  if first[1] == ARGV[2] and first[2] == ARGV[13] then
-    return {1, first[3] or ''}
+local prefix, group = ARGV[1], ARGV[2]
+
+local function trigger(k, a)
+  local run_key = KEYS[k]
+  local run_id, task, input, meta = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local strat, hold, now, policy = ARGV[a + 5], ARGV[a + 6], ARGV[a + 12], ARGV[a + 13]
+  local first = redis.pcall('HMGET', run_key, 'task', 'created', 'entry')
+  if first.err then
+    return redis.error_reply('TASKQ_EXISTS ' .. run_id)
   end
-end
-local r = {
-  run_key = KEYS[1], stream_key = KEYS[2], runs_key = KEYS[3], run_id = ARGV[1],
-  task = ARGV[2], input = ARGV[3], meta = ARGV[4], key = ARGV[5], strat = strat,
-  hold = ARGV[7], retain = ARGV[8], retries = ARGV[9], maxdel = ARGV[10],
-  timeout = ARGV[11], keep = ARGV[12], now = ARGV[13],
-  prefix = prefix, group = ARGV[17], retry_key = prefix .. 'retry',
-  take_over = policy == 'supersede',
-}
-if strat ~= 'none' then
-  r.idem_key = KEYS[4]
-end
-if strat == 'debounce' then
-  r.delay = ARGV[7]
-end
-local refused = taskq_enqueue_check(r)
-if refused then
-  if refused.err or refused[1] ~= 0 then
+  if first[1] then
+    if first[1] == task and first[2] == now then
+      return {1, first[3] or ''}
+    end
+    return redis.error_reply('TASKQ_EXISTS ' .. run_id)
+  end
+  local r = {
+    run_key = run_key, stream_key = KEYS[k + 1], runs_key = KEYS[k + 2], run_id = run_id,
+    task = task, input = input, meta = meta, key = ARGV[a + 4], strat = strat,
+    hold = hold, retain = ARGV[a + 7], retries = ARGV[a + 8], maxdel = ARGV[a + 9],
+    timeout = ARGV[a + 10], keep = ARGV[a + 11], now = now,
+    prefix = prefix, group = group, retry_key = prefix .. 'retry',
+    take_over = policy == 'supersede', run_checked = true,
+  }
+  if strat ~= 'none' then
+    r.idem_key = KEYS[k + 3]
+  end
+  if strat == 'debounce' then
+    r.delay = hold
+  end
+  local refused = taskq_enqueue_check(r)
+  if refused then
+    if refused.err or refused[1] ~= 0 then
+      return refused
+    end
+    local owner = refused[2]
+    if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
+      taskq_debounce(prefix, owner, r.idem_key, input, meta, hold, now)
+      return {4, owner}
+    end
+    if policy == 'attach' then
+      return {2, owner}
+    end
+    if policy == 'signal' then
+      local s = taskq_signal(prefix, owner, ARGV[a + 14], input, tonumber(ARGV[a + 15]) or 0)
+      if s[1] == 1 then
+        return {3, owner, ARGV[a + 14]}
+      end
+    end
     return refused
   end
-  local owner = refused[2]
-  if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
-    taskq_debounce(prefix, owner, KEYS[4], ARGV[3], ARGV[4], ARGV[7], ARGV[13])
-    return {4, owner}
+  local entry = taskq_enqueue_write(r)
+  if type(entry) == 'table' then
+    return entry
   end
-  if policy == 'attach' then
-    return {2, owner}
+  if r.prev_owner then
+    return {1, entry, r.prev_owner}
   end
-  if policy == 'signal' then
-    local s = taskq_signal(prefix, owner, ARGV[15], ARGV[3], tonumber(ARGV[18]) or 0)
-    if s[1] == 1 then
-      return {3, owner, ARGV[15]}
-    end
-  end
-  return refused
+  return {1, entry}
 end
-local entry = taskq_enqueue_write(r)
-if r.prev_owner then
-  return {1, entry, r.prev_owner}
+
+local out = {}
+for i = 0, #KEYS / 4 - 1 do
+  out[i + 1] = trigger(4 * i + 1, 16 * i + 3)
 end
-return {1, entry}
+return out

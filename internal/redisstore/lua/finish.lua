@@ -1,45 +1,90 @@
--- finish.lua: records the outcome of an attempt. Only the run's latest
--- attempt may write (fencing): a worker that lost its lease and wakes up
--- late cannot overwrite the newer attempt's result or release its key.
+-- finish.lua: records the outcomes of attempts, any number per call, each
+-- as if on its own. Only a run's latest attempt may write (fencing): a
+-- worker that lost its lease and wakes up late cannot overwrite the newer
+-- attempt's result or release its key. The stream entries of the runs
+-- written are acknowledged and deleted together at the end, one XACK and
+-- one XDEL per stream, which costs Redis much less than one per run.
 --
--- KEYS[1] run hash      taskq:{ns}:run:<run id>
--- KEYS[2] retry zset    taskq:{ns}:retry
--- ARGV[1] run id
--- ARGV[2] attempt (fencing token from start.lua)
--- ARGV[3] outcome: succeeded | failed | retry
--- ARGV[4] result JSON (succeeded) or error message (failed, retry)
--- ARGV[5] now (unix ms)
--- ARGV[6] retry due time (unix ms; outcome "retry" only)
--- ARGV[7] consumer group
--- ARGV[8] key prefix taskq:{ns}:
--- Returns:
+-- KEYS[1] retry zset    taskq:{ns}:retry
+-- then one per attempt i (i = 0, 1, ...), at i+2:
+--   run hash            taskq:{ns}:run:<run id>
+-- ARGV[1] consumer group
+-- ARGV[2] key prefix taskq:{ns}:
+-- then six per attempt i, at 6i+3 .. 6i+8:
+--   +0 run id
+--   +1 attempt (fencing token from start.lua)
+--   +2 outcome: succeeded | failed | retry
+--   +3 result JSON (succeeded) or error message (failed, retry)
+--   +4 when the attempt ended (unix ms)
+--   +5 retry due time (unix ms; outcome "retry" only)
+-- Returns an array with one reply per attempt, in order:
 --   {1, status}   written; status is succeeded, failed, or queued (retry scheduled)
 --   {0, reason}   nothing written: "missing", "stale" (a newer attempt owns
 --                 the run), or the run's status when it already ended (cancelled)
+--   an error reply "TASKQ_WRONGTYPE <key> <type>" when the run key holds
+--   something else than a run; nothing is written for that attempt
 
-local prefix, group = ARGV[8], ARGV[7]
-local r = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'task', 'entry')
-local status = r[1]
-if not status then
-  return {0, 'missing'}
+local group, prefix = ARGV[1], ARGV[2]
+local entries = {} -- task -> stream entries to acknowledge and delete
+local tasks = {}   -- tasks in the order first seen
+
+local function drop_later(task, entry)
+  if not task or not entry or entry == '' then
+    return
+  end
+  local e = entries[task]
+  if not e then
+    e = {}
+    entries[task] = e
+    tasks[#tasks + 1] = task
+  end
+  e[#e + 1] = entry
 end
-if tonumber(r[2]) ~= tonumber(ARGV[2]) then
-  return {0, 'stale'}
+
+local function finish(run_key, run_id, attempt, outcome, payload, now, due)
+  local r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'task', 'entry',
+    'strat', 'key', 'retain', 'keep', 'sigs', 'steps')
+  if r.err then
+    return taskq_wrongtype(run_key)
+  end
+  local status = r[1]
+  if not status then
+    return {0, 'missing'}
+  end
+  if tonumber(r[2]) ~= tonumber(attempt) then
+    return {0, 'stale'}
+  end
+  if status ~= 'running' then
+    return {0, status}
+  end
+  drop_later(r[3], r[4])
+  if outcome == 'succeeded' or outcome == 'failed' then
+    -- A running run is in no retry or debounce timer, so unlike
+    -- taskq_terminate there is nothing to remove from the retry zset.
+    local field = outcome == 'succeeded' and 'result' or 'error'
+    taskq_end(prefix, run_key, run_id, outcome, now, field, payload,
+      {strat = r[5], key = r[6], retain = r[7], keep = r[8], sigs = r[9], steps = r[10]})
+    return {1, outcome}
+  end
+  -- retry: the key stays held through every retry of a status-strategy run.
+  redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '')
+  redis.call('HINCRBY', run_key, 'fails', 1)
+  redis.call('ZADD', KEYS[1], due, run_id)
+  return {1, 'queued'}
 end
-if status ~= 'running' then
-  return {0, status}
+
+local out = {}
+for i = 0, #KEYS - 2 do
+  local a = 6 * i + 3
+  out[i + 1] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
 end
-if ARGV[3] == 'succeeded' then
-  taskq_terminate(prefix, group, KEYS[1], ARGV[1], 'succeeded', ARGV[5], 'result', ARGV[4])
-  return {1, 'succeeded'}
+for _, task in ipairs(tasks) do
+  local s, e = prefix .. 'stream:' .. task, entries[task]
+  -- In slices, as unpack's results must fit Lua's stack.
+  for j = 1, #e, 1000 do
+    local last = math.min(j + 999, #e)
+    redis.call('XACK', s, group, unpack(e, j, last))
+    redis.call('XDEL', s, unpack(e, j, last))
+  end
 end
-if ARGV[3] == 'failed' then
-  taskq_terminate(prefix, group, KEYS[1], ARGV[1], 'failed', ARGV[5], 'error', ARGV[4])
-  return {1, 'failed'}
-end
--- retry: the key stays held through every retry of a status-strategy run.
-redis.call('HSET', KEYS[1], 'status', 'queued', 'error', ARGV[4], 'entry', '')
-redis.call('HINCRBY', KEYS[1], 'fails', 1)
-taskq_drop_entry(prefix, group, r[3], r[4])
-redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-return {1, 'queued'}
+return out

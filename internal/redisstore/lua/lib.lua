@@ -28,40 +28,58 @@ local function taskq_drop_entry(prefix, group, task, entry)
   end
 end
 
--- Moves a run to a terminal status: record it, drop its delivery, release
--- its key per strategy, start its retention clock and wake its waiters.
--- field/value carry the result or the error message.
-local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
-  local r = redis.call('HMGET', run_key, 'task', 'strat', 'key', 'retain', 'entry', 'keep')
+-- Ends a run whose record fields f (strat, key, retain, keep, sigs, steps)
+-- the caller has read: records the status, releases the key per strategy,
+-- starts the retention clock and wakes the waiters. The caller drops the
+-- run's delivery. field/value carry the result or the error message.
+local function taskq_end(prefix, run_key, run_id, status, now, field, value, f)
   redis.call('HSET', run_key, 'status', status, 'finished', now, field, value)
-  taskq_drop_entry(prefix, group, r[1], r[5])
-  taskq_release(prefix, run_id, r[2], r[3], tonumber(r[4]) or 0)
-  local keep = tonumber(r[6]) or 0
+  taskq_release(prefix, run_id, f.strat, f.key, tonumber(f.retain) or 0)
+  local keep = tonumber(f.keep) or 0
   if keep > 0 then
     redis.call('PEXPIRE', run_key, keep)
     -- Signals and step results live as long as the record.
-    redis.call('PEXPIRE', prefix .. 'signals:' .. run_id, keep)
-    redis.call('PEXPIRE', prefix .. 'steps:' .. run_id, keep)
+    if f.sigs then
+      redis.call('PEXPIRE', prefix .. 'signals:' .. run_id, keep)
+    end
+    if f.steps then
+      redis.call('PEXPIRE', prefix .. 'steps:' .. run_id, keep)
+    end
   end
-  redis.call('ZREM', prefix .. 'retry', run_id)
   redis.call('PUBLISH', prefix .. 'done:' .. run_id, status)
+end
+
+-- Moves a run in any state to a terminal status: taskq_end, and its
+-- delivery dropped and its retry or debounce timer removed.
+local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
+  local r = redis.call('HMGET', run_key, 'task', 'strat', 'key', 'retain', 'entry', 'keep')
+  taskq_drop_entry(prefix, group, r[1], r[5])
+  taskq_end(prefix, run_key, run_id, status, now, field, value,
+    {strat = r[2], key = r[3], retain = r[4], keep = r[6], sigs = true, steps = true})
+  redis.call('ZREM', prefix .. 'retry', run_id)
 end
 
 local function taskq_is_terminal(status)
   return status == 'succeeded' or status == 'failed' or status == 'cancelled'
 end
 
--- Enqueueing, shared by enqueue.lua and the scripts that trigger several
--- runs at once. Redis does not roll a script back when a command fails
--- midway, so callers first run taskq_enqueue_check for every run they will
--- create, and only then taskq_enqueue_write: either everything is written
--- or nothing is.
+-- Enqueueing, shared by enqueue.lua and push_event.lua. Redis does not roll
+-- a script back when a command fails midway, so a run is either written
+-- whole or not at all: taskq_enqueue_check looks at the run's own keys
+-- first, and taskq_enqueue_write writes the shared keys whose type it has
+-- not checked with redis.pcall, in an order it can undo.
 --
 -- r is a table: run_key, stream_key, runs_key, idem_key (nil when not
 -- deduplicated), run_id, task, input, meta, key, strat, hold, retain,
 -- retries, maxdel, timeout, keep, now; optionally delay (ms: schedule the
 -- run instead of queueing it, with retry_key), take_over (supersede the
--- owner, with prefix and group).
+-- owner, with prefix and group), run_checked (the caller has seen that
+-- run_key does not exist), strict (check every key's type up front, for
+-- callers that must write several runs all or nothing).
+
+local function taskq_wrongtype(key)
+  return redis.error_reply('TASKQ_WRONGTYPE ' .. key .. ' ' .. redis.call('TYPE', key)['ok'])
+end
 
 local function taskq_check_type(key, want)
   local t = redis.call('TYPE', key)['ok']
@@ -75,9 +93,10 @@ end
 -- held, or an error reply.
 local function taskq_enqueue_check(r)
   if r.idem_key then
-    local err = taskq_check_type(r.idem_key, 'string')
-    if err then return err end
-    local owner = redis.call('GET', r.idem_key)
+    local owner = redis.pcall('GET', r.idem_key)
+    if type(owner) == 'table' and owner.err then
+      return taskq_wrongtype(r.idem_key)
+    end
     if owner then
       if not r.take_over then
         return {0, owner, redis.call('PTTL', r.idem_key)}
@@ -85,15 +104,19 @@ local function taskq_enqueue_check(r)
       r.prev_owner = owner
     end
   end
-  if redis.call('EXISTS', r.run_key) == 1 then
+  if not r.run_checked and redis.call('EXISTS', r.run_key) == 1 then
     return redis.error_reply('TASKQ_EXISTS ' .. r.run_id)
   end
-  return taskq_check_type(r.stream_key, 'stream') or taskq_check_type(r.runs_key, 'zset')
+  if r.strict then
+    return taskq_check_type(r.stream_key, 'stream') or taskq_check_type(r.runs_key, 'zset')
+  end
+  return nil
 end
 
 -- Takes a key over from its owner: an active owner is cancelled (its
 -- handler is told which run superseded it) and the signals it was sent are
 -- carried over to the new owner, so none sent around the takeover is lost.
+-- Returns true when signals were carried over.
 local function taskq_supersede(r)
   local old = r.prev_owner
   local old_key = r.prefix .. 'run:' .. old
@@ -108,31 +131,49 @@ local function taskq_supersede(r)
     for _, e in ipairs(sigs) do
       redis.call('XADD', r.prefix .. 'signals:' .. r.run_id, '*', unpack(e[2]))
     end
+    return #sigs > 0
   end
+  return false
 end
 
 -- Claims the key, creates the record, queues the run. Returns the entry id
--- ('' for a scheduled run).
+-- ('' for a scheduled run), or an error reply with nothing written when a
+-- shared key holds the wrong type. The runs index is written first and the
+-- queue (stream or retry set) second, both with pcall, so a failure of the
+-- second can be undone by removing the first; every later write goes to a
+-- key already checked.
 local function taskq_enqueue_write(r)
-  if r.prev_owner then
-    taskq_supersede(r)
+  local added = redis.pcall('ZADD', r.runs_key, r.now, r.run_id)
+  if type(added) == 'table' and added.err then
+    return taskq_wrongtype(r.runs_key)
   end
+  local entry, queue_key, queued = '', r.stream_key, nil
+  if r.delay and tonumber(r.delay) > 0 then
+    queue_key = r.retry_key
+    queued = redis.pcall('ZADD', r.retry_key, tonumber(r.now) + tonumber(r.delay), r.run_id)
+  else
+    queued = redis.pcall('XADD', r.stream_key, '*', 'r', r.run_id)
+    entry = queued
+  end
+  if type(queued) == 'table' and queued.err then
+    redis.call('ZREM', r.runs_key, r.run_id)
+    return taskq_wrongtype(queue_key)
+  end
+  local sigs = r.prev_owner and taskq_supersede(r)
   if r.idem_key then
     redis.call('SET', r.idem_key, r.run_id, 'PX', r.hold)
   end
+  -- attempt and fails start absent, read as 0.
   redis.call('HSET', r.run_key,
     'task', r.task, 'status', 'queued', 'input', r.input, 'meta', r.meta,
     'key', r.key, 'strat', r.strat, 'hold', r.hold, 'retain', r.retain,
     'retries', r.retries, 'maxdel', r.maxdel, 'timeout', r.timeout, 'keep', r.keep,
-    'attempt', 0, 'fails', 0, 'created', r.now)
-  redis.call('ZADD', r.runs_key, r.now, r.run_id)
-  if r.delay and tonumber(r.delay) > 0 then
-    redis.call('HSET', r.run_key, 'entry', '')
-    redis.call('ZADD', r.retry_key, tonumber(r.now) + tonumber(r.delay), r.run_id)
-    return ''
+    'created', r.now, 'entry', entry)
+  if sigs then
+    -- sigs (and steps, set by the worker) mark a run whose signals stream
+    -- (steps hash) must expire with the record.
+    redis.call('HSET', r.run_key, 'sigs', 1)
   end
-  local entry = redis.call('XADD', r.stream_key, '*', 'r', r.run_id)
-  redis.call('HSET', r.run_key, 'entry', entry)
   return entry
 end
 
@@ -152,6 +193,7 @@ local function taskq_signal(prefix, run_id, signal_id, payload, limit)
     return {0, 'full', run_id, status}
   end
   redis.call('XADD', s, '*', 'id', signal_id, 'p', payload)
+  redis.call('HSET', prefix .. 'run:' .. run_id, 'sigs', 1)
   return {1, run_id, signal_id}
 end
 

@@ -66,7 +66,7 @@ for i = 0, n - 1 do
     timeout = ARGV[a + 8], keep = ARGV[a + 9],
     input = ARGV[3], meta = ARGV[4], now = ARGV[5],
     run_key = prefix .. 'run:' .. ARGV[a + 1], stream_key = prefix .. 'stream:' .. ARGV[a],
-    runs_key = KEYS[4], retry_key = prefix .. 'retry',
+    runs_key = KEYS[4], retry_key = prefix .. 'retry', strict = true,
   }
   local entry = { task = r.task, idempotencyKey = r.key, error = ARGV[a + 10], outcome = 'error', runId = '' }
   if entry.error == '' then

@@ -1,0 +1,183 @@
+package redisstore_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
+)
+
+// One trigger refused for a wrong-typed key does not stop the others of its
+// call, and leaves nothing of itself behind: the runs index it was added to
+// before its stream was found wrong is put back.
+func TestEnqueueBatchRefusedTriggerLeavesNothingAndStopsNothing(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		b.Client.Set(f.ctx, f.k.Stream("bad"), "x", 0)
+		ps := []*redisstore.EnqueueParams{
+			f.params("good", "a", redisstore.StrategyStatus),
+			f.params("bad", "b", redisstore.StrategyStatus),
+			f.params("good", "c", redisstore.StrategyStatus),
+		}
+		res, errs := f.s.EnqueueBatch(f.ctx, ps)
+		var wt *redisstore.WrongTypeError
+		if !errors.As(errs[1], &wt) || wt.Key != f.k.Stream("bad") || wt.Type != "string" {
+			t.Fatalf("trigger on a wrong-typed stream: %v, want a WrongTypeError naming %s", errs[1], f.k.Stream("bad"))
+		}
+		for _, i := range []int{0, 2} {
+			if errs[i] != nil || !res[i].Accepted {
+				t.Fatalf("trigger %d = %+v, %v; want accepted", i, res[i], errs[i])
+			}
+		}
+		if f.exists(f.k.Run(ps[1].RunID)) || f.exists(f.k.IdempotencyKey("b")) {
+			t.Error("the refused trigger left its record or its key")
+		}
+		ids := b.Client.ZRange(f.ctx, f.k.Runs(), 0, -1).Val()
+		if len(ids) != 2 || ids[0] != ps[0].RunID || ids[1] != ps[2].RunID {
+			t.Errorf("runs index = %v, want only %s and %s", ids, ps[0].RunID, ps[2].RunID)
+		}
+		if n := b.Client.XLen(f.ctx, f.k.Stream("good")).Val(); n != 2 {
+			t.Errorf("stream of good holds %d entries, want 2", n)
+		}
+	})
+}
+
+// A debounced trigger is scheduled in the retry set; when that set holds
+// the wrong type, nothing is written.
+func TestEnqueueDebounceOverWrongTypedRetrySetWritesNothing(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		b.Client.Set(f.ctx, f.k.Retry(), "x", 0)
+		p := f.params("t", "k", redisstore.StrategyDebounce)
+		_, err := f.s.Enqueue(f.ctx, p)
+		if !errors.Is(err, redisstore.ErrWrongType) {
+			t.Fatalf("enqueue = %v, want ErrWrongType", err)
+		}
+		for _, k := range []string{f.k.Run(p.RunID), f.k.IdempotencyKey("k"), f.k.Runs()} {
+			if f.exists(k) {
+				t.Errorf("%s was written", k)
+			}
+		}
+	})
+}
+
+// One finish call records every outcome as Finish would alone, and leaves
+// the streams of the written runs empty and their pending lists clear.
+func TestFinishBatchRecordsEachOutcomeAndDropsEveryDelivery(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		ps := []*redisstore.EnqueueParams{
+			f.params("a", "1", redisstore.StrategyStatus), f.params("a", "2", redisstore.StrategyStatus),
+			f.params("b", "3", redisstore.StrategyStatus), f.params("b", "4", redisstore.StrategyStatus),
+		}
+		for _, p := range ps {
+			f.enqueue(p)
+		}
+		var attempts []int
+		for _, task := range []string{"a", "b"} {
+			for _, d := range f.read(task, "w1") {
+				attempts = append(attempts, f.start(d, "w1").Attempt)
+			}
+		}
+		batch := []*redisstore.FinishParams{
+			{RunID: ps[0].RunID, Attempt: attempts[0], Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{"ok":1}`), Now: f.now},
+			{RunID: ps[1].RunID, Attempt: attempts[1], Outcome: redisstore.OutcomeFailed, Payload: []byte("boom"), Now: f.now},
+			{RunID: ps[2].RunID, Attempt: attempts[2], Outcome: redisstore.OutcomeRetry, Payload: []byte("again"), Now: f.now, RetryAt: f.now.Add(time.Minute)},
+			{RunID: ps[3].RunID, Attempt: attempts[3] + 1, Outcome: redisstore.OutcomeSucceeded, Now: f.now}, // stale
+			{RunID: "no-such-run", Attempt: 1, Outcome: redisstore.OutcomeSucceeded, Now: f.now},
+		}
+		res, errs := f.s.FinishBatch(f.ctx, batch)
+		want := []redisstore.FinishResult{
+			{Written: true, Status: "succeeded"}, {Written: true, Status: "failed"}, {Written: true, Status: "queued"},
+			{Status: "stale"}, {Status: "missing"},
+		}
+		for i := range want {
+			if errs[i] != nil || res[i] != want[i] {
+				t.Errorf("outcome %d = %+v, %v; want %+v", i, res[i], errs[i], want[i])
+			}
+		}
+		if n := b.Client.XLen(f.ctx, f.k.Stream("a")).Val(); n != 0 {
+			t.Errorf("stream a holds %d entries, want none", n)
+		}
+		// b keeps only the stale attempt's delivery, still pending.
+		if n := b.Client.XLen(f.ctx, f.k.Stream("b")).Val(); n != 1 {
+			t.Errorf("stream b holds %d entries, want the unfinished one", n)
+		}
+		if p := b.Client.XPending(f.ctx, f.k.Stream("b"), redisstore.GroupName).Val(); p.Count != 1 {
+			t.Errorf("stream b has %d pending deliveries, want 1", p.Count)
+		}
+		if f.exists(f.k.IdempotencyKey("1")) || f.exists(f.k.IdempotencyKey("2")) || !f.exists(f.k.IdempotencyKey("3")) {
+			t.Error("keys: want 1 and 2 released, 3 held through its retry")
+		}
+		if due := b.Client.ZScore(f.ctx, f.k.Retry(), ps[2].RunID).Val(); int64(due) != f.now.Add(time.Minute).UnixMilli() {
+			t.Errorf("retry due %v", due)
+		}
+		run, _ := f.s.GetRun(f.ctx, ps[0].RunID)
+		if string(run.Result) != `{"ok":1}` || run.Finished.UnixMilli() != f.now.UnixMilli() {
+			t.Errorf("succeeded run = %+v", run)
+		}
+	})
+}
+
+// A run's signals and steps expire with its record when it ends; a run
+// that had none gets no such keys.
+func TestFinishExpiresSignalsAndStepsWithTheRecord(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		with, without := f.params("t", "a", redisstore.StrategyStatus), f.params("t", "b", redisstore.StrategyStatus)
+		f.enqueue(with)
+		f.enqueue(without)
+		ds := f.read("t", "w1")
+		st := []redisstore.StartResult{f.start(ds[0], "w1"), f.start(ds[1], "w1")}
+		if r, err := f.s.SignalRun(f.ctx, with.RunID, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
+			t.Fatalf("signal = %+v, %v", r, err)
+		}
+		if _, err := f.s.SaveStepResult(f.ctx, with.RunID, "step", []byte(`2`)); err != nil {
+			t.Fatal(err)
+		}
+		f.finish(with.RunID, st[0].Attempt, redisstore.OutcomeSucceeded, `{}`)
+		f.finish(without.RunID, st[1].Attempt, redisstore.OutcomeSucceeded, `{}`)
+		for _, k := range []string{f.k.Run(with.RunID), f.k.Signals(with.RunID), f.k.Steps(with.RunID)} {
+			if ttl := b.Client.PTTL(f.ctx, k).Val(); ttl <= 0 || ttl > time.Hour {
+				t.Errorf("%s: ttl %v, want the record's retention", k, ttl)
+			}
+		}
+		if f.exists(f.k.Signals(without.RunID)) || f.exists(f.k.Steps(without.RunID)) {
+			t.Error("a run without signals or steps has such keys")
+		}
+	})
+}
+
+// save_step.lua: the first result of a step wins; a step saved after its
+// run ended expires with the record; a run whose record is gone stores
+// nothing.
+func TestSaveStepResult(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		p := f.params("t", "a", redisstore.StrategyStatus)
+		f.enqueue(p)
+		got, err := f.s.SaveStepResult(f.ctx, p.RunID, "s", []byte(`"first"`))
+		if err != nil || string(got) != `"first"` {
+			t.Fatalf("first save = %s, %v", got, err)
+		}
+		if got, _ := f.s.SaveStepResult(f.ctx, p.RunID, "s", []byte(`"second"`)); string(got) != `"first"` {
+			t.Fatalf("second save returned %s, want the first result", got)
+		}
+		if ttl := b.Client.PTTL(f.ctx, f.k.Steps(p.RunID)).Val(); ttl != -1 {
+			t.Errorf("steps of an active run: ttl %v, want none", ttl)
+		}
+		b.Client.PExpire(f.ctx, f.k.Run(p.RunID), time.Minute) // as when the run ends
+		if _, err := f.s.SaveStepResult(f.ctx, p.RunID, "late", []byte(`3`)); err != nil {
+			t.Fatal(err)
+		}
+		if ttl := b.Client.PTTL(f.ctx, f.k.Steps(p.RunID)).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Errorf("steps saved after the end: ttl %v, want the record's", ttl)
+		}
+		got, err = f.s.SaveStepResult(f.ctx, "gone", "s", []byte(`4`))
+		if err != nil || string(got) != `4` || f.exists(f.k.Steps("gone")) || f.exists(f.k.Run("gone")) {
+			t.Errorf("save for a missing run = %s, %v; want its own result and nothing stored", got, err)
+		}
+	})
+}
