@@ -53,12 +53,9 @@ local function trigger(k, a)
   local run_key = KEYS[k]
   local run_id, task, input, meta = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local strat, hold, now, policy = ARGV[a + 5], ARGV[a + 6], ARGV[a + 12], ARGV[a + 13]
-  local first = redis.pcall('HMGET', run_key, 'task', 'created', 'entry')
-  if first.err then
-    return redis.error_reply('TASKQ_EXISTS ' .. run_id)
-  end
-  if first[1] then
-    if first[1] == task and first[2] == now then
+  if redis.call('EXISTS', run_key) == 1 then
+    local first = redis.pcall('HMGET', run_key, 'task', 'created', 'entry')
+    if not first.err and first[1] == task and first[2] == now then
       return {1, first[3] or ''}
     end
     return redis.error_reply('TASKQ_EXISTS ' .. run_id)
