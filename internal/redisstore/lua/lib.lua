@@ -177,7 +177,8 @@ local function taskq_enqueue_write(r)
   return entry
 end
 
--- Appends a signal to an active run's ordered signal stream. Returns
+-- Appends a signal to an active run's ordered signal stream, once per
+-- signal id. Returns
 -- {1, run id, signal id}, or {0, reason, run id, status} when the run is
 -- missing or has ended, or {0, 'full', run id} at the per-run limit.
 local function taskq_signal(prefix, run_id, signal_id, payload, limit)
@@ -189,6 +190,13 @@ local function taskq_signal(prefix, run_id, signal_id, payload, limit)
     return {0, 'finished', run_id, status}
   end
   local s = prefix .. 'signals:' .. run_id
+  -- A resent call (its reply was lost) finds its signal among the newest
+  -- and is answered as the first send was, rather than delivered twice.
+  for _, e in ipairs(redis.call('XREVRANGE', s, '+', '-', 'COUNT', 16)) do
+    if e[2][1] == 'id' and e[2][2] == signal_id then
+      return {1, run_id, signal_id}
+    end
+  end
   if limit > 0 and redis.call('XLEN', s) >= limit then
     return {0, 'full', run_id, status}
   end
