@@ -66,11 +66,23 @@ type Batcher[P, R any] struct {
 }
 
 type batchCall[P, R any] struct {
-	ctx  context.Context
-	p    P
-	r    R
-	err  error
+	ctx context.Context
+	p   P
+	r   R
+	err error
+	// done is closed once the call was sent (Do); then is called instead
+	// when it is set (Go).
 	done chan struct{}
+	then func(R, error)
+}
+
+// complete hands the call's result to whoever waits for it.
+func (c *batchCall[P, R]) complete() {
+	if c.then != nil {
+		c.then(c.r, c.err)
+		return
+	}
+	close(c.done)
 }
 
 // NewBatcher returns a Batcher that sends batches with send, which must
@@ -97,6 +109,32 @@ func (b *Batcher[P, R]) Do(ctx context.Context, p P) (R, error) {
 		return zero, err
 	}
 	c := &batchCall[P, R]{ctx: ctx, p: p, done: make(chan struct{})}
+	b.enqueue(c)
+	select {
+	case <-c.done:
+		return c.r, c.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// Go queues p as Do does but returns at once: then receives p's result and
+// error once the batch holding it has been sent, or ctx's error if ctx ended
+// before it was sent. then runs on the goroutine that sent the batch (or on
+// the caller's, when ctx has already ended), so it must not block; it is
+// called exactly once. A caller with nothing to do while the call is sent
+// saves a goroutine hand-off this way.
+func (b *Batcher[P, R]) Go(ctx context.Context, p P, then func(R, error)) {
+	if err := ctx.Err(); err != nil {
+		var zero R
+		then(zero, err)
+		return
+	}
+	b.enqueue(&batchCall[P, R]{ctx: ctx, p: p, then: then})
+}
+
+// enqueue queues c and starts a sender if one is allowed and needed.
+func (b *Batcher[P, R]) enqueue(c *batchCall[P, R]) {
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	spawn := b.senders < b.opts.Senders
@@ -106,12 +144,6 @@ func (b *Batcher[P, R]) Do(ctx context.Context, p P) (R, error) {
 	b.mu.Unlock()
 	if spawn {
 		go b.sender()
-	}
-	select {
-	case <-c.done:
-		return c.r, c.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
 	}
 }
 
@@ -141,7 +173,7 @@ func (b *Batcher[P, R]) flush(batch []*batchCall[P, R]) {
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
 			c.err = err
-			close(c.done)
+			c.complete()
 			continue
 		}
 		live = append(live, c)
@@ -163,6 +195,6 @@ func (b *Batcher[P, R]) flush(batch []*batchCall[P, R]) {
 		default:
 			c.r, c.err = rs[i], errs[i]
 		}
-		close(c.done)
+		c.complete()
 	}
 }

@@ -234,6 +234,45 @@ func TestBatcherDropsCallsWhoseCallerStoppedWaiting(t *testing.T) {
 	}
 }
 
+// Go batches its calls with Do's and hands each its own result, once; a
+// call whose context has ended is answered at once and never sent.
+func TestBatcherGoCallsBackOnce(t *testing.T) {
+	g := newGate()
+	g.fail = map[int]bool{3: true}
+	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
+	first := doAll(b, context.Background(), 1)
+	<-g.entered
+	got := make(chan result, 10)
+	for _, p := range []int{2, 3} {
+		b.Go(context.Background(), p, func(r int, err error) { got <- result{p, r, err} })
+	}
+	waitQueued(t, b, 2)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.Go(done, 4, func(r int, err error) { got <- result{4, r, err} })
+	if r := <-got; r.p != 4 || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("call with a done context: %+v, want context.Canceled at once", r)
+	}
+	g.open()
+	<-first
+	for range 2 {
+		switch r := <-got; {
+		case r.p == 2 && (r.err != nil || r.r != 20):
+			t.Fatalf("call 2 got %d, %v", r.r, r.err)
+		case r.p == 3 && r.err == nil:
+			t.Fatal("call 3 should have failed")
+		}
+	}
+	if len(g.batches) != 2 || len(g.batches[1]) != 2 {
+		t.Fatalf("batches = %v, want [[1] [2 3]]", g.batches)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("a call was answered twice: %+v", r)
+	default:
+	}
+}
+
 func TestBatcherReportsAShortReply(t *testing.T) {
 	g := newGate()
 	g.short = true

@@ -57,6 +57,11 @@ func (e *Expression) Key(input map[string]any, meta map[string]any) (string, err
 // otherwise each must be a JSON object nested no deeper than the compiler's
 // MaxInputDepth, or the result is an *InputError.
 func (e *Expression) KeyJSON(input, meta []byte) (string, error) {
+	if e.fast != nil {
+		if key, handled, err := e.fastKeyJSON(input, meta); handled {
+			return key, err
+		}
+	}
 	in, err := decodeObject(varInput, input, e.maxDepth)
 	if err != nil {
 		return "", err

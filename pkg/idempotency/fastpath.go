@@ -179,10 +179,18 @@ func (e *Expression) fastKey(input, meta map[string]any) (key string, handled bo
 			return "", false, nil
 		}
 		return "", true, &ResultTypeError{Expr: e.src, Type: name}
-	case walkMissing:
-		return "", true, &EvalError{Expr: e.src, Field: c.paths[step], Message: msgNoSuchKey + c.keys[step]}
-	case walkInList:
-		return "", true, &EvalError{Expr: e.src, Field: c.paths[step], Message: msgInList}
+	case walkMissing, walkInList:
+		return "", true, e.chainError(step, res)
 	}
 	return "", false, nil
+}
+
+// chainError is CEL's error for a chain that failed at step with res,
+// walkMissing or walkInList.
+func (e *Expression) chainError(step int, res walkResult) error {
+	c := e.fast
+	if res == walkInList {
+		return &EvalError{Expr: e.src, Field: c.paths[step], Message: msgInList}
+	}
+	return &EvalError{Expr: e.src, Field: c.paths[step], Message: msgNoSuchKey + c.keys[step]}
 }

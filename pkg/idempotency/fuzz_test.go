@@ -67,6 +67,11 @@ func FuzzKey(f *testing.F) {
 		meta := []byte(`{"tenant":"acme","id":"m"}`)
 		key, err := e.KeyJSON([]byte(inputJSON), meta)
 		checkKeyResult(t, e, key, err)
+		if e.fast != nil {
+			// KeyJSON reads a field path straight out of the JSON.
+			assertKeyJSONAsDecoded(t, e, inputJSON, string(meta))
+			assertKeyJSONAsDecoded(t, e, inputJSON, inputJSON)
+		}
 
 		input, err := decodeObject(varInput, []byte(inputJSON), c.opts.MaxInputDepth)
 		if err != nil {

@@ -60,7 +60,10 @@ type runContext struct {
 	runID, task, key, ns string
 	attempt              int
 	meta                 json.RawMessage
-	log                  *slog.Logger
+
+	// The logger is made when first asked for: most runs log nothing.
+	logOnce sync.Once
+	log     *slog.Logger
 
 	sigMu     sync.Mutex
 	sigCursor string
@@ -72,7 +75,14 @@ func (c *runContext) Attempt() int              { return c.attempt }
 func (c *runContext) StepID() string            { return fmt.Sprintf("taskq:%s:%s", c.ns, c.runID) }
 func (c *runContext) IdempotencyKey() string    { return c.key }
 func (c *runContext) Metadata() json.RawMessage { return c.meta }
-func (c *runContext) Logger() *slog.Logger      { return c.log }
+
+// Logger returns the run's logger: the worker's, with the run's attributes.
+func (c *runContext) Logger() *slog.Logger {
+	c.logOnce.Do(func() {
+		c.log = lazyWith(c.w.log, slog.String("run", c.runID), slog.String("task", c.task), slog.Int("attempt", c.attempt))
+	})
+	return c.log
+}
 
 // NonRetryableError marks a handler error that must not be retried.
 type NonRetryableError struct{ Err error }

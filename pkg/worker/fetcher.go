@@ -115,9 +115,11 @@ func (w *Worker) dispatch(ds []redisstore.Delivery) {
 
 func (w *Worker) startBatch(ds []redisstore.Delivery) {
 	begun := w.opts.Clock.Now()
+	params := make([]redisstore.StartParams, len(ds))
 	ps := make([]*redisstore.StartParams, len(ds))
 	for i, d := range ds {
-		ps[i] = &redisstore.StartParams{RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: w.opts.Name, Now: begun}
+		params[i] = redisstore.StartParams{RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: w.opts.Name, Now: begun}
+		ps[i] = &params[i]
 	}
 	res, errs := w.store.StartBatch(w.baseCtx, ps)
 	for i, d := range ds {

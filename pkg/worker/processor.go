@@ -80,7 +80,8 @@ type runJob struct {
 // the stack a handler needs, where a goroutine per run would grow (copy) it
 // on every run. There are never more runners than handler slots: every
 // attempt holds a slot, so when all Concurrency runners exist and none is
-// idle, one has just released its slot and is about to take the next job.
+// idle, one has just returned from its handler and is about to take the
+// next job.
 func (w *Worker) run(j runJob) {
 	select {
 	case w.work <- j:
@@ -96,11 +97,11 @@ func (w *Worker) run(j runJob) {
 }
 
 // runner runs j, then each job it is handed, until Shutdown closes w.work.
+// It does not wait for an outcome to be recorded: the attempt keeps its
+// slot until then (see end).
 func (w *Worker) runner(j runJob) {
 	for {
-		w.process(j.d, j.st, j.begun)
-		w.releaseSlots(1)
-		w.runs.Done()
+		w.process(j)
 		var ok bool
 		if j, ok = <-w.work; !ok {
 			return
@@ -108,55 +109,67 @@ func (w *Worker) runner(j runJob) {
 	}
 }
 
-// process runs one delivery whose attempt st has started (at begun, when
-// the start was sent): call the handler, record the outcome. Everything it
-// writes is fenced by the attempt number.
-func (w *Worker) process(d redisstore.Delivery, st redisstore.StartResult, begun time.Time) {
+// attempt is one attempt this worker runs, from its start until its
+// outcome is recorded: what heartbeats and cancel notices act on, the
+// handler's context and the outcome to record, in one allocation.
+type attempt struct {
+	activeRun
+	rc runContext
+	// stop releases the timeout's timer; nil without a timeout.
+	stop   context.CancelFunc
+	finish redisstore.FinishParams
+}
+
+// process runs the attempt j started: call the handler, record the outcome.
+// Everything it writes is fenced by the attempt number. The run holds its
+// slot, and counts in w.runs, until end.
+func (w *Worker) process(j runJob) {
+	d, st := j.d, j.st
 	reg := w.tasks[d.Task]
-	log := lazyWith(w.log, slog.String("run", d.RunID), slog.String("task", d.Task), slog.Int("attempt", st.Attempt))
-	ctx, cancel := context.WithCancelCause(w.baseCtx)
-	defer cancel(nil)
+	// The run's context does not derive from w.baseCtx: Shutdown cancels
+	// the active runs one by one (see stopRuns), which spares every run
+	// registering with, and removing itself from, a shared parent.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	a := &attempt{}
+	a.lease = redisstore.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}
+	a.task, a.cancel, a.leaseUntil = d.Task, cancel, j.begun.Add(w.opts.LeaseDuration)
 	var runCtx context.Context = ctx
 	if timeout := reg.def.Timeout; timeout > 0 {
-		var stop context.CancelFunc
-		runCtx, stop = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-		defer stop()
+		runCtx, a.stop = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 	}
-	a := &activeRun{
-		lease: redisstore.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt},
-		task:  d.Task, cancel: cancel, leaseUntil: begun.Add(w.opts.LeaseDuration),
+	a.rc = runContext{
+		Context: runCtx, w: w, runID: d.RunID, task: d.Task, key: st.Key, ns: w.opts.Namespace,
+		attempt: st.Attempt, meta: st.Meta,
 	}
 	w.mu.Lock()
-	w.active[d.RunID] = a
+	w.active[d.RunID] = &a.activeRun
+	stopping := w.stopping
 	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.active, d.RunID)
-		w.mu.Unlock()
-	}()
-
-	rc := &runContext{
-		Context: runCtx, w: w, runID: d.RunID, task: d.Task, key: st.Key, ns: w.opts.Namespace,
-		attempt: st.Attempt, meta: st.Meta, log: log,
+	if stopping {
+		cancel(ErrShutdown)
 	}
-	out, herr := w.call(reg.handler, rc, st.Input)
+
+	out, herr := w.call(reg.handler, &a.rc, st.Input)
 
 	cause := context.Cause(runCtx)
 	switch {
 	case errors.Is(cause, ErrRunCancelled), errors.Is(cause, ErrLeaseLost):
 		// Cancelled: the cancel already ended the run. Lease lost: the
 		// run belongs to a newer attempt; writing would be refused anyway.
-		log.Info("taskq: attempt abandoned", "cause", cause)
+		a.rc.Logger().Info("taskq: attempt abandoned", "cause", cause)
+		w.end(a)
 		return
 	case errors.Is(cause, ErrShutdown):
 		res, err := w.store.Requeue(context.Background(), d.RunID, d.Task, st.Attempt)
-		log.Info("taskq: run given back on shutdown", "requeued", res.Written, "err", err)
+		a.rc.Logger().Info("taskq: run given back on shutdown", "requeued", res.Written, "err", err)
+		w.end(a)
 		return
 	}
 	if herr == nil && cause != nil && errors.Is(cause, ErrTimeout) {
 		herr = fmt.Errorf("%w after %s", ErrTimeout, reg.def.Timeout)
 	}
-	p := &redisstore.FinishParams{RunID: d.RunID, Attempt: st.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: out}
+	p := &a.finish
+	*p = redisstore.FinishParams{RunID: d.RunID, Attempt: st.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: out}
 	if herr != nil {
 		if errors.Is(cause, ErrTimeout) && !errors.Is(herr, ErrTimeout) {
 			herr = fmt.Errorf("%w after %s: %v", ErrTimeout, reg.def.Timeout, herr)
@@ -170,9 +183,34 @@ func (w *Worker) process(d redisstore.Delivery, st redisstore.StartResult, begun
 		} else {
 			p.Outcome = redisstore.OutcomeFailed
 		}
-		log.Info("taskq: attempt failed", "err", herr, "outcome", p.Outcome)
+		a.rc.Logger().Info("taskq: attempt failed", "err", herr, "outcome", p.Outcome)
 	}
-	w.finish(a, p, log)
+	w.finish(a)
+}
+
+// end releases what an attempt held once it is over: its entry in
+// w.active (heartbeats renew its lease until then), its context, its slot.
+func (w *Worker) end(a *attempt) {
+	w.mu.Lock()
+	delete(w.active, a.lease.RunID)
+	w.mu.Unlock()
+	if a.stop != nil {
+		a.stop()
+	}
+	a.cancel(nil)
+	w.releaseSlots(1)
+	w.runs.Done()
+}
+
+// stopRuns cancels every active run with ErrShutdown, and every run that
+// becomes active from now on as it does.
+func (w *Worker) stopRuns() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopping = true
+	for _, a := range w.active {
+		a.cancel(ErrShutdown)
+	}
 }
 
 // call runs the handler, turning a panic into an error.
@@ -185,32 +223,53 @@ func (w *Worker) call(h handlerFunc, ctx Context, input []byte) (out []byte, err
 	return h(ctx, input)
 }
 
-// finish records the outcome, retrying while Redis is unreachable and the
-// lease may still be ours: nothing is acknowledged as done before Redis
-// holds it. If the lease lapses first, the run is redelivered instead.
-// Outcomes recorded at the same time by several handlers go to Redis in one
-// pipeline (w.finishes), each still its own fenced script call.
-func (w *Worker) finish(a *activeRun, p *redisstore.FinishParams, log interface {
-	Info(string, ...any)
-	Warn(string, ...any)
-}) {
-	delay := time.Duration(0)
-	for {
-		p.Now = w.opts.Clock.Now()
-		// The batch is bounded by LeaseDuration (see New).
-		res, err := w.finishes.Do(context.Background(), p)
-		if err == nil {
-			if !res.Written {
-				log.Info("taskq: outcome not recorded", "reason", res.Status)
-			}
+// finish records the attempt's outcome and then ends it. Nothing is
+// acknowledged as done before Redis holds the outcome: the attempt keeps
+// its slot and its lease is renewed meanwhile. Outcomes recorded at the
+// same time by several handlers go to Redis in one pipeline (w.finishes),
+// each still its own fenced script call; the runner does not wait for it
+// but takes its next job.
+func (w *Worker) finish(a *attempt) {
+	a.finish.Now = w.opts.Clock.Now()
+	// The batch is bounded by LeaseDuration (see New).
+	w.finishes.Go(context.Background(), &a.finish, func(res redisstore.FinishResult, err error) {
+		if err != nil {
+			// Retrying waits: not on the goroutine that sent the batch.
+			go w.finishRetrying(a, err)
 			return
 		}
+		w.recorded(a, res)
+	})
+}
+
+// finishRetrying retries recording an outcome after err, while Redis is
+// unreachable and the lease may still be ours. If the lease lapses first,
+// the run is redelivered instead.
+func (w *Worker) finishRetrying(a *attempt, err error) {
+	log := a.rc.Logger()
+	delay := time.Duration(0)
+	for {
 		if a.expired(w.opts.Clock.Now()) {
 			log.Warn("taskq: could not record outcome before the lease lapsed; the run will be redelivered", "err", err)
+			w.end(a)
 			return
 		}
 		delay = backoff(delay)
 		log.Warn("taskq: recording outcome failed; retrying", "err", err, "in", delay)
 		time.Sleep(delay)
+		a.finish.Now = w.opts.Clock.Now()
+		var res redisstore.FinishResult
+		if res, err = w.finishes.Do(context.Background(), &a.finish); err == nil {
+			w.recorded(a, res)
+			return
+		}
 	}
+}
+
+// recorded ends an attempt whose outcome Redis answered for.
+func (w *Worker) recorded(a *attempt, res redisstore.FinishResult) {
+	if !res.Written {
+		a.rc.Logger().Info("taskq: outcome not recorded", "reason", res.Status)
+	}
+	w.end(a)
 }

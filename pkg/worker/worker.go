@@ -153,6 +153,8 @@ type Worker struct {
 	names   []string
 	active  map[string]*activeRun
 	started bool
+	// stopping is set by Shutdown once it cancels the runs (see stopRuns).
+	stopping bool
 
 	slots   chan struct{} // one token per free handler slot
 	runs    sync.WaitGroup
@@ -197,8 +199,12 @@ func New(opts Options) (*Worker, error) {
 	for i := 0; i < opts.Concurrency; i++ {
 		w.slots <- struct{}{}
 	}
+	// One finish pipeline in flight: the handlers of a fetched batch end at
+	// about the same time, and with a second sender their outcomes would
+	// go out in three round trips (the first, the second, the rest) rather
+	// than two.
 	var err error
-	w.finishes, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration}, w.store.FinishBatch)
+	w.finishes, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration, Senders: 1}, w.store.FinishBatch)
 	if err != nil {
 		if owns {
 			_ = rdb.Close()
@@ -307,6 +313,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	if w.stopAll != nil {
 		w.stopAll(ErrShutdown)
 	}
+	w.stopRuns()
 	<-idle
 	w.closeWork.Do(func() { close(w.work) })
 	w.heartbeater.stop()
