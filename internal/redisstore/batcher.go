@@ -10,25 +10,25 @@ import (
 
 // Defaults of BatcherOptions.
 const (
-	// BatcherMaxBatchDefault bounds one pipeline, so a burst of calls is
-	// split into several pipelines that Redis serves in turn rather than
-	// one that holds the connection for long.
+	// BatcherMaxBatchDefault bounds one batch, so a burst of calls is
+	// split into several batches that Redis serves in turn rather than one
+	// that holds it for long.
 	BatcherMaxBatchDefault = 256
-	// BatcherSendersDefault is how many pipelines may be in flight at once:
+	// BatcherSendersDefault is how many batches may be in flight at once:
 	// while Redis runs one, the next is being built and the previous one's
 	// replies are being read, so neither side waits for the other.
 	BatcherSendersDefault = 2
-	// BatcherTimeoutDefault bounds the sending of one pipeline.
+	// BatcherTimeoutDefault bounds the sending of one batch.
 	BatcherTimeoutDefault = 5 * time.Second
 )
 
 // BatcherOptions configure a Batcher. Zero values mean the defaults.
 type BatcherOptions struct {
-	// MaxBatch is the most calls sent in one pipeline.
+	// MaxBatch is the most calls sent in one batch.
 	MaxBatch int
-	// Senders is the most pipelines in flight at once.
+	// Senders is the most batches in flight at once.
 	Senders int
-	// Timeout bounds the sending of one pipeline.
+	// Timeout bounds the sending of one batch.
 	Timeout time.Duration
 }
 
@@ -49,7 +49,8 @@ func (o BatcherOptions) withDefaults() (BatcherOptions, error) {
 }
 
 // Batcher coalesces the calls that many goroutines make at the same time
-// into pipelines: Do queues a call, and a sender takes everything queued at
+// into batches, each sent by one call of its send function (one script
+// call or pipeline, one round trip): Do queues a call, and a sender takes everything queued at
 // that moment (up to MaxBatch) and sends it in one round trip. Nothing
 // waits for a batch to fill: a call made while a sender is free goes out at
 // once, and calls made while every sender is busy go out together as soon

@@ -1,9 +1,7 @@
 package redisstore
 
 import (
-	"context"
 	"embed"
-	"errors"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -62,16 +60,4 @@ func (s *scripts) all() []*script {
 // does after Redis restarts.
 func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
-}
-
-// load puts every script into the server's script cache, so pipelined
-// EVALSHA calls find them.
-func (s *scripts) load(ctx context.Context, rdb redis.Scripter) error {
-	var errs []error
-	for _, sc := range s.all() {
-		if err := sc.Load(ctx, rdb).Err(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -7,12 +7,12 @@ import (
 )
 
 // triggerBatcher coalesces the triggers that goroutines of one Client make
-// at the same time into one pipeline of enqueue scripts (see
-// redisstore.Batcher): under load, one round trip carries many triggers, so
-// Redis and the client spend far fewer system calls per trigger; a lone
-// trigger is sent at once. Each trigger is still its own atomic script with
-// its own outcome, and the triggers of one batch run in the order they were
-// queued. Options.DisableTriggerBatching turns it off.
+// at the same time into one call of the enqueue script (see
+// redisstore.Batcher and Store.EnqueueBatch): under load, one round trip
+// and one script run carry many triggers, so Redis and the client spend far
+// less per trigger; a lone trigger is sent at once. Each trigger is still
+// atomic with its own outcome, and the triggers of one batch are handled in
+// the order they were queued. Options.DisableTriggerBatching turns it off.
 type triggerBatcher = redisstore.Batcher[*redisstore.EnqueueParams, redisstore.EnqueueResult]
 
 // newTriggerBatcher returns nil when batching is disabled.

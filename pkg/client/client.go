@@ -60,7 +60,7 @@ type Options struct {
 	OperationTimeout time.Duration
 	// DisableTriggerBatching sends each trigger as its own script call.
 	// By default, triggers made concurrently by many goroutines are
-	// coalesced into one pipeline (see batcher.go); nothing waits to fill a
+	// coalesced into one script call (see batcher.go); nothing waits to fill a
 	// batch, so a lone trigger is sent at once.
 	DisableTriggerBatching bool
 	Logger                 *slog.Logger

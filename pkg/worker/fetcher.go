@@ -97,7 +97,7 @@ func (w *Worker) releaseSlots(n int) {
 }
 
 // dispatch begins the attempts of a batch of deliveries in one round trip
-// (the start script pipelined, see redisstore.StartBatch) and hands each
+// (one call of the start script, see redisstore.StartBatch) and hands each
 // one that started to a runner. Each delivery holds one slot, and counts in
 // w.runs, until its outcome is recorded or it turns out not to start.
 //

@@ -226,9 +226,9 @@ func (w *Worker) call(h handlerFunc, ctx Context, input []byte) (out []byte, err
 // finish records the attempt's outcome and then ends it. Nothing is
 // acknowledged as done before Redis holds the outcome: the attempt keeps
 // its slot and its lease is renewed meanwhile. Outcomes recorded at the
-// same time by several handlers go to Redis in one pipeline (w.finishes),
-// each still its own fenced script call; the runner does not wait for it
-// but takes its next job.
+// same time by several handlers go to Redis in one call of the finish
+// script (w.finishes), each still fenced on its own; the runner does not
+// wait for it but takes its next job.
 func (w *Worker) finish(a *attempt) {
 	a.finish.Now = w.opts.Clock.Now()
 	// The batch is bounded by LeaseDuration (see New).

@@ -169,7 +169,7 @@ type Worker struct {
 	runners   atomic.Int64
 	closeWork sync.Once
 	// finishes coalesces the outcomes handlers record at the same time
-	// into one pipeline of finish scripts.
+	// into one call of the finish script.
 	finishes *redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult]
 }
 
@@ -199,7 +199,7 @@ func New(opts Options) (*Worker, error) {
 	for i := 0; i < opts.Concurrency; i++ {
 		w.slots <- struct{}{}
 	}
-	// One finish pipeline in flight: the handlers of a fetched batch end at
+	// One finish call in flight: the handlers of a fetched batch end at
 	// about the same time, and with a second sender their outcomes would
 	// go out in three round trips (the first, the second, the rest) rather
 	// than two.
