@@ -62,6 +62,12 @@ func (e *Expression) KeyJSON(input, meta []byte) (string, error) {
 			return key, err
 		}
 	}
+	return e.keyDecoded(input, meta)
+}
+
+// keyDecoded is KeyJSON without its fast path: decode both objects, then
+// Key. The fast path must give exactly what this gives.
+func (e *Expression) keyDecoded(input, meta []byte) (string, error) {
 	in, err := decodeObject(varInput, input, e.maxDepth)
 	if err != nil {
 		return "", err

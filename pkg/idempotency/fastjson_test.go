@@ -6,25 +6,12 @@ import (
 	"testing"
 )
 
-// keyDecoded is KeyJSON without its JSON fast path: decode, then Key.
-func keyDecoded(e *Expression, input, meta []byte) (string, error) {
-	in, err := decodeObject(varInput, input, e.maxDepth)
-	if err != nil {
-		return "", err
-	}
-	md, err := decodeObject(varMetadata, meta, e.maxDepth)
-	if err != nil {
-		return "", err
-	}
-	return e.Key(in, md)
-}
-
 // assertKeyJSONAsDecoded checks that KeyJSON gives exactly the key or error
 // that decoding the JSON and calling Key gives.
 func assertKeyJSONAsDecoded(t *testing.T, e *Expression, input, meta string) {
 	t.Helper()
 	gotKey, gotErr := e.KeyJSON([]byte(input), []byte(meta))
-	wantKey, wantErr := keyDecoded(e, []byte(input), []byte(meta))
+	wantKey, wantErr := e.keyDecoded([]byte(input), []byte(meta))
 	if gotKey != wantKey || !reflect.DeepEqual(gotErr, wantErr) {
 		t.Fatalf("%s on input %q meta %q:\nKeyJSON: %q, %T %v\ndecoded: %q, %T %v",
 			e.Source(), input, meta, gotKey, gotErr, gotErr, wantKey, wantErr, wantErr)
