@@ -7,10 +7,10 @@ import (
 )
 
 // StartBatch begins the attempts of many deliveries in one call of the
-// start script. The i-th result and error belong to the i-th delivery and
-// are what Start would have returned for it alone. A batch is one
-// consumer's: every delivery must name the same Consumer, and all start at
-// the first one's Now.
+// start script (or more, past MaxItemsPerCall). The i-th result and error
+// belong to the i-th delivery and are what Start would have returned for it
+// alone. A batch is one consumer's: every delivery must name the same
+// Consumer, and all start at the first one's Now.
 func (s *Store) StartBatch(ctx context.Context, ps []*StartParams) ([]StartResult, []error) {
 	if len(ps) == 0 {
 		return nil, nil
@@ -24,15 +24,17 @@ func (s *Store) StartBatch(ctx context.Context, ps []*StartParams) ([]StartResul
 			return make([]StartResult, len(ps)), errs
 		}
 	}
-	keys := make([]string, 0, 2*len(ps))
-	args := make([]any, 0, 4+2*len(ps))
-	args = append(args, GroupName, ps[0].Consumer, unixMS(ps[0].Now), s.keys.Prefix())
-	for _, p := range ps {
-		keys = append(keys, s.keys.Run(p.RunID), s.keys.Stream(p.Task))
-		args = append(args, p.RunID, p.EntryID)
-	}
 	res := make([]StartResult, len(ps))
-	errs := s.evalBatch(ctx, s.scripts.start, len(ps), keys, args, func(i int, v any) (err error) {
+	errs := s.evalBatch(ctx, s.scripts.start, len(ps), func(lo, hi int) ([]string, []any) {
+		keys := make([]string, 0, 2*(hi-lo))
+		args := make([]any, 0, 4+2*(hi-lo))
+		args = append(args, GroupName, ps[0].Consumer, unixMS(ps[0].Now), s.keys.Prefix())
+		for _, p := range ps[lo:hi] {
+			keys = append(keys, s.keys.Run(p.RunID), s.keys.Stream(p.Task))
+			args = append(args, p.RunID, p.EntryID)
+		}
+		return keys, args
+	}, func(i int, v any) (err error) {
 		res[i], err = parseStart(v)
 		return err
 	})
@@ -62,22 +64,25 @@ func parseStart(v any) (StartResult, error) {
 	}, nil
 }
 
-// FinishBatch records many outcomes in one call of the finish script. The
-// i-th result and error belong to the i-th outcome.
+// FinishBatch records many outcomes in one call of the finish script (or
+// more, past MaxItemsPerCall). The i-th result and error belong to the i-th
+// outcome.
 func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishResult, []error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, 0, 1+len(ps))
-	keys = append(keys, s.keys.Retry())
-	args := make([]any, 0, 2+6*len(ps))
-	args = append(args, GroupName, s.keys.Prefix())
-	for _, p := range ps {
-		keys = append(keys, s.keys.Run(p.RunID))
-		args = append(args, p.RunID, p.Attempt, string(p.Outcome), p.Payload, unixMS(p.Now), unixMS(p.RetryAt))
-	}
 	res := make([]FinishResult, len(ps))
-	errs := s.evalBatch(ctx, s.scripts.finish, len(ps), keys, args, func(i int, v any) (err error) {
+	errs := s.evalBatch(ctx, s.scripts.finish, len(ps), func(lo, hi int) ([]string, []any) {
+		keys := make([]string, 0, 1+hi-lo)
+		keys = append(keys, s.keys.Retry())
+		args := make([]any, 0, 2+6*(hi-lo))
+		args = append(args, GroupName, s.keys.Prefix())
+		for _, p := range ps[lo:hi] {
+			keys = append(keys, s.keys.Run(p.RunID))
+			args = append(args, p.RunID, p.Attempt, string(p.Outcome), p.Payload, unixMS(p.Now), unixMS(p.RetryAt))
+		}
+		return keys, args
+	}, func(i int, v any) (err error) {
 		res[i], err = parseWritten("finish", v)
 		return err
 	})

@@ -1,10 +1,15 @@
 package redisstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
@@ -219,6 +224,58 @@ func TestResentSignalIsStoredOnce(t *testing.T) {
 		}
 		if fmt.Sprint(ids) != "[sig-1 sig-2 sig-3]" {
 			t.Fatalf("stored signals %v, want each once, in order", ids)
+		}
+	})
+}
+
+// scriptCalls counts the script calls a client makes that ran (an EVALSHA
+// answered NOSCRIPT, and then sent again as EVAL, counts once).
+type scriptCalls struct{ n atomic.Int64 }
+
+func (c *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		name := strings.ToLower(cmd.Name())
+		if (name == "evalsha" || name == "eval") && (err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT")) {
+			c.n.Add(1)
+		}
+		return err
+	}
+}
+func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A batch larger than MaxItemsPerCall goes out in several script calls, one
+// after another, and still behaves as one ordered batch: a trigger collides
+// with an earlier one of its key that an earlier call carried.
+func TestEnqueueBatchPastTheCallLimitIsSplitInOrder(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		rdb := redis.NewClient(b.Client.(*redis.Client).Options())
+		defer rdb.Close()
+		calls := &scriptCalls{}
+		rdb.AddHook(calls)
+		f := newFixture(t, b)
+		f.s = redisstore.New(rdb, b.Namespace)
+		n := 2*redisstore.MaxItemsPerCall + 10
+		ps := make([]*redisstore.EnqueueParams, n)
+		for i := range ps {
+			ps[i] = f.params("t", fmt.Sprint("k", i), redisstore.StrategyStatus)
+		}
+		last := n - 1
+		ps[last] = f.params("t", "k0", redisstore.StrategyStatus) // collides with the first
+		res, errs := f.s.EnqueueBatch(f.ctx, ps)
+		for i := 0; i < last; i++ {
+			if errs[i] != nil || !res[i].Accepted {
+				t.Fatalf("trigger %d = %+v, %v", i, res[i], errs[i])
+			}
+		}
+		if res[last].Accepted || res[last].Owner != ps[0].RunID {
+			t.Fatalf("last trigger = %+v, want a collision with %s", res[last], ps[0].RunID)
+		}
+		if got := calls.n.Load(); got != 3 {
+			t.Fatalf("%d triggers went out in %d script calls, want 3", n, got)
 		}
 	})
 }

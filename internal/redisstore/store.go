@@ -250,42 +250,56 @@ func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, e
 	return res[0], errs[0]
 }
 
-// EnqueueBatch sends every trigger to one call of the enqueue script, which
-// handles them in order, so a later trigger of a key collides with an
-// earlier one of the same batch. The i-th result and error belong to the
-// i-th trigger, and are what Enqueue would have returned for it alone.
+// EnqueueBatch sends the triggers to the enqueue script, up to
+// MaxItemsPerCall per call, which handles them in order, so a later trigger
+// of a key collides with an earlier one of the same batch. The i-th result
+// and error belong to the i-th trigger, and are what Enqueue would have
+// returned for it alone.
 func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
-	keys, args := s.enqueueHeader(len(ps))
-	for _, p := range ps {
-		keys, args = s.appendEnqueue(keys, args, p)
-	}
 	results := make([]EnqueueResult, len(ps))
-	errs := s.evalBatch(ctx, s.scripts.enqueue, len(ps), keys, args, func(i int, v any) (err error) {
+	errs := s.evalBatch(ctx, s.scripts.enqueue, len(ps), func(lo, hi int) ([]string, []any) {
+		keys, args := s.enqueueHeader(hi - lo)
+		for _, p := range ps[lo:hi] {
+			keys, args = s.appendEnqueue(keys, args, p)
+		}
+		return keys, args
+	}, func(i int, v any) (err error) {
 		results[i], err = parseEnqueue(v)
 		return err
 	})
 	return results, errs
 }
 
-// evalBatch runs sc, a script that takes n items and replies with an array
-// of n replies, and hands each reply to parse. The i-th error is the
-// script's error for item i, or the call's error when the call failed.
-func (s *Store) evalBatch(ctx context.Context, sc *script, n int, keys []string, args []any, parse func(i int, v any) error) []error {
+// MaxItemsPerCall bounds the items (triggers, deliveries, outcomes) one call
+// of a batch script handles. A script holds Redis while it runs, about 15 µs
+// per trigger; larger batches are sent as several calls, one after another.
+const MaxItemsPerCall = 256
+
+// evalBatch runs sc, a script that takes many items and replies with an
+// array of one reply per item, for items 0..n-1: build gives the KEYS and
+// ARGV of items lo..hi-1, at most MaxItemsPerCall of them, and parse is
+// handed each item's reply. The i-th error is the script's error for item
+// i, or the error of the call that carried it.
+func (s *Store) evalBatch(ctx context.Context, sc *script, n int, build func(lo, hi int) ([]string, []any), parse func(i int, v any) error) []error {
 	errs := make([]error, n)
-	v, err := s.runScript(ctx, sc, keys, args...)
-	var items []any
-	if err == nil {
-		items, err = asSlice(v)
-		if err == nil && len(items) != n {
-			err = fmt.Errorf("%s: %d replies for %d items", sc.name, len(items), n)
+	for lo := 0; lo < n; lo += MaxItemsPerCall {
+		hi := min(lo+MaxItemsPerCall, n)
+		keys, args := build(lo, hi)
+		v, err := s.runScript(ctx, sc, keys, args...)
+		var items []any
+		if err == nil {
+			items, err = asSlice(v)
+			if err == nil && len(items) != hi-lo {
+				err = fmt.Errorf("%s: %d replies for %d items", sc.name, len(items), hi-lo)
+			}
 		}
-	}
-	for i := range errs {
-		if err != nil {
-			errs[i] = err
-			continue
+		for i := lo; i < hi; i++ {
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			errs[i] = parse(i, items[i-lo])
 		}
-		errs[i] = parse(i, items[i])
 	}
 	return errs
 }
