@@ -49,14 +49,14 @@ func (o BatcherOptions) withDefaults() (BatcherOptions, error) {
 }
 
 // Batcher coalesces the calls that many goroutines make at the same time
-// into batches, each sent by one call of its send function (one script
-// call or pipeline, one round trip): Do queues a call, and a sender takes everything queued at
-// that moment (up to MaxBatch) and sends it in one round trip. Nothing
-// waits for a batch to fill: a call made while a sender is free goes out at
-// once, and calls made while every sender is busy go out together as soon
-// as one is free. So batches grow with the load and add no latency when
-// there is none. Senders are goroutines started on demand that end when the
-// queue is empty; an idle Batcher holds none.
+// into batches, each sent by one call of its send function (one round
+// trip): Do queues a call, and a sender takes everything queued at that
+// moment (up to MaxBatch) and sends it. Nothing waits for a batch to fill:
+// a call made while a sender is free goes out at once, and calls made while
+// every sender is busy go out together as soon as one is free. So batches
+// grow with the load and add no latency when there is none. Senders are
+// goroutines started on demand that end when the queue is empty; an idle
+// Batcher holds none.
 type Batcher[P, R any] struct {
 	send func(ctx context.Context, ps []P) ([]R, []error)
 	opts BatcherOptions
