@@ -25,7 +25,7 @@ type loadOptions struct {
 // load runs the burst; fired counts triggers made so far.
 func load(ctx context.Context, cl *cluster, o loadOptions, fired *atomic.Int64) (accepted, failed *atomic.Int64) {
 	accepted, failed = new(atomic.Int64), new(atomic.Int64)
-	tasks := []string{faulttest.TaskStatus, faulttest.TaskTTL, faulttest.TaskRetain, faulttest.TaskPlain}
+	tasks := []string{faulttest.TaskStatus, faulttest.TaskTTL, faulttest.TaskRetain, faulttest.TaskPlain, faulttest.TaskDebounce}
 	var wg sync.WaitGroup
 	for g := 0; g < o.clients; g++ {
 		wg.Add(1)

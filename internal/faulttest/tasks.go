@@ -13,21 +13,23 @@ import (
 // Task names. Each claims keys with its own prefix, so keys of different
 // tasks never collide.
 const (
-	TaskStatus = "fault.status" // status strategy: key held while the run is active
-	TaskTTL    = "fault.ttl"    // ttl strategy
-	TaskRetain = "fault.retain" // status strategy that keeps the key a while after the end
-	TaskPlain  = "fault.plain"  // no idempotency key
+	TaskStatus   = "fault.status"   // status strategy: key held while the run is active
+	TaskTTL      = "fault.ttl"      // ttl strategy
+	TaskRetain   = "fault.retain"   // status strategy that keeps the key a while after the end
+	TaskPlain    = "fault.plain"    // no idempotency key
+	TaskDebounce = "fault.debounce" // debounce: runs once its key has been quiet for a window
 )
 
 // KeyPrefix maps each deduplicated task to the prefix its expression puts
 // before input.key.
-var KeyPrefix = map[string]string{TaskStatus: "s:", TaskTTL: "t:", TaskRetain: "r:"}
+var KeyPrefix = map[string]string{TaskStatus: "s:", TaskTTL: "t:", TaskRetain: "r:", TaskDebounce: "d:"}
 
 // TaskConfig sets the durations of the tasks. Zero values mean defaults.
 type TaskConfig struct {
 	TTL         time.Duration // ttl of TaskTTL (default 2s)
 	FallbackTTL time.Duration // fallback ttl of the status tasks (default 1m)
 	Retain      time.Duration // retain of TaskRetain (default 1s)
+	Window      time.Duration // debounce window of TaskDebounce (default 300ms)
 	Retries     int           // retries of every task (default 2)
 }
 
@@ -41,13 +43,16 @@ func (c TaskConfig) withDefaults() TaskConfig {
 	if c.Retain == 0 {
 		c.Retain = time.Second
 	}
+	if c.Window == 0 {
+		c.Window = 300 * time.Millisecond
+	}
 	if c.Retries == 0 {
 		c.Retries = 2
 	}
 	return c
 }
 
-// Definitions returns the four tasks.
+// Definitions returns the five tasks, TaskPlain fourth.
 func Definitions(c TaskConfig) ([]*task.Definition, error) {
 	c = c.withDefaults()
 	backoff := task.Backoff{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Factor: 2}
@@ -59,6 +64,7 @@ func Definitions(c TaskConfig) ([]*task.Definition, error) {
 		{TaskTTL, task.TTL(`"t:" + input.key`, c.TTL)},
 		{TaskRetain, task.Status(`"r:" + input.key`, c.FallbackTTL).WithRetain(c.Retain)},
 		{TaskPlain, nil},
+		{TaskDebounce, task.Debounce(`"d:" + input.key`, c.Window)},
 	}
 	defs := make([]*task.Definition, 0, len(specs))
 	for _, s := range specs {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/taskq/taskq/internal/redisstore"
 )
 
 // Options tune Check. Zero values mean the defaults.
@@ -314,6 +316,21 @@ func (c *checker) invariants() {
 			}
 		}
 	}
+	// A debounced trigger restarts its owner's window: definitely when it
+	// answered so, perhaps when its outcome is unknown.
+	debounced := map[string][]*Op{}      // owner run -> triggers that debounced it
+	maybeDebounced := map[string][]*Op{} // key -> debounce triggers of unknown outcome
+	for _, op := range c.ops {
+		if op.Kind != KindEnqueue || op.Strategy != "debounce" {
+			continue
+		}
+		switch {
+		case op.Result.Code == CodeRefused && op.Result.Reply == int(redisstore.TriggerDebounced):
+			debounced[op.Result.Owner] = append(debounced[op.Result.Owner], op)
+		case op.Result.Code == CodeUnknown || op.Return == 0:
+			maybeDebounced[op.Key] = append(maybeDebounced[op.Key], op)
+		}
+	}
 	byKey := map[string][]*runInfo{}
 	ids := make([]string, 0, len(c.runs))
 	for id := range c.runs {
@@ -346,6 +363,9 @@ func (c *checker) invariants() {
 		ri.endLo, ri.endHi = int64(math.MaxInt64), int64(math.MaxInt64)
 		if ri.hold > 0 {
 			ri.endLo, ri.endHi = cr.Call+ri.hold-c.slack, satAdd(cr.End(), ri.hold+c.slack)
+		}
+		if ri.strat == "debounce" {
+			c.extendDebounced(ri, debounced[id], maybeDebounced[ri.key])
 		}
 		if ri.strat == "status" && len(ri.endOps) > 0 {
 			lo, hi := int64(math.MaxInt64), int64(math.MaxInt64)
@@ -407,6 +427,33 @@ func (c *checker) invariants() {
 				c.violate(RuleStaleWrite, c.partition(op), fmt.Sprintf("attempt %d of run %s wrote its outcome after attempt %d had started",
 					op.Attempt, op.RunID, s.Result.Attempt), []string{s.String(), op.String()})
 				break
+			}
+		}
+	}
+}
+
+// extendDebounced widens a debounce run's ownership window by the triggers
+// that restarted it: each definite one holds the key for a window from its
+// call at least; each of unknown outcome, made while the key may still have
+// been held, may have held it for a window from its return (for ever, if
+// it never returned).
+func (c *checker) extendDebounced(ri *runInfo, definite, maybe []*Op) {
+	for _, e := range definite {
+		ri.endLo = max(ri.endLo, e.Call+ri.hold-c.slack)
+		ri.endHi = max(ri.endHi, satAdd(e.End(), ri.hold+c.slack))
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, e := range maybe {
+			if e.Call < ri.claimCall || e.Call > ri.endHi {
+				continue
+			}
+			hi := int64(math.MaxInt64)
+			if e.Return != 0 {
+				hi = satAdd(e.End(), ri.hold+c.slack)
+			}
+			if hi > ri.endHi {
+				ri.endHi, changed = hi, true
 			}
 		}
 	}

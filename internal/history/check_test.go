@@ -265,3 +265,29 @@ func TestUnknownFinishMayHaveReleased(t *testing.T) {
 		add("reader", 5002, 5003, Op{Kind: KindReadRun, RunID: "R1"}, okRes("succeeded"))
 	mustPass(t, h)
 }
+
+// A debounced trigger (reply 4) restarts its owner's window, so a refusal
+// after the first window but within the restarted one is legal; without
+// the restart it is not, and an owner that has started cannot be debounced.
+func TestDebounceRestartsTheWindow(t *testing.T) {
+	debouncedBy := func(owner string) Result { return Result{Code: CodeRefused, Owner: owner, Reply: 4} }
+	history := func(second Result) *hb {
+		h := &hb{}
+		return h.add("c1", 0, 1, enq("R1", "k", "debounce", 50), created).
+			add("c2", 30, 31, enq("R2", "k", "debounce", 50), second).
+			add("c3", 70, 71, enq("R3", "k", "debounce", 50), held("R1")).
+			completed("w1", "R1", 90).
+			add("c4", 200, 201, enq("R4", "k", "debounce", 50), created).
+			completed("w1", "R4", 260)
+	}
+	mustPass(t, history(debouncedBy("R1")))
+	// A plain refusal does not restart it: R1's key lapsed by 56 ms.
+	mustFail(t, history(held("R1")), RuleLinearizable, RuleCollisionOwner)
+
+	running := &hb{}
+	running.add("c1", 0, 1, enq("R1", "k", "debounce", 50), created).
+		add("w1", 10, 11, start("R1"), started(1)).
+		add("c2", 30, 31, enq("R2", "k", "debounce", 50), debouncedBy("R1")).
+		add("w1", 40, 41, finish("R1", 1, "succeeded"), okRes("succeeded"))
+	mustFail(t, running, RuleLinearizable)
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/taskq/taskq/internal/redisstore"
 )
 
 // The model: a sequential specification of one partition of the history,
@@ -23,9 +25,11 @@ import (
 //
 //   - A key has at most one owner. An enqueue creates its run and claims
 //     the key only when the key is free; when it is held, the enqueue
-//     creates nothing and must name the owner (policies attach, signal and
-//     debounce also create nothing and name the owner). A superseding
-//     enqueue takes the key from the owner it names and cancels that run.
+//     creates nothing and must name the owner (policies attach and signal
+//     also create nothing and name the owner). A superseding enqueue takes
+//     the key from the owner it names and cancels that run. A debounced
+//     enqueue (reply 4) names an owner that has not started, a queued run
+//     of the debounce strategy, and starts the claim's window again.
 //   - A claim ends only by release, expiry or supersede. Release: the run's
 //     terminal write (finish, cancel, a start that finds it exhausted)
 //     frees a status-strategy key, or re-arms it for the retain period, but
@@ -365,6 +369,15 @@ func stepEnqueue(s state, op *Op, slack int64) []state {
 		return n
 	}
 	held := op.Keyed() && s.owner != ""
+	// A debounced trigger restarts the window of an owner that has not
+	// started; the model cannot tell whether the owner's window already
+	// passed and it was queued for a worker, which the script can.
+	debounceable := held && op.Strategy == "debounce" && s.runs[s.owner].status == "queued"
+	debounced := func() state {
+		n := s
+		n.lo, n.hi = window(op.Call, op.End(), op.HoldMs*1e6, slack)
+		return n
+	}
 	// A superseding trigger cancels the owner it takes the key from.
 	takeOver := func() state {
 		old := s.owner
@@ -389,6 +402,9 @@ func stepEnqueue(s state, op *Op, slack int64) []state {
 		if op.Policy == "supersede" {
 			return []state{s, takeOver()}
 		}
+		if debounceable {
+			return []state{s, debounced()}
+		}
 		return []state{s}
 	case CodeOK:
 		if !held && res.Superseded == "" {
@@ -399,6 +415,12 @@ func stepEnqueue(s state, op *Op, slack int64) []state {
 		}
 		return nil
 	case CodeRefused:
+		if held && res.Owner == s.owner && res.Reply == int(redisstore.TriggerDebounced) {
+			if debounceable {
+				return []state{debounced()}
+			}
+			return nil
+		}
 		if held && res.Owner == s.owner {
 			return []state{s}
 		}
