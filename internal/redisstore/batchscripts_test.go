@@ -279,3 +279,29 @@ func TestEnqueueBatchPastTheCallLimitIsSplitInOrder(t *testing.T) {
 		}
 	})
 }
+
+// One outcome whose run key holds the wrong type fails alone; the other
+// outcomes of its call are recorded.
+func TestFinishBatchErrorsStayWithTheirOutcome(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		good := f.params("t", "a", redisstore.StrategyStatus)
+		f.enqueue(good)
+		st := f.start(f.read("t", "w1")[0], "w1")
+		b.Client.Set(f.ctx, f.k.Run("broken"), "not a hash", 0)
+		res, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{
+			{RunID: "broken", Attempt: 1, Outcome: redisstore.OutcomeSucceeded, Now: f.now},
+			{RunID: good.RunID, Attempt: st.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now},
+		})
+		var wt *redisstore.WrongTypeError
+		if !errors.As(errs[0], &wt) || wt.Key != f.k.Run("broken") {
+			t.Fatalf("outcome of the wrong-typed run: %v, want a WrongTypeError naming its key", errs[0])
+		}
+		if errs[1] != nil || !res[1].Written || res[1].Status != "succeeded" {
+			t.Fatalf("the other outcome = %+v, %v; want it recorded", res[1], errs[1])
+		}
+		if n := b.Client.XLen(f.ctx, f.k.Stream("t")).Val(); n != 0 {
+			t.Fatalf("stream holds %d entries, want the finished run's deleted", n)
+		}
+	})
+}
