@@ -172,7 +172,9 @@ func TestCostBoundMatchesTracked(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d: %d bounded expressions, %d evaluated untracked, %d stopped at the limit", seed, bounded, untracked, stopped)
-	if untracked < iterations/10 || stopped < iterations/100 {
+	// About 56% of the cases run untracked and 1.3% hit the limit; the
+	// floors sit far enough below those that no seed falls short by chance.
+	if untracked < iterations/10 || stopped < iterations/200 {
 		t.Errorf("the random cases miss a side of the limit: %d untracked, %d stopped", untracked, stopped)
 	}
 }
