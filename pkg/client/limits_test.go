@@ -124,6 +124,60 @@ func TestEachLimitHasAClearError(t *testing.T) {
 			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
 			message: "additional_metadata nests deeper than the limit of 16 levels",
 		},
+		{
+			name: "malformed input with an expression", is: idempotency.ErrInput,
+			trigger: func() error {
+				_, err := c.TriggerJSON(ctx, keyed.Definition(), []byte(`{"id":"x",}`))
+				return err
+			},
+			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			message: "input is not valid JSON",
+		},
+		{
+			name: "malformed input without an expression", is: idempotency.ErrInput,
+			trigger: func() error {
+				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{"id":`))
+				return err
+			},
+			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			message: "input is not valid JSON",
+		},
+		{
+			name: "malformed metadata", is: idempotency.ErrInput,
+			trigger: func() error {
+				_, err := c.TriggerJSON(ctx, keyed.Definition(), []byte(`{"id":"x"}`), client.WithMetadataJSON([]byte(`{"a"}`)))
+				return err
+			},
+			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			message: "additional_metadata is not valid JSON",
+		},
+		{
+			name: "malformed metadata without an expression", is: idempotency.ErrInput,
+			trigger: func() error {
+				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`{"a"}`)))
+				return err
+			},
+			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			message: "additional_metadata is not valid JSON",
+		},
+		{
+			name: "metadata that is not an object", is: idempotency.ErrInput,
+			trigger: func() error {
+				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`[1]`)))
+				return err
+			},
+			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			message: "additional_metadata must be a JSON object",
+		},
+		{
+			name: "malformed signal payload", is: idempotency.ErrInput,
+			trigger: func() error {
+				_, err := c.SignalJSON(ctx, "x", json.RawMessage(`{"a":`))
+				return err
+			},
+			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			message: "signal payload is not valid JSON",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,8 +89,8 @@ func (h *RunHandle) Signal(ctx context.Context, payload any) (*SignalReceipt, er
 }
 
 func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []byte) (*SignalReceipt, error) {
-	if !json.Valid(payload) {
-		return nil, errors.New("signal: payload is not valid JSON")
+	if err := validJSON("signal payload", payload); err != nil {
+		return nil, err
 	}
 	if len(payload) > c.opts.MaxInputBytes {
 		return nil, &LimitError{What: "signal payload", Size: len(payload), Limit: c.opts.MaxInputBytes}

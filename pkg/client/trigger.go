@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,11 +244,18 @@ func (c *Client) prepare(def *task.Definition, input, meta []byte, policy rediss
 	if err := idempotency.CheckDepth("additional_metadata", meta, c.opts.MaxInputDepth); err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, err)
 	}
-	if !json.Valid(input) {
-		return nil, fmt.Errorf("task %q: input is not valid JSON", def.Name)
-	}
-	if !json.Valid(meta) {
-		return nil, fmt.Errorf("task %q: additional_metadata is not valid JSON", def.Name)
+	// Deriving the key checks that input and metadata are JSON objects, so
+	// only a task without a key needs the check on its own.
+	if !def.Deduplicated() {
+		if err := validJSON("input", input); err != nil {
+			return nil, fmt.Errorf("task %q: %w", def.Name, err)
+		}
+		if err := validJSON("additional_metadata", meta); err != nil {
+			return nil, fmt.Errorf("task %q: %w", def.Name, err)
+		}
+		if m := bytes.TrimLeft(meta, " \t\r\n"); len(m) > 0 && m[0] != '{' {
+			return nil, fmt.Errorf("task %q: %w", def.Name, &idempotency.InputError{Message: "additional_metadata must be a JSON object"})
+		}
 	}
 	key, err := def.Key(input, meta)
 	if err != nil {
@@ -277,4 +285,13 @@ func (c *Client) prepare(def *task.Definition, input, meta []byte, policy rediss
 		p.Retain = idem.Retain
 	}
 	return p, nil
+}
+
+// validJSON says, as an *idempotency.InputError naming what, when data is
+// not JSON.
+func validJSON(what string, data []byte) error {
+	if !json.Valid(data) {
+		return &idempotency.InputError{Message: what + " is not valid JSON"}
+	}
+	return nil
 }
