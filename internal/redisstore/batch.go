@@ -6,32 +6,19 @@ import (
 	"time"
 )
 
-// StartBatch begins the attempts of many deliveries in one call of the
-// start script (or more, past MaxItemsPerCall). The i-th result and error
-// belong to the i-th delivery and are what Start would have returned for it
-// alone. A batch is one consumer's: every delivery must name the same
-// Consumer, and all start at the first one's Now.
-func (s *Store) StartBatch(ctx context.Context, ps []*StartParams) ([]StartResult, []error) {
-	if len(ps) == 0 {
-		return nil, nil
-	}
-	for _, p := range ps[1:] {
-		if p.Consumer != ps[0].Consumer {
-			errs := make([]error, len(ps))
-			for i := range errs {
-				errs[i] = fmt.Errorf("redisstore: one start batch names consumers %q and %q", ps[0].Consumer, p.Consumer)
-			}
-			return make([]StartResult, len(ps)), errs
-		}
-	}
-	res := make([]StartResult, len(ps))
-	errs := s.evalBatch(ctx, s.scripts.start, len(ps), func(lo, hi int) ([]string, []any) {
+// StartBatch begins, for consumer at now, the attempts of deliveries it
+// has just read (or reclaimed), in one call of the start script (or more,
+// past MaxItemsPerCall). The i-th result and error belong to the i-th
+// delivery and are what Start would have returned for it alone.
+func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, ds []Delivery) ([]StartResult, []error) {
+	res := make([]StartResult, len(ds))
+	errs := s.evalBatch(ctx, s.scripts.start, len(ds), func(lo, hi int) ([]string, []any) {
 		keys := make([]string, 0, 2*(hi-lo))
 		args := make([]any, 0, 4+2*(hi-lo))
-		args = append(args, GroupName, ps[0].Consumer, unixMS(ps[0].Now), s.keys.Prefix())
-		for _, p := range ps[lo:hi] {
-			keys = append(keys, s.keys.Run(p.RunID), s.keys.Stream(p.Task))
-			args = append(args, p.RunID, p.EntryID)
+		args = append(args, GroupName, consumer, unixMS(now), s.keys.Prefix())
+		for _, d := range ds[lo:hi] {
+			keys = append(keys, s.keys.Run(d.RunID), s.keys.Stream(d.Task))
+			args = append(args, d.RunID, d.EntryID)
 		}
 		return keys, args
 	}, func(i int, v any) (err error) {

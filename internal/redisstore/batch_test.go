@@ -37,11 +37,7 @@ func TestStartBatchStartsEachDeliveryAsStartWould(t *testing.T) {
 		if !b.Real() {
 			b.Client.ScriptFlush(f.ctx)
 		}
-		batch := make([]*redisstore.StartParams, len(ds))
-		for i, d := range ds {
-			batch[i] = &redisstore.StartParams{RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: "w1", Now: f.now}
-		}
-		res, errs := f.s.StartBatch(f.ctx, batch)
+		res, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds)
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("delivery %d: %v", i, err)
@@ -69,7 +65,7 @@ func TestStartBatchStartsEachDeliveryAsStartWould(t *testing.T) {
 
 func TestStartBatchOfNothing(t *testing.T) {
 	f := newFixture(t, redistest.Mini(t))
-	res, errs := f.s.StartBatch(f.ctx, nil)
+	res, errs := f.s.StartBatch(f.ctx, "w1", f.now, nil)
 	if len(res) != 0 || len(errs) != 0 {
 		t.Fatalf("empty batch = %v, %v", res, errs)
 	}
@@ -85,11 +81,7 @@ func TestStartBatchErrorsStayWithTheirDelivery(t *testing.T) {
 		ds := f.read("t", "w1")
 		b.Client.Del(f.ctx, f.k.Run(bad.RunID))
 		b.Client.Set(f.ctx, f.k.Run(bad.RunID), "not a hash", 0)
-		batch := []*redisstore.StartParams{
-			{RunID: ds[1].RunID, Task: "t", EntryID: ds[1].EntryID, Consumer: "w1", Now: f.now},
-			{RunID: ds[0].RunID, Task: "t", EntryID: ds[0].EntryID, Consumer: "w1", Now: f.now},
-		}
-		res, errs := f.s.StartBatch(f.ctx, batch)
+		res, errs := f.s.StartBatch(f.ctx, "w1", f.now, []redisstore.Delivery{ds[1], ds[0]})
 		if !errors.Is(errs[0], redisstore.ErrWrongType) {
 			t.Fatalf("wrong-type record: %v, want ErrWrongType", errs[0])
 		}

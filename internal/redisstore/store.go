@@ -407,7 +407,7 @@ type StartResult struct {
 // Start begins a new attempt of the delivered run. StartBatch does the
 // same for many deliveries in one call.
 func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) {
-	res, errs := s.StartBatch(ctx, []*StartParams{p})
+	res, errs := s.StartBatch(ctx, p.Consumer, p.Now, []Delivery{{Task: p.Task, EntryID: p.EntryID, RunID: p.RunID}})
 	return res[0], errs[0]
 }
 

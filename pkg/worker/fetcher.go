@@ -115,13 +115,7 @@ func (w *Worker) dispatch(ds []redisstore.Delivery) {
 
 func (w *Worker) startBatch(ds []redisstore.Delivery) {
 	begun := w.opts.Clock.Now()
-	params := make([]redisstore.StartParams, len(ds))
-	ps := make([]*redisstore.StartParams, len(ds))
-	for i, d := range ds {
-		params[i] = redisstore.StartParams{RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: w.opts.Name, Now: begun}
-		ps[i] = &params[i]
-	}
-	res, errs := w.store.StartBatch(w.baseCtx, ps)
+	res, errs := w.store.StartBatch(w.baseCtx, w.opts.Name, begun, ds)
 	for i, d := range ds {
 		switch {
 		case errs[i] != nil:
