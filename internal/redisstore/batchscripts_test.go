@@ -305,3 +305,28 @@ func TestFinishBatchErrorsStayWithTheirOutcome(t *testing.T) {
 		}
 	})
 }
+
+// A run that ends otherwise than by its own finish (here: cancelled) has
+// its signals and steps expire with its record too.
+func TestCancelExpiresSignalsAndStepsWithTheRecord(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		p := f.params("t", "a", redisstore.StrategyStatus)
+		f.enqueue(p)
+		f.start(f.read("t", "w1")[0], "w1")
+		if r, err := f.s.SignalRun(f.ctx, p.RunID, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
+			t.Fatalf("signal = %+v, %v", r, err)
+		}
+		if _, err := f.s.SaveStepResult(f.ctx, p.RunID, "step", []byte(`2`)); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := f.s.Cancel(f.ctx, p.RunID, "test", f.now); err != nil || !r.Written {
+			t.Fatalf("cancel = %+v, %v", r, err)
+		}
+		for _, k := range []string{f.k.Run(p.RunID), f.k.Signals(p.RunID), f.k.Steps(p.RunID)} {
+			if ttl := b.Client.PTTL(f.ctx, k).Val(); ttl <= 0 || ttl > time.Hour {
+				t.Errorf("%s: ttl %v, want the record's retention", k, ttl)
+			}
+		}
+	})
+}

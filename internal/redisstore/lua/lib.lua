@@ -52,10 +52,10 @@ end
 -- Moves a run in any state to a terminal status: taskq_end, and its
 -- delivery dropped and its retry or debounce timer removed.
 local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
-  local r = redis.call('HMGET', run_key, 'task', 'strat', 'key', 'retain', 'entry', 'keep')
+  local r = redis.call('HMGET', run_key, 'task', 'strat', 'key', 'retain', 'entry', 'keep', 'sigs', 'steps')
   taskq_drop_entry(prefix, group, r[1], r[5])
   taskq_end(prefix, run_key, run_id, status, now, field, value,
-    {strat = r[2], key = r[3], retain = r[4], keep = r[6], sigs = true, steps = true})
+    {strat = r[2], key = r[3], retain = r[4], keep = r[6], sigs = r[7], steps = r[8]})
   redis.call('ZREM', prefix .. 'retry', run_id)
 end
 
