@@ -14,8 +14,9 @@ import (
 	"github.com/taskq/taskq/pkg/worker"
 )
 
-// An order is charged once: a duplicate is rejected while the charge runs
-// and for the retain window after it, and a bad amount fails at once.
+// An order is charged once: a duplicate is rejected while the order's run is
+// active and for the retain window (an hour) after it, and a bad amount fails
+// at once.
 func TestOrderIsChargedOnce(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -55,8 +56,17 @@ func TestOrderIsChargedOnce(t *testing.T) {
 		if r.OrderID != "A-1" || r.Amount != 4200 || r.Currency != "EUR" || r.ChargeID == "" || r.Attempt != 1 {
 			t.Fatalf("receipt = %+v", r)
 		}
-		if _, err := client.RunNoWait(ctx, c, orders.ProcessOrder, o); !errors.As(err, &coll) {
-			t.Fatalf("duplicate after the charge: %v, want a collision (the key is retained)", err)
+		if _, err := client.RunNoWait(ctx, c, orders.ProcessOrder, o); !errors.As(err, &coll) || coll.ExistingRunID != ref.ID() {
+			t.Fatalf("duplicate after the charge: %v, want a collision with %s (the key is retained)", err, ref.ID())
+		}
+		// The key is held for the hour of retain, not for what is left of the
+		// 15-minute fallback of the run's claim.
+		k, err := c.LookupKey(ctx, "order:A-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.OwnerRunID != ref.ID() || k.OwnerStatus != client.StatusSucceeded || k.TTL <= 15*time.Minute || k.TTL > time.Hour {
+			t.Fatalf("key after the charge = %+v, want owned by %s (succeeded) for up to an hour", k, ref.ID())
 		}
 
 		_, err = client.Run(ctx, c, orders.ProcessOrder, orders.Order{OrderID: "A-2", Amount: -5})

@@ -15,7 +15,8 @@ import (
 	"github.com/taskq/taskq/pkg/worker"
 )
 
-// A redelivered webhook is deduplicated to the run of its first delivery.
+// A redelivered webhook is deduplicated to the run of its first delivery,
+// before and after that run ended.
 func TestRedeliveryIsDeduplicated(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -64,6 +65,23 @@ func TestRedeliveryIsDeduplicated(t *testing.T) {
 		}
 		if raw.ID != "evt_42" || raw.Type != "invoice.paid" || !raw.Handled {
 			t.Fatalf("ack = %+v", raw)
+		}
+		// The delivery ID stays claimed after its run ended: a provider's
+		// late retry is still deduplicated, for 24 hours from the first
+		// arrival.
+		late, err := ing.Push(ctx, webhooks.EventKey, payload, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(late.Runs) != 1 || late.Runs[0].Outcome != events.OutcomeDeduplicated || late.Runs[0].RunID != first.Runs[0].RunID {
+			t.Fatalf("redelivery after the run ended: %+v, want deduplicated to %s", late.Runs, first.Runs[0].RunID)
+		}
+		k, err := c.LookupKey(ctx, "webhook:evt_42")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.OwnerRunID != first.Runs[0].RunID || k.TTL <= 23*time.Hour || k.TTL > 24*time.Hour {
+			t.Fatalf("key after the run = %+v, want owned by %s for up to 24 hours", k, first.Runs[0].RunID)
 		}
 	})
 }
