@@ -65,7 +65,7 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				return err
 			},
 			as:      func(err error) bool { var e *client.LimitError; return errors.As(err, &e) && e.What == "input" },
-			message: "input is 5011 bytes, over the limit of 4096",
+			message: `task "limits-plain": input is 5011 bytes, over the limit of 4096`,
 		},
 		{
 			name: "metadata size", is: client.ErrInputTooLarge,

@@ -176,7 +176,7 @@ func (c *Client) triggered(p *redisstore.EnqueueParams, res redisstore.EnqueueRe
 // TriggerManyJSON is the untyped form of RunMany.
 func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, triggers []Trigger, opts ...RunOption) ([]*RunHandle, error) {
 	if len(triggers) > c.opts.MaxBatch {
-		return nil, &LimitError{What: "batch", Size: len(triggers), Limit: c.opts.MaxBatch}
+		return nil, fmt.Errorf("task %q: %w", def.Name, &LimitError{What: "batch", Size: len(triggers), Limit: c.opts.MaxBatch})
 	}
 	var o runOptions
 	for _, f := range opts {
@@ -233,10 +233,10 @@ func (c *Client) prepare(def *task.Definition, input, meta []byte, policy rediss
 		input = []byte("{}")
 	}
 	if len(input) > c.opts.MaxInputBytes {
-		return nil, &LimitError{What: "input", Size: len(input), Limit: c.opts.MaxInputBytes}
+		return nil, fmt.Errorf("task %q: %w", def.Name, &LimitError{What: "input", Size: len(input), Limit: c.opts.MaxInputBytes})
 	}
 	if len(meta) > c.opts.MaxMetadataBytes {
-		return nil, &LimitError{What: "additional_metadata", Size: len(meta), Limit: c.opts.MaxMetadataBytes}
+		return nil, fmt.Errorf("task %q: %w", def.Name, &LimitError{What: "additional_metadata", Size: len(meta), Limit: c.opts.MaxMetadataBytes})
 	}
 	if err := idempotency.CheckDepth("input", input, c.opts.MaxInputDepth); err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, err)
