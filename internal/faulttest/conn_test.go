@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,6 +231,10 @@ func TestUnreachableRedisFailsPromptly(t *testing.T) {
 				if !errors.As(err, &ue) || !errors.Is(err, client.ErrUnavailable) || ue.Addr != tc.addr ||
 					!strings.Contains(err.Error(), "Redis at "+tc.addr+" did not answer") {
 					t.Fatalf("trigger against an unreachable Redis: %v; want an *UnavailableError naming %s", err, tc.addr)
+				}
+				// A refused connection is named, not hidden behind the deadline.
+				if tc.name == "refusing" && (!errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), "connection refused")) {
+					t.Fatalf("trigger against a port that refuses connections: %v; want the refusal named", err)
 				}
 			case <-time.After(10 * timeout):
 				t.Fatalf("trigger against an unreachable Redis still waiting after %s with OperationTimeout %s", 10*timeout, timeout)

@@ -37,7 +37,9 @@ func (systemClock) Now() time.Time { return time.Now() }
 // Options configure a Client. The zero value connects to TASKQ_REDIS_URL
 // (or RedisURLDefault) in namespace "default".
 type Options struct {
-	// Redis is an existing client to use; the Client does not close it.
+	// Redis is an existing client to use; the Client does not close it. It
+	// adds a hook to it that notes failed connection attempts, to name them
+	// in an *UnavailableError.
 	Redis redis.UniversalClient
 	// RedisURL (redis:// or rediss://) is used when Redis is nil.
 	RedisURL string
@@ -128,6 +130,8 @@ type Client struct {
 	defs    definitions
 	// triggers batches concurrent triggers; nil when disabled.
 	triggers *triggerBatcher
+	// dials remembers why connecting to Redis last failed.
+	dials *dialRecorder
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
@@ -162,7 +166,9 @@ func New(opts Options) (*Client, error) {
 		}
 		return nil, err
 	}
-	return &Client{opts: opts, store: st, ownsRDB: owns, waiter: newWaiter(rdb, st.Keys(), opts.Logger), triggers: triggers}, nil
+	dials := &dialRecorder{}
+	rdb.AddHook(dials)
+	return &Client{opts: opts, store: st, ownsRDB: owns, waiter: newWaiter(rdb, st.Keys(), opts.Logger), triggers: triggers, dials: dials}, nil
 }
 
 // Close releases the Client's connections (not a Redis client passed in).

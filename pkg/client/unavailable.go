@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +26,10 @@ type UnavailableError struct {
 	// (a caller's earlier deadline bounds it more).
 	Timeout time.Duration
 	Err     error
+	// DialErr is why the last attempt to connect failed, when one failed
+	// during the call: what a deadline in Err hides (a refused connection,
+	// an unknown host).
+	DialErr error
 }
 
 func (e *UnavailableError) Error() string {
@@ -34,14 +39,61 @@ func (e *UnavailableError) Error() string {
 	} else {
 		addr = "Redis at " + addr
 	}
-	return fmt.Sprintf("%s did not answer (operation timeout %s): %v", addr, e.Timeout, e.Err)
+	msg := fmt.Sprintf("%s did not answer (operation timeout %s): %v", addr, e.Timeout, e.Err)
+	if e.DialErr != nil {
+		msg += "; connecting failed: " + e.DialErr.Error()
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrUnavailable) hold.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
-// Unwrap returns the underlying error (a deadline, a refused connection).
-func (e *UnavailableError) Unwrap() error { return e.Err }
+// Unwrap returns the underlying errors (a deadline, a refused connection).
+func (e *UnavailableError) Unwrap() []error {
+	if e.DialErr != nil {
+		return []error{e.Err, e.DialErr}
+	}
+	return []error{e.Err}
+}
+
+// dialRecorder is a go-redis hook that remembers the last failed dial, so
+// that an error that ends in a deadline can still say why Redis could not
+// be reached.
+type dialRecorder struct {
+	last atomic.Pointer[dialFailure]
+}
+
+type dialFailure struct {
+	err error
+	at  time.Time
+}
+
+func (d *dialRecorder) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			d.last.Store(&dialFailure{err: err, at: time.Now()})
+		} else {
+			d.last.Store(nil)
+		}
+		return conn, err
+	}
+}
+
+func (d *dialRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (d *dialRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// since returns the last dial failure if it happened after t.
+func (d *dialRecorder) since(t time.Time) error {
+	if f := d.last.Load(); f != nil && !f.at.Before(t) {
+		return f.err
+	}
+	return nil
+}
 
 // unavailable turns an error that means "Redis did not answer" into an
 // *UnavailableError naming the address and the time allowed; any other
@@ -58,6 +110,10 @@ func (c *Client) unavailable(_ context.Context, err error) error {
 		return err
 	}
 	ue := &UnavailableError{Timeout: c.opts.OperationTimeout, Err: err}
+	if c.dials != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+		// A dial failure within the time the call had is its cause.
+		ue.DialErr = c.dials.since(time.Now().Add(-c.opts.OperationTimeout))
+	}
 	if o, ok := c.store.Redis().(interface{ Options() *redis.Options }); ok {
 		ue.Addr = o.Options().Addr
 	}
