@@ -17,33 +17,21 @@ import (
 	"github.com/taskq/taskq/pkg/events"
 )
 
-// eventView is an event as the CLI shows it.
+// eventView is an event as the CLI shows it: events.Event, with the
+// payload and metadata left out of listings.
 type eventView struct {
-	ID        string          `json:"id"`
-	Key       string          `json:"key"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt time.Time       `json:"createdAt"`
-	Runs      []eventRunView  `json:"runs"`
-}
-
-// eventRunView is what one task did with an event: created a run, was
-// deduplicated to the run holding the key, or failed to derive a key.
-type eventRunView struct {
-	Task           string `json:"task"`
-	Outcome        string `json:"outcome"`
-	RunID          string `json:"runId,omitempty"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	Error          string `json:"error,omitempty"`
+	ID        string           `json:"id"`
+	Key       string           `json:"key"`
+	Payload   json.RawMessage  `json:"payload,omitempty"`
+	Metadata  json.RawMessage  `json:"metadata,omitempty"`
+	CreatedAt time.Time        `json:"createdAt"`
+	Runs      []events.TaskRun `json:"runs"`
 }
 
 func newEventView(e *events.Event, full bool) *eventView {
-	v := &eventView{ID: e.ID, Key: e.Key, CreatedAt: e.CreatedAt.UTC(), Runs: make([]eventRunView, len(e.Runs))}
+	v := &eventView{ID: e.ID, Key: e.Key, CreatedAt: e.CreatedAt, Runs: e.Runs}
 	if full {
 		v.Payload, v.Metadata = e.Payload, e.Metadata
-	}
-	for i, r := range e.Runs {
-		v.Runs[i] = eventRunView{Task: r.Task, Outcome: r.Outcome, RunID: r.RunID, IdempotencyKey: r.IdempotencyKey, Error: r.Error}
 	}
 	return v
 }
@@ -360,14 +348,14 @@ func (a *app) printPushed(views []*eventView, batch bool) error {
 }
 
 // outcomeDetail is the key, or the error when the key could not be derived.
-func outcomeDetail(r eventRunView) string {
+func outcomeDetail(r events.TaskRun) string {
 	if r.Error != "" {
 		return r.Error
 	}
 	return r.IdempotencyKey
 }
 
-func (a *app) eventRunsTable(p *printer, runs []eventRunView) error {
+func (a *app) eventRunsTable(p *printer, runs []events.TaskRun) error {
 	rows := make([][]string, len(runs))
 	for i, r := range runs {
 		rows[i] = []string{r.Task, p.Status(r.Outcome), orDash(r.RunID), orDash(outcomeDetail(r))}
