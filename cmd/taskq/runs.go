@@ -411,6 +411,10 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 				}
 				return ce
 			}
+			if errors.Is(err, client.ErrInputTooLarge) {
+				// The arguments were wrong, as for events push.
+				return withCode(exitUsage, err)
+			}
 			if err != nil {
 				return err
 			}
