@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,7 +207,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := tc.args
-			if !contains(args, "--redis") {
+			if !slices.Contains(args, "--redis") {
 				args = append([]string{"--redis", nowhere}, args...)
 			}
 			r := runWith(context.Background(), invocation{}, args...)

@@ -197,6 +197,8 @@ func TestChangingCommandsGolden(t *testing.T) {
 			{name: "runs_trigger_duplicate.json", args: []string{"runs", "trigger", "process-order", "--input", `{"orderId":"1003"}`, "-o", "json"}, code: exitCollision},
 			{name: "runs_trigger_attach.json", args: []string{"runs", "trigger", "process-order", "--input", `{"orderId":"1003"}`, "--on-conflict", "attach", "-o", "json"}},
 			{name: "runs_trigger_bad_input", args: []string{"runs", "trigger", "process-order", "--input", `{"amount":1}`}, code: exitFailure},
+			{name: "runs_trigger_too_large", args: []string{"runs", "trigger", "process-order", "--input", "-"}, code: exitUsage,
+				stdin: `{"orderId":"1007","note":"` + strings.Repeat("n", client.MaxInputBytesDefault) + `"}`},
 			{name: "runs_trigger_missing_task", args: []string{"runs", "trigger", "no-such-task"}, code: exitNotFound},
 			{name: "runs_cancel", args: []string{"runs", "cancel", f.runs["queued"]}},
 			{name: "runs_cancel_ended.json", args: []string{"runs", "cancel", f.runs["paid"], "-o", "json"}},

@@ -96,6 +96,11 @@ func evalFailure(expr string, err error) error {
 	default:
 		return err
 	}
+	if e.detail == "" && e.kind != "input" {
+		// No place in the expression is known: show all of it, so that a
+		// trigger of a registered task says which expression failed.
+		e.detail = underline(expr, 0, len(expr))
+	}
 	return e
 }
 

@@ -22,6 +22,7 @@ func TestEvalGolden(t *testing.T) {
 		{name: "eval_missing_field", args: []string{"eval", `"order:" + input.customer.id`, "--input", `{"customer":{"name":"Ada"}}`}, code: exitFailure},
 		{name: "eval_missing_field.json", args: []string{"eval", `"order:" + input.customer.id`, "--input", `{"customer":{}}`, "-o", "json"}, code: exitFailure},
 		{name: "eval_missing_meta", args: []string{"eval", "input.id + \":\" +\n  additional_metadata.tenant", "--input", `{"id":"7"}`}, code: exitFailure},
+		{name: "eval_no_overload", args: []string{"eval", `"order:" + input.orderId`, "--input", `{"orderId":1001}`}, code: exitFailure},
 		{name: "eval_empty_key", args: []string{"eval", `input.id`, "--input", `{"id":""}`}, code: exitFailure},
 	}
 	for _, tc := range cases {
@@ -51,6 +52,11 @@ func TestEvalErrorsPointAtTheProblem(t *testing.T) {
 			"  input.amount\n  ^~~~~~~~~~~~"},
 		{"missing field", []string{"eval", `"order:" + input.customer.id`, "--input", `{"customer":{}}`}, "cannot read input.customer.id",
 			`  "order:" + input.customer.id` + "\n             ^~~~~~~~~~~~~~~~~"},
+		// CEL names no place for a type mismatch found at run time.
+		{"no matching overload", []string{"eval", `"order:" + input.orderId`, "--input", `{"orderId":1001}`}, "evaluation failed: no such overload",
+			`  "order:" + input.orderId` + "\n  ^~~~~~~~~~~~~~~~~~~~~~~~"},
+		{"key too long", []string{"eval", `"k:" + input.s`, "--input", `{"s":"` + strings.Repeat("s", 511) + `"}`},
+			"the key is 513 bytes, over the limit of 512", `  "k:" + input.s` + "\n  ^~~~~~~~~~~~~~"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

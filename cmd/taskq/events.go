@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,33 +17,21 @@ import (
 	"github.com/taskq/taskq/pkg/events"
 )
 
-// eventView is an event as the CLI shows it.
+// eventView is an event as the CLI shows it: events.Event, with the
+// payload and metadata left out of listings.
 type eventView struct {
-	ID        string          `json:"id"`
-	Key       string          `json:"key"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt time.Time       `json:"createdAt"`
-	Runs      []eventRunView  `json:"runs"`
-}
-
-// eventRunView is what one task did with an event: created a run, was
-// deduplicated to the run holding the key, or failed to derive a key.
-type eventRunView struct {
-	Task           string `json:"task"`
-	Outcome        string `json:"outcome"`
-	RunID          string `json:"runId,omitempty"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	Error          string `json:"error,omitempty"`
+	ID        string           `json:"id"`
+	Key       string           `json:"key"`
+	Payload   json.RawMessage  `json:"payload,omitempty"`
+	Metadata  json.RawMessage  `json:"metadata,omitempty"`
+	CreatedAt time.Time        `json:"createdAt"`
+	Runs      []events.TaskRun `json:"runs"`
 }
 
 func newEventView(e *events.Event, full bool) *eventView {
-	v := &eventView{ID: e.ID, Key: e.Key, CreatedAt: e.CreatedAt.UTC(), Runs: make([]eventRunView, len(e.Runs))}
+	v := &eventView{ID: e.ID, Key: e.Key, CreatedAt: e.CreatedAt, Runs: e.Runs}
 	if full {
 		v.Payload, v.Metadata = e.Payload, e.Metadata
-	}
-	for i, r := range e.Runs {
-		v.Runs[i] = eventRunView{Task: r.Task, Outcome: r.Outcome, RunID: r.RunID, IdempotencyKey: r.IdempotencyKey, Error: r.Error}
 	}
 	return v
 }
@@ -119,7 +108,10 @@ expression fails on the payload is listed with its error and the command exits
 with code 1.
 
 With --batch, --data holds many payloads, as a JSON array or one JSON value per
-line, and they are pushed in chunks of --chunk; a terminal shows progress.`,
+line, and they are pushed in chunks of --chunk; a terminal shows progress.
+Every payload is checked before the first chunk is sent, so a bad one fails
+the command with nothing stored. If Redis fails some events, the ones stored
+are printed and the error names the payloads that were not.`,
 		Example: `  taskq events push webhook.received --data '{"id":"evt_1","type":"payment.succeeded"}'
   taskq events push webhook.received --data @payload.json --meta source=stripe
   taskq events push webhook.received --batch --data @deliveries.ndjson
@@ -161,49 +153,43 @@ line, and they are pushed in chunks of --chunk; a terminal shows progress.`,
 			if err != nil {
 				return err
 			}
-			var evs []*events.Event
 			if !batch {
 				e, err := ing.Push(ctx, key, payloads[0], md)
 				if err != nil {
 					return badEvent(err)
 				}
-				evs = append(evs, e)
-			} else {
-				prog := a.newProgress("pushing events:", len(payloads))
-				for start := 0; start < len(payloads); start += chunk {
-					end := min(start+chunk, len(payloads))
-					in := make([]events.Input, 0, end-start)
-					for _, p := range payloads[start:end] {
-						in = append(in, events.Input{Key: key, Payload: p, Metadata: md})
+				return a.pushed([]*events.Event{e}, false, nil)
+			}
+			in := make([]events.Input, len(payloads))
+			for n, p := range payloads {
+				in[n] = events.Input{Key: key, Payload: p, Metadata: md}
+			}
+			// Every payload is checked before the first chunk is sent: a bad
+			// one fails the command with nothing stored.
+			if err := ing.Validate(in); err != nil {
+				return badBatch(err, len(in))
+			}
+			var evs []*events.Event
+			var pushErr error
+			prog := a.newProgress("pushing events:", len(in))
+			for start := 0; start < len(in) && pushErr == nil; start += chunk {
+				end := min(start+chunk, len(in))
+				got, err := ing.PushMany(ctx, in[start:end])
+				var lost []int
+				for n := start; n < end; n++ {
+					if got == nil || got[n-start] == nil {
+						lost = append(lost, n)
+						continue
 					}
-					got, err := ing.PushMany(ctx, in)
-					if err != nil {
-						prog.Done()
-						err = badEvent(err)
-						return fmt.Errorf("pushing events %d-%d of %d (the earlier ones are stored): %w", start+1, end, len(payloads), err)
-					}
-					evs = append(evs, got...)
-					prog.Add(len(in))
+					evs = append(evs, got[n-start])
 				}
-				prog.Done()
-			}
-			views := make([]*eventView, len(evs))
-			failed := 0
-			for i, e := range evs {
-				views[i] = newEventView(e, false)
-				for _, r := range e.Runs {
-					if r.Outcome == events.OutcomeError {
-						failed++
-					}
+				if err != nil {
+					pushErr = notStored(lost, end, len(in), err)
 				}
+				prog.Add(end - start)
 			}
-			if err := a.printPushed(views, batch); err != nil {
-				return err
-			}
-			if failed > 0 {
-				return &eventTriggerError{failed: failed, events: len(evs)}
-			}
-			return nil
+			prog.Done()
+			return a.pushed(evs, true, pushErr)
 		}),
 	}
 	cmd.Flags().StringVar(&data, "data", "", "event payload: a JSON object, @file or - for stdin")
@@ -214,6 +200,32 @@ line, and they are pushed in chunks of --chunk; a terminal shows progress.`,
 	return cmd
 }
 
+// pushed prints the events that were stored, then ends with pushErr (some
+// were not stored) or, failing that, with an error when a task could not
+// derive its key from an event.
+func (a *app) pushed(evs []*events.Event, batch bool, pushErr error) error {
+	views := make([]*eventView, len(evs))
+	failed := 0
+	for i, e := range evs {
+		views[i] = newEventView(e, false)
+		for _, r := range e.Runs {
+			if r.Outcome == events.OutcomeError {
+				failed++
+			}
+		}
+	}
+	if err := a.printPushed(views, batch); err != nil {
+		return err
+	}
+	if pushErr != nil {
+		return pushErr
+	}
+	if failed > 0 {
+		return &eventTriggerError{failed: failed, events: len(evs)}
+	}
+	return nil
+}
+
 // badEvent makes an event the ingester refused (a bad key, a payload over
 // a limit) a usage error: the arguments were wrong.
 func badEvent(err error) error {
@@ -221,6 +233,47 @@ func badEvent(err error) error {
 		return withCode(exitUsage, err)
 	}
 	return err
+}
+
+// badBatch words an event of --batch that the ingester refuses the way the
+// other --data errors are worded, numbering payloads from 1; nothing was
+// stored. The key and metadata are the same for every payload, so their
+// errors name no payload.
+func badBatch(err error, total int) error {
+	var ie *events.InvalidEventError
+	var le *events.LimitError
+	switch {
+	case errors.As(err, &ie) && ie.Field == "key":
+		return usageErrorf("event key %s", ie.Message)
+	case errors.As(err, &ie) && ie.Field == "metadata":
+		return usageErrorf("metadata %s", ie.Message)
+	case errors.As(err, &ie):
+		return usageErrorf("--data payload %d of %d %s", ie.Index+1, total, ie.Message)
+	case errors.As(err, &le) && le.What == "metadata":
+		return usageErrorf("metadata is %d bytes, over the limit of %d", le.Size, le.Limit)
+	case errors.As(err, &le):
+		return usageErrorf("--data payload %d of %d is %d bytes, over the limit of %d", le.Index+1, total, le.Size, le.Limit)
+	}
+	return badEvent(err)
+}
+
+// notStored says which payloads of a --batch were not stored: lost are the
+// ones of the chunk that failed (indexes into the batch), and every one
+// from end on was never sent. The events printed are the ones stored.
+func notStored(lost []int, end, total int, err error) error {
+	var pe *events.PushError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	nums := make([]string, len(lost))
+	for i, n := range lost {
+		nums[i] = strconv.Itoa(n + 1)
+	}
+	which := "payload " + strings.Join(nums, ", ")
+	if end < total {
+		which += fmt.Sprintf(" and %d-%d (not sent)", end+1, total)
+	}
+	return fmt.Errorf("%s of %d not stored; the events listed are: %w", which, total, err)
 }
 
 // splitBatch splits --batch data into payloads: a JSON array's elements, or
@@ -295,14 +348,14 @@ func (a *app) printPushed(views []*eventView, batch bool) error {
 }
 
 // outcomeDetail is the key, or the error when the key could not be derived.
-func outcomeDetail(r eventRunView) string {
+func outcomeDetail(r events.TaskRun) string {
 	if r.Error != "" {
 		return r.Error
 	}
 	return r.IdempotencyKey
 }
 
-func (a *app) eventRunsTable(p *printer, runs []eventRunView) error {
+func (a *app) eventRunsTable(p *printer, runs []events.TaskRun) error {
 	rows := make([][]string, len(runs))
 	for i, r := range runs {
 		rows[i] = []string{r.Task, p.Status(r.Outcome), orDash(r.RunID), orDash(outcomeDetail(r))}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +106,7 @@ func (a *app) runsLsCmd() *cobra.Command {
   taskq runs ls -o json | jq -r '.[].id'`,
 		Args: argNames(nil),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			if status != "" && !contains(runStatuses, status) {
+			if status != "" && !slices.Contains(runStatuses, status) {
 				return usageErrorf("invalid --status %q: use one of %s", status, strings.Join(runStatuses, ", "))
 			}
 			if limit < 1 {
@@ -189,15 +190,6 @@ func (a *app) listRuns(ctx context.Context, c *client.Client, taskName, status s
 		}
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // notFinishedError says a run has not reached a terminal status.
@@ -375,7 +367,7 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 			return a.completeTasks(cmd, args, "")
 		},
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			if onConflict != "" && !contains(conflictPolicies, onConflict) {
+			if onConflict != "" && !slices.Contains(conflictPolicies, onConflict) {
 				return usageErrorf("invalid --on-conflict %q: use one of %s", onConflict, strings.Join(conflictPolicies, ", "))
 			}
 			return nil
@@ -418,6 +410,10 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 					}
 				}
 				return ce
+			}
+			if errors.Is(err, client.ErrInputTooLarge) {
+				// The arguments were wrong, as for events push.
+				return withCode(exitUsage, err)
 			}
 			if err != nil {
 				return err
