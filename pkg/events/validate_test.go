@@ -1,0 +1,39 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/events"
+)
+
+// Validate checks a list as PushMany would, past PushMany's batch limit,
+// names the first bad event by its position in the whole list, and writes
+// nothing.
+func TestValidateNamesTheFirstBadEventAndWritesNothing(t *testing.T) {
+	b := redistest.Mini(t)
+	c := newClient(t, b, nil)
+	g := newIngester(t, c, events.Options{MaxBatch: 2})
+	good := events.Input{Key: "order.paid", Payload: json.RawMessage(`{"id":"1"}`)}
+	list := []events.Input{good, good, good, {Key: "order.paid", Payload: json.RawMessage(`[1]`)}, {Key: ""}}
+	err := g.Validate(list)
+	var ie *events.InvalidEventError
+	if !errors.As(err, &ie) || ie.Index != 3 || ie.Field != "payload" {
+		t.Fatalf("Validate = %v; want an *InvalidEventError for payload of event 3", err)
+	}
+	if err := g.Validate(list[:3]); err != nil {
+		t.Fatalf("three good events, over the batch limit of 2: %v", err)
+	}
+	big := events.Input{Key: "order.paid", Payload: json.RawMessage(`{"b":"` + strings.Repeat("x", 2<<20) + `"}`)}
+	var le *events.LimitError
+	if err := g.Validate([]events.Input{good, big}); !errors.As(err, &le) {
+		t.Fatalf("oversized payload: %v; want a *LimitError", err)
+	}
+	if keys, _, _ := b.Client.Scan(context.Background(), 0, "taskq:{"+b.Namespace+"}:event*", 100).Result(); len(keys) != 0 {
+		t.Fatalf("Validate wrote %v", keys)
+	}
+}
