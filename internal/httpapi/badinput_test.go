@@ -3,6 +3,7 @@ package httpapi
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -116,4 +117,23 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 			})
 		}
 	})
+}
+
+// ?wait= in whole seconds is cut to MaxWait however large it is; a count
+// of seconds past what a Duration holds is not mistaken for a negative one.
+func TestParseWait(t *testing.T) {
+	s := &Server{opts: Options{MaxWait: 30 * time.Second}}
+	for v, want := range map[string]time.Duration{
+		"": 0, "0": 0, "5": 5 * time.Second, "500ms": 500 * time.Millisecond, "1m": 30 * time.Second,
+		"10000000000": 30 * time.Second, "99999999999999999999": 30 * time.Second,
+	} {
+		if got, e := s.parseWait(v); e != nil || got != want {
+			t.Errorf("wait=%s: got %s, %v; want %s", v, got, e, want)
+		}
+	}
+	for _, v := range []string{"-1", "-1s", "-99999999999999999999", "soon", "1.5"} {
+		if _, e := s.parseWait(v); e == nil || e.Code != CodeInvalidParameter || e.Field != "wait" {
+			t.Errorf("wait=%s: got %+v, want an invalid_parameter error on wait", v, e)
+		}
+	}
 }

@@ -289,13 +289,15 @@ func (s *Server) parseWait(v string) (time.Duration, *apiError) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		n, nerr := strconv.Atoi(v)
-		if nerr != nil {
+		n, nerr := strconv.ParseInt(v, 10, 64)
+		if nerr != nil && !errors.Is(nerr, strconv.ErrRange) {
 			e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %q; give a duration such as 30s or 500ms", v)
 			e.Field = "wait"
 			return 0, e
 		}
-		d = time.Duration(n) * time.Second
+		// Clamp before converting: a large count of seconds (either sign)
+		// overflows a Duration; -1 keeps the sign for the check below.
+		d = time.Duration(max(min(n, int64(s.opts.MaxWait/time.Second)+1), -1)) * time.Second
 	}
 	if d < 0 {
 		e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %q; it must not be negative", v)
