@@ -24,6 +24,7 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		code    string
 		message string // a part of the message that names the problem
 		field   string
+		index   int // the batch item at fault, when field names one
 	}
 	many := func(n int, item string) string {
 		return `[` + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + `]`
@@ -47,9 +48,12 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		{name: "key and events", method: "POST", path: "/api/v1/events", body: `{"key": "a", "events": [{"key": "b"}]}`, status: 400, code: CodeInvalidField, message: "not both"},
 		{name: "empty batch", method: "POST", path: "/api/v1/events", body: `{"events": []}`, status: 400, code: CodeInvalidField, message: `"events" is empty`},
 		{name: "too many events", method: "POST", path: "/api/v1/events", body: `{"events": ` + many(4, `{"key":"order.paid","payload":{"orderId":"x"}}`) + `}`, status: 400, code: CodeBatchTooLarge, message: "batch has 4 events, over the limit of 3"},
-		{name: "one bad event in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid","payload":{"orderId":"x"}}, {"key":"order.paid","payload":7}]}`, status: 400, code: CodeInvalidField, message: `"events[1].payload" must be a JSON object, not a number`, field: "events[1].payload"},
-		{name: "event without key in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"payload":{}}]}`, status: 400, code: CodeInvalidField, message: `"events[1].key" is required`, field: "events[1].key"},
-		{name: "bad key in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":""}]}`, status: 400, code: CodeInvalidField, message: "event #1: key must not be empty", field: "events[1].key"},
+		{name: "one bad event in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid","payload":{"orderId":"x"}}, {"key":"order.paid","payload":7}]}`, status: 400, code: CodeInvalidField, message: `"events[1].payload" must be a JSON object, not a number`, field: "events[1].payload", index: 1},
+		{name: "event without key in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"payload":{}}]}`, status: 400, code: CodeInvalidField, message: `"events[1].key" is required`, field: "events[1].key", index: 1},
+		{name: "unknown field in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":"order.paid","data":{}}]}`, status: 400, code: CodeInvalidField, message: `unknown field "events[1].data"`, field: "events[1].data", index: 1},
+		{name: "key of the wrong type in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":7}]}`, status: 400, code: CodeInvalidField, message: `field "events[1].key" must be a string, not a number`, field: "events[1].key", index: 1},
+		{name: "event not an object in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, "order.paid"]}`, status: 400, code: CodeInvalidField, message: `field "events[1]" must be an object, not a string`, field: "events[1]", index: 1},
+		{name: "bad key in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":""}]}`, status: 400, code: CodeInvalidField, message: "event #1: key must not be empty", field: "events[1].key", index: 1},
 		{name: "oversized body", method: "POST", path: "/api/v1/events", body: `{"key": "order.paid", "payload": {"pad": "` + strings.Repeat("x", 5000) + `"}}`, status: 413, code: CodeBodyTooLarge, message: "over the limit of 4096 bytes"},
 		{name: "not JSON content", method: "POST", path: "/api/v1/events", body: `key=order.paid`, ctype: "application/x-www-form-urlencoded", status: 415, code: CodeUnsupportedMediaType, message: "not JSON"},
 		// The trigger endpoint.
@@ -66,7 +70,9 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		{name: "runs and input", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {}, "runs": [{"input": {}}]}`, status: 400, code: CodeInvalidField, message: "not both"},
 		{name: "empty runs", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": []}`, status: 400, code: CodeInvalidField, message: `"runs" is empty`},
 		{name: "too many runs", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": ` + many(4, `{"input":{"orderId":"1"}}`) + `}`, status: 400, code: CodeBatchTooLarge, message: "batch has 4 runs, over the limit of 3"},
-		{name: "bad run in a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [{"input": {"orderId": "1"}}, {"input": 5}]}`, status: 400, code: CodeInvalidField, message: `"runs[1].input" must be a JSON object`, field: "runs[1].input"},
+		{name: "bad run in a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [{"input": {"orderId": "1"}}, {"input": 5}]}`, status: 400, code: CodeInvalidField, message: `"runs[1].input" must be a JSON object`, field: "runs[1].input", index: 1},
+		{name: "unknown field in a run of a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [{"input": {"orderId": "1"}}, {"inptu": {}}]}`, status: 400, code: CodeInvalidField, message: `unknown field "runs[1].inptu"`, field: "runs[1].inptu", index: 1},
+		{name: "run not an object in a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [1]}`, status: 400, code: CodeInvalidField, message: `field "runs[0]" must be an object, not a number`, field: "runs[0]", index: 0},
 		{name: "expression fails on a run of a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [{"input": {"orderId": "1"}}, {"input": {"id": "2"}}]}`, status: 422, code: CodeIdempotencyKeyError, message: "runs[1]: "},
 		{name: "oversized trigger", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {"pad": "` + strings.Repeat("x", 5000) + `"}}`, status: 413, code: CodeBodyTooLarge, message: "4096 bytes"},
 		// Other routes.
@@ -104,6 +110,11 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 				}
 				if c.field != "" && r.str("field") != c.field {
 					t.Errorf("field = %q, want %q", r.str("field"), c.field)
+				}
+				if strings.Contains(c.field, "[") {
+					if got, ok := r.body["index"].(float64); !ok || int(got) != c.index {
+						t.Errorf("index = %v, want %d", r.body["index"], c.index)
+					}
 				}
 				if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 					t.Errorf("Content-Type = %q", ct)

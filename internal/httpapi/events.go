@@ -18,12 +18,12 @@ type eventRequest struct {
 }
 
 // pushRequest is the body of POST /api/v1/events: one event, or a batch
-// under "events".
+// under "events" (decoded item by item, see decodeBatch).
 type pushRequest struct {
-	Key      *string         `json:"key"`
-	Payload  json.RawMessage `json:"payload"`
-	Metadata json.RawMessage `json:"metadata"`
-	Events   []eventRequest  `json:"events"`
+	Key      *string           `json:"key"`
+	Payload  json.RawMessage   `json:"payload"`
+	Metadata json.RawMessage   `json:"metadata"`
+	Events   []json.RawMessage `json:"events"`
 }
 
 // eventResult is the answer for one pushed event: its ID and what it did
@@ -74,13 +74,10 @@ func (s *Server) pushEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, resultOf(ev))
 }
 
-func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, reqs []eventRequest) {
-	if len(reqs) == 0 {
-		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, `field "events" is empty; send at least one event`))
-		return
-	}
-	if len(reqs) > s.opts.MaxBatch {
-		writeError(w, newError(http.StatusBadRequest, CodeBatchTooLarge, "batch has %d events, over the limit of %d", len(reqs), s.opts.MaxBatch))
+func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.RawMessage) {
+	reqs, e := decodeBatch[eventRequest]("events", "event", items, s.opts.MaxBatch)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	in := make([]events.Input, len(reqs))

@@ -80,7 +80,15 @@ func FuzzDecodeTriggerRequest(f *testing.F) {
 		checkObject(t, in, e)
 		md, e := objectField(req.AdditionalMetadata, "additionalMetadata", -1)
 		checkObject(t, md, e)
-		for i, r := range req.Runs {
+		if req.Runs == nil {
+			return
+		}
+		runs, e := decodeBatch[runRequest]("runs", "run", req.Runs, 100)
+		if e != nil {
+			checkAPIError(t, e)
+			return
+		}
+		for i, r := range runs {
 			in, e := objectField(r.Input, itemField("runs", i, "input"), i)
 			checkObject(t, in, e)
 			md, e := objectField(r.AdditionalMetadata, itemField("runs", i, "additionalMetadata"), i)
@@ -99,10 +107,14 @@ func FuzzDecodePushRequest(f *testing.F) {
 		if e := decode(t, s, contentType, body, &req); e != nil {
 			return
 		}
-		items := req.Events
-		single := items == nil
-		if single {
-			items = []eventRequest{{Key: req.Key, Payload: req.Payload, Metadata: req.Metadata}}
+		single := req.Events == nil
+		items := []eventRequest{{Key: req.Key, Payload: req.Payload, Metadata: req.Metadata}}
+		if !single {
+			var e *apiError
+			if items, e = decodeBatch[eventRequest]("events", "event", req.Events, 100); e != nil {
+				checkAPIError(t, e)
+				return
+			}
 		}
 		for i, r := range items {
 			idx := i

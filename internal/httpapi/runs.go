@@ -20,14 +20,15 @@ type runRequest struct {
 }
 
 // triggerRequest is the body of POST /api/v1/tasks/{task}/runs: one
-// trigger, or a batch under "runs".
+// trigger, or a batch under "runs" (decoded item by item, see
+// decodeBatch).
 type triggerRequest struct {
 	Input              json.RawMessage `json:"input"`
 	AdditionalMetadata json.RawMessage `json:"additionalMetadata"`
 	// OnConflict overrides the task's conflict policy: reject, attach,
 	// supersede or signal.
-	OnConflict string       `json:"onConflict"`
-	Runs       []runRequest `json:"runs"`
+	OnConflict string            `json:"onConflict"`
+	Runs       []json.RawMessage `json:"runs"`
 }
 
 // runResult is the answer to one trigger. In a batch, Status is the
@@ -122,13 +123,10 @@ func (s *Server) triggered(taskName string, h *client.RunHandle) runResult {
 
 // triggerBatch triggers many runs in one round trip. Every item is checked
 // first; an invalid one fails the batch before anything is written.
-func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, runs []runRequest, opts []client.RunOption) {
-	if len(runs) == 0 {
-		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, `field "runs" is empty; send at least one run`))
-		return
-	}
-	if len(runs) > s.opts.MaxBatch {
-		writeError(w, newError(http.StatusBadRequest, CodeBatchTooLarge, "batch has %d runs, over the limit of %d", len(runs), s.opts.MaxBatch))
+func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []json.RawMessage, opts []client.RunOption) {
+	runs, e := decodeBatch[runRequest]("runs", "run", items, s.opts.MaxBatch)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	triggers := make([]client.Trigger, len(runs))
