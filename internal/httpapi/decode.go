@@ -146,9 +146,9 @@ func goTypeName(t reflect.Type) string {
 	return t.String()
 }
 
-// objectField checks that a field holding a JSON value is an object;
-// absent or null means {}. name is the field as the client wrote it.
-func objectField(raw json.RawMessage, name string, index int) (json.RawMessage, *apiError) {
+// objectField checks that field (of the item index of list, or of the
+// body when index < 0) holds a JSON object; absent or null means {}.
+func objectField(raw json.RawMessage, list string, index int, field string) (json.RawMessage, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return json.RawMessage("{}"), nil
@@ -163,16 +163,14 @@ func objectField(raw json.RawMessage, name string, index int) (json.RawMessage, 
 		case 't', 'f':
 			kind = "a boolean"
 		}
-		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q must be a JSON object, not %s", name, kind)
-		e.Field = name
-		if index >= 0 {
-			e.at(index)
-		}
-		return nil, e
+		return nil, newError(http.StatusBadRequest, CodeInvalidField, "field %q must be a JSON object, not %s",
+			itemField(list, index, field), kind).atItem(list, index, field)
 	}
 	return raw, nil
 }
 
+// itemField names field as the request wrote it: field itself for a single
+// item (index < 0), "list[index].field" for an item of a batch.
 func itemField(list string, index int, field string) string {
 	if index < 0 {
 		return field

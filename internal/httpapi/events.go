@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -112,28 +113,26 @@ func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.
 	writeJSON(w, http.StatusAccepted, map[string]any{"events": out})
 }
 
-// eventInput checks the shape of one event; the ingester checks the rest
-// (key format, sizes).
+// eventInput takes one event of the request to the ingester, which
+// validates it. Only what the ingester cannot see is checked here: a key
+// that is absent rather than empty, and null for an absent payload or
+// metadata.
 func eventInput(req eventRequest, index int) (events.Input, *apiError) {
 	if req.Key == nil {
-		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q is required", itemField("events", index, "key"))
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q is required", itemField("events", index, "key")).atItem("events", index, "key")
 		if index < 0 {
 			e.Message += ` (or "events" for a batch)`
-		} else {
-			e.at(index)
 		}
-		e.Field = itemField("events", index, "key")
 		return events.Input{}, e
 	}
-	payload, e := objectField(req.Payload, itemField("events", index, "payload"), index)
-	if e != nil {
-		return events.Input{}, e
+	return events.Input{Key: *req.Key, Payload: absentIfNull(req.Payload), Metadata: absentIfNull(req.Metadata)}, nil
+}
+
+func absentIfNull(raw json.RawMessage) json.RawMessage {
+	if string(bytes.TrimSpace(raw)) == "null" {
+		return nil
 	}
-	meta, e := objectField(req.Metadata, itemField("events", index, "metadata"), index)
-	if e != nil {
-		return events.Input{}, e
-	}
-	return events.Input{Key: *req.Key, Payload: payload, Metadata: meta}, nil
+	return raw
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {

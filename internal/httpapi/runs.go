@@ -74,9 +74,9 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		s.triggerBatch(w, r, req.Runs, opts)
 		return
 	}
-	input, e := objectField(req.Input, "input", -1)
+	input, e := objectField(req.Input, "", -1, "input")
 	if e == nil {
-		req.AdditionalMetadata, e = objectField(req.AdditionalMetadata, "additionalMetadata", -1)
+		req.AdditionalMetadata, e = objectField(req.AdditionalMetadata, "", -1, "additionalMetadata")
 	}
 	if e != nil {
 		writeError(w, e)
@@ -131,12 +131,12 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 	}
 	triggers := make([]client.Trigger, len(runs))
 	for i, run := range runs {
-		in, e := objectField(run.Input, itemField("runs", i, "input"), i)
+		in, e := objectField(run.Input, "runs", i, "input")
 		if e != nil {
 			writeError(w, e)
 			return
 		}
-		meta, e := objectField(run.AdditionalMetadata, itemField("runs", i, "additionalMetadata"), i)
+		meta, e := objectField(run.AdditionalMetadata, "runs", i, "additionalMetadata")
 		if e != nil {
 			writeError(w, e)
 			return
