@@ -97,17 +97,26 @@ func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.
 		return
 	}
 	out := make([]eventResult, len(evs))
+	stored := 0
 	for i, ev := range evs {
 		if ev != nil {
 			s.metrics.countEvent(ev)
 			out[i] = resultOf(ev)
+			stored++
 		}
+	}
+	var first *events.PushError
+	if stored == 0 && errors.As(err, &first) {
+		// Nothing was stored (Redis is down): say so as a whole, not with
+		// a 202 that lists only failures.
+		writeError(w, eventError(first.Err))
+		return
 	}
 	for _, e := range unwrapJoined(err) {
 		var pe *events.PushError
 		if errors.As(e, &pe) && pe.Index < len(out) {
 			ae := eventError(pe.Err)
-			out[pe.Index] = eventResult{Key: in[pe.Index].Key, Error: ae.Code, Message: ae.Message}
+			out[pe.Index] = eventResult{Key: in[pe.Index].Key, Runs: []events.TaskRun{}, Error: ae.Code, Message: ae.Message}
 		}
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"events": out})
