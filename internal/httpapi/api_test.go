@@ -261,3 +261,25 @@ func TestEventBatch(t *testing.T) {
 		}
 	})
 }
+
+// A null payload or metadata is an absent one: the event is stored with {}
+// and the expression sees an empty object, single or in a batch.
+func TestEventNullFieldsAreEmptyObjects(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{})
+		e.register(task.Spec{Name: "nulls", Expression: `"nulls:" + string(size(input)) + ":" + string(size(additional_metadata))`,
+			Strategy: task.StrategyTTL, TTLMs: 60000, OnEvents: []string{"n.seen"}})
+		one := e.call("POST", "/api/v1/events", `{"key": "n.seen", "payload": null, "metadata": null}`).expect(t, http.StatusAccepted)
+		batch := e.call("POST", "/api/v1/events", `{"events": [{"key": "n.seen", "payload": null, "metadata": null}]}`).expect(t, http.StatusAccepted)
+		ids := []string{one.str("id"), batch.body["events"].([]any)[0].(map[string]any)["id"].(string)}
+		for _, id := range ids {
+			stored := e.call("GET", "/api/v1/events/"+id, nil).expect(t, http.StatusOK)
+			p, _ := json.Marshal(stored.body["payload"])
+			m, _ := json.Marshal(stored.body["metadata"])
+			run := taskRuns(t, stored)["nulls"]
+			if string(p) != "{}" || string(m) != "{}" || run["idempotencyKey"] != "nulls:0:0" {
+				t.Fatalf("event %s stored as %s", id, stored.raw)
+			}
+		}
+	})
+}

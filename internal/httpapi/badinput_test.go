@@ -3,6 +3,7 @@ package httpapi
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -23,6 +24,7 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		code    string
 		message string // a part of the message that names the problem
 		field   string
+		index   int // the batch item at fault, when field names one
 	}
 	many := func(n int, item string) string {
 		return `[` + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + `]`
@@ -41,14 +43,18 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		{name: "missing key", method: "POST", path: "/api/v1/events", body: `{"payload": {}}`, status: 400, code: CodeInvalidField, message: `field "key" is required`, field: "key"},
 		{name: "empty key", method: "POST", path: "/api/v1/events", body: `{"key": ""}`, status: 400, code: CodeInvalidField, message: "key must not be empty", field: "key"},
 		{name: "key with a space", method: "POST", path: "/api/v1/events", body: `{"key": "order paid"}`, status: 400, code: CodeInvalidField, message: "whitespace", field: "key"},
-		{name: "payload an array", method: "POST", path: "/api/v1/events", body: `{"key": "a", "payload": [1, 2]}`, status: 400, code: CodeInvalidField, message: `"payload" must be a JSON object, not an array`, field: "payload"},
-		{name: "metadata a string", method: "POST", path: "/api/v1/events", body: `{"key": "a", "metadata": "x"}`, status: 400, code: CodeInvalidField, message: `"metadata" must be a JSON object, not a string`, field: "metadata"},
+		{name: "payload an array", method: "POST", path: "/api/v1/events", body: `{"key": "a", "payload": [1, 2]}`, status: 400, code: CodeInvalidField, message: `payload must be a JSON object, got an array`, field: "payload"},
+		{name: "metadata a string", method: "POST", path: "/api/v1/events", body: `{"key": "a", "metadata": "x"}`, status: 400, code: CodeInvalidField, message: `metadata must be a JSON object, got a string`, field: "metadata"},
 		{name: "key and events", method: "POST", path: "/api/v1/events", body: `{"key": "a", "events": [{"key": "b"}]}`, status: 400, code: CodeInvalidField, message: "not both"},
 		{name: "empty batch", method: "POST", path: "/api/v1/events", body: `{"events": []}`, status: 400, code: CodeInvalidField, message: `"events" is empty`},
 		{name: "too many events", method: "POST", path: "/api/v1/events", body: `{"events": ` + many(4, `{"key":"order.paid","payload":{"orderId":"x"}}`) + `}`, status: 400, code: CodeBatchTooLarge, message: "batch has 4 events, over the limit of 3"},
-		{name: "one bad event in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid","payload":{"orderId":"x"}}, {"key":"order.paid","payload":7}]}`, status: 400, code: CodeInvalidField, message: `"events[1].payload" must be a JSON object, not a number`, field: "events[1].payload"},
-		{name: "event without key in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"payload":{}}]}`, status: 400, code: CodeInvalidField, message: `"events[1].key" is required`, field: "events[1].key"},
-		{name: "bad key in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":""}]}`, status: 400, code: CodeInvalidField, message: "event #1: key must not be empty", field: "events[1].key"},
+		{name: "one bad event in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid","payload":{"orderId":"x"}}, {"key":"order.paid","payload":7}]}`, status: 400, code: CodeInvalidField, message: `event #1: payload must be a JSON object, got a number`, field: "events[1].payload", index: 1},
+		{name: "event without key in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"payload":{}}]}`, status: 400, code: CodeInvalidField, message: `"events[1].key" is required`, field: "events[1].key", index: 1},
+		{name: "unknown field in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":"order.paid","data":{}}]}`, status: 400, code: CodeInvalidField, message: `unknown field "events[1].data"`, field: "events[1].data", index: 1},
+		{name: "key of the wrong type in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":7}]}`, status: 400, code: CodeInvalidField, message: `field "events[1].key" must be a string, not a number`, field: "events[1].key", index: 1},
+		{name: "event not an object in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, "order.paid"]}`, status: 400, code: CodeInvalidField, message: `field "events[1]" must be an object, not a string`, field: "events[1]", index: 1},
+		{name: "bad key in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":""}]}`, status: 400, code: CodeInvalidField, message: "event #1: key must not be empty", field: "events[1].key", index: 1},
+		{name: "payload over the client's limit in a batch", method: "POST", path: "/api/v1/events", body: `{"events": [{"key":"order.paid"}, {"key":"order.paid","payload":{"pad":"` + strings.Repeat("x", 300) + `"}}]}`, status: 413, code: CodePayloadTooLarge, message: "event #1: payload is", field: "events[1].payload", index: 1},
 		{name: "oversized body", method: "POST", path: "/api/v1/events", body: `{"key": "order.paid", "payload": {"pad": "` + strings.Repeat("x", 5000) + `"}}`, status: 413, code: CodeBodyTooLarge, message: "over the limit of 4096 bytes"},
 		{name: "not JSON content", method: "POST", path: "/api/v1/events", body: `key=order.paid`, ctype: "application/x-www-form-urlencoded", status: 415, code: CodeUnsupportedMediaType, message: "not JSON"},
 		// The trigger endpoint.
@@ -65,7 +71,9 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		{name: "runs and input", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {}, "runs": [{"input": {}}]}`, status: 400, code: CodeInvalidField, message: "not both"},
 		{name: "empty runs", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": []}`, status: 400, code: CodeInvalidField, message: `"runs" is empty`},
 		{name: "too many runs", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": ` + many(4, `{"input":{"orderId":"1"}}`) + `}`, status: 400, code: CodeBatchTooLarge, message: "batch has 4 runs, over the limit of 3"},
-		{name: "bad run in a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [{"input": {"orderId": "1"}}, {"input": 5}]}`, status: 400, code: CodeInvalidField, message: `"runs[1].input" must be a JSON object`, field: "runs[1].input"},
+		{name: "bad run in a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [{"input": {"orderId": "1"}}, {"input": 5}]}`, status: 400, code: CodeInvalidField, message: `"runs[1].input" must be a JSON object`, field: "runs[1].input", index: 1},
+		{name: "unknown field in a run of a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [{"input": {"orderId": "1"}}, {"inptu": {}}]}`, status: 400, code: CodeInvalidField, message: `unknown field "runs[1].inptu"`, field: "runs[1].inptu", index: 1},
+		{name: "run not an object in a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [1]}`, status: 400, code: CodeInvalidField, message: `field "runs[0]" must be an object, not a number`, field: "runs[0]", index: 0},
 		{name: "expression fails on a run of a batch", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"runs": [{"input": {"orderId": "1"}}, {"input": {"id": "2"}}]}`, status: 422, code: CodeIdempotencyKeyError, message: "runs[1]: "},
 		{name: "oversized trigger", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {"pad": "` + strings.Repeat("x", 5000) + `"}}`, status: 413, code: CodeBodyTooLarge, message: "4096 bytes"},
 		// Other routes.
@@ -104,6 +112,11 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 				if c.field != "" && r.str("field") != c.field {
 					t.Errorf("field = %q, want %q", r.str("field"), c.field)
 				}
+				if strings.Contains(c.field, "[") {
+					if got, ok := r.body["index"].(float64); !ok || int(got) != c.index {
+						t.Errorf("index = %v, want %d", r.body["index"], c.index)
+					}
+				}
 				if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 					t.Errorf("Content-Type = %q", ct)
 				}
@@ -116,4 +129,23 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 			})
 		}
 	})
+}
+
+// ?wait= in whole seconds is cut to MaxWait however large it is; a count
+// of seconds past what a Duration holds is not mistaken for a negative one.
+func TestParseWait(t *testing.T) {
+	s := &Server{opts: Options{MaxWait: 30 * time.Second}}
+	for v, want := range map[string]time.Duration{
+		"": 0, "0": 0, "5": 5 * time.Second, "500ms": 500 * time.Millisecond, "1m": 30 * time.Second,
+		"10000000000": 30 * time.Second, "99999999999999999999": 30 * time.Second,
+	} {
+		if got, e := s.parseWait(v); e != nil || got != want {
+			t.Errorf("wait=%s: got %s, %v; want %s", v, got, e, want)
+		}
+	}
+	for _, v := range []string{"-1", "-1s", "-99999999999999999999", "soon", "1.5"} {
+		if _, e := s.parseWait(v); e == nil || e.Code != CodeInvalidParameter || e.Field != "wait" {
+			t.Errorf("wait=%s: got %+v, want an invalid_parameter error on wait", v, e)
+		}
+	}
 }

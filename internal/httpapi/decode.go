@@ -35,10 +35,18 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *ap
 	if len(bytes.TrimSpace(data)) == 0 {
 		return newError(http.StatusBadRequest, CodeEmptyBody, "request body is empty; send a JSON object")
 	}
+	return decodeStrict(data, dst, "")
+}
+
+// decodeStrict decodes one JSON object into dst with no unknown fields and
+// nothing after it. at is where the object sits in the request body ("" for
+// the body itself, "runs[2]" for an item of a batch); errors name fields
+// from there.
+func decodeStrict(data []byte, dst any, at string) *apiError {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return decodeError(err)
+		return decodeError(err, at)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return newError(http.StatusBadRequest, CodeMalformedJSON, "request body has data after its JSON object")
@@ -46,7 +54,28 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *ap
 	return nil
 }
 
-func decodeError(err error) *apiError {
+// decodeBatch checks the size of a batch (the items of the field list) and
+// decodes its items one by one, strictly, so that an error names the item
+// at fault ("runs[2].inptu") and its index.
+func decodeBatch[T any](list, noun string, items []json.RawMessage, limit int) ([]T, *apiError) {
+	switch {
+	case len(items) == 0:
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q is empty; send at least one %s", list, noun)
+		e.Field = list
+		return nil, e
+	case len(items) > limit:
+		return nil, newError(http.StatusBadRequest, CodeBatchTooLarge, "batch has %d %ss, over the limit of %d", len(items), noun, limit)
+	}
+	out := make([]T, len(items))
+	for i, raw := range items {
+		if e := decodeStrict(raw, &out[i], fmt.Sprintf("%s[%d]", list, i)); e != nil {
+			return nil, e.at(i)
+		}
+	}
+	return out, nil
+}
+
+func decodeError(err error, at string) *apiError {
 	var (
 		syntax *json.SyntaxError
 		typ    *json.UnmarshalTypeError
@@ -58,19 +87,30 @@ func decodeError(err error) *apiError {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return newError(http.StatusBadRequest, CodeMalformedJSON, "request body is not valid JSON: it ends in the middle of a value")
 	case errors.As(err, &typ):
-		if typ.Field == "" {
+		if typ.Field == "" && at == "" {
 			return newError(http.StatusBadRequest, CodeMalformedJSON, "request body must be a JSON object, not %s", article(typ.Value))
 		}
-		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q must be %s, not %s", typ.Field, goTypeName(typ.Type), article(typ.Value))
-		e.Field = typ.Field
+		name := joinField(at, typ.Field)
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q must be %s, not %s", name, goTypeName(typ.Type), article(typ.Value))
+		e.Field = name
 		return e
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		name := joinField(at, strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
 		e := newError(http.StatusBadRequest, CodeInvalidField, "unknown field %q", name)
 		e.Field = name
 		return e
 	}
 	return newError(http.StatusBadRequest, CodeMalformedJSON, "request body is not valid JSON: %v", err)
+}
+
+func joinField(at, field string) string {
+	switch {
+	case at == "":
+		return field
+	case field == "":
+		return at
+	}
+	return at + "." + field
 }
 
 // article turns a JSON kind as encoding/json names it ("string", "number
@@ -106,9 +146,9 @@ func goTypeName(t reflect.Type) string {
 	return t.String()
 }
 
-// objectField checks that a field holding a JSON value is an object;
-// absent or null means {}. name is the field as the client wrote it.
-func objectField(raw json.RawMessage, name string, index int) (json.RawMessage, *apiError) {
+// objectField checks that field (of the item index of list, or of the
+// body when index < 0) holds a JSON object; absent or null means {}.
+func objectField(raw json.RawMessage, list string, index int, field string) (json.RawMessage, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return json.RawMessage("{}"), nil
@@ -123,16 +163,14 @@ func objectField(raw json.RawMessage, name string, index int) (json.RawMessage, 
 		case 't', 'f':
 			kind = "a boolean"
 		}
-		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q must be a JSON object, not %s", name, kind)
-		e.Field = name
-		if index >= 0 {
-			e.at(index)
-		}
-		return nil, e
+		return nil, newError(http.StatusBadRequest, CodeInvalidField, "field %q must be a JSON object, not %s",
+			itemField(list, index, field), kind).atItem(list, index, field)
 	}
 	return raw, nil
 }
 
+// itemField names field as the request wrote it: field itself for a single
+// item (index < 0), "list[index].field" for an item of a batch.
 func itemField(list string, index int, field string) string {
 	if index < 0 {
 		return field

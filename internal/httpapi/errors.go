@@ -64,6 +64,16 @@ func (e *apiError) at(index int) *apiError {
 	return e
 }
 
+// atItem sets the field at fault (see itemField) and, for an item of a
+// batch, its index.
+func (e *apiError) atItem(list string, index int, field string) *apiError {
+	e.Field = itemField(list, index, field)
+	if index >= 0 {
+		e.at(index)
+	}
+	return e
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -131,7 +141,9 @@ func isKeyError(err error) bool {
 	return false
 }
 
-// eventError maps an ingester error to an answer.
+// eventError maps an ingester error to an answer. The ingester validates
+// every event (key, payload and metadata, their kinds and sizes); its
+// errors name the event's index and field.
 func eventError(err error) *apiError {
 	var (
 		inv   *events.InvalidEventError
@@ -139,24 +151,11 @@ func eventError(err error) *apiError {
 	)
 	switch {
 	case errors.As(err, &inv):
-		e := newError(http.StatusBadRequest, CodeInvalidField, "%s", inv.Error())
-		e.Field = inv.Field
-		if inv.Index >= 0 {
-			e.Field = fmt.Sprintf("events[%d].%s", inv.Index, inv.Field)
-			e.at(inv.Index)
-		}
-		return e
+		return newError(http.StatusBadRequest, CodeInvalidField, "%s", inv.Error()).atItem("events", inv.Index, inv.Field)
+	case errors.As(err, &limit) && limit.What == "batch":
+		return newError(http.StatusBadRequest, CodeBatchTooLarge, "%s", limit.Error())
 	case errors.As(err, &limit):
-		if limit.What == "batch" {
-			return newError(http.StatusBadRequest, CodeBatchTooLarge, "%s", limit.Error())
-		}
-		e := newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "%s", limit.Error())
-		e.Field = limit.What
-		if limit.Index >= 0 {
-			e.Field = fmt.Sprintf("events[%d].%s", limit.Index, limit.What)
-			e.at(limit.Index)
-		}
-		return e
+		return newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "%s", limit.Error()).atItem("events", limit.Index, limit.What)
 	}
 	return storeError(err)
 }

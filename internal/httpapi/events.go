@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -18,12 +19,12 @@ type eventRequest struct {
 }
 
 // pushRequest is the body of POST /api/v1/events: one event, or a batch
-// under "events".
+// under "events" (decoded item by item, see decodeBatch).
 type pushRequest struct {
-	Key      *string         `json:"key"`
-	Payload  json.RawMessage `json:"payload"`
-	Metadata json.RawMessage `json:"metadata"`
-	Events   []eventRequest  `json:"events"`
+	Key      *string           `json:"key"`
+	Payload  json.RawMessage   `json:"payload"`
+	Metadata json.RawMessage   `json:"metadata"`
+	Events   []json.RawMessage `json:"events"`
 }
 
 // eventResult is the answer for one pushed event: its ID and what it did
@@ -74,13 +75,10 @@ func (s *Server) pushEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, resultOf(ev))
 }
 
-func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, reqs []eventRequest) {
-	if len(reqs) == 0 {
-		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, `field "events" is empty; send at least one event`))
-		return
-	}
-	if len(reqs) > s.opts.MaxBatch {
-		writeError(w, newError(http.StatusBadRequest, CodeBatchTooLarge, "batch has %d events, over the limit of %d", len(reqs), s.opts.MaxBatch))
+func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.RawMessage) {
+	reqs, e := decodeBatch[eventRequest]("events", "event", items, s.opts.MaxBatch)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	in := make([]events.Input, len(reqs))
@@ -99,44 +97,51 @@ func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, reqs []eventR
 		return
 	}
 	out := make([]eventResult, len(evs))
+	stored := 0
 	for i, ev := range evs {
 		if ev != nil {
 			s.metrics.countEvent(ev)
 			out[i] = resultOf(ev)
+			stored++
 		}
+	}
+	var first *events.PushError
+	if stored == 0 && errors.As(err, &first) {
+		// Nothing was stored (Redis is down): say so as a whole, not with
+		// a 202 that lists only failures.
+		writeError(w, eventError(first.Err))
+		return
 	}
 	for _, e := range unwrapJoined(err) {
 		var pe *events.PushError
 		if errors.As(e, &pe) && pe.Index < len(out) {
 			ae := eventError(pe.Err)
-			out[pe.Index] = eventResult{Key: in[pe.Index].Key, Error: ae.Code, Message: ae.Message}
+			out[pe.Index] = eventResult{Key: in[pe.Index].Key, Runs: []events.TaskRun{}, Error: ae.Code, Message: ae.Message}
 		}
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"events": out})
 }
 
-// eventInput checks the shape of one event; the ingester checks the rest
-// (key format, sizes).
+// eventInput takes one event of the request to the ingester, which
+// validates it. Only what the ingester cannot see is checked here: a key
+// that is absent rather than empty, and null for an absent payload or
+// metadata.
 func eventInput(req eventRequest, index int) (events.Input, *apiError) {
 	if req.Key == nil {
-		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q is required", itemField("events", index, "key"))
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q is required", itemField("events", index, "key")).atItem("events", index, "key")
 		if index < 0 {
 			e.Message += ` (or "events" for a batch)`
-		} else {
-			e.at(index)
 		}
-		e.Field = itemField("events", index, "key")
 		return events.Input{}, e
 	}
-	payload, e := objectField(req.Payload, itemField("events", index, "payload"), index)
-	if e != nil {
-		return events.Input{}, e
+	return events.Input{Key: *req.Key, Payload: absentIfNull(req.Payload), Metadata: absentIfNull(req.Metadata)}, nil
+}
+
+func absentIfNull(raw json.RawMessage) json.RawMessage {
+	if string(bytes.TrimSpace(raw)) == "null" {
+		return nil
 	}
-	meta, e := objectField(req.Metadata, itemField("events", index, "metadata"), index)
-	if e != nil {
-		return events.Input{}, e
-	}
-	return events.Input{Key: *req.Key, Payload: payload, Metadata: meta}, nil
+	return raw
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,8 @@ import (
 // The request decoders meet whatever a client sends. For any body and
 // Content-Type they must not panic, must answer a failure with a 4xx status,
 // an error code and a message, and must hand the handlers only JSON objects
-// for the fields that must be objects. go test runs the seeds below;
+// for the fields that must be objects (event fields go to the ingester,
+// which checks them, as sent). go test runs the seeds below;
 // go test -fuzz=FuzzDecodeTriggerRequest (or FuzzDecodePushRequest) explores
 // further, and a crash it finds belongs in testdata/fuzz as a regression.
 
@@ -76,14 +78,22 @@ func FuzzDecodeTriggerRequest(f *testing.F) {
 		if e := decode(t, s, contentType, body, &req); e != nil {
 			return
 		}
-		in, e := objectField(req.Input, "input", -1)
+		in, e := objectField(req.Input, "", -1, "input")
 		checkObject(t, in, e)
-		md, e := objectField(req.AdditionalMetadata, "additionalMetadata", -1)
+		md, e := objectField(req.AdditionalMetadata, "", -1, "additionalMetadata")
 		checkObject(t, md, e)
-		for i, r := range req.Runs {
-			in, e := objectField(r.Input, itemField("runs", i, "input"), i)
+		if req.Runs == nil {
+			return
+		}
+		runs, e := decodeBatch[runRequest]("runs", "run", req.Runs, 100)
+		if e != nil {
+			checkAPIError(t, e)
+			return
+		}
+		for i, r := range runs {
+			in, e := objectField(r.Input, "runs", i, "input")
 			checkObject(t, in, e)
-			md, e := objectField(r.AdditionalMetadata, itemField("runs", i, "additionalMetadata"), i)
+			md, e := objectField(r.AdditionalMetadata, "runs", i, "additionalMetadata")
 			checkObject(t, md, e)
 		}
 	})
@@ -99,10 +109,14 @@ func FuzzDecodePushRequest(f *testing.F) {
 		if e := decode(t, s, contentType, body, &req); e != nil {
 			return
 		}
-		items := req.Events
-		single := items == nil
-		if single {
-			items = []eventRequest{{Key: req.Key, Payload: req.Payload, Metadata: req.Metadata}}
+		single := req.Events == nil
+		items := []eventRequest{{Key: req.Key, Payload: req.Payload, Metadata: req.Metadata}}
+		if !single {
+			var e *apiError
+			if items, e = decodeBatch[eventRequest]("events", "event", req.Events, 100); e != nil {
+				checkAPIError(t, e)
+				return
+			}
 		}
 		for i, r := range items {
 			idx := i
@@ -117,8 +131,17 @@ func FuzzDecodePushRequest(f *testing.F) {
 			if in.Key != *r.Key {
 				t.Fatalf("event key %q became %q", *r.Key, in.Key)
 			}
-			checkObject(t, in.Payload, nil)
-			checkObject(t, in.Metadata, nil)
+			// The ingester validates payload and metadata; they reach it
+			// as sent, null as absent.
+			for _, f := range [][2]json.RawMessage{{r.Payload, in.Payload}, {r.Metadata, in.Metadata}} {
+				sent, passed := f[0], f[1]
+				if string(bytes.TrimSpace(sent)) == "null" {
+					sent = nil
+				}
+				if !bytes.Equal(sent, passed) {
+					t.Fatalf("event field %q reached the ingester as %q", f[0], passed)
+				}
+			}
 		}
 	})
 }

@@ -20,14 +20,15 @@ type runRequest struct {
 }
 
 // triggerRequest is the body of POST /api/v1/tasks/{task}/runs: one
-// trigger, or a batch under "runs".
+// trigger, or a batch under "runs" (decoded item by item, see
+// decodeBatch).
 type triggerRequest struct {
 	Input              json.RawMessage `json:"input"`
 	AdditionalMetadata json.RawMessage `json:"additionalMetadata"`
 	// OnConflict overrides the task's conflict policy: reject, attach,
 	// supersede or signal.
-	OnConflict string       `json:"onConflict"`
-	Runs       []runRequest `json:"runs"`
+	OnConflict string            `json:"onConflict"`
+	Runs       []json.RawMessage `json:"runs"`
 }
 
 // runResult is the answer to one trigger. In a batch, Status is the
@@ -73,9 +74,9 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		s.triggerBatch(w, r, req.Runs, opts)
 		return
 	}
-	input, e := objectField(req.Input, "input", -1)
+	input, e := objectField(req.Input, "", -1, "input")
 	if e == nil {
-		req.AdditionalMetadata, e = objectField(req.AdditionalMetadata, "additionalMetadata", -1)
+		req.AdditionalMetadata, e = objectField(req.AdditionalMetadata, "", -1, "additionalMetadata")
 	}
 	if e != nil {
 		writeError(w, e)
@@ -122,23 +123,20 @@ func (s *Server) triggered(taskName string, h *client.RunHandle) runResult {
 
 // triggerBatch triggers many runs in one round trip. Every item is checked
 // first; an invalid one fails the batch before anything is written.
-func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, runs []runRequest, opts []client.RunOption) {
-	if len(runs) == 0 {
-		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, `field "runs" is empty; send at least one run`))
-		return
-	}
-	if len(runs) > s.opts.MaxBatch {
-		writeError(w, newError(http.StatusBadRequest, CodeBatchTooLarge, "batch has %d runs, over the limit of %d", len(runs), s.opts.MaxBatch))
+func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []json.RawMessage, opts []client.RunOption) {
+	runs, e := decodeBatch[runRequest]("runs", "run", items, s.opts.MaxBatch)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	triggers := make([]client.Trigger, len(runs))
 	for i, run := range runs {
-		in, e := objectField(run.Input, itemField("runs", i, "input"), i)
+		in, e := objectField(run.Input, "runs", i, "input")
 		if e != nil {
 			writeError(w, e)
 			return
 		}
-		meta, e := objectField(run.AdditionalMetadata, itemField("runs", i, "additionalMetadata"), i)
+		meta, e := objectField(run.AdditionalMetadata, "runs", i, "additionalMetadata")
 		if e != nil {
 			writeError(w, e)
 			return
@@ -289,13 +287,15 @@ func (s *Server) parseWait(v string) (time.Duration, *apiError) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		n, nerr := strconv.Atoi(v)
-		if nerr != nil {
+		n, nerr := strconv.ParseInt(v, 10, 64)
+		if nerr != nil && !errors.Is(nerr, strconv.ErrRange) {
 			e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %q; give a duration such as 30s or 500ms", v)
 			e.Field = "wait"
 			return 0, e
 		}
-		d = time.Duration(n) * time.Second
+		// Clamp before converting: a large count of seconds (either sign)
+		// overflows a Duration; -1 keeps the sign for the check below.
+		d = time.Duration(max(min(n, int64(s.opts.MaxWait/time.Second)+1), -1)) * time.Second
 	}
 	if d < 0 {
 		e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %q; it must not be negative", v)

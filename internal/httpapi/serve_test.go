@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/events"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
 )
@@ -206,6 +207,14 @@ func TestReadyzFollowsRedis(t *testing.T) {
 	b := &redistest.Backend{Name: "private", Client: rdb, Namespace: redistest.Namespace(t)}
 	e := newEnv(t, b, envOptions{client: client.Options{OperationTimeout: time.Second}})
 	e.call("GET", "/readyz", nil).expect(t, http.StatusOK)
+	// An ingester that keeps the subscriptions it read while Redis was up,
+	// so that pushes below fail at the push itself.
+	ing, err := events.New(e.c, events.Options{RefreshInterval: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s.ing = ing
+	e.call("POST", "/api/v1/events", map[string]any{"key": "k"}).expect(t, http.StatusAccepted)
 	srv.Kill()
 	r := e.callWith("GET", "/readyz", nil, nil).expect(t, http.StatusServiceUnavailable)
 	if r.str("error") != CodeRedisUnavailable || !strings.Contains(r.str("message"), "Redis is not reachable") {
@@ -215,6 +224,11 @@ func TestReadyzFollowsRedis(t *testing.T) {
 	r = e.call("POST", "/api/v1/events", map[string]any{"key": "k"}).expect(t, http.StatusServiceUnavailable)
 	if r.str("error") != CodeRedisUnavailable {
 		t.Fatalf("push with Redis down: %s", r.raw)
+	}
+	// A batch none of whose events could be stored is a 503 as well.
+	r = e.call("POST", "/api/v1/events", `{"events": [{"key": "k"}, {"key": "k2"}]}`).expect(t, http.StatusServiceUnavailable)
+	if r.str("error") != CodeRedisUnavailable {
+		t.Fatalf("batch push with Redis down: %s", r.raw)
 	}
 	srv.Start()
 	e.call("GET", "/readyz", nil).expect(t, http.StatusOK)

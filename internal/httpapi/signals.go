@@ -15,6 +15,10 @@ const (
 	CodeSignalLimit   = "signal_limit"
 )
 
+// signalPayloadLimit is the What of the client's *LimitError for a signal
+// payload over its size limit (the other signal limit is the run's count).
+const signalPayloadLimit = "signal payload"
+
 type signalRequest struct {
 	// Payload is any JSON value; the owner's handler receives it as is.
 	Payload json.RawMessage `json:"payload"`
@@ -55,9 +59,14 @@ func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
 			"idempotency key %q is held by run %s, which has %s: a finished run cannot be signalled", key, finished.RunID, finished.Status)
 		e.Key, e.ExistingRunID = key, finished.RunID
 		writeError(w, e)
-	case errors.As(err, &limit):
+	case errors.As(err, &limit) && limit.What != signalPayloadLimit:
+		// The run already holds the most signals allowed.
 		e := newError(http.StatusConflict, CodeSignalLimit, "%s", limit.Error())
 		e.Key = key
+		writeError(w, e)
+	case errors.As(err, &limit):
+		e := newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "%s", limit.Error())
+		e.Field = "payload"
 		writeError(w, e)
 	default:
 		writeError(w, triggerError(err))

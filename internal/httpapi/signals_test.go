@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,29 @@ func TestSignalKeyOverHTTP(t *testing.T) {
 		bad := e.call(http.MethodPost, path, map[string]any{}).expect(t, http.StatusBadRequest)
 		if bad.str("field") != "payload" {
 			t.Fatalf("missing payload: %s", bad.raw)
+		}
+	})
+}
+
+// A payload over the client's input limit is a 413 naming the field, not the
+// 409 of a run that holds too many signals, and reaches no one.
+func TestSignalPayloadOverTheLimit(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{client: client.Options{MaxInputBytes: 64}})
+		def := mustDef(t, "sig-limit", task.Options{Idempotency: task.Status(`"big:" + input.id`, time.Minute)})
+		e.register(def.Spec())
+		run := e.call(http.MethodPost, "/api/v1/tasks/sig-limit/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusCreated)
+		before := e.snapshot()
+		big := map[string]any{"payload": map[string]any{"pad": strings.Repeat("x", 100)}}
+		r := e.call(http.MethodPost, "/api/v1/keys/big:1/signal", big).expect(t, http.StatusRequestEntityTooLarge)
+		if r.str("error") != CodePayloadTooLarge || r.str("field") != "payload" || !strings.Contains(r.str("message"), "over the limit of 64") {
+			t.Fatalf("oversized signal payload: %s", r.raw)
+		}
+		if after := e.snapshot(); after != before {
+			t.Fatalf("the rejected signal wrote to Redis:\nbefore:\n%safter:\n%s", before, after)
+		}
+		if run.str("runId") == "" {
+			t.Fatalf("trigger answer %s", run.raw)
 		}
 	})
 }
