@@ -330,3 +330,90 @@ func TestCancelExpiresSignalsAndStepsWithTheRecord(t *testing.T) {
 		}
 	})
 }
+
+// finish trims a stream's acknowledged head, and no further: entries
+// acknowledged behind an older delivery still pending stay until it is
+// acknowledged too, and an entry not yet read is never trimmed.
+func TestFinishTrimsOnlyTheAcknowledgedHead(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		ps := []*redisstore.EnqueueParams{
+			f.params("t", "1", redisstore.StrategyStatus), f.params("t", "2", redisstore.StrategyStatus),
+			f.params("t", "3", redisstore.StrategyStatus),
+		}
+		for _, p := range ps {
+			f.enqueue(p)
+		}
+		ds := f.read("t", "w1")
+		var attempts []int
+		for _, d := range ds {
+			attempts = append(attempts, f.start(d, "w1").Attempt)
+		}
+		unread := f.params("t", "4", redisstore.StrategyStatus)
+		f.enqueue(unread)
+		entries := func() []string {
+			var ids []string
+			for _, m := range b.Client.XRange(f.ctx, f.k.Stream("t"), "-", "+").Val() {
+				ids = append(ids, m.ID)
+			}
+			return ids
+		}
+
+		// The second and third finish while the first is still running.
+		for _, i := range []int{1, 2} {
+			f.finish(ps[i].RunID, attempts[i], redisstore.OutcomeSucceeded, `{}`)
+		}
+		if got := entries(); len(got) != 4 {
+			t.Fatalf("stream = %v, want all 4 entries while the oldest delivery is pending", got)
+		}
+		f.finish(ps[0].RunID, attempts[0], redisstore.OutcomeSucceeded, `{}`)
+		if got := entries(); len(got) != 1 {
+			t.Fatalf("stream = %v, want only the unread entry", got)
+		}
+		if m := b.Client.XRange(f.ctx, f.k.Stream("t"), "-", "+").Val(); m[0].Values["r"] != unread.RunID {
+			t.Errorf("the entry left is %v, want the unread run %s", m[0].Values, unread.RunID)
+		}
+		if p := b.Client.XPending(f.ctx, f.k.Stream("t"), redisstore.GroupName).Val(); p.Count != 0 {
+			t.Errorf("%d deliveries still pending, want none", p.Count)
+		}
+	})
+}
+
+// One finish call releases its runs' keys together, each only while its
+// run still owns it, and keeps a retained key for its retain time.
+func TestFinishBatchReleasesOnlyKeysItsRunsOwn(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		lapsed, owned, retained := f.params("t", "lapsed", redisstore.StrategyStatus),
+			f.params("t", "owned", redisstore.StrategyStatus), f.params("t", "retained", redisstore.StrategyStatus)
+		retained.Retain = time.Hour
+		for _, p := range []*redisstore.EnqueueParams{lapsed, owned, retained} {
+			f.enqueue(p)
+		}
+		var batch []*redisstore.FinishParams
+		for _, d := range f.read("t", "w1") {
+			batch = append(batch, &redisstore.FinishParams{
+				RunID: d.RunID, Attempt: f.start(d, "w1").Attempt, Outcome: redisstore.OutcomeSucceeded, Now: f.now,
+			})
+		}
+		// lapsed's key expired while it ran and another run claimed it.
+		b.Client.Set(f.ctx, f.k.IdempotencyKey("lapsed"), "newer-run", 0)
+
+		res, errs := f.s.FinishBatch(f.ctx, batch)
+		for i := range res {
+			if errs[i] != nil || !res[i].Written {
+				t.Fatalf("finish %d = %+v, %v", i, res[i], errs[i])
+			}
+		}
+		if v := b.Client.Get(f.ctx, f.k.IdempotencyKey("lapsed")).Val(); v != "newer-run" {
+			t.Errorf("the newer owner's key holds %q, want it kept", v)
+		}
+		if f.exists(f.k.IdempotencyKey("owned")) {
+			t.Error("the owned key was not released")
+		}
+		ttl := b.Client.PTTL(f.ctx, f.k.IdempotencyKey("retained")).Val()
+		if v := b.Client.Get(f.ctx, f.k.IdempotencyKey("retained")).Val(); v != retained.RunID || ttl <= 59*time.Minute || ttl > time.Hour {
+			t.Errorf("the retained key holds %q with ttl %v, want its run for an hour", v, ttl)
+		}
+	})
+}

@@ -1,9 +1,11 @@
 -- finish.lua: records the outcomes of attempts, any number per call, each
 -- as if on its own. Only a run's latest attempt may write (fencing): a
 -- worker that lost its lease and wakes up late cannot overwrite the newer
--- attempt's result or release its key. The stream entries of the runs
--- written are acknowledged and deleted together at the end, one XACK and
--- one XDEL per stream, which costs Redis much less than one per run.
+-- attempt's result or release its key. What costs Redis a call per run is
+-- done once for all runs at the end instead: their stream entries are
+-- acknowledged with one XACK per stream and trimmed off its acknowledged
+-- head (taskq_trim_acked), and their keys are released with one MGET and
+-- one DEL (taskq_release_all).
 --
 -- KEYS[1] retry zset    taskq:{ns}:retry
 -- then one per attempt i (i = 0, 1, ...), at i+2:
@@ -27,6 +29,7 @@
 local group, prefix = ARGV[1], ARGV[2]
 local entries = {} -- task -> stream entries to acknowledge and delete
 local tasks = {}   -- tasks in the order first seen
+local rel = {}     -- keys to release, for taskq_release_all
 
 local function drop_later(task, entry)
   if not task or not entry or entry == '' then
@@ -63,7 +66,7 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due)
     -- taskq_terminate there is nothing to remove from the retry zset.
     local field = outcome == 'succeeded' and 'result' or 'error'
     taskq_end(prefix, run_key, run_id, outcome, now, field, payload,
-      {strat = r[5], key = r[6], retain = r[7], keep = r[8], sigs = r[9], steps = r[10]})
+      {strat = r[5], key = r[6], retain = r[7], keep = r[8], sigs = r[9], steps = r[10]}, rel)
     return {1, outcome}
   end
   -- retry: the key stays held through every retry of a status-strategy run.
@@ -78,13 +81,13 @@ for i = 0, #KEYS - 2 do
   local a = 6 * i + 3
   out[i + 1] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
 end
+taskq_release_all(rel)
 for _, task in ipairs(tasks) do
   local s, e = prefix .. 'stream:' .. task, entries[task]
   -- In slices, as unpack's results must fit Lua's stack.
   for j = 1, #e, 1000 do
-    local last = math.min(j + 999, #e)
-    redis.call('XACK', s, group, unpack(e, j, last))
-    redis.call('XDEL', s, unpack(e, j, last))
+    redis.call('XACK', s, group, unpack(e, j, math.min(j + 999, #e)))
   end
+  taskq_trim_acked(s, group)
 end
 return out

@@ -18,23 +18,101 @@ local function taskq_release(prefix, run_id, strat, key, retain)
   end
 end
 
--- Acknowledges and deletes a run's stream entry, so streams hold only
--- deliveries that are still queued or in flight.
+-- taskq_release for many runs at once, for scripts that end runs in
+-- batches: one MGET reads every owner and one DEL frees the keys, where
+-- one GET and one DEL per run would cost Redis a call each. rel is a list
+-- of {key (full name), run id, retain}.
+local function taskq_release_all(rel)
+  if #rel == 0 then
+    return
+  end
+  local names = {}
+  for i, r in ipairs(rel) do
+    names[i] = r[1]
+  end
+  local owners, free = redis.call('MGET', unpack(names)), {}
+  for i, r in ipairs(rel) do
+    if owners[i] == r[2] then
+      if r[3] > 0 then
+        redis.call('PEXPIRE', r[1], r[3])
+      else
+        free[#free + 1] = r[1]
+      end
+    end
+  end
+  if #free > 0 then
+    redis.call('DEL', unpack(free))
+  end
+end
+
+-- Removes the acknowledged head of a task stream: every entry older than
+-- the oldest delivery still pending, or than the next undelivered entry
+-- when none is pending. One XTRIM costs Redis far less than an XDEL of the
+-- same entries, which looks each one up. An entry acknowledged behind an
+-- older pending one stays until that one is acknowledged too, so a stream
+-- holds its queued and in-flight deliveries plus at most the acknowledged
+-- entries among them.
+local function taskq_trim_acked(stream, group)
+  local p = redis.pcall('XPENDING', stream, group)
+  if p.err then
+    return -- no such stream or group: nothing to trim
+  end
+  local low = p[2]
+  if not low then
+    local last
+    for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+      for j = 1, #g, 2 do
+        if g[j] == 'name' and g[j + 1] ~= group then
+          break
+        end
+        if g[j] == 'last-delivered-id' then
+          last = g[j + 1]
+        end
+      end
+      if last then
+        break
+      end
+    end
+    if not last then
+      return
+    end
+    local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+    low = ms .. '-' .. string.format('%.0f', tonumber(seq) + 1)
+  end
+  redis.call('XTRIM', stream, 'MINID', low)
+end
+
+-- Acknowledges and deletes one delivery, outside the batched path of
+-- finish.lua, so streams hold only deliveries that are still queued or in
+-- flight (and acknowledged ones behind them, see taskq_trim_acked).
+local function taskq_drop(stream, group, entry)
+  redis.call('XACK', stream, group, entry)
+  redis.call('XDEL', stream, entry)
+  taskq_trim_acked(stream, group)
+end
+
+-- taskq_drop of a run's delivery, if it has one.
 local function taskq_drop_entry(prefix, group, task, entry)
   if entry and entry ~= '' and task then
-    local s = prefix .. 'stream:' .. task
-    redis.call('XACK', s, group, entry)
-    redis.call('XDEL', s, entry)
+    taskq_drop(prefix .. 'stream:' .. task, group, entry)
   end
 end
 
 -- Ends a run whose record fields f (strat, key, retain, keep, sigs, steps)
 -- the caller has read: records the status, releases the key per strategy,
 -- starts the retention clock and wakes the waiters. The caller drops the
--- run's delivery. field/value carry the result or the error message.
-local function taskq_end(prefix, run_key, run_id, status, now, field, value, f)
+-- run's delivery. field/value carry the result or the error message. With
+-- rel (a list for taskq_release_all) the key is added to it, to be
+-- released with the others the caller ends, instead of at once.
+local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, rel)
   redis.call('HSET', run_key, 'status', status, 'finished', now, field, value)
-  taskq_release(prefix, run_id, f.strat, f.key, tonumber(f.retain) or 0)
+  if rel then
+    if f.strat == 'status' and f.key and f.key ~= '' then
+      rel[#rel + 1] = {prefix .. 'key:' .. f.key, run_id, tonumber(f.retain) or 0}
+    end
+  else
+    taskq_release(prefix, run_id, f.strat, f.key, tonumber(f.retain) or 0)
+  end
   local keep = tonumber(f.keep) or 0
   if keep > 0 then
     redis.call('PEXPIRE', run_key, keep)

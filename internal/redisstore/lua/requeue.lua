@@ -19,8 +19,7 @@ end
 if r[1] ~= 'running' then
   return {0, r[1]}
 end
-redis.call('XACK', KEYS[2], ARGV[3], r[3])
-redis.call('XDEL', KEYS[2], r[3])
+taskq_drop(KEYS[2], ARGV[3], r[3])
 local entry = redis.call('XADD', KEYS[2], '*', 'r', ARGV[1])
 redis.call('HSET', KEYS[1], 'status', 'queued', 'entry', entry)
 return {1, entry}

@@ -25,8 +25,7 @@
 local group, consumer, now, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 local function drop(stream, entry, reason)
-  redis.call('XACK', stream, group, entry)
-  redis.call('XDEL', stream, entry)
+  taskq_drop(stream, group, entry)
   return {0, reason}
 end
 
