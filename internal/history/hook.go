@@ -204,11 +204,11 @@ func (h *Hook) parse(args []any) []Op {
 		}
 	case "start":
 		for i := 0; i < nkeys/2; i++ {
-			ops = append(ops, Op{Kind: KindStart, RunID: at(4 + 2*i)})
+			ops = append(ops, Op{Kind: KindStart, RunID: at(4 + redisstore.StartArgsPerItem*i)})
 		}
 	case "finish":
 		for i := 0; i < nkeys-1; i++ {
-			a := 2 + 6*i
+			a := 2 + redisstore.FinishArgsPerItem*i
 			ops = append(ops, Op{Kind: KindFinish, RunID: at(a), Attempt: int(n(a + 1)), Outcome: at(a + 2)})
 		}
 	case "cancel":

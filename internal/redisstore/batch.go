@@ -3,7 +3,15 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
+)
+
+// Arguments per item of the start and finish scripts, after their headers
+// (see start.lua and finish.lua).
+const (
+	StartArgsPerItem  = 3
+	FinishArgsPerItem = 12
 )
 
 // StartBatch begins, for consumer at now, the attempts of deliveries it
@@ -14,22 +22,27 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 	res := make([]StartResult, len(ds))
 	errs := s.evalBatch(ctx, s.scripts.start, len(ds), func(lo, hi int) ([]string, []any) {
 		keys := make([]string, 0, 2*(hi-lo))
-		args := make([]any, 0, 4+2*(hi-lo))
+		args := make([]any, 0, 4+StartArgsPerItem*(hi-lo))
 		args = append(args, GroupName, consumer, unixMS(now), s.keys.Prefix())
 		for _, d := range ds[lo:hi] {
 			keys = append(keys, s.keys.Run(d.RunID), s.keys.Stream(d.Task))
-			args = append(args, d.RunID, d.EntryID)
+			maxdel := ""
+			if d.Spec != nil {
+				maxdel = strconv.Itoa(d.Spec.MaxDeliveries)
+			}
+			args = append(args, d.RunID, d.EntryID, maxdel)
 		}
 		return keys, args
 	}, func(i int, v any) (err error) {
-		res[i], err = parseStart(v)
+		res[i], err = parseStart(v, ds[i].Spec)
 		return err
 	})
 	return res, errs
 }
 
-// parseStart reads one reply of start.lua.
-func parseStart(v any) (StartResult, error) {
+// parseStart reads one reply of start.lua for a delivery with spec (nil
+// when it had none, and the reply carries the record's).
+func parseStart(v any, spec *RunSpec) (StartResult, error) {
 	if err, ok := v.(error); ok {
 		return StartResult{}, scriptError(err)
 	}
@@ -40,14 +53,23 @@ func parseStart(v any) (StartResult, error) {
 	if asInt(r[0]) != 1 {
 		return StartResult{Reason: asString(r[1])}, nil
 	}
-	if len(r) < 9 {
+	switch {
+	case spec != nil && len(r) == 3:
+	case spec == nil && len(r) == 13:
+		spec = &RunSpec{
+			Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),
+			Strategy: Strategy(asString(r[6])), Retries: int(asInt(r[7])),
+			Timeout: time.Duration(asInt(r[8])) * time.Millisecond, Created: fromMS(asInt(r[9])),
+			MaxDeliveries: int(asInt(r[10])), Retain: time.Duration(asInt(r[11])) * time.Millisecond,
+			Retention: time.Duration(asInt(r[12])) * time.Millisecond,
+		}
+	default:
 		return StartResult{}, fmt.Errorf("start: unexpected reply %v", v)
 	}
 	return StartResult{
 		Started: true, Attempt: int(asInt(r[1])), Fails: int(asInt(r[2])),
-		Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),
-		Retries: int(asInt(r[6])), Timeout: time.Duration(asInt(r[7])) * time.Millisecond,
-		Created: fromMS(asInt(r[8])),
+		Input: spec.Input, Meta: spec.Meta, Key: spec.Key, Retries: spec.Retries, Timeout: spec.Timeout,
+		Created: spec.Created, Spec: spec,
 	}, nil
 }
 
@@ -62,11 +84,16 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 	errs := s.evalBatch(ctx, s.scripts.finish, len(ps), func(lo, hi int) ([]string, []any) {
 		keys := make([]string, 0, 1+hi-lo)
 		keys = append(keys, s.keys.Retry())
-		args := make([]any, 0, 2+6*(hi-lo))
+		args := make([]any, 0, 2+FinishArgsPerItem*(hi-lo))
 		args = append(args, GroupName, s.keys.Prefix())
 		for _, p := range ps[lo:hi] {
 			keys = append(keys, s.keys.Run(p.RunID))
 			args = append(args, p.RunID, p.Attempt, string(p.Outcome), p.Payload, unixMS(p.Now), unixMS(p.RetryAt))
+			if sp := p.Spec; sp != nil && p.Task != "" && p.EntryID != "" {
+				args = append(args, p.Task, p.EntryID, string(sp.Strategy), sp.Key, ms(sp.Retain), ms(sp.Retention))
+			} else {
+				args = append(args, "", "", "", "", 0, 0)
+			}
 		}
 		return keys, args
 	}, func(i int, v any) (err error) {

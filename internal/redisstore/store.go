@@ -402,6 +402,9 @@ type StartResult struct {
 	Retries int
 	Timeout time.Duration
 	Created time.Time
+	// Spec is what the delivery or, lacking it, the record said of the
+	// run; FinishParams takes it back.
+	Spec *RunSpec
 }
 
 // Start begins a new attempt of the delivered run. StartBatch does the
@@ -430,6 +433,12 @@ type FinishParams struct {
 	Payload []byte
 	RetryAt time.Time
 	Now     time.Time
+	// Task, EntryID and Spec come from the delivery and its start. With
+	// them, the finish script need not read from the record what does not
+	// change while a run is queued or running; without them it does.
+	Task    string
+	EntryID string
+	Spec    *RunSpec
 }
 
 // FinishResult says whether the outcome was recorded.

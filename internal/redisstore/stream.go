@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,50 @@ type Delivery struct {
 	Task    string
 	EntryID string
 	RunID   string
+	// Spec is what the entry says of the run; nil for an entry that says
+	// nothing (Start then reads it from the record).
+	Spec *RunSpec
+}
+
+// RunSpec is what a worker needs of a run to run it and record its
+// outcome. None of it changes once the run is queued, so its stream entry
+// carries it (see lib.lua) and the start and finish scripts need not read
+// it from the record.
+type RunSpec struct {
+	Input, Meta   []byte
+	Key           string
+	Strategy      Strategy
+	Retries       int
+	Timeout       time.Duration
+	Created       time.Time
+	MaxDeliveries int
+	Retain        time.Duration
+	Retention     time.Duration
+}
+
+// parseSpec reads a stream entry's fields; nil when it has no valid spec.
+func parseSpec(v map[string]any) *RunSpec {
+	o, _ := v["o"].(string)
+	f := strings.Fields(o)
+	if len(f) != 7 {
+		return nil
+	}
+	var n [6]int64
+	for i := range n {
+		x, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return nil
+		}
+		n[i] = x
+	}
+	in, _ := v["i"].(string)
+	meta, _ := v["m"].(string)
+	key, _ := v["k"].(string)
+	return &RunSpec{
+		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: Strategy(f[0]),
+		Retries: int(n[0]), Timeout: time.Duration(n[1]) * time.Millisecond, Created: fromMS(n[2]),
+		MaxDeliveries: int(n[3]), Retain: time.Duration(n[4]) * time.Millisecond, Retention: time.Duration(n[5]) * time.Millisecond,
+	}
 }
 
 // EnsureGroup creates the task's stream and consumer group if missing. The
@@ -32,7 +77,7 @@ func (s *Store) deliveries(streams []redis.XStream, taskOf map[string]string) []
 	for _, st := range streams {
 		for _, m := range st.Messages {
 			id, _ := m.Values["r"].(string)
-			out = append(out, Delivery{Task: taskOf[st.Stream], EntryID: m.ID, RunID: id})
+			out = append(out, Delivery{Task: taskOf[st.Stream], EntryID: m.ID, RunID: id, Spec: parseSpec(m.Values)})
 		}
 	}
 	return out

@@ -169,7 +169,10 @@ func (w *Worker) process(j runJob) {
 		herr = fmt.Errorf("%w after %s", ErrTimeout, reg.def.Timeout)
 	}
 	p := &a.finish
-	*p = redisstore.FinishParams{RunID: d.RunID, Attempt: st.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: out}
+	*p = redisstore.FinishParams{
+		RunID: d.RunID, Attempt: st.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: out,
+		Task: d.Task, EntryID: d.EntryID, Spec: st.Spec,
+	}
 	if herr != nil {
 		if errors.Is(cause, ErrTimeout) && !errors.Is(herr, ErrTimeout) {
 			herr = fmt.Errorf("%w after %s: %v", ErrTimeout, reg.def.Timeout, herr)

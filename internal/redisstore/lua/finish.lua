@@ -12,13 +12,17 @@
 --   run hash            taskq:{ns}:run:<run id>
 -- ARGV[1] consumer group
 -- ARGV[2] key prefix taskq:{ns}:
--- then six per attempt i, at 6i+3 .. 6i+8:
---   +0 run id
---   +1 attempt (fencing token from start.lua)
---   +2 outcome: succeeded | failed | retry
---   +3 result JSON (succeeded) or error message (failed, retry)
---   +4 when the attempt ended (unix ms)
---   +5 retry due time (unix ms; outcome "retry" only)
+-- then twelve per attempt i, at 12i+3 .. 12i+14:
+--   +0  run id
+--   +1  attempt (fencing token from start.lua)
+--   +2  outcome: succeeded | failed | retry
+--   +3  result JSON (succeeded) or error message (failed, retry)
+--   +4  when the attempt ended (unix ms)
+--   +5  retry due time (unix ms; outcome "retry" only)
+--   +6  task, +7 stream entry id, +8 strategy, +9 idempotency key,
+--   +10 retain ms, +11 retention ms: what the delivery told the worker
+--       (none of them changes once the run is queued), so they need not be
+--       read from the record. With +8 "" they are read from the record.
 -- Returns an array with one reply per attempt, in order:
 --   {1, status}   written; status is succeeded, failed, or queued (retry scheduled)
 --   {0, reason}   nothing written: "missing", "stale" (a newer attempt owns
@@ -44,9 +48,19 @@ local function drop_later(task, entry)
   e[#e + 1] = entry
 end
 
-local function finish(run_key, run_id, attempt, outcome, payload, now, due)
-  local r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'task', 'entry',
-    'strat', 'key', 'retain', 'keep', 'sigs', 'steps')
+local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
+  local r
+  local f = {task = ARGV[a + 6], entry = ARGV[a + 7], strat = ARGV[a + 8], key = ARGV[a + 9],
+    retain = ARGV[a + 10], keep = ARGV[a + 11]}
+  if f.strat == '' then
+    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'sigs', 'steps',
+      'task', 'entry', 'strat', 'key', 'retain', 'keep')
+    if not r.err then
+      f = {task = r[5], entry = r[6], strat = r[7], key = r[8], retain = r[9], keep = r[10]}
+    end
+  else
+    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'sigs', 'steps')
+  end
   if r.err then
     return taskq_wrongtype(run_key)
   end
@@ -60,13 +74,13 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due)
   if status ~= 'running' then
     return {0, status}
   end
-  drop_later(r[3], r[4])
+  drop_later(f.task, f.entry)
   if outcome == 'succeeded' or outcome == 'failed' then
     -- A running run is in no retry or debounce timer, so unlike
     -- taskq_terminate there is nothing to remove from the retry zset.
     local field = outcome == 'succeeded' and 'result' or 'error'
-    taskq_end(prefix, run_key, run_id, outcome, now, field, payload,
-      {strat = r[5], key = r[6], retain = r[7], keep = r[8], sigs = r[9], steps = r[10]}, rel)
+    f.sigs, f.steps = r[3], r[4]
+    taskq_end(prefix, run_key, run_id, outcome, now, field, payload, f, rel)
     return {1, outcome}
   end
   -- retry: the key stays held through every retry of a status-strategy run.
@@ -78,8 +92,8 @@ end
 
 local out = {}
 for i = 0, #KEYS - 2 do
-  local a = 6 * i + 3
-  out[i + 1] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
+  local a = 12 * i + 3
+  out[i + 1] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], a)
 end
 taskq_release_all(rel)
 for _, task in ipairs(tasks) do

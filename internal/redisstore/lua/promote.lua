@@ -13,8 +13,7 @@ for _, run_id in ipairs(due) do
   local run_key = prefix .. 'run:' .. run_id
   local r = redis.call('HMGET', run_key, 'status', 'task')
   if r[1] == 'queued' then
-    local entry = redis.call('XADD', prefix .. 'stream:' .. r[2], '*', 'r', run_id)
-    redis.call('HSET', run_key, 'entry', entry)
+    taskq_requeue_entry(prefix .. 'stream:' .. r[2], run_key, run_id)
     n = n + 1
   end
   redis.call('ZREM', KEYS[1], run_id)

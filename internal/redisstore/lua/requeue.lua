@@ -20,6 +20,4 @@ if r[1] ~= 'running' then
   return {0, r[1]}
 end
 taskq_drop(KEYS[2], ARGV[3], r[3])
-local entry = redis.call('XADD', KEYS[2], '*', 'r', ARGV[1])
-redis.call('HSET', KEYS[1], 'status', 'queued', 'entry', entry)
-return {1, entry}
+return {1, taskq_requeue_entry(KEYS[2], KEYS[1], ARGV[1])}

@@ -10,11 +10,16 @@
 -- ARGV[2] consumer name
 -- ARGV[3] now (unix ms)
 -- ARGV[4] key prefix taskq:{ns}:
--- then two per delivery i, at 2i+5 and 2i+6:
+-- then three per delivery i, at 3i+5 .. 3i+7:
 --   run id
 --   stream entry id being delivered
+--   maximum deliveries, from the entry's spec (see taskq_spec); "" when the
+--   entry carries no spec, and the reply then carries the record's
 -- Returns an array with one reply per delivery, in order:
---   {1, attempt, fails, input, meta, key, retries, timeout ms, created ms}   started
+--   {1, attempt, fails}           started
+--   {1, attempt, fails, input, meta, key, strategy, retries, timeout ms,
+--    created ms, max deliveries, retain ms, retention ms}
+--                                 started, for a delivery without a spec
 --   {0, reason}  not started, the entry is acknowledged and deleted; reason is
 --                "missing" (no record), "stale" (an older delivery of the run),
 --                "exhausted" (too many deliveries: the run is now failed),
@@ -29,9 +34,14 @@ local function drop(stream, entry, reason)
   return {0, reason}
 end
 
-local function start(run_key, stream, run_id, entry)
-  local r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt', 'maxdel',
-    'fails', 'input', 'meta', 'key', 'retries', 'timeout', 'created')
+local function start(run_key, stream, run_id, entry, maxdel)
+  local r
+  if maxdel == '' then
+    r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt', 'fails', 'maxdel',
+      'input', 'meta', 'key', 'strat', 'retries', 'timeout', 'created', 'retain', 'keep')
+  else
+    r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt', 'fails')
+  end
   if r.err then
     return taskq_wrongtype(run_key)
   end
@@ -46,19 +56,24 @@ local function start(run_key, stream, run_id, entry)
     return drop(stream, entry, 'stale')
   end
   local attempt = (tonumber(r[3]) or 0) + 1
-  local maxdel = tonumber(r[4]) or 0
-  if maxdel > 0 and attempt > maxdel then
+  local max = tonumber(maxdel ~= '' and maxdel or r[5]) or 0
+  if max > 0 and attempt > max then
     taskq_terminate(prefix, group, run_key, run_id, 'failed', now, 'error',
-      'delivered ' .. maxdel .. ' times without finishing (workers died or lost their lease)')
+      'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
     return {0, 'exhausted'}
   end
   redis.call('HSET', run_key, 'status', 'running', 'attempt', attempt, 'started', now, 'consumer', consumer)
-  return {1, attempt, tonumber(r[5]) or 0, r[6], r[7], r[8], tonumber(r[9]) or 0,
-    tonumber(r[10]) or 0, tonumber(r[11]) or 0}
+  local fails = tonumber(r[4]) or 0
+  if maxdel ~= '' then
+    return {1, attempt, fails}
+  end
+  return {1, attempt, fails, r[6], r[7], r[8], r[9], tonumber(r[10]) or 0, tonumber(r[11]) or 0,
+    tonumber(r[12]) or 0, max, tonumber(r[13]) or 0, tonumber(r[14]) or 0}
 end
 
 local out = {}
 for i = 0, #KEYS / 2 - 1 do
-  out[i + 1] = start(KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[2 * i + 5], ARGV[2 * i + 6])
+  local a = 3 * i + 5
+  out[i + 1] = start(KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2])
 end
 return out

@@ -1,0 +1,186 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
+)
+
+// A delivery carries what was enqueued, and a retried run's new delivery
+// what its record holds then.
+func TestDeliveryCarriesTheRunSpec(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		p := f.params("t", "k1", redisstore.StrategyStatus)
+		p.Input, p.Meta = []byte(`{"id":"a b"}`), []byte(`{"tenant":"x"}`)
+		p.Retain, p.Timeout, p.Retries, p.MaxDeliveries = 2*time.Second, 3*time.Second, 4, 5
+		f.enqueue(p)
+		ds := f.read("t", "w1")
+		want := redisstore.RunSpec{
+			Input: p.Input, Meta: p.Meta, Key: "k1", Strategy: redisstore.StrategyStatus, Retries: 4,
+			Timeout: 3 * time.Second, Created: time.UnixMilli(p.Now.UnixMilli()), MaxDeliveries: 5,
+			Retain: 2 * time.Second, Retention: time.Hour,
+		}
+		if len(ds) != 1 || ds[0].Spec == nil || fmt.Sprint(*ds[0].Spec) != fmt.Sprint(want) {
+			t.Fatalf("delivery = %+v, want spec %+v", ds, want)
+		}
+		// Started without its spec, the run's start reads the same from the record.
+		st := f.start(redisstore.Delivery{Task: "t", EntryID: ds[0].EntryID, RunID: p.RunID}, "w1")
+		if st.Spec == nil || fmt.Sprint(*st.Spec) != fmt.Sprint(want) {
+			t.Fatalf("start without a spec read %+v, want %+v", st.Spec, want)
+		}
+		f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
+		if n, err := f.s.Promote(f.ctx, f.now.Add(time.Hour), 10); err != nil || n != 1 {
+			t.Fatalf("promote = %d, %v", n, err)
+		}
+		ds = f.read("t", "w1")
+		if len(ds) != 1 || ds[0].Spec == nil || fmt.Sprint(*ds[0].Spec) != fmt.Sprint(want) {
+			t.Fatalf("retried delivery = %+v, want spec %+v", ds, want)
+		}
+	})
+}
+
+// Started and finished with the spec their deliveries carry, runs end in
+// exactly the state they end in when the scripts read it from the records:
+// the same records, keys, key and record lifetimes, streams and pending
+// lists, for every strategy and outcome, a stale finish, and a run
+// failed for too many deliveries.
+func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		type state struct {
+			records, keys map[string]map[string]string
+			ttls          map[string]bool
+			stream        []string
+			pending       int64
+			retry         []string
+			starts        []string
+			finishes      []string
+		}
+		run := func(ns string, withSpec bool) state {
+			s := redisstore.New(b.Client, ns)
+			t.Cleanup(func() { redistest.DeleteNamespace(context.Background(), b.Client, ns) })
+			k := s.Keys()
+			now := time.UnixMilli(1_700_000_000_000)
+			mk := func(id, key string, strat redisstore.Strategy, retain time.Duration, maxdel int) *redisstore.EnqueueParams {
+				return &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{"id":"` + id + `"}`), Meta: []byte(`{}`),
+					Key: key, Strategy: strat, Hold: time.Hour, Retain: retain, Retries: 1, MaxDeliveries: maxdel,
+					Retention: time.Hour, Now: now}
+			}
+			ps := []*redisstore.EnqueueParams{
+				mk("ok", "k-ok", redisstore.StrategyStatus, 0, 0),
+				mk("retained", "k-ret", redisstore.StrategyStatus, time.Minute, 0),
+				mk("failed", "k-fail", redisstore.StrategyTTL, 0, 0),
+				mk("retry", "k-retry", redisstore.StrategyStatus, 0, 0),
+				mk("plain", "", redisstore.StrategyNone, 0, 0),
+				mk("stale", "k-stale", redisstore.StrategyStatus, 0, 0),
+				mk("once", "k-once", redisstore.StrategyStatus, 0, 1),
+			}
+			if _, errs := s.EnqueueBatch(ctx, ps); errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			if err := s.EnsureGroup(ctx, "t"); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := s.ReadGroup(ctx, "w1", []string{"t"}, 100, -1)
+			if err != nil || len(ds) != len(ps) {
+				t.Fatalf("read %d deliveries, %v", len(ds), err)
+			}
+			if !withSpec {
+				for i := range ds {
+					ds[i].Spec = nil
+				}
+			}
+			var st state
+			sts, errs := s.StartBatch(ctx, "w1", now, ds)
+			for i, r := range sts {
+				st.starts = append(st.starts, fmt.Sprint(r.Started, r.Attempt, r.Fails, string(r.Input), r.Key, r.Retries, errs[i]))
+			}
+			// "once" is delivered again (its worker died) and has used up its deliveries.
+			again, err := s.AutoClaim(ctx, "t", "w2", 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range again {
+				if d.RunID != "once" {
+					continue
+				}
+				if !withSpec {
+					d.Spec = nil
+				}
+				r, errs := s.StartBatch(ctx, "w2", now, []redisstore.Delivery{d})
+				st.starts = append(st.starts, fmt.Sprint(r[0].Started, r[0].Reason, errs[0]))
+			}
+			outcome := map[string]redisstore.Outcome{
+				"ok": redisstore.OutcomeSucceeded, "retained": redisstore.OutcomeSucceeded, "failed": redisstore.OutcomeFailed,
+				"retry": redisstore.OutcomeRetry, "plain": redisstore.OutcomeSucceeded, "stale": redisstore.OutcomeSucceeded,
+			}
+			var fps []*redisstore.FinishParams
+			for i, d := range ds {
+				o, ok := outcome[d.RunID]
+				if !ok {
+					continue
+				}
+				fp := &redisstore.FinishParams{RunID: d.RunID, Attempt: sts[i].Attempt, Outcome: o, Payload: []byte(`{}`),
+					Now: now, RetryAt: now.Add(time.Minute)}
+				if d.RunID == "stale" {
+					fp.Attempt++
+				}
+				if withSpec {
+					fp.Task, fp.EntryID, fp.Spec = d.Task, d.EntryID, sts[i].Spec
+				}
+				fps = append(fps, fp)
+			}
+			frs, ferrs := s.FinishBatch(ctx, fps)
+			for i := range frs {
+				st.finishes = append(st.finishes, fmt.Sprint(frs[i], ferrs[i]))
+			}
+			st.records, st.keys, st.ttls = map[string]map[string]string{}, map[string]map[string]string{}, map[string]bool{}
+			for _, p := range ps {
+				rec := b.Client.HGetAll(ctx, k.Run(p.RunID)).Val()
+				delete(rec, "entry") // a stream entry ID: when it was added
+				st.records[p.RunID] = rec
+				st.ttls["record "+p.RunID] = b.Client.PTTL(ctx, k.Run(p.RunID)).Val() > 0
+				if p.Key != "" {
+					st.keys[p.Key] = map[string]string{"owner": b.Client.Get(ctx, k.IdempotencyKey(p.Key)).Val()}
+					st.ttls["key "+p.Key] = b.Client.PTTL(ctx, k.IdempotencyKey(p.Key)).Val() > 0
+				}
+			}
+			for _, m := range b.Client.XRange(ctx, k.Stream("t"), "-", "+").Val() {
+				st.stream = append(st.stream, fmt.Sprint(m.Values["r"]))
+			}
+			st.pending = b.Client.XPending(ctx, k.Stream("t"), redisstore.GroupName).Val().Count
+			st.retry = b.Client.ZRange(ctx, k.Retry(), 0, -1).Val()
+			return st
+		}
+		slow, fast := run(b.Namespace+"-record", false), run(b.Namespace+"-spec", true)
+		if fmt.Sprint(slow.starts) != fmt.Sprint(fast.starts) || fmt.Sprint(slow.finishes) != fmt.Sprint(fast.finishes) {
+			t.Errorf("replies differ:\nrecord path %v %v\nspec path   %v %v", slow.starts, slow.finishes, fast.starts, fast.finishes)
+		}
+		for id, rec := range slow.records {
+			if !maps.Equal(rec, fast.records[id]) {
+				t.Errorf("record %s differs:\nrecord path %v\nspec path   %v", id, rec, fast.records[id])
+			}
+		}
+		if fmt.Sprint(slow.keys, slow.ttls, slow.stream, slow.pending, slow.retry) != fmt.Sprint(fast.keys, fast.ttls, fast.stream, fast.pending, fast.retry) {
+			t.Errorf("state differs:\nrecord path %v %v %v %d %v\nspec path   %v %v %v %d %v",
+				slow.keys, slow.ttls, slow.stream, slow.pending, slow.retry, fast.keys, fast.ttls, fast.stream, fast.pending, fast.retry)
+		}
+		// The scenario reaches what it claims to compare.
+		want := map[string]string{"ok": "succeeded", "retained": "succeeded", "failed": "failed", "retry": "queued",
+			"plain": "succeeded", "stale": "running", "once": "failed"}
+		for id, status := range want {
+			if got := fast.records[id]["status"]; got != status {
+				t.Errorf("run %s is %q, want %q", id, got, status)
+			}
+		}
+		if fast.keys["k-ok"]["owner"] != "" || fast.keys["k-ret"]["owner"] != "retained" || !fast.ttls["key k-ret"] {
+			t.Errorf("keys = %v %v: want k-ok released and k-ret retained", fast.keys, fast.ttls)
+		}
+	})
+}
