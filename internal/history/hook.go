@@ -114,7 +114,7 @@ func (h *Hook) returnAll(ops []Op, ps []*Pending, cmd redis.Cmder, err error) {
 		} else {
 			replies = []any{c.Val()}
 			if ops[0].Kind.batched() {
-				replies, _ = c.Val().([]any)
+				replies = splitReplies(ops[0].Kind, cmd.Args(), c.Val())
 			}
 			if len(replies) != len(ops) {
 				err = fmt.Errorf("unexpected reply %v for %d operations", c.Val(), len(ops))
@@ -128,6 +128,42 @@ func (h *Hook) returnAll(ops []Op, ps []*Pending, cmd redis.Cmder, err error) {
 		}
 		ps[i].Return(result(op.Kind, replies[i]))
 	}
+}
+
+// splitReplies cuts the reply of a batched script call into one reply per
+// item: enqueue replies with an array per trigger, start and finish with a
+// flat array of values (see start.lua and finish.lua).
+func splitReplies(kind Kind, args []any, v any) []any {
+	flat, ok := v.([]any)
+	if !ok || kind == KindEnqueue {
+		return flat
+	}
+	var argv []any
+	if len(args) >= 3 {
+		if nkeys := int(num(args[2])); len(args) >= 3+nkeys {
+			argv = args[3+nkeys:]
+		}
+	}
+	var out []any
+	for i := 0; len(flat) > 0; i++ {
+		n := 2
+		if kind == KindStart {
+			n = 3
+			// A started delivery without a spec (its maximum deliveries
+			// sent as "") is answered with the record's ten values too.
+			if a := 4 + redisstore.StartArgsPerItem*i + 2; a < len(argv) && str(argv[a]) == "" && num(flat[0]) == 1 {
+				n = 13
+			}
+		}
+		n = min(n, len(flat))
+		if err, ok := flat[0].(error); ok {
+			out = append(out, err)
+		} else {
+			out = append(out, flat[:n])
+		}
+		flat = flat[n:]
+	}
+	return out
 }
 
 // batched reports whether the script of kind takes many items per call and

@@ -33,29 +33,32 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 			args = append(args, d.RunID, d.EntryID, maxdel)
 		}
 		return keys, args
-	}, func(i int, v any) (err error) {
-		res[i], err = parseStart(v, ds[i].Spec)
-		return err
+	}, func(i int, r []any) (n int, err error) {
+		res[i], n, err = parseStart(r, ds[i].Spec)
+		return n, err
 	})
 	return res, errs
 }
 
-// parseStart reads one reply of start.lua for a delivery with spec (nil
-// when it had none, and the reply carries the record's).
-func parseStart(v any, spec *RunSpec) (StartResult, error) {
-	if err, ok := v.(error); ok {
-		return StartResult{}, scriptError(err)
+// parseStart reads the reply values of start.lua for one delivery with
+// spec (nil when it had none, and a started reply carries the record's),
+// and says how many values were the delivery's.
+func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
+	if len(r) < 3 {
+		return StartResult{}, len(r), fmt.Errorf("start: unexpected reply %v", r)
 	}
-	r, err := asSlice(v)
-	if err != nil || len(r) < 2 {
-		return StartResult{}, fmt.Errorf("start: unexpected reply %v", v)
+	if err, ok := r[0].(error); ok {
+		return StartResult{}, 3, scriptError(err)
 	}
 	if asInt(r[0]) != 1 {
-		return StartResult{Reason: asString(r[1])}, nil
+		return StartResult{Reason: asString(r[1])}, 3, nil
 	}
-	switch {
-	case spec != nil && len(r) == 3:
-	case spec == nil && len(r) == 13:
+	n := 3
+	if spec == nil {
+		n = 13
+		if len(r) < n {
+			return StartResult{}, len(r), fmt.Errorf("start: unexpected reply %v", r)
+		}
 		spec = &RunSpec{
 			Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),
 			Strategy: Strategy(asString(r[6])), Retries: int(asInt(r[7])),
@@ -63,14 +66,12 @@ func parseStart(v any, spec *RunSpec) (StartResult, error) {
 			MaxDeliveries: int(asInt(r[10])), Retain: time.Duration(asInt(r[11])) * time.Millisecond,
 			Retention: time.Duration(asInt(r[12])) * time.Millisecond,
 		}
-	default:
-		return StartResult{}, fmt.Errorf("start: unexpected reply %v", v)
 	}
 	return StartResult{
 		Started: true, Attempt: int(asInt(r[1])), Fails: int(asInt(r[2])),
 		Input: spec.Input, Meta: spec.Meta, Key: spec.Key, Retries: spec.Retries, Timeout: spec.Timeout,
 		Created: spec.Created, Spec: spec,
-	}, nil
+	}, n, nil
 }
 
 // FinishBatch records many outcomes in one call of the finish script (or
@@ -96,9 +97,10 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 			}
 		}
 		return keys, args
-	}, func(i int, v any) (err error) {
-		res[i], err = parseWritten("finish", v)
-		return err
+	}, func(i int, r []any) (int, error) {
+		var err error
+		res[i], err = parseWrittenValues("finish", r)
+		return 2, err
 	})
 	return res, errs
 }

@@ -417,3 +417,39 @@ func TestFinishBatchReleasesOnlyKeysItsRunsOwn(t *testing.T) {
 		}
 	})
 }
+
+// A start call's replies stay with their deliveries whatever each one is
+// answered: started with or without a spec (a longer reply), refused, or
+// an error for a wrong-typed run key.
+func TestStartBatchRepliesStayWithTheirDeliveries(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		ps := []*redisstore.EnqueueParams{
+			f.params("t", "1", redisstore.StrategyStatus), f.params("t", "2", redisstore.StrategyStatus),
+			f.params("t", "3", redisstore.StrategyStatus), f.params("t", "4", redisstore.StrategyStatus),
+			f.params("t", "5", redisstore.StrategyStatus),
+		}
+		for i, p := range ps {
+			p.Input = []byte(fmt.Sprintf(`{"n":%d}`, i))
+			f.enqueue(p)
+		}
+		ds := f.read("t", "w1")
+		ds[0].Spec, ds[3].Spec = nil, nil // answered with the record's values
+		b.Client.Del(f.ctx, f.k.Run(ps[1].RunID))
+		b.Client.Del(f.ctx, f.k.Run(ps[2].RunID))
+		b.Client.Set(f.ctx, f.k.Run(ps[2].RunID), "x", 0)
+		res, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds)
+		for _, i := range []int{0, 3, 4} {
+			if errs[i] != nil || !res[i].Started || res[i].Attempt != 1 || string(res[i].Input) != fmt.Sprintf(`{"n":%d}`, i) ||
+				res[i].Spec == nil || res[i].Spec.Key != ps[i].Key {
+				t.Errorf("delivery %d: %+v, %v; want started with its own input and key", i, res[i], errs[i])
+			}
+		}
+		if errs[1] != nil || res[1].Started || res[1].Reason != "missing" {
+			t.Errorf("delivery of a deleted run: %+v, %v; want not started, missing", res[1], errs[1])
+		}
+		if !errors.Is(errs[2], redisstore.ErrWrongType) {
+			t.Errorf("delivery of a wrong-typed run key: %v, want ErrWrongType", errs[2])
+		}
+	})
+}

@@ -263,9 +263,9 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]Enqueu
 			keys, args = s.appendEnqueue(keys, args, p)
 		}
 		return keys, args
-	}, func(i int, v any) (err error) {
-		results[i], err = parseEnqueue(v)
-		return err
+	}, func(i int, r []any) (n int, err error) {
+		results[i], err = parseEnqueue(r[0])
+		return 1, err
 	})
 	return results, errs
 }
@@ -276,29 +276,42 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]Enqueu
 const MaxItemsPerCall = 256
 
 // evalBatch runs sc, a script that takes many items and replies with an
-// array of one reply per item, for items 0..n-1: build gives the KEYS and
-// ARGV of items lo..hi-1, at most MaxItemsPerCall of them, and parse is
-// handed each item's reply. The i-th error is the script's error for item
-// i, or the error of the call that carried it.
-func (s *Store) evalBatch(ctx context.Context, sc *script, n int, build func(lo, hi int) ([]string, []any), parse func(i int, v any) error) []error {
+// array of values for items 0..n-1: build gives the KEYS and ARGV of items
+// lo..hi-1, at most MaxItemsPerCall of them, and parse is handed the reply
+// from item i's first value on and says how many values are item i's. The
+// i-th error is the script's error for item i, or the error of the call
+// that carried it.
+func (s *Store) evalBatch(ctx context.Context, sc *script, n int, build func(lo, hi int) ([]string, []any), parse func(i int, r []any) (int, error)) []error {
 	errs := make([]error, n)
 	for lo := 0; lo < n; lo += MaxItemsPerCall {
 		hi := min(lo+MaxItemsPerCall, n)
 		keys, args := build(lo, hi)
 		v, err := s.runScript(ctx, sc, keys, args...)
-		var items []any
+		var r []any
 		if err == nil {
-			items, err = asSlice(v)
-			if err == nil && len(items) != hi-lo {
-				err = fmt.Errorf("%s: %d replies for %d items", sc.name, len(items), hi-lo)
+			r, err = asSlice(v)
+		}
+		if err != nil {
+			for i := lo; i < hi; i++ {
+				errs[i] = err
 			}
+			continue
 		}
 		for i := lo; i < hi; i++ {
-			if err != nil {
-				errs[i] = err
+			if len(r) == 0 {
+				errs[i] = fmt.Errorf("%s: no reply for item %d of %d", sc.name, i-lo+1, hi-lo)
 				continue
 			}
-			errs[i] = parse(i, items[i-lo])
+			used, err := parse(i, r)
+			errs[i] = err
+			r = r[min(max(used, 1), len(r)):]
+		}
+		if len(r) != 0 {
+			for i := lo; i < hi; i++ {
+				if errs[i] == nil {
+					errs[i] = fmt.Errorf("%s: %d values left over in the reply", sc.name, len(r))
+				}
+			}
 		}
 	}
 	return errs
@@ -456,6 +469,18 @@ func parseWritten(name string, v any) (FinishResult, error) {
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
 		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, v)
+	}
+	return parseWrittenValues(name, r)
+}
+
+// parseWrittenValues reads a {written, status or reason} reply from its
+// first two values.
+func parseWrittenValues(name string, r []any) (FinishResult, error) {
+	if len(r) < 2 {
+		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, r)
+	}
+	if err, ok := r[0].(error); ok {
+		return FinishResult{}, scriptError(err)
 	}
 	return FinishResult{Written: asInt(r[0]) == 1, Status: asString(r[1])}, nil
 }

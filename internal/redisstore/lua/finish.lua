@@ -23,11 +23,12 @@
 --   +10 retain ms, +11 retention ms: what the delivery told the worker
 --       (none of them changes once the run is queued), so they need not be
 --       read from the record. With +8 "" they are read from the record.
--- Returns an array with one reply per attempt, in order:
---   {1, status}   written; status is succeeded, failed, or queued (retry scheduled)
---   {0, reason}   nothing written: "missing", "stale" (a newer attempt owns
+-- Returns a flat array with two values per attempt, in order (Redis turns
+-- a table in a reply into a reply much more slowly than a plain value):
+--   1, status     written; status is succeeded, failed, or queued (retry scheduled)
+--   0, reason     nothing written: "missing", "stale" (a newer attempt owns
 --                 the run), or the run's status when it already ended (cancelled)
---   an error reply "TASKQ_WRONGTYPE <key> <type>" when the run key holds
+--   an error reply "TASKQ_WRONGTYPE <key> <type>", "" when the run key holds
 --   something else than a run; nothing is written for that attempt
 
 local group, prefix = ARGV[1], ARGV[2]
@@ -62,17 +63,17 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'sigs', 'steps')
   end
   if r.err then
-    return taskq_wrongtype(run_key)
+    return taskq_wrongtype(run_key), ''
   end
   local status = r[1]
   if not status then
-    return {0, 'missing'}
+    return 0, 'missing'
   end
   if tonumber(r[2]) ~= tonumber(attempt) then
-    return {0, 'stale'}
+    return 0, 'stale'
   end
   if status ~= 'running' then
-    return {0, status}
+    return 0, status
   end
   drop_later(f.task, f.entry)
   if outcome == 'succeeded' or outcome == 'failed' then
@@ -81,19 +82,20 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
     local field = outcome == 'succeeded' and 'result' or 'error'
     f.sigs, f.steps = r[3], r[4]
     taskq_end(prefix, run_key, run_id, outcome, now, field, payload, f, rel)
-    return {1, outcome}
+    return 1, outcome
   end
   -- retry: the key stays held through every retry of a status-strategy run.
   redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '')
   redis.call('HINCRBY', run_key, 'fails', 1)
   redis.call('ZADD', KEYS[1], due, run_id)
-  return {1, 'queued'}
+  return 1, 'queued'
 end
 
 local out = {}
 for i = 0, #KEYS - 2 do
   local a = 12 * i + 3
-  out[i + 1] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], a)
+  out[2 * i + 1], out[2 * i + 2] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4],
+    ARGV[a + 5], a)
 end
 taskq_release_all(rel)
 for _, task in ipairs(tasks) do

@@ -15,23 +15,27 @@
 --   stream entry id being delivered
 --   maximum deliveries, from the entry's spec (see taskq_spec); "" when the
 --   entry carries no spec, and the reply then carries the record's
--- Returns an array with one reply per delivery, in order:
---   {1, attempt, fails}           started
---   {1, attempt, fails, input, meta, key, strategy, retries, timeout ms,
---    created ms, max deliveries, retain ms, retention ms}
---                                 started, for a delivery without a spec
---   {0, reason}  not started, the entry is acknowledged and deleted; reason is
---                "missing" (no record), "stale" (an older delivery of the run),
---                "exhausted" (too many deliveries: the run is now failed),
---                or the run's terminal status
---   an error reply "TASKQ_WRONGTYPE <key> <type>" when the run key holds
---   something else than a run; nothing is written for that delivery
+-- Returns a flat array with three values per delivery, in order (Redis
+-- turns a table in a reply into a reply much more slowly than a plain
+-- value):
+--   1, attempt, fails    started; for a delivery without a spec, ten more
+--                        values follow: input, meta, key, strategy, retries,
+--                        timeout ms, created ms, max deliveries, retain ms,
+--                        retention ms
+--   0, reason, ""        not started, the entry is acknowledged and deleted;
+--                        reason is "missing" (no record), "stale" (an older
+--                        delivery of the run), "exhausted" (too many
+--                        deliveries: the run is now failed), or the run's
+--                        terminal status
+--   an error reply "TASKQ_WRONGTYPE <key> <type>", "", ""  when the run key
+--                        holds something else than a run; nothing is written
+--                        for that delivery
 
 local group, consumer, now, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 local function drop(stream, entry, reason)
   taskq_drop(stream, group, entry)
-  return {0, reason}
+  return 0, reason, ''
 end
 
 local function start(run_key, stream, run_id, entry, maxdel)
@@ -43,7 +47,7 @@ local function start(run_key, stream, run_id, entry, maxdel)
     r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt', 'fails')
   end
   if r.err then
-    return taskq_wrongtype(run_key)
+    return taskq_wrongtype(run_key), '', ''
   end
   local status = r[1]
   if not status then
@@ -60,20 +64,28 @@ local function start(run_key, stream, run_id, entry, maxdel)
   if max > 0 and attempt > max then
     taskq_terminate(prefix, group, run_key, run_id, 'failed', now, 'error',
       'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
-    return {0, 'exhausted'}
+    return 0, 'exhausted', ''
   end
   redis.call('HSET', run_key, 'status', 'running', 'attempt', attempt, 'started', now, 'consumer', consumer)
   local fails = tonumber(r[4]) or 0
   if maxdel ~= '' then
-    return {1, attempt, fails}
+    return 1, attempt, fails
   end
-  return {1, attempt, fails, r[6], r[7], r[8], r[9], tonumber(r[10]) or 0, tonumber(r[11]) or 0,
-    tonumber(r[12]) or 0, max, tonumber(r[13]) or 0, tonumber(r[14]) or 0}
+  return 1, attempt, fails, {r[6] or '', r[7] or '', r[8] or '', r[9] or '', tonumber(r[10]) or 0,
+    tonumber(r[11]) or 0, tonumber(r[12]) or 0, max, tonumber(r[13]) or 0, tonumber(r[14]) or 0}
 end
 
-local out = {}
+local out, n = {}, 0
 for i = 0, #KEYS / 2 - 1 do
   local a = 3 * i + 5
-  out[i + 1] = start(KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2])
+  local c, x, y, record = start(KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2])
+  out[n + 1], out[n + 2], out[n + 3] = c, x, y
+  n = n + 3
+  if record then
+    for j = 1, #record do
+      out[n + j] = record[j]
+    end
+    n = n + #record
+  end
 end
 return out
