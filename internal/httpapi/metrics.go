@@ -113,7 +113,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // started is missed. Without Redis it logs and carries on: go-redis keeps
 // trying to subscribe.
 func (s *Server) subscribeRuns(ctx context.Context) *redis.PubSub {
-	ps := s.c.Store().SubscribeDone(ctx)
+	ps := s.c.Store().SubscribeFinished(ctx)
 	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if _, err := ps.Receive(rctx); err != nil {
@@ -136,8 +136,8 @@ func (s *Server) watchRuns(ctx context.Context, ps *redis.PubSub) {
 			if !ok {
 				return
 			}
-			if redisstore.IsTerminal(msg.Payload) {
-				s.metrics.runsFinished.WithLabelValues(msg.Payload).Inc()
+			for status, n := range redisstore.ParseFinished(msg.Payload) {
+				s.metrics.runsFinished.WithLabelValues(status).Add(float64(n))
 			}
 		}
 	}

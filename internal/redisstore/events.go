@@ -271,9 +271,25 @@ func (s *Store) ListEventIDs(ctx context.Context, eventKey string, offset, limit
 	return s.rdb.ZRevRange(ctx, index, offset, offset+limit-1).Result()
 }
 
-// SubscribeDone subscribes to the completion notice of every run of the
-// namespace (each carries the run's terminal status), for counting runs by
-// status. The caller closes the returned PubSub.
-func (s *Store) SubscribeDone(ctx context.Context) *redis.PubSub {
-	return s.rdb.PSubscribe(ctx, escapeGlob(s.keys.DoneChannel(""))+"*")
+// SubscribeFinished subscribes to the namespace's notices of runs reaching
+// a terminal status, for counting them by status (see ParseFinished). The
+// caller closes the returned PubSub.
+func (s *Store) SubscribeFinished(ctx context.Context) *redis.PubSub {
+	return s.rdb.Subscribe(ctx, s.keys.FinishedChannel())
+}
+
+// ParseFinished reads a notice of the finished channel: how many runs
+// reached each terminal status. Unknown statuses and malformed counts are
+// left out.
+func ParseFinished(msg string) map[string]int {
+	f := strings.Fields(msg)
+	out := make(map[string]int, len(f)/2)
+	for i := 0; i+1 < len(f); i += 2 {
+		n, err := strconv.Atoi(f[i+1])
+		if err != nil || n <= 0 || !IsTerminal(f[i]) {
+			continue
+		}
+		out[f[i]] += n
+	}
+	return out
 }

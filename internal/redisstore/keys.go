@@ -16,7 +16,8 @@ import "strings"
 //	taskq:{ns}:event:<event id>       hash    an ingested event
 //	taskq:{ns}:events                 zset    index of events by time (ms)
 //	taskq:{ns}:eventkey:<event key>   zset    index of the events of one event key, by time (ms)
-//	taskq:{ns}:done:<run id>          channel published when the run reaches a terminal status
+//	taskq:{ns}:done:<run id>          channel published when a watched run reaches a terminal status
+//	taskq:{ns}:finished               channel counting runs that reached a terminal status
 //	taskq:{ns}:cancel                 channel run IDs cancelled while running
 //
 // Scripts receive the prefix and build the keys they derive from a run record
@@ -81,8 +82,13 @@ func (k Keys) EventKeyIndex(eventKey string) string { return k.prefix + "eventke
 // Events is the sorted set indexing events by time.
 func (k Keys) Events() string { return k.prefix + "events" }
 
-// DoneChannel is published with the run's status when it reaches a terminal status.
+// DoneChannel is published with the run's status when it reaches a
+// terminal status, if WatchRun asked for it.
 func (k Keys) DoneChannel(runID string) string { return k.prefix + "done:" + runID }
+
+// FinishedChannel is published with how many runs reached each terminal
+// status ("succeeded 30 failed 1") by each call that ended some.
+func (k Keys) FinishedChannel() string { return k.prefix + "finished" }
 
 // CancelChannel carries the IDs of runs cancelled while a worker may hold them.
 func (k Keys) CancelChannel() string { return k.prefix + "cancel" }

@@ -31,7 +31,7 @@ func loadScript(name string) *script {
 // scripts holds every script the store runs. Loaded once per process;
 // the scripts are immutable, so sharing them between stores is safe.
 type scripts struct {
-	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal, pushEvent, saveStep *script
+	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal, pushEvent, saveStep, watch *script
 }
 
 func newScripts() *scripts {
@@ -49,11 +49,12 @@ func newScripts() *scripts {
 		signal:    loadScript("signal"),
 		pushEvent: loadScript("push_event"),
 		saveStep:  loadScript("save_step"),
+		watch:     loadScript("watch"),
 	}
 }
 
 func (s *scripts) all() []*script {
-	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal, s.pushEvent, s.saveStep}
+	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal, s.pushEvent, s.saveStep, s.watch}
 }
 
 // isNoScript reports whether err says the script cache lacks a script, as it

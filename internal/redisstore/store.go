@@ -385,6 +385,21 @@ func (s *Store) RunStatus(ctx context.Context, id string) (string, error) {
 	return st, err
 }
 
+// WatchRun asks for the run's completion notice on its DoneChannel, which
+// is published only for runs watched before they end, and returns its
+// status. Subscribe to the channel first: a run that ends after WatchRun
+// is published, and one that had ended shows in the status returned.
+func (s *Store) WatchRun(ctx context.Context, id string) (string, error) {
+	v, err := s.runScript(ctx, s.scripts.watch, []string{s.keys.Run(id)})
+	if errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("%w: %s", ErrRunNotFound, id)
+	}
+	if err != nil {
+		return "", err
+	}
+	return asString(v), nil
+}
+
 // ListRunIDs returns up to limit run IDs, newest first, from the runs index.
 func (s *Store) ListRunIDs(ctx context.Context, offset, limit int64) ([]string, error) {
 	return s.rdb.ZRevRange(ctx, s.keys.Runs(), offset, offset+limit-1).Result()

@@ -353,20 +353,23 @@ func TestCancelReleasesAndPublishes(t *testing.T) {
 		p := f.params("t", "k", redisstore.StrategyStatus)
 		f.enqueue(p)
 		f.start(f.read("t", "c")[0], "c")
-		ps := b.Client.Subscribe(f.ctx, f.k.CancelChannel(), f.k.DoneChannel(p.RunID))
+		chans := []string{f.k.CancelChannel(), f.k.DoneChannel(p.RunID), f.k.FinishedChannel()}
+		ps := b.Client.Subscribe(f.ctx, chans...)
 		defer ps.Close()
-		if _, err := ps.Receive(f.ctx); err != nil { // first confirmation
-			t.Fatal(err)
+		for range chans { // confirmations
+			if _, err := ps.Receive(f.ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := ps.Receive(f.ctx); err != nil {
-			t.Fatal(err)
+		if st, err := f.s.WatchRun(f.ctx, p.RunID); err != nil || st != "running" {
+			t.Fatalf("watch = %q, %v", st, err)
 		}
 		r, err := f.s.Cancel(f.ctx, p.RunID, "by test", f.now)
 		if err != nil || !r.Written {
 			t.Fatalf("cancel = %+v, %v", r, err)
 		}
 		got := map[string]string{}
-		for i := 0; i < 2; i++ {
+		for range chans {
 			ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
 			m, err := ps.ReceiveMessage(ctx)
 			cancel()
@@ -375,7 +378,8 @@ func TestCancelReleasesAndPublishes(t *testing.T) {
 			}
 			got[m.Channel] = m.Payload
 		}
-		if got[f.k.CancelChannel()] != p.RunID || got[f.k.DoneChannel(p.RunID)] != "cancelled" {
+		if got[f.k.CancelChannel()] != p.RunID || got[f.k.DoneChannel(p.RunID)] != "cancelled" ||
+			got[f.k.FinishedChannel()] != "cancelled 1" {
 			t.Fatalf("notices = %v", got)
 		}
 		if f.exists(f.k.IdempotencyKey("k")) {
@@ -553,6 +557,74 @@ func TestEnqueueResendReportsTheFirstSend(t *testing.T) {
 		p2.Task = "other"
 		if _, err := f.s.Enqueue(f.ctx, &p2); !errors.Is(err, redisstore.ErrRunExists) {
 			t.Fatalf("reused run ID: %v, want ErrRunExists", err)
+		}
+	})
+}
+
+// A run's done channel is published when it ends only if it was watched
+// first; every run ended is counted on the finished channel, once per call.
+func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		watched, unwatched, failed := f.params("t", "w", redisstore.StrategyStatus),
+			f.params("t", "u", redisstore.StrategyStatus), f.params("t", "f", redisstore.StrategyStatus)
+		for _, p := range []*redisstore.EnqueueParams{watched, unwatched, failed} {
+			f.enqueue(p)
+		}
+		if st, err := f.s.WatchRun(f.ctx, watched.RunID); err != nil || st != "queued" {
+			t.Fatalf("watch = %q, %v", st, err)
+		}
+		chans := []string{f.k.DoneChannel(watched.RunID), f.k.DoneChannel(unwatched.RunID), f.k.FinishedChannel()}
+		ps := b.Client.Subscribe(f.ctx, chans...)
+		defer ps.Close()
+		for range chans {
+			if _, err := ps.Receive(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var batch []*redisstore.FinishParams
+		for _, d := range f.read("t", "w1") {
+			o := redisstore.OutcomeSucceeded
+			if d.RunID == failed.RunID {
+				o = redisstore.OutcomeFailed
+			}
+			st := f.start(d, "w1")
+			batch = append(batch, &redisstore.FinishParams{RunID: d.RunID, Attempt: st.Attempt, Outcome: o, Now: f.now,
+				Task: d.Task, EntryID: d.EntryID, Spec: st.Spec})
+		}
+		if _, errs := f.s.FinishBatch(f.ctx, batch); errs[0] != nil || errs[1] != nil || errs[2] != nil {
+			t.Fatalf("finish: %v", errs)
+		}
+		// Messages on one connection arrive in order: a notice for the
+		// unwatched run would come before this one.
+		b.Client.Publish(f.ctx, f.k.DoneChannel(unwatched.RunID), "sentinel")
+		got := map[string][]string{}
+		for range chans {
+			ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
+			m, err := ps.ReceiveMessage(ctx)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[m.Channel] = append(got[m.Channel], m.Payload)
+		}
+		if fmt.Sprint(got[f.k.DoneChannel(watched.RunID)]) != "[succeeded]" ||
+			fmt.Sprint(got[f.k.DoneChannel(unwatched.RunID)]) != "[sentinel]" ||
+			fmt.Sprint(got[f.k.FinishedChannel()]) != "[failed 1 succeeded 2]" {
+			t.Fatalf("notices = %v", got)
+		}
+		if n := redisstore.ParseFinished("failed 1 succeeded 2"); n["failed"] != 1 || n["succeeded"] != 2 || len(n) != 2 {
+			t.Errorf("ParseFinished = %v", n)
+		}
+		// An ended run is not watched again, and a missing one is not found.
+		if st, err := f.s.WatchRun(f.ctx, unwatched.RunID); err != nil || st != "succeeded" {
+			t.Errorf("watch of an ended run = %q, %v", st, err)
+		}
+		if x := b.Client.HGet(f.ctx, f.k.Run(unwatched.RunID), "x").Val(); x != "" {
+			t.Errorf("an ended run was flagged %q", x)
+		}
+		if _, err := f.s.WatchRun(f.ctx, "no-such-run"); !errors.Is(err, redisstore.ErrRunNotFound) {
+			t.Errorf("watch of a missing run: %v, want ErrRunNotFound", err)
 		}
 	})
 }

@@ -168,7 +168,10 @@ func New(opts Options) (*Client, error) {
 	}
 	dials := &dialRecorder{}
 	rdb.AddHook(dials)
-	return &Client{opts: opts, store: st, ownsRDB: owns, waiter: newWaiter(rdb, st.Keys(), opts.Logger), triggers: triggers, dials: dials}, nil
+	return &Client{opts: opts, store: st, ownsRDB: owns, waiter: newWaiter(rdb, st.Keys(), opts.Logger, func(ctx context.Context, id string) error {
+		_, err := st.WatchRun(ctx, id)
+		return err
+	}), triggers: triggers, dials: dials}, nil
 }
 
 // Close releases the Client's connections (not a Redis client passed in).

@@ -21,9 +21,10 @@ const recheckInterval = 5 * time.Second
 // that waits for a run, subscribing to each run's completion channel while
 // somebody waits on it.
 type waiter struct {
-	rdb  redis.UniversalClient
-	keys redisstore.Keys
-	log  *slog.Logger
+	rdb   redis.UniversalClient
+	keys  redisstore.Keys
+	log   *slog.Logger
+	watch func(ctx context.Context, runID string) error
 
 	mu     sync.Mutex
 	ps     *redis.PubSub
@@ -41,17 +42,26 @@ type subscription struct {
 	doneOnce  sync.Once
 }
 
-func newWaiter(rdb redis.UniversalClient, keys redisstore.Keys, log *slog.Logger) *waiter {
-	return &waiter{rdb: rdb, keys: keys, log: log, subs: map[string]*subscription{}}
+// newWaiter returns a waiter; watch asks for a run's completion notice
+// (the store's WatchRun), which is published only for runs watched.
+func newWaiter(rdb redis.UniversalClient, keys redisstore.Keys, log *slog.Logger, watch func(context.Context, string) error) *waiter {
+	return &waiter{rdb: rdb, keys: keys, log: log, watch: watch, subs: map[string]*subscription{}}
 }
 
 // wait returns when check reports true, ctx ends, or check fails. check is
-// called once the subscription is confirmed, so a completion between the
-// check and the notice cannot be missed, and again on each notice.
+// called once the subscription is confirmed and the run watched, so a
+// completion between the check and the notice cannot be missed, and again
+// on each notice.
 func (w *waiter) wait(ctx context.Context, runID string, check func(context.Context) (bool, error)) error {
 	ch := w.keys.DoneChannel(runID)
+	watched := func(ctx context.Context) (bool, error) {
+		if err := w.watch(ctx, runID); err != nil && !errors.Is(err, redisstore.ErrRunNotFound) {
+			return false, err
+		}
+		return check(ctx)
+	}
 	for {
-		done, err := w.waitOnce(ctx, ch, check)
+		done, err := w.waitOnce(ctx, ch, watched)
 		if done || err != nil {
 			return err
 		}

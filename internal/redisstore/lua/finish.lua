@@ -4,8 +4,8 @@
 -- attempt's result or release its key. What costs Redis a call per run is
 -- done once for all runs at the end instead: their stream entries are
 -- acknowledged with one XACK per stream and trimmed off its acknowledged
--- head (taskq_trim_acked), and their keys are released with one MGET and
--- one DEL (taskq_release_all).
+-- head (taskq_trim_acked), their keys are released with one MGET and one
+-- DEL, and one notice counts them (taskq_batch_done).
 --
 -- KEYS[1] retry zset    taskq:{ns}:retry
 -- then one per attempt i (i = 0, 1, ...), at i+2:
@@ -34,7 +34,7 @@
 local group, prefix = ARGV[1], ARGV[2]
 local entries = {} -- task -> stream entries to acknowledge and delete
 local tasks = {}   -- tasks in the order first seen
-local rel = {}     -- keys to release, for taskq_release_all
+local b = taskq_batch()
 
 local function drop_later(task, entry)
   if not task or not entry or entry == '' then
@@ -54,13 +54,13 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
   local f = {task = ARGV[a + 6], entry = ARGV[a + 7], strat = ARGV[a + 8], key = ARGV[a + 9],
     retain = ARGV[a + 10], keep = ARGV[a + 11]}
   if f.strat == '' then
-    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'sigs', 'steps',
+    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x',
       'task', 'entry', 'strat', 'key', 'retain', 'keep')
     if not r.err then
-      f = {task = r[5], entry = r[6], strat = r[7], key = r[8], retain = r[9], keep = r[10]}
+      f = {task = r[4], entry = r[5], strat = r[6], key = r[7], retain = r[8], keep = r[9]}
     end
   else
-    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'sigs', 'steps')
+    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x')
   end
   if r.err then
     return taskq_wrongtype(run_key), ''
@@ -80,8 +80,8 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
     -- A running run is in no retry or debounce timer, so unlike
     -- taskq_terminate there is nothing to remove from the retry zset.
     local field = outcome == 'succeeded' and 'result' or 'error'
-    f.sigs, f.steps = r[3], r[4]
-    taskq_end(prefix, run_key, run_id, outcome, now, field, payload, f, rel)
+    f.x = r[3]
+    taskq_end(prefix, run_key, run_id, outcome, now, field, payload, f, b)
     return 1, outcome
   end
   -- retry: the key stays held through every retry of a status-strategy run.
@@ -97,7 +97,7 @@ for i = 0, #KEYS - 2 do
   out[2 * i + 1], out[2 * i + 2] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4],
     ARGV[a + 5], a)
 end
-taskq_release_all(rel)
+taskq_batch_done(prefix, b)
 for _, task in ipairs(tasks) do
   local s, e = prefix .. 'stream:' .. task, entries[task]
   -- In slices, as unpack's results must fit Lua's stack.

@@ -1,6 +1,20 @@
 -- lib.lua: helpers shared by the scripts that end runs. It is prepended to
 -- those scripts when they are loaded, so each script stays one atomic EVAL.
 
+-- A run's flags field x holds one letter per optional part the run has,
+-- so ending a run reads one field to learn them all: s (a signals stream),
+-- t (a steps hash), w (somebody waits for its completion notice).
+local function taskq_flag(run_key, letter)
+  local x = redis.call('HGET', run_key, 'x') or ''
+  if not string.find(x, letter, 1, true) then
+    redis.call('HSET', run_key, 'x', x .. letter)
+  end
+end
+
+local function taskq_has(x, letter)
+  return x ~= nil and x ~= false and string.find(x, letter, 1, true) ~= nil
+end
+
 -- A run's stream entry carries, besides its run id (r), what its worker
 -- needs to run it and record its outcome: input (i), metadata (m), key (k)
 -- and the spec (o) "<strategy> <retries> <timeout ms> <created ms>
@@ -42,23 +56,23 @@ end
 
 -- taskq_release for many runs at once, for scripts that end runs in
 -- batches: one MGET reads every owner and one DEL frees the keys, where
--- one GET and one DEL per run would cost Redis a call each. rel is a list
--- of {key (full name), run id, retain}.
+-- one GET and one DEL per run would cost Redis a call each. rel is a flat
+-- list of triples: key (full name), run id, retain.
 local function taskq_release_all(rel)
   if #rel == 0 then
     return
   end
   local names = {}
-  for i, r in ipairs(rel) do
-    names[i] = r[1]
+  for i = 1, #rel, 3 do
+    names[#names + 1] = rel[i]
   end
   local owners, free = redis.call('MGET', unpack(names)), {}
-  for i, r in ipairs(rel) do
-    if owners[i] == r[2] then
-      if r[3] > 0 then
-        redis.call('PEXPIRE', r[1], r[3])
+  for i = 1, #rel, 3 do
+    if owners[(i + 2) / 3] == rel[i + 1] then
+      if rel[i + 2] > 0 then
+        redis.call('PEXPIRE', rel[i], rel[i + 2])
       else
-        free[#free + 1] = r[1]
+        free[#free + 1] = rel[i]
       end
     end
   end
@@ -120,42 +134,72 @@ local function taskq_drop_entry(prefix, group, task, entry)
   end
 end
 
--- Ends a run whose record fields f (strat, key, retain, keep, sigs, steps)
--- the caller has read: records the status, releases the key per strategy,
--- starts the retention clock and wakes the waiters. The caller drops the
--- run's delivery. field/value carry the result or the error message. With
--- rel (a list for taskq_release_all) the key is added to it, to be
--- released with the others the caller ends, instead of at once.
-local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, rel)
+-- Ends a run whose record fields f (strat, key, retain, keep, x) the
+-- caller has read: records the status, releases the key per strategy,
+-- starts the retention clock and sends the completion notices. The caller
+-- drops the run's delivery. field/value carry the result or the error
+-- message. Callers that end many runs pass b, a taskq_batch, which
+-- gathers the keys to release and the runs to count; others pass nil.
+--
+-- Notices: the run's done channel is published only when a waiter asked
+-- for it (flag w, see watch.lua); the namespace's finished channel gets
+-- the count of runs ended per status, once per script call.
+local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, b)
   redis.call('HSET', run_key, 'status', status, 'finished', now, field, value)
-  if rel then
+  if b then
     if f.strat == 'status' and f.key and f.key ~= '' then
-      rel[#rel + 1] = {prefix .. 'key:' .. f.key, run_id, tonumber(f.retain) or 0}
+      b.rel[#b.rel + 1] = prefix .. 'key:' .. f.key
+      b.rel[#b.rel + 1] = run_id
+      b.rel[#b.rel + 1] = tonumber(f.retain) or 0
     end
+    b.ended[status] = (b.ended[status] or 0) + 1
   else
     taskq_release(prefix, run_id, f.strat, f.key, tonumber(f.retain) or 0)
+    redis.call('PUBLISH', prefix .. 'finished', status .. ' 1')
   end
   local keep = tonumber(f.keep) or 0
   if keep > 0 then
     redis.call('PEXPIRE', run_key, keep)
     -- Signals and step results live as long as the record.
-    if f.sigs then
+    if taskq_has(f.x, 's') then
       redis.call('PEXPIRE', prefix .. 'signals:' .. run_id, keep)
     end
-    if f.steps then
+    if taskq_has(f.x, 't') then
       redis.call('PEXPIRE', prefix .. 'steps:' .. run_id, keep)
     end
   end
-  redis.call('PUBLISH', prefix .. 'done:' .. run_id, status)
+  if taskq_has(f.x, 'w') then
+    redis.call('PUBLISH', prefix .. 'done:' .. run_id, status)
+  end
+end
+
+-- What taskq_end gathers across the runs one call ends, for
+-- taskq_batch_done to act on once.
+local function taskq_batch()
+  return {rel = {}, ended = {}}
+end
+
+-- Releases the keys of the runs b gathered (see taskq_release_all) and
+-- publishes their count per status.
+local function taskq_batch_done(prefix, b)
+  taskq_release_all(b.rel)
+  local msg = {}
+  for status, n in pairs(b.ended) do
+    msg[#msg + 1] = status .. ' ' .. n
+  end
+  if #msg > 0 then
+    table.sort(msg)
+    redis.call('PUBLISH', prefix .. 'finished', table.concat(msg, ' '))
+  end
 end
 
 -- Moves a run in any state to a terminal status: taskq_end, and its
 -- delivery dropped and its retry or debounce timer removed.
 local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
-  local r = redis.call('HMGET', run_key, 'task', 'strat', 'key', 'retain', 'entry', 'keep', 'sigs', 'steps')
+  local r = redis.call('HMGET', run_key, 'task', 'strat', 'key', 'retain', 'entry', 'keep', 'x')
   taskq_drop_entry(prefix, group, r[1], r[5])
   taskq_end(prefix, run_key, run_id, status, now, field, value,
-    {strat = r[2], key = r[3], retain = r[4], keep = r[6], sigs = r[7], steps = r[8]})
+    {strat = r[2], key = r[3], retain = r[4], keep = r[6], x = r[7]})
   redis.call('ZREM', prefix .. 'retry', run_id)
 end
 
@@ -271,9 +315,8 @@ local function taskq_enqueue_write(r)
     'retries', r.retries, 'maxdel', r.maxdel, 'timeout', r.timeout, 'keep', r.keep,
     'created', r.now, 'entry', entry)
   if sigs then
-    -- sigs (and steps, set by the worker) mark a run whose signals stream
-    -- (steps hash) must expire with the record.
-    redis.call('HSET', r.run_key, 'sigs', 1)
+    -- The signals carried over expire with the record (see taskq_flag).
+    redis.call('HSET', r.run_key, 'x', 's')
   end
   return entry
 end
@@ -302,7 +345,7 @@ local function taskq_signal(prefix, run_id, signal_id, payload, limit)
     return {0, 'full', run_id, status}
   end
   redis.call('XADD', s, '*', 'id', signal_id, 'p', payload)
-  redis.call('HSET', prefix .. 'run:' .. run_id, 'sigs', 1)
+  taskq_flag(prefix .. 'run:' .. run_id, 's')
   return {1, run_id, signal_id}
 end
 

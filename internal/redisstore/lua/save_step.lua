@@ -15,7 +15,7 @@ if ttl == -2 then
   return ARGV[2]
 end
 redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[2], 'steps', 1)
+taskq_flag(KEYS[2], 't')
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
 end

@@ -1,0 +1,15 @@
+-- watch.lua: asks for a run's completion notice. Ending a run publishes
+-- its done channel only when flag w is set (see taskq_flag and taskq_end),
+-- so that runs nobody waits for cost Redis no PUBLISH. A waiter subscribes
+-- to the channel first and then calls this script: the run either ends
+-- after the flag is set, and is published, or had ended already, which
+-- the reply says.
+--
+-- KEYS[1] run hash   taskq:{ns}:run:<run id>
+-- Returns the run's status, or false when there is no such run.
+
+local status = redis.call('HGET', KEYS[1], 'status')
+if status and not taskq_is_terminal(status) then
+  taskq_flag(KEYS[1], 'w')
+end
+return status
