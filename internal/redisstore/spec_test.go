@@ -39,8 +39,12 @@ func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 			t.Fatalf("promote = %d, %v", n, err)
 		}
 		ds = f.read("t", "w1")
+		want.Fails = 1
 		if len(ds) != 1 || ds[0].Spec == nil || fmt.Sprint(*ds[0].Spec) != fmt.Sprint(want) {
 			t.Fatalf("retried delivery = %+v, want spec %+v", ds, want)
+		}
+		if st, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds); errs[0] != nil || st[0].Fails != 1 || st[0].Attempt != 2 {
+			t.Errorf("start of the retried run = %+v, %v; want its second attempt after one failure", st[0], errs[0])
 		}
 	})
 }

@@ -34,16 +34,18 @@ type RunSpec struct {
 	MaxDeliveries int
 	Retain        time.Duration
 	Retention     time.Duration
+	// Fails counts the run's failed attempts before this delivery.
+	Fails int
 }
 
 // parseSpec reads a stream entry's fields; nil when it has no valid spec.
 func parseSpec(v map[string]any) *RunSpec {
 	o, _ := v["o"].(string)
 	f := strings.Fields(o)
-	if len(f) != 7 {
+	if len(f) != 8 {
 		return nil
 	}
-	var n [6]int64
+	var n [7]int64
 	for i := range n {
 		x, err := strconv.ParseInt(f[i+1], 10, 64)
 		if err != nil {
@@ -58,6 +60,7 @@ func parseSpec(v map[string]any) *RunSpec {
 		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: Strategy(f[0]),
 		Retries: int(n[0]), Timeout: time.Duration(n[1]) * time.Millisecond, Created: fromMS(n[2]),
 		MaxDeliveries: int(n[3]), Retain: time.Duration(n[4]) * time.Millisecond, Retention: time.Duration(n[5]) * time.Millisecond,
+		Fails: int(n[6]),
 	}
 }
 

@@ -18,21 +18,24 @@ end
 -- A run's stream entry carries, besides its run id (r), what its worker
 -- needs to run it and record its outcome: input (i), metadata (m), key (k)
 -- and the spec (o) "<strategy> <retries> <timeout ms> <created ms>
--- <max deliveries> <retain ms> <retention ms>". Redis then hands it to the
--- worker with the delivery, and start.lua and finish.lua read only the
--- record fields that change while a run is queued or running: each field
--- read in a script costs Redis about half a microsecond.
-local function taskq_spec(strat, retries, timeout, created, maxdel, retain, keep)
-  return strat .. ' ' .. retries .. ' ' .. timeout .. ' ' .. created .. ' ' .. maxdel .. ' ' .. retain .. ' ' .. keep
+-- <max deliveries> <retain ms> <retention ms> <failed attempts>". Redis
+-- then hands it to the worker with the delivery, and start.lua and
+-- finish.lua read only the record fields that change while a run is
+-- queued or running: each field read in a script costs Redis about half a
+-- microsecond. Failed attempts change only when a retry is scheduled,
+-- which queues the run with a new entry.
+local function taskq_spec(strat, retries, timeout, created, maxdel, retain, keep, fails)
+  return strat .. ' ' .. retries .. ' ' .. timeout .. ' ' .. created .. ' ' .. maxdel .. ' ' .. retain .. ' ' .. keep ..
+    ' ' .. fails
 end
 
 -- Queues a run again (retry due, debounce window over, requeued) with a
 -- stream entry made from its record. Returns the entry id.
 local function taskq_requeue_entry(stream, run_key, run_id)
   local f = redis.call('HMGET', run_key, 'input', 'meta', 'key', 'strat', 'retries', 'timeout', 'created',
-    'maxdel', 'retain', 'keep')
+    'maxdel', 'retain', 'keep', 'fails')
   local entry = redis.call('XADD', stream, '*', 'r', run_id, 'i', f[1] or '', 'm', f[2] or '', 'k', f[3] or '',
-    'o', taskq_spec(f[4] or '', f[5] or 0, f[6] or 0, f[7] or 0, f[8] or 0, f[9] or 0, f[10] or 0))
+    'o', taskq_spec(f[4] or '', f[5] or 0, f[6] or 0, f[7] or 0, f[8] or 0, f[9] or 0, f[10] or 0, f[11] or 0))
   redis.call('HSET', run_key, 'status', 'queued', 'entry', entry)
   return entry
 end
@@ -297,7 +300,7 @@ local function taskq_enqueue_write(r)
     queued = redis.pcall('ZADD', r.retry_key, tonumber(r.now) + tonumber(r.delay), r.run_id)
   else
     queued = redis.pcall('XADD', r.stream_key, '*', 'r', r.run_id, 'i', r.input, 'm', r.meta, 'k', r.key,
-      'o', taskq_spec(r.strat, r.retries, r.timeout, r.now, r.maxdel, r.retain, r.keep))
+      'o', taskq_spec(r.strat, r.retries, r.timeout, r.now, r.maxdel, r.retain, r.keep, 0))
     entry = queued
   end
   if type(queued) == 'table' and queued.err then

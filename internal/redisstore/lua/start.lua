@@ -18,7 +18,8 @@
 -- Returns a flat array with three values per delivery, in order (Redis
 -- turns a table in a reply into a reply much more slowly than a plain
 -- value):
---   1, attempt, fails    started; for a delivery without a spec, ten more
+--   1, attempt, fails    started (fails "" for a delivery with a spec, which
+--                        says it); for a delivery without a spec, ten more
 --                        values follow: input, meta, key, strategy, retries,
 --                        timeout ms, created ms, max deliveries, retain ms,
 --                        retention ms
@@ -44,7 +45,7 @@ local function start(run_key, stream, run_id, entry, maxdel)
     r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt', 'fails', 'maxdel',
       'input', 'meta', 'key', 'strat', 'retries', 'timeout', 'created', 'retain', 'keep')
   else
-    r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt', 'fails')
+    r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt')
   end
   if r.err then
     return taskq_wrongtype(run_key), '', ''
@@ -67,11 +68,10 @@ local function start(run_key, stream, run_id, entry, maxdel)
     return 0, 'exhausted', ''
   end
   redis.call('HSET', run_key, 'status', 'running', 'attempt', attempt, 'started', now, 'consumer', consumer)
-  local fails = tonumber(r[4]) or 0
   if maxdel ~= '' then
-    return 1, attempt, fails
+    return 1, attempt, ''
   end
-  return 1, attempt, fails, {r[6] or '', r[7] or '', r[8] or '', r[9] or '', tonumber(r[10]) or 0,
+  return 1, attempt, tonumber(r[4]) or 0, {r[6] or '', r[7] or '', r[8] or '', r[9] or '', tonumber(r[10]) or 0,
     tonumber(r[11]) or 0, tonumber(r[12]) or 0, max, tonumber(r[13]) or 0, tonumber(r[14]) or 0}
 end
 
