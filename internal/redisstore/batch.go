@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// MaxLingeringEntries bounds the acknowledged entries a task stream keeps
+// behind an older delivery still pending (a long-running handler): past
+// it, finishing runs deletes their entries at once instead of leaving them
+// to be trimmed (TASKQ_MAX_LINGERING in lib.lua).
+const MaxLingeringEntries = 10000
+
 // Arguments per item of the start and finish scripts, after their headers
 // (see start.lua and finish.lua).
 const (

@@ -104,6 +104,6 @@ for _, task in ipairs(tasks) do
   for j = 1, #e, 1000 do
     redis.call('XACK', s, group, unpack(e, j, math.min(j + 999, #e)))
   end
-  taskq_trim_acked(s, group)
+  taskq_trim_acked(s, group, e)
 end
 return out

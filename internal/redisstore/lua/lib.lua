@@ -84,37 +84,56 @@ local function taskq_release_all(rel)
   end
 end
 
+-- Most acknowledged entries a stream may keep behind an older delivery
+-- still pending (see taskq_trim_acked).
+local TASKQ_MAX_LINGERING = 10000
+
 -- Removes the acknowledged head of a task stream: every entry older than
 -- the oldest delivery still pending, or than the next undelivered entry
 -- when none is pending. One XTRIM costs Redis far less than an XDEL of the
--- same entries, which looks each one up. An entry acknowledged behind an
--- older pending one stays until that one is acknowledged too, so a stream
--- holds its queued and in-flight deliveries plus at most the acknowledged
--- entries among them.
-local function taskq_trim_acked(stream, group)
+-- same entries, which looks each one up. Entries acknowledged behind an
+-- older pending delivery stay until it is acknowledged too; so that a
+-- long-running handler cannot make them pile up, once more than
+-- TASKQ_MAX_LINGERING linger the entries just acknowledged (acked, a list,
+-- or nil) are deleted with XDEL instead. Entries not yet delivered are
+-- never removed.
+local function taskq_trim_acked(stream, group, acked)
   local p = redis.pcall('XPENDING', stream, group)
   if p.err then
     return -- no such stream or group: nothing to trim
   end
-  local low = p[2]
+  local pending, low = tonumber(p[1]) or 0, p[2]
+  local last, lag
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+    local named = false
+    for j = 1, #g, 2 do
+      if g[j] == 'name' then
+        named = g[j + 1] == group
+      elseif named and g[j] == 'last-delivered-id' then
+        last = g[j + 1]
+      elseif named and g[j] == 'lag' then
+        lag = tonumber(g[j + 1])
+      end
+    end
+    if named then
+      break
+    end
+  end
+  if not last then
+    return
+  end
+  if acked and #acked > 0 then
+    -- Entries neither pending nor waiting to be delivered are acknowledged
+    -- ones waiting to be trimmed. Without a lag (Redis cannot tell it
+    -- after some deletions) the undelivered count as lingering too.
+    local lingering = redis.call('XLEN', stream) - pending - (lag or 0)
+    if lingering > TASKQ_MAX_LINGERING then
+      for j = 1, #acked, 1000 do
+        redis.call('XDEL', stream, unpack(acked, j, math.min(j + 999, #acked)))
+      end
+    end
+  end
   if not low then
-    local last
-    for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
-      for j = 1, #g, 2 do
-        if g[j] == 'name' and g[j + 1] ~= group then
-          break
-        end
-        if g[j] == 'last-delivered-id' then
-          last = g[j + 1]
-        end
-      end
-      if last then
-        break
-      end
-    end
-    if not last then
-      return
-    end
     local ms, seq = string.match(last, '^(%d+)-(%d+)$')
     low = ms .. '-' .. string.format('%.0f', tonumber(seq) + 1)
   end
