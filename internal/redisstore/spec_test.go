@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -185,6 +187,37 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 		}
 		if fast.keys["k-ok"]["owner"] != "" || fast.keys["k-ret"]["owner"] != "retained" || !fast.ttls["key k-ret"] {
 			t.Errorf("keys = %v %v: want k-ok released and k-ret retained", fast.keys, fast.ttls)
+		}
+	})
+}
+
+// An entry without a valid spec (written by an older taskq, say) is
+// delivered without one, and its start reads the run from the record.
+func TestEntryWithoutAValidSpecIsStartedFromTheRecord(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		for _, o := range []string{"", "status 1 2", "status 0 0 0 0 0 0 x", "status 0 0 0 0 0 0 0 9"} {
+			p := f.params("t", "k"+o, redisstore.StrategyStatus)
+			p.Input = []byte(`{"from":"record"}`)
+			f.enqueue(p)
+			if err := f.s.EnsureGroup(f.ctx, "t"); err != nil {
+				t.Fatal(err)
+			}
+			// Consume the entry enqueue wrote, and queue the run again with
+			// an entry that has o as its spec.
+			if _, err := f.s.ReadGroup(f.ctx, "w0", []string{"t"}, 10, -1); err != nil {
+				t.Fatal(err)
+			}
+			id := b.Client.XAdd(f.ctx, &redis.XAddArgs{Stream: f.k.Stream("t"), Values: []any{"r", p.RunID, "i", `{"from":"entry"}`, "o", o}}).Val()
+			b.Client.HSet(f.ctx, f.k.Run(p.RunID), "entry", id)
+			ds := f.read("t", "w1")
+			if len(ds) != 1 || ds[0].Spec != nil {
+				t.Fatalf("spec %q: delivery %+v, want one without a spec", o, ds)
+			}
+			st, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds)
+			if errs[0] != nil || !st[0].Started || string(st[0].Input) != `{"from":"record"}` || st[0].Spec == nil || st[0].Spec.Key != p.Key {
+				t.Fatalf("spec %q: start = %+v, %v; want the record's input and key", o, st[0], errs[0])
+			}
 		}
 	})
 }

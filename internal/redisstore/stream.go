@@ -41,23 +41,28 @@ type RunSpec struct {
 // parseSpec reads a stream entry's fields; nil when it has no valid spec.
 func parseSpec(v map[string]any) *RunSpec {
 	o, _ := v["o"].(string)
-	f := strings.Fields(o)
-	if len(f) != 8 {
+	strat, rest, ok := strings.Cut(o, " ")
+	if !ok {
 		return nil
 	}
 	var n [7]int64
 	for i := range n {
-		x, err := strconv.ParseInt(f[i+1], 10, 64)
+		var f string
+		f, rest, _ = strings.Cut(rest, " ")
+		x, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return nil
 		}
 		n[i] = x
 	}
+	if rest != "" {
+		return nil
+	}
 	in, _ := v["i"].(string)
 	meta, _ := v["m"].(string)
 	key, _ := v["k"].(string)
 	return &RunSpec{
-		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: Strategy(f[0]),
+		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: Strategy(strat),
 		Retries: int(n[0]), Timeout: time.Duration(n[1]) * time.Millisecond, Created: fromMS(n[2]),
 		MaxDeliveries: int(n[3]), Retain: time.Duration(n[4]) * time.Millisecond, Retention: time.Duration(n[5]) * time.Millisecond,
 		Fails: int(n[6]),

@@ -49,15 +49,20 @@ local function drop_later(task, entry)
   e[#e + 1] = entry
 end
 
+-- The record fields of the attempt at hand, for taskq_end: one table
+-- filled anew for each attempt, as building a table costs Redis more than
+-- filling one.
+local f = {}
+
 local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
   local r
-  local f = {task = ARGV[a + 6], entry = ARGV[a + 7], strat = ARGV[a + 8], key = ARGV[a + 9],
-    retain = ARGV[a + 10], keep = ARGV[a + 11]}
+  f.task, f.entry, f.strat, f.key, f.retain, f.keep, f.x =
+    ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], nil
   if f.strat == '' then
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x',
       'task', 'entry', 'strat', 'key', 'retain', 'keep')
     if not r.err then
-      f = {task = r[4], entry = r[5], strat = r[6], key = r[7], retain = r[8], keep = r[9]}
+      f.task, f.entry, f.strat, f.key, f.retain, f.keep = r[4], r[5], r[6], r[7], r[8], r[9]
     end
   else
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x')
