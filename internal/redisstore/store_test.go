@@ -368,18 +368,9 @@ func TestCancelReleasesAndPublishes(t *testing.T) {
 		if err != nil || !r.Written {
 			t.Fatalf("cancel = %+v, %v", r, err)
 		}
-		got := map[string]string{}
-		for range chans {
-			ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
-			m, err := ps.ReceiveMessage(ctx)
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[m.Channel] = m.Payload
-		}
-		if got[f.k.CancelChannel()] != p.RunID || got[f.k.DoneChannel(p.RunID)] != "cancelled" ||
-			got[f.k.FinishedChannel()] != "cancelled 1" {
+		got := receive(t, ps, len(chans))
+		if fmt.Sprint(got[f.k.CancelChannel()]) != "["+p.RunID+"]" || fmt.Sprint(got[f.k.DoneChannel(p.RunID)]) != "[cancelled]" ||
+			fmt.Sprint(got[f.k.FinishedChannel()]) != "[cancelled 1]" {
 			t.Fatalf("notices = %v", got)
 		}
 		if f.exists(f.k.IdempotencyKey("k")) {
@@ -598,16 +589,7 @@ func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 		// Messages on one connection arrive in order: a notice for the
 		// unwatched run would come before this one.
 		b.Client.Publish(f.ctx, f.k.DoneChannel(unwatched.RunID), "sentinel")
-		got := map[string][]string{}
-		for range chans {
-			ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
-			m, err := ps.ReceiveMessage(ctx)
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[m.Channel] = append(got[m.Channel], m.Payload)
-		}
+		got := receive(t, ps, len(chans))
 		if fmt.Sprint(got[f.k.DoneChannel(watched.RunID)]) != "[succeeded]" ||
 			fmt.Sprint(got[f.k.DoneChannel(unwatched.RunID)]) != "[sentinel]" ||
 			fmt.Sprint(got[f.k.FinishedChannel()]) != "[failed 1 succeeded 2]" {
@@ -627,4 +609,20 @@ func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 			t.Errorf("watch of a missing run: %v, want ErrRunNotFound", err)
 		}
 	})
+}
+
+// receive returns the next n messages of ps, by channel.
+func receive(t *testing.T, ps *redis.PubSub, n int) map[string][]string {
+	t.Helper()
+	got := map[string][]string{}
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		m, err := ps.ReceiveMessage(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[m.Channel] = append(got[m.Channel], m.Payload)
+	}
+	return got
 }

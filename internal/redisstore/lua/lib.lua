@@ -103,39 +103,41 @@ local function taskq_trim_acked(stream, group, acked)
     return -- no such stream or group: nothing to trim
   end
   local pending, low = tonumber(p[1]) or 0, p[2]
-  local last, lag
-  for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
-    local named = false
-    for j = 1, #g, 2 do
-      if g[j] == 'name' then
-        named = g[j + 1] == group
-      elseif named and g[j] == 'last-delivered-id' then
-        last = g[j + 1]
-      elseif named and g[j] == 'lag' then
-        lag = tonumber(g[j + 1])
+  -- Entries neither pending nor waiting to be delivered are acknowledged
+  -- ones waiting to be trimmed; XLEN - pending bounds them from above,
+  -- and only past the limit is the group's lag read to tell them apart.
+  local over = acked and #acked > 0 and redis.call('XLEN', stream) - pending > TASKQ_MAX_LINGERING
+  if not low or over then
+    local last, lag
+    for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+      local named = false
+      for j = 1, #g, 2 do
+        if g[j] == 'name' then
+          named = g[j + 1] == group
+        elseif named and g[j] == 'last-delivered-id' then
+          last = g[j + 1]
+        elseif named and g[j] == 'lag' then
+          lag = tonumber(g[j + 1])
+        end
+      end
+      if named then
+        break
       end
     end
-    if named then
-      break
+    if not last then
+      return
     end
-  end
-  if not last then
-    return
-  end
-  if acked and #acked > 0 then
-    -- Entries neither pending nor waiting to be delivered are acknowledged
-    -- ones waiting to be trimmed. Without a lag (Redis cannot tell it
-    -- after some deletions) the undelivered count as lingering too.
-    local lingering = redis.call('XLEN', stream) - pending - (lag or 0)
-    if lingering > TASKQ_MAX_LINGERING then
+    -- Without a lag (Redis cannot tell it after some deletions) the
+    -- waiting entries count as lingering too.
+    if over and redis.call('XLEN', stream) - pending - (lag or 0) > TASKQ_MAX_LINGERING then
       for j = 1, #acked, 1000 do
         redis.call('XDEL', stream, unpack(acked, j, math.min(j + 999, #acked)))
       end
     end
-  end
-  if not low then
-    local ms, seq = string.match(last, '^(%d+)-(%d+)$')
-    low = ms .. '-' .. string.format('%.0f', tonumber(seq) + 1)
+    if not low then
+      local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+      low = ms .. '-' .. string.format('%.0f', tonumber(seq) + 1)
+    end
   end
   redis.call('XTRIM', stream, 'MINID', low)
 end
