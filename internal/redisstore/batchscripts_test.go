@@ -337,10 +337,7 @@ func TestCancelExpiresSignalsAndStepsWithTheRecord(t *testing.T) {
 func TestFinishTrimsOnlyTheAcknowledgedHead(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		ps := []*redisstore.EnqueueParams{
-			f.params("t", "1", redisstore.StrategyStatus), f.params("t", "2", redisstore.StrategyStatus),
-			f.params("t", "3", redisstore.StrategyStatus),
-		}
+		ps := f.statusRuns("t", "1", "2", "3")
 		for _, p := range ps {
 			f.enqueue(p)
 		}
@@ -424,11 +421,7 @@ func TestFinishBatchReleasesOnlyKeysItsRunsOwn(t *testing.T) {
 func TestStartBatchRepliesStayWithTheirDeliveries(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		ps := []*redisstore.EnqueueParams{
-			f.params("t", "1", redisstore.StrategyStatus), f.params("t", "2", redisstore.StrategyStatus),
-			f.params("t", "3", redisstore.StrategyStatus), f.params("t", "4", redisstore.StrategyStatus),
-			f.params("t", "5", redisstore.StrategyStatus),
-		}
+		ps := f.statusRuns("t", "1", "2", "3", "4", "5")
 		for i, p := range ps {
 			p.Input = []byte(fmt.Sprintf(`{"n":%d}`, i))
 			f.enqueue(p)

@@ -37,6 +37,16 @@ func (f *fixture) params(task, key string, strat redisstore.Strategy) *redisstor
 	}
 }
 
+// statusRuns returns the parameters of one status-strategy trigger of task
+// per key.
+func (f *fixture) statusRuns(task string, keys ...string) []*redisstore.EnqueueParams {
+	ps := make([]*redisstore.EnqueueParams, len(keys))
+	for i, k := range keys {
+		ps[i] = f.params(task, k, redisstore.StrategyStatus)
+	}
+	return ps
+}
+
 func (f *fixture) enqueue(p *redisstore.EnqueueParams) redisstore.EnqueueResult {
 	f.t.Helper()
 	r, err := f.s.Enqueue(f.ctx, p)
