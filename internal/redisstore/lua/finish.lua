@@ -32,7 +32,7 @@
 --   something else than a run; nothing is written for that attempt
 
 local group, prefix = ARGV[1], ARGV[2]
-local entries = {} -- task -> stream entries to acknowledge and delete
+local entries = {} -- task -> stream entries to acknowledge and trim
 local tasks = {}   -- tasks in the order first seen
 local b = taskq_batch()
 
