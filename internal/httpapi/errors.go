@@ -162,7 +162,13 @@ func eventError(err error) *apiError {
 
 // storeError maps a failure to reach or use Redis to an answer.
 func storeError(err error) *apiError {
-	var ne net.Error
+	var (
+		ne net.Error
+		ue *client.UnavailableError
+	)
+	if errors.As(err, &ue) {
+		return newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "%v", ue)
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) {
 		return newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "Redis did not answer: %v", err)
 	}

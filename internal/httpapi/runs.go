@@ -164,12 +164,21 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		return
 	}
 	out := make([]runResult, len(hs))
+	created := 0
 	for i, h := range hs {
 		if h != nil {
 			out[i] = s.triggered(def.Name, h)
+			created++
 		}
 	}
 	var bulk *client.BulkCollisionError
+	if first := firstItemError(err); created == 0 && !errors.As(err, &bulk) && first != nil {
+		// Nothing was written and nothing collided (Redis went down after
+		// the definition was read): say so as a whole, not with a 200
+		// that lists only failures.
+		writeError(w, triggerError(first.Err))
+		return
+	}
 	if errors.As(err, &bulk) {
 		for _, c := range bulk.Collisions {
 			ae := collisionError(c.IdempotencyCollisionError)
@@ -185,6 +194,17 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+// firstItemError is the first per-item error of a batch's joined errors.
+func firstItemError(err error) *client.BatchItemError {
+	for _, e := range unwrapJoined(err) {
+		var item *client.BatchItemError
+		if errors.As(e, &item) {
+			return item
+		}
+	}
+	return nil
 }
 
 func unwrapJoined(err error) []error {
