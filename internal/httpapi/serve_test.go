@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -235,26 +234,6 @@ func TestReadyzFollowsRedis(t *testing.T) {
 	e.call("GET", "/readyz", nil).expect(t, http.StatusOK)
 }
 
-// failEnqueue makes every script call fail as a dropped connection would,
-// and lets every other command through.
-type failEnqueue struct{}
-
-func (failEnqueue) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (failEnqueue) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if name := cmd.Name(); name == "evalsha" || name == "eval" {
-			cmd.SetErr(io.EOF)
-			return io.EOF
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (failEnqueue) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // A run batch none of whose runs could be written, because Redis went away
 // after the task's definition was read, is a 503 as a whole, as a single
 // trigger would be.
@@ -264,7 +243,9 @@ func TestRunBatchWithRedisGoneIsUnavailable(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	e := newEnv(t, &redistest.Backend{Name: "private", Client: rdb, Namespace: redistest.Namespace(t)}, envOptions{})
 	e.register(task.Spec{Name: "ship", Expression: `"ship:" + input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
-	rdb.AddHook(failEnqueue{})
+	hook := &redistest.ScriptFailure{}
+	hook.Broken.Store(true)
+	rdb.AddHook(hook)
 	r := e.call("POST", "/api/v1/tasks/ship/runs", map[string]any{"runs": []any{
 		map[string]any{"input": map[string]any{"id": "1"}}, map[string]any{"input": map[string]any{"id": "2"}},
 	}}).expect(t, http.StatusServiceUnavailable)

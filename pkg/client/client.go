@@ -168,10 +168,18 @@ func New(opts Options) (*Client, error) {
 	}
 	dials := &dialRecorder{}
 	rdb.AddHook(dials)
-	return &Client{opts: opts, store: st, ownsRDB: owns, waiter: newWaiter(rdb, st.Keys(), opts.Logger, func(ctx context.Context, id string) error {
-		_, err := st.WatchRun(ctx, id)
-		return err
-	}), triggers: triggers, dials: dials}, nil
+	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials}
+	c.waiter = newWaiter(rdb, st.Keys(), opts.Logger, c.watch)
+	return c, nil
+}
+
+// watch asks for the run's completion notice (see Store.WatchRun), bounded
+// and reported like every other call.
+func (c *Client) watch(ctx context.Context, runID string) error {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	_, err := c.store.WatchRun(ctx, runID)
+	return c.unavailable(ctx, err)
 }
 
 // Close releases the Client's connections (not a Redis client passed in).
