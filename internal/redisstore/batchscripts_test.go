@@ -127,33 +127,61 @@ func TestFinishBatchRecordsEachOutcomeAndDropsEveryDelivery(t *testing.T) {
 	})
 }
 
-// A run's signals and steps expire with its record when it ends; a run
-// that had none gets no such keys.
-func TestFinishExpiresSignalsAndStepsWithTheRecord(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		f := newFixture(t, b)
-		with, without := f.params("t", "a", redisstore.StrategyStatus), f.params("t", "b", redisstore.StrategyStatus)
-		f.enqueue(with)
-		f.enqueue(without)
-		ds := f.read("t", "w1")
-		st := []redisstore.StartResult{f.start(ds[0], "w1"), f.start(ds[1], "w1")}
-		if r, err := f.s.SignalRun(f.ctx, with.RunID, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
-			t.Fatalf("signal = %+v, %v", r, err)
-		}
-		if _, err := f.s.SaveStepResult(f.ctx, with.RunID, "step", []byte(`2`)); err != nil {
-			t.Fatal(err)
-		}
-		f.finish(with.RunID, st[0].Attempt, redisstore.OutcomeSucceeded, `{}`)
-		f.finish(without.RunID, st[1].Attempt, redisstore.OutcomeSucceeded, `{}`)
-		for _, k := range []string{f.k.Run(with.RunID), f.k.Signals(with.RunID), f.k.Steps(with.RunID)} {
-			if ttl := b.Client.PTTL(f.ctx, k).Val(); ttl <= 0 || ttl > time.Hour {
-				t.Errorf("%s: ttl %v, want the record's retention", k, ttl)
+// A run's signals and steps expire with its record however it ends: its
+// finish with the spec its delivery carried (the worker's way), its finish
+// read from the record, or a cancel. A run that had none gets no such keys.
+func TestSignalsAndStepsExpireWithTheRecord(t *testing.T) {
+	endings := map[string]func(f *fixture, d redisstore.Delivery, st redisstore.StartResult){
+		"finish with spec": func(f *fixture, d redisstore.Delivery, st redisstore.StartResult) {
+			_, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: d.RunID, Attempt: st.Attempt,
+				Outcome: redisstore.OutcomeSucceeded, Now: f.now, Task: d.Task, EntryID: d.EntryID, Spec: st.Spec}})
+			if errs[0] != nil {
+				f.t.Fatal(errs[0])
 			}
-		}
-		if f.exists(f.k.Signals(without.RunID)) || f.exists(f.k.Steps(without.RunID)) {
-			t.Error("a run without signals or steps has such keys")
-		}
-	})
+		},
+		"finish from the record": func(f *fixture, d redisstore.Delivery, st redisstore.StartResult) {
+			f.finish(d.RunID, st.Attempt, redisstore.OutcomeSucceeded, `{}`)
+		},
+		"cancel": func(f *fixture, d redisstore.Delivery, _ redisstore.StartResult) {
+			if r, err := f.s.Cancel(f.ctx, d.RunID, "test", f.now); err != nil || !r.Written {
+				f.t.Fatalf("cancel = %+v, %v", r, err)
+			}
+		},
+	}
+	for name, end := range endings {
+		t.Run(name, func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				f := newFixture(t, b)
+				ps := f.statusRuns("t", "with", "without")
+				for _, p := range ps {
+					f.enqueue(p)
+				}
+				ds := f.read("t", "w1")
+				sts, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds)
+				if errs[0] != nil || errs[1] != nil {
+					t.Fatal(errs)
+				}
+				with := ps[0].RunID
+				if r, err := f.s.SignalRun(f.ctx, with, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
+					t.Fatalf("signal = %+v, %v", r, err)
+				}
+				if _, err := f.s.SaveStepResult(f.ctx, with, "step", []byte(`2`)); err != nil {
+					t.Fatal(err)
+				}
+				for i := range ds {
+					end(f, ds[i], sts[i])
+				}
+				for _, k := range []string{f.k.Run(with), f.k.Signals(with), f.k.Steps(with)} {
+					if ttl := b.Client.PTTL(f.ctx, k).Val(); ttl <= 0 || ttl > time.Hour {
+						t.Errorf("%s: ttl %v, want the record's retention", k, ttl)
+					}
+				}
+				if f.exists(f.k.Signals(ps[1].RunID)) || f.exists(f.k.Steps(ps[1].RunID)) {
+					t.Error("a run without signals or steps has such keys")
+				}
+			})
+		})
+	}
 }
 
 // save_step.lua: the first result of a step wins; a step saved after its
@@ -286,8 +314,7 @@ func TestFinishBatchErrorsStayWithTheirOutcome(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		good := f.params("t", "a", redisstore.StrategyStatus)
-		f.enqueue(good)
-		st := f.start(f.read("t", "w1")[0], "w1")
+		st := f.running(good, "w1")
 		b.Client.Set(f.ctx, f.k.Run("broken"), "not a hash", 0)
 		res, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{
 			{RunID: "broken", Attempt: 1, Outcome: redisstore.OutcomeSucceeded, Now: f.now},
@@ -301,32 +328,7 @@ func TestFinishBatchErrorsStayWithTheirOutcome(t *testing.T) {
 			t.Fatalf("the other outcome = %+v, %v; want it recorded", res[1], errs[1])
 		}
 		if n := b.Client.XLen(f.ctx, f.k.Stream("t")).Val(); n != 0 {
-			t.Fatalf("stream holds %d entries, want the finished run's deleted", n)
-		}
-	})
-}
-
-// A run that ends otherwise than by its own finish (here: cancelled) has
-// its signals and steps expire with its record too.
-func TestCancelExpiresSignalsAndStepsWithTheRecord(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		f := newFixture(t, b)
-		p := f.params("t", "a", redisstore.StrategyStatus)
-		f.enqueue(p)
-		f.start(f.read("t", "w1")[0], "w1")
-		if r, err := f.s.SignalRun(f.ctx, p.RunID, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
-			t.Fatalf("signal = %+v, %v", r, err)
-		}
-		if _, err := f.s.SaveStepResult(f.ctx, p.RunID, "step", []byte(`2`)); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := f.s.Cancel(f.ctx, p.RunID, "test", f.now); err != nil || !r.Written {
-			t.Fatalf("cancel = %+v, %v", r, err)
-		}
-		for _, k := range []string{f.k.Run(p.RunID), f.k.Signals(p.RunID), f.k.Steps(p.RunID)} {
-			if ttl := b.Client.PTTL(f.ctx, k).Val(); ttl <= 0 || ttl > time.Hour {
-				t.Errorf("%s: ttl %v, want the record's retention", k, ttl)
-			}
+			t.Fatalf("stream holds %d entries, want the finished run's trimmed", n)
 		}
 	})
 }
@@ -460,8 +462,7 @@ func TestFinishBoundsEntriesLingeringBehindALongRun(t *testing.T) {
 	b := redistest.Real(t)
 	f := newFixture(t, b)
 	long := f.params("t", "long", redisstore.StrategyStatus)
-	f.enqueue(long)
-	f.start(f.read("t", "w1")[0], "w1") // runs on, pending, oldest
+	f.running(long, "w1") // runs on, pending, oldest
 	stream := f.k.Stream("t")
 	// Acknowledged entries behind it, one short of the bound.
 	pipe := b.Client.Pipeline()

@@ -47,6 +47,18 @@ func (f *fixture) statusRuns(task string, keys ...string) []*redisstore.EnqueueP
 	return ps
 }
 
+// running enqueues p, the only queued run of its task, and starts it for
+// consumer.
+func (f *fixture) running(p *redisstore.EnqueueParams, consumer string) redisstore.StartResult {
+	f.t.Helper()
+	f.enqueue(p)
+	ds := f.read(p.Task, consumer)
+	if len(ds) != 1 {
+		f.t.Fatalf("read %d deliveries of %s, want 1", len(ds), p.Task)
+	}
+	return f.start(ds[0], consumer)
+}
+
 func (f *fixture) enqueue(p *redisstore.EnqueueParams) redisstore.EnqueueResult {
 	f.t.Helper()
 	r, err := f.s.Enqueue(f.ctx, p)
@@ -233,8 +245,7 @@ func TestFinishReleasesOrRetainsStatusKey(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		p := f.params("t", "released", redisstore.StrategyStatus)
-		f.enqueue(p)
-		f.start(f.read("t", "c")[0], "c")
+		f.running(p, "c")
 		f.finish(p.RunID, 1, redisstore.OutcomeFailed, "boom")
 		if f.exists(f.k.IdempotencyKey("released")) {
 			t.Fatal("status key not released after the run failed")
@@ -242,16 +253,14 @@ func TestFinishReleasesOrRetainsStatusKey(t *testing.T) {
 
 		q := f.params("t", "kept", redisstore.StrategyStatus)
 		q.Retain = 30 * time.Second
-		f.enqueue(q)
-		f.start(f.read("t", "c")[0], "c")
+		f.running(q, "c")
 		f.finish(q.RunID, 1, redisstore.OutcomeSucceeded, "{}")
 		if ttl := b.Client.PTTL(f.ctx, f.k.IdempotencyKey("kept")).Val(); ttl <= 0 || ttl > 30*time.Second {
 			t.Fatalf("retained key ttl = %v, want (0, 30s]", ttl)
 		}
 
 		r := f.params("t", "window", redisstore.StrategyTTL)
-		f.enqueue(r)
-		f.start(f.read("t", "c")[0], "c")
+		f.running(r, "c")
 		f.finish(r.RunID, 1, redisstore.OutcomeSucceeded, "{}")
 		if ttl := b.Client.PTTL(f.ctx, f.k.IdempotencyKey("window")).Val(); ttl <= 30*time.Second {
 			t.Fatalf("ttl key changed when the run ended: ttl %v", ttl)
@@ -293,8 +302,7 @@ func TestRetryKeepsKeyAndPromoteRequeues(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		p := f.params("t", "k", redisstore.StrategyStatus)
-		f.enqueue(p)
-		f.start(f.read("t", "c")[0], "c")
+		f.running(p, "c")
 		_, err := f.s.Finish(f.ctx, &redisstore.FinishParams{RunID: p.RunID, Attempt: 1, Outcome: redisstore.OutcomeRetry,
 			Payload: []byte("transient"), Now: f.now, RetryAt: f.now.Add(time.Hour)})
 		if err != nil {
@@ -361,8 +369,7 @@ func TestCancelReleasesAndPublishes(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		p := f.params("t", "k", redisstore.StrategyStatus)
-		f.enqueue(p)
-		f.start(f.read("t", "c")[0], "c")
+		f.running(p, "c")
 		chans := []string{f.k.CancelChannel(), f.k.DoneChannel(p.RunID), f.k.FinishedChannel()}
 		ps := b.Client.Subscribe(f.ctx, chans...)
 		defer ps.Close()
@@ -441,8 +448,7 @@ func TestRequeueGivesRunBack(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		p := f.params("t", "", redisstore.StrategyNone)
-		f.enqueue(p)
-		f.start(f.read("t", "c")[0], "c")
+		f.running(p, "c")
 		if r, err := f.s.Requeue(f.ctx, p.RunID, "t", 1); err != nil || !r.Written {
 			t.Fatalf("requeue = %+v, %v", r, err)
 		}
