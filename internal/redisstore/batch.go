@@ -60,11 +60,7 @@ func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
 		return StartResult{Reason: asString(r[1])}, 3, nil
 	}
 	n := 3
-	var fails int
-	if spec != nil {
-		fails = spec.Fails
-	} else {
-		fails = int(asInt(r[2]))
+	if spec == nil {
 		n = 13
 		if len(r) < n {
 			return StartResult{}, len(r), fmt.Errorf("start: unexpected reply %v", r)
@@ -74,14 +70,10 @@ func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
 			Strategy: Strategy(asString(r[6])), Retries: int(asInt(r[7])),
 			Timeout: time.Duration(asInt(r[8])) * time.Millisecond, Created: fromMS(asInt(r[9])),
 			MaxDeliveries: int(asInt(r[10])), Retain: time.Duration(asInt(r[11])) * time.Millisecond,
-			Retention: time.Duration(asInt(r[12])) * time.Millisecond, Fails: fails,
+			Retention: time.Duration(asInt(r[12])) * time.Millisecond, Fails: int(asInt(r[2])),
 		}
 	}
-	return StartResult{
-		Started: true, Attempt: int(asInt(r[1])), Fails: fails,
-		Input: spec.Input, Meta: spec.Meta, Key: spec.Key, Retries: spec.Retries, Timeout: spec.Timeout,
-		Created: spec.Created, Spec: spec,
-	}, n, nil
+	return StartResult{Started: true, Attempt: int(asInt(r[1])), Spec: spec}, n, nil
 }
 
 // FinishBatch records many outcomes in one call of the finish script (or

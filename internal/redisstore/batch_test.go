@@ -43,7 +43,7 @@ func TestStartBatchStartsEachDeliveryAsStartWould(t *testing.T) {
 				t.Fatalf("delivery %d: %v", i, err)
 			}
 		}
-		if r := res[0]; !r.Started || r.Attempt != 1 || string(r.Input) != `{"id":"1"}` || r.Key != "a" || r.Retries != 1 {
+		if r := res[0]; !r.Started || r.Attempt != 1 || string(r.Spec.Input) != `{"id":"1"}` || r.Spec.Key != "a" || r.Spec.Retries != 1 {
 			t.Fatalf("first delivery = %+v, want started as attempt 1 with its input and key", r)
 		}
 		for i, want := range []string{"", "cancelled", "missing", "stale"} {

@@ -435,8 +435,8 @@ func TestStartBatchRepliesStayWithTheirDeliveries(t *testing.T) {
 		b.Client.Set(f.ctx, f.k.Run(ps[2].RunID), "x", 0)
 		res, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds)
 		for _, i := range []int{0, 3, 4} {
-			if errs[i] != nil || !res[i].Started || res[i].Attempt != 1 || string(res[i].Input) != fmt.Sprintf(`{"n":%d}`, i) ||
-				res[i].Spec == nil || res[i].Spec.Key != ps[i].Key {
+			if errs[i] != nil || !res[i].Started || res[i].Attempt != 1 || string(res[i].Spec.Input) != fmt.Sprintf(`{"n":%d}`, i) ||
+				res[i].Spec.Key != ps[i].Key {
 				t.Errorf("delivery %d: %+v, %v; want started with its own input and key", i, res[i], errs[i])
 			}
 		}

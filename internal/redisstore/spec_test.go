@@ -45,7 +45,7 @@ func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 		if len(ds) != 1 || ds[0].Spec == nil || fmt.Sprint(*ds[0].Spec) != fmt.Sprint(want) {
 			t.Fatalf("retried delivery = %+v, want spec %+v", ds, want)
 		}
-		if st, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds); errs[0] != nil || st[0].Fails != 1 || st[0].Attempt != 2 {
+		if st, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds); errs[0] != nil || st[0].Spec.Fails != 1 || st[0].Attempt != 2 {
 			t.Errorf("start of the retried run = %+v, %v; want its second attempt after one failure", st[0], errs[0])
 		}
 	})
@@ -105,7 +105,7 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 			var st state
 			sts, errs := s.StartBatch(ctx, "w1", now, ds)
 			for i, r := range sts {
-				st.starts = append(st.starts, fmt.Sprint(r.Started, r.Attempt, r.Fails, string(r.Input), r.Key, r.Retries, errs[i]))
+				st.starts = append(st.starts, fmt.Sprint(r.Started, r.Attempt, specOf(r), errs[i]))
 			}
 			// "once" is delivered again (its worker died) and has used up its deliveries.
 			again, err := s.AutoClaim(ctx, "t", "w2", 0, 100)
@@ -120,7 +120,7 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 					d.Spec = nil
 				}
 				r, errs := s.StartBatch(ctx, "w2", now, []redisstore.Delivery{d})
-				st.starts = append(st.starts, fmt.Sprint(r[0].Started, r[0].Reason, errs[0]))
+				st.starts = append(st.starts, fmt.Sprint(r[0].Started, r[0].Reason, specOf(r[0]), errs[0]))
 			}
 			outcome := map[string]redisstore.Outcome{
 				"ok": redisstore.OutcomeSucceeded, "retained": redisstore.OutcomeSucceeded, "failed": redisstore.OutcomeFailed,
@@ -215,9 +215,17 @@ func TestEntryWithoutAValidSpecIsStartedFromTheRecord(t *testing.T) {
 				t.Fatalf("spec %q: delivery %+v, want one without a spec", o, ds)
 			}
 			st, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds)
-			if errs[0] != nil || !st[0].Started || string(st[0].Input) != `{"from":"record"}` || st[0].Spec == nil || st[0].Spec.Key != p.Key {
+			if errs[0] != nil || !st[0].Started || st[0].Spec == nil || string(st[0].Spec.Input) != `{"from":"record"}` || st[0].Spec.Key != p.Key {
 				t.Fatalf("spec %q: start = %+v, %v; want the record's input and key", o, st[0], errs[0])
 			}
 		}
 	})
+}
+
+// specOf is r's spec as a value, for comparing results.
+func specOf(r redisstore.StartResult) any {
+	if r.Spec == nil {
+		return nil
+	}
+	return *r.Spec
 }

@@ -423,15 +423,9 @@ type StartResult struct {
 	// "exhausted" or the run's terminal status.
 	Reason  string
 	Attempt int
-	Fails   int
-	Input   []byte
-	Meta    []byte
-	Key     string
-	Retries int
-	Timeout time.Duration
-	Created time.Time
-	// Spec is what the delivery or, lacking it, the record said of the
-	// run; FinishParams takes it back.
+	// Spec is the run to run (input, key, retries, failed attempts, ...),
+	// as the delivery or, lacking it, the record said; set when Started.
+	// FinishParams takes it back.
 	Spec *RunSpec
 }
 

@@ -217,7 +217,7 @@ func TestStartFinishReleasesStatusKeyOnlyForOwner(t *testing.T) {
 			t.Fatalf("deliveries = %+v", ds)
 		}
 		st := f.start(ds[0], "c1")
-		if !st.Started || st.Attempt != 1 || string(st.Input) != `{"id":"1"}` || st.Key != "k" {
+		if !st.Started || st.Attempt != 1 || string(st.Spec.Input) != `{"id":"1"}` || st.Spec.Key != "k" {
 			t.Fatalf("start = %+v", st)
 		}
 		// The key lapsed and another run claimed it.
@@ -325,7 +325,7 @@ func TestRetryKeepsKeyAndPromoteRequeues(t *testing.T) {
 		if len(ds) != 1 || ds[0].RunID != p.RunID {
 			t.Fatalf("retry not redelivered: %+v", ds)
 		}
-		if st := f.start(ds[0], "c"); st.Attempt != 2 || st.Fails != 1 {
+		if st := f.start(ds[0], "c"); st.Attempt != 2 || st.Spec.Fails != 1 {
 			t.Fatalf("retry start = %+v", st)
 		}
 	})

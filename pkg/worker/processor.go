@@ -138,8 +138,8 @@ func (w *Worker) process(j runJob) {
 		runCtx, a.stop = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 	}
 	a.rc = runContext{
-		Context: runCtx, w: w, runID: d.RunID, task: d.Task, key: st.Key, ns: w.opts.Namespace,
-		attempt: st.Attempt, meta: st.Meta,
+		Context: runCtx, w: w, runID: d.RunID, task: d.Task, key: st.Spec.Key, ns: w.opts.Namespace,
+		attempt: st.Attempt, meta: st.Spec.Meta,
 	}
 	w.mu.Lock()
 	w.active[d.RunID] = &a.activeRun
@@ -149,7 +149,7 @@ func (w *Worker) process(j runJob) {
 		cancel(ErrShutdown)
 	}
 
-	out, herr := w.call(reg.handler, &a.rc, st.Input)
+	out, herr := w.call(reg.handler, &a.rc, st.Spec.Input)
 
 	cause := context.Cause(runCtx)
 	switch {
@@ -178,9 +178,9 @@ func (w *Worker) process(j runJob) {
 			herr = fmt.Errorf("%w after %s: %v", ErrTimeout, reg.def.Timeout, herr)
 		}
 		p.Payload = []byte(herr.Error())
-		fails := st.Fails + 1
+		fails := st.Spec.Fails + 1
 		var nr *NonRetryableError
-		if fails <= st.Retries && !errors.As(herr, &nr) {
+		if fails <= st.Spec.Retries && !errors.As(herr, &nr) {
 			p.Outcome = redisstore.OutcomeRetry
 			p.RetryAt = w.opts.Clock.Now().Add(reg.def.Backoff.Delay(fails))
 		} else {
