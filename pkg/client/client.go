@@ -173,13 +173,13 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// watch asks for the run's completion notice (see Store.WatchRun), bounded
-// and reported like every other call.
-func (c *Client) watch(ctx context.Context, runID string) error {
+// watch asks for the run's completion notice (see Store.WatchRun) and
+// returns its status, bounded and reported like every other call.
+func (c *Client) watch(ctx context.Context, runID string) (string, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	_, err := c.store.WatchRun(ctx, runID)
-	return c.unavailable(ctx, err)
+	status, err := c.store.WatchRun(ctx, runID)
+	return status, c.unavailable(ctx, err)
 }
 
 // Close releases the Client's connections (not a Redis client passed in).

@@ -24,7 +24,7 @@ type waiter struct {
 	rdb   redis.UniversalClient
 	keys  redisstore.Keys
 	log   *slog.Logger
-	watch func(ctx context.Context, runID string) error
+	watch func(ctx context.Context, runID string) (string, error)
 
 	mu     sync.Mutex
 	ps     *redis.PubSub
@@ -43,20 +43,26 @@ type subscription struct {
 }
 
 // newWaiter returns a waiter; watch asks for a run's completion notice
-// (the store's WatchRun), which is published only for runs watched.
-func newWaiter(rdb redis.UniversalClient, keys redisstore.Keys, log *slog.Logger, watch func(context.Context, string) error) *waiter {
+// (the store's WatchRun), which is published only for runs watched, and
+// returns the run's status.
+func newWaiter(rdb redis.UniversalClient, keys redisstore.Keys, log *slog.Logger, watch func(context.Context, string) (string, error)) *waiter {
 	return &waiter{rdb: rdb, keys: keys, log: log, watch: watch, subs: map[string]*subscription{}}
 }
 
-// wait returns when check reports true, ctx ends, or check fails. check is
-// called once the subscription is confirmed and the run watched, so a
-// completion between the check and the notice cannot be missed, and again
-// on each notice.
+// wait returns when check reports true, ctx ends, or check fails. Once
+// the subscription is confirmed the run is watched, so a completion after
+// that cannot be missed; check is called when the run has ended (or is
+// missing), then and on each notice.
 func (w *waiter) wait(ctx context.Context, runID string, check func(context.Context) (bool, error)) error {
 	ch := w.keys.DoneChannel(runID)
 	watched := func(ctx context.Context) (bool, error) {
-		if err := w.watch(ctx, runID); err != nil && !errors.Is(err, redisstore.ErrRunNotFound) {
+		status, err := w.watch(ctx, runID)
+		switch {
+		case errors.Is(err, redisstore.ErrRunNotFound):
+		case err != nil:
 			return false, err
+		case !redisstore.IsTerminal(status):
+			return false, nil // the notice will come
 		}
 		return check(ctx)
 	}
