@@ -40,27 +40,12 @@ local function taskq_requeue_entry(stream, run_key, run_id)
   return entry
 end
 
--- Frees a status-strategy key, but only while run_id still owns it: a run
--- whose key lapsed and was claimed by another run never frees the newer
--- owner's key. With retain > 0 the key is kept for that long instead.
-local function taskq_release(prefix, run_id, strat, key, retain)
-  if strat ~= 'status' or key == nil or key == '' then
-    return
-  end
-  local k = prefix .. 'key:' .. key
-  if redis.call('GET', k) == run_id then
-    if retain > 0 then
-      redis.call('PEXPIRE', k, retain)
-    else
-      redis.call('DEL', k)
-    end
-  end
-end
-
--- taskq_release for many runs at once, for scripts that end runs in
--- batches: one MGET reads every owner and one DEL frees the keys, where
--- one GET and one DEL per run would cost Redis a call each. rel is a flat
--- list of triples: key (full name), run id, retain.
+-- Frees status-strategy keys, each only while its run still owns it: a
+-- run whose key lapsed and was claimed by another run never frees the
+-- newer owner's key. A key with retain > 0 is kept for that long instead.
+-- One MGET reads every owner and one DEL frees the keys, where a GET and a
+-- DEL per run would cost Redis a call each. rel is a flat list of
+-- triples: key (full name), run id, retain ms.
 local function taskq_release_all(rel)
   if #rel == 0 then
     return
@@ -158,47 +143,8 @@ local function taskq_drop_entry(prefix, group, task, entry)
   end
 end
 
--- Ends a run whose record fields f (strat, key, retain, keep, x) the
--- caller has read: records the status, releases the key per strategy,
--- starts the retention clock and sends the completion notices. The caller
--- drops the run's delivery. field/value carry the result or the error
--- message. Callers that end many runs pass b, a taskq_batch, which
--- gathers the keys to release and the runs to count; others pass nil.
---
--- Notices: the run's done channel is published only when a waiter asked
--- for it (flag w, see watch.lua); the namespace's finished channel gets
--- the count of runs ended per status, once per script call.
-local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, b)
-  redis.call('HSET', run_key, 'status', status, 'finished', now, field, value)
-  if b then
-    if f.strat == 'status' and f.key and f.key ~= '' then
-      b.rel[#b.rel + 1] = prefix .. 'key:' .. f.key
-      b.rel[#b.rel + 1] = run_id
-      b.rel[#b.rel + 1] = tonumber(f.retain) or 0
-    end
-    b.ended[status] = (b.ended[status] or 0) + 1
-  else
-    taskq_release(prefix, run_id, f.strat, f.key, tonumber(f.retain) or 0)
-    redis.call('PUBLISH', prefix .. 'finished', status .. ' 1')
-  end
-  local keep = tonumber(f.keep) or 0
-  if keep > 0 then
-    redis.call('PEXPIRE', run_key, keep)
-    -- Signals and step results live as long as the record.
-    if taskq_has(f.x, 's') then
-      redis.call('PEXPIRE', prefix .. 'signals:' .. run_id, keep)
-    end
-    if taskq_has(f.x, 't') then
-      redis.call('PEXPIRE', prefix .. 'steps:' .. run_id, keep)
-    end
-  end
-  if taskq_has(f.x, 'w') then
-    redis.call('PUBLISH', prefix .. 'done:' .. run_id, status)
-  end
-end
-
--- What taskq_end gathers across the runs one call ends, for
--- taskq_batch_done to act on once.
+-- What taskq_end gathers across the runs one call ends (keys to release,
+-- counts by status), for taskq_batch_done to act on once.
 local function taskq_batch()
   return {rel = {}, ended = {}}
 end
@@ -214,6 +160,46 @@ local function taskq_batch_done(prefix, b)
   if #msg > 0 then
     table.sort(msg)
     redis.call('PUBLISH', prefix .. 'finished', table.concat(msg, ' '))
+  end
+end
+
+-- Ends a run whose record fields f (strat, key, retain, keep, x) the
+-- caller has read: records the status, releases the key per strategy,
+-- starts the retention clock and sends the completion notices. The caller
+-- drops the run's delivery. field/value carry the result or the error
+-- message. Callers that end many runs pass b, a taskq_batch, and call
+-- taskq_batch_done once at the end; with b nil the key is released and
+-- the run counted at once.
+--
+-- Notices: the run's done channel is published only when a waiter asked
+-- for it (flag w, see watch.lua); the namespace's finished channel gets
+-- the count of runs ended per status, once per script call.
+local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, b)
+  redis.call('HSET', run_key, 'status', status, 'finished', now, field, value)
+  local one = not b
+  b = b or taskq_batch()
+  if f.strat == 'status' and f.key and f.key ~= '' then
+    b.rel[#b.rel + 1] = prefix .. 'key:' .. f.key
+    b.rel[#b.rel + 1] = run_id
+    b.rel[#b.rel + 1] = tonumber(f.retain) or 0
+  end
+  b.ended[status] = (b.ended[status] or 0) + 1
+  if one then
+    taskq_batch_done(prefix, b)
+  end
+  local keep = tonumber(f.keep) or 0
+  if keep > 0 then
+    redis.call('PEXPIRE', run_key, keep)
+    -- Signals and step results live as long as the record.
+    if taskq_has(f.x, 's') then
+      redis.call('PEXPIRE', prefix .. 'signals:' .. run_id, keep)
+    end
+    if taskq_has(f.x, 't') then
+      redis.call('PEXPIRE', prefix .. 'steps:' .. run_id, keep)
+    end
+  end
+  if taskq_has(f.x, 'w') then
+    redis.call('PUBLISH', prefix .. 'done:' .. run_id, status)
   end
 end
 
