@@ -51,8 +51,8 @@ func newWaiter(rdb redis.UniversalClient, keys redisstore.Keys, log *slog.Logger
 
 // wait returns when check reports true, ctx ends, or check fails. Once
 // the subscription is confirmed the run is watched, so a completion after
-// that cannot be missed; check is called when the run has ended (or is
-// missing), then and on each notice.
+// that cannot be missed; check is called then if the run has ended (or is
+// missing), and on each notice or safety recheck.
 func (w *waiter) wait(ctx context.Context, runID string, check func(context.Context) (bool, error)) error {
 	ch := w.keys.DoneChannel(runID)
 	watched := func(ctx context.Context) (bool, error) {
@@ -67,16 +67,17 @@ func (w *waiter) wait(ctx context.Context, runID string, check func(context.Cont
 		return check(ctx)
 	}
 	for {
-		done, err := w.waitOnce(ctx, ch, watched)
+		done, err := w.waitOnce(ctx, ch, watched, check)
 		if done || err != nil {
 			return err
 		}
 	}
 }
 
-// waitOnce subscribes, checks, and sleeps until a notice, the safety
-// recheck or the end of ctx. It reports whether check succeeded.
-func (w *waiter) waitOnce(ctx context.Context, ch string, check func(context.Context) (bool, error)) (bool, error) {
+// waitOnce subscribes, calls first, and sleeps until a notice, the safety
+// recheck or the end of ctx, then calls check. It reports whether the
+// last of them succeeded.
+func (w *waiter) waitOnce(ctx context.Context, ch string, first, check func(context.Context) (bool, error)) (bool, error) {
 	s, err := w.subscribe(ctx, ch)
 	if err != nil {
 		return false, err
@@ -90,7 +91,7 @@ func (w *waiter) waitOnce(ctx context.Context, ch string, check func(context.Con
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	if ok, err := check(ctx); err != nil || ok {
+	if ok, err := first(ctx); err != nil || ok {
 		return ok, err
 	}
 	timer.Reset(recheckInterval)
