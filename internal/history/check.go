@@ -34,6 +34,7 @@ const (
 	RuleDoubleOwner    = "double-owner"    // two runs certainly owned one key at the same instant
 	RuleCollisionOwner = "collision-owner" // a collision named a run that did not own the key then
 	RuleStaleWrite     = "stale-write"     // an attempt wrote after a newer attempt had started
+	RuleDoubleAttempt  = "double-attempt"  // two operations each began the same attempt of a run
 	RuleTriggerResult  = "trigger-result"  // a caller was told something other than what Redis did
 )
 
@@ -71,9 +72,11 @@ type Report struct {
 	// DoubleOwners counts instants where two runs owned one key.
 	DoubleOwners int
 	// StaleWrites counts writes accepted from a stale attempt.
-	StaleWrites  int
-	Violations   []Violation
-	Inconclusive []string
+	StaleWrites int
+	// DoubleAttempts counts attempts begun by more than one operation.
+	DoubleAttempts int
+	Violations     []Violation
+	Inconclusive   []string
 }
 
 // OK reports whether no rule was broken and every partition was decided.
@@ -250,17 +253,17 @@ func (c *checker) linearizability() {
 
 // invariants checks the guarantees directly, one rule at a time.
 func (c *checker) invariants() {
-	started := map[string][]*Op{}
+	started := map[string][]*Op{} // run -> operations that began an attempt of it
 	for _, op := range c.ops {
 		ri := c.runs[op.RunID]
 		res := op.Result
+		if begun(op) > 0 {
+			started[op.RunID] = append(started[op.RunID], op)
+		}
 		switch op.Kind {
 		case KindStart:
 			if ri != nil && res.Code != CodeUnknown {
 				ri.definite = true
-			}
-			if res.Code == CodeOK {
-				started[op.RunID] = append(started[op.RunID], op)
 			}
 			if ri != nil && (res.Status == "exhausted" || res.Code == CodeUnknown) {
 				ri.endOps = append(ri.endOps, op) // an unknown start may have found it exhausted
@@ -271,6 +274,12 @@ func (c *checker) invariants() {
 		case KindFinish:
 			if ri == nil {
 				continue
+			}
+			// A written outcome proves the run exists: a run whose
+			// handler returned before its start was sent has no start to
+			// prove it.
+			if res.Code == CodeOK {
+				ri.definite = true
 			}
 			if res.Code == CodeOK && terminal(res.Status) ||
 				res.Code == CodeRefused && res.Status == op.Outcome && terminal(res.Status) ||
@@ -416,20 +425,57 @@ func (c *checker) invariants() {
 		}
 	}
 
-	// Fencing: no write from attempt n once attempt m > n had started.
+	// Fencing: no write from attempt n once attempt m > n had started,
+	// whether a start or a finish that began it.
 	for _, op := range c.ops {
 		if (op.Kind != KindFinish && op.Kind != KindRequeue) || op.Result.Code != CodeOK {
 			continue
 		}
 		for _, s := range started[op.RunID] {
-			if s.Result.Attempt > op.Attempt && s.Return != 0 && s.Return < op.Call {
+			if m := begun(s); m > op.Attempt && s.Return != 0 && s.Return < op.Call {
 				c.rep.StaleWrites++
 				c.violate(RuleStaleWrite, c.partition(op), fmt.Sprintf("attempt %d of run %s wrote its outcome after attempt %d had started",
-					op.Attempt, op.RunID, s.Result.Attempt), []string{s.String(), op.String()})
+					op.Attempt, op.RunID, m), []string{s.String(), op.String()})
 				break
 			}
 		}
 	}
+
+	// One owner per attempt: every begin takes a number no begin took
+	// before, so two operations that each began attempt n of a run (two
+	// starts, or a start and a finish that began it) both ran it as theirs.
+	runIDs := make([]string, 0, len(started))
+	for id := range started {
+		runIDs = append(runIDs, id)
+	}
+	sort.Strings(runIDs)
+	for _, id := range runIDs {
+		first := map[int]*Op{}
+		for _, op := range started[id] {
+			n := begun(op)
+			if f := first[n]; f != nil {
+				c.rep.DoubleAttempts++
+				c.violate(RuleDoubleAttempt, c.partition(op), fmt.Sprintf("attempt %d of run %s was begun twice", n, id),
+					[]string{f.String(), op.String()})
+				continue
+			}
+			first[n] = op
+		}
+	}
+}
+
+// begun returns the attempt op certainly began: a start's, or a finish's
+// that began its attempt and wrote; 0 when it began none.
+func begun(op *Op) int {
+	switch {
+	case op.Result.Code != CodeOK:
+		return 0
+	case op.Kind == KindStart:
+		return op.Result.Attempt
+	case op.Kind == KindFinish && op.Begins:
+		return op.Attempt
+	}
+	return 0
 }
 
 // extendDebounced widens a debounce run's ownership window by the triggers

@@ -291,3 +291,114 @@ func TestDebounceRestartsTheWindow(t *testing.T) {
 		add("w1", 40, 41, finish("R1", 1, "succeeded"), okRes("succeeded"))
 	mustFail(t, running, RuleLinearizable)
 }
+
+// beganFinish is a finish that begins its attempt itself: the handler
+// returned before the worker asked start.lua to begin it.
+func beganFinish(run string, attempt int, outcome string) Op {
+	o := finish(run, attempt, outcome)
+	o.Begins = true
+	return o
+}
+
+func redeliveredStart(run string) Op {
+	o := start(run)
+	o.Redelivered = true
+	return o
+}
+
+// A finish that begins its attempt is its start and its finish in one
+// write: it ends a run no start ever began, releasing its key, and a
+// retry it records leaves the run queued with that attempt begun, so the
+// next start begins the one after.
+func TestBeganFinishWrites(t *testing.T) {
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("w1", 2, 3, beganFinish("R1", 1, "succeeded"), okRes("succeeded")).
+		// R1 released the key as it ended.
+		add("c2", 10, 11, enq("R2", "k", "status", 60000), created).
+		add("w1", 12, 13, beganFinish("R2", 1, "retry"), okRes("queued")).
+		add("w2", 20, 21, start("R2"), started(2)).
+		add("w2", 22, 23, finish("R2", 2, "succeeded"), okRes("succeeded")).
+		// A second retry begun by its finish, after one begun by start.
+		add("c3", 30, 31, enq("R3", "k", "status", 60000), created).
+		add("w1", 32, 33, start("R3"), started(1)).
+		add("w1", 34, 35, finish("R3", 1, "retry"), okRes("queued")).
+		add("w2", 40, 41, beganFinish("R3", 2, "failed"), okRes("failed")).
+		add("reader", 5000, 5001, Op{Kind: KindReadRun, RunID: "R1"}, okRes("succeeded")).
+		add("reader", 5000, 5001, Op{Kind: KindReadRun, RunID: "R3"}, okRes("failed")).
+		add("reader", 5002, 5003, Op{Kind: KindReadKey, Key: "k"}, Result{Code: CodeOK})
+	r := mustPass(t, h)
+	if r.Runs != 3 || r.Ended["succeeded"] != 2 || r.Ended["failed"] != 1 {
+		t.Fatalf("report = %+v", r)
+	}
+
+	// Its attempt must be the run's next: R1 had begun none.
+	bad := &hb{}
+	bad.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("w1", 2, 3, beganFinish("R1", 2, "succeeded"), okRes("succeeded"))
+	mustFail(t, bad, RuleLinearizable)
+
+	// Nor may it refuse a run it could have begun.
+	refusedNext := &hb{}
+	refusedNext.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("w1", 2, 3, beganFinish("R1", 1, "succeeded"), refused("stale")).
+		add("w1", 4, 5, beganFinish("R1", 1, "succeeded"), okRes("succeeded"))
+	mustFail(t, refusedNext, RuleLinearizable)
+}
+
+// A resent finish that began a retry finds the run queued without the
+// delivery's entry: its "stale" reply reports the first delivery's write.
+func TestResentBeganRetry(t *testing.T) {
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("w1", 2, 3, beganFinish("R1", 1, "retry"), refused("stale")).
+		add("w2", 20, 21, start("R1"), started(2)).
+		add("w2", 22, 23, finish("R1", 2, "succeeded"), okRes("succeeded"))
+	mustPass(t, h)
+}
+
+// wA's handler ran without beginning its attempt and its lease lapsed;
+// wB reclaimed the delivery and began the attempt after next (the lost
+// delivery counts). wA's late finish must be refused as stale: writing
+// would be a stale attempt's write.
+func TestBeganFinishAfterAnotherWorkersStart(t *testing.T) {
+	base := func() *hb {
+		h := &hb{}
+		return h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+			add("wB", 1500, 1501, redeliveredStart("R1"), started(2)).
+			add("wB", 1510, 1511, finish("R1", 2, "succeeded"), okRes("succeeded"))
+	}
+	good := base()
+	good.add("wA", 1505, 1506, beganFinish("R1", 1, "succeeded"), refused("stale"))
+	mustPass(t, good)
+
+	// After wB's finish the run has ended: that is the reply then.
+	ended := base()
+	ended.add("wA", 2000, 2001, beganFinish("R1", 1, "succeeded"), refused("succeeded"))
+	mustPass(t, ended)
+
+	bad := base()
+	bad.add("wA", 1505, 1506, beganFinish("R1", 1, "succeeded"), okRes("succeeded"))
+	mustFail(t, bad, RuleLinearizable, RuleStaleWrite)
+
+	// A reclaimed delivery of a queued run skips the lost one's number.
+	skipped := &hb{}
+	skipped.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("wB", 1500, 1501, redeliveredStart("R1"), started(1)).
+		add("wB", 1510, 1511, finish("R1", 1, "succeeded"), okRes("succeeded"))
+	mustFail(t, skipped, RuleLinearizable)
+}
+
+// A start and a finish that began the attempt itself cannot both have
+// begun attempt 1: one of them ran a run another worker owned.
+func TestAttemptBegunTwiceFails(t *testing.T) {
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("wB", 2, 4, start("R1"), started(1)).
+		add("wA", 3, 5, beganFinish("R1", 1, "succeeded"), okRes("succeeded")).
+		add("wB", 6, 7, finish("R1", 1, "succeeded"), refused("succeeded"))
+	r := mustFail(t, h, RuleLinearizable, RuleDoubleAttempt)
+	if r.DoubleAttempts != 1 {
+		t.Fatalf("double attempts = %d", r.DoubleAttempts)
+	}
+}

@@ -18,5 +18,7 @@
 // checks the invariants the guarantees name directly, so a failure says in
 // plain words what went wrong: a run accepted but never ended, two owners of
 // one key at once, a collision naming a run that did not own the key, a
-// write by a stale attempt, a trigger that failed but created a run.
+// write by a stale attempt, an attempt begun twice (by two starts, or by a
+// start and a finish that began it itself), a trigger that failed but
+// created a run.
 package history

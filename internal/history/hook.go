@@ -240,12 +240,17 @@ func (h *Hook) parse(args []any) []Op {
 		}
 	case "start":
 		for i := 0; i < nkeys/2; i++ {
-			ops = append(ops, Op{Kind: KindStart, RunID: at(4 + redisstore.StartArgsPerItem*i)})
+			a := 4 + redisstore.StartArgsPerItem*i
+			ops = append(ops, Op{Kind: KindStart, RunID: at(a), Redelivered: at(a+3) == "1"})
 		}
 	case "finish":
 		for i := 0; i < nkeys-1; i++ {
 			a := 2 + redisstore.FinishArgsPerItem*i
-			ops = append(ops, Op{Kind: KindFinish, RunID: at(a), Attempt: int(n(a + 1)), Outcome: at(a + 2)})
+			// finish.lua begins the attempt only when the delivery's
+			// fields (strategy at +8 and the rest) came with the began
+			// time at +12; without them it is an ordinary finish.
+			ops = append(ops, Op{Kind: KindFinish, RunID: at(a), Attempt: int(n(a + 1)), Outcome: at(a + 2),
+				Begins: at(a+12) != "" && at(a+8) != ""})
 		}
 	case "cancel":
 		ops = append(ops, Op{Kind: KindCancel, RunID: at(0)})

@@ -42,16 +42,28 @@ import (
 //     failed or cancelled. A start begins attempt n only for a run that
 //     has not ended, with n above every attempt begun before (attempts are
 //     fencing tokens; a start whose reply was lost may have used a number).
+//     A redelivered start of a queued run skips a number: the lost
+//     delivery may have run its handler without beginning its attempt.
 //     A finish or requeue is written only by the latest attempt of a
 //     running run: a stale attempt's write must be refused as "stale".
+//   - A finish that begins its attempt (Op.Begins) goes from queued
+//     straight to the outcome: it writes only while the run is queued and
+//     has begun exactly the attempts before its own, and then both begins
+//     that attempt and records the outcome in one step. Otherwise it is
+//     refused, as "missing", the terminal status, or "stale" (running, or
+//     another attempt count). It also needs the run's entry to be the
+//     delivery's, which the model does not see and need not: a run gets a
+//     new entry only once an attempt of it has begun, which changes the
+//     count.
 //   - An operation whose outcome is unknown (the connection broke, the
 //     process died) may take effect at any time after its call, or never:
 //     the model applies what the script would do in the state it meets.
 //   - go-redis resends a command whose reply was lost, so one recorded call
 //     may be two executions of its script; the second reports what the
 //     first did (an enqueue naming its own run as the owner, a finish
-//     finding the status it wrote, a cancel finding "cancelled"). The
-//     model counts such a reply as the first execution's success.
+//     finding the status it wrote, a finish that began a retry finding
+//     itself "stale", a cancel finding "cancelled"). The model counts such
+//     a reply as the first execution's success.
 //   - Reads taken after the load see the model's state: a run's status
 //     (or, once retention removed the record, nothing for an ended run)
 //     and a key's owner.
@@ -248,14 +260,20 @@ func step(s state, op *Op, slack int64) []state {
 			r.status, r.attempt = "running", n
 			return s.with(op.RunID, r)
 		}
+		// The attempt start.lua begins. A resent start may have begun one
+		// before, so a reply may say more.
+		next := r.attempt + 1
+		if op.Redelivered && r.status == "queued" {
+			next++
+		}
 		switch {
 		case unknown:
 			if terminal(r.status) {
 				return one(s)
 			}
-			return []state{s, started(r.attempt + 1), end(s, op.RunID, "failed", op, slack)}
+			return []state{s, started(next), end(s, op.RunID, "failed", op, slack)}
 		case res.Code == CodeOK:
-			if !terminal(r.status) && res.Attempt > r.attempt {
+			if !terminal(r.status) && res.Attempt >= next {
 				return one(started(res.Attempt))
 			}
 		case res.Status == "stale":
@@ -285,11 +303,17 @@ func step(s state, op *Op, slack int64) []state {
 			target = op.Outcome
 		}
 		writable := r.status == "running" && r.attempt == op.Attempt
+		if op.Begins {
+			writable = r.status == "queued" && r.attempt+1 == op.Attempt
+		}
+		// write records the outcome; for a finish that Begins, its attempt
+		// becomes the run's latest in the same step.
 		write := func() state {
-			if terminal(target) {
-				return end(s, op.RunID, target, op, slack)
-			}
 			r := r
+			r.attempt = op.Attempt
+			if terminal(target) {
+				return end(s.with(op.RunID, r), op.RunID, target, op, slack)
+			}
 			r.status = target
 			return s.with(op.RunID, r)
 		}
@@ -303,12 +327,25 @@ func step(s state, op *Op, slack int64) []state {
 			if writable && (res.Status == target || op.Kind == KindRequeue) {
 				return one(write())
 			}
-		case res.Status == "stale":
-			if r.attempt != op.Attempt {
-				return one(s)
-			}
 		case res.Status == "missing":
 			if terminal(r.status) {
+				return one(s)
+			}
+		case op.Begins:
+			switch {
+			case res.Status == "stale" && !terminal(r.status) && !writable:
+				return one(s)
+			case res.Status == "stale" && writable && target == "queued":
+				// resent: the first delivery began the attempt and queued
+				// the retry, so the run no longer has the delivery's entry.
+				return one(write())
+			case terminal(res.Status) && r.status == res.Status:
+				return one(s)
+			case terminal(res.Status) && writable && res.Status == target: // resent
+				return one(write())
+			}
+		case res.Status == "stale":
+			if r.attempt != op.Attempt {
 				return one(s)
 			}
 		default:

@@ -16,6 +16,7 @@ const (
 	// KindStart is start.lua: begin an attempt; the reply carries its number.
 	KindStart Kind = "start"
 	// KindFinish is finish.lua: record an attempt's outcome, fenced by it.
+	// With Op.Begins it also begins that attempt, in the same write.
 	KindFinish Kind = "finish"
 	// KindCancel is cancel.lua.
 	KindCancel Kind = "cancel"
@@ -41,7 +42,8 @@ type Code string
 const (
 	// CodeOK: the operation did what it was asked. Enqueue and trigger:
 	// the run was created. Start: an attempt began. Finish, cancel,
-	// requeue: the outcome was written. Reads: the value was read.
+	// requeue: the outcome was written (and, for a finish with Op.Begins,
+	// its attempt begun). Reads: the value was read.
 	CodeOK Code = "ok"
 	// CodeRefused: the script wrote nothing and said why (Result.Status).
 	// Enqueue and trigger: the key is held by Result.Owner.
@@ -100,10 +102,23 @@ type Op struct {
 	// Token is the "op" field of the trigger's input: it ties a client's
 	// trigger to the enqueue call it made.
 	Token string `json:"tok,omitempty"`
-	// Attempt is the fencing token a finish or requeue sent.
+	// Attempt is the fencing token a finish or requeue sent; for a finish
+	// that Begins, the attempt it begins.
 	Attempt int `json:"att,omitempty"`
 	// Outcome is what a finish reported: succeeded, failed or retry.
 	Outcome string `json:"out,omitempty"`
+	// Begins marks a finish that begins its attempt itself, for a handler
+	// that returned before the worker asked start.lua to begin it: the
+	// finish writes only while the run is still queued for the delivery
+	// and has begun Attempt-1 attempts, and then is both the start and the
+	// finish of Attempt, in one atomic write. No start precedes it for
+	// that attempt.
+	Begins bool `json:"begins,omitempty"`
+	// Redelivered marks a start of a delivery reclaimed after its lease
+	// lapsed: if the run is still queued, the lost delivery may have run
+	// its handler without beginning an attempt, so the start counts it
+	// and begins the attempt after next.
+	Redelivered bool `json:"redel,omitempty"`
 
 	Result Result `json:"res"`
 }
@@ -135,6 +150,12 @@ func (o *Op) String() string {
 	}
 	if o.Outcome != "" {
 		s += " outcome=" + o.Outcome
+	}
+	if o.Begins {
+		s += " begins"
+	}
+	if o.Redelivered {
+		s += " redelivered"
 	}
 	if o.Return == 0 {
 		return s + " -> (never returned)"

@@ -16,8 +16,8 @@ const MaxLingeringEntries = 10000
 // Arguments per item of the start and finish scripts, after their headers
 // (see start.lua and finish.lua).
 const (
-	StartArgsPerItem  = 3
-	FinishArgsPerItem = 12
+	StartArgsPerItem  = 4
+	FinishArgsPerItem = 14
 )
 
 // StartBatch begins, for consumer at now, the attempts of deliveries it
@@ -36,7 +36,11 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 			if d.Spec != nil {
 				maxdel = strconv.Itoa(d.Spec.MaxDeliveries)
 			}
-			args = append(args, d.RunID, d.EntryID, maxdel)
+			redelivered := ""
+			if d.Redelivered {
+				redelivered = "1"
+			}
+			args = append(args, d.RunID, d.EntryID, maxdel, redelivered)
 		}
 		return keys, args
 	}, func(i int, r []any) (n int, err error) {
@@ -94,8 +98,13 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 			args = append(args, p.RunID, p.Attempt, string(p.Outcome), p.Payload, unixMS(p.Now), unixMS(p.RetryAt))
 			if sp := p.Spec; sp != nil && p.Task != "" && p.EntryID != "" {
 				args = append(args, p.Task, p.EntryID, string(sp.Strategy), sp.Key, ms(sp.Retain), ms(sp.Retention))
+				if !p.Began.IsZero() {
+					args = append(args, unixMS(p.Began), p.Consumer)
+				} else {
+					args = append(args, "", "")
+				}
 			} else {
-				args = append(args, "", "", "", "", 0, 0)
+				args = append(args, "", "", "", "", 0, 0, "", "")
 			}
 		}
 		return keys, args

@@ -14,7 +14,7 @@ import (
 )
 
 // A delivery carries what was enqueued, and a retried run's new delivery
-// what its record holds then.
+// what its record holds then: its failures and the attempts it began.
 func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
@@ -41,7 +41,7 @@ func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 			t.Fatalf("promote = %d, %v", n, err)
 		}
 		ds = f.read("t", "w1")
-		want.Fails = 1
+		want.Fails, want.Attempts = 1, 1
 		if len(ds) != 1 || ds[0].Spec == nil || fmt.Sprint(*ds[0].Spec) != fmt.Sprint(want) {
 			t.Fatalf("retried delivery = %+v, want spec %+v", ds, want)
 		}
@@ -196,7 +196,7 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 func TestEntryWithoutAValidSpecIsStartedFromTheRecord(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		for _, o := range []string{"", "status 1 2", "status 0 0 0 0 0 0 x", "status 0 0 0 0 0 0 0 9"} {
+		for _, o := range []string{"", "status 1 2", "status 0 0 0 0 0 0 x", "status 0 0 0 0 0 0 0", "status 0 0 0 0 0 0 0 0 9"} {
 			p := f.params("t", "k"+o, redisstore.StrategyStatus)
 			p.Input = []byte(`{"from":"record"}`)
 			f.enqueue(p)

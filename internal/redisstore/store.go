@@ -461,6 +461,15 @@ type FinishParams struct {
 	Task    string
 	EntryID string
 	Spec    *RunSpec
+	// Began, when set, begins the attempt in the same write as its
+	// outcome, for a handler that ran before the attempt was recorded as
+	// begun (Start was never called for the delivery): Attempt is then the
+	// delivery's Spec.Attempts+1, and the write happens only if the run is
+	// still queued with EntryID and has begun no attempt since the entry
+	// was written. Needs Task, EntryID and Spec. Consumer is recorded as the
+	// attempt's worker.
+	Began    time.Time
+	Consumer string
 }
 
 // FinishResult says whether the outcome was recorded.

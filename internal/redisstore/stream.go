@@ -18,6 +18,9 @@ type Delivery struct {
 	// Spec is what the entry says of the run; nil for an entry that says
 	// nothing (Start then reads it from the record).
 	Spec *RunSpec
+	// Redelivered is set on a delivery reclaimed after its lease lapsed:
+	// the entry was delivered before.
+	Redelivered bool
 }
 
 // RunSpec is what a worker needs of a run to run it and record its
@@ -36,6 +39,11 @@ type RunSpec struct {
 	Retention     time.Duration
 	// Fails counts the run's failed attempts before this delivery.
 	Fails int
+	// Attempts counts the attempts the run had begun when this entry was
+	// written. Unless the run changed since, this delivery's attempt is
+	// Attempts+1, which lets a worker run the handler before the attempt
+	// is recorded as begun (see FinishParams.Began).
+	Attempts int
 }
 
 // parseSpec reads a stream entry's fields; nil when it has no valid spec.
@@ -45,7 +53,7 @@ func parseSpec(v map[string]any) *RunSpec {
 	if !ok {
 		return nil
 	}
-	var n [7]int64
+	var n [8]int64
 	for i := range n {
 		var f string
 		f, rest, _ = strings.Cut(rest, " ")
@@ -65,7 +73,7 @@ func parseSpec(v map[string]any) *RunSpec {
 		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: Strategy(strat),
 		Retries: int(n[0]), Timeout: time.Duration(n[1]) * time.Millisecond, Created: fromMS(n[2]),
 		MaxDeliveries: int(n[3]), Retain: time.Duration(n[4]) * time.Millisecond, Retention: time.Duration(n[5]) * time.Millisecond,
-		Fails: int(n[6]),
+		Fails: int(n[6]), Attempts: int(n[7]),
 	}
 }
 
@@ -126,7 +134,11 @@ func (s *Store) AutoClaim(ctx context.Context, task, consumer string, minIdle ti
 	if err != nil {
 		return nil, err
 	}
-	return s.deliveries([]redis.XStream{{Stream: k, Messages: msgs}}, map[string]string{k: task}), nil
+	ds := s.deliveries([]redis.XStream{{Stream: k, Messages: msgs}}, map[string]string{k: task})
+	for i := range ds {
+		ds[i].Redelivered = true
+	}
+	return ds, nil
 }
 
 // Lease is a delivery a worker is running.

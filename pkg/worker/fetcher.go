@@ -96,12 +96,18 @@ func (w *Worker) releaseSlots(n int) {
 	}
 }
 
-// dispatch begins the attempts of a batch of deliveries in one round trip
-// (one call of the start script, see redisstore.StartBatch) and hands each
-// one that started to a runner. Each delivery holds one slot, and counts in
-// w.runs, until its outcome is recorded or it turns out not to start.
+// dispatch hands a batch of deliveries to runners. A new delivery whose
+// next attempt its entry tells (see redisstore.RunSpec.Attempts) runs at
+// once: its attempt is begun in Redis only if the handler is still running
+// after StartDelay, or else together with its outcome (see process). The
+// others (reclaimed deliveries, which must count the delivery that was
+// lost, and runs at their last allowed delivery, which start.lua may find
+// exhausted) are begun first, all in one round trip (one call of the start
+// script, see redisstore.StartBatch). Each delivery holds one slot, and
+// counts in w.runs, until its outcome is recorded or it turns out not to
+// start.
 //
-// The fetch loop waits for the starts before it reads again. Deliveries
+// The fetch loop waits for those starts before it reads again. Deliveries
 // queued meanwhile are then read, and started, together; reading again at
 // once would wake the blocked read for each new delivery and take them one
 // by one, at one read and one start round trip each.
@@ -110,7 +116,27 @@ func (w *Worker) dispatch(ds []redisstore.Delivery) {
 		return
 	}
 	w.runs.Add(len(ds))
-	w.startBatch(ds)
+	begun := w.opts.Clock.Now()
+	var first []redisstore.Delivery
+	for _, d := range ds {
+		if !w.canDefer(d) {
+			first = append(first, d)
+			continue
+		}
+		w.run(runJob{d: d, st: redisstore.StartResult{Started: true, Attempt: d.Spec.Attempts + 1, Spec: d.Spec},
+			begun: begun, deferred: true})
+	}
+	if len(first) > 0 {
+		w.startBatch(first)
+	}
+}
+
+// canDefer reports whether d's handler may run before its attempt is
+// begun in Redis.
+func (w *Worker) canDefer(d redisstore.Delivery) bool {
+	sp := d.Spec
+	return w.opts.StartDelay > 0 && sp != nil && !d.Redelivered &&
+		(sp.MaxDeliveries <= 0 || sp.Attempts+1 <= sp.MaxDeliveries)
 }
 
 func (w *Worker) startBatch(ds []redisstore.Delivery) {

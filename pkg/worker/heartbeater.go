@@ -22,7 +22,11 @@ func (w *Worker) beat() {
 	byTask := map[string][]*activeRun{}
 	w.mu.Lock()
 	for _, a := range w.active {
-		byTask[a.task] = append(byTask[a.task], a)
+		// An attempt not begun yet has no lease to renew in Redis: it is
+		// begun, or ends, within StartDelay of its delivery.
+		if a.begun.Load() {
+			byTask[a.task] = append(byTask[a.task], a)
+		}
 	}
 	w.mu.Unlock()
 	for t, runs := range byTask {

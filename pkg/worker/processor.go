@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
@@ -17,6 +18,9 @@ type activeRun struct {
 	lease  redisstore.Lease
 	task   string
 	cancel context.CancelCauseFunc
+	// begun is set once Redis holds the attempt as begun: heartbeats renew
+	// only the leases of begun attempts (see process).
+	begun atomic.Bool
 
 	mu         sync.Mutex
 	leaseUntil time.Time
@@ -73,6 +77,9 @@ type runJob struct {
 	d     redisstore.Delivery
 	st    redisstore.StartResult
 	begun time.Time
+	// deferred: the attempt is not begun in Redis yet, and st is what the
+	// delivery's spec says it will be (see dispatch).
+	deferred bool
 }
 
 // run hands a started attempt to an idle runner, or starts a runner for
@@ -118,7 +125,26 @@ type attempt struct {
 	// stop releases the timeout's timer; nil without a timeout.
 	stop   context.CancelFunc
 	finish redisstore.FinishParams
+
+	// For a deferred attempt (see dispatch): where beginning it stands
+	// (phase*), the timer that begins it after StartDelay, and a channel
+	// closed once a begin that was sent has its answer.
+	phase    atomic.Int32
+	beginAt  *time.Timer
+	answered chan struct{}
+	d        redisstore.Delivery
 }
+
+// Phases of a deferred attempt. The handler's return and the StartDelay
+// timer race to move it out of phaseWaiting: the first decides whether
+// the attempt is begun alone (start.lua) or with its outcome (finish.lua).
+const (
+	phaseWaiting   int32 = iota // not begun; neither has moved yet
+	phaseBeginning              // the timer fired: a start was sent
+	phaseBegun                  // start.lua began it
+	phaseRefused                // start.lua did not begin it, or failed
+	phaseEnding                 // the handler returned first: begun with the outcome
+)
 
 // process runs the attempt j started: call the handler, record the outcome.
 // Everything it writes is fenced by the attempt number. The run holds its
@@ -130,7 +156,7 @@ func (w *Worker) process(j runJob) {
 	// the active runs one by one (see stopRuns), which spares every run
 	// registering with, and removing itself from, a shared parent.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	a := &attempt{}
+	a := &attempt{d: d}
 	a.lease = redisstore.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}
 	a.task, a.cancel, a.leaseUntil = d.Task, cancel, j.begun.Add(w.opts.LeaseDuration)
 	var runCtx context.Context = ctx
@@ -140,6 +166,12 @@ func (w *Worker) process(j runJob) {
 	a.rc = runContext{
 		Context: runCtx, w: w, runID: d.RunID, task: d.Task, key: st.Spec.Key, ns: w.opts.Namespace,
 		attempt: st.Attempt, meta: st.Spec.Meta,
+	}
+	if j.deferred {
+		a.answered = make(chan struct{})
+		a.beginAt = time.AfterFunc(w.opts.StartDelay, func() { w.beginDeferred(a) })
+	} else {
+		a.begun.Store(true)
 	}
 	w.mu.Lock()
 	w.active[d.RunID] = &a.activeRun
@@ -151,6 +183,23 @@ func (w *Worker) process(j runJob) {
 
 	out, herr := w.call(reg.handler, &a.rc, st.Spec.Input)
 
+	// A deferred attempt is begun with its outcome if the timer has not
+	// fired yet; otherwise the outcome waits for the start's answer.
+	withOutcome := false
+	if j.deferred {
+		if a.phase.CompareAndSwap(phaseWaiting, phaseEnding) {
+			a.beginAt.Stop()
+			withOutcome = true
+		} else {
+			<-a.answered
+			if a.phase.Load() == phaseRefused {
+				a.rc.Logger().Info("taskq: attempt abandoned", "cause", context.Cause(runCtx))
+				w.end(a)
+				return
+			}
+		}
+	}
+
 	cause := context.Cause(runCtx)
 	switch {
 	case errors.Is(cause, ErrRunCancelled), errors.Is(cause, ErrLeaseLost):
@@ -160,6 +209,10 @@ func (w *Worker) process(j runJob) {
 		w.end(a)
 		return
 	case errors.Is(cause, ErrShutdown):
+		if withOutcome && !w.beginNow(a) {
+			w.end(a)
+			return
+		}
 		res, err := w.store.Requeue(context.Background(), d.RunID, d.Task, st.Attempt)
 		a.rc.Logger().Info("taskq: run given back on shutdown", "requeued", res.Written, "err", err)
 		w.end(a)
@@ -172,6 +225,9 @@ func (w *Worker) process(j runJob) {
 	*p = redisstore.FinishParams{
 		RunID: d.RunID, Attempt: st.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: out,
 		Task: d.Task, EntryID: d.EntryID, Spec: st.Spec,
+	}
+	if withOutcome {
+		p.Began, p.Consumer = j.begun, w.opts.Name
 	}
 	if herr != nil {
 		if errors.Is(cause, ErrTimeout) && !errors.Is(herr, ErrTimeout) {
@@ -189,6 +245,49 @@ func (w *Worker) process(j runJob) {
 		a.rc.Logger().Info("taskq: attempt failed", "err", herr, "outcome", p.Outcome)
 	}
 	w.finish(a)
+}
+
+// beginDeferred begins a deferred attempt whose handler has run for
+// StartDelay, unless the handler returned first. The start goes out with
+// the others due at the same time (w.starts). An attempt start.lua does
+// not begin as this delivery's next one has its context cancelled: the
+// run was cancelled, or it belongs to another delivery now.
+func (w *Worker) beginDeferred(a *attempt) {
+	if !a.phase.CompareAndSwap(phaseWaiting, phaseBeginning) {
+		return
+	}
+	w.starts.Go(context.Background(), a.d, func(st redisstore.StartResult, err error) { w.begun(a, st, err) })
+}
+
+// beginNow begins a deferred attempt whose handler has returned without
+// an outcome to record (the worker is shutting down), so that the run can
+// be given back at once. It reports whether the attempt was begun.
+func (w *Worker) beginNow(a *attempt) bool {
+	st, err := w.starts.Do(context.Background(), a.d)
+	w.begun(a, st, err)
+	return a.phase.Load() == phaseBegun
+}
+
+// begun takes the answer to beginning a deferred attempt.
+func (w *Worker) begun(a *attempt, st redisstore.StartResult, err error) {
+	switch {
+	case err == nil && st.Started && st.Attempt == a.lease.Attempt:
+		a.extend(w.opts.Clock.Now().Add(w.opts.LeaseDuration))
+		a.begun.Store(true)
+		a.phase.Store(phaseBegun)
+	case err == nil && !st.Started && (st.Reason == "cancelled" || st.Reason == "exhausted"):
+		a.phase.Store(phaseRefused)
+		a.cancel(ErrRunCancelled)
+	default:
+		if err != nil {
+			a.rc.Logger().Warn("taskq: beginning the attempt failed", "err", err)
+		}
+		a.phase.Store(phaseRefused)
+		a.cancel(ErrLeaseLost)
+	}
+	if a.answered != nil {
+		close(a.answered)
+	}
 }
 
 // end releases what an attempt held once it is over: its entry in

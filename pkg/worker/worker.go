@@ -28,6 +28,7 @@ const (
 	LeaseDurationMin       = 100 * time.Millisecond
 	ShutdownTimeoutDefault = 10 * time.Second
 	FetchBlockDefault      = time.Second
+	StartDelayDefault      = 20 * time.Millisecond
 	RetentionDefault       = 24 * time.Hour
 )
 
@@ -60,6 +61,15 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// FetchBlock is how long one read of the streams blocks (default 1s).
 	FetchBlock time.Duration
+	// StartDelay is how long a new delivery's handler runs before its
+	// attempt is recorded as begun (the run then shows running, and its
+	// lease is renewed from then on). A handler that returns sooner has its
+	// attempt begun and its outcome recorded in one write, which halves
+	// what a short run costs Redis. Until then the run shows queued, and a
+	// cancel still reaches the handler. Default 20ms; a negative value
+	// begins every attempt before its handler runs. Must be below
+	// LeaseDuration.
+	StartDelay time.Duration
 	// Retention is how long the janitor keeps index entries (default 24h).
 	Retention time.Duration
 	// SweepInterval is how often the janitor sweeps the runs index of
@@ -104,6 +114,9 @@ func (o Options) withDefaults() Options {
 	if o.FetchBlock == 0 {
 		o.FetchBlock = FetchBlockDefault
 	}
+	if o.StartDelay == 0 {
+		o.StartDelay = StartDelayDefault
+	}
 	if o.Retention == 0 {
 		o.Retention = RetentionDefault
 	}
@@ -129,6 +142,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("worker: HeartbeatInterval %s must be above 0 and below LeaseDuration %s", o.HeartbeatInterval, o.LeaseDuration)
 	case o.ShutdownTimeout < 0:
 		return errors.New("worker: ShutdownTimeout must not be negative")
+	case o.StartDelay >= o.LeaseDuration:
+		return fmt.Errorf("worker: StartDelay %s must be below LeaseDuration %s", o.StartDelay, o.LeaseDuration)
 	}
 	return nil
 }
@@ -171,6 +186,9 @@ type Worker struct {
 	// finishes coalesces the outcomes handlers record at the same time
 	// into one call of the finish script.
 	finishes *redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult]
+	// starts coalesces the attempts whose handlers ran past StartDelay
+	// into one call of the start script.
+	starts *redisstore.Batcher[redisstore.Delivery, redisstore.StartResult]
 }
 
 // New creates a Worker. Register handlers with Handle, then Run it.
@@ -205,6 +223,12 @@ func New(opts Options) (*Worker, error) {
 	// than two.
 	var err error
 	w.finishes, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration, Senders: 1}, w.store.FinishBatch)
+	if err == nil {
+		w.starts, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration, Senders: 1},
+			func(ctx context.Context, ds []redisstore.Delivery) ([]redisstore.StartResult, []error) {
+				return w.store.StartBatch(ctx, w.opts.Name, w.opts.Clock.Now(), ds)
+			})
+	}
 	if err != nil {
 		if owns {
 			_ = rdb.Close()

@@ -1,6 +1,7 @@
 -- cancel.lua: cancels a queued, retrying or running run. Its delivery is
 -- dropped, its key released per strategy, its waiters woken, and workers are
--- told on the cancel channel so a running handler's context is cancelled.
+-- told on the cancel channel so a handler running it has its context
+-- cancelled.
 --
 -- KEYS[1] run hash        taskq:{ns}:run:<run id>
 -- ARGV[1] run id
@@ -20,9 +21,8 @@ end
 if taskq_is_terminal(status) then
   return {0, status}
 end
-local was_running = status == 'running'
 taskq_terminate(prefix, ARGV[4], KEYS[1], ARGV[1], 'cancelled', ARGV[2], 'error', ARGV[3])
-if was_running then
-  redis.call('PUBLISH', prefix .. 'cancel', ARGV[1])
-end
+-- A queued run may be running too, in a handler whose attempt finish.lua
+-- would begin (see there): workers are told either way.
+redis.call('PUBLISH', prefix .. 'cancel', ARGV[1])
 return {1, 'cancelled'}

@@ -7,14 +7,24 @@
 -- head (taskq_trim_acked), their keys are released with one MGET and one
 -- DEL, and one notice counts them (taskq_batch_done).
 --
+-- An attempt that start.lua has not begun is begun here, in the same
+-- write as its outcome: a worker runs a delivery's handler at once and
+-- asks start.lua to begin the attempt only if the handler is still running
+-- a moment later, so a short run costs one script call instead of two. It
+-- begins only if the run is still queued with the delivery's entry and
+-- has begun no attempt since the entry was written (the entry's spec says
+-- how many it had): otherwise a cancel, a newer delivery or another worker
+-- got there first, and nothing is written.
+--
 -- KEYS[1] retry zset    taskq:{ns}:retry
 -- then one per attempt i (i = 0, 1, ...), at i+2:
 --   run hash            taskq:{ns}:run:<run id>
 -- ARGV[1] consumer group
 -- ARGV[2] key prefix taskq:{ns}:
--- then twelve per attempt i, at 12i+3 .. 12i+14:
+-- then fourteen per attempt i, at 14i+3 .. 14i+16:
 --   +0  run id
---   +1  attempt (fencing token from start.lua)
+--   +1  attempt (fencing token from start.lua, or the delivery's next
+--       attempt for one begun here)
 --   +2  outcome: succeeded | failed | retry
 --   +3  result JSON (succeeded) or error message (failed, retry)
 --   +4  when the attempt ended (unix ms)
@@ -23,6 +33,9 @@
 --   +10 retain ms, +11 retention ms: what the delivery told the worker
 --       (none of them changes once the run is queued), so they need not be
 --       read from the record. With +8 "" they are read from the record.
+--   +12 when the handler began (unix ms) for an attempt to begin here
+--       (needs +6 .. +11), "" for one start.lua began
+--   +13 the worker's consumer name, for an attempt to begin here
 -- Returns a flat array with two values per attempt, in order (Redis turns
 -- a table in a reply into a reply much more slowly than a plain value):
 --   1, status     written; status is succeeded, failed, or queued (retry scheduled)
@@ -56,9 +69,26 @@ local f = {}
 
 local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
   local r
-  f.task, f.entry, f.strat, f.key, f.retain, f.keep, f.x =
-    ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], nil
-  if f.strat == '' then
+  f.task, f.entry, f.strat, f.key, f.retain, f.keep, f.x, f.began =
+    ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], nil, nil
+  local began = ARGV[a + 12]
+  if began ~= '' and f.strat ~= '' then
+    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x', 'entry')
+    if r.err then
+      return taskq_wrongtype(run_key), ''
+    end
+    local status = r[1]
+    if not status then
+      return 0, 'missing'
+    end
+    if taskq_is_terminal(status) then
+      return 0, status
+    end
+    if status ~= 'queued' or r[4] ~= f.entry or (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt) then
+      return 0, 'stale'
+    end
+    f.began, f.attempt, f.consumer = began, attempt, ARGV[a + 13]
+  elseif f.strat == '' then
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x',
       'task', 'entry', 'strat', 'key', 'retain', 'keep')
     if not r.err then
@@ -67,18 +97,20 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
   else
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x')
   end
-  if r.err then
-    return taskq_wrongtype(run_key), ''
-  end
-  local status = r[1]
-  if not status then
-    return 0, 'missing'
-  end
-  if tonumber(r[2]) ~= tonumber(attempt) then
-    return 0, 'stale'
-  end
-  if status ~= 'running' then
-    return 0, status
+  if not f.began then
+    if r.err then
+      return taskq_wrongtype(run_key), ''
+    end
+    local status = r[1]
+    if not status then
+      return 0, 'missing'
+    end
+    if tonumber(r[2]) ~= tonumber(attempt) then
+      return 0, 'stale'
+    end
+    if status ~= 'running' then
+      return 0, status
+    end
   end
   drop_later(f.task, f.entry)
   if outcome == 'succeeded' or outcome == 'failed' then
@@ -90,7 +122,12 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
     return 1, outcome
   end
   -- retry: the key stays held through every retry of a status-strategy run.
-  redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '')
+  if f.began then
+    redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '',
+      'attempt', attempt, 'started', f.began, 'consumer', f.consumer)
+  else
+    redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '')
+  end
   redis.call('HINCRBY', run_key, 'fails', 1)
   redis.call('ZADD', KEYS[1], due, run_id)
   return 1, 'queued'
@@ -98,7 +135,7 @@ end
 
 local out = {}
 for i = 0, #KEYS - 2 do
-  local a = 12 * i + 3
+  local a = 14 * i + 3
   out[2 * i + 1], out[2 * i + 2] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4],
     ARGV[a + 5], a)
 end

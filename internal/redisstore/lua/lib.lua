@@ -18,24 +18,27 @@ end
 -- A run's stream entry carries, besides its run id (r), what its worker
 -- needs to run it and record its outcome: input (i), metadata (m), key (k)
 -- and the spec (o) "<strategy> <retries> <timeout ms> <created ms>
--- <max deliveries> <retain ms> <retention ms> <failed attempts>". Redis
--- then hands it to the worker with the delivery, and start.lua and
--- finish.lua read only the record fields that change while a run is
--- queued or running: each field read in a script costs Redis about half a
--- microsecond. Failed attempts change only when a retry is scheduled,
--- which queues the run with a new entry.
-local function taskq_spec(strat, retries, timeout, created, maxdel, retain, keep, fails)
+-- <max deliveries> <retain ms> <retention ms> <failed attempts>
+-- <attempts begun>". Redis then hands it to the worker with the delivery,
+-- and start.lua and finish.lua read only the record fields that change
+-- while a run is queued or running: each field read in a script costs
+-- Redis about half a microsecond. Failed attempts and attempts begun
+-- change only while the run is not queued, and a run is queued again with
+-- a new entry; so a delivery's next attempt is <attempts begun> + 1 unless
+-- the run changed since (which finish.lua checks when it begins an attempt).
+local function taskq_spec(strat, retries, timeout, created, maxdel, retain, keep, fails, attempts)
   return strat .. ' ' .. retries .. ' ' .. timeout .. ' ' .. created .. ' ' .. maxdel .. ' ' .. retain .. ' ' .. keep ..
-    ' ' .. fails
+    ' ' .. fails .. ' ' .. attempts
 end
 
 -- Queues a run again (retry due, debounce window over, requeued) with a
 -- stream entry made from its record. Returns the entry id.
 local function taskq_requeue_entry(stream, run_key, run_id)
   local f = redis.call('HMGET', run_key, 'input', 'meta', 'key', 'strat', 'retries', 'timeout', 'created',
-    'maxdel', 'retain', 'keep', 'fails')
+    'maxdel', 'retain', 'keep', 'fails', 'attempt')
   local entry = redis.call('XADD', stream, '*', 'r', run_id, 'i', f[1] or '', 'm', f[2] or '', 'k', f[3] or '',
-    'o', taskq_spec(f[4] or '', f[5] or 0, f[6] or 0, f[7] or 0, f[8] or 0, f[9] or 0, f[10] or 0, f[11] or 0))
+    'o', taskq_spec(f[4] or '', f[5] or 0, f[6] or 0, f[7] or 0, f[8] or 0, f[9] or 0, f[10] or 0, f[11] or 0,
+      f[12] or 0))
   redis.call('HSET', run_key, 'status', 'queued', 'entry', entry)
   return entry
 end
@@ -167,15 +170,21 @@ end
 -- caller has read: records the status, releases the key per strategy,
 -- starts the retention clock and sends the completion notices. The caller
 -- drops the run's delivery. field/value carry the result or the error
--- message. Callers that end many runs pass b, a taskq_batch, and call
--- taskq_batch_done once at the end; with b nil the key is released and
--- the run counted at once.
+-- message. With f.began set, the attempt f.attempt begins in the same write
+-- (f.began its start time, f.consumer its worker; see finish.lua). Callers
+-- that end many runs pass b, a taskq_batch, and call taskq_batch_done once
+-- at the end; with b nil the key is released and the run counted at once.
 --
 -- Notices: the run's done channel is published only when a waiter asked
 -- for it (flag w, see watch.lua); the namespace's finished channel gets
 -- the count of runs ended per status, once per script call.
 local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, b)
-  redis.call('HSET', run_key, 'status', status, 'finished', now, field, value)
+  if f.began then
+    redis.call('HSET', run_key, 'status', status, 'finished', now, field, value,
+      'attempt', f.attempt, 'started', f.began, 'consumer', f.consumer)
+  else
+    redis.call('HSET', run_key, 'status', status, 'finished', now, field, value)
+  end
   local one = not b
   b = b or taskq_batch()
   if f.strat == 'status' and f.key and f.key ~= '' then
@@ -187,8 +196,10 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, 
   if one then
     taskq_batch_done(prefix, b)
   end
-  local keep = tonumber(f.keep) or 0
-  if keep > 0 then
+  -- keep goes to PEXPIRE as the string it came as: Redis formats a Lua
+  -- number passed to a command with a printf of its own, at a cost.
+  local keep = f.keep
+  if (tonumber(keep) or 0) > 0 then
     redis.call('PEXPIRE', run_key, keep)
     -- Signals and step results live as long as the record.
     if taskq_has(f.x, 's') then
@@ -276,11 +287,10 @@ local function taskq_supersede(r)
   local old_key = r.prefix .. 'run:' .. old
   local status = redis.call('HGET', old_key, 'status')
   if status and not taskq_is_terminal(status) then
-    local was_running = status == 'running'
     taskq_terminate(r.prefix, r.group, old_key, old, 'cancelled', r.now, 'error', 'superseded by run ' .. r.run_id)
-    if was_running then
-      redis.call('PUBLISH', r.prefix .. 'cancel', old .. '|' .. r.run_id)
-    end
+    -- A queued owner may be running too, in a handler whose attempt
+    -- finish.lua would begin (see there): workers are told either way.
+    redis.call('PUBLISH', r.prefix .. 'cancel', old .. '|' .. r.run_id)
     local sigs = redis.call('XRANGE', r.prefix .. 'signals:' .. old, '-', '+')
     for _, e in ipairs(sigs) do
       redis.call('XADD', r.prefix .. 'signals:' .. r.run_id, '*', unpack(e[2]))
@@ -307,7 +317,7 @@ local function taskq_enqueue_write(r)
     queued = redis.pcall('ZADD', r.retry_key, tonumber(r.now) + tonumber(r.delay), r.run_id)
   else
     queued = redis.pcall('XADD', r.stream_key, '*', 'r', r.run_id, 'i', r.input, 'm', r.meta, 'k', r.key,
-      'o', taskq_spec(r.strat, r.retries, r.timeout, r.now, r.maxdel, r.retain, r.keep, 0))
+      'o', taskq_spec(r.strat, r.retries, r.timeout, r.now, r.maxdel, r.retain, r.keep, 0, 0))
     entry = queued
   end
   if type(queued) == 'table' and queued.err then

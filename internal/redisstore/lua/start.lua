@@ -10,11 +10,14 @@
 -- ARGV[2] consumer name
 -- ARGV[3] now (unix ms)
 -- ARGV[4] key prefix taskq:{ns}:
--- then three per delivery i, at 3i+5 .. 3i+7:
+-- then four per delivery i, at 4i+5 .. 4i+8:
 --   run id
 --   stream entry id being delivered
 --   maximum deliveries, from the entry's spec (see taskq_spec); "" when the
 --   entry carries no spec, and the reply then carries the record's
+--   "1" when the entry was delivered before (reclaimed after its lease
+--   lapsed), else "": an earlier delivery that began no attempt (its
+--   worker died before it was begun, see finish.lua) still counts
 -- Returns a flat array with three values per delivery, in order (Redis
 -- turns a table in a reply into a reply much more slowly than a plain
 -- value):
@@ -39,7 +42,7 @@ local function drop(stream, entry, reason)
   return 0, reason, ''
 end
 
-local function start(run_key, stream, run_id, entry, maxdel)
+local function start(run_key, stream, run_id, entry, maxdel, redelivered)
   local r
   if maxdel == '' then
     r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt', 'fails', 'maxdel',
@@ -61,13 +64,19 @@ local function start(run_key, stream, run_id, entry, maxdel)
     return drop(stream, entry, 'stale')
   end
   local attempt = (tonumber(r[3]) or 0) + 1
+  if redelivered == '1' and status == 'queued' then
+    attempt = attempt + 1
+  end
   local max = tonumber(maxdel ~= '' and maxdel or r[5]) or 0
   if max > 0 and attempt > max then
     taskq_terminate(prefix, group, run_key, run_id, 'failed', now, 'error',
       'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
     return 0, 'exhausted', ''
   end
-  redis.call('HSET', run_key, 'status', 'running', 'attempt', attempt, 'started', now, 'consumer', consumer)
+  -- The attempt number goes as a string: Redis formats a Lua number passed
+  -- to a command with a printf of its own, at a cost.
+  redis.call('HSET', run_key, 'status', 'running', 'attempt', string.format('%d', attempt), 'started', now,
+    'consumer', consumer)
   if maxdel ~= '' then
     return 1, attempt, ''
   end
@@ -77,8 +86,8 @@ end
 
 local out, n = {}, 0
 for i = 0, #KEYS / 2 - 1 do
-  local a = 3 * i + 5
-  local c, x, y, record = start(KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2])
+  local a = 4 * i + 5
+  local c, x, y, record = start(KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
   out[n + 1], out[n + 2], out[n + 3] = c, x, y
   n = n + 3
   if record then

@@ -1,0 +1,300 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
+)
+
+// began returns the finish of delivery d's next attempt that also begins
+// it, as a worker sends it when the handler returned before the attempt
+// was begun.
+func began(d redisstore.Delivery, o redisstore.Outcome, payload string, at, now time.Time) *redisstore.FinishParams {
+	return &redisstore.FinishParams{
+		RunID: d.RunID, Attempt: d.Spec.Attempts + 1, Outcome: o, Payload: []byte(payload), Now: now,
+		RetryAt: now.Add(time.Minute), Task: d.Task, EntryID: d.EntryID, Spec: d.Spec, Began: at, Consumer: "w1",
+	}
+}
+
+// A finish that begins its attempt leaves Redis exactly as a start at the
+// same time followed by the finish does: the same records (attempt,
+// started, consumer, outcome), keys, key and record lifetimes, stream,
+// pending list and retry set, for every outcome and strategy, and for a
+// retried run's second attempt.
+func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		type state struct {
+			replies             []string
+			records, keys, ttls map[string]string
+			stream, retry       []string
+			pending             int64
+		}
+		outcomes := map[string]redisstore.Outcome{
+			"ok": redisstore.OutcomeSucceeded, "retained": redisstore.OutcomeSucceeded, "failed": redisstore.OutcomeFailed,
+			"retry": redisstore.OutcomeRetry, "plain": redisstore.OutcomeSucceeded, "ttl": redisstore.OutcomeSucceeded,
+			"second": redisstore.OutcomeSucceeded,
+		}
+		run := func(ns string, begin bool) state {
+			s := redisstore.New(b.Client, ns)
+			t.Cleanup(func() { redistest.DeleteNamespace(context.Background(), b.Client, ns) })
+			k := s.Keys()
+			now := time.UnixMilli(1_700_000_000_000)
+			at := now.Add(-5 * time.Millisecond)
+			mk := func(id, key string, strat redisstore.Strategy, retain time.Duration) *redisstore.EnqueueParams {
+				return &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{"id":"` + id + `"}`), Meta: []byte(`{}`),
+					Key: key, Strategy: strat, Hold: time.Hour, Retain: retain, Retries: 1, MaxDeliveries: 5,
+					Retention: time.Hour, Now: now}
+			}
+			ps := []*redisstore.EnqueueParams{
+				mk("ok", "k-ok", redisstore.StrategyStatus, 0), mk("retained", "k-ret", redisstore.StrategyStatus, time.Minute),
+				mk("failed", "k-fail", redisstore.StrategyStatus, 0), mk("retry", "k-retry", redisstore.StrategyStatus, 0),
+				mk("plain", "", redisstore.StrategyNone, 0), mk("ttl", "k-ttl", redisstore.StrategyTTL, 0),
+				mk("second", "k-second", redisstore.StrategyStatus, 0),
+			}
+			if _, errs := s.EnqueueBatch(ctx, ps); errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			if err := s.EnsureGroup(ctx, "t"); err != nil {
+				t.Fatal(err)
+			}
+			var st state
+			// "second" fails its first attempt (begun by start.lua in both
+			// runs) and is queued again, as is "retry" after its first, so
+			// their second deliveries say one attempt was begun before.
+			end := func(ds []redisstore.Delivery) {
+				var fps []*redisstore.FinishParams
+				if begin {
+					for _, d := range ds {
+						fps = append(fps, began(d, outcomes[d.RunID], `{"r":1}`, at, now))
+					}
+				} else {
+					sts, errs := s.StartBatch(ctx, "w1", at, ds)
+					for i, d := range ds {
+						if errs[i] != nil || !sts[i].Started {
+							t.Fatalf("start %s = %+v, %v", d.RunID, sts[i], errs[i])
+						}
+						fps = append(fps, &redisstore.FinishParams{RunID: d.RunID, Attempt: sts[i].Attempt, Outcome: outcomes[d.RunID],
+							Payload: []byte(`{"r":1}`), Now: now, RetryAt: now.Add(time.Minute), Task: d.Task, EntryID: d.EntryID, Spec: sts[i].Spec})
+					}
+				}
+				frs, ferrs := s.FinishBatch(ctx, fps)
+				for i := range frs {
+					st.replies = append(st.replies, fmt.Sprint(fps[i].RunID, frs[i], ferrs[i]))
+				}
+			}
+			ds, err := s.ReadGroup(ctx, "w1", []string{"t"}, 100, -1)
+			if err != nil || len(ds) != len(ps) {
+				t.Fatalf("read %d deliveries, %v", len(ds), err)
+			}
+			var first []redisstore.Delivery
+			for _, d := range ds {
+				if d.RunID == "second" {
+					sts, errs := s.StartBatch(ctx, "w1", at, []redisstore.Delivery{d})
+					if errs[0] != nil || !sts[0].Started {
+						t.Fatalf("start second = %+v, %v", sts[0], errs[0])
+					}
+					fr, err := s.Finish(ctx, &redisstore.FinishParams{RunID: d.RunID, Attempt: sts[0].Attempt, Outcome: redisstore.OutcomeRetry,
+						Payload: []byte("again"), Now: now, RetryAt: now, Task: d.Task, EntryID: d.EntryID, Spec: sts[0].Spec})
+					if err != nil || !fr.Written {
+						t.Fatalf("retry second = %+v, %v", fr, err)
+					}
+					continue
+				}
+				first = append(first, d)
+			}
+			end(first)
+			// "second" and "retry" are due again.
+			if n, err := s.Promote(ctx, now.Add(time.Hour), 10); err != nil || n != 2 {
+				t.Fatalf("promote = %d, %v", n, err)
+			}
+			again, err := s.ReadGroup(ctx, "w1", []string{"t"}, 100, -1)
+			if err != nil || len(again) != 2 {
+				t.Fatalf("second deliveries = %+v, %v", again, err)
+			}
+			for _, d := range again {
+				if d.Spec == nil || d.Spec.Attempts != 1 {
+					t.Fatalf("second delivery of %s says %+v; want one attempt begun", d.RunID, d.Spec)
+				}
+			}
+			end(again)
+			st.records, st.keys, st.ttls = map[string]string{}, map[string]string{}, map[string]string{}
+			for _, p := range ps {
+				rec := b.Client.HGetAll(ctx, k.Run(p.RunID)).Val()
+				delete(rec, "entry") // a stream entry ID: when it was added
+				st.records[p.RunID] = fmt.Sprint(rec)
+				st.ttls["record "+p.RunID] = fmt.Sprint(b.Client.PTTL(ctx, k.Run(p.RunID)).Val() > 0)
+				if p.Key != "" {
+					st.keys[p.Key] = b.Client.Get(ctx, k.IdempotencyKey(p.Key)).Val()
+					st.ttls["key "+p.Key] = fmt.Sprint(b.Client.PTTL(ctx, k.IdempotencyKey(p.Key)).Val() > 0)
+				}
+			}
+			for _, m := range b.Client.XRange(ctx, k.Stream("t"), "-", "+").Val() {
+				st.stream = append(st.stream, fmt.Sprint(m.Values["r"]))
+			}
+			st.pending = b.Client.XPending(ctx, k.Stream("t"), redisstore.GroupName).Val().Count
+			st.retry = b.Client.ZRange(ctx, k.Retry(), 0, -1).Val()
+			return st
+		}
+		two, one := run(b.Namespace+"-two", false), run(b.Namespace+"-one", true)
+		if fmt.Sprint(two.replies) != fmt.Sprint(one.replies) {
+			t.Errorf("replies differ:\nstart, finish %v\nbegun at end  %v", two.replies, one.replies)
+		}
+		for _, m := range []struct {
+			name     string
+			two, one map[string]string
+		}{{"record", two.records, one.records}, {"key", two.keys, one.keys}, {"ttl", two.ttls, one.ttls}} {
+			if !maps.Equal(m.two, m.one) {
+				t.Errorf("%ss differ:\nstart, finish %v\nbegun at end  %v", m.name, m.two, m.one)
+			}
+		}
+		if fmt.Sprint(two.stream, two.pending, two.retry) != fmt.Sprint(one.stream, one.pending, one.retry) {
+			t.Errorf("streams differ:\nstart, finish %v %d %v\nbegun at end  %v %d %v", two.stream, two.pending, two.retry, one.stream, one.pending, one.retry)
+		}
+		// The scenario reaches what it claims to compare.
+		want := map[string]string{"ok": "succeeded", "retained": "succeeded", "failed": "failed", "retry": "queued",
+			"plain": "succeeded", "ttl": "succeeded", "second": "succeeded"}
+		s := redisstore.New(b.Client, b.Namespace+"-one")
+		for id, status := range want {
+			r, err := s.GetRun(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attempts := 1
+			if id == "second" || id == "retry" {
+				attempts = 2
+			}
+			if r.Status != status || r.Attempt != attempts || r.Consumer != "w1" || r.Started.IsZero() {
+				t.Errorf("run %s = %s, attempt %d, consumer %q, started %v; want %s after attempt %d by w1",
+					id, r.Status, r.Attempt, r.Consumer, r.Started, status, attempts)
+			}
+		}
+		if one.keys["k-ok"] != "" || one.keys["k-ret"] != "retained" || one.keys["k-retry"] != "retry" {
+			t.Errorf("keys = %v: want k-ok released, k-ret retained, k-retry held through the retry", one.keys)
+		}
+	})
+}
+
+// A finish that would begin its attempt writes nothing when the run moved
+// on since the delivery's entry was written, and says why: it was
+// cancelled, another worker began it, it was queued again with another
+// entry, or its record is gone. The worker's handler ran, but its outcome
+// is not recorded and the key stays with whoever owns the run now.
+func TestFinishThatBeginsIsRefusedOnceTheRunMovedOn(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		deliver := func(key string) (*redisstore.EnqueueParams, redisstore.Delivery) {
+			p := f.params("t", key, redisstore.StrategyStatus)
+			f.enqueue(p)
+			ds := f.read("t", "w1")
+			if len(ds) != 1 || ds[0].Spec == nil {
+				t.Fatalf("deliveries %+v, want one with a spec", ds)
+			}
+			return p, ds[0]
+		}
+		refused := func(name string, d redisstore.Delivery, want string) {
+			t.Helper()
+			before := b.Client.HGetAll(f.ctx, f.k.Run(d.RunID)).Val()
+			r, err := f.s.Finish(f.ctx, began(d, redisstore.OutcomeSucceeded, `{}`, f.now, f.now))
+			if err != nil || r.Written || r.Status != want {
+				t.Fatalf("%s: finish = %+v, %v; want nothing written, reason %q", name, r, err, want)
+			}
+			if after := b.Client.HGetAll(f.ctx, f.k.Run(d.RunID)).Val(); !maps.Equal(before, after) {
+				t.Fatalf("%s: record changed from %v to %v", name, before, after)
+			}
+		}
+
+		p, d := deliver("k-cancelled")
+		if r, err := f.s.Cancel(f.ctx, p.RunID, "by test", f.now); err != nil || !r.Written {
+			t.Fatalf("cancel = %+v, %v", r, err)
+		}
+		refused("cancelled", d, "cancelled")
+
+		// Another worker reclaimed the delivery and began it: that attempt
+		// owns the run, and its key.
+		p, d = deliver("k-taken")
+		again, err := f.s.AutoClaim(f.ctx, "t", "w2", 0, 10)
+		if err != nil || len(again) != 1 {
+			t.Fatalf("reclaim = %+v, %v", again, err)
+		}
+		if st, errs := f.s.StartBatch(f.ctx, "w2", f.now, again); errs[0] != nil || !st[0].Started || st[0].Attempt != 2 {
+			t.Fatalf("start of the reclaimed delivery = %+v, %v; want attempt 2 (the first delivery counts)", st[0], errs[0])
+		}
+		refused("begun elsewhere", d, "stale")
+		if owner := b.Client.Get(f.ctx, f.k.IdempotencyKey("k-taken")).Val(); owner != p.RunID {
+			t.Fatalf("key owner = %q, want %s", owner, p.RunID)
+		}
+
+		// Given back by a worker shutting down: queued again, another entry.
+		p, d = deliver("k-requeued")
+		st := f.start(d, "w1")
+		if r, err := f.s.Requeue(f.ctx, p.RunID, "t", st.Attempt); err != nil || !r.Written {
+			t.Fatalf("requeue = %+v, %v", r, err)
+		}
+		refused("queued again", d, "stale")
+		next := f.read("t", "w1")
+		if len(next) != 1 || next[0].Spec.Attempts != 1 {
+			t.Fatalf("new delivery %+v, want one that says an attempt was begun", next)
+		}
+		if r, err := f.s.Finish(f.ctx, began(next[0], redisstore.OutcomeSucceeded, `{}`, f.now, f.now)); err != nil || !r.Written {
+			t.Fatalf("finish of the new delivery = %+v, %v", r, err)
+		}
+
+		_, d = deliver("k-gone")
+		b.Client.Del(f.ctx, f.k.Run(d.RunID))
+		refused("record gone", d, "missing")
+	})
+}
+
+// A reclaimed delivery whose earlier delivery began no attempt (its worker
+// died while the handler ran) counts that delivery: the run's attempts
+// say how often it was delivered, and a run whose handler kills its worker
+// is stopped at its maximum deliveries.
+func TestReclaimedDeliveryCountsTheLostOne(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		p := f.params("t", "k", redisstore.StrategyStatus)
+		p.MaxDeliveries = 1
+		f.enqueue(p)
+		if ds := f.read("t", "w1"); len(ds) != 1 || ds[0].Redelivered {
+			t.Fatalf("first delivery %+v", ds)
+		}
+		again, err := f.s.AutoClaim(f.ctx, "t", "w2", 0, 10)
+		if err != nil || len(again) != 1 || !again[0].Redelivered {
+			t.Fatalf("reclaim = %+v, %v; want one redelivered delivery", again, err)
+		}
+		st, errs := f.s.StartBatch(f.ctx, "w2", f.now, again)
+		if errs[0] != nil || st[0].Started || st[0].Reason != "exhausted" {
+			t.Fatalf("start = %+v, %v; want the run exhausted at its second delivery", st[0], errs[0])
+		}
+		if r, _ := f.s.GetRun(f.ctx, p.RunID); r.Status != "failed" || f.exists(f.k.IdempotencyKey("k")) {
+			t.Fatalf("run = %+v, key held %v; want failed and the key released", r, f.exists(f.k.IdempotencyKey("k")))
+		}
+	})
+}
+
+// Cancelling a queued run tells workers too: a handler may be running it
+// before its attempt is begun.
+func TestCancelOfAQueuedRunNotifiesWorkers(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		p := f.params("t", "k", redisstore.StrategyStatus)
+		f.enqueue(p)
+		ps := b.Client.Subscribe(f.ctx, f.k.CancelChannel())
+		defer ps.Close()
+		if _, err := ps.Receive(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := f.s.Cancel(f.ctx, p.RunID, "by test", f.now); err != nil || !r.Written {
+			t.Fatalf("cancel = %+v, %v", r, err)
+		}
+		if got := receive(t, ps, 1); fmt.Sprint(got[f.k.CancelChannel()]) != "["+p.RunID+"]" {
+			t.Fatalf("notices = %v", got)
+		}
+	})
+}
