@@ -174,6 +174,11 @@ func (w *Worker) process(j runJob) {
 		a.begun.Store(true)
 	}
 	w.mu.Lock()
+	// An older attempt of the run still here lost its lease (this worker
+	// reclaimed its own delivery): it must stop, and not be renewed.
+	if old := w.active[d.RunID]; old != nil {
+		old.cancel(ErrLeaseLost)
+	}
 	w.active[d.RunID] = &a.activeRun
 	stopping := w.stopping
 	w.mu.Unlock()
@@ -272,7 +277,8 @@ func (w *Worker) beginNow(a *attempt) bool {
 func (w *Worker) begun(a *attempt, st redisstore.StartResult, err error) {
 	switch {
 	case err == nil && st.Started && st.Attempt == a.lease.Attempt:
-		a.extend(w.opts.Clock.Now().Add(w.opts.LeaseDuration))
+		// The lease still counts from the delivery's read: the next
+		// heartbeat renews it (see Options.StartDelay).
 		a.begun.Store(true)
 		a.phase.Store(phaseBegun)
 	case err == nil && !st.Started && (st.Reason == "cancelled" || st.Reason == "exhausted"):
@@ -294,7 +300,9 @@ func (w *Worker) begun(a *attempt, st redisstore.StartResult, err error) {
 // w.active (heartbeats renew its lease until then), its context, its slot.
 func (w *Worker) end(a *attempt) {
 	w.mu.Lock()
-	delete(w.active, a.lease.RunID)
+	if w.active[a.lease.RunID] == &a.activeRun {
+		delete(w.active, a.lease.RunID)
+	}
 	w.mu.Unlock()
 	if a.stop != nil {
 		a.stop()

@@ -67,8 +67,8 @@ type Options struct {
 	// attempt begun and its outcome recorded in one write, which halves
 	// what a short run costs Redis. Until then the run shows queued, and a
 	// cancel still reaches the handler. Default 20ms; a negative value
-	// begins every attempt before its handler runs. Must be below
-	// LeaseDuration.
+	// begins every attempt before its handler runs. StartDelay plus
+	// HeartbeatInterval must be below LeaseDuration.
 	StartDelay time.Duration
 	// Retention is how long the janitor keeps index entries (default 24h).
 	Retention time.Duration
@@ -142,8 +142,11 @@ func (o Options) validate() error {
 		return fmt.Errorf("worker: HeartbeatInterval %s must be above 0 and below LeaseDuration %s", o.HeartbeatInterval, o.LeaseDuration)
 	case o.ShutdownTimeout < 0:
 		return errors.New("worker: ShutdownTimeout must not be negative")
-	case o.StartDelay >= o.LeaseDuration:
-		return fmt.Errorf("worker: StartDelay %s must be below LeaseDuration %s", o.StartDelay, o.LeaseDuration)
+	case o.StartDelay > 0 && o.StartDelay+o.HeartbeatInterval >= o.LeaseDuration:
+		// A delivery's lease counts from its read; the first heartbeat
+		// after its attempt is begun must renew it in time.
+		return fmt.Errorf("worker: StartDelay %s plus HeartbeatInterval %s must be below LeaseDuration %s",
+			o.StartDelay, o.HeartbeatInterval, o.LeaseDuration)
 	}
 	return nil
 }
