@@ -13,19 +13,17 @@ import (
 	"github.com/taskq/taskq/internal/redistest"
 )
 
-// The hook records one operation per item of a batched call, each with its
-// own reply, though start and finish answer with one flat array whose
-// items differ in length (a delivery without a spec gets the record's
-// values too).
-func TestHookSplitsBatchedReplies(t *testing.T) {
+// hooked enqueues runs a, b and c of task t through a client whose calls
+// are recorded into buf, on real Redis.
+func hooked(t *testing.T) (ctx context.Context, now time.Time, st *redisstore.Store, rdb *redis.Client, buf *strings.Builder) {
+	t.Helper()
 	b := redistest.Real(t)
-	rdb := redis.NewClient(&redis.Options{Addr: b.Client.(*redis.Client).Options().Addr})
+	rdb = redis.NewClient(&redis.Options{Addr: b.Client.(*redis.Client).Options().Addr})
 	t.Cleanup(func() { rdb.Close() })
-	var buf strings.Builder
-	rec := NewRecorder("p1", &buf)
-	rdb.AddHook(NewHook(rec))
-	ctx, now := context.Background(), time.Now()
-	st := redisstore.New(rdb, b.Namespace)
+	buf = &strings.Builder{}
+	rdb.AddHook(NewHook(NewRecorder("p1", buf)))
+	ctx, now = context.Background(), time.Now()
+	st = redisstore.New(rdb, b.Namespace)
 	var ps []*redisstore.EnqueueParams
 	for _, id := range []string{"a", "b", "c"} {
 		ps = append(ps, &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
@@ -37,6 +35,15 @@ func TestHookSplitsBatchedReplies(t *testing.T) {
 	if err := st.EnsureGroup(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, now, st, rdb, buf
+}
+
+// The hook records one operation per item of a batched call, each with its
+// own reply, though start and finish answer with one flat array whose
+// items differ in length (a delivery without a spec gets the record's
+// values too).
+func TestHookSplitsBatchedReplies(t *testing.T) {
+	ctx, now, st, rdb, buf := hooked(t)
 	ds, err := st.ReadGroup(ctx, "w1", []string{"t"}, 10, -1)
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("read %d, %v", len(ds), err)
@@ -74,25 +81,7 @@ func TestHookSplitsBatchedReplies(t *testing.T) {
 // the attempt it begins, and a reclaimed delivery's start as Redelivered;
 // the history of a real Redis running them passes the check.
 func TestHookRecordsBeganFinish(t *testing.T) {
-	b := redistest.Real(t)
-	rdb := redis.NewClient(&redis.Options{Addr: b.Client.(*redis.Client).Options().Addr})
-	t.Cleanup(func() { rdb.Close() })
-	var buf strings.Builder
-	rec := NewRecorder("p1", &buf)
-	rdb.AddHook(NewHook(rec))
-	ctx, now := context.Background(), time.Now()
-	st := redisstore.New(rdb, b.Namespace)
-	var ps []*redisstore.EnqueueParams
-	for _, id := range []string{"a", "b", "c"} {
-		ps = append(ps, &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
-			Key: "k-" + id, Strategy: redisstore.StrategyStatus, Hold: time.Minute, Retention: time.Minute, Now: now})
-	}
-	if _, errs := st.EnqueueBatch(ctx, ps); errs[0] != nil || errs[1] != nil || errs[2] != nil {
-		t.Fatal(errs)
-	}
-	if err := st.EnsureGroup(ctx, "t"); err != nil {
-		t.Fatal(err)
-	}
+	ctx, now, st, _, buf := hooked(t)
 	ds, err := st.ReadGroup(ctx, "w1", []string{"t"}, 10, -1)
 	if err != nil || len(ds) != 3 || ds[0].RunID != "a" || ds[1].RunID != "b" || ds[2].RunID != "c" {
 		t.Fatalf("read %+v, %v", ds, err)

@@ -30,10 +30,8 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		type state struct {
-			replies             []string
-			records, keys, ttls map[string]string
-			stream, retry       []string
-			pending             int64
+			held
+			replies []string
 		}
 		outcomes := map[string]redisstore.Outcome{
 			"ok": redisstore.OutcomeSucceeded, "retained": redisstore.OutcomeSucceeded, "failed": redisstore.OutcomeFailed,
@@ -123,35 +121,20 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 				}
 			}
 			end(again)
-			st.records, st.keys, st.ttls = map[string]string{}, map[string]string{}, map[string]string{}
-			for _, p := range ps {
-				rec := b.Client.HGetAll(ctx, k.Run(p.RunID)).Val()
-				delete(rec, "entry") // a stream entry ID: when it was added
-				st.records[p.RunID] = fmt.Sprint(rec)
-				st.ttls["record "+p.RunID] = fmt.Sprint(b.Client.PTTL(ctx, k.Run(p.RunID)).Val() > 0)
-				if p.Key != "" {
-					st.keys[p.Key] = b.Client.Get(ctx, k.IdempotencyKey(p.Key)).Val()
-					st.ttls["key "+p.Key] = fmt.Sprint(b.Client.PTTL(ctx, k.IdempotencyKey(p.Key)).Val() > 0)
-				}
-			}
-			for _, m := range b.Client.XRange(ctx, k.Stream("t"), "-", "+").Val() {
-				st.stream = append(st.stream, fmt.Sprint(m.Values["r"]))
-			}
-			st.pending = b.Client.XPending(ctx, k.Stream("t"), redisstore.GroupName).Val().Count
-			st.retry = b.Client.ZRange(ctx, k.Retry(), 0, -1).Val()
+			st.held = heldBy(ctx, b, k, "t", ps)
 			return st
 		}
 		two, one := run(b.Namespace+"-two", false), run(b.Namespace+"-one", true)
 		if fmt.Sprint(two.replies) != fmt.Sprint(one.replies) {
 			t.Errorf("replies differ:\nstart, finish %v\nbegun at end  %v", two.replies, one.replies)
 		}
-		for _, m := range []struct {
-			name     string
-			two, one map[string]string
-		}{{"record", two.records, one.records}, {"key", two.keys, one.keys}, {"ttl", two.ttls, one.ttls}} {
-			if !maps.Equal(m.two, m.one) {
-				t.Errorf("%ss differ:\nstart, finish %v\nbegun at end  %v", m.name, m.two, m.one)
+		for id, rec := range two.records {
+			if !maps.Equal(rec, one.records[id]) {
+				t.Errorf("record %s differs:\nstart, finish %v\nbegun at end  %v", id, rec, one.records[id])
 			}
+		}
+		if fmt.Sprint(two.keys, two.ttls) != fmt.Sprint(one.keys, one.ttls) {
+			t.Errorf("keys differ:\nstart, finish %v %v\nbegun at end  %v %v", two.keys, two.ttls, one.keys, one.ttls)
 		}
 		if fmt.Sprint(two.stream, two.pending, two.retry) != fmt.Sprint(one.stream, one.pending, one.retry) {
 			t.Errorf("streams differ:\nstart, finish %v %d %v\nbegun at end  %v %d %v", two.stream, two.pending, two.retry, one.stream, one.pending, one.retry)
@@ -174,7 +157,7 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 					id, r.Status, r.Attempt, r.Consumer, r.Started, status, attempts)
 			}
 		}
-		if one.keys["k-ok"] != "" || one.keys["k-ret"] != "retained" || one.keys["k-retry"] != "retry" {
+		if one.keys["k-ok"]["owner"] != "" || one.keys["k-ret"]["owner"] != "retained" || one.keys["k-retry"]["owner"] != "retry" {
 			t.Errorf("keys = %v: want k-ok released, k-ret retained, k-retry held through the retry", one.keys)
 		}
 	})

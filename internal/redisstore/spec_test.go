@@ -60,13 +60,9 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		type state struct {
-			records, keys map[string]map[string]string
-			ttls          map[string]bool
-			stream        []string
-			pending       int64
-			retry         []string
-			starts        []string
-			finishes      []string
+			held
+			starts   []string
+			finishes []string
 		}
 		run := func(ns string, withSpec bool) state {
 			s := redisstore.New(b.Client, ns)
@@ -146,22 +142,7 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 			for i := range frs {
 				st.finishes = append(st.finishes, fmt.Sprint(frs[i], ferrs[i]))
 			}
-			st.records, st.keys, st.ttls = map[string]map[string]string{}, map[string]map[string]string{}, map[string]bool{}
-			for _, p := range ps {
-				rec := b.Client.HGetAll(ctx, k.Run(p.RunID)).Val()
-				delete(rec, "entry") // a stream entry ID: when it was added
-				st.records[p.RunID] = rec
-				st.ttls["record "+p.RunID] = b.Client.PTTL(ctx, k.Run(p.RunID)).Val() > 0
-				if p.Key != "" {
-					st.keys[p.Key] = map[string]string{"owner": b.Client.Get(ctx, k.IdempotencyKey(p.Key)).Val()}
-					st.ttls["key "+p.Key] = b.Client.PTTL(ctx, k.IdempotencyKey(p.Key)).Val() > 0
-				}
-			}
-			for _, m := range b.Client.XRange(ctx, k.Stream("t"), "-", "+").Val() {
-				st.stream = append(st.stream, fmt.Sprint(m.Values["r"]))
-			}
-			st.pending = b.Client.XPending(ctx, k.Stream("t"), redisstore.GroupName).Val().Count
-			st.retry = b.Client.ZRange(ctx, k.Retry(), 0, -1).Val()
+			st.held = heldBy(ctx, b, k, "t", ps)
 			return st
 		}
 		slow, fast := run(b.Namespace+"-record", false), run(b.Namespace+"-spec", true)
@@ -220,6 +201,37 @@ func TestEntryWithoutAValidSpecIsStartedFromTheRecord(t *testing.T) {
 			}
 		}
 	})
+}
+
+// held is what Redis holds of some runs of one task, for comparing the
+// outcomes of two ways of getting there.
+type held struct {
+	records, keys map[string]map[string]string // records without their entry IDs
+	ttls          map[string]bool              // whether each record and key expires
+	stream        []string                     // run IDs of the task stream's entries
+	pending       int64
+	retry         []string
+}
+
+// heldBy reads what Redis holds of runs ps of task.
+func heldBy(ctx context.Context, b *redistest.Backend, k redisstore.Keys, task string, ps []*redisstore.EnqueueParams) held {
+	h := held{records: map[string]map[string]string{}, keys: map[string]map[string]string{}, ttls: map[string]bool{}}
+	for _, p := range ps {
+		rec := b.Client.HGetAll(ctx, k.Run(p.RunID)).Val()
+		delete(rec, "entry") // a stream entry ID: when it was added
+		h.records[p.RunID] = rec
+		h.ttls["record "+p.RunID] = b.Client.PTTL(ctx, k.Run(p.RunID)).Val() > 0
+		if p.Key != "" {
+			h.keys[p.Key] = map[string]string{"owner": b.Client.Get(ctx, k.IdempotencyKey(p.Key)).Val()}
+			h.ttls["key "+p.Key] = b.Client.PTTL(ctx, k.IdempotencyKey(p.Key)).Val() > 0
+		}
+	}
+	for _, m := range b.Client.XRange(ctx, k.Stream(task), "-", "+").Val() {
+		h.stream = append(h.stream, fmt.Sprint(m.Values["r"]))
+	}
+	h.pending = b.Client.XPending(ctx, k.Stream(task), redisstore.GroupName).Val().Count
+	h.retry = b.Client.ZRange(ctx, k.Retry(), 0, -1).Val()
+	return h
 }
 
 // specOf is r's spec as a value, for comparing results.

@@ -55,12 +55,18 @@ func (w *Worker) beat() {
 			case redisstore.LeaseFinished:
 				// The cancel notice may not have arrived yet: give the
 				// same cause it would have.
-				if by, ok := strings.CutPrefix(states[i].Reason, supersededPrefix); ok {
-					a.cancel(&SupersededError{RunID: a.lease.RunID, By: by})
-				} else {
-					a.cancel(ErrRunCancelled)
-				}
+				a.cancel(endedCause(a.lease.RunID, states[i].Reason))
 			}
 		}
 	}
+}
+
+// endedCause is the cause a handler's context is cancelled with when its
+// run turned out to have been cancelled, given the run's error: the same
+// the cancel notice gives (see listenCancels).
+func endedCause(runID, runError string) error {
+	if by, ok := strings.CutPrefix(runError, supersededPrefix); ok {
+		return &SupersededError{RunID: runID, By: by}
+	}
+	return ErrRunCancelled
 }

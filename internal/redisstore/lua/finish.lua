@@ -73,21 +73,8 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
     ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], nil, nil
   local began = ARGV[a + 12]
   if began ~= '' and f.strat ~= '' then
-    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x', 'entry')
-    if r.err then
-      return taskq_wrongtype(run_key), ''
-    end
-    local status = r[1]
-    if not status then
-      return 0, 'missing'
-    end
-    if taskq_is_terminal(status) then
-      return 0, status
-    end
-    if status ~= 'queued' or r[4] ~= f.entry or (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt) then
-      return 0, 'stale'
-    end
     f.began, f.attempt, f.consumer = began, attempt, ARGV[a + 13]
+    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x', 'entry')
   elseif f.strat == '' then
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x',
       'task', 'entry', 'strat', 'key', 'retain', 'keep')
@@ -97,14 +84,22 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
   else
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x')
   end
-  if not f.began then
-    if r.err then
-      return taskq_wrongtype(run_key), ''
+  if r.err then
+    return taskq_wrongtype(run_key), ''
+  end
+  local status = r[1]
+  if not status then
+    return 0, 'missing'
+  end
+  if f.began then
+    -- Begun here: only while nothing happened to the run since the entry.
+    if taskq_is_terminal(status) then
+      return 0, status
     end
-    local status = r[1]
-    if not status then
-      return 0, 'missing'
+    if status ~= 'queued' or r[4] ~= f.entry or (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt) then
+      return 0, 'stale'
     end
+  else
     if tonumber(r[2]) ~= tonumber(attempt) then
       return 0, 'stale'
     end
