@@ -61,7 +61,7 @@ func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
 		return StartResult{}, 3, scriptError(err)
 	}
 	if asInt(r[0]) != 1 {
-		return StartResult{Reason: asString(r[1])}, 3, nil
+		return StartResult{Reason: asString(r[1]), Error: asString(r[2])}, 3, nil
 	}
 	n := 3
 	if spec == nil {

@@ -281,3 +281,25 @@ func TestCancelOfAQueuedRunNotifiesWorkers(t *testing.T) {
 		}
 	})
 }
+
+// A delivery of a run superseded before its attempt was begun is refused
+// with the run's error, which names the run that superseded it: a worker
+// already running the handler gives it the same cause the cancel notice
+// would.
+func TestStartOfASupersededRunSaysWhoSupersededIt(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		p := f.params("t", "k", redisstore.StrategyStatus)
+		f.enqueue(p)
+		ds := f.read("t", "w1")
+		newer := f.params("t", "k", redisstore.StrategyStatus)
+		newer.Policy = redisstore.PolicySupersede
+		if r := f.enqueue(newer); !r.Accepted || r.Superseded != p.RunID {
+			t.Fatalf("supersede = %+v", r)
+		}
+		st, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds[:1])
+		if errs[0] != nil || st[0].Started || st[0].Reason != "cancelled" || st[0].Error != "superseded by run "+newer.RunID {
+			t.Fatalf("start = %+v, %v; want refused as cancelled, superseded by %s", st[0], errs[0], newer.RunID)
+		}
+	})
+}

@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,48 +30,16 @@ func receive[T any](t *testing.T, what string, ch <-chan T) T {
 	}
 }
 
-// deadRedis is a go-redis hook that, once Dead is set, fails every command
-// as a connection to a vanished process would: a worker using it can no
-// longer read, begin, heartbeat, reclaim or record anything, as if it had
-// died.
-type deadRedis struct {
-	Dead atomic.Bool
-}
-
-func (h *deadRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *deadRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.Dead.Load() {
-			cmd.SetErr(io.EOF)
-			return io.EOF
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *deadRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.Dead.Load() {
-			for _, cmd := range cmds {
-				cmd.SetErr(io.EOF)
-			}
-			return io.EOF
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // dyingBackend is b's namespace on a Redis connection of its own, which
-// the returned hook cuts off for good once its Dead is set.
-func dyingBackend(t *testing.T, b *redistest.Backend) (*redistest.Backend, *deadRedis) {
+// the returned hook cuts off for good once its Cut is set.
+func dyingBackend(t *testing.T, b *redistest.Backend) (*redistest.Backend, *redistest.Cutoff) {
 	t.Helper()
 	opt, err := redis.ParseURL(redisURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	rdb := redis.NewClient(opt)
-	hook := &deadRedis{}
+	hook := &redistest.Cutoff{}
 	rdb.AddHook(hook)
 	t.Cleanup(func() { _ = rdb.Close() })
 	dying := *b
@@ -246,7 +213,7 @@ func TestDeferredRunOfDeadWorkerCountsTheLostDelivery(t *testing.T) {
 		startWorker(t, dying, worker.Options{Name: "doomed", LeaseDuration: lease, StartDelay: 300 * time.Millisecond},
 			func(w *worker.Worker) {
 				worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-					hook.Dead.Store(true)
+					hook.Cut.Store(true)
 					attempts <- ctx.Attempt()
 					<-ctx.Done()
 					return out{}, context.Cause(ctx)

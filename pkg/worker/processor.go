@@ -281,19 +281,13 @@ func (w *Worker) begun(a *attempt, st redisstore.StartResult, err error) {
 		// heartbeat renews it (see Options.StartDelay).
 		a.begun.Store(true)
 		a.phase.Store(phaseBegun)
-	case err == nil && !st.Started && st.Reason == "cancelled":
+	case err == nil && st.Reason == "cancelled":
 		// The cancel notice may not have arrived yet: give the same cause
-		// it would have, which the run's error tells.
-		var runError string
-		if r, err := w.store.GetRun(context.Background(), a.lease.RunID); err == nil {
-			runError = r.Error
-		}
+		// it would have.
 		a.phase.Store(phaseRefused)
-		a.cancel(endedCause(a.lease.RunID, runError))
-	case err == nil && !st.Started && st.Reason == "exhausted":
-		a.phase.Store(phaseRefused)
-		a.cancel(ErrRunCancelled)
+		a.cancel(endedCause(a.lease.RunID, st.Error))
 	default:
+		// Another delivery owns the run now, or it ended otherwise.
 		if err != nil {
 			a.rc.Logger().Warn("taskq: beginning the attempt failed", "err", err)
 		}

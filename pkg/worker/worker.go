@@ -66,9 +66,10 @@ type Options struct {
 	// lease is renewed from then on). A handler that returns sooner has its
 	// attempt begun and its outcome recorded in one write, which saves a
 	// round trip and about a quarter of what Redis spends on the run. Until
-	// then the run shows queued, and a cancel still reaches the handler. Default 20ms; a negative value
-	// begins every attempt before its handler runs. StartDelay plus
-	// HeartbeatInterval must be below LeaseDuration.
+	// then the run shows queued, and a cancel still reaches the handler.
+	// Default 20ms; a negative value begins every attempt before its
+	// handler runs. StartDelay plus HeartbeatInterval must be below
+	// LeaseDuration.
 	StartDelay time.Duration
 	// Retention is how long the janitor keeps index entries (default 24h).
 	Retention time.Duration

@@ -26,20 +26,23 @@
 --                        values follow: input, meta, key, strategy, retries,
 --                        timeout ms, created ms, max deliveries, retain ms,
 --                        retention ms
---   0, reason, ""        not started, the entry is acknowledged and deleted;
+--   0, reason, error     not started, the entry is acknowledged and deleted;
 --                        reason is "missing" (no record), "stale" (an older
 --                        delivery of the run), "exhausted" (too many
 --                        deliveries: the run is now failed), or the run's
---                        terminal status
+--                        terminal status, and then error is the run's error
+--                        (why it was cancelled: "superseded by run <id>"),
+--                        so that a worker whose handler already runs it
+--                        tells the handler what the cancel notice would
 --   an error reply "TASKQ_WRONGTYPE <key> <type>", "", ""  when the run key
 --                        holds something else than a run; nothing is written
 --                        for that delivery
 
 local group, consumer, now, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
-local function drop(stream, entry, reason)
+local function drop(stream, entry, reason, err)
   taskq_drop(stream, group, entry)
-  return 0, reason, ''
+  return 0, reason, err or ''
 end
 
 local function start(run_key, stream, run_id, entry, maxdel, redelivered)
@@ -58,7 +61,7 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
     return drop(stream, entry, 'missing')
   end
   if taskq_is_terminal(status) then
-    return drop(stream, entry, status)
+    return drop(stream, entry, status, redis.call('HGET', run_key, 'error'))
   end
   if r[2] ~= entry then
     return drop(stream, entry, 'stale')
