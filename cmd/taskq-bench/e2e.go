@@ -14,10 +14,10 @@ import (
 // benchEndToEnd measures no-op runs processed by workers to a terminal
 // status with their keys released: first triggered while the workers run
 // (the figure compared with trigger throughput), then a backlog queued
-// before the workers start (the workers' own rate). Each round first
-// measures trigger throughput again, as the trigger scenario does for
-// taskq: the box's speed drifts over a run, and the ratio is taken
-// between figures measured side by side.
+// before the workers start (the workers' own rate). Each round measures
+// trigger throughput again, just before and just after its end-to-end
+// run, as the trigger scenario does for taskq: the box's speed drifts over
+// a run, and the ratio is taken between figures measured side by side.
 func benchEndToEnd(ctx context.Context, e *env, rep *report) error {
 	cfg := e.cfg
 	e.printf("\n== e2e: %d no-op runs (status strategy), %d callers, %d workers x %d slots, %d rounds (median reported)\n",
@@ -30,24 +30,36 @@ func benchEndToEnd(ctx context.Context, e *env, rep *report) error {
 	defer c.Close()
 	var lives, drains []e2eFigures
 	var triggers, ratios []float64
-	for r := 0; r < cfg.rounds; r++ {
+	triggerAlone := func(r int) (float64, error) {
 		prefix := fmt.Sprintf("e2e-trigger-r%d-", r)
 		elapsed, err := drive(ctx, e, "e2e trigger", cfg.n, cfg.concurrency, 1, func(ctx context.Context, i int) error {
 			_, err := client.RunNoWait(ctx, c, e.noop, benchInput{ID: prefix + strconv.Itoa(i)})
 			return err
 		})
+		e.cleanup(ctx)
+		return float64(cfg.n) / elapsed.Seconds(), err
+	}
+	// Each round measures triggers alone just before and just after the
+	// end-to-end run, and takes its ratio to their mean: a drift of the
+	// box's speed during the round then counts neither for nor against it.
+	for r := 0; r < cfg.rounds; r++ {
+		before, err := triggerAlone(2 * r)
 		if err != nil {
 			return err
 		}
-		e.cleanup(ctx)
-		trig := float64(cfg.n) / elapsed.Seconds()
 		live, err := e2eOnce(ctx, e, "e2e", false, r == 0)
 		if err != nil {
 			return err
 		}
-		e.printf("  round %d/%d: triggers alone %s; triggered and processed %s = %s\n", r+1, cfg.rounds, rate(trig), rate(live.rate), ratio(live.rate, trig))
-		triggers, ratios = append(triggers, trig), append(ratios, live.rate/trig)
 		e.cleanup(ctx)
+		after, err := triggerAlone(2*r + 1)
+		if err != nil {
+			return err
+		}
+		trig := (before + after) / 2
+		e.printf("  round %d/%d: triggers alone %s before, %s after; triggered and processed %s = %s of their mean\n",
+			r+1, cfg.rounds, rate(before), rate(after), rate(live.rate), ratio(live.rate, trig))
+		triggers, ratios = append(triggers, before, after), append(ratios, live.rate/trig)
 		drain, err := e2eOnce(ctx, e, "e2e-drain", true, r == 0)
 		if err != nil {
 			return err
