@@ -235,7 +235,28 @@ func (e *env) profile(name string) func() {
 		e.printf("profile: %v\n", err)
 		return func() {}
 	}
-	return func() { pprof.StopCPUProfile(); _ = f.Close() }
+	// Allocations are counted from the program's start: the profiles
+	// taken at both ends of the measurement give its own with
+	// "go tool pprof -base <name>.allocs-before.pprof <name>.allocs.pprof".
+	e.writeProfile("allocs", name+".allocs-before")
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		e.writeProfile("allocs", name+".allocs")
+	}
+}
+
+// writeProfile writes the named runtime profile into the profile directory.
+func (e *env) writeProfile(profile, name string) {
+	f, err := os.Create(filepath.Join(e.cfg.profileDir, name+".pprof"))
+	if err != nil {
+		e.printf("profile: %v\n", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup(profile).WriteTo(f, 0); err != nil {
+		e.printf("profile: %v\n", err)
+	}
 }
 
 // keysCount counts the keys of the namespace matching what (e.g. "key:*").

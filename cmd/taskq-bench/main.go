@@ -79,7 +79,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.retention, "retention", 3*time.Second, "run record retention (memory; at least 1s)")
 	variants := fs.String("variants", "", `run only these variants of trigger and dup, comma separated (e.g. "evalsha,taskq"); the first is the reference of the ratios`)
 	fs.StringVar(&c.keyBench, "key-bench", "", `key-derivation results: a file of "go test -bench" output, "" to run it, "off" to skip`)
-	fs.StringVar(&c.profileDir, "cpuprofile", "", "write a CPU profile of each measured variant into this directory")
+	fs.StringVar(&c.profileDir, "cpuprofile", "", "write CPU and allocation profiles of each measured variant into this directory")
 	fs.BoolVar(&c.verbose, "v", false, "log taskq's own warnings")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
