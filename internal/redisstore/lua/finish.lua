@@ -46,42 +46,30 @@
 
 local group, prefix = ARGV[1], ARGV[2]
 local entries = {} -- task -> stream entries to acknowledge and trim
+local counts = {}  -- task -> how many entries
 local tasks = {}   -- tasks in the order first seen
 local b = taskq_batch()
 
-local function drop_later(task, entry)
-  if not task or not entry or entry == '' then
-    return
-  end
-  local e = entries[task]
-  if not e then
-    e = {}
-    entries[task] = e
-    tasks[#tasks + 1] = task
-  end
-  e[#e + 1] = entry
-end
-
--- The record fields of the attempt at hand, for taskq_end: one table
--- filled anew for each attempt, as building a table costs Redis more than
--- filling one.
-local f = {}
-
-local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
-  local r
-  f.task, f.entry, f.strat, f.key, f.retain, f.keep, f.x, f.began =
-    ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], nil, nil
+-- One attempt's outcome. What the delivery told the worker comes as
+-- arguments (a, the attempt's first ARGV) and locals: filling a table for
+-- each attempt would cost Redis more.
+local function finish(run_key, a)
+  local run_id, attempt, outcome, payload, now = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local task, entry, strat, key, retain, keep = ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10],
+    ARGV[a + 11]
   local began = ARGV[a + 12]
-  if began ~= '' and f.strat ~= '' then
-    f.began, f.attempt, f.consumer = began, attempt, ARGV[a + 13]
-    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x', 'entry')
-  elseif f.strat == '' then
+  local r
+  if strat == '' then
+    began = nil
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x',
       'task', 'entry', 'strat', 'key', 'retain', 'keep')
     if not r.err then
-      f.task, f.entry, f.strat, f.key, f.retain, f.keep = r[4], r[5], r[6], r[7], r[8], r[9]
+      task, entry, strat, key, retain, keep = r[4], r[5], r[6], r[7], r[8], r[9]
     end
+  elseif began ~= '' then
+    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x', 'entry')
   else
+    began = nil
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x')
   end
   if r.err then
@@ -91,12 +79,12 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
   if not status then
     return 0, 'missing'
   end
-  if f.began then
+  if began then
     -- Begun here: only while nothing happened to the run since the entry.
     if taskq_is_terminal(status) then
       return 0, status
     end
-    if status ~= 'queued' or r[4] ~= f.entry or (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt) then
+    if status ~= 'queued' or r[4] ~= entry or (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt) then
       return 0, 'stale'
     end
   else
@@ -107,39 +95,46 @@ local function finish(run_key, run_id, attempt, outcome, payload, now, due, a)
       return 0, status
     end
   end
-  drop_later(f.task, f.entry)
+  if task and entry and entry ~= '' then
+    local e = entries[task]
+    if not e then
+      e = {}
+      entries[task], counts[task] = e, 0
+      tasks[#tasks + 1] = task
+    end
+    local n = counts[task] + 1
+    e[n], counts[task] = entry, n
+  end
   if outcome == 'succeeded' or outcome == 'failed' then
     -- A running run is in no retry or debounce timer, so unlike
     -- taskq_terminate there is nothing to remove from the retry zset.
     local field = outcome == 'succeeded' and 'result' or 'error'
-    f.x = r[3]
-    taskq_end(prefix, run_key, run_id, outcome, now, field, payload, f, b)
+    taskq_end(prefix, run_key, run_id, outcome, now, field, payload, strat, key, retain, keep, r[3], b,
+      began, attempt, ARGV[a + 13])
     return 1, outcome
   end
   -- retry: the key stays held through every retry of a status-strategy run.
-  if f.began then
+  if began then
     redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '',
-      'attempt', attempt, 'started', f.began, 'consumer', f.consumer)
+      'attempt', attempt, 'started', began, 'consumer', ARGV[a + 13])
   else
     redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '')
   end
   redis.call('HINCRBY', run_key, 'fails', 1)
-  redis.call('ZADD', KEYS[1], due, run_id)
+  redis.call('ZADD', KEYS[1], ARGV[a + 5], run_id)
   return 1, 'queued'
 end
 
 local out = {}
 for i = 0, #KEYS - 2 do
-  local a = 14 * i + 3
-  out[2 * i + 1], out[2 * i + 2] = finish(KEYS[i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4],
-    ARGV[a + 5], a)
+  out[2 * i + 1], out[2 * i + 2] = finish(KEYS[i + 2], 14 * i + 3)
 end
 taskq_batch_done(prefix, b)
 for _, task in ipairs(tasks) do
-  local s, e = prefix .. 'stream:' .. task, entries[task]
+  local s, e, n = prefix .. 'stream:' .. task, entries[task], counts[task]
   -- In slices, as unpack's results must fit Lua's stack.
-  for j = 1, #e, 1000 do
-    redis.call('XACK', s, group, unpack(e, j, math.min(j + 999, #e)))
+  for j = 1, n, 1000 do
+    redis.call('XACK', s, group, unpack(e, j, math.min(j + 999, n)))
   end
   taskq_trim_acked(s, group, e)
 end

@@ -47,28 +47,25 @@ end
 -- run whose key lapsed and was claimed by another run never frees the
 -- newer owner's key. A key with retain > 0 is kept for that long instead.
 -- One MGET reads every owner and one DEL frees the keys, where a GET and a
--- DEL per run would cost Redis a call each. rel is a flat list of
--- triples: key (full name), run id, retain ms.
-local function taskq_release_all(rel)
-  if #rel == 0 then
+-- DEL per run would cost Redis a call each. b (see taskq_batch) holds the
+-- keys' full names, their runs' ids and retain ms in three lists of b.n.
+local function taskq_release_all(b)
+  if b.n == 0 then
     return
   end
-  local names = {}
-  for i = 1, #rel, 3 do
-    names[#names + 1] = rel[i]
-  end
-  local owners, free = redis.call('MGET', unpack(names)), {}
-  for i = 1, #rel, 3 do
-    if owners[(i + 2) / 3] == rel[i + 1] then
-      if rel[i + 2] > 0 then
-        redis.call('PEXPIRE', rel[i], rel[i + 2])
+  local owners, free, n = redis.call('MGET', unpack(b.names, 1, b.n)), {}, 0
+  for i = 1, b.n do
+    if owners[i] == b.owners[i] then
+      if b.retains[i] > 0 then
+        redis.call('PEXPIRE', b.names[i], b.retains[i])
       else
-        free[#free + 1] = rel[i]
+        n = n + 1
+        free[n] = b.names[i]
       end
     end
   end
-  if #free > 0 then
-    redis.call('DEL', unpack(free))
+  if n > 0 then
+    redis.call('DEL', unpack(free, 1, n))
   end
 end
 
@@ -147,15 +144,17 @@ local function taskq_drop_entry(prefix, group, task, entry)
 end
 
 -- What taskq_end gathers across the runs one call ends (keys to release,
--- counts by status), for taskq_batch_done to act on once.
+-- counts by status), for taskq_batch_done to act on once. The keys are
+-- kept in parallel lists of n entries, as appending at a table's length
+-- costs Redis a search for that length each time.
 local function taskq_batch()
-  return {rel = {}, ended = {}}
+  return {n = 0, names = {}, owners = {}, retains = {}, ended = {}}
 end
 
 -- Releases the keys of the runs b gathered (see taskq_release_all) and
 -- publishes their count per status.
 local function taskq_batch_done(prefix, b)
-  taskq_release_all(b.rel)
+  taskq_release_all(b)
   local msg = {}
   for status, n in pairs(b.ended) do
     msg[#msg + 1] = status .. ' ' .. n
@@ -166,31 +165,33 @@ local function taskq_batch_done(prefix, b)
   end
 end
 
--- Ends a run whose record fields f (strat, key, retain, keep, x) the
--- caller has read: records the status, releases the key per strategy,
--- starts the retention clock and sends the completion notices. The caller
--- drops the run's delivery. field/value carry the result or the error
--- message. With f.began set, the attempt f.attempt begins in the same write
--- (f.began its start time, f.consumer its worker; see finish.lua). Callers
--- that end many runs pass b, a taskq_batch, and call taskq_batch_done once
--- at the end; with b nil the key is released and the run counted at once.
+-- Ends a run whose record fields (strat, key, retain, keep and the flags
+-- x) the caller has read: records the status, releases the key per
+-- strategy, starts the retention clock and sends the completion notices.
+-- The caller drops the run's delivery. field/value carry the result or the
+-- error message. With began set, the attempt begins in the same write
+-- (began its start time, consumer its worker; see finish.lua). The fields
+-- come as arguments rather than in a table, as filling a table costs Redis
+-- more for each run than passing values. Callers that end many runs pass
+-- b, a taskq_batch, and call taskq_batch_done once at the end; with b nil
+-- the key is released and the run counted at once.
 --
 -- Notices: the run's done channel is published only when a waiter asked
 -- for it (flag w, see watch.lua); the namespace's finished channel gets
 -- the count of runs ended per status, once per script call.
-local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, b)
-  if f.began then
+local function taskq_end(prefix, run_key, run_id, status, now, field, value, strat, key, retain, keep, x, b,
+    began, attempt, consumer)
+  if began then
     redis.call('HSET', run_key, 'status', status, 'finished', now, field, value,
-      'attempt', f.attempt, 'started', f.began, 'consumer', f.consumer)
+      'attempt', attempt, 'started', began, 'consumer', consumer)
   else
     redis.call('HSET', run_key, 'status', status, 'finished', now, field, value)
   end
   local one = not b
   b = b or taskq_batch()
-  if f.strat == 'status' and f.key and f.key ~= '' then
-    b.rel[#b.rel + 1] = prefix .. 'key:' .. f.key
-    b.rel[#b.rel + 1] = run_id
-    b.rel[#b.rel + 1] = tonumber(f.retain) or 0
+  if strat == 'status' and key and key ~= '' then
+    local n = b.n + 1
+    b.n, b.names[n], b.owners[n], b.retains[n] = n, prefix .. 'key:' .. key, run_id, tonumber(retain) or 0
   end
   b.ended[status] = (b.ended[status] or 0) + 1
   if one then
@@ -198,18 +199,22 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, f, 
   end
   -- keep goes to PEXPIRE as the string it came as: Redis formats a Lua
   -- number passed to a command with a printf of its own, at a cost.
-  local keep = f.keep
   if (tonumber(keep) or 0) > 0 then
     redis.call('PEXPIRE', run_key, keep)
+  end
+  if not x or x == '' then
+    return
+  end
+  if (tonumber(keep) or 0) > 0 then
     -- Signals and step results live as long as the record.
-    if taskq_has(f.x, 's') then
+    if taskq_has(x, 's') then
       redis.call('PEXPIRE', prefix .. 'signals:' .. run_id, keep)
     end
-    if taskq_has(f.x, 't') then
+    if taskq_has(x, 't') then
       redis.call('PEXPIRE', prefix .. 'steps:' .. run_id, keep)
     end
   end
-  if taskq_has(f.x, 'w') then
+  if taskq_has(x, 'w') then
     redis.call('PUBLISH', prefix .. 'done:' .. run_id, status)
   end
 end
@@ -219,8 +224,7 @@ end
 local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
   local r = redis.call('HMGET', run_key, 'task', 'strat', 'key', 'retain', 'entry', 'keep', 'x')
   taskq_drop_entry(prefix, group, r[1], r[5])
-  taskq_end(prefix, run_key, run_id, status, now, field, value,
-    {strat = r[2], key = r[3], retain = r[4], keep = r[6], x = r[7]})
+  taskq_end(prefix, run_key, run_id, status, now, field, value, r[2], r[3], r[4], r[6], r[7])
   redis.call('ZREM', prefix .. 'retry', run_id)
 end
 
