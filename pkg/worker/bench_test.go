@@ -1,0 +1,69 @@
+package worker_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
+	"github.com/taskq/taskq/pkg/worker"
+)
+
+// BenchmarkWorkerDrain measures the worker's own cost per run: b.N no-op
+// runs (status strategy) are queued before the timer starts, and one
+// worker processes them to a terminal status. Allocations per op are the
+// worker process's per run; the Redis work is cmd/taskq-bench's to
+// measure.
+func BenchmarkWorkerDrain(b *testing.B) {
+	be := redistest.Real(b)
+	ctx := context.Background()
+	c, err := client.New(client.Options{Redis: be.Client, Namespace: be.Namespace, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	tk := task.Must[in, out]("drain", task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
+	var wg sync.WaitGroup
+	const callers = 50
+	errs := make(chan error, callers)
+	for g := 0; g < callers; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < b.N; i += callers {
+				if _, err := client.RunNoWait(ctx, c, tk, in{ID: strconv.Itoa(i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	stream := redisstore.NewKeys(be.Namespace).Stream(tk.Name())
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	w, err := worker.New(worker.Options{Redis: be.Client, Namespace: be.Namespace, Logger: quiet, Concurrency: 100})
+	if err != nil {
+		b.Fatal(err)
+	}
+	worker.Handle(w, tk, func(worker.Context, in) (out, error) { return out{}, nil })
+	if err := w.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// A run's entry leaves the stream once its outcome is recorded.
+	for be.Client.XLen(ctx, stream).Val() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	_ = w.Shutdown(ctx)
+}
