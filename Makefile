@@ -3,7 +3,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-short bench lint fmt soak dev clean
+.PHONY: all build test test-short bench script-cost lint fmt soak dev clean
 
 all: build test
 
@@ -25,6 +25,10 @@ bench:
 	@mkdir -p $(BIN)
 	@$(GO) test -run '^$$' -bench . -benchmem ./pkg/idempotency/ > $(BIN)/keybench.txt; status=$$?; cat $(BIN)/keybench.txt; exit $$status
 	$(GO) run ./cmd/taskq-bench -key-bench $(BIN)/keybench.txt $(BENCH_FLAGS)
+
+## script-cost: instructions redis-server executes per run for each script call (redis-server under valgrind's callgrind: the same count on every run, whatever the machine's load)
+script-cost:
+	$(GO) test -tags scriptcost -run TestScriptCost -count=1 -v ./internal/redisstore/
 
 ## lint: formatting and vet
 lint:

@@ -1,0 +1,260 @@
+//go:build scriptcost
+
+package redisstore_test
+
+// The scripts' cost in Redis, counted in instructions rather than time:
+// redis-server runs under valgrind's callgrind, which counts the
+// instructions it executes for each phase of a run's life. The count is
+// the same from one run to the next whatever else the machine is doing,
+// so a change to a script shows its effect in one run where timings on a
+// shared machine need many. Run it with "make script-cost" (valgrind must
+// be installed); it is not part of "make test".
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// callgrindServer is redis-server under callgrind, with instrumentation
+// off until a phase is measured.
+type callgrindServer struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	out  string // callgrind's output file; dumps get .1, .2, ...
+	rdb  *redis.Client
+	dump int
+}
+
+func startCallgrind(t *testing.T) *callgrindServer {
+	t.Helper()
+	for _, tool := range []string{"valgrind", "callgrind_control", "redis-server"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to count the scripts' instructions: %v", tool, err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	dir := t.TempDir()
+	s := &callgrindServer{t: t, out: filepath.Join(dir, "callgrind.out")}
+	s.cmd = exec.Command("valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file="+s.out,
+		"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir)
+	s.cmd.Stdout, s.cmd.Stderr = nil, nil
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// Wait for the port before a client dials, so that no failed dial is
+	// logged while valgrind starts the server.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = s.cmd.Process.Kill()
+			t.Fatal("redis-server under valgrind did not listen")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.rdb = redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: time.Minute, MaxRetries: -1})
+	t.Cleanup(func() {
+		_ = s.rdb.ShutdownNoSave(context.Background()).Err()
+		_ = s.rdb.Close()
+		done := make(chan struct{})
+		go func() { _ = s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = s.cmd.Process.Kill()
+		}
+	})
+	if err := s.rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *callgrindServer) control(args ...string) {
+	s.t.Helper()
+	args = append(args, strconv.Itoa(s.cmd.Process.Pid))
+	if out, err := exec.Command("callgrind_control", args...).CombinedOutput(); err != nil {
+		s.t.Fatalf("callgrind_control %v: %v\n%s", args, err, out)
+	}
+}
+
+// measure counts the instructions redis-server executes while fn runs.
+func (s *callgrindServer) measure(fn func()) int64 {
+	s.t.Helper()
+	s.control("-i", "on")
+	fn()
+	s.control("-i", "off")
+	s.control("-d")
+	s.dump++
+	name := fmt.Sprintf("%s.%d", s.out, s.dump)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if n, ok := callgrindTotal(name); ok {
+			return n
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no callgrind dump in %s", name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// callgrindTotal reads the "totals:" line a complete dump ends with.
+func callgrindTotal(name string) (int64, bool) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "totals: "); ok {
+			n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// TestScriptCost counts, per run, the instructions of each script call in
+// a run's life, batched as the client and worker batch them (16 per
+// call): triggering, reading the delivery, and recording the outcome of an
+// attempt begun with it (a short run) or begun first by start.lua (a run
+// still going after the worker's StartDelay).
+func TestScriptCost(t *testing.T) {
+	const n, batch = 2000, 16
+	s := startCallgrind(t)
+	ctx := context.Background()
+	st := redisstore.New(s.rdb, "cost")
+	if err := st.EnsureGroup(ctx, "noop"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	trigger := func(from, to int) {
+		ps := make([]*redisstore.EnqueueParams, 0, to-from)
+		for i := from; i < to; i++ {
+			id := fmt.Sprintf("run-%06d", i)
+			ps = append(ps, &redisstore.EnqueueParams{RunID: id, Task: "noop", Input: []byte(`{"id":"` + id + `"}`),
+				Meta: []byte(`{}`), Key: "order-" + id, Strategy: redisstore.StrategyStatus, Hold: time.Hour,
+				MaxDeliveries: 10, Retention: 24 * time.Hour, Now: now})
+		}
+		res, errs := st.EnqueueBatch(ctx, ps)
+		for i := range ps {
+			if errs[i] != nil || !res[i].Accepted {
+				t.Fatalf("trigger %d: %+v, %v", from+i, res[i], errs[i])
+			}
+		}
+	}
+	var ds []redisstore.Delivery
+	read := func() {
+		got, err := st.ReadGroup(ctx, "w1", []string{"noop"}, batch, -1)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("read: %d deliveries, %v", len(got), err)
+		}
+		ds = append(ds, got...)
+	}
+	outcome := func(d redisstore.Delivery, attempt int, began bool) *redisstore.FinishParams {
+		p := &redisstore.FinishParams{RunID: d.RunID, Attempt: attempt, Outcome: redisstore.OutcomeSucceeded,
+			Payload: []byte(`{}`), Now: now, Task: d.Task, EntryID: d.EntryID, Spec: d.Spec}
+		if began {
+			p.Began, p.Consumer = now, "w1"
+		}
+		return p
+	}
+	finish := func(ps []*redisstore.FinishParams) {
+		res, errs := st.FinishBatch(ctx, ps)
+		for i := range ps {
+			if errs[i] != nil || !res[i].Written {
+				t.Fatalf("finish %s: %+v, %v", ps[i].RunID, res[i], errs[i])
+			}
+		}
+	}
+	// Scripts are loaded (EVAL, then cached) before anything is counted.
+	trigger(-1, 0)
+	read()
+	finish([]*redisstore.FinishParams{outcome(ds[0], 1, true)})
+	ds = ds[:0]
+	trigger(-2, -1)
+	read()
+	if _, errs := st.StartBatch(ctx, "w1", now, ds); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	ds = ds[:0]
+
+	perRun := func(total int64, runs int) float64 { return float64(total) / float64(runs) }
+	enq := s.measure(func() {
+		for i := 0; i < 2*n; i += batch {
+			trigger(i, i+batch)
+		}
+	})
+	rd := s.measure(func() {
+		for len(ds) < 2*n {
+			read()
+		}
+	})
+	short, long := ds[:n], ds[n:]
+	withOutcome := s.measure(func() {
+		for i := 0; i < n; i += batch {
+			ps := make([]*redisstore.FinishParams, 0, batch)
+			for _, d := range short[i : i+batch] {
+				ps = append(ps, outcome(d, d.Spec.Attempts+1, true))
+			}
+			finish(ps)
+		}
+	})
+	var attempts []int
+	start := s.measure(func() {
+		for i := 0; i < n; i += batch {
+			res, errs := st.StartBatch(ctx, "w1", now, long[i:i+batch])
+			for j := range res {
+				if errs[j] != nil || !res[j].Started {
+					t.Fatalf("start: %+v, %v", res[j], errs[j])
+				}
+				attempts = append(attempts, res[j].Attempt)
+			}
+		}
+	})
+	afterStart := s.measure(func() {
+		for i := 0; i < n; i += batch {
+			ps := make([]*redisstore.FinishParams, 0, batch)
+			for j, d := range long[i : i+batch] {
+				ps = append(ps, outcome(d, attempts[i+j], false))
+			}
+			finish(ps)
+		}
+	})
+
+	e, r, f := perRun(enq, 2*n), perRun(rd, 2*n), perRun(withOutcome, n)
+	t.Logf("instructions per run in redis-server, %d runs, %d per call:", n, batch)
+	t.Logf("  trigger (enqueue.lua)                  %8.0f", e)
+	t.Logf("  read (XREADGROUP)                      %8.0f", r)
+	t.Logf("  finish, begun with its outcome         %8.0f", f)
+	t.Logf("  start (start.lua)                      %8.0f", perRun(start, n))
+	t.Logf("  finish after start                     %8.0f", perRun(afterStart, n))
+	t.Logf("  short run processed / triggered        %8.2f", (r+f)/e)
+}
