@@ -51,7 +51,15 @@ func startCallgrind(t *testing.T) *callgrindServer {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	dir := t.TempDir()
+	// TASKQ_CALLGRIND_DIR keeps the dumps, one per phase, for
+	// callgrind_annotate (--inclusive=yes shows where a phase's
+	// instructions go).
+	dir := os.Getenv("TASKQ_CALLGRIND_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s := &callgrindServer{t: t, out: filepath.Join(dir, "callgrind.out")}
 	s.cmd = exec.Command("valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file="+s.out,
 		"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -102,22 +110,24 @@ func (s *callgrindServer) control(args ...string) {
 	}
 }
 
-// measure counts the instructions redis-server executes while fn runs.
-func (s *callgrindServer) measure(fn func()) int64 {
+// measure counts the instructions redis-server executes while fn runs,
+// named name in the log.
+func (s *callgrindServer) measure(name string, fn func()) int64 {
 	s.t.Helper()
 	s.control("-i", "on")
 	fn()
 	s.control("-i", "off")
 	s.control("-d")
 	s.dump++
-	name := fmt.Sprintf("%s.%d", s.out, s.dump)
+	file := fmt.Sprintf("%s.%d", s.out, s.dump)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if n, ok := callgrindTotal(name); ok {
+		if n, ok := callgrindTotal(file); ok {
+			s.t.Logf("%s: %s", name, file)
 			return n
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("no callgrind dump in %s", name)
+			s.t.Fatalf("no callgrind dump in %s", file)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -207,18 +217,18 @@ func TestScriptCost(t *testing.T) {
 	ds = ds[:0]
 
 	perRun := func(total int64, runs int) float64 { return float64(total) / float64(runs) }
-	enq := s.measure(func() {
+	enq := s.measure("trigger", func() {
 		for i := 0; i < 2*n; i += batch {
 			trigger(i, i+batch)
 		}
 	})
-	rd := s.measure(func() {
+	rd := s.measure("read", func() {
 		for len(ds) < 2*n {
 			read()
 		}
 	})
 	short, long := ds[:n], ds[n:]
-	withOutcome := s.measure(func() {
+	withOutcome := s.measure("finish, begun with its outcome", func() {
 		for i := 0; i < n; i += batch {
 			ps := make([]*redisstore.FinishParams, 0, batch)
 			for _, d := range short[i : i+batch] {
@@ -228,7 +238,7 @@ func TestScriptCost(t *testing.T) {
 		}
 	})
 	var attempts []int
-	start := s.measure(func() {
+	start := s.measure("start", func() {
 		for i := 0; i < n; i += batch {
 			res, errs := st.StartBatch(ctx, "w1", now, long[i:i+batch])
 			for j := range res {
@@ -239,7 +249,7 @@ func TestScriptCost(t *testing.T) {
 			}
 		}
 	})
-	afterStart := s.measure(func() {
+	afterStart := s.measure("finish after start", func() {
 		for i := 0; i < n; i += batch {
 			ps := make([]*redisstore.FinishParams, 0, batch)
 			for j, d := range long[i : i+batch] {
