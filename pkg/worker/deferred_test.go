@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -388,4 +389,74 @@ func TestStartDelayMustLeaveTheFirstHeartbeatInTime(t *testing.T) {
 		t.Fatalf("New with StartDelay 600ms: %v", err)
 	}
 	_ = w.Shutdown(context.Background())
+}
+
+// A cancel whose notice never reaches the worker still stops a handler
+// whose attempt is not begun yet: once StartDelay has passed, start.lua
+// refuses to begin the attempt and tells the worker the run's error, and
+// the handler's context ends with the cause the notice would have given.
+// The cancel is written straight into the record here, with no notice, so
+// the refused start is the only way the worker can learn of it.
+func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
+	cases := []struct {
+		name, reason string
+		check        func(t *testing.T, cause error)
+	}{
+		{"cancelled", "cancelled by an operator", func(t *testing.T, cause error) {
+			var sup *worker.SupersededError
+			if !errors.Is(cause, worker.ErrRunCancelled) || errors.As(cause, &sup) {
+				t.Fatalf("handler context cause = %v, want ErrRunCancelled", cause)
+			}
+		}},
+		{"superseded", "superseded by run run-2", func(t *testing.T, cause error) {
+			var sup *worker.SupersededError
+			if !errors.As(cause, &sup) || sup.By != "run-2" || !errors.Is(cause, worker.ErrRunCancelled) {
+				t.Fatalf("handler context cause = %v, want SupersededError by run-2", cause)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				ctx := context.Background()
+				c := newClient(t, b)
+				tk := task.Must[in, out]("deferred-refused-"+tc.name, task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
+				// The cancel lands before the worker reads the delivery, so
+				// the order is fixed: the handler runs (a deferred attempt
+				// does not look at the record first), then StartDelay passes
+				// and start.lua refuses.
+				ref, err := client.RunNoWait(ctx, c, tk, in{ID: "r"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				runKey := redisstore.NewKeys(b.Namespace).Run(ref.ID())
+				if err := b.Client.HSet(ctx, runKey, "status", "cancelled", "error", tc.reason).Err(); err != nil {
+					t.Fatal(err)
+				}
+				running := make(chan struct{}, 1)
+				causes := make(chan error, 1)
+				w := startWorker(t, b, worker.Options{StartDelay: 50 * time.Millisecond, LeaseDuration: time.Minute}, func(w *worker.Worker) {
+					worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+						running <- struct{}{}
+						<-ctx.Done()
+						causes <- context.Cause(ctx)
+						return out{ID: "late"}, nil // a success that must not be recorded
+					})
+				})
+				receive(t, "the handler to run", running)
+				tc.check(t, receive(t, "the handler's context to end", causes))
+				if err := w.Shutdown(ctx); err != nil {
+					t.Fatal(err)
+				}
+				info, err := ref.Get(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Status != client.StatusCancelled || len(info.Result) != 0 || info.Error != tc.reason || info.Attempt != 0 {
+					t.Fatalf("run after the handler returned = %s, attempt %d, result %s, error %q; want cancelled as written, no attempt",
+						info.Status, info.Attempt, info.Result, info.Error)
+				}
+			})
+		})
+	}
 }
