@@ -8,13 +8,13 @@ package redisstore_test
 // the same from one run to the next whatever else the machine is doing,
 // so a change to a script shows its effect in one run where timings on a
 // shared machine need many. Run it with "make script-cost" (valgrind must
-// be installed); it is not part of "make test".
+// be installed); it is not part of "make test". The server is one of the
+// test's own (redistest.StartServerUnder), never the shared one.
 
 import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,13 +26,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
 )
 
 // callgrindServer is redis-server under callgrind, with instrumentation
 // off until a phase is measured.
 type callgrindServer struct {
 	t    *testing.T
-	cmd  *exec.Cmd
+	srv  *redistest.Server
 	out  string // callgrind's output file; dumps get .1, .2, ...
 	rdb  *redis.Client
 	dump int
@@ -40,17 +41,9 @@ type callgrindServer struct {
 
 func startCallgrind(t *testing.T) *callgrindServer {
 	t.Helper()
-	for _, tool := range []string{"valgrind", "callgrind_control", "redis-server"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed to count the scripts' instructions: %v", tool, err)
-		}
+	if _, err := exec.LookPath("callgrind_control"); err != nil {
+		t.Fatalf("valgrind (with callgrind_control) is needed to count the scripts' instructions: %v", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	// TASKQ_CALLGRIND_DIR keeps the dumps, one per phase, for
 	// callgrind_annotate (--inclusive=yes shows where a phase's
 	// instructions go).
@@ -61,50 +54,18 @@ func startCallgrind(t *testing.T) *callgrindServer {
 		t.Fatal(err)
 	}
 	s := &callgrindServer{t: t, out: filepath.Join(dir, "callgrind.out")}
-	s.cmd = exec.Command("valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file="+s.out,
-		"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir)
-	s.cmd.Stdout, s.cmd.Stderr = nil, nil
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	// Wait for the port before a client dials, so that no failed dial is
-	// logged while valgrind starts the server.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = s.cmd.Process.Kill()
-			t.Fatal("redis-server under valgrind did not listen")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.rdb = redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: time.Minute, MaxRetries: -1})
-	t.Cleanup(func() {
-		_ = s.rdb.ShutdownNoSave(context.Background()).Err()
-		_ = s.rdb.Close()
-		done := make(chan struct{})
-		go func() { _ = s.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = s.cmd.Process.Kill()
-		}
-	})
-	if err := s.rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	// No persistence: writing the AOF would count too.
+	s.srv = redistest.StartServerUnder(t,
+		[]string{"valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=" + s.out},
+		"--appendonly", "no")
+	s.rdb = redis.NewClient(&redis.Options{Addr: s.srv.Addr(), ReadTimeout: time.Minute})
+	t.Cleanup(func() { _ = s.rdb.Close() })
 	return s
 }
 
 func (s *callgrindServer) control(args ...string) {
 	s.t.Helper()
-	args = append(args, strconv.Itoa(s.cmd.Process.Pid))
+	args = append(args, strconv.Itoa(s.srv.Pid()))
 	if out, err := exec.Command("callgrind_control", args...).CombinedOutput(); err != nil {
 		s.t.Fatalf("callgrind_control %v: %v\n%s", args, err, out)
 	}

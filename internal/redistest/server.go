@@ -21,17 +21,29 @@ type Server struct {
 	Port int
 	Dir  string
 	Args []string
-	cmd  *exec.Cmd
+	// Wrapper, when set, is a command (and its arguments) that runs
+	// redis-server, such as valgrind.
+	Wrapper []string
+	cmd     *exec.Cmd
 }
 
 // StartServer starts redis-server with AOF (appendfsync always) in a
-// temporary directory, plus extra config args, and stops it when the test
-// ends.
+// temporary directory, plus extra config args (later ones override), and
+// stops it when the test ends.
 func StartServer(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	_, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redistest: redis-server is not installed (.ci/run installs it): %v", err)
+	return StartServerUnder(t, nil, extra...)
+}
+
+// StartServerUnder is StartServer with redis-server run by wrapper, a
+// command and its arguments (valgrind, say), where the process to signal
+// is the wrapper's (see Pid).
+func StartServerUnder(t testing.TB, wrapper []string, extra ...string) *Server {
+	t.Helper()
+	for _, tool := range append([]string{"redis-server"}, wrapper[:min(len(wrapper), 1)]...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("redistest: %s is not installed (.ci/run installs redis-server): %v", tool, err)
+		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,7 +51,7 @@ func StartServer(t testing.TB, extra ...string) *Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	s := &Server{t: t, Port: port, Dir: t.TempDir()}
+	s := &Server{t: t, Port: port, Dir: t.TempDir(), Wrapper: wrapper}
 	s.Args = append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--appendonly", "yes", "--appendfsync", "always", "--save", "",
@@ -56,17 +68,34 @@ func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 
+// Pid is the process ID of the running server, or of its wrapper.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Start (re)starts the process and waits until it answers.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server", s.Args...)
+	argv := append(append(append([]string{}, s.Wrapper...), "redis-server"), s.Args...)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = os.Stderr, os.Stderr
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: start redis-server: %v", err)
 	}
+	// The port first: a client dialling a server still starting (slowly,
+	// under a wrapper) logs each failed dial.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("redistest: redis-server on port %d did not listen", s.Port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		err := rdb.Ping(ctx).Err()

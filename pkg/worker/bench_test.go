@@ -60,10 +60,21 @@ func BenchmarkWorkerDrain(b *testing.B) {
 	if err := w.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = w.Shutdown(ctx) })
 	// A run's entry leaves the stream once its outcome is recorded.
-	for be.Client.XLen(ctx, stream).Val() > 0 {
+	deadline := time.Now().Add(time.Minute + time.Duration(b.N)*time.Millisecond)
+	for {
+		left, err := be.Client.XLen(ctx, stream).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d runs still queued or running", left, b.N)
+		}
 		time.Sleep(time.Millisecond)
 	}
 	b.StopTimer()
-	_ = w.Shutdown(ctx)
 }

@@ -199,13 +199,14 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, str
   end
   -- keep goes to PEXPIRE as the string it came as: Redis formats a Lua
   -- number passed to a command with a printf of its own, at a cost.
-  if (tonumber(keep) or 0) > 0 then
+  local kept = (tonumber(keep) or 0) > 0
+  if kept then
     redis.call('PEXPIRE', run_key, keep)
   end
   if not x or x == '' then
-    return
+    return -- no flags, the common case
   end
-  if (tonumber(keep) or 0) > 0 then
+  if kept then
     -- Signals and step results live as long as the record.
     if taskq_has(x, 's') then
       redis.call('PEXPIRE', prefix .. 'signals:' .. run_id, keep)
