@@ -39,7 +39,11 @@ func (w *Worker) fetch(quit <-chan struct{}) {
 			w.dispatch(ds)
 			continue
 		}
-		ds, err := w.store.ReadGroup(ctx, w.opts.Name, w.names, n, w.opts.FetchBlock)
+		// Bounded, so that a stopped Redis holds Shutdown up no longer than
+		// this: go-redis itself allows a blocking read 10s past its block.
+		rctx, rcancel := context.WithTimeout(ctx, w.opts.FetchBlock+w.opts.OperationTimeout)
+		ds, err := w.store.ReadGroup(rctx, w.opts.Name, w.names, n, w.opts.FetchBlock)
+		rcancel()
 		if err != nil {
 			w.releaseSlots(n)
 			if ctx.Err() != nil {
