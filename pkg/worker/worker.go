@@ -301,8 +301,10 @@ func (w *Worker) Definitions() []*task.Definition {
 	return out
 }
 
-// Start creates the consumer groups and starts the worker's duties. It
-// returns once the worker is consuming.
+// Start creates the consumer groups, registers the task definitions and
+// starts the worker's duties. It returns once the worker is consuming and
+// hears cancels: Redis has confirmed its subscription to cancel notices, so
+// a run cancelled from then on has its handler's context cancelled.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
@@ -323,9 +325,17 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.registerDefinitions(ctx); err != nil {
 		return err
 	}
+	// Cancellation notices first, and confirmed before anything else
+	// starts, so that no cancel made once Start returns is missed.
+	cancels, err := w.subscribeCancels(ctx)
+	if err != nil {
+		return fmt.Errorf("worker: subscribe to cancel notices: %w", err)
+	}
+	if !w.canceller.start(func(quit <-chan struct{}) { w.listenCancels(quit, cancels) }) {
+		_ = cancels.Close()
+		return errors.New("worker: shut down before it started")
+	}
 	w.baseCtx, w.stopAll = context.WithCancelCause(context.Background())
-	// Cancellation notices first, so no cancel is missed once runs start.
-	w.canceller.start(w.listenCancels)
 	w.heartbeater.start(w.heartbeat)
 	w.forwarder.start(w.forward)
 	w.janitor.start(w.sweep)
