@@ -50,9 +50,20 @@ func (w *Worker) fetch(quit <-chan struct{}) {
 				return
 			}
 			if strings.HasPrefix(err.Error(), "NOGROUP") {
-				for _, t := range w.names {
-					_ = w.store.EnsureGroup(ctx, t)
+				// Redis lost its data (a restart without persistence, a
+				// flush): put back the groups and the registrations.
+				rctx, rcancel := context.WithTimeout(ctx, w.opts.OperationTimeout)
+				rerr := w.restore(rctx)
+				rcancel()
+				if rerr == nil {
+					w.log.Warn("taskq: consumer groups were missing (did Redis lose its data?); created them again")
+					delay = backoff(0) / 2
+					if !sleep(quit, delay) {
+						return
+					}
+					continue
 				}
+				w.log.Warn("taskq: restoring consumer groups and registrations failed", "err", rerr)
 			}
 			w.log.Warn("taskq: reading task streams failed; retrying", "err", err, "in", delay)
 			if !sleep(quit, delay) {

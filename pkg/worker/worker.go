@@ -196,7 +196,7 @@ type Worker struct {
 	baseCtx context.Context
 	stopAll context.CancelCauseFunc
 
-	fetcher, heartbeater, forwarder, janitor, canceller service
+	fetcher, heartbeater, forwarder, janitor, canceller, registrar service
 
 	// work hands started attempts to idle runners (see processor.go);
 	// closed by Shutdown once every run has ended.
@@ -339,6 +339,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.heartbeater.start(w.heartbeat)
 	w.forwarder.start(w.forward)
 	w.janitor.start(w.sweep)
+	w.registrar.start(w.keepRegistered)
 	w.fetcher.start(w.fetch)
 	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace)
 	return nil
@@ -368,6 +369,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.heartbeater.stop()
 	w.forwarder.stop()
 	w.janitor.stop()
+	w.registrar.stop()
 	w.canceller.stop()
 	w.log.Info("taskq worker stopped")
 	if w.ownsRDB {
