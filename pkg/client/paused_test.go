@@ -18,10 +18,11 @@ import (
 // new ones, but answers nothing), every call of a client dialled from a URL
 // fails with an *UnavailableError within OperationTimeout, give or take
 // scheduling: also when more calls are made at once than the client has
-// connections, so that some wait their turn and then dial, and for a
-// waiter, which subscribes first. go-redis heeded the deadline only
-// between round trips, so such calls took up to twice OperationTimeout, and
-// a waiter failed with a bare i/o timeout.
+// connections, so that some wait their turn and then dial, for a trigger
+// that waits for a free sender of batched triggers, and for a waiter,
+// which subscribes first. go-redis heeded the deadline only between round
+// trips, so such calls took up to twice OperationTimeout, as did a batched
+// trigger, and a waiter failed with a bare i/o timeout.
 func TestCallsEndWithinOperationTimeoutWhileRedisIsStopped(t *testing.T) {
 	srv := redistest.StartServer(t)
 	const (
@@ -68,6 +69,9 @@ func TestCallsEndWithinOperationTimeoutWhileRedisIsStopped(t *testing.T) {
 	defer func() { _ = syscall.Kill(srv.Pid(), syscall.SIGCONT) }()
 	var wg sync.WaitGroup
 	for round := 0; round < 5; round++ {
+		// Rounds apart, so that triggers batched together find both
+		// senders busy with the batches of earlier rounds.
+		time.Sleep(20 * time.Millisecond)
 		for name, call := range calls {
 			wg.Add(1)
 			go func() {
