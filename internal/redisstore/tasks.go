@@ -46,3 +46,22 @@ func (s *Store) ListTasks(ctx context.Context) (map[string][]byte, error) {
 	}
 	return out, nil
 }
+
+// MissingTasks returns those of names that have no registration, in one
+// round trip.
+func (s *Store) MissingTasks(ctx context.Context, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	vals, err := s.rdb.HMGet(ctx, s.keys.Tasks(), names...).Result()
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for i, v := range vals {
+		if v == nil {
+			missing = append(missing, names[i])
+		}
+	}
+	return missing, nil
+}

@@ -24,13 +24,14 @@ func newTriggerBatcher(st *redisstore.Store, opts Options) (*triggerBatcher, err
 }
 
 // enqueue sends one trigger, batched unless batching is disabled. A batch
-// is bounded by OperationTimeout itself, so a batched trigger needs no
-// deadline of its own.
+// is bounded by OperationTimeout itself, but a batched trigger is bounded
+// as well: it may wait for a free sender first, while the batches in
+// flight wait for a Redis that does not answer.
 func (c *Client) enqueue(ctx context.Context, p *redisstore.EnqueueParams) (redisstore.EnqueueResult, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
 	if c.triggers != nil {
 		return c.triggers.Do(ctx, p)
 	}
-	ctx, cancel := c.opCtx(ctx)
-	defer cancel()
 	return c.store.Enqueue(ctx, p)
 }

@@ -39,9 +39,13 @@ func (systemClock) Now() time.Time { return time.Now() }
 type Options struct {
 	// Redis is an existing client to use; the Client does not close it. It
 	// adds a hook to it that notes failed connection attempts, to name them
-	// in an *UnavailableError.
+	// in an *UnavailableError. Its own settings decide whether a call ends
+	// at OperationTimeout: go-redis heeds a call's deadline on the socket
+	// only with ContextTimeoutEnabled set (see RedisURL).
 	Redis redis.UniversalClient
-	// RedisURL (redis:// or rediss://) is used when Redis is nil.
+	// RedisURL (redis:// or rediss://) is used when Redis is nil. The
+	// client dialled from it heeds each call's deadline, and its dial, read
+	// and write timeouts are at most OperationTimeout.
 	RedisURL string
 	// Namespace scopes keys, runs and tasks (default "default").
 	Namespace string
@@ -57,8 +61,10 @@ type Options struct {
 	MaxInputDepth int
 	// MaxSignals bounds the signals one run may hold (default 10,000).
 	MaxSignals int
-	// OperationTimeout bounds every call to Redis that has no deadline of
-	// its own, so an unreachable Redis gives a prompt error.
+	// OperationTimeout bounds every call to Redis that has no earlier
+	// deadline of its own (default 5s), so an unreachable or stopped Redis
+	// gives a prompt *UnavailableError: a call returns within about this
+	// long, however many round trips it makes.
 	OperationTimeout time.Duration
 	// DisableTriggerBatching sends each trigger as its own script call.
 	// By default, triggers made concurrently by many goroutines are
@@ -140,23 +146,11 @@ func New(opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	rdb := opts.Redis
-	owns := false
-	if rdb == nil {
-		ro, err := redis.ParseURL(opts.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("client: redis URL: %w", err)
-		}
-		// go-redis waits for a new connection's handshake by its own
-		// timeouts, whatever the call's deadline: cap them, so a server
-		// that accepts but never answers fails within OperationTimeout too.
-		for _, d := range []*time.Duration{&ro.DialTimeout, &ro.ReadTimeout, &ro.WriteTimeout} {
-			if *d == 0 || *d > opts.OperationTimeout {
-				*d = opts.OperationTimeout
-			}
-		}
-		rdb = redis.NewClient(ro)
-		owns = true
+	rdb, owns, err := redisstore.Connect(redisstore.ConnectOptions{
+		Redis: opts.Redis, URL: opts.RedisURL, OperationTimeout: opts.OperationTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	st := redisstore.New(rdb, opts.Namespace)
 	triggers, err := newTriggerBatcher(st, opts)
@@ -169,7 +163,7 @@ func New(opts Options) (*Client, error) {
 	dials := &dialRecorder{}
 	rdb.AddHook(dials)
 	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials}
-	c.waiter = newWaiter(rdb, st.Keys(), opts.Logger, c.watch)
+	c.waiter = newWaiter(rdb, c)
 	return c, nil
 }
 
@@ -208,8 +202,13 @@ func (c *Client) Ping(ctx context.Context) error {
 // opCtx bounds a call to Redis by OperationTimeout unless ctx has an
 // earlier deadline.
 func (c *Client) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.opts.OperationTimeout {
+	return boundCtx(ctx, c.opts.OperationTimeout)
+}
+
+// boundCtx bounds ctx by d unless it has an earlier deadline.
+func boundCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, c.opts.OperationTimeout)
+	return context.WithTimeout(ctx, d)
 }

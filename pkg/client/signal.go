@@ -160,7 +160,7 @@ func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
 	case err == nil:
 		info.Task, info.Strategy, info.OwnerStatus = run.Task, string(run.Strategy), Status(run.Status)
 	case !errors.Is(err, ErrRunNotFound):
-		return nil, err
+		return nil, c.unavailable(ctx, err)
 	}
 	return info, nil
 }

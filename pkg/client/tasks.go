@@ -29,7 +29,7 @@ func (c *Client) Tasks(ctx context.Context) ([]task.Registered, error) {
 	defer cancel()
 	m, err := c.store.ListTasks(ctx)
 	if err != nil {
-		return nil, err
+		return nil, c.unavailable(ctx, err)
 	}
 	out := make([]task.Registered, 0, len(m))
 	for name, raw := range m {
@@ -49,7 +49,7 @@ func (c *Client) RegisteredTask(ctx context.Context, name string) (*task.Registe
 	defer cancel()
 	raw, err := c.store.GetTask(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, c.unavailable(ctx, err)
 	}
 	if raw == nil {
 		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, name)

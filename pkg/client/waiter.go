@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -21,10 +22,15 @@ const recheckInterval = 5 * time.Second
 // that waits for a run, subscribing to each run's completion channel while
 // somebody waits on it.
 type waiter struct {
-	rdb   redis.UniversalClient
-	keys  redisstore.Keys
-	log   *slog.Logger
-	watch func(ctx context.Context, runID string) (string, error)
+	rdb  redis.UniversalClient
+	keys redisstore.Keys
+	log  *slog.Logger
+	// timeout is the client's OperationTimeout: it bounds a subscription
+	// and its confirmation like any other call.
+	timeout time.Duration
+	watch   func(ctx context.Context, runID string) (string, error)
+	// unavailable reports a call Redis did not answer as the client does.
+	unavailable func(ctx context.Context, err error) error
 
 	mu     sync.Mutex
 	ps     *redis.PubSub
@@ -42,11 +48,14 @@ type subscription struct {
 	doneOnce  sync.Once
 }
 
-// newWaiter returns a waiter; watch asks for a run's completion notice
-// (the store's WatchRun), which is published only for runs watched, and
-// returns the run's status.
-func newWaiter(rdb redis.UniversalClient, keys redisstore.Keys, log *slog.Logger, watch func(context.Context, string) (string, error)) *waiter {
-	return &waiter{rdb: rdb, keys: keys, log: log, watch: watch, subs: map[string]*subscription{}}
+// newWaiter returns a waiter of client c; c.watch asks for a run's
+// completion notice (the store's WatchRun), which is published only for
+// runs watched, and returns the run's status.
+func newWaiter(rdb redis.UniversalClient, c *Client) *waiter {
+	return &waiter{
+		rdb: rdb, keys: c.store.Keys(), log: c.opts.Logger, timeout: c.opts.OperationTimeout,
+		watch: c.watch, unavailable: c.unavailable, subs: map[string]*subscription{},
+	}
 }
 
 // wait returns when check reports true, ctx ends, or check fails. Once
@@ -76,18 +85,21 @@ func (w *waiter) wait(ctx context.Context, runID string, check func(context.Cont
 
 // waitOnce subscribes, calls first, and sleeps until a notice, the safety
 // recheck or the end of ctx, then calls check. It reports whether the
-// last of them succeeded.
+// last of them succeeded. A subscription Redis does not confirm within
+// OperationTimeout fails as any call Redis does not answer.
 func (w *waiter) waitOnce(ctx context.Context, ch string, first, check func(context.Context) (bool, error)) (bool, error) {
 	s, err := w.subscribe(ctx, ch)
 	if err != nil {
 		return false, err
 	}
 	defer w.unsubscribe(ch, s)
-	timer := time.NewTimer(recheckInterval)
+	timer := time.NewTimer(w.timeout)
 	defer timer.Stop()
 	select {
 	case <-s.ready:
 	case <-timer.C:
+		err := fmt.Errorf("subscription to %s not confirmed: %w", ch, context.DeadlineExceeded)
+		return false, w.unavailable(ctx, err)
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
@@ -121,9 +133,12 @@ func (w *waiter) subscribe(ctx context.Context, ch string) (*subscription, error
 	if s == nil {
 		s = &subscription{ready: make(chan struct{}), notified: make(chan struct{})}
 		w.subs[ch] = s
-		if err := w.ps.Subscribe(ctx, ch); err != nil {
+		sctx, cancel := boundCtx(ctx, w.timeout)
+		err := w.ps.Subscribe(sctx, ch)
+		cancel()
+		if err != nil {
 			delete(w.subs, ch)
-			return nil, err
+			return nil, w.unavailable(sctx, err)
 		}
 	}
 	s.refs++
@@ -140,7 +155,7 @@ func (w *waiter) unsubscribe(ch string, s *subscription) {
 	}
 	delete(w.subs, ch)
 	if w.ps != nil && !w.closed {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 		defer cancel()
 		_ = w.ps.Unsubscribe(ctx, ch)
 	}

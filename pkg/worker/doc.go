@@ -9,10 +9,12 @@
 // (service): the fetcher (which also reclaims deliveries whose lease lapsed,
 // see recoverer), the heartbeater (renews leases; a lease is the delivery's
 // idle time in the group's pending list), the forwarder (queues retries and
-// debounced runs when due), the janitor (sweeps expired index entries) and
-// the canceller (cancels a handler's context when its run is cancelled or
-// superseded). Shutdown stops fetching, lets handlers finish for
-// ShutdownTimeout, then cancels the rest and gives their runs back.
+// debounced runs when due), the janitor (sweeps expired index entries), the
+// registrar (registers the worker's tasks again if Redis lost them) and the
+// canceller (cancels a handler's context when its run is cancelled or
+// superseded; Start returns once Redis has confirmed its subscription).
+// Shutdown stops fetching, lets handlers finish for ShutdownTimeout, then
+// cancels the rest and gives their runs back.
 //
 // Delivery is at least once: a run whose worker dies is redelivered after
 // its lease lapses, with a new attempt number; the stale attempt can no

@@ -39,16 +39,31 @@ func (w *Worker) fetch(quit <-chan struct{}) {
 			w.dispatch(ds)
 			continue
 		}
-		ds, err := w.store.ReadGroup(ctx, w.opts.Name, w.names, n, w.opts.FetchBlock)
+		// Bounded, so that a stopped Redis holds Shutdown up no longer than
+		// this: go-redis itself allows a blocking read 10s past its block.
+		rctx, rcancel := context.WithTimeout(ctx, w.opts.FetchBlock+w.opts.OperationTimeout)
+		ds, err := w.store.ReadGroup(rctx, w.opts.Name, w.names, n, w.opts.FetchBlock)
+		rcancel()
 		if err != nil {
 			w.releaseSlots(n)
 			if ctx.Err() != nil {
 				return
 			}
 			if strings.HasPrefix(err.Error(), "NOGROUP") {
-				for _, t := range w.names {
-					_ = w.store.EnsureGroup(ctx, t)
+				// Redis lost its data (a restart without persistence, a
+				// flush): put back the groups and the registrations.
+				rctx, rcancel := context.WithTimeout(ctx, w.opts.OperationTimeout)
+				rerr := w.restore(rctx)
+				rcancel()
+				if rerr == nil {
+					w.log.Warn("taskq: consumer groups were missing (did Redis lose its data?); created them again")
+					delay = backoff(0) / 2
+					if !sleep(quit, delay) {
+						return
+					}
+					continue
 				}
+				w.log.Warn("taskq: restoring consumer groups and registrations failed", "err", rerr)
 			}
 			w.log.Warn("taskq: reading task streams failed; retrying", "err", err, "in", delay)
 			if !sleep(quit, delay) {

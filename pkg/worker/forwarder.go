@@ -14,7 +14,7 @@ func (w *Worker) forward(quit <-chan struct{}) {
 	wait := time.Duration(0)
 	for sleep(quit, wait) {
 		wait = forwardInterval
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), w.opts.OperationTimeout)
 		n, err := w.store.Promote(ctx, w.opts.Clock.Now(), 100)
 		if err == nil && n == 100 {
 			wait = 0 // more are due

@@ -18,7 +18,7 @@ func (w *Worker) sweep(quit <-chan struct{}) {
 		cutoff := w.opts.Clock.Now().Add(-every)
 		offset := 0
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), w.opts.OperationTimeout)
 			removed, looked, err := w.store.SweepRuns(ctx, cutoff, offset, 500)
 			cancel()
 			if err != nil {

@@ -218,7 +218,9 @@ func (w *Worker) process(j runJob) {
 			w.end(a)
 			return
 		}
-		res, err := w.store.Requeue(context.Background(), d.RunID, d.Task, st.Attempt)
+		rctx, rcancel := context.WithTimeout(context.Background(), w.opts.OperationTimeout)
+		res, err := w.store.Requeue(rctx, d.RunID, d.Task, st.Attempt)
+		rcancel()
 		a.rc.Logger().Info("taskq: run given back on shutdown", "requeued", res.Written, "err", err)
 		w.end(a)
 		return

@@ -27,7 +27,7 @@ func (r *recoverer) reclaim(ctx context.Context, n int) []redisstore.Delivery {
 	var out []redisstore.Delivery
 	for i := 0; i < len(w.names) && len(out) < n; i++ {
 		t := w.names[(r.next+i)%len(w.names)]
-		cctx, cancel := context.WithTimeout(ctx, w.opts.LeaseDuration)
+		cctx, cancel := context.WithTimeout(ctx, w.opts.OperationTimeout)
 		ds, err := w.store.AutoClaim(cctx, t, w.opts.Name, w.opts.LeaseDuration, n-len(out))
 		cancel()
 		if err != nil {

@@ -12,12 +12,14 @@ type service struct {
 	done    chan struct{}
 }
 
-// start runs fn in a goroutine; fn must return once quit is closed.
-func (s *service) start(fn func(quit <-chan struct{})) {
+// start runs fn in a goroutine; fn must return once quit is closed. It
+// reports false, and runs nothing, when the service was started or
+// stopped before.
+func (s *service) start(fn func(quit <-chan struct{})) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started || s.stopped {
-		return
+		return false
 	}
 	s.started = true
 	s.quit = make(chan struct{})
@@ -26,6 +28,7 @@ func (s *service) start(fn func(quit <-chan struct{})) {
 		defer close(s.done)
 		fn(s.quit)
 	}()
+	return true
 }
 
 // stop signals fn to return and waits until it has.

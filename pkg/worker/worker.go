@@ -30,6 +30,8 @@ const (
 	FetchBlockDefault      = time.Second
 	StartDelayDefault      = 20 * time.Millisecond
 	RetentionDefault       = 24 * time.Hour
+	// OperationTimeoutDefault is the client's default too.
+	OperationTimeoutDefault = 5 * time.Second
 )
 
 // Clock tells the time; tests substitute their own.
@@ -41,10 +43,15 @@ func (systemClock) Now() time.Time { return time.Now() }
 
 // Options configure a Worker. Zero values mean the documented defaults.
 type Options struct {
-	// Redis is an existing client; the Worker does not close it.
+	// Redis is an existing client; the Worker does not close it. Its own
+	// settings decide whether a call ends at its deadline: go-redis heeds
+	// a call's deadline on the socket only with ContextTimeoutEnabled set
+	// (see RedisURL).
 	Redis redis.UniversalClient
 	// RedisURL is dialled when Redis is nil (default TASKQ_REDIS_URL, then
-	// redis://127.0.0.1:6379/0).
+	// redis://127.0.0.1:6379/0). The client dialled from it heeds each
+	// call's deadline, and its dial, read and write timeouts are at most
+	// OperationTimeout, as a client's are.
 	RedisURL  string
 	Namespace string
 	// Name identifies this worker as a consumer (default host-pid-random).
@@ -71,6 +78,10 @@ type Options struct {
 	// handler runs. StartDelay plus HeartbeatInterval must be below
 	// LeaseDuration.
 	StartDelay time.Duration
+	// OperationTimeout bounds each call to Redis the worker makes with no
+	// deadline of its own: queueing due retries, sweeping, checking the
+	// task registry, giving a run back on shutdown (default 5s).
+	OperationTimeout time.Duration
 	// Retention is how long the janitor keeps index entries (default 24h).
 	Retention time.Duration
 	// SweepInterval is how often the janitor sweeps the runs index of
@@ -121,6 +132,9 @@ func (o Options) withDefaults() Options {
 	if o.Retention == 0 {
 		o.Retention = RetentionDefault
 	}
+	if o.OperationTimeout == 0 {
+		o.OperationTimeout = OperationTimeoutDefault
+	}
 	if o.SweepInterval == 0 {
 		o.SweepInterval = time.Minute
 	}
@@ -143,6 +157,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("worker: HeartbeatInterval %s must be above 0 and below LeaseDuration %s", o.HeartbeatInterval, o.LeaseDuration)
 	case o.ShutdownTimeout < 0:
 		return errors.New("worker: ShutdownTimeout must not be negative")
+	case o.OperationTimeout < 0:
+		return errors.New("worker: OperationTimeout must not be negative")
 	case o.StartDelay > 0 && o.StartDelay+o.HeartbeatInterval >= o.LeaseDuration:
 		// A delivery's lease counts from its read; the first heartbeat
 		// after its attempt is begun must renew it in time.
@@ -180,7 +196,7 @@ type Worker struct {
 	baseCtx context.Context
 	stopAll context.CancelCauseFunc
 
-	fetcher, heartbeater, forwarder, janitor, canceller service
+	fetcher, heartbeater, forwarder, janitor, canceller, registrar service
 
 	// work hands started attempts to idle runners (see processor.go);
 	// closed by Shutdown once every run has ended.
@@ -201,15 +217,11 @@ func New(opts Options) (*Worker, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	rdb := opts.Redis
-	owns := false
-	if rdb == nil {
-		ro, err := redis.ParseURL(opts.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("worker: redis URL: %w", err)
-		}
-		rdb = redis.NewClient(ro)
-		owns = true
+	rdb, owns, err := redisstore.Connect(redisstore.ConnectOptions{
+		Redis: opts.Redis, URL: opts.RedisURL, OperationTimeout: opts.OperationTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{
 		opts: opts, store: redisstore.New(rdb, opts.Namespace), ownsRDB: owns,
@@ -225,7 +237,6 @@ func New(opts Options) (*Worker, error) {
 	// about the same time, and with a second sender their outcomes would
 	// go out in three round trips (the first, the second, the rest) rather
 	// than two.
-	var err error
 	w.finishes, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration, Senders: 1}, w.store.FinishBatch)
 	if err == nil {
 		w.starts, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration, Senders: 1},
@@ -290,8 +301,10 @@ func (w *Worker) Definitions() []*task.Definition {
 	return out
 }
 
-// Start creates the consumer groups and starts the worker's duties. It
-// returns once the worker is consuming.
+// Start creates the consumer groups, registers the task definitions and
+// starts the worker's duties. It returns once the worker is consuming and
+// hears cancels: Redis has confirmed its subscription to cancel notices, so
+// a run cancelled from then on has its handler's context cancelled.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
@@ -312,12 +325,21 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.registerDefinitions(ctx); err != nil {
 		return err
 	}
+	// Cancellation notices first, and confirmed before anything else
+	// starts, so that no cancel made once Start returns is missed.
+	cancels, err := w.subscribeCancels(ctx)
+	if err != nil {
+		return fmt.Errorf("worker: subscribe to cancel notices: %w", err)
+	}
+	if !w.canceller.start(func(quit <-chan struct{}) { w.listenCancels(quit, cancels) }) {
+		_ = cancels.Close()
+		return errors.New("worker: shut down before it started")
+	}
 	w.baseCtx, w.stopAll = context.WithCancelCause(context.Background())
-	// Cancellation notices first, so no cancel is missed once runs start.
-	w.canceller.start(w.listenCancels)
 	w.heartbeater.start(w.heartbeat)
 	w.forwarder.start(w.forward)
 	w.janitor.start(w.sweep)
+	w.registrar.start(w.keepRegistered)
 	w.fetcher.start(w.fetch)
 	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace)
 	return nil
@@ -347,6 +369,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.heartbeater.stop()
 	w.forwarder.stop()
 	w.janitor.stop()
+	w.registrar.stop()
 	w.canceller.stop()
 	w.log.Info("taskq worker stopped")
 	if w.ownsRDB {

@@ -1,0 +1,39 @@
+package redisstore
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RunState is what RunStates reads of one run.
+type RunState struct {
+	// Status is the run's status, "" when its record is gone.
+	Status string
+	// Error is why the run ended, as its record holds it ("superseded by
+	// run <id>", a cancel's reason, a failure).
+	Error string
+}
+
+// RunStates reads the status and error of each run in one round trip, for
+// a worker to learn that runs it is running, whose attempts are not begun
+// yet, have been cancelled.
+func (s *Store) RunStates(ctx context.Context, ids []string) ([]RunState, error) {
+	cmds := make([]*redis.SliceCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HMGet(ctx, s.keys.Run(id), "status", "error")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunState, len(ids))
+	for i, c := range cmds {
+		v := c.Val()
+		out[i].Status, _ = v[0].(string)
+		out[i].Error, _ = v[1].(string)
+	}
+	return out, nil
+}
