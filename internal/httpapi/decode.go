@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -24,11 +25,19 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *ap
 		}
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
+	var (
+		tooBig *http.MaxBytesError
+		ne     net.Error
+	)
 	switch {
 	case errors.As(err, &tooBig):
 		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 			"request body is over the limit of %d bytes", tooBig.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		// The connection's read deadline (Options.ReadTimeout) passed
+		// before the body was in.
+		return newError(http.StatusRequestTimeout, CodeRequestTimeout,
+			"the request body did not arrive within %s (ReadTimeout, headers included)", s.opts.ReadTimeout)
 	case err != nil:
 		return newError(http.StatusBadRequest, CodeMalformedJSON, "reading the request body: %v", err)
 	}

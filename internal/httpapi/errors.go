@@ -20,6 +20,7 @@ const (
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeRequestTimeout       = "request_timeout"
 	CodeEmptyBody            = "empty_body"
 	CodeBodyTooLarge         = "body_too_large"
 	CodeMalformedJSON        = "malformed_json"
