@@ -58,10 +58,12 @@ func (a *app) serveCmd() *cobra.Command {
   GET  /metrics                    Prometheus metrics
 
 Requests need "Authorization: Bearer <token>" with the token from --token or
-$TASKQ_TOKEN; --insecure serves without authentication (for local use only).
+$TASKQ_TOKEN: at least 16 visible ASCII characters, no whitespace.
+--insecure serves without authentication, only on a loopback address
+(--addr 127.0.0.1:8080).
 SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 --shutdown-timeout to finish.`,
-		Example: `  TASKQ_TOKEN=s3cret taskq serve --addr :8080
+		Example: `  TASKQ_TOKEN=$(openssl rand -hex 16) taskq serve --addr :8080
   taskq serve --addr 127.0.0.1:8080 --insecure --log-level debug`,
 		Args: argNames(nil),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
@@ -73,6 +75,14 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 			}
 			if o.token == "" && !o.insecure {
 				return usageErrorf("no token: set --token or $%s, or pass --insecure to serve without authentication", envToken)
+			}
+			if err := httpapi.CheckToken(o.token); err != nil {
+				return usageErrorf("%s", strings.TrimPrefix(err.Error(), "httpapi: "))
+			}
+			if o.token == "" {
+				if err := httpapi.CheckInsecureAddr(o.addr); err != nil {
+					return usageErrorf("%s", strings.TrimPrefix(err.Error(), "httpapi: "))
+				}
 			}
 			if o.maxBodyBytes < 0 || o.maxBatch < 0 || o.eventRetention < 0 || o.maxWait < 0 || o.shutdown < 0 ||
 				o.readTimeout < 0 || o.writeTimeout < 0 || o.maxConns < 0 {

@@ -22,7 +22,7 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-const testToken = "s3cret-token"
+const testToken = "s3cret-token-for-tests"
 
 // env is a server on a real listener (httptest) over a test's own
 // namespace.

@@ -154,6 +154,8 @@ func (o Options) validate() error {
 		return errors.New("httpapi: Options.Client is required")
 	case o.Token == "" && !o.Insecure:
 		return &NoTokenError{}
+	case CheckToken(o.Token) != nil:
+		return CheckToken(o.Token)
 	case o.MaxBodyBytes < 0:
 		return fmt.Errorf("httpapi: MaxBodyBytes %d must not be negative", o.MaxBodyBytes)
 	case o.MaxBatch < 1:
@@ -184,7 +186,9 @@ type Server struct {
 }
 
 // New validates opts and builds the server. It refuses an empty Token
-// unless Insecure is set, with a *NoTokenError naming the flags.
+// unless Insecure is set, with a *NoTokenError naming the flags, and a
+// token clients could not send or too short to be a secret with a
+// *TokenError (see CheckToken).
 func New(opts Options) (*Server, error) {
 	if opts.Client == nil {
 		return nil, errors.New("httpapi: Options.Client is required")
@@ -220,7 +224,14 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // ShutdownTimeout) before it returns. It returns nil after a graceful
 // shutdown, or the error that stopped the listener. While serving it also
 // counts finished runs for /metrics.
+//
+// Without a token (Options.Insecure) it serves only on a loopback
+// listener: on any other it closes ln and returns an *InsecureAddrError.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.opts.Token == "" && !loopbackListener(ln) {
+		_ = ln.Close()
+		return &InsecureAddrError{Addr: ln.Addr().String()}
+	}
 	// Requests outlive ctx until shutdown tells them otherwise.
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
