@@ -44,6 +44,9 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *ap
 	if len(bytes.TrimSpace(data)) == 0 {
 		return newError(http.StatusBadRequest, CodeEmptyBody, "request body is empty; send a JSON object")
 	}
+	if e := checkBodyText(data); e != nil {
+		return e
+	}
 	return decodeStrict(data, dst, "")
 }
 

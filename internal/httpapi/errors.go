@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -48,6 +50,9 @@ type apiError struct {
 	Field string `json:"field,omitempty"`
 	// Index is the item of a batch at fault.
 	Index *int `json:"index,omitempty"`
+	// Offset is the byte offset at fault in the body (or the path) when
+	// its text is not valid UTF-8.
+	Offset *int `json:"offset,omitempty"`
 	// Set on idempotency collisions.
 	Task          string `json:"task,omitempty"`
 	Key           string `json:"key,omitempty"`
@@ -55,6 +60,33 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// maxQuoted bounds the bytes of a request's value an error message quotes:
+// a value is quoted by its prefix and its size, never in full, so that an
+// error is never larger than a few hundred bytes whatever was sent.
+const maxQuoted = 64
+
+// clip returns s, or its first maxQuoted bytes (cut at a character
+// boundary) and "…" when it is longer.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// quote quotes a value of the request for an error message: in full when
+// short, else its first maxQuoted bytes and its size.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(clip(s)), len(s))
+}
 
 func newError(status int, code, format string, args ...any) *apiError {
 	return &apiError{status: status, Code: code, Message: fmt.Sprintf(format, args...)}

@@ -41,6 +41,10 @@ func (s *Server) routeTable() []route {
 // dispatch routes a request, answering unknown routes and methods in the
 // API's JSON error shape rather than ServeMux's plain text.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if e := checkURLText(r); e != nil {
+		writeError(w, e)
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
 		s.mux.ServeHTTP(w, r)
 		return
