@@ -21,7 +21,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *ap
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-				"Content-Type %q is not JSON; send application/json", ct)
+				"Content-Type %s is not JSON; send application/json", quote(ct))
 		}
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
@@ -103,13 +103,13 @@ func decodeError(err error, at string) *apiError {
 			return newError(http.StatusBadRequest, CodeMalformedJSON, "request body must be a JSON object, not %s", article(typ.Value))
 		}
 		name := joinField(at, typ.Field)
-		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q must be %s, not %s", name, goTypeName(typ.Type), article(typ.Value))
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %s must be %s, not %s", quote(name), goTypeName(typ.Type), article(typ.Value))
 		e.Field = name
 		return e
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := joinField(at, strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
-		e := newError(http.StatusBadRequest, CodeInvalidField, "unknown field %q", name)
-		e.Field = name
+		e := newError(http.StatusBadRequest, CodeInvalidField, "unknown field %s", quote(name))
+		e.Field = clip(name)
 		return e
 	}
 	return newError(http.StatusBadRequest, CodeMalformedJSON, "request body is not valid JSON: %v", err)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/taskq/taskq/pkg/client"
@@ -88,8 +89,49 @@ func quote(s string) string {
 	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(clip(s)), len(s))
 }
 
+// maxMessage bounds an error message in bytes, whatever it quotes.
+const maxMessage = 1024
+
+// boundMessage keeps a message short whatever it quotes, such as another
+// package's error that repeats a value of the request: every run of
+// non-space bytes longer than maxQuoted is cut to its prefix and its size,
+// and the whole to maxMessage bytes.
+func boundMessage(msg string) string {
+	if len(msg) <= maxQuoted {
+		return msg
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		j := i
+		for j < len(msg) && msg[j] != ' ' {
+			j++
+		}
+		if word := msg[i:j]; len(word) > maxQuoted {
+			fmt.Fprintf(&b, "%s(%d bytes)", clip(word), len(word))
+		} else {
+			b.WriteString(word)
+		}
+		if j < len(msg) {
+			b.WriteByte(' ')
+		}
+		i = j + 1
+		if b.Len() > maxMessage {
+			break
+		}
+	}
+	out := b.String()
+	if len(out) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + "… (message cut)"
+	}
+	return out
+}
+
 func newError(status int, code, format string, args ...any) *apiError {
-	return &apiError{status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+	return &apiError{status: status, Code: code, Message: boundMessage(fmt.Sprintf(format, args...))}
 }
 
 func (e *apiError) at(index int) *apiError {
@@ -115,7 +157,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeError writes e, its message and field bounded (see boundMessage)
+// however it was built.
 func writeError(w http.ResponseWriter, e *apiError) {
+	e.Message, e.Field = boundMessage(e.Message), clip(e.Field)
 	writeJSON(w, e.status, e)
 }
 
@@ -123,7 +168,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 func collisionError(c *client.IdempotencyCollisionError) *apiError {
 	return &apiError{
 		status: http.StatusConflict, Code: CodeIdempotencyCollision,
-		Message: fmt.Sprintf("task %q: idempotency key %q is held by run %s; fetch that run's result instead", c.Task, c.Key, c.ExistingRunID),
+		Message: fmt.Sprintf("task %s: idempotency key %s is held by run %s; fetch that run's result instead", quote(c.Task), quote(c.Key), c.ExistingRunID),
 		Task:    c.Task, Key: c.Key, ExistingRunID: c.ExistingRunID,
 	}
 }

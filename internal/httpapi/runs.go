@@ -63,7 +63,7 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		p := task.ConflictPolicy(req.OnConflict)
 		if !p.Valid() {
 			e := newError(http.StatusBadRequest, CodeInvalidField,
-				"field \"onConflict\" is %q; use reject, attach, supersede or signal", req.OnConflict)
+				"field \"onConflict\" is %s; use reject, attach, supersede or signal", quote(req.OnConflict))
 			e.Field = "onConflict"
 			writeError(w, e)
 			return
@@ -224,10 +224,10 @@ func (s *Server) definition(ctx context.Context, name string) (*task.Definition,
 	switch {
 	case errors.Is(err, client.ErrTaskNotFound):
 		return nil, newError(http.StatusNotFound, CodeTaskNotFound,
-			"task %q is not registered in namespace %q: start a worker that handles it", name, s.c.Namespace())
+			"task %s is not registered in namespace %q: start a worker that handles it", quote(name), s.c.Namespace())
 	case errors.As(err, &cfg):
 		return nil, newError(http.StatusInternalServerError, CodeTaskDefinitionError,
-			"the registered definition of task %q cannot be built: %v", name, err)
+			"the registered definition of task %s cannot be built: %v", quote(name), err)
 	case err != nil:
 		return nil, storeError(err)
 	}
@@ -246,7 +246,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 
 func runError(id string, err error) *apiError {
 	if errors.Is(err, client.ErrRunNotFound) {
-		return newError(http.StatusNotFound, CodeRunNotFound, "run %q does not exist or its record has expired", id)
+		return newError(http.StatusNotFound, CodeRunNotFound, "run %s does not exist or its record has expired", quote(id))
 	}
 	return storeError(err)
 }
@@ -314,7 +314,7 @@ func (s *Server) parseWait(v string) (time.Duration, *apiError) {
 	if err != nil {
 		n, nerr := strconv.ParseInt(v, 10, 64)
 		if nerr != nil && !errors.Is(nerr, strconv.ErrRange) {
-			e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %q; give a duration such as 30s or 500ms", v)
+			e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %s; give a duration such as 30s or 500ms", quote(v))
 			e.Field = "wait"
 			return 0, e
 		}
@@ -323,7 +323,7 @@ func (s *Server) parseWait(v string) (time.Duration, *apiError) {
 		d = time.Duration(max(min(n, int64(s.opts.MaxWait/time.Second)+1), -1)) * time.Second
 	}
 	if d < 0 {
-		e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %q; it must not be negative", v)
+		e := newError(http.StatusBadRequest, CodeInvalidParameter, "query parameter \"wait\" is %s; it must not be negative", quote(v))
 		e.Field = "wait"
 		return 0, e
 	}
