@@ -206,3 +206,20 @@ func TestLongPollOutlivesWriteTimeout(t *testing.T) {
 		t.Fatalf("long-poll after %s: %s", time.Since(start), r.raw)
 	}
 }
+
+// However short the wait, an expired one answers the run's current state:
+// go-redis reports a deadline passing mid-command as a network timeout,
+// which once came back as 503 redis_unavailable while Redis was fine.
+func TestTinyWaitAnswersTheRunsState(t *testing.T) {
+	e := newEnv(t, redistest.Real(t), envOptions{})
+	e.register(task.Spec{Name: "idle", Expression: `input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
+	id := e.call("POST", "/api/v1/tasks/idle/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusCreated).str("runId")
+	waits := []string{"1ns", "1us", "10us", "100us", "300us", "1ms", "2ms"}
+	for i := range 210 {
+		w := waits[i%len(waits)]
+		r := e.call("GET", "/api/v1/runs/"+id+"/result?wait="+w, nil)
+		if r.status != http.StatusAccepted || r.str("status") != "queued" {
+			t.Fatalf("try %d, wait=%s: %d %s", i, w, r.status, r.raw)
+		}
+	}
+}
