@@ -180,7 +180,6 @@ type Server struct {
 	log       *slog.Logger
 	tokenHash [sha256.Size]byte
 	metrics   *metrics
-	mux       *http.ServeMux
 	routes    []route
 	handler   http.Handler
 }
@@ -205,10 +204,6 @@ func New(opts Options) (*Server, error) {
 		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(),
 	}
 	s.routes = s.routeTable()
-	s.mux = http.NewServeMux()
-	for _, rt := range s.routes {
-		s.mux.HandleFunc(rt.method+" "+rt.pattern, rt.handler)
-	}
 	s.handler = s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.dispatch))))
 	if opts.Insecure && opts.Token == "" {
 		s.log.Warn("taskq: the HTTP API serves without authentication (insecure development mode)")
