@@ -17,12 +17,8 @@ import (
 // JSON, within MaxBodyBytes, a single object, with no unknown fields and
 // every field of its declared type. The error says which of these failed.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-				"Content-Type %s is not JSON; send application/json", quote(ct))
-		}
+	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		return e
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	var (
@@ -48,6 +44,27 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *ap
 		return e
 	}
 	return decodeStrict(data, dst, "")
+}
+
+// checkContentType accepts application/json and the JSON-based types of
+// the +json suffix (application/cloudevents+json, as webhook sources send),
+// in UTF-8, the only charset JSON has; a missing Content-Type is refused,
+// since a body of unknown type is not read as JSON on a guess.
+func checkContentType(ct string) *apiError {
+	if ct == "" {
+		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"the request has no Content-Type; send Content-Type: application/json")
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
+		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"Content-Type %s is not JSON; send application/json", quote(ct))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"Content-Type %s: JSON is read in UTF-8 only; send charset=utf-8 or no charset", quote(ct))
+	}
+	return nil
 }
 
 // decodeStrict decodes one JSON object into dst with no unknown fields and

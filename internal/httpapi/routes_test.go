@@ -74,3 +74,36 @@ func TestPathsAreNeverCleanedOrRedirected(t *testing.T) {
 		}
 	}
 }
+
+// A body is read as JSON when its Content-Type says JSON: application/json
+// or an application/*+json type, in UTF-8. No Content-Type, another type or
+// another charset is 415.
+func TestContentTypes(t *testing.T) {
+	e := newEnv(t, redistest.Mini(t), envOptions{})
+	for ct, want := range map[string]int{
+		"application/json":                  http.StatusAccepted,
+		"application/json; charset=utf-8":   http.StatusAccepted,
+		"application/JSON; charset=UTF-8":   http.StatusAccepted,
+		"application/cloudevents+json":      http.StatusAccepted,
+		"application/problem+json":          http.StatusAccepted,
+		"":                                  http.StatusUnsupportedMediaType,
+		"text/json":                         http.StatusUnsupportedMediaType,
+		"text/plain":                        http.StatusUnsupportedMediaType,
+		"application/x-www-form-urlencoded": http.StatusUnsupportedMediaType,
+		"application/json; charset=latin1":  http.StatusUnsupportedMediaType,
+		"application/json; charset":         http.StatusUnsupportedMediaType,
+	} {
+		h := map[string]string{"Authorization": "Bearer " + testToken}
+		if ct != "" {
+			h["Content-Type"] = ct
+		}
+		r := e.callWith("POST", "/api/v1/events", `{"key":"k.seen"}`, h)
+		if ct == "" {
+			// callWith sets application/json on a body; send none.
+			r = e.rawPost("/api/v1/events", `{"key":"k.seen"}`)
+		}
+		if r.status != want || want == http.StatusUnsupportedMediaType && r.str("error") != CodeUnsupportedMediaType {
+			t.Errorf("Content-Type %q: %d %s, want %d", ct, r.status, r.raw, want)
+		}
+	}
+}
