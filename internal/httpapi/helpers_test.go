@@ -119,6 +119,9 @@ func (e *env) callWith(method, path string, body any, headers map[string]string)
 	raw, _ := io.ReadAll(resp.Body)
 	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
 	_ = json.Unmarshal(raw, &r.body)
+	if err := checkContract(req, resp.StatusCode, resp.Header, raw); err != nil {
+		e.t.Errorf("%s %s: the answer breaks api/openapi.yaml: %v\n%d %.500s", method, clip(path), err, resp.StatusCode, raw)
+	}
 	return r
 }
 
