@@ -95,10 +95,6 @@ func (rt *route) match(segs []string) (names, values []string, ok bool) {
 // applies: unknown routes and methods are answered in the API's JSON error
 // shape, and an empty path parameter is a 400 naming it.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
-	if e := checkURLText(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	segs := strings.Split(r.URL.EscapedPath(), "/")
 	var allow []string
 	for i := range s.routes {
@@ -112,6 +108,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		r.Pattern = rt.method + " " + rt.pattern
+		if e := checkURLText(r); e != nil {
+			writeError(w, e)
+			return
+		}
 		for j, name := range names {
 			if values[j] == "" {
 				e := newError(http.StatusBadRequest, CodeInvalidParameter, "path parameter %q is empty: %s %s", name, rt.method, rt.pattern)

@@ -61,8 +61,12 @@ func TestInvalidTextIsRefused(t *testing.T) {
 			t.Errorf("POST %s %q: %s, want malformed_json naming %q and offset %d", c.path, c.body, r.raw, c.message, c.offset)
 		}
 	}
-	for _, p := range []string{"/api/v1/keys/ab%FF", "/api/v1/runs/%C3/result", "/api/v1/runs/x/result?wait=%FF"} {
-		r := e.call("GET", p, nil).expect(t, http.StatusBadRequest)
+	for _, p := range []string{"/api/v1/keys/ab%FF", "/api/v1/runs/%C3/result", "/api/v1/keys/%C3%28/signal"} {
+		method := "GET"
+		if strings.HasSuffix(p, "/signal") {
+			method = "POST"
+		}
+		r := e.call(method, p, `{"payload":1}`).expect(t, http.StatusBadRequest)
 		if r.str("error") != CodeInvalidParameter || !strings.Contains(r.str("message"), "not valid UTF-8") || r.body["offset"] == nil {
 			t.Errorf("GET %s: %s", p, r.raw)
 		}
