@@ -238,7 +238,12 @@ func eventError(err error) *apiError {
 	return storeError(err)
 }
 
-// storeError maps a failure to reach or use Redis to an answer.
+// storeError maps a failure to reach or use Redis to an answer. It is the
+// one place where an error of Redis becomes a status and a code: every
+// handler's mapping (triggerError, eventError, runError, the signal's and
+// the definition's) ends here for what it does not know, and /readyz
+// answers with it too. A new kind of Redis failure is mapped here, before
+// the catch-all.
 func storeError(err error) *apiError {
 	var (
 		ne net.Error

@@ -22,9 +22,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.c.Ping(ctx); err != nil {
-		e := newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "not ready")
+		e := storeError(err)
+		e.status = http.StatusServiceUnavailable // whatever failed, not ready
 		if s.bearer(r) == tokenValid {
-			e = newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "not ready: Redis is not reachable: %v", err)
+			e.Message = "not ready: Redis is not reachable: " + e.Message
+		} else {
+			e.Message = "not ready"
 		}
 		writeError(w, e)
 		return
