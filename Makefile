@@ -3,7 +3,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-short bench script-cost lint fmt soak dev clean
+.PHONY: all build test test-short bench script-cost lint fmt soak dev clean fuzz-http
 
 all: build test
 
@@ -25,6 +25,12 @@ bench:
 	@mkdir -p $(BIN)
 	@$(GO) test -run '^$$' -bench . -benchmem ./pkg/idempotency/ > $(BIN)/keybench.txt; status=$$?; cat $(BIN)/keybench.txt; exit $$status
 	$(GO) run ./cmd/taskq-bench -key-bench $(BIN)/keybench.txt $(BENCH_FLAGS)
+
+## fuzz-http: the HTTP API against api/openapi.yaml under schema-driven fuzzing, longer than in make test (FUZZ_HTTP_REQUESTS=20000, FUZZ_HTTP_SEED=<n> to replay a run)
+FUZZ_HTTP_REQUESTS ?= 20000
+fuzz-http:
+	TASKQ_HTTP_FUZZ_REQUESTS=$(FUZZ_HTTP_REQUESTS) TASKQ_HTTP_FUZZ_SEED=$(FUZZ_HTTP_SEED) \
+		$(GO) test -race -count=1 -timeout 30m -run '^TestContractFuzz$$' -v ./internal/httpapi/
 
 ## script-cost: instructions redis-server executes per run for each script call (redis-server under valgrind's callgrind: the same count on every run, whatever the machine's load)
 script-cost:

@@ -343,7 +343,7 @@ func TestCompletionOfTaskNames(t *testing.T) {
 // Secrets in the environment are used but never printed: not as flag
 // defaults in --help, not in errors.
 func TestSecretsStayOutOfHelp(t *testing.T) {
-	env := map[string]string{envRedisURL: "redis://:hunter2@127.0.0.1:1/0", envToken: "tok-hunter3"}
+	env := map[string]string{envRedisURL: "redis://:hunter2@127.0.0.1:1/0", envToken: "tok-hunter3-0123456789"}
 	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"keys", "ls"}} {
 		r := runWith(context.Background(), invocation{env: env}, args...)
 		if strings.Contains(r.stdout+r.stderr, "hunter") {

@@ -222,7 +222,7 @@ func TestServe(t *testing.T) {
 		stderr := &syncBuffer{}
 		done := make(chan result, 1)
 		go func() {
-			done <- runWith(ctx, invocation{stderr: stderr}, f.cli.args([]string{"serve", "--addr", "127.0.0.1:0", "--token", "s3cret"})...)
+			done <- runWith(ctx, invocation{stderr: stderr}, f.cli.args([]string{"serve", "--addr", "127.0.0.1:0", "--token", "s3cret-s3cret-s3cret"})...)
 		}()
 		deadline := time.Now().Add(10 * time.Second)
 		var m []string
@@ -234,7 +234,7 @@ func TestServe(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
-		checkAcceptedThenRejected(t, "http://"+m[1], "s3cret", "3001")
+		checkAcceptedThenRejected(t, "http://"+m[1], "s3cret-s3cret-s3cret", "3001")
 		cancel()
 		r := <-done
 		if r.code != 0 {

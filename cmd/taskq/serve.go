@@ -25,6 +25,9 @@ type serveOptions struct {
 	eventRetention time.Duration
 	maxWait        time.Duration
 	shutdown       time.Duration
+	readTimeout    time.Duration
+	writeTimeout   time.Duration
+	maxConns       int
 	logLevel       string
 }
 
@@ -55,10 +58,12 @@ func (a *app) serveCmd() *cobra.Command {
   GET  /metrics                    Prometheus metrics
 
 Requests need "Authorization: Bearer <token>" with the token from --token or
-$TASKQ_TOKEN; --insecure serves without authentication (for local use only).
+$TASKQ_TOKEN: at least 16 visible ASCII characters, no whitespace.
+--insecure serves without authentication, only on a loopback address
+(--addr 127.0.0.1:8080).
 SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 --shutdown-timeout to finish.`,
-		Example: `  TASKQ_TOKEN=s3cret taskq serve --addr :8080
+		Example: `  TASKQ_TOKEN=$(openssl rand -hex 16) taskq serve --addr :8080
   taskq serve --addr 127.0.0.1:8080 --insecure --log-level debug`,
 		Args: argNames(nil),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
@@ -71,8 +76,17 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 			if o.token == "" && !o.insecure {
 				return usageErrorf("no token: set --token or $%s, or pass --insecure to serve without authentication", envToken)
 			}
-			if o.maxBodyBytes < 0 || o.maxBatch < 0 || o.eventRetention < 0 || o.maxWait < 0 || o.shutdown < 0 {
-				return usageErrorf("--max-body-bytes, --max-batch, --event-retention, --max-wait and --shutdown-timeout must not be negative")
+			if err := httpapi.CheckToken(o.token); err != nil {
+				return usageErrorf("%s", strings.TrimPrefix(err.Error(), "httpapi: "))
+			}
+			if o.token == "" {
+				if err := httpapi.CheckInsecureAddr(o.addr); err != nil {
+					return usageErrorf("%s", strings.TrimPrefix(err.Error(), "httpapi: "))
+				}
+			}
+			if o.maxBodyBytes < 0 || o.maxBatch < 0 || o.eventRetention < 0 || o.maxWait < 0 || o.shutdown < 0 ||
+				o.readTimeout < 0 || o.writeTimeout < 0 || o.maxConns < 0 {
+				return usageErrorf("--max-body-bytes, --max-batch, --event-retention, --max-wait, --shutdown-timeout, --read-timeout, --write-timeout and --max-connections must not be negative")
 			}
 			return nil
 		},
@@ -105,6 +119,9 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 	f.DurationVar(&o.eventRetention, "event-retention", 0, "how long ingested events are kept (0: the default, 7 days)")
 	f.DurationVar(&o.maxWait, "max-wait", 0, "longest ?wait= a result request may block (0: the server's default, 30s)")
 	f.DurationVar(&o.shutdown, "shutdown-timeout", 0, "how long in-flight requests may finish at shutdown (0: the server's default, 30s)")
+	f.DurationVar(&o.readTimeout, "read-timeout", 0, "longest a request's headers and body may take to arrive (0: the server's default, 30s)")
+	f.DurationVar(&o.writeTimeout, "write-timeout", 0, "longest an answer may take, a result's ?wait= on top (0: the server's default, 30s)")
+	f.IntVar(&o.maxConns, "max-connections", 0, "most connections served at once; more wait their turn (0: the server's default, 1024)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
@@ -117,7 +134,8 @@ func newServer(c *client.Client, o serveOptions, log *slog.Logger) (*httpapi.Ser
 	}
 	return httpapi.New(httpapi.Options{
 		Client: c, Events: ing, Token: o.token, Insecure: o.insecure,
-		MaxBodyBytes: o.maxBodyBytes, MaxBatch: o.maxBatch, MaxWait: o.maxWait, ShutdownTimeout: o.shutdown, Logger: log,
+		MaxBodyBytes: o.maxBodyBytes, MaxBatch: o.maxBatch, MaxWait: o.maxWait, ShutdownTimeout: o.shutdown,
+		ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, MaxConnections: o.maxConns, Logger: log,
 	})
 }
 

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/taskq/taskq/internal/redistest"
@@ -93,10 +96,10 @@ func TestNewRefusesNoTokenUnlessInsecure(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, name)
 		}
 	}
-	if _, err := New(Options{Logger: quiet, Token: "x"}); err == nil {
+	if _, err := New(Options{Logger: quiet, Token: testToken}); err == nil {
 		t.Error("New accepted options without a client")
 	}
-	if _, err := New(Options{Client: c, Logger: quiet, Token: "x", MaxBatch: -1}); err == nil {
+	if _, err := New(Options{Client: c, Logger: quiet, Token: testToken, MaxBatch: -1}); err == nil {
 		t.Error("New accepted a negative MaxBatch")
 	}
 	e := newEnv(t, b, envOptions{server: Options{Insecure: true}})
@@ -104,3 +107,121 @@ func TestNewRefusesNoTokenUnlessInsecure(t *testing.T) {
 		t.Fatalf("insecure server refused a request without a token: %d %s", r.status, r.raw)
 	}
 }
+
+// A configured token that no request could match, or too short to be a
+// secret, is refused when the server is built, with a typed error that
+// names the problem and not the token.
+func TestNewRefusesUnusableTokens(t *testing.T) {
+	b := redistest.Mini(t)
+	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for token, want := range map[string]string{
+		testToken + "\n":          "whitespace",
+		" " + testToken:           "whitespace",
+		"\t" + testToken + " ":    "whitespace",
+		"s3cret token with space": "byte 0x20 at offset 6",
+		testToken + "\x00":        "byte 0x00",
+		testToken + "é":           "byte 0xc3",
+		"short-token":             "is 11 bytes long; use at least 16",
+		strings.Repeat("x", 15):   "at least 16",
+	} {
+		_, err := New(Options{Client: c, Logger: quiet, Token: token})
+		var te *TokenError
+		if !errors.As(err, &te) || !errors.Is(err, ErrBadToken) || !strings.Contains(err.Error(), want) {
+			t.Errorf("token %q: %v, want a *TokenError saying %q", token, err, want)
+			continue
+		}
+		if strings.Contains(err.Error(), strings.TrimSpace(token)) {
+			t.Errorf("the error quotes the token: %v", err)
+		}
+	}
+	if _, err := New(Options{Client: c, Logger: quiet, Token: strings.Repeat("x", TokenMinLength)}); err != nil {
+		t.Errorf("a token of exactly %d bytes: %v", TokenMinLength, err)
+	}
+}
+
+// Without a token the server serves only on a loopback address: the
+// address given is checked before listening, and the listener itself when
+// serving.
+func TestInsecureOnlyOnLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:8080": true, "127.1.2.3:0": true, "[::1]:8080": true, "localhost:8080": true,
+		":8080": false, "0.0.0.0:8080": false, "[::]:8080": false, "192.168.1.10:8080": false,
+		"example.com:8080": false, "10.0.0.1:0": false,
+	} {
+		err := CheckInsecureAddr(addr)
+		if ok && err != nil {
+			t.Errorf("%s: %v, want allowed", addr, err)
+		}
+		var ie *InsecureAddrError
+		if !ok && (!errors.As(err, &ie) || !errors.Is(err, ErrInsecureAddr) || !strings.Contains(err.Error(), "loopback")) {
+			t.Errorf("%s: %v, want an *InsecureAddrError", addr, err)
+		}
+	}
+	if err := CheckInsecureAddr("no-port"); err == nil {
+		t.Error("an address without a port was accepted")
+	}
+
+	b := redistest.Mini(t)
+	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := New(Options{Client: c, Logger: quiet, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &fakeListener{addr: &net.TCPAddr{IP: net.IPv4zero, Port: 8080}}
+	err = s.Serve(context.Background(), ln)
+	if !errors.Is(err, ErrInsecureAddr) || !ln.closed {
+		t.Fatalf("Serve without a token on 0.0.0.0: %v (listener closed: %v), want an *InsecureAddrError", err, ln.closed)
+	}
+	// With a token any address is fine: the listener is served.
+	ts, err := New(Options{Client: c, Logger: quiet, Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ts.Serve(ctx, &fakeListener{addr: &net.TCPAddr{IP: net.IPv4zero, Port: 8080}}); errors.Is(err, ErrInsecureAddr) {
+		t.Fatalf("Serve with a token: %v", err)
+	}
+}
+
+// fakeListener is a listener on any address that accepts nothing.
+type fakeListener struct {
+	addr   net.Addr
+	mu     sync.Mutex
+	closed bool
+	done   chan struct{}
+}
+
+func (l *fakeListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+	}
+	done := l.done
+	l.mu.Unlock()
+	<-done
+	return nil, net.ErrClosed
+}
+
+func (l *fakeListener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+	}
+	if !l.closed {
+		l.closed = true
+		close(l.done)
+	}
+	return nil
+}
+
+func (l *fakeListener) Addr() net.Addr { return l.addr }

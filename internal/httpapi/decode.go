@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -16,26 +17,54 @@ import (
 // JSON, within MaxBodyBytes, a single object, with no unknown fields and
 // every field of its declared type. The error says which of these failed.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-				"Content-Type %q is not JSON; send application/json", ct)
-		}
+	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		return e
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
+	var (
+		tooBig *http.MaxBytesError
+		ne     net.Error
+	)
 	switch {
 	case errors.As(err, &tooBig):
 		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 			"request body is over the limit of %d bytes", tooBig.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		// The connection's read deadline (Options.ReadTimeout) passed
+		// before the body was in.
+		return newError(http.StatusRequestTimeout, CodeRequestTimeout,
+			"the request body did not arrive within %s (ReadTimeout, headers included)", s.opts.ReadTimeout)
 	case err != nil:
 		return newError(http.StatusBadRequest, CodeMalformedJSON, "reading the request body: %v", err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return newError(http.StatusBadRequest, CodeEmptyBody, "request body is empty; send a JSON object")
 	}
+	if e := checkBodyText(data); e != nil {
+		return e
+	}
 	return decodeStrict(data, dst, "")
+}
+
+// checkContentType accepts application/json and the JSON-based types of
+// the +json suffix (application/cloudevents+json, as webhook sources send),
+// in UTF-8, the only charset JSON has; a missing Content-Type is refused,
+// since a body of unknown type is not read as JSON on a guess.
+func checkContentType(ct string) *apiError {
+	if ct == "" {
+		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"the request has no Content-Type; send Content-Type: application/json")
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
+		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"Content-Type %s is not JSON; send application/json", quote(ct))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"Content-Type %s: JSON is read in UTF-8 only; send charset=utf-8 or no charset", quote(ct))
+	}
+	return nil
 }
 
 // decodeStrict decodes one JSON object into dst with no unknown fields and
@@ -91,13 +120,13 @@ func decodeError(err error, at string) *apiError {
 			return newError(http.StatusBadRequest, CodeMalformedJSON, "request body must be a JSON object, not %s", article(typ.Value))
 		}
 		name := joinField(at, typ.Field)
-		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q must be %s, not %s", name, goTypeName(typ.Type), article(typ.Value))
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %s must be %s, not %s", quote(name), goTypeName(typ.Type), article(typ.Value))
 		e.Field = name
 		return e
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := joinField(at, strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
-		e := newError(http.StatusBadRequest, CodeInvalidField, "unknown field %q", name)
-		e.Field = name
+		e := newError(http.StatusBadRequest, CodeInvalidField, "unknown field %s", quote(name))
+		e.Field = clip(name)
 		return e
 	}
 	return newError(http.StatusBadRequest, CodeMalformedJSON, "request body is not valid JSON: %v", err)

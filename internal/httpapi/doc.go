@@ -15,6 +15,7 @@
 //	GET  /api/v1/runs/{id}/result        its result; ?wait=30s long-polls
 //	POST /api/v1/runs/{id}/cancel        cancel a run
 //	GET  /api/v1/keys/{key}              who holds an idempotency key
+//	POST /api/v1/keys/{key}/signal       signal the run that holds it
 //	GET  /healthz, /readyz               liveness, and readiness (Redis answers)
 //	GET  /metrics                        Prometheus metrics
 //
@@ -23,11 +24,25 @@
 // that probes need no secret. New refuses to build a server without a
 // token unless Options.Insecure is set.
 //
-// Bad input never reaches Redis: bodies are read within a size limit and
-// decoded strictly (unknown fields and wrong types are refused), and every
-// event or run of a batch is checked before anything is written. Every
-// error, including unknown routes (404) and methods (405), is a JSON object
-// {"error": "<stable code>", "message": "<what is wrong>"}.
+// Routes are matched on the escaped path, segment by segment, with no
+// path cleaning: a key may contain slashes and dot segments, and no answer
+// is a redirect.
+//
+// Bad input never reaches Redis: bodies must be JSON by Content-Type, are
+// read within a size limit and a read deadline, must be valid UTF-8 (no
+// escaped lone surrogates either), and are decoded strictly (unknown fields
+// and wrong types are refused); every event or run of a batch is checked
+// before anything is written. Every error, including unknown routes (404)
+// and methods (405), is a JSON object {"error": "<stable code>", "message":
+// "<what is wrong>"}, whose message quotes at most a short prefix of any
+// value sent. storeError is the one place Redis failures become answers.
+//
+// Serve bounds what a client can hold: read, write, header and idle
+// deadlines, a header size limit and a cap on open connections. Without a
+// token (Options.Insecure) it serves only on a loopback address.
+//
+// api/openapi.yaml is the contract: the package's tests validate every
+// answer they receive against it and fuzz every operation from it.
 //
 // Serve shuts down gracefully when its context ends: it stops accepting
 // connections and lets in-flight requests, long-polls included, finish

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -20,6 +23,7 @@ const (
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeRequestTimeout       = "request_timeout"
 	CodeEmptyBody            = "empty_body"
 	CodeBodyTooLarge         = "body_too_large"
 	CodeMalformedJSON        = "malformed_json"
@@ -47,6 +51,9 @@ type apiError struct {
 	Field string `json:"field,omitempty"`
 	// Index is the item of a batch at fault.
 	Index *int `json:"index,omitempty"`
+	// Offset is the byte offset at fault in the body (or the path) when
+	// its text is not valid UTF-8.
+	Offset *int `json:"offset,omitempty"`
 	// Set on idempotency collisions.
 	Task          string `json:"task,omitempty"`
 	Key           string `json:"key,omitempty"`
@@ -55,8 +62,76 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
 
+// maxQuoted bounds the bytes of a request's value an error message quotes:
+// a value is quoted by its prefix and its size, never in full, so that an
+// error is never larger than a few hundred bytes whatever was sent.
+const maxQuoted = 64
+
+// clip returns s, or its first maxQuoted bytes (cut at a character
+// boundary) and "…" when it is longer.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// quote quotes a value of the request for an error message: in full when
+// short, else its first maxQuoted bytes and its size.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(clip(s)), len(s))
+}
+
+// maxMessage bounds an error message in bytes, whatever it quotes.
+const maxMessage = 1024
+
+// boundMessage keeps a message short whatever it quotes, such as another
+// package's error that repeats a value of the request: every run of
+// non-space bytes longer than maxQuoted is cut to its prefix and its size,
+// and the whole to maxMessage bytes.
+func boundMessage(msg string) string {
+	if len(msg) <= maxQuoted {
+		return msg
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		j := i
+		for j < len(msg) && msg[j] != ' ' {
+			j++
+		}
+		if word := msg[i:j]; len(word) > maxQuoted {
+			fmt.Fprintf(&b, "%s(%d bytes)", clip(word), len(word))
+		} else {
+			b.WriteString(word)
+		}
+		if j < len(msg) {
+			b.WriteByte(' ')
+		}
+		i = j + 1
+		if b.Len() > maxMessage {
+			break
+		}
+	}
+	out := b.String()
+	if len(out) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + "… (message cut)"
+	}
+	return out
+}
+
 func newError(status int, code, format string, args ...any) *apiError {
-	return &apiError{status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+	return &apiError{status: status, Code: code, Message: boundMessage(fmt.Sprintf(format, args...))}
 }
 
 func (e *apiError) at(index int) *apiError {
@@ -82,7 +157,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeError writes e, its message and field bounded (see boundMessage)
+// however it was built.
 func writeError(w http.ResponseWriter, e *apiError) {
+	e.Message, e.Field = boundMessage(e.Message), clip(e.Field)
 	writeJSON(w, e.status, e)
 }
 
@@ -90,7 +168,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 func collisionError(c *client.IdempotencyCollisionError) *apiError {
 	return &apiError{
 		status: http.StatusConflict, Code: CodeIdempotencyCollision,
-		Message: fmt.Sprintf("task %q: idempotency key %q is held by run %s; fetch that run's result instead", c.Task, c.Key, c.ExistingRunID),
+		Message: fmt.Sprintf("task %s: idempotency key %s is held by run %s; fetch that run's result instead", quote(c.Task), quote(c.Key), c.ExistingRunID),
 		Task:    c.Task, Key: c.Key, ExistingRunID: c.ExistingRunID,
 	}
 }
@@ -160,7 +238,12 @@ func eventError(err error) *apiError {
 	return storeError(err)
 }
 
-// storeError maps a failure to reach or use Redis to an answer.
+// storeError maps a failure to reach or use Redis to an answer. It is the
+// one place where an error of Redis becomes a status and a code: every
+// handler's mapping (triggerError, eventError, runError, the signal's and
+// the definition's) ends here for what it does not know, and /readyz
+// answers with it too. A new kind of Redis failure is mapped here, before
+// the catch-all.
 func storeError(err error) *apiError {
 	var (
 		ne net.Error

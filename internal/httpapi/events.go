@@ -148,7 +148,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ev, err := s.ing.Get(r.Context(), id)
 	if errors.Is(err, events.ErrEventNotFound) {
-		writeError(w, newError(http.StatusNotFound, CodeEventNotFound, "event %q does not exist or has expired", id))
+		writeError(w, newError(http.StatusNotFound, CodeEventNotFound, "event %s does not exist or has expired", quote(id)))
 		return
 	}
 	if err != nil {

@@ -15,12 +15,21 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz says whether the server can work: Redis answers.
+// readyz says whether the server can work: Redis answers. It is open to
+// probes, so an anonymous caller learns only ready or not ready; a caller
+// with the API token also learns why not (the Redis address and error).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.c.Ping(ctx); err != nil {
-		writeError(w, newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "Redis is not reachable: %v", err))
+		e := storeError(err)
+		e.status = http.StatusServiceUnavailable // whatever failed, not ready
+		if s.bearer(r) == tokenValid {
+			e.Message = "not ready: Redis is not reachable: " + e.Message
+		} else {
+			e.Message = "not ready"
+		}
+		writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -22,7 +22,7 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-const testToken = "s3cret-token"
+const testToken = "s3cret-token-for-tests"
 
 // env is a server on a real listener (httptest) over a test's own
 // namespace.
@@ -105,6 +105,10 @@ func (e *env) callWith(method, path string, body any, headers map[string]string)
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range headers {
+		if v == noHeader {
+			req.Header.Del(k)
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -115,7 +119,19 @@ func (e *env) callWith(method, path string, body any, headers map[string]string)
 	raw, _ := io.ReadAll(resp.Body)
 	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
 	_ = json.Unmarshal(raw, &r.body)
+	if err := checkContract(req, resp.StatusCode, resp.Header, raw); err != nil {
+		e.t.Errorf("%s %s: the answer breaks api/openapi.yaml: %v\n%d %.500s", method, clip(path), err, resp.StatusCode, raw)
+	}
 	return r
+}
+
+// noHeader as a header's value in callWith leaves the header out.
+const noHeader = "\x00none"
+
+// rawPost posts body with the token and no Content-Type.
+func (e *env) rawPost(path, body string) response {
+	e.t.Helper()
+	return e.callWith("POST", path, body, map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": noHeader})
 }
 
 // expect fails unless the answer has the status.

@@ -38,7 +38,7 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !held {
-		writeError(w, newError(http.StatusNotFound, CodeKeyNotFound, "idempotency key %q is not held by any run", key))
+		writeError(w, newError(http.StatusNotFound, CodeKeyNotFound, "idempotency key %s is not held by any run", quote(key)))
 		return
 	}
 	res := keyResponse{Key: key, RunID: st.Owner, TTLMs: st.TTL.Milliseconds()}

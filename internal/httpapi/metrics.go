@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +42,9 @@ type metrics struct {
 	// triggerDuration is the latency of a trigger or push, Redis included.
 	triggerDuration *prometheus.HistogramVec
 	requests        *prometheus.CounterVec
-	handler         http.Handler
+	// openConns counts the connections Serve holds open.
+	openConns atomic.Int64
+	handler   http.Handler
 }
 
 func newMetrics() *metrics {
@@ -76,14 +80,28 @@ func newMetrics() *metrics {
 			Help: "HTTP requests by route pattern and status code.",
 		}, []string{"route", "code"}),
 	}
+	openConns := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "taskq_http_open_connections",
+		Help: "Connections the HTTP server holds open (at most its connection limit).",
+	}, func() float64 { return float64(m.openConns.Load()) })
 	m.reg.MustRegister(m.triggersAccepted, m.collisions, m.eventsIngested, m.eventTaskErrors,
-		m.runsFinished, m.triggerDuration, m.requests,
+		m.runsFinished, m.triggerDuration, m.requests, openConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	for _, st := range []string{redisstore.StatusSucceeded, redisstore.StatusFailed, redisstore.StatusCancelled} {
 		m.runsFinished.WithLabelValues(st)
 	}
 	return m
+}
+
+// connState keeps openConns: an http.Server's ConnState hook.
+func (m *metrics) connState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		m.openConns.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		m.openConns.Add(-1)
+	}
 }
 
 func (m *metrics) observeTrigger(source string, start time.Time) {

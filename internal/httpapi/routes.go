@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,14 +17,19 @@ import (
 // route is one endpoint. The OpenAPI document lists exactly these, which a
 // test checks.
 type route struct {
-	method  string
-	pattern string // http.ServeMux pattern path
-	open    bool   // served without a token
+	method string
+	// pattern is the route's path: literal segments and wildcards, {name}
+	// for one segment and {name...} for one or more (the idempotency key,
+	// which may contain slashes). A {name...} may be followed by literal
+	// segments (/keys/{key...}/signal): the key is what lies between.
+	pattern string
+	open    bool // served without a token
 	handler http.HandlerFunc
+	segs    []string // pattern split at "/"
 }
 
 func (s *Server) routeTable() []route {
-	return []route{
+	routes := []route{
 		{method: http.MethodPost, pattern: "/api/v1/events", handler: s.pushEvents},
 		{method: http.MethodGet, pattern: "/api/v1/events/{id}", handler: s.getEvent},
 		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/runs", handler: s.triggerRuns},
@@ -31,39 +38,101 @@ func (s *Server) routeTable() []route {
 		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/result", handler: s.getResult},
 		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/cancel", handler: s.cancelRun},
 		{method: http.MethodGet, pattern: "/api/v1/keys/{key...}", handler: s.getKey},
-		{method: http.MethodPost, pattern: "/api/v1/keys/{key}/signal", handler: s.signalKey},
+		{method: http.MethodPost, pattern: "/api/v1/keys/{key...}/signal", handler: s.signalKey},
 		{method: http.MethodGet, pattern: "/healthz", open: true, handler: s.healthz},
 		{method: http.MethodGet, pattern: "/readyz", open: true, handler: s.readyz},
 		{method: http.MethodGet, pattern: "/metrics", handler: s.serveMetrics},
 	}
+	for i := range routes {
+		routes[i].segs = strings.Split(routes[i].pattern, "/")
+	}
+	return routes
 }
 
-// dispatch routes a request, answering unknown routes and methods in the
-// API's JSON error shape rather than ServeMux's plain text.
-func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := s.mux.Handler(r); pattern != "" {
-		s.mux.ServeHTTP(w, r)
-		return
-	}
-	if allow := s.allowedMethods(r); len(allow) > 0 {
-		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-			"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
-		return
-	}
-	writeError(w, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-}
-
-func (s *Server) allowedMethods(r *http.Request) []string {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, pattern := s.mux.Handler(probe); pattern != "" {
-			allow = append(allow, m)
+// match reports whether path segments segs (of the escaped path, split at
+// "/") fit the route, and returns its wildcards' values, percent-decoded.
+// Nothing is cleaned: "//", "." and ".." are kept as they are, so a key
+// such as "https://shop.example/evt/../1" reaches the handler unchanged.
+func (rt *route) match(segs []string) (names, values []string, ok bool) {
+	greedy := -1
+	for i, p := range rt.segs {
+		if strings.HasSuffix(p, "...}") {
+			greedy = i
 		}
 	}
-	return allow
+	if greedy < 0 && len(segs) != len(rt.segs) || greedy >= 0 && len(segs) < len(rt.segs) {
+		return nil, nil, false
+	}
+	suffix := len(rt.segs) - greedy - 1 // literal segments after the greedy wildcard
+	for i, p := range rt.segs {
+		seg := ""
+		switch {
+		case greedy >= 0 && i == greedy:
+			seg = strings.Join(segs[i:len(segs)-suffix], "/")
+		case greedy >= 0 && i > greedy:
+			seg = segs[len(segs)-(len(rt.segs)-i)]
+		default:
+			seg = segs[i]
+		}
+		if !strings.HasPrefix(p, "{") {
+			if seg != p {
+				return nil, nil, false
+			}
+			continue
+		}
+		v, err := url.PathUnescape(seg)
+		if err != nil {
+			return nil, nil, false
+		}
+		names = append(names, strings.TrimSuffix(strings.Trim(p, "{}"), "..."))
+		values = append(values, v)
+	}
+	return names, values, true
+}
+
+// dispatch routes a request by its escaped path, so that ServeMux's path
+// cleaning (a redirect with an HTML body for "//" or dot segments) never
+// applies: unknown routes and methods are answered in the API's JSON error
+// shape, and an empty path parameter is a 400 naming it.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	segs := strings.Split(r.URL.EscapedPath(), "/")
+	var allow []string
+	for i := range s.routes {
+		rt := &s.routes[i]
+		names, values, ok := rt.match(segs)
+		if !ok {
+			continue
+		}
+		if rt.method != r.Method {
+			allow = append(allow, rt.method)
+			continue
+		}
+		r.Pattern = rt.method + " " + rt.pattern
+		if e := checkURLText(r); e != nil {
+			writeError(w, e)
+			return
+		}
+		for j, name := range names {
+			if values[j] == "" {
+				e := newError(http.StatusBadRequest, CodeInvalidParameter, "path parameter %q is empty: %s %s", name, rt.method, rt.pattern)
+				e.Field = name
+				writeError(w, e)
+				return
+			}
+			r.SetPathValue(name, values[j])
+		}
+		rt.handler(w, r)
+		return
+	}
+	if len(allow) > 0 {
+		slices.Sort(allow)
+		allow = slices.Compact(allow)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"method %s is not allowed on %s; allowed: %s", clip(r.Method), clip(r.URL.Path), strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", clip(r.Method), clip(r.URL.Path)))
 }
 
 // needsToken reports whether a path is protected: everything under /api/
@@ -81,21 +150,43 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		switch s.bearer(r) {
+		case tokenMissing:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="taskq"`)
 			writeError(w, newError(http.StatusUnauthorized, CodeUnauthorized,
 				"missing bearer token: send the header Authorization: Bearer <token>"))
 			return
-		}
-		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
+		case tokenWrong:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="taskq", error="invalid_token"`)
 			writeError(w, newError(http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not valid"))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Results of bearer.
+const (
+	tokenValid = iota
+	tokenMissing
+	tokenWrong
+)
+
+// bearer checks the request's "Authorization: Bearer <token>". Without a
+// configured token (insecure mode) every request is valid.
+func (s *Server) bearer(r *http.Request) int {
+	if s.opts.Token == "" {
+		return tokenValid
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return tokenMissing
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
+		return tokenWrong
+	}
+	return tokenValid
 }
 
 func (s *Server) recoverPanics(next http.Handler) http.Handler {
@@ -149,7 +240,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		route := r.Pattern // set by the ServeMux on this request
+		route := r.Pattern // set by dispatch on this request
 		if route == "" {
 			route = "unmatched"
 		}

@@ -216,9 +216,18 @@ func TestReadyzFollowsRedis(t *testing.T) {
 	e.s.ing = ing
 	e.call("POST", "/api/v1/events", map[string]any{"key": "k"}).expect(t, http.StatusAccepted)
 	srv.Kill()
-	r := e.callWith("GET", "/readyz", nil, nil).expect(t, http.StatusServiceUnavailable)
-	if r.str("error") != CodeRedisUnavailable || !strings.Contains(r.str("message"), "Redis is not reachable") {
-		t.Fatalf("readyz with Redis down: %s", r.raw)
+	// An anonymous probe learns only that the server is not ready; with
+	// the token it learns why.
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong-token-0123456789"}} {
+		r := e.callWith("GET", "/readyz", nil, h).expect(t, http.StatusServiceUnavailable)
+		if r.str("error") != CodeRedisUnavailable || r.str("message") != "not ready" || strings.Contains(string(r.raw), srv.Addr()) {
+			t.Fatalf("readyz with Redis down, without a valid token: %s", r.raw)
+		}
+	}
+	r := e.call("GET", "/readyz", nil).expect(t, http.StatusServiceUnavailable)
+	if r.str("error") != CodeRedisUnavailable || !strings.Contains(r.str("message"), "Redis is not reachable") ||
+		!strings.Contains(r.str("message"), srv.Addr()) {
+		t.Fatalf("readyz with Redis down, with the token: %s", r.raw)
 	}
 	e.callWith("GET", "/healthz", nil, nil).expect(t, http.StatusOK)
 	r = e.call("POST", "/api/v1/events", map[string]any{"key": "k"}).expect(t, http.StatusServiceUnavailable)

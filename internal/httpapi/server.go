@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
@@ -19,6 +21,22 @@ const (
 	MaxBodyBytesDefault    = 1 << 20
 	MaxWaitDefault         = 30 * time.Second
 	ShutdownTimeoutDefault = 30 * time.Second
+	// ReadHeaderTimeoutDefault bounds the reading of a request's headers.
+	ReadHeaderTimeoutDefault = 10 * time.Second
+	// ReadTimeoutDefault bounds the reading of a whole request, headers
+	// and body: a client that sends its body too slowly is cut off.
+	ReadTimeoutDefault = 30 * time.Second
+	// WriteTimeoutDefault bounds the answer of a request, from the end of
+	// its headers. A long-poll of a run's result gets its wait on top.
+	WriteTimeoutDefault = 30 * time.Second
+	// IdleTimeoutDefault is how long a kept-alive connection may wait for
+	// its next request.
+	IdleTimeoutDefault = 60 * time.Second
+	// MaxHeaderBytesDefault bounds a request's line and headers.
+	MaxHeaderBytesDefault = 64 << 10
+	// MaxConnectionsDefault bounds the connections served at once; more
+	// wait in the listen queue until one closes.
+	MaxConnectionsDefault = 1024
 )
 
 // Names the taskq CLI gives the settings of `taskq serve`; errors quote them
@@ -67,7 +85,24 @@ type Options struct {
 	// its context ends (default 30s). Long-polls still waiting then answer
 	// with the run's current state.
 	ShutdownTimeout time.Duration
-	Logger          *slog.Logger
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
+	// connection deadlines of Serve (defaults: the XxxDefault constants).
+	// ReadTimeout covers headers and body together, so that a client
+	// trickling its body is cut off; the result long-poll extends its own
+	// write deadline by its wait.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// MaxHeaderBytes bounds a request's line and headers (default 64 KiB);
+	// a larger one is answered 431 by net/http.
+	MaxHeaderBytes int
+	// MaxConnections bounds the connections Serve holds open at once
+	// (default 1024): past it, new connections wait in the listen queue
+	// until one closes, so that a flood of slow clients cannot use up the
+	// process's file descriptors.
+	MaxConnections int
+	Logger         *slog.Logger
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -93,6 +128,23 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = ShutdownTimeoutDefault
 	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&o.ReadHeaderTimeout, ReadHeaderTimeoutDefault}, {&o.ReadTimeout, ReadTimeoutDefault},
+		{&o.WriteTimeout, WriteTimeoutDefault}, {&o.IdleTimeout, IdleTimeoutDefault},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if o.MaxHeaderBytes == 0 {
+		o.MaxHeaderBytes = MaxHeaderBytesDefault
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = MaxConnectionsDefault
+	}
 	return o, nil
 }
 
@@ -102,12 +154,20 @@ func (o Options) validate() error {
 		return errors.New("httpapi: Options.Client is required")
 	case o.Token == "" && !o.Insecure:
 		return &NoTokenError{}
+	case CheckToken(o.Token) != nil:
+		return CheckToken(o.Token)
 	case o.MaxBodyBytes < 0:
 		return fmt.Errorf("httpapi: MaxBodyBytes %d must not be negative", o.MaxBodyBytes)
 	case o.MaxBatch < 1:
 		return fmt.Errorf("httpapi: MaxBatch %d must be at least 1", o.MaxBatch)
 	case o.MaxWait < 0 || o.ShutdownTimeout < 0:
 		return errors.New("httpapi: MaxWait and ShutdownTimeout must not be negative")
+	case o.ReadHeaderTimeout < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0:
+		return errors.New("httpapi: ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout must not be negative")
+	case o.MaxHeaderBytes < 0:
+		return fmt.Errorf("httpapi: MaxHeaderBytes %d must not be negative", o.MaxHeaderBytes)
+	case o.MaxConnections < 0:
+		return fmt.Errorf("httpapi: MaxConnections %d must not be negative", o.MaxConnections)
 	}
 	return nil
 }
@@ -120,13 +180,14 @@ type Server struct {
 	log       *slog.Logger
 	tokenHash [sha256.Size]byte
 	metrics   *metrics
-	mux       *http.ServeMux
 	routes    []route
 	handler   http.Handler
 }
 
 // New validates opts and builds the server. It refuses an empty Token
-// unless Insecure is set, with a *NoTokenError naming the flags.
+// unless Insecure is set, with a *NoTokenError naming the flags, and a
+// token clients could not send or too short to be a secret with a
+// *TokenError (see CheckToken).
 func New(opts Options) (*Server, error) {
 	if opts.Client == nil {
 		return nil, errors.New("httpapi: Options.Client is required")
@@ -143,10 +204,6 @@ func New(opts Options) (*Server, error) {
 		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(),
 	}
 	s.routes = s.routeTable()
-	s.mux = http.NewServeMux()
-	for _, rt := range s.routes {
-		s.mux.HandleFunc(rt.method+" "+rt.pattern, rt.handler)
-	}
 	s.handler = s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.dispatch))))
 	if opts.Insecure && opts.Token == "" {
 		s.log.Warn("taskq: the HTTP API serves without authentication (insecure development mode)")
@@ -162,17 +219,19 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // ShutdownTimeout) before it returns. It returns nil after a graceful
 // shutdown, or the error that stopped the listener. While serving it also
 // counts finished runs for /metrics.
+//
+// Without a token (Options.Insecure) it serves only on a loopback
+// listener: on any other it closes ln and returns an *InsecureAddrError.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.opts.Token == "" && !loopbackListener(ln) {
+		_ = ln.Close()
+		return &InsecureAddrError{Addr: ln.Addr().String()}
+	}
 	// Requests outlive ctx until shutdown tells them otherwise.
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	srv := s.httpServer(base)
+	ln = netutil.LimitListener(ln, s.opts.MaxConnections)
 	ps := s.subscribeRuns(base)
 	watchDone := make(chan struct{})
 	go func() {
@@ -211,4 +270,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	<-served
 	s.log.Info("taskq HTTP API stopped")
 	return err
+}
+
+// httpServer is the net/http server of Serve, with every connection
+// deadline and limit of the options.
+func (s *Server) httpServer(base context.Context) *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnState:         s.metrics.connState,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }

@@ -53,10 +53,10 @@ func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		writeJSON(w, http.StatusAccepted, signalResponse{RunID: rec.RunID, SignalID: rec.SignalID})
 	case errors.As(err, &notHeld):
-		writeError(w, newError(http.StatusNotFound, CodeKeyNotHeld, "no active run holds idempotency key %q", key))
+		writeError(w, newError(http.StatusNotFound, CodeKeyNotHeld, "no active run holds idempotency key %s", quote(key)))
 	case errors.As(err, &finished):
 		e := newError(http.StatusConflict, CodeOwnerFinished,
-			"idempotency key %q is held by run %s, which has %s: a finished run cannot be signalled", key, finished.RunID, finished.Status)
+			"idempotency key %s is held by run %s, which has %s: a finished run cannot be signalled", quote(key), finished.RunID, finished.Status)
 		e.Key, e.ExistingRunID = key, finished.RunID
 		writeError(w, e)
 	case errors.As(err, &limit) && limit.What != signalPayloadLimit:
