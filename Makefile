@@ -2,10 +2,18 @@ GO      ?= go
 BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+STRESS_RUNS        ?= 10
+STRESS_RUN_TIMEOUT ?= 20m
+STRESS_TIMEOUT     ?= 180m
 
-.PHONY: all build test test-short bench script-cost lint fmt soak dev clean fuzz-http
+.PHONY: all help build test test-short test-stress bench script-cost lint fmt soak dev clean fuzz-http
 
+## all: build, then test
 all: build test
+
+## help: this list of targets
+help:
+	@sed -n 's/^## \([a-zA-Z_-]*\): */\1\t/p' $(MAKEFILE_LIST) | awk -F '\t' '{ printf "  %-12s %s\n", $$1, $$2 }'
 
 ## build: the taskq CLI and the example workers into ./bin
 build:
@@ -15,10 +23,19 @@ build:
 dev:
 	$(GO) run ./cmd/taskq dev
 
-## test: every test, race detector on, against real Redis (127.0.0.1:6379) and miniredis
+## test: every test, race detector on, against real Redis and miniredis (Redis at 127.0.0.1:6379 or TASKQ_TEST_REDIS_URL, else a redis-server each test binary starts for itself)
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 8m ./...
+
+## test-short: every test with -short (fewer iterations in the randomized key tests), without the race detector
+test-short:
+	$(GO) test -short -count=1 -timeout 8m ./...
+
+## test-stress: make test STRESS_RUNS times (default 10) while another process keeps one core busy, each run within STRESS_RUN_TIMEOUT (20m) and all within STRESS_TIMEOUT (180m); prints how many passed, logs in bin/test-stress
+test-stress:
+	@RUNS="$(STRESS_RUNS)" RUN_TIMEOUT="$(STRESS_RUN_TIMEOUT)" TOTAL_TIMEOUT="$(STRESS_TIMEOUT)" \
+		LOG_DIR="$(BIN)/test-stress" .ci/stress
 
 ## bench: taskq beside Redis doing the same work (cmd/taskq-bench), with the key-derivation benchmarks in its table (BENCH_FLAGS="-redis redis://127.0.0.1:6390/0 -n 50000")
 bench:
@@ -41,9 +58,11 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+## fmt: gofmt every Go file
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+## clean: remove ./bin
 clean:
 	rm -rf $(BIN)
 

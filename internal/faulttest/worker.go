@@ -58,6 +58,10 @@ func MaybeRunRole() {
 		fmt.Fprintln(os.Stderr, "faulttest worker:", err)
 		os.Exit(2)
 	}
+	// go-redis logs each failed dial on its own (the tests kill and
+	// restart Redis on purpose): its lines join the worker's log, as
+	// warnings, shown only with Verbose.
+	redis.SetLogger(libraryLog{workerLog(cfg)})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := RunWorker(ctx, cfg, os.Stdout); err != nil {
@@ -65,6 +69,24 @@ func MaybeRunRole() {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// workerLog is a worker process's log: its warnings on stderr with
+// Verbose, nothing otherwise.
+func workerLog(cfg WorkerConfig) *slog.Logger {
+	level := slog.LevelError + 1
+	if cfg.Verbose {
+		level = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// libraryLog writes go-redis's log lines to a slog.Logger as warnings.
+type libraryLog struct{ log *slog.Logger }
+
+// Printf logs one line.
+func (l libraryLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
 }
 
 // RunWorker runs a worker of every task in Definitions until ctx ends,
@@ -117,11 +139,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, out io.Writer) error {
 		}
 		rdb.AddHook(hook)
 	}
-	level := slog.LevelError + 1
-	if cfg.Verbose {
-		level = slog.LevelWarn
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := workerLog(cfg)
 	defs, err := Definitions(cfg.Tasks)
 	if err != nil {
 		return err

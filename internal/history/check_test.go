@@ -402,3 +402,27 @@ func TestAttemptBegunTwiceFails(t *testing.T) {
 		t.Fatalf("double attempts = %d", r.DoubleAttempts)
 	}
 }
+
+// An operation of unknown outcome may take effect at any time after its
+// call, so a key's claim may expire before it takes effect; but every
+// operation ordered after that expiry happened after it too. A duplicate
+// accepted 50ms into a 300ms ttl is two owners, even when an unknown finish
+// of the owner (a NOSCRIPT answered before go-redis resent the script) lies
+// between them.
+func TestExpiryBeforeAnUnknownOperationIsNotEarly(t *testing.T) {
+	history := func(second Result) *hb {
+		h := &hb{}
+		return h.add("c1", 0, 1, enq("R1", "k", "ttl", 300), created).
+			add("w1", 10, 11, beganFinish("R1", 1, "succeeded"), Result{Code: CodeUnknown, Err: "NOSCRIPT No matching script"}).
+			add("w1", 12, 13, beganFinish("R1", 1, "succeeded"), okRes("succeeded")).
+			add("c2", 50, 51, enq("R2", "k", "ttl", 300), second).
+			add("c2", 400, 401, enq("R3", "k", "ttl", 300), created).
+			add("w1", 410, 411, beganFinish("R3", 1, "succeeded"), okRes("succeeded")).
+			add("reader", 5000, 5001, Op{Kind: KindReadRun, RunID: "R1"}, okRes("succeeded")).
+			add("reader", 5000, 5001, Op{Kind: KindReadRun, RunID: "R3"}, okRes("succeeded"))
+	}
+	mustPass(t, history(held("R1")))
+	bad := history(created)
+	bad.add("w1", 60, 61, beganFinish("R2", 1, "succeeded"), okRes("succeeded"))
+	mustFail(t, bad, RuleLinearizable, RuleDoubleOwner)
+}

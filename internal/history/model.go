@@ -37,7 +37,12 @@ import (
 //     lifetime h expires at c+h by Redis's clock, which the model does not
 //     see; it lets the key expire at any step whose interval reaches
 //     [call+h-slack, ...] and forces it once a step begins after
-//     return+h+slack.
+//     return+h+slack. An expiry is an event of its own, at c+h-slack at
+//     the earliest: every operation ordered after it must reach that time
+//     too. Without that rule, an operation of unknown outcome (whose
+//     interval never closes) could let the key expire at its place in the
+//     order while operations placed after it, which returned long before
+//     the expiry, saw the key free.
 //   - Runs go queued -> running -> (queued again for a retry) -> succeeded,
 //     failed or cancelled. A start begins attempt n only for a run that
 //     has not ended, with n above every attempt begun before (attempts are
@@ -88,7 +93,12 @@ type run struct {
 type state struct {
 	owner  string
 	lo, hi int64 // the owner's claim expires within [lo, hi] (unix ns)
-	runs   map[string]run
+	// floor is the earliest time the next operation can take effect at:
+	// set when a claim is let expire before an operation that may have
+	// taken effect before the claim's earliest expiry; 0 once an operation
+	// called after it was applied (every later one then reaches it anyway).
+	floor int64
+	runs  map[string]run
 }
 
 func terminal(status string) bool {
@@ -105,13 +115,13 @@ func (s state) with(id string, r run) state {
 
 func stateEqual(a, b any) bool {
 	x, y := a.(state), b.(state)
-	return x.owner == y.owner && x.lo == y.lo && x.hi == y.hi && maps.Equal(x.runs, y.runs)
+	return x.owner == y.owner && x.lo == y.lo && x.hi == y.hi && x.floor == y.floor && maps.Equal(x.runs, y.runs)
 }
 
 func stateHash(a any) uint64 {
 	s := a.(state)
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%s|%d|%d|%d", s.owner, s.lo, s.hi, len(s.runs))
+	fmt.Fprintf(h, "%s|%d|%d|%d|%d", s.owner, s.lo, s.hi, s.floor, len(s.runs))
 	sum := h.Sum64()
 	for id, r := range s.runs {
 		g := fnv.New64a()
@@ -127,9 +137,15 @@ func model(slack int64) porcupine.Model {
 		Init: func() []any { return []any{state{}} },
 		Step: func(st, in, _ any) []any {
 			s, op := st.(state), in.(*Op)
+			if op.End() < s.floor {
+				return nil // it was over before an expiry ordered before it
+			}
 			var out []any
 			for _, pre := range expiries(s, op, slack) {
 				for _, next := range step(pre, op, slack) {
+					if op.Call >= next.floor {
+						next.floor = 0
+					}
 					out = append(out, next)
 				}
 			}
@@ -182,6 +198,9 @@ func expiries(s state, op *Op, slack int64) []state {
 	case s.hi != noExpiry && op.Call > s.hi:
 		return []state{free}
 	case op.End() >= s.lo:
+		// The claim expired at s.lo or later: this operation, and every
+		// one after it, took effect then or later.
+		free.floor = max(s.floor, s.lo)
 		return []state{s, free}
 	}
 	return []state{s}

@@ -1,13 +1,18 @@
 // Package redistest gives tests their own Redis: a namespace of their own on
-// the shared real server (cleaned up after the test), an in-process
-// miniredis, or a private redis-server process for fault tests.
+// the real server the tests share (cleaned up after the test), an
+// in-process miniredis, or a private redis-server process for fault tests.
+//
+// The shared server is found or started once per test binary: the one
+// TASKQ_TEST_REDIS_URL names, else a Redis answering at 127.0.0.1:6379,
+// else a redis-server the harness starts on a free loopback port, which
+// ends with the test binary however it ends. go-redis's own log goes into
+// the test log (see CaptureLibraryLog).
 package redistest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +21,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// URLEnv overrides the address of the shared real Redis used by tests.
+// URLEnv names the real Redis tests share (a redis:// URL). Unset, Real
+// uses 127.0.0.1:6379 if a Redis answers there, or starts one of its own.
 const URLEnv = "TASKQ_TEST_REDIS_URL"
 
 // Backend is a Redis a test runs against.
@@ -24,6 +30,8 @@ type Backend struct {
 	Name      string
 	Client    redis.UniversalClient
 	Namespace string
+	// URL is the server's redis:// URL, for a client of another process.
+	URL string
 	// Mini is set for miniredis backends; tests use it to move time.
 	Mini *miniredis.Miniredis
 }
@@ -52,32 +60,31 @@ func Namespace(t testing.TB) string {
 	return "t-" + name + "-" + hex.EncodeToString(b)
 }
 
-// Real connects to the shared real Redis (TASKQ_TEST_REDIS_URL or
-// 127.0.0.1:6379) with a namespace of the test's own, and deletes every key
-// of that namespace when the test ends. The test fails if Redis is not
-// reachable: .ci/run starts one.
+// Real connects to the real Redis the tests share, with a namespace of the
+// test's own, and deletes every key of that namespace when the test ends.
+// The server is the one URLEnv names (which must answer), else one
+// answering at 127.0.0.1:6379, else a private redis-server the harness
+// starts on a free loopback port for this test binary and that ends with
+// it; when redis-server is not installed the test fails saying how to
+// install it.
 func Real(t testing.TB) *Backend {
 	t.Helper()
-	url := os.Getenv(URLEnv)
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
+	CaptureLibraryLog(t)
+	url, err := sharedURL()
+	if err != nil {
+		t.Fatal(err)
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatalf("redistest: %s: %v", URLEnv, err)
 	}
 	rdb := redis.NewClient(opt)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("redistest: real Redis at %s is not reachable (start one: redis-server --daemonize yes): %v", url, err)
-	}
 	ns := Namespace(t)
 	t.Cleanup(func() {
 		DeleteNamespace(context.Background(), rdb, ns)
 		_ = rdb.Close()
 	})
-	return &Backend{Name: "redis", Client: rdb, Namespace: ns}
+	return &Backend{Name: "redis", Client: rdb, Namespace: ns, URL: url}
 }
 
 // DeleteNamespace removes every key of namespace ns with SCAN and UNLINK.
@@ -101,10 +108,11 @@ func DeleteNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) 
 // Mini starts a miniredis for the test.
 func Mini(t testing.TB) *Backend {
 	t.Helper()
+	CaptureLibraryLog(t)
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	return &Backend{Name: "miniredis", Client: rdb, Namespace: Namespace(t), Mini: m}
+	return &Backend{Name: "miniredis", Client: rdb, Namespace: Namespace(t), URL: "redis://" + m.Addr() + "/0", Mini: m}
 }
 
 // Each runs fn as a subtest against real Redis and against miniredis.

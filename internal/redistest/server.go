@@ -16,6 +16,8 @@ import (
 
 // Server is a redis-server process of the test's own, on a free loopback
 // port, for tests that kill or restart Redis. It is never the shared one.
+// It is stopped when the test ends, and killed with the test binary should
+// that end first (a panic, a -timeout).
 type Server struct {
 	t    testing.TB
 	Port int
@@ -40,9 +42,13 @@ func StartServer(t testing.TB, extra ...string) *Server {
 // is the wrapper's (see Pid).
 func StartServerUnder(t testing.TB, wrapper []string, extra ...string) *Server {
 	t.Helper()
+	CaptureLibraryLog(t)
 	for _, tool := range append([]string{"redis-server"}, wrapper[:min(len(wrapper), 1)]...) {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("redistest: %s is not installed (.ci/run installs redis-server): %v", tool, err)
+			if tool == "redis-server" {
+				t.Fatalf("redistest: redis-server is not installed: %s", InstallHint)
+			}
+			t.Fatalf("redistest: %s is not installed: %v", tool, err)
 		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -77,7 +83,7 @@ func (s *Server) Start() {
 	argv := append(append(append([]string{}, s.Wrapper...), "redis-server"), s.Args...)
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = os.Stderr, os.Stderr
-	if err := s.cmd.Start(); err != nil {
+	if err := startTied(s.cmd); err != nil {
 		s.t.Fatalf("redistest: start redis-server: %v", err)
 	}
 	// The port first: a client dialling a server still starting (slowly,
