@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,7 +43,7 @@ func (e *env) memory(ctx context.Context) (nsMemory, error) {
 		for i, k := range keys {
 			cmds[i] = pipe.MemoryUsage(ctx, k, 0)
 		}
-		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return m, err
 		}
 		for i, k := range keys {

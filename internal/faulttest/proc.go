@@ -80,7 +80,7 @@ func (p *Proc) WaitLine(prefix string, timeout time.Duration) ([]string, error) 
 				continue
 			default:
 			}
-			return nil, fmt.Errorf("process %s exited (%v) before printing %q", p.Name, p.err, prefix)
+			return nil, fmt.Errorf("process %s exited (%w) before printing %q", p.Name, p.err, prefix)
 		case <-t.C:
 			return nil, fmt.Errorf("process %s did not print %q within %s", p.Name, prefix, timeout)
 		}

@@ -2,6 +2,7 @@ package faulttest
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -130,7 +131,7 @@ func (p *Proxy) accept() {
 					}
 				}
 				if err != nil {
-					if err != io.EOF {
+					if !errors.Is(err, io.EOF) {
 						_ = c.Close()
 					}
 					return

@@ -131,7 +131,7 @@ func Check(ops []Op, opts Options) *Report {
 type runInfo struct {
 	id       string
 	key      string
-	strat    string
+	strategy string
 	hold     int64 // ns
 	retain   int64 // ns
 	created  *Op   // the enqueue that created it (or may have)
@@ -181,7 +181,7 @@ func newChecker(all []Op, opts Options) *checker {
 			if op.Keyed() {
 				ri.key = op.Key
 			}
-			ri.strat, ri.hold, ri.retain = op.Strategy, op.HoldMs*1e6, op.RetainMs*1e6
+			ri.strategy, ri.hold, ri.retain = op.Strategy, op.HoldMs*1e6, op.RetainMs*1e6
 		}
 	}
 	return c
@@ -373,10 +373,10 @@ func (c *checker) invariants() {
 		if ri.hold > 0 {
 			ri.endLo, ri.endHi = cr.Call+ri.hold-c.slack, satAdd(cr.End(), ri.hold+c.slack)
 		}
-		if ri.strat == "debounce" {
+		if ri.strategy == "debounce" {
 			c.extendDebounced(ri, debounced[id], maybeDebounced[ri.key])
 		}
-		if ri.strat == "status" && len(ri.endOps) > 0 {
+		if ri.strategy == "status" && len(ri.endOps) > 0 {
 			lo, hi := int64(math.MaxInt64), int64(math.MaxInt64)
 			for _, e := range ri.endOps {
 				lo, hi = min(lo, e.Call), min(hi, e.End())

@@ -82,10 +82,10 @@ const noExpiry = math.MaxInt64
 
 // run is a run's state in the model.
 type run struct {
-	status  string
-	attempt int
-	strat   string
-	retain  int64 // ns
+	status   string
+	attempt  int
+	strategy string
+	retain   int64 // ns
 }
 
 // state is the state of one partition. Steps never modify a state: they
@@ -223,7 +223,7 @@ func end(s state, id, status string, op *Op, slack int64) state {
 	r := s.runs[id]
 	r.status = status
 	s = s.with(id, r)
-	if s.owner == id && r.strat == "status" {
+	if s.owner == id && r.strategy == "status" {
 		if r.retain > 0 {
 			s.lo, s.hi = window(op.Call, op.End(), r.retain, slack)
 		} else {
@@ -417,7 +417,7 @@ func stepEnqueue(s state, op *Op, slack int64) []state {
 		return nil
 	}
 	create := func() state {
-		n := s.with(id, run{status: "queued", strat: op.Strategy, retain: op.RetainMs * 1e6})
+		n := s.with(id, run{status: "queued", strategy: op.Strategy, retain: op.RetainMs * 1e6})
 		if op.Keyed() {
 			n.owner = id
 			n.lo, n.hi = window(op.Call, op.End(), op.HoldMs*1e6, slack)
