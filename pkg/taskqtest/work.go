@@ -106,21 +106,24 @@ func Work[I, O any](ctx context.Context, t testing.TB, h *Harness, tk *task.Task
 // clock has not reached. A queued run that is not in the retry set waits
 // on the task's stream for the worker.
 func (h *Harness) waitWorked(ctx context.Context, taskName string) error {
-	var busy []string
 	for {
-		now, err := h.busyRuns(ctx, taskName)
+		busy, err := h.busyRuns(ctx, taskName)
+		if err == nil && len(busy) == 0 {
+			return nil
+		}
 		if err != nil && ctx.Err() == nil {
 			return err
-		}
-		if err == nil {
-			if busy = now; len(busy) == 0 {
-				return nil
-			}
 		}
 		t := time.NewTimer(workPoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			// Read once more, past ctx, to name what is not done.
+			rctx, cancel := context.WithTimeout(context.Background(), CallTimeoutDefault)
+			defer cancel()
+			if busy, err = h.busyRuns(rctx, taskName); err != nil {
+				busy = []string{fmt.Sprintf("(the runs could not be read: %v)", err)}
+			}
 			return fmt.Errorf("runs not done when the context ended (%w): %s", context.Cause(ctx), strings.Join(busy, "; "))
 		case <-t.C:
 		}
