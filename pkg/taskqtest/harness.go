@@ -1,0 +1,210 @@
+package taskqtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/worker"
+)
+
+// Defaults of the workers a Harness builds (see Harness.WorkerOptions).
+const (
+	// FetchBlockDefault is how long a worker's read of the streams blocks:
+	// short, so that stopping a worker at the end of a test is quick.
+	FetchBlockDefault = 50 * time.Millisecond
+	// ShutdownTimeoutDefault is how long stopping a worker lets running
+	// handlers finish before cancelling them.
+	ShutdownTimeoutDefault = 2 * time.Second
+)
+
+// CallTimeoutDefault bounds each read of Redis an assertion makes, and
+// starting a worker.
+const CallTimeoutDefault = 10 * time.Second
+
+// Options configure a Harness. The zero value is ready to use.
+type Options struct {
+	// Namespace is the namespace the client and workers use (default
+	// "default", the client's). Every harness has a Redis of its own, so
+	// set it only when the code under test expects a particular one.
+	Namespace string
+	// Now is the time the harness's clock starts at (default: when the
+	// harness is made, to the millisecond).
+	Now time.Time
+	// Logger receives the logs of the harness's client and workers
+	// (default: discarded).
+	Logger *slog.Logger
+}
+
+// Harness is an in-process taskq for one test: an embedded Redis
+// (miniredis), a client connected to it, and the workers the test starts,
+// all telling the time by one Clock that moves only with Advance. Everything
+// is closed when the test ends (testing.TB.Cleanup), workers first.
+//
+// A Harness reports its own failures (a worker that cannot start, say) to
+// the test that made it. Make it with New.
+type Harness struct {
+	t      testing.TB
+	mini   *miniredis.Miniredis
+	rdb    *redis.Client
+	client *client.Client
+	clock  *Clock
+	ns     string
+	log    *slog.Logger
+
+	mu sync.Mutex
+	// running lists the tasks handled by the workers of Start, which Work
+	// must not compete with.
+	running []string
+	workers atomic.Int64
+}
+
+// New starts a Harness with the default Options.
+func New(t testing.TB) *Harness {
+	t.Helper()
+	return NewWithOptions(t, Options{})
+}
+
+// NewWithOptions starts a Harness.
+func NewWithOptions(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	if opts.Now.IsZero() {
+		opts.Now = time.Now().Truncate(time.Millisecond)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	m, err := miniredis.Run()
+	if err != nil {
+		t.Fatalf("taskqtest: start the embedded Redis: %v", err)
+	}
+	t.Cleanup(m.Close)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	h := &Harness{t: t, mini: m, rdb: rdb, clock: &Clock{now: opts.Now}, ns: opts.Namespace, log: opts.Logger}
+	c, err := client.New(h.ClientOptions())
+	if err != nil {
+		t.Fatalf("taskqtest: make the client: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	h.client = c
+	return h
+}
+
+// Client is a client connected to the harness's Redis, telling the time by
+// its Clock. Hand it to the code under test that triggers runs.
+func (h *Harness) Client() *client.Client { return h.client }
+
+// Redis is a go-redis client connected to the harness's Redis, for code
+// under test that builds its own taskq client from one.
+func (h *Harness) Redis() redis.UniversalClient { return h.rdb }
+
+// Miniredis is the embedded Redis itself, for what the other methods do not
+// cover (reading a key, making Redis fail with SetError).
+func (h *Harness) Miniredis() *miniredis.Miniredis { return h.mini }
+
+// Clock is the clock the harness's client and workers tell the time by.
+func (h *Harness) Clock() *Clock { return h.clock }
+
+// Now is the harness clock's current time.
+func (h *Harness) Now() time.Time { return h.clock.Now() }
+
+// Namespace is the namespace the harness's client and workers use.
+func (h *Harness) Namespace() string { return h.client.Namespace() }
+
+// ClientOptions are the options of a client wired to the harness: its
+// Redis, namespace, clock and logger. Change what the test needs and pass
+// them to client.New; the harness does not close clients made this way.
+func (h *Harness) ClientOptions() client.Options {
+	return client.Options{Redis: h.rdb, Namespace: h.ns, Clock: h.clock, Logger: h.log}
+}
+
+// WorkerOptions are the options of a worker wired to the harness: its
+// Redis, namespace, clock and logger, a short FetchBlock and
+// ShutdownTimeout, and a name of its own. Change what the test needs and
+// pass them to worker.New, then to Start.
+func (h *Harness) WorkerOptions() worker.Options {
+	return worker.Options{
+		Redis: h.rdb, Namespace: h.ns, Clock: h.clock, Logger: h.log,
+		Name:       fmt.Sprintf("taskqtest-%d", h.workers.Add(1)),
+		FetchBlock: FetchBlockDefault, ShutdownTimeout: ShutdownTimeoutDefault,
+	}
+}
+
+// StartWorker makes a worker with WorkerOptions, lets register add the
+// test's handlers to it (worker.Handle, or an application's own Register
+// function), and starts it for the rest of the test (see Start).
+func (h *Harness) StartWorker(register func(w *worker.Worker) error) *worker.Worker {
+	h.t.Helper()
+	w, err := worker.New(h.WorkerOptions())
+	if err != nil {
+		h.t.Fatalf("taskqtest: make a worker: %v", err)
+	}
+	if err := register(w); err != nil {
+		h.t.Fatalf("taskqtest: register handlers: %v", err)
+	}
+	h.Start(w)
+	return w
+}
+
+// Start starts w, a worker the test made (with WorkerOptions, say), and
+// returns once it is ready: its tasks are registered (so events reach
+// them), it is reading their streams and it hears cancels. It stops w
+// gracefully when the test ends, before the harness's Redis goes away. A
+// run triggered from now on is worked in the background: wait for it with
+// the client (RunRef.Result) or look at it with the Require functions.
+func (h *Harness) Start(w *worker.Worker) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), CallTimeoutDefault)
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		h.t.Fatalf("taskqtest: start worker %s: %v", w.Name(), err)
+	}
+	h.mu.Lock()
+	for _, d := range w.Definitions() {
+		h.running = append(h.running, d.Name)
+	}
+	h.mu.Unlock()
+	h.t.Cleanup(func() {
+		if err := w.Shutdown(context.Background()); err != nil {
+			h.t.Errorf("taskqtest: stop worker %s: %v", w.Name(), err)
+		}
+	})
+}
+
+// handledByWorker reports whether a worker of Start handles the task.
+func (h *Harness) handledByWorker(task string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Contains(h.running, task)
+}
+
+// Advance moves the harness's time forward by d: its Clock, and the expiry
+// of every key in its Redis (miniredis FastForward), together. Idempotency
+// keys whose TTL or retain window ends within d are released, run records
+// past their retention expire, and retries and debounced runs that fall due
+// are queued by the next pass of a running worker (or by Work).
+//
+// Nothing else moves: time stands still in a harness between calls of
+// Advance, so a run's retry waits for its backoff to be advanced past
+// however long the test takes. Leases are the exception, measured by Redis
+// in real time, so a handler running while the test advances keeps its run.
+// d must not be negative.
+func (h *Harness) Advance(d time.Duration) {
+	h.t.Helper()
+	if d < 0 {
+		h.t.Fatalf("taskqtest: Advance(%s): time only moves forward", d)
+	}
+	h.clock.add(d)
+	h.mini.FastForward(d)
+}

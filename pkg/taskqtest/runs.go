@@ -1,0 +1,149 @@
+package taskqtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// ErrNotEnded is returned by Run.Result for a run that is still queued or
+// running, or waits for a retry.
+var ErrNotEnded = errors.New("run has not ended")
+
+// Run is a run of a task as the harness found it: its input, decoded, and
+// the rest of its record as the client reports it (ID, status, attempt,
+// idempotency key, metadata, result, error).
+type Run[I, O any] struct {
+	// Input is the run's input, decoded as the task's input type.
+	Input I
+	// Info is the run's record at the moment it was read.
+	Info *client.RunInfo
+}
+
+// ID is the run's ID.
+func (r *Run[I, O]) ID() string { return r.Info.ID }
+
+// Result returns the result of a run that succeeded, decoded; the run's
+// failure (*client.RunFailedError) or cancellation
+// (*client.RunCancelledError) for one that did not; or an error matching
+// ErrNotEnded for one not ended yet, naming its status and its last error.
+// It reads the record the Run holds and does not wait: to wait for a run,
+// use client.Ref(h.Client(), r.ID()).Result(ctx).
+func (r *Run[I, O]) Result() (O, error) {
+	var out O
+	info := r.Info
+	switch {
+	case info.Status == client.StatusSucceeded:
+		if len(info.Result) > 0 {
+			if err := json.Unmarshal(info.Result, &out); err != nil {
+				return out, fmt.Errorf("run %s: decode result: %w", info.ID, err)
+			}
+		}
+		return out, nil
+	case info.Status.Terminal():
+		return out, info.Err()
+	case info.Error != "":
+		return out, fmt.Errorf("%w: run %s is %s after attempt %d, which failed: %s", ErrNotEnded, info.ID, info.Status, info.Attempt, info.Error)
+	default:
+		return out, fmt.Errorf("%w: run %s is %s (attempt %d)", ErrNotEnded, info.ID, info.Status, info.Attempt)
+	}
+}
+
+// Retrying reports whether the run's last attempt failed and it waits for
+// a retry: it is queued again with attempts behind it.
+func (r *Run[I, O]) Retrying() bool {
+	return r.Info.Status == client.StatusQueued && r.Info.Attempt > 0
+}
+
+// Runs returns every run of tk in the harness, oldest first, whatever its
+// status: what was triggered, directly or by an event, and accepted. A
+// trigger rejected as a duplicate created no run and is not among them; a
+// run whose record expired (its retention passed, see Advance) is gone.
+func Runs[I, O any](t testing.TB, h *Harness, tk *task.Task[I, O]) []*Run[I, O] {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), CallTimeoutDefault)
+	defer cancel()
+	infos, err := h.runInfos(ctx)
+	if err != nil {
+		t.Fatalf("taskqtest: list the runs of %s: %v", tk.Name(), err)
+	}
+	runs, err := typedRuns(tk, infos)
+	if err != nil {
+		t.Fatalf("taskqtest: %v", err)
+	}
+	return runs
+}
+
+// typedRuns decodes the inputs of the runs of tk among infos.
+func typedRuns[I, O any](tk *task.Task[I, O], infos []*client.RunInfo) ([]*Run[I, O], error) {
+	var out []*Run[I, O]
+	for _, info := range infos {
+		if info.Task != tk.Name() {
+			continue
+		}
+		r := &Run[I, O]{Info: info}
+		if err := json.Unmarshal(info.Input, &r.Input); err != nil {
+			return nil, fmt.Errorf("run %s of %s: decode input %s: %w", info.ID, tk.Name(), info.Input, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// runIndexPage is how many run IDs one read of the runs index returns.
+const runIndexPage = 1000
+
+// runInfos reads every run of the namespace, oldest first. The client has
+// no listing of runs yet, so the run IDs come from the runs index the
+// command line's listing reads too; each record is then read through the
+// client, as users see it.
+func (h *Harness) runInfos(ctx context.Context) ([]*client.RunInfo, error) {
+	st := redisstore.New(h.rdb, h.Namespace())
+	var ids []string
+	for offset := int64(0); ; offset += runIndexPage {
+		page, err := st.ListRunIDs(ctx, offset, runIndexPage)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, page...)
+		if len(page) < runIndexPage {
+			break
+		}
+	}
+	slices.Reverse(ids) // newest first in the index
+	out := make([]*client.RunInfo, 0, len(ids))
+	for _, id := range ids {
+		info, err := h.client.GetRun(ctx, id)
+		if client.IsNotFound(err) {
+			continue // its record expired; the index is swept later
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// dueAt reports when a queued run that waits for a retry or a debounce
+// window falls due, and false for one that waits on its task's stream.
+func (h *Harness) dueAt(ctx context.Context, runID string) (int64, bool, error) {
+	keys := redisstore.NewKeys(h.Namespace())
+	score, err := h.rdb.ZScore(ctx, keys.Retry(), runID).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return int64(score), true, nil
+}
