@@ -7,6 +7,8 @@
 -- ARGV[2] registration (JSON)
 -- ARGV[3] "replace" to overwrite a different registration, "keep" to leave it
 -- Returns the previous registration, or false when there was none.
+-- Fails with OOM when Redis is at maxmemory and READONLY on a read-only
+-- replica when it would write; nothing is written then.
 
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if not old or ARGV[3] == 'replace' then
