@@ -15,12 +15,18 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz says whether the server can work: Redis answers.
+// readyz says whether the server can work: Redis answers, and the last
+// check of its maxmemory-policy found it will not evict keys (or the risk
+// was accepted).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.c.Ping(ctx); err != nil {
 		writeError(w, newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "Redis is not reachable: %v", err))
+		return
+	}
+	if err := s.c.RedisGuard().Err(); err != nil {
+		writeError(w, newError(http.StatusServiceUnavailable, CodeRedisEvictionPolicy, "%v", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
