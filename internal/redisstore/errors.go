@@ -51,7 +51,8 @@ func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 type OutOfMemoryError struct {
 	// Addr is the Redis address, when the store knows it.
 	Addr string
-	// Script names the script Redis refused ("enqueue", "push_event", ...).
+	// Script names the script Redis refused ("enqueue", "push_event", ...),
+	// or the command ("XGROUP CREATE").
 	Script string
 	// Reply is Redis's own error reply.
 	Reply string
@@ -105,7 +106,7 @@ func scriptPart(name string) string {
 	if name == "" {
 		return ""
 	}
-	return " (script " + name + ")"
+	return " (" + name + ")"
 }
 
 // scriptError turns the typed error replies of the scripts, and the error

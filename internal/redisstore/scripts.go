@@ -58,7 +58,8 @@ func loadScript(name string) *script {
 // scripts holds every script the store runs. Loaded once per process;
 // the scripts are immutable, so sharing them between stores is safe.
 type scripts struct {
-	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal, pushEvent, saveStep, watch *script
+	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal, pushEvent, saveStep, watch,
+	ensureGroup *script
 }
 
 func newScripts() *scripts {
@@ -77,11 +78,13 @@ func newScripts() *scripts {
 		pushEvent: loadScript("push_event"),
 		saveStep:  loadScript("save_step"),
 		watch:     loadScript("watch"),
+
+		ensureGroup: loadScript("ensure_group"),
 	}
 }
 
 func (s *scripts) all() []*script {
-	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal, s.pushEvent, s.saveStep, s.watch}
+	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal, s.pushEvent, s.saveStep, s.watch, s.ensureGroup}
 }
 
 // shebangUnsupported reports whether err says the server could not compile
