@@ -221,7 +221,8 @@ func (g *Guard) check(ctx context.Context, atStart bool) Status {
 		switch {
 		case g.opts.AllowEvicting:
 			g.log.Warn("taskq: Redis may evict taskq's keys; running anyway, as AllowEvictingRedis accepts the risk "+
-				"(taskq_redis_eviction_risk_accepted is set): duplicates may run again and runs may vanish", "err", st.Unsafe)
+				"(taskq_redis_eviction_risk_accepted is set): duplicates may run again and runs may vanish",
+				unsafeAttrs(st.Unsafe)...)
 		case !atStart:
 			g.log.Error("taskq: Redis may evict taskq's keys; not ready until its maxmemory-policy is noeviction "+
 				"(taskq_redis_eviction_policy_unsafe is set)", "err", st.Unsafe)
@@ -230,6 +231,15 @@ func (g *Guard) check(ctx context.Context, atStart bool) Status {
 		g.log.Info("taskq: Redis's maxmemory-policy is noeviction again", "nodes", fmt.Sprint(policies(nodes)))
 	}
 	return g.Status()
+}
+
+// unsafeAttrs are the log attributes of why Redis is unsafe.
+func unsafeAttrs(err error) []any {
+	var ep *EvictingPolicyError
+	if errors.As(err, &ep) {
+		return []any{"redis", ep.Addr, "maxmemory_policy", ep.Policy}
+	}
+	return []any{"err", err}
 }
 
 func policies(nodes []Node) []string {
