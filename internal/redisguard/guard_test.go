@@ -118,6 +118,35 @@ func TestReadNodeOnEachKindOfServer(t *testing.T) {
 			t.Fatalf("ReadNode = %v; want a *PolicyUnknownError naming %s and the way out", err, srv.Addr())
 		}
 	})
+	t.Run("ACL user without INFO and CONFIG", func(t *testing.T) {
+		srv := redistest.StartServer(t)
+		if err := client(t, srv.Addr()).Do(ctx, "ACL", "SETUSER", "taskq", "on", ">pw", "~taskq:*", "+@all", "-@dangerous").Err(); err != nil {
+			t.Fatal(err)
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "taskq", Password: "pw"})
+		defer rdb.Close()
+		_, err := redisguard.ReadNode(ctx, rdb)
+		if !errors.Is(err, redisguard.ErrEvictingPolicy) || !strings.Contains(err.Error(), "NOPERM") || !strings.Contains(err.Error(), "+info") {
+			t.Fatalf("ReadNode as a user without INFO = %v; want a *PolicyUnknownError saying how to grant INFO", err)
+		}
+		if err := client(t, srv.Addr()).Do(ctx, "ACL", "SETUSER", "taskq", "+info").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := redisguard.ReadNode(ctx, rdb); err != nil || n.Policy != "noeviction" || n.Source != redisguard.SourceInfo {
+			t.Fatalf("ReadNode as a user with INFO = %+v, %v", n, err)
+		}
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		srv := redistest.StartServer(t)
+		rdb := client(t, srv.Addr())
+		if err := rdb.ConfigSet(ctx, "requirepass", "s3cret").Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := redisguard.ReadNode(ctx, client(t, srv.Addr()))
+		if err == nil || errors.Is(err, redisguard.ErrEvictingPolicy) || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Fatalf("ReadNode without the password = %v; want NOAUTH, not a verdict on the policy", err)
+		}
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		srv := redistest.StartServer(t)
 		srv.Kill()

@@ -59,7 +59,7 @@ type PolicyUnknownError struct {
 
 func (e *PolicyUnknownError) Error() string {
 	return fmt.Sprintf("cannot read the maxmemory-policy of Redis at %s (%v); taskq needs %s. Allow taskq's user "+
-		"CONFIG GET or INFO, or accept the risk with AllowEvictingRedis (--allow-evicting-redis)",
+		"INFO or CONFIG GET (ACL SETUSER <user> +info), or accept the risk with AllowEvictingRedis (--allow-evicting-redis)",
 		e.Addr, e.Err, PolicyNoEviction)
 }
 
@@ -107,7 +107,7 @@ func ReadNode(ctx context.Context, c *redis.Client) (Node, error) {
 			n.Policy, n.Source = p, SourceConfig
 		}
 		n.MaxMemory, _ = strconv.ParseInt(cfg["maxmemory"], 10, 64)
-	} else if !isReply(cerr) {
+	} else if !declined(cerr) {
 		return n, cerr
 	}
 	info, ierr := c.Info(ctx, "memory").Result()
@@ -120,7 +120,7 @@ func ReadNode(ctx context.Context, c *redis.Client) (Node, error) {
 		if p := f["maxmemory_policy"]; n.Policy == "" && p != "" {
 			n.Policy, n.Source = p, SourceInfo
 		}
-	} else if !isReply(ierr) {
+	} else if !declined(ierr) {
 		return n, ierr
 	}
 	if n.Policy != "" {
@@ -131,7 +131,7 @@ func ReadNode(ctx context.Context, c *redis.Client) (Node, error) {
 	case aerr == nil && !strings.Contains(all, "redis_version:"):
 		n.Source = SourceEmbedded
 		return n, nil
-	case aerr != nil && !isReply(aerr):
+	case aerr != nil && !declined(aerr):
 		return n, aerr
 	}
 	why := []error{fmt.Errorf("CONFIG GET maxmemory-policy: %w", orNone(cerr, "no such parameter")),
@@ -146,11 +146,21 @@ func orNone(err error, none string) error {
 	return err
 }
 
-// isReply reports whether err is an error reply of the server (it
-// answered) rather than a failure to reach it.
-func isReply(err error) bool {
+// declined reports whether err is the server declining the command
+// itself (unknown or renamed, not permitted to the user, an unsupported
+// section) rather than a failure to reach or use it at all: a connection
+// error, a refused login, a server still loading.
+func declined(err error) bool {
 	var re redis.Error
-	return errors.As(err, &re)
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN"} {
+		if strings.HasPrefix(err.Error(), p) {
+			return false
+		}
+	}
+	return true
 }
 
 // infoFields parses the name:value lines of an INFO reply.
