@@ -67,6 +67,8 @@ type app struct {
 	namespace string
 	output    string
 	noColor   bool
+	// allowEvicting accepts a Redis whose maxmemory-policy may evict keys.
+	allowEvicting bool
 
 	// started is set once a command's own code runs: an error before that
 	// came from parsing flags or arguments and is a usage error.
@@ -149,7 +151,11 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 	if a.redisURL == "" {
 		a.redisURL = a.envOr(envRedisURL, client.RedisURLDefault)
 	}
-	c, err := client.New(client.Options{RedisURL: a.redisURL, Namespace: a.namespace, Logger: a.logger()})
+	c, err := client.New(client.Options{RedisURL: a.redisURL, Namespace: a.namespace, Logger: a.logger(),
+		AllowEvictingRedis: a.allowEvicting})
+	if errors.Is(err, client.ErrEvictingRedis) {
+		return nil, errors.Unwrap(err) // Redis answered: not a usage error
+	}
 	if err != nil {
 		return nil, usageErrorf("--redis %s: %v", redactURL(a.redisURL), errors.Unwrap(err))
 	}

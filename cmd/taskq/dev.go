@@ -115,7 +115,7 @@ func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 
 	w, err := worker.New(worker.Options{
 		RedisURL: a.redisURL, Namespace: a.namespace, Name: "taskq-dev-" + session,
-		ShutdownTimeout: 5 * time.Second, Logger: log,
+		ShutdownTimeout: 5 * time.Second, Logger: log, AllowEvictingRedis: a.allowEvicting,
 	})
 	if err != nil {
 		return err

@@ -60,6 +60,8 @@ scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
 	pf.StringVar(&a.namespace, "namespace", a.envOr(envNamespace, "default"), "namespace of keys, runs, tasks and events (env "+envNamespace+")")
 	pf.StringVarP(&a.output, "output", "o", formatTable, "output format: table or json")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colours, even on a terminal (env "+envNoColor+")")
+	pf.BoolVar(&a.allowEvicting, "allow-evicting-redis", false,
+		"work on a Redis whose maxmemory-policy may evict keys (not noeviction), with a warning: duplicates may run again and runs may vanish")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{formatTable, formatJSON}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(

@@ -105,17 +105,18 @@ func TestRedisAuth(t *testing.T) {
 }
 
 // An ACL user limited to taskq's keys and channels and without dangerous
-// commands is enough for clients and workers: redis://user:password@host.
+// commands but INFO (which tells the maxmemory-policy) is enough for
+// clients and workers: redis://user:password@host.
 // A user whose key pattern leaves out the namespace gets NOPERM, and
 // nothing is written.
 func TestRedisACLUser(t *testing.T) {
 	srv := redistest.StartServer(t)
 	ctx := context.Background()
 	a := admin(t, srv)
-	if err := a.Do(ctx, "ACL", "SETUSER", "taskq", "on", ">pw", "~taskq:*", "&taskq:*", "+@all", "-@dangerous").Err(); err != nil {
+	if err := a.Do(ctx, "ACL", "SETUSER", "taskq", "on", ">pw", "~taskq:*", "&taskq:*", "+@all", "-@dangerous", "+info").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Do(ctx, "ACL", "SETUSER", "other", "on", ">pw", "~other:*", "&*", "+@all", "-@dangerous").Err(); err != nil {
+	if err := a.Do(ctx, "ACL", "SETUSER", "other", "on", ">pw", "~other:*", "&*", "+@all", "-@dangerous", "+info").Err(); err != nil {
 		t.Fatal(err)
 	}
 	url := "redis://taskq:pw@" + srv.Addr() + "/0"

@@ -39,6 +39,8 @@ const (
 	CodeIdempotencyKeyError  = "idempotency_key_error"
 	CodeTaskDefinitionError  = "task_definition_error"
 	CodeRedisUnavailable     = "redis_unavailable"
+	CodeRedisOutOfMemory     = "redis_out_of_memory"
+	CodeRedisEvictionPolicy  = "redis_eviction_policy"
 	CodeInternal             = "internal"
 )
 
@@ -249,8 +251,15 @@ func storeError(err error) *apiError {
 		ne net.Error
 		ue *client.UnavailableError
 	)
+	if errors.Is(err, client.ErrOutOfMemory) {
+		// Nothing was written; a retry once memory is freed succeeds.
+		return newError(http.StatusServiceUnavailable, CodeRedisOutOfMemory, "%v", err)
+	}
 	if errors.As(err, &ue) {
 		return newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "%v", ue)
+	}
+	if errors.Is(err, client.ErrUnavailable) {
+		return newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "%v", err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) {
 		return newError(http.StatusServiceUnavailable, CodeRedisUnavailable, "Redis did not answer: %v", err)

@@ -15,9 +15,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz says whether the server can work: Redis answers. It is open to
-// probes, so an anonymous caller learns only ready or not ready; a caller
-// with the API token also learns why not (the Redis address and error).
+// readyz says whether the server can work: Redis answers, and the last
+// check of its maxmemory-policy found it will not evict keys (or the risk
+// was accepted). It is open to probes, so an anonymous caller learns only
+// ready or not ready; a caller with the API token also learns why not.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
@@ -27,6 +28,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		if s.bearer(r) == tokenValid {
 			e.Message = "not ready: Redis is not reachable: " + e.Message
 		} else {
+			e.Message = "not ready"
+		}
+		writeError(w, e)
+		return
+	}
+	if err := s.c.RedisGuard().Err(); err != nil {
+		e := newError(http.StatusServiceUnavailable, CodeRedisEvictionPolicy, "%v", err)
+		if s.bearer(r) != tokenValid {
 			e.Message = "not ready"
 		}
 		writeError(w, e)

@@ -47,7 +47,9 @@ type metrics struct {
 	handler   http.Handler
 }
 
-func newMetrics() *metrics {
+// newMetrics builds the metrics, and registers the extra collectors too
+// (the client's gauges of Redis).
+func newMetrics(extra ...prometheus.Collector) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		triggersAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -87,6 +89,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.triggersAccepted, m.collisions, m.eventsIngested, m.eventTaskErrors,
 		m.runsFinished, m.triggerDuration, m.requests, openConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(extra...)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	for _, st := range []string{redisstore.StatusSucceeded, redisstore.StatusFailed, redisstore.StatusCancelled} {
 		m.runsFinished.WithLabelValues(st)

@@ -45,7 +45,7 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 		return keys, args
 	}, func(i int, r []any) (n int, err error) {
 		res[i], n, err = parseStart(r, ds[i].Spec)
-		return n, err
+		return n, s.named("start", err)
 	})
 	return res, errs
 }
@@ -110,7 +110,7 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 		return keys, args
 	}, func(i int, r []any) (int, error) {
 		var err error
-		res[i], err = parseWrittenValues("finish", r)
+		res[i], err = s.parseWrittenValues("finish", r)
 		return 2, err
 	})
 	return res, errs

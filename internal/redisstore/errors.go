@@ -16,6 +16,17 @@ var ErrRunExists = errors.New("run ID already exists")
 // ErrWrongType matches every *WrongTypeError.
 var ErrWrongType = errors.New("redis key holds a value of the wrong type")
 
+// ErrUnavailable says Redis cannot serve a call now: it did not answer,
+// it is out of memory, or it is a replica that refuses writes. Retrying
+// later is safe. pkg/client exports it as client.ErrUnavailable.
+var ErrUnavailable = errors.New("redis unavailable")
+
+// ErrOutOfMemory matches every *OutOfMemoryError.
+var ErrOutOfMemory = errors.New("redis is out of memory")
+
+// ErrReadOnly matches every *ReadOnlyError.
+var ErrReadOnly = errors.New("redis refused a write as a read-only replica")
+
 // WrongTypeError says a key taskq needs holds a value of another type, so a
 // script refused to write anything.
 type WrongTypeError struct {
@@ -30,13 +41,98 @@ func (e *WrongTypeError) Error() string {
 // Is makes errors.Is(err, ErrWrongType) hold.
 func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
-// scriptError turns the typed error replies of the scripts into Go errors.
+// OutOfMemoryError says Redis refused a script's write because its memory
+// is at maxmemory (with maxmemory-policy noeviction, the only policy taskq
+// accepts, Redis refuses writes there rather than evict keys). Nothing of
+// the call was written: Redis refuses a script's first write, and a script
+// that has written nothing before stops there (see docs/operations.md).
+// Retrying is safe and succeeds once memory is freed (runs finishing and
+// their retention expiring) or maxmemory is raised.
+type OutOfMemoryError struct {
+	// Addr is the Redis address, when the store knows it.
+	Addr string
+	// Script names the script Redis refused ("enqueue", "push_event", ...),
+	// or the command ("XGROUP CREATE").
+	Script string
+	// Reply is Redis's own error reply.
+	Reply string
+}
+
+func (e *OutOfMemoryError) Error() string {
+	return fmt.Sprintf("%s is out of memory (used_memory at maxmemory) and refused to write%s; nothing was written: "+
+		"retry once memory is freed (runs finish and their retention expires) or maxmemory is raised (%s)",
+		redisAt(e.Addr), scriptPart(e.Script), e.Reply)
+}
+
+// Is makes errors.Is(err, ErrOutOfMemory) and errors.Is(err,
+// ErrUnavailable) hold.
+func (e *OutOfMemoryError) Is(target error) bool {
+	return target == ErrOutOfMemory || target == ErrUnavailable
+}
+
+// ReadOnlyError says Redis refused a script's write because the server is a
+// read-only replica: after a failover, a client still connected to the
+// demoted master gets this until it reaches the new one. Nothing was
+// written; retrying once the failover has settled is safe.
+type ReadOnlyError struct {
+	// Addr is the Redis address, when the store knows it.
+	Addr string
+	// Script names the script Redis refused.
+	Script string
+	// Reply is Redis's own error reply.
+	Reply string
+}
+
+func (e *ReadOnlyError) Error() string {
+	return fmt.Sprintf("%s is a read-only replica and refused to write%s; nothing was written: "+
+		"a failover demoted it, or the URL names a replica; retry once the failover has settled (%s)",
+		redisAt(e.Addr), scriptPart(e.Script), e.Reply)
+}
+
+// Is makes errors.Is(err, ErrReadOnly) and errors.Is(err, ErrUnavailable)
+// hold.
+func (e *ReadOnlyError) Is(target error) bool {
+	return target == ErrReadOnly || target == ErrUnavailable
+}
+
+func redisAt(addr string) string {
+	if addr == "" {
+		return "Redis"
+	}
+	return "Redis at " + addr
+}
+
+func scriptPart(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " (" + name + ")"
+}
+
+// scriptError turns the typed error replies of the scripts, and the error
+// replies Redis gives in their place, into Go errors. Redis answers OOM to
+// a script's first write at maxmemory (or, for a script that may not run
+// out of memory, to the script as a whole) and READONLY to any write on a
+// replica; both keep their code when raised by redis.call, and get a
+// TASKQ_ prefix when passed on from redis.pcall (see taskq_failed in
+// lib.lua).
 func scriptError(err error) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
 	switch {
+	case strings.HasPrefix(msg, "TASKQ_OOM "), strings.HasPrefix(msg, "TASKQ_READONLY "):
+		// As taskq_failed passes them on, as items of an array reply.
+		msg = strings.TrimPrefix(msg, "TASKQ_")
+		if strings.HasPrefix(msg, "OOM ") {
+			return &OutOfMemoryError{Reply: msg}
+		}
+		return &ReadOnlyError{Reply: msg}
+	case strings.HasPrefix(msg, "OOM "):
+		return &OutOfMemoryError{Reply: msg}
+	case strings.HasPrefix(msg, "READONLY "):
+		return &ReadOnlyError{Reply: msg}
 	case strings.HasPrefix(msg, "TASKQ_WRONGTYPE "):
 		f := strings.Fields(strings.TrimPrefix(msg, "TASKQ_WRONGTYPE "))
 		e := &WrongTypeError{}
@@ -51,6 +147,22 @@ func scriptError(err error) error {
 		return fmt.Errorf("%w: %s", ErrRunExists, strings.TrimPrefix(msg, "TASKQ_EXISTS "))
 	case strings.Contains(msg, "WRONGTYPE"):
 		return &WrongTypeError{Type: msg}
+	}
+	return err
+}
+
+// named fills in the server and the script of an *OutOfMemoryError or a
+// *ReadOnlyError, which scriptError cannot know.
+func (s *Store) named(script string, err error) error {
+	var (
+		oom *OutOfMemoryError
+		ro  *ReadOnlyError
+	)
+	switch {
+	case errors.As(err, &oom) && oom.Script == "":
+		oom.Addr, oom.Script = s.addr, script
+	case errors.As(err, &ro) && ro.Script == "":
+		ro.Addr, ro.Script = s.addr, script
 	}
 	return err
 }

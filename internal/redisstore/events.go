@@ -136,11 +136,11 @@ func parsePushEvent(p *PushEventParams, v any) ([]EventRun, error) {
 	return out, nil
 }
 
-func eventScriptError(err error) error {
+func (s *Store) eventScriptError(err error) error {
 	if err != nil && strings.HasPrefix(err.Error(), "TASKQ_EVENT_EXISTS ") {
 		return fmt.Errorf("%w: %s", ErrEventExists, strings.TrimPrefix(err.Error(), "TASKQ_EVENT_EXISTS "))
 	}
-	return scriptError(err)
+	return s.named("push_event", scriptError(err))
 }
 
 // PushEvent stores an event and triggers its tasks' runs in one script.
@@ -149,7 +149,7 @@ func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, 
 	k, a := s.pushEventArgs(p)
 	v, err := s.scripts.pushEvent.Run(ctx, s.rdb, k, a...).Result()
 	if err != nil {
-		return s.fromEventResend(ctx, p, eventScriptError(err))
+		return s.fromEventResend(ctx, p, s.eventScriptError(err))
 	}
 	return parsePushEvent(p, v)
 }
@@ -200,7 +200,7 @@ func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]Even
 	for i, c := range cmds {
 		v, err := c.Result()
 		if err != nil {
-			res[i], errs[i] = s.fromEventResend(ctx, ps[i], eventScriptError(err))
+			res[i], errs[i] = s.fromEventResend(ctx, ps[i], s.eventScriptError(err))
 			continue
 		}
 		res[i], errs[i] = parsePushEvent(ps[i], v)

@@ -3,12 +3,17 @@ package redisstore
 // ScriptNames maps the SHA1 of every script the store runs to the script's
 // name ("enqueue", "start", "finish", ...). Tools that observe the commands
 // a Store sends, such as the history recorder of the fault tests, use it to
-// tell the scripts apart. Each call returns a fresh map.
+// tell the scripts apart. A script with a shebang line is there twice: as
+// ScriptSource gives it, and without its first line, as the store sends it
+// to a server that cannot compile a shebang. Each call returns a fresh map.
 func ScriptNames() map[string]string {
 	all := newScripts().all()
 	m := make(map[string]string, len(all))
 	for _, sc := range all {
 		m[sc.Hash()] = sc.name
+		if sc.plain != nil {
+			m[sc.plain.Hash()] = sc.name
+		}
 	}
 	return m
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,11 +18,28 @@ type Store struct {
 	rdb     redis.UniversalClient
 	keys    Keys
 	scripts *scripts
+	// addr names the server in errors.
+	addr string
+	// plain is set once the server turned out unable to compile a
+	// script's shebang line: scripts are sent without it from then on.
+	plain atomic.Bool
 }
 
 // New returns a Store for namespace ns on rdb.
 func New(rdb redis.UniversalClient, ns string) *Store {
-	return &Store{rdb: rdb, keys: NewKeys(ns), scripts: newScripts()}
+	return &Store{rdb: rdb, keys: NewKeys(ns), scripts: newScripts(), addr: Addr(rdb)}
+}
+
+// Addr names the server (or, for a cluster, the seed servers) rdb talks
+// to, for error messages.
+func Addr(rdb redis.UniversalClient) string {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	}
+	return ""
 }
 
 // Keys returns the key builder of the store's namespace.
@@ -125,10 +144,20 @@ func asString(v any) string {
 	return ""
 }
 
-// runScript runs sc, loading it when the server's cache lacks it.
+// runScript runs sc, loading it when the server's cache lacks it. A
+// script whose shebang the server cannot compile is sent without it, then
+// and from then on: it runs as it would there without the flags.
 func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
-	v, err := sc.Run(ctx, s.rdb, keys, args...).Result()
-	return v, scriptError(err)
+	run := sc.Script
+	if sc.plain != nil && s.plain.Load() {
+		run = sc.plain
+	}
+	v, err := run.Run(ctx, s.rdb, keys, args...).Result()
+	if run != sc.plain && sc.plain != nil && shebangUnsupported(err) {
+		s.plain.Store(true)
+		v, err = sc.plain.Run(ctx, s.rdb, keys, args...).Result()
+	}
+	return v, s.named(sc.name, scriptError(err))
 }
 
 // --- enqueue ----------------------------------------------------------------
@@ -211,9 +240,9 @@ func (s *Store) enqueueHeader(n int) ([]string, []any) {
 	return make([]string, 0, 4*n), append(make([]any, 0, 2+16*n), s.keys.Prefix(), GroupName)
 }
 
-func parseEnqueue(v any) (EnqueueResult, error) {
+func (s *Store) parseEnqueue(v any) (EnqueueResult, error) {
 	if err, ok := v.(error); ok {
-		return EnqueueResult{}, scriptError(err)
+		return EnqueueResult{}, s.named("enqueue", scriptError(err))
 	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
@@ -264,7 +293,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]Enqueu
 		}
 		return keys, args
 	}, func(i int, r []any) (n int, err error) {
-		results[i], err = parseEnqueue(r[0])
+		results[i], err = s.parseEnqueue(r[0])
 		return 1, err
 	})
 	return results, errs
@@ -483,25 +512,25 @@ type FinishResult struct {
 	Status string
 }
 
-func parseWritten(name string, v any) (FinishResult, error) {
+func (s *Store) parseWritten(name string, v any) (FinishResult, error) {
 	if err, ok := v.(error); ok {
-		return FinishResult{}, scriptError(err)
+		return FinishResult{}, s.named(name, scriptError(err))
 	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
 		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, v)
 	}
-	return parseWrittenValues(name, r)
+	return s.parseWrittenValues(name, r)
 }
 
 // parseWrittenValues reads a {written, status or reason} reply from its
 // first two values.
-func parseWrittenValues(name string, r []any) (FinishResult, error) {
+func (s *Store) parseWrittenValues(name string, r []any) (FinishResult, error) {
 	if len(r) < 2 {
 		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, r)
 	}
 	if err, ok := r[0].(error); ok {
-		return FinishResult{}, scriptError(err)
+		return FinishResult{}, s.named(name, scriptError(err))
 	}
 	return FinishResult{Written: asInt(r[0]) == 1, Status: asString(r[1])}, nil
 }
@@ -519,7 +548,7 @@ func (s *Store) Cancel(ctx context.Context, runID, reason string, now time.Time)
 	if err != nil {
 		return FinishResult{}, err
 	}
-	return parseWritten("cancel", v)
+	return s.parseWritten("cancel", v)
 }
 
 // Requeue gives a running attempt's run back to the queue at once.
@@ -529,5 +558,5 @@ func (s *Store) Requeue(ctx context.Context, runID, task string, attempt int) (F
 	if err != nil {
 		return FinishResult{}, err
 	}
-	return parseWritten("requeue", v)
+	return s.parseWritten("requeue", v)
 }

@@ -79,13 +79,12 @@ func parseSpec(v map[string]any) *RunSpec {
 
 // EnsureGroup creates the task's stream and consumer group if missing. The
 // group starts at the stream's beginning so runs queued before any worker
-// existed are delivered.
+// existed are delivered. It is a script that runs at maxmemory (see
+// ensure_group.lua), where Redis refuses XGROUP CREATE on its own: workers
+// must be able to start and drain the queue then.
 func (s *Store) EnsureGroup(ctx context.Context, task string) error {
-	err := s.rdb.XGroupCreateMkStream(ctx, s.keys.Stream(task), GroupName, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return err
-	}
-	return nil
+	_, err := s.runScript(ctx, s.scripts.ensureGroup, []string{s.keys.Stream(task)}, GroupName)
+	return err
 }
 
 func (s *Store) deliveries(streams []redis.XStream, taskOf map[string]string) []Delivery {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,3 +132,26 @@ func (s *Server) Restart() {
 
 // Stop ends the process.
 func (s *Server) Stop() { s.Kill() }
+
+// StartReplica starts a read-only replica of master, on a free loopback
+// port of its own, and waits until its first sync is done: its writes are
+// refused with READONLY, as a demoted master's are after a failover. Start
+// master with "--repl-diskless-sync-delay", "0", or the first sync waits
+// five seconds for other replicas.
+func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
+	t.Helper()
+	r := StartServer(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port)}, extra...)...)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer rdb.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := rdb.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: replica on port %d did not sync with its master on %d: %v %s", r.Port, master.Port, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

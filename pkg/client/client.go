@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
@@ -71,8 +72,18 @@ type Options struct {
 	// coalesced into one script call (see batcher.go); nothing waits to fill a
 	// batch, so a lone trigger is sent at once.
 	DisableTriggerBatching bool
-	Logger                 *slog.Logger
-	Clock                  Clock
+	// AllowEvictingRedis accepts a Redis whose maxmemory-policy may evict
+	// keys (anything but noeviction), or does not tell its policy, with a
+	// warning and the taskq_redis_eviction_risk_accepted metric, where New
+	// would refuse it: evicted keys let duplicates run again and lose runs
+	// (see docs/operations.md).
+	AllowEvictingRedis bool
+	// RedisCheckInterval is how often the maxmemory-policy is read again
+	// after New (default 30s; negative: only at New). A policy turned
+	// unsafe is logged as an error and reported by RedisGuard().Err().
+	RedisCheckInterval time.Duration
+	Logger             *slog.Logger
+	Clock              Clock
 }
 
 func (o Options) withDefaults() Options {
@@ -138,6 +149,8 @@ type Client struct {
 	triggers *triggerBatcher
 	// dials remembers why connecting to Redis last failed.
 	dials *dialRecorder
+	// guard watches Redis's maxmemory-policy and memory.
+	guard *redisguard.Guard
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
@@ -162,7 +175,16 @@ func New(opts Options) (*Client, error) {
 	}
 	dials := &dialRecorder{}
 	rdb.AddHook(dials)
-	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials}
+	// A Redis that may evict keys is refused before anything is written.
+	guard := redisguard.New(rdb, redisguard.Options{AllowEvicting: opts.AllowEvictingRedis,
+		Interval: opts.RedisCheckInterval, Timeout: opts.OperationTimeout, Component: "client", Logger: opts.Logger})
+	if err := guard.Start(context.Background()); err != nil {
+		if owns {
+			_ = rdb.Close()
+		}
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard}
 	c.waiter = newWaiter(rdb, c)
 	return c, nil
 }
@@ -178,6 +200,7 @@ func (c *Client) watch(ctx context.Context, runID string) (string, error) {
 
 // Close releases the Client's connections (not a Redis client passed in).
 func (c *Client) Close() error {
+	c.guard.Stop()
 	err := c.waiter.close()
 	if c.ownsRDB {
 		err = errors.Join(err, c.store.Redis().Close())
@@ -191,6 +214,11 @@ func (c *Client) Namespace() string { return c.opts.Namespace }
 // Store exposes the storage layer to the other taskq packages. It is not
 // part of the stable API.
 func (c *Client) Store() *redisstore.Store { return c.store }
+
+// RedisGuard exposes the watch on Redis's maxmemory-policy and memory to
+// the other taskq packages (readiness, metrics). It is not part of the
+// stable API.
+func (c *Client) RedisGuard() *redisguard.Guard { return c.guard }
 
 // Ping checks that Redis answers.
 func (c *Client) Ping(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
@@ -21,6 +22,36 @@ var ErrRunCancelled = errors.New("run cancelled")
 
 // ErrRunFailed matches every *RunFailedError.
 var ErrRunFailed = errors.New("run failed")
+
+// ErrOutOfMemory matches every *OutOfMemoryError: Redis is at its
+// maxmemory and refused to create anything. errors.Is(err, ErrUnavailable)
+// holds for it too. See docs/operations.md.
+var ErrOutOfMemory = redisstore.ErrOutOfMemory
+
+// OutOfMemoryError says Redis refused a trigger (or a signal, an event, a
+// step result) because its memory is at maxmemory; nothing was written.
+// Runs already accepted go on and free memory as they end, so retrying
+// later succeeds.
+type OutOfMemoryError = redisstore.OutOfMemoryError
+
+// ErrRedisReadOnly matches every *ReadOnlyError. errors.Is(err,
+// ErrUnavailable) holds for it too.
+var ErrRedisReadOnly = redisstore.ErrReadOnly
+
+// ReadOnlyError says the Redis server refused a write as a read-only
+// replica, as a master demoted by a failover does until clients reach the
+// new one; nothing was written, and retrying once the failover has settled
+// is safe.
+type ReadOnlyError = redisstore.ReadOnlyError
+
+// ErrEvictingRedis matches the errors with which New refuses a Redis whose
+// maxmemory-policy may evict keys (*EvictingPolicyError), or that does not
+// tell its policy. Options.AllowEvictingRedis accepts the risk.
+var ErrEvictingRedis = redisguard.ErrEvictingPolicy
+
+// EvictingPolicyError names the Redis master and the policy New refused,
+// and says how to fix it.
+type EvictingPolicyError = redisguard.EvictingPolicyError
 
 // ErrInputTooLarge matches every *LimitError.
 var ErrInputTooLarge = errors.New("trigger over a size limit")

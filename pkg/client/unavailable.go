@@ -11,10 +11,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redisstore"
 )
 
-// ErrUnavailable matches every *UnavailableError.
-var ErrUnavailable = errors.New("redis unavailable")
+// ErrUnavailable matches every *UnavailableError, and the errors of a
+// Redis that answers but cannot write now: *OutOfMemoryError (at
+// maxmemory) and *ReadOnlyError (a replica, after a failover). Retrying
+// later is safe for all of them.
+var ErrUnavailable = redisstore.ErrUnavailable
 
 // UnavailableError says Redis did not answer: it is down, unreachable, or
 // slower than OperationTimeout. The outcome of a trigger that fails so is

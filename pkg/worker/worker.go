@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -91,8 +93,20 @@ type Options struct {
 	// definition of a task differs from this worker's (default replace,
 	// with a warning).
 	DefinitionConflict DefinitionConflict
-	Logger             *slog.Logger
-	Clock              Clock
+	// AllowEvictingRedis accepts a Redis whose maxmemory-policy may evict
+	// keys (anything but noeviction), or does not tell its policy, with a
+	// warning and the taskq_redis_eviction_risk_accepted metric, where
+	// Start would refuse it (see docs/operations.md).
+	AllowEvictingRedis bool
+	// RedisCheckInterval is how often the maxmemory-policy is read again
+	// after Start (default 30s; negative: only at Start). A policy turned
+	// unsafe is logged as an error and reported by RedisErr.
+	RedisCheckInterval time.Duration
+	// Metrics, when set, gets the worker's gauges of Redis: its
+	// maxmemory-policy, used_memory and maxmemory (taskq_redis_*).
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
+	Clock   Clock
 }
 
 func (o Options) withDefaults() Options {
@@ -209,6 +223,8 @@ type Worker struct {
 	// starts coalesces the attempts whose handlers ran past StartDelay
 	// into one call of the start script.
 	starts *redisstore.Batcher[redisstore.Delivery, redisstore.StartResult]
+	// guard watches Redis's maxmemory-policy and memory from Start on.
+	guard *redisguard.Guard
 }
 
 // New creates a Worker. Register handlers with Handle, then Run it.
@@ -244,6 +260,11 @@ func New(opts Options) (*Worker, error) {
 				return w.store.StartBatch(ctx, w.opts.Name, w.opts.Clock.Now(), ds)
 			})
 	}
+	w.guard = redisguard.New(rdb, redisguard.Options{AllowEvicting: opts.AllowEvictingRedis,
+		Interval: opts.RedisCheckInterval, Component: "worker", Logger: w.log})
+	if err == nil && opts.Metrics != nil {
+		err = opts.Metrics.Register(w.guard.Collector())
+	}
 	if err != nil {
 		if owns {
 			_ = rdb.Close()
@@ -252,6 +273,11 @@ func New(opts Options) (*Worker, error) {
 	}
 	return w, nil
 }
+
+// RedisErr says why Redis is unsafe for taskq as the last check of its
+// maxmemory-policy found it (it may evict keys), or nil. For readiness
+// probes.
+func (w *Worker) RedisErr() error { return w.guard.Err() }
 
 // Name is the consumer name this worker reads streams as.
 func (w *Worker) Name() string { return w.opts.Name }
@@ -317,6 +343,16 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	w.mu.Unlock()
+	// A Redis that may evict keys is refused before anything is written.
+	if err := w.guard.Start(ctx); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			w.guard.Stop()
+		}
+	}()
 	for _, n := range w.names {
 		if err := w.store.EnsureGroup(ctx, n); err != nil {
 			return fmt.Errorf("worker: create consumer group for %q: %w", n, err)
@@ -341,6 +377,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.janitor.start(w.sweep)
 	w.registrar.start(w.keepRegistered)
 	w.fetcher.start(w.fetch)
+	started = true
 	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace)
 	return nil
 }
@@ -371,6 +408,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.janitor.stop()
 	w.registrar.stop()
 	w.canceller.stop()
+	w.guard.Stop()
 	w.log.Info("taskq worker stopped")
 	if w.ownsRDB {
 		return w.store.Redis().Close()

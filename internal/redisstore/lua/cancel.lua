@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- cancel.lua: cancels a queued, retrying or running run. Its delivery is
 -- dropped, its key released per strategy, its waiters woken, and workers are
 -- told on the cancel channel so a handler running it has its context
@@ -12,6 +13,8 @@
 -- Returns:
 --   {1, "cancelled"}
 --   {0, "missing"} or {0, terminal status}: nothing written
+-- Fails with READONLY on a read-only replica, nothing written. Runs at
+-- maxmemory (flag allow-oom): cancelling frees a run's delivery and key.
 
 local prefix = ARGV[5]
 local status = redis.call('HGET', KEYS[1], 'status')

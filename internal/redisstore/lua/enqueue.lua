@@ -43,6 +43,14 @@
 --   an error reply, with nothing written for this trigger:
 --     "TASKQ_WRONGTYPE <key> <type>"  a key holds a value of the wrong type
 --     "TASKQ_EXISTS <run id>"         a run record with this ID exists
+--     "TASKQ_OOM ..."                 Redis is at maxmemory: it refuses the
+--                                     first write of a call (a trigger that
+--                                     needs no write, a duplicate, is still
+--                                     answered)
+--     "TASKQ_READONLY ..."            the server is a read-only replica
+-- The call as a whole fails with OOM or READONLY, nothing written, when its
+-- first write is a debounce or a signal to a key's owner, which are not
+-- written with pcall.
 -- A resend of the same trigger (go-redis sends a command again when its
 -- reply was lost) finds the record the first send wrote, with this run ID,
 -- task and creation time, and answers {1, entry id} as the first send did.

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- finish.lua: records the outcomes of attempts, any number per call, each
 -- as if on its own. Only a run's latest attempt may write (fencing): a
 -- worker that lost its lease and wakes up late cannot overwrite the newer
@@ -43,6 +44,11 @@
 --                 the run), or the run's status when it already ended (cancelled)
 --   an error reply "TASKQ_WRONGTYPE <key> <type>", "" when the run key holds
 --   something else than a run; nothing is written for that attempt
+-- On a read-only replica the call fails with READONLY, nothing written. It
+-- runs at maxmemory (flag allow-oom): ending runs is how memory is freed
+-- while new triggers are refused (their deliveries and keys go, and their
+-- records start to expire), so workers keep draining the queue; what it
+-- adds is each run's result (see docs/operations.md).
 
 local group, prefix = ARGV[1], ARGV[2]
 local entries = {} -- task -> stream entries to acknowledge and trim
@@ -73,7 +79,7 @@ local function finish(run_key, a)
     r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x')
   end
   if r.err then
-    return taskq_wrongtype(run_key), ''
+    return taskq_failed(run_key, r), ''
   end
   local status = r[1]
   if not status then

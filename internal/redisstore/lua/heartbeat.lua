@@ -14,6 +14,9 @@
 --   0  lease lost: the delivery is no longer pending for this consumer
 --   2  the run was cancelled or has ended: stop
 --   3  a newer attempt owns the run (this one's lease lapsed): stop
+-- Fails with READONLY on a read-only replica when it would extend a lease,
+-- nothing written. Redis runs it at maxmemory: XCLAIM is not a write that
+-- Redis refuses there.
 
 local out = {}
 for i = 4, #ARGV, 3 do

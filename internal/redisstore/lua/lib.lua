@@ -251,6 +251,22 @@ local function taskq_wrongtype(key)
   return redis.error_reply('TASKQ_WRONGTYPE ' .. key .. ' ' .. redis.call('TYPE', key)['ok'])
 end
 
+-- The error reply for a call on key that redis.pcall saw fail (e, its
+-- error table). Only a wrong type is taskq's TASKQ_WRONGTYPE; anything else
+-- keeps Redis's message and code, so that it says what happened: OOM
+-- (Redis is at maxmemory and refuses a script's first write) or READONLY
+-- (the server is a replica, a failover demoted it). Both come only at a
+-- script's first write, so nothing was written before them. The code is
+-- prefixed with TASKQ_ (TASKQ_OOM ..., TASKQ_READONLY ...) as the reply
+-- may be one item of an array: a client that types error replies by their
+-- code (go-redis) stops reading an array at an item typed OOM or READONLY.
+local function taskq_failed(key, e)
+  if string.sub(e.err, 1, 10) == 'WRONGTYPE ' then
+    return taskq_wrongtype(key)
+  end
+  return redis.error_reply('TASKQ_' .. e.err)
+end
+
 local function taskq_check_type(key, want)
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= want then
@@ -265,7 +281,7 @@ local function taskq_enqueue_check(r)
   if r.idem_key then
     local owner = redis.pcall('GET', r.idem_key)
     if type(owner) == 'table' and owner.err then
-      return taskq_wrongtype(r.idem_key)
+      return taskq_failed(r.idem_key, owner)
     end
     if owner then
       if not r.take_over then
@@ -307,14 +323,15 @@ end
 
 -- Claims the key, creates the record, queues the run. Returns the entry id
 -- ('' for a scheduled run), or an error reply with nothing written when a
--- shared key holds the wrong type. The runs index is written first and the
--- queue (stream or retry set) second, both with pcall, so a failure of the
--- second can be undone by removing the first; every later write goes to a
--- key already checked.
+-- shared key holds the wrong type, or when Redis refuses the first write
+-- (OOM, READONLY: see taskq_failed). The runs index is written first and
+-- the queue (stream or retry set) second, both with pcall, so a failure of
+-- the second can be undone by removing the first; every later write goes
+-- to a key already checked.
 local function taskq_enqueue_write(r)
   local added = redis.pcall('ZADD', r.runs_key, r.now, r.run_id)
   if type(added) == 'table' and added.err then
-    return taskq_wrongtype(r.runs_key)
+    return taskq_failed(r.runs_key, added)
   end
   local entry, queue_key, queued = '', r.stream_key, nil
   if r.delay and tonumber(r.delay) > 0 then
@@ -327,7 +344,7 @@ local function taskq_enqueue_write(r)
   end
   if type(queued) == 'table' and queued.err then
     redis.call('ZREM', r.runs_key, r.run_id)
-    return taskq_wrongtype(queue_key)
+    return taskq_failed(queue_key, queued)
   end
   local sigs = r.prev_owner and taskq_supersede(r)
   if r.idem_key then

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- promote.lua: queues runs whose retry backoff has elapsed.
 --
 -- KEYS[1] retry zset      taskq:{ns}:retry
@@ -5,6 +6,9 @@
 -- ARGV[2] most runs to move in one call
 -- ARGV[3] key prefix taskq:{ns}:
 -- Returns the number of runs queued again.
+-- Fails with READONLY on a read-only replica, nothing written. Runs at
+-- maxmemory (flag allow-oom): runs already accepted must reach their
+-- retries to end, and end to free memory.
 
 local prefix = ARGV[3]
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])

@@ -37,6 +37,10 @@
 --   "TASKQ_EVENT_EXISTS <event id>"  an event with this ID exists
 --   "TASKQ_WRONGTYPE <key> <type>"   a key holds a value of the wrong type
 --   "TASKQ_EXISTS <run id>"          a run record with this ID exists
+--   "TASKQ_OOM ..."                  Redis is at maxmemory and refused to write
+--   "TASKQ_READONLY ..."             the server is a read-only replica
+--   (or OOM ..., READONLY ... when the debounce or the event's own write
+--   comes first)
 
 local prefix = ARGV[7]
 local n = tonumber(ARGV[8])
@@ -106,7 +110,13 @@ for i = 0, n - 1 do
 end
 
 for _, r in ipairs(writes) do
-  taskq_enqueue_write(r)
+  local entry = taskq_enqueue_write(r)
+  if type(entry) == 'table' then
+    -- Every key's type was checked above, so this is Redis refusing the
+    -- script's first write (OOM at maxmemory, READONLY on a replica):
+    -- nothing was written.
+    return entry
+  end
 end
 for _, d in ipairs(debounce) do
   taskq_debounce(prefix, d.owner, d.idem_key, ARGV[3], ARGV[4], d.hold, now)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- requeue.lua: gives a run back to the queue at once, for a worker that shuts
 -- down before its handler finished, so the run need not wait for the lease
 -- to lapse. Fenced like finish.lua.
@@ -8,6 +9,9 @@
 -- ARGV[2] attempt (fencing token)
 -- ARGV[3] consumer group
 -- Returns {1, new entry id} or {0, reason} ("missing", "stale", or the status).
+-- Fails with READONLY on a read-only replica, nothing written. Runs at
+-- maxmemory (flag allow-oom): it replaces the run's delivery with another,
+-- so that an accepted run is not held up until its lease lapses.
 
 local r = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'entry')
 if not r[1] then

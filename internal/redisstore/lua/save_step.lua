@@ -9,6 +9,8 @@
 -- ARGV[1] step name
 -- ARGV[2] result (JSON)
 -- Returns the stored result, or ARGV[2] when nothing was stored.
+-- Fails with OOM when Redis is at maxmemory (a step result is new data, as
+-- a trigger is) and READONLY on a read-only replica; nothing is written then.
 
 local ttl = redis.call('PTTL', KEYS[2])
 if ttl == -2 then

@@ -16,6 +16,8 @@
 --   {0, "missing", run id, ""}     the run does not exist (any more)
 --   {0, "finished", run id, status} the owner has ended (key held by retain)
 --   {0, "full", run id, status}    the run holds the most signals allowed
+-- Fails with OOM when Redis is at maxmemory (a signal is new data) and
+-- READONLY on a read-only replica; nothing is written then.
 
 local run_id = ARGV[2]
 if ARGV[1] == 'key' then

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- start.lua: begins attempts of runs a worker has just read (or reclaimed)
 -- from their task streams, any number per call, each as if on its own. The
 -- attempt number returned is the fencing token: finish.lua and
@@ -37,6 +38,10 @@
 --   an error reply "TASKQ_WRONGTYPE <key> <type>", "", ""  when the run key
 --                        holds something else than a run; nothing is written
 --                        for that delivery
+-- On a read-only replica the call fails with READONLY, nothing written. It
+-- runs at maxmemory (flag allow-oom): a run already accepted must be able
+-- to run, end and free its memory while new triggers are refused (see
+-- docs/operations.md); it adds a few fields to the record.
 
 local group, consumer, now, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -54,7 +59,7 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
     r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt')
   end
   if r.err then
-    return taskq_wrongtype(run_key), '', ''
+    return taskq_failed(run_key, r), '', ''
   end
   local status = r[1]
   if not status then

@@ -7,6 +7,8 @@
 -- ARGV[3] most entries to look at
 -- ARGV[4] record key prefix (taskq:{ns}:run: or taskq:{ns}:event:)
 -- Returns {removed, looked at}.
+-- Fails with READONLY on a read-only replica when it would remove an entry,
+-- nothing written. Redis runs it at maxmemory: ZREM frees memory.
 
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', ARGV[2], ARGV[3])
 local removed = 0

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- watch.lua: asks for a run's completion notice. Ending a run publishes
 -- its done channel only when flag w is set (see taskq_flag and taskq_end),
 -- so that runs nobody waits for cost Redis no PUBLISH. A waiter subscribes
@@ -7,6 +8,9 @@
 --
 -- KEYS[1] run hash   taskq:{ns}:run:<run id>
 -- Returns the run's status, or false when there is no such run.
+-- Fails with READONLY on a read-only replica when it would set the flag.
+-- Runs at maxmemory (flag allow-oom): waiting for the result of a run
+-- already accepted adds one letter to its record.
 
 local status = redis.call('HGET', KEYS[1], 'status')
 if status and not taskq_is_terminal(status) then
