@@ -99,8 +99,9 @@ func wire(w *Worker) (*lifecycle, error) {
 //  5. forwarder, janitor: they need nothing from the others and nothing
 //     needs them; they only have to run by the time Start returns.
 //  6. recoverer, then fetcher: they deliver work, so they come last. The
-//     recoverer goes first so that, on a worker started after a crash,
-//     runs whose lease lapsed are taken over before new ones are read.
+//     recoverer goes first and takes the free slots as it starts, so that
+//     on a worker started after a crash the runs whose lease lapsed are
+//     taken over before new ones are read.
 func (l *lifecycle) startOrder() []component {
 	return []component{l.registrar, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.recoverer, l.fetcher}
 }

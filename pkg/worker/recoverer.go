@@ -33,16 +33,34 @@ type recoverer struct {
 	next int // task to start with, so every stream gets its turn
 }
 
-// Start starts recovering; it is ready at once, the first claim made now.
-func (r *recoverer) Start(context.Context) error { return r.begin(r.loop) }
+// Start starts recovering. It takes the slots free at that moment before
+// it returns, and its first claim is made on them: a fetcher started after
+// it reads nothing before that claim, so on a worker started after a crash
+// the runs whose lease lapsed are taken over first.
+func (r *recoverer) Start(context.Context) error {
+	if err := r.canStart(); err != nil {
+		return err
+	}
+	held := r.slots.takeFree()
+	err := r.begin(func(quit <-chan struct{}) { r.loop(quit, held) })
+	if err != nil {
+		r.slots.release(held)
+	}
+	return err
+}
 
-func (r *recoverer) loop(quit <-chan struct{}) {
+// loop claims every lease/2, the first time at once on the held slots.
+func (r *recoverer) loop(quit <-chan struct{}, held int) {
+	defer func() { r.slots.release(held) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-quit; cancel() }()
 	for wait := time.Duration(0); sleep(quit, wait); wait = r.lease / 2 {
 		for {
-			n := r.slots.take(quit)
+			n := held
+			if held = 0; n == 0 {
+				n = r.slots.take(quit)
+			}
 			if n == 0 {
 				return
 			}

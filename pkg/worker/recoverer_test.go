@@ -59,3 +59,72 @@ func TestRecovererClaimsWhileItFillsItsSlots(t *testing.T) {
 		t.Fatalf("%d slots free after the claims, want 2", n)
 	}
 }
+
+// Started before the fetcher, as the worker starts them, the recoverer
+// claims before the fetcher's first read: lapsed runs are taken over
+// before new ones are read.
+func TestRecovererClaimsBeforeTheFirstRead(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string
+	note := func(c string) {
+		mu.Lock()
+		calls = append(calls, c)
+		mu.Unlock()
+	}
+	st := &fakeStore{
+		autoClaim: func(string, int) ([]redisstore.Delivery, error) { note("claim"); return nil, nil },
+		readGroup: func(ctx context.Context, _ int) ([]redisstore.Delivery, error) {
+			note("read")
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}
+	free := newSlots(2)
+	d := &fakeDispatcher{slots: free}
+	r := &recoverer{store: st, slots: free, dispatch: d, consumer: "w", tasks: []string{"a"},
+		lease: time.Hour, opTimeout: time.Second, log: discard}
+	f := &fetcher{store: st, restorer: &fakeRestorer{}, slots: free, dispatch: d, consumer: "w", tasks: []string{"a"},
+		block: time.Second, opTimeout: time.Second, log: discard}
+	for _, c := range []component{r, f} {
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(calls)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stopTogether(f, r)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) < 2 || calls[0] != "claim" {
+		t.Fatalf("calls %v; want the claim first", calls)
+	}
+	if n := free.takeFree(); n != 2 {
+		t.Fatalf("%d slots free after Stop, want 2", n)
+	}
+}
+
+// A recoverer stopped before its loop ran gives back the slots it took
+// when it started.
+func TestRecovererStoppedAtOnceGivesItsSlotsBack(t *testing.T) {
+	free := newSlots(3)
+	for range 20 {
+		r := &recoverer{store: &fakeStore{}, slots: free, dispatch: &fakeDispatcher{slots: free}, consumer: "w",
+			tasks: []string{"a"}, lease: time.Hour, opTimeout: time.Second, log: discard}
+		if err := r.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r.Stop()
+		if n := free.takeFree(); n != 3 {
+			t.Fatalf("%d slots free after Stop, want 3", n)
+		}
+		free.release(3)
+	}
+}

@@ -33,6 +33,20 @@ func (s slots) take(quit <-chan struct{}) int {
 	return n
 }
 
+// takeFree takes every free slot without waiting and reports how many.
+func (s slots) takeFree() int {
+	n := 0
+	for n < cap(s) {
+		select {
+		case <-s:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
 // takeOne waits for one free slot; it reports false when quit closed first.
 func (s slots) takeOne(quit <-chan struct{}) bool {
 	select {
