@@ -3,47 +3,76 @@ package worker
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// subscribeCancels subscribes to the namespace's cancel notices and
-// returns once Redis has confirmed it, within OperationTimeout: from then
-// on no cancel is missed while the connection holds (see listenCancels).
-func (w *Worker) subscribeCancels(ctx context.Context) (*redis.PubSub, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.opts.OperationTimeout)
+// subscriber opens a Pub/Sub connection (a redis.UniversalClient does).
+type subscriber interface {
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+// canceller cancels the context of a running handler as soon as its run is
+// cancelled or superseded, from the namespace's cancel notices. A notice
+// missed while the connection is re-established is caught by the next
+// heartbeat, which reports the run as ended (see heartbeater).
+type canceller struct {
+	startStop
+	sub       subscriber
+	channel   string
+	active    *activeRuns
+	opTimeout time.Duration
+	log       *slog.Logger
+}
+
+// Start subscribes to the cancel notices and returns once Redis has
+// confirmed it, within opTimeout: from then on no cancel is missed while
+// the connection holds.
+func (c *canceller) Start(ctx context.Context) error {
+	if err := c.canStart(); err != nil {
+		return err
+	}
+	ps, err := c.subscribe(ctx)
+	if err != nil {
+		return fmt.Errorf("worker: subscribe to cancel notices: %w", err)
+	}
+	if err := c.begin(func(quit <-chan struct{}) { c.listen(quit, ps) }); err != nil {
+		_ = ps.Close()
+		return err
+	}
+	return nil
+}
+
+func (c *canceller) subscribe(ctx context.Context) (*redis.PubSub, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opTimeout)
 	defer cancel()
-	ch := w.store.Keys().CancelChannel()
-	ps := w.store.Redis().Subscribe(ctx)
-	if err := ps.Subscribe(ctx, ch); err != nil {
+	ps := c.sub.Subscribe(ctx)
+	if err := ps.Subscribe(ctx, c.channel); err != nil {
 		_ = ps.Close()
 		return nil, err
 	}
 	for {
 		// The timeout bounds the read on a Redis client that does not
 		// heed the context's deadline (see Options.Redis).
-		m, err := ps.ReceiveTimeout(ctx, w.opts.OperationTimeout)
+		m, err := ps.ReceiveTimeout(ctx, c.opTimeout)
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		if err != nil {
 			_ = ps.Close()
-			return nil, fmt.Errorf("confirming the subscription to %s: %w", ch, err)
+			return nil, fmt.Errorf("confirming the subscription to %s: %w", c.channel, err)
 		}
-		if s, ok := m.(*redis.Subscription); ok && s.Kind == "subscribe" && s.Channel == ch {
+		if s, ok := m.(*redis.Subscription); ok && s.Kind == "subscribe" && s.Channel == c.channel {
 			return ps, nil
 		}
 	}
 }
 
-// listenCancels cancels the context of a running handler as soon as its run
-// is cancelled, reading the notices ps (from subscribeCancels) receives; it
-// closes ps when quit closes. A notice missed while the connection is
-// re-established is caught by the next heartbeat, which reports the run as
-// ended (see beat and checkWaiting).
-func (w *Worker) listenCancels(quit <-chan struct{}, ps *redis.PubSub) {
+// listen reads the notices ps receives until quit closes, then closes ps.
+func (c *canceller) listen(quit <-chan struct{}, ps *redis.PubSub) {
 	defer ps.Close()
 	msgs := make(chan *redis.Message)
 	go func() {
@@ -70,19 +99,21 @@ func (w *Worker) listenCancels(quit <-chan struct{}, ps *redis.PubSub) {
 		case <-quit:
 			return
 		case m := <-msgs:
-			// The payload is the run ID, or "<run id>|<new owner>" when a
-			// newer run superseded it.
-			runID, by, superseded := strings.Cut(m.Payload, "|")
-			w.mu.Lock()
-			a := w.active[runID]
-			w.mu.Unlock()
-			switch {
-			case a == nil:
-			case superseded:
-				a.cancel(&SupersededError{RunID: runID, By: by})
-			default:
-				a.cancel(ErrRunCancelled)
-			}
+			c.notice(m.Payload)
 		}
+	}
+}
+
+// notice cancels the handler of the run a notice names. The payload is the
+// run ID, or "<run id>|<new owner>" when a newer run superseded it.
+func (c *canceller) notice(payload string) {
+	runID, by, superseded := strings.Cut(payload, "|")
+	a := c.active.get(runID)
+	switch {
+	case a == nil:
+	case superseded:
+		a.cancel(&SupersededError{RunID: runID, By: by})
+	default:
+		a.cancel(ErrRunCancelled)
 	}
 }

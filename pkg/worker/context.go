@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
 )
 
 // Causes a handler's context is cancelled with; read them with
@@ -24,6 +28,34 @@ var (
 	// ErrTimeout: the attempt ran past the task's timeout.
 	ErrTimeout = errors.New("taskq: attempt timed out")
 )
+
+// supersededPrefix starts the error of a run a newer run superseded; the
+// new run's ID follows (see lib.lua, taskq_supersede).
+const supersededPrefix = "superseded by run "
+
+// SupersededError is the cause of a handler's context when a newer run took
+// its idempotency key over (conflict policy supersede).
+type SupersededError struct {
+	RunID string
+	By    string
+}
+
+func (e *SupersededError) Error() string {
+	return fmt.Sprintf("taskq: run %s superseded by run %s", e.RunID, e.By)
+}
+
+// Is makes errors.Is(err, ErrRunCancelled) hold: superseding cancels.
+func (e *SupersededError) Is(target error) bool { return target == ErrRunCancelled }
+
+// endedCause is the cause a handler's context is cancelled with when its
+// run turned out to have been cancelled, given the run's error: the same
+// the cancel notice gives (see canceller).
+func endedCause(runID, runError string) error {
+	if by, ok := strings.CutPrefix(runError, supersededPrefix); ok {
+		return &SupersededError{RunID: runID, By: by}
+	}
+	return ErrRunCancelled
+}
 
 // Context is what a handler receives: a context.Context that ends when the
 // run is cancelled, times out or the worker loses its lease, plus what the
@@ -54,9 +86,20 @@ type Context interface {
 	Step(name string, fn func(ctx context.Context, stepID string) (any, error)) (json.RawMessage, error)
 }
 
+// runStore is what a handler's Context reads and writes in Redis: the
+// run's signals and the results of its steps.
+type runStore interface {
+	ReadSignals(ctx context.Context, runID, cursor string, count int, block time.Duration) ([]redisstore.Signal, error)
+	StepResult(ctx context.Context, runID, name string) ([]byte, bool, error)
+	SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error)
+}
+
+// runContext is the Context of one attempt (see processor.process).
 type runContext struct {
 	context.Context
-	w                    *Worker
+	store runStore
+	// base is the worker's logger, which the run's adds its attributes to.
+	base                 *slog.Logger
 	runID, task, key, ns string
 	attempt              int
 	meta                 json.RawMessage
@@ -79,7 +122,7 @@ func (c *runContext) Metadata() json.RawMessage { return c.meta }
 // Logger returns the run's logger: the worker's, with the run's attributes.
 func (c *runContext) Logger() *slog.Logger {
 	c.logOnce.Do(func() {
-		c.log = lazyWith(c.w.log, slog.String("run", c.runID), slog.String("task", c.task), slog.Int("attempt", c.attempt))
+		c.log = lazyWith(c.base, slog.String("run", c.runID), slog.String("task", c.task), slog.Int("attempt", c.attempt))
 	})
 	return c.log
 }

@@ -2,31 +2,60 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
 // forwardInterval bounds how late a retry can be queued.
 const forwardInterval = 250 * time.Millisecond
 
-// forward queues runs whose retry backoff has elapsed. It sleeps until the
-// earliest scheduled retry, at most forwardInterval.
-func (w *Worker) forward(quit <-chan struct{}) {
+// forwardBatch is the most runs one call queues.
+const forwardBatch = 100
+
+// retryStore is what the forwarder reads and writes in Redis.
+type retryStore interface {
+	Promote(ctx context.Context, now time.Time, limit int) (int, error)
+	NextRetry(ctx context.Context) (time.Time, bool, error)
+}
+
+// forwarder queues runs whose retry backoff has elapsed, and debounced
+// runs once due. It sleeps until the earliest scheduled one, at most
+// forwardInterval.
+type forwarder struct {
+	startStop
+	store     retryStore
+	opTimeout time.Duration
+	clock     Clock
+	log       *slog.Logger
+}
+
+// Start starts forwarding; it is ready at once, the first pass made now.
+func (f *forwarder) Start(context.Context) error { return f.begin(f.loop) }
+
+func (f *forwarder) loop(quit <-chan struct{}) {
 	wait := time.Duration(0)
 	for sleep(quit, wait) {
-		wait = forwardInterval
-		ctx, cancel := context.WithTimeout(context.Background(), w.opts.OperationTimeout)
-		n, err := w.store.Promote(ctx, w.opts.Clock.Now(), 100)
-		if err == nil && n == 100 {
-			wait = 0 // more are due
-		} else if err == nil {
-			if next, ok, _ := w.store.NextRetry(ctx); ok {
-				if d := next.Sub(w.opts.Clock.Now()); d < wait {
-					wait = max(d, time.Millisecond)
-				}
-			}
-		} else {
-			w.log.Warn("taskq: queueing due retries failed", "err", err)
-		}
-		cancel()
+		wait = f.forward()
 	}
+}
+
+// forward queues what is due and returns how long to wait for the next.
+func (f *forwarder) forward() time.Duration {
+	wait := forwardInterval
+	ctx, cancel := context.WithTimeout(context.Background(), f.opTimeout)
+	defer cancel()
+	n, err := f.store.Promote(ctx, f.clock.Now(), forwardBatch)
+	switch {
+	case err != nil:
+		f.log.Warn("taskq: queueing due retries failed", "err", err)
+	case n == forwardBatch:
+		wait = 0 // more are due
+	default:
+		if next, ok, _ := f.store.NextRetry(ctx); ok {
+			if d := next.Sub(f.clock.Now()); d < wait {
+				wait = max(d, time.Millisecond)
+			}
+		}
+	}
+	return wait
 }

@@ -2,49 +2,61 @@ package worker
 
 import (
 	"context"
-	"strings"
+	"log/slog"
+	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
-// heartbeat renews the leases of every running attempt each
-// HeartbeatInterval, one script call per task stream. An attempt whose
-// lease was taken over, or whose run was cancelled or ended, has its context
-// cancelled; so has one whose lease ran out while Redis was unreachable.
-// Attempts not begun yet have no lease to renew, but their runs are looked
-// at too (see checkWaiting).
-func (w *Worker) heartbeat(quit <-chan struct{}) {
-	for sleep(quit, w.opts.HeartbeatInterval) {
-		w.beat()
-	}
+// leaseStore is what the heartbeater reads and writes in Redis.
+type leaseStore interface {
+	Heartbeat(ctx context.Context, task, consumer string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error)
+	RunStates(ctx context.Context, ids []string) ([]redisstore.RunState, error)
 }
 
-func (w *Worker) beat() {
-	began := w.opts.Clock.Now()
-	byTask := map[string][]*activeRun{}
-	var waiting []*activeRun
-	w.mu.Lock()
-	for _, a := range w.active {
-		if a.begun.Load() {
-			byTask[a.task] = append(byTask[a.task], a)
-		} else {
-			waiting = append(waiting, a)
+// heartbeater renews the leases of every running attempt each interval,
+// one script call per task stream. An attempt whose lease was taken over,
+// or whose run was cancelled or ended, has its context cancelled; so has
+// one whose lease ran out while Redis was unreachable. Attempts not begun
+// yet have no lease to renew, but their runs are looked at too (see
+// checkWaiting).
+type heartbeater struct {
+	startStop
+	store    leaseStore
+	active   *activeRuns
+	consumer string
+	lease    time.Duration
+	interval time.Duration
+	clock    Clock
+	log      *slog.Logger
+}
+
+// Start starts the heartbeats; it is ready at once, the first beat due
+// one interval later.
+func (h *heartbeater) Start(context.Context) error {
+	return h.begin(func(quit <-chan struct{}) {
+		for sleep(quit, h.interval) {
+			h.beat()
 		}
-	}
-	w.mu.Unlock()
-	w.checkWaiting(waiting)
+	})
+}
+
+func (h *heartbeater) beat() {
+	began := h.clock.Now()
+	byTask, waiting := h.active.split()
+	h.checkWaiting(waiting)
 	for t, runs := range byTask {
 		leases := make([]redisstore.Lease, len(runs))
 		for i, a := range runs {
 			leases[i] = a.lease
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), w.opts.HeartbeatInterval)
-		states, err := w.store.Heartbeat(ctx, t, w.opts.Name, leases)
+		ctx, cancel := context.WithTimeout(context.Background(), h.interval)
+		states, err := h.store.Heartbeat(ctx, t, h.consumer, leases)
 		cancel()
 		if err != nil {
-			w.log.Warn("taskq: heartbeat failed", "task", t, "err", err)
+			h.log.Warn("taskq: heartbeat failed", "task", t, "err", err)
 			for _, a := range runs {
-				if a.expired(w.opts.Clock.Now()) {
+				if a.expired(h.clock.Now()) {
 					a.cancel(ErrLeaseLost)
 				}
 			}
@@ -53,7 +65,7 @@ func (w *Worker) beat() {
 		for i, a := range runs {
 			switch states[i].State {
 			case redisstore.LeaseHeld:
-				a.extend(began.Add(w.opts.LeaseDuration))
+				a.extend(began.Add(h.lease))
 			case redisstore.LeaseLost, redisstore.LeaseStale:
 				a.cancel(ErrLeaseLost)
 			case redisstore.LeaseFinished:
@@ -70,7 +82,7 @@ func (w *Worker) beat() {
 // or ends, within StartDelay of its delivery), but its run can be
 // cancelled meanwhile, and the cancel notice missed while the subscription
 // was being re-established: its handler must not run on until StartDelay.
-func (w *Worker) checkWaiting(runs []*activeRun) {
+func (h *heartbeater) checkWaiting(runs []*activeRun) {
 	if len(runs) == 0 {
 		return
 	}
@@ -78,11 +90,11 @@ func (w *Worker) checkWaiting(runs []*activeRun) {
 	for i, a := range runs {
 		ids[i] = a.lease.RunID
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.opts.HeartbeatInterval)
-	states, err := w.store.RunStates(ctx, ids)
+	ctx, cancel := context.WithTimeout(context.Background(), h.interval)
+	states, err := h.store.RunStates(ctx, ids)
 	cancel()
 	if err != nil {
-		w.log.Warn("taskq: heartbeat failed to read runs not begun yet", "err", err)
+		h.log.Warn("taskq: heartbeat failed to read runs not begun yet", "err", err)
 		return
 	}
 	for i, a := range runs {
@@ -95,14 +107,4 @@ func (w *Worker) checkWaiting(runs []*activeRun) {
 			a.cancel(endedCause(a.lease.RunID, st.Error))
 		}
 	}
-}
-
-// endedCause is the cause a handler's context is cancelled with when its
-// run turned out to have been cancelled, given the run's error: the same
-// the cancel notice gives (see listenCancels).
-func endedCause(runID, runError string) error {
-	if by, ok := strings.CutPrefix(runError, supersededPrefix); ok {
-		return &SupersededError{RunID: runID, By: by}
-	}
-	return ErrRunCancelled
 }

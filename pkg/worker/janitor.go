@@ -2,38 +2,65 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 )
 
-// sweep removes index entries whose run records have expired, in batches
-// with a cursor, starting at a random offset in time so a fleet of workers
-// does not sweep in lockstep.
-func (w *Worker) sweep(quit <-chan struct{}) {
-	every := w.opts.SweepInterval
-	first := time.Duration(rand.Int64N(int64(every)))
-	for wait := first; sleep(quit, wait); wait = every {
-		// Entries younger than one interval belong to runs that cannot
-		// have expired yet; skipping them keeps each sweep short.
-		cutoff := w.opts.Clock.Now().Add(-every)
-		offset := 0
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), w.opts.OperationTimeout)
-			removed, looked, err := w.store.SweepRuns(ctx, cutoff, offset, 500)
-			cancel()
-			if err != nil {
-				w.log.Warn("taskq: sweeping runs index failed", "err", err)
-				break
-			}
-			offset += looked - removed
-			if looked < 500 {
-				break
-			}
-			select {
-			case <-quit:
-				return
-			default:
-			}
+// sweepBatch is the most index entries one sweep call looks at.
+const sweepBatch = 500
+
+// sweepStore is what the janitor writes in Redis.
+type sweepStore interface {
+	SweepRuns(ctx context.Context, cutoff time.Time, offset, limit int) (removed, looked int, err error)
+}
+
+// janitor removes index entries whose run records have expired, every
+// interval, in batches with a cursor, starting at a random offset in time
+// so a fleet of workers does not sweep in lockstep.
+type janitor struct {
+	startStop
+	store     sweepStore
+	every     time.Duration
+	opTimeout time.Duration
+	clock     Clock
+	log       *slog.Logger
+}
+
+// Start starts sweeping; it is ready at once, the first sweep due within
+// one interval.
+func (j *janitor) Start(context.Context) error {
+	first := time.Duration(rand.Int64N(int64(j.every)))
+	return j.begin(func(quit <-chan struct{}) {
+		for wait := first; sleep(quit, wait); wait = j.every {
+			j.sweep(quit)
+		}
+	})
+}
+
+// sweep makes one pass over the index, batch by batch, until it has looked
+// at every entry old enough or quit closes.
+func (j *janitor) sweep(quit <-chan struct{}) {
+	// Entries younger than one interval belong to runs that cannot have
+	// expired yet; skipping them keeps each sweep short.
+	cutoff := j.clock.Now().Add(-j.every)
+	offset := 0
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), j.opTimeout)
+		removed, looked, err := j.store.SweepRuns(ctx, cutoff, offset, sweepBatch)
+		cancel()
+		if err != nil {
+			j.log.Warn("taskq: sweeping runs index failed", "err", err)
+			return
+		}
+		offset += looked - removed
+		if looked < sweepBatch {
+			return
+		}
+		select {
+		case <-quit:
+			return
+		default:
 		}
 	}
 }

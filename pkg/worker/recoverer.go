@@ -2,40 +2,94 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
+// claimer is what the recoverer claims from Redis.
+type claimer interface {
+	AutoClaim(ctx context.Context, task, consumer string, minIdle time.Duration, count int) ([]redisstore.Delivery, error)
+}
+
 // recoverer takes over deliveries whose lease lapsed: their worker died or
-// stalled past LeaseDuration without a heartbeat. It runs inside the fetch
-// loop, which owns the free handler slots, every LeaseDuration/2.
+// stalled past the lease duration without a heartbeat. Every lease/2 it
+// takes free handler slots, as the fetcher does, claims up to as many
+// lapsed deliveries and dispatches them to the processor; it claims again
+// at once while it fills every slot it took, so a backlog of lapsed runs
+// (a worker died with many) is taken over as fast as slots free up.
 type recoverer struct {
-	w    *Worker
-	last time.Time
+	startStop
+	store     claimer
+	slots     slots
+	dispatch  dispatcher
+	consumer  string
+	tasks     []string
+	lease     time.Duration
+	opTimeout time.Duration
+	log       *slog.Logger
+
 	next int // task to start with, so every stream gets its turn
 }
 
-// reclaim claims up to n lapsed deliveries, or none if it is not yet time.
-func (r *recoverer) reclaim(ctx context.Context, n int) []redisstore.Delivery {
-	w := r.w
-	now := time.Now()
-	if now.Sub(r.last) < w.opts.LeaseDuration/2 {
-		return nil
+// Start starts recovering. It takes the slots free at that moment before
+// it returns, and its first claim is made on them: a fetcher started after
+// it reads nothing before that claim, so on a worker started after a crash
+// the runs whose lease lapsed are taken over first.
+func (r *recoverer) Start(context.Context) error {
+	if err := r.canStart(); err != nil {
+		return err
 	}
-	r.last = now
+	held := r.slots.takeFree()
+	err := r.begin(func(quit <-chan struct{}) { r.loop(quit, held) })
+	if err != nil {
+		r.slots.release(held)
+	}
+	return err
+}
+
+// loop claims every lease/2, the first time at once on the held slots.
+func (r *recoverer) loop(quit <-chan struct{}, held int) {
+	defer func() { r.slots.release(held) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-quit; cancel() }()
+	for wait := time.Duration(0); sleep(quit, wait); wait = r.lease / 2 {
+		for {
+			n := held
+			if held = 0; n == 0 {
+				n = r.slots.take(quit)
+			}
+			if n == 0 {
+				return
+			}
+			ds := r.reclaim(ctx, n)
+			r.slots.release(n - len(ds))
+			r.dispatch.dispatch(ds)
+			if len(ds) < n {
+				break
+			}
+		}
+	}
+}
+
+// reclaim claims up to n lapsed deliveries.
+func (r *recoverer) reclaim(ctx context.Context, n int) []redisstore.Delivery {
 	var out []redisstore.Delivery
-	for i := 0; i < len(w.names) && len(out) < n; i++ {
-		t := w.names[(r.next+i)%len(w.names)]
-		cctx, cancel := context.WithTimeout(ctx, w.opts.OperationTimeout)
-		ds, err := w.store.AutoClaim(cctx, t, w.opts.Name, w.opts.LeaseDuration, n-len(out))
+	for i := 0; i < len(r.tasks) && len(out) < n; i++ {
+		t := r.tasks[(r.next+i)%len(r.tasks)]
+		cctx, cancel := context.WithTimeout(ctx, r.opTimeout)
+		ds, err := r.store.AutoClaim(cctx, t, r.consumer, r.lease, n-len(out))
 		cancel()
 		if err != nil {
-			w.log.Warn("taskq: reclaiming lapsed runs failed", "task", t, "err", err)
+			if ctx.Err() == nil {
+				r.log.Warn("taskq: reclaiming lapsed runs failed", "task", t, "err", err)
+			}
 			continue
 		}
 		if len(ds) > 0 {
-			w.log.Info("taskq: reclaimed runs whose lease lapsed", "task", t, "count", len(ds))
+			r.log.Info("taskq: reclaimed runs whose lease lapsed", "task", t, "count", len(ds))
 		}
 		out = append(out, ds...)
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -200,29 +199,12 @@ type Worker struct {
 	mu      sync.Mutex
 	tasks   map[string]*registration
 	names   []string
-	active  map[string]*activeRun
 	started bool
-	// stopping is set by Shutdown once it cancels the runs (see stopRuns).
-	stopping bool
-
-	slots   chan struct{} // one token per free handler slot
-	runs    sync.WaitGroup
-	baseCtx context.Context
-	stopAll context.CancelCauseFunc
-
-	fetcher, heartbeater, forwarder, janitor, canceller, registrar service
-
-	// work hands started attempts to idle runners (see processor.go);
-	// closed by Shutdown once every run has ended.
-	work      chan runJob
-	runners   atomic.Int64
-	closeWork sync.Once
-	// finishes coalesces the outcomes handlers record at the same time
-	// into one call of the finish script.
-	finishes *redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult]
-	// starts coalesces the attempts whose handlers ran past StartDelay
-	// into one call of the start script.
-	starts *redisstore.Batcher[redisstore.Delivery, redisstore.StartResult]
+	// shutDown is set by Shutdown; a Start after it fails.
+	shutDown bool
+	// life holds the worker's duties, built at Start: lifecycle.go says
+	// in which order they start and stop. Nil until Start.
+	life *lifecycle
 	// guard watches Redis's maxmemory-policy and memory from Start on.
 	guard *redisguard.Guard
 }
@@ -242,34 +224,17 @@ func New(opts Options) (*Worker, error) {
 	w := &Worker{
 		opts: opts, store: redisstore.New(rdb, opts.Namespace), ownsRDB: owns,
 		log:   opts.Logger.With("worker", opts.Name),
-		tasks: map[string]*registration{}, active: map[string]*activeRun{},
-		slots: make(chan struct{}, opts.Concurrency),
-		work:  make(chan runJob),
-	}
-	for i := 0; i < opts.Concurrency; i++ {
-		w.slots <- struct{}{}
-	}
-	// One finish call in flight: the handlers of a fetched batch end at
-	// about the same time, and with a second sender their outcomes would
-	// go out in three round trips (the first, the second, the rest) rather
-	// than two.
-	w.finishes, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration, Senders: 1}, w.store.FinishBatch)
-	if err == nil {
-		w.starts, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.LeaseDuration, Senders: 1},
-			func(ctx context.Context, ds []redisstore.Delivery) ([]redisstore.StartResult, []error) {
-				return w.store.StartBatch(ctx, w.opts.Name, w.opts.Clock.Now(), ds)
-			})
+		tasks: map[string]*registration{},
 	}
 	w.guard = redisguard.New(rdb, redisguard.Options{AllowEvicting: opts.AllowEvictingRedis,
 		Interval: opts.RedisCheckInterval, Component: "worker", Logger: w.log})
-	if err == nil && opts.Metrics != nil {
-		err = opts.Metrics.Register(w.guard.Collector())
-	}
-	if err != nil {
-		if owns {
-			_ = rdb.Close()
+	if opts.Metrics != nil {
+		if err := opts.Metrics.Register(w.guard.Collector()); err != nil {
+			if owns {
+				_ = rdb.Close()
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	return w, nil
 }
@@ -333,13 +298,16 @@ func (w *Worker) Definitions() []*task.Definition {
 // a run cancelled from then on has its handler's context cancelled.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
-	if w.started {
+	switch {
+	case w.started:
 		w.mu.Unlock()
 		return errors.New("worker: already started")
-	}
-	if len(w.names) == 0 {
+	case len(w.names) == 0:
 		w.mu.Unlock()
 		return errors.New("worker: no task registered")
+	case w.shutDown:
+		w.mu.Unlock()
+		return errors.New("worker: shut down before it started")
 	}
 	w.started = true
 	w.mu.Unlock()
@@ -347,37 +315,22 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.guard.Start(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	started := false
-	defer func() {
-		if !started {
-			w.guard.Stop()
-		}
-	}()
-	for _, n := range w.names {
-		if err := w.store.EnsureGroup(ctx, n); err != nil {
-			return fmt.Errorf("worker: create consumer group for %q: %w", n, err)
-		}
-	}
-	if err := w.registerDefinitions(ctx); err != nil {
-		return err
-	}
-	// Cancellation notices first, and confirmed before anything else
-	// starts, so that no cancel made once Start returns is missed.
-	cancels, err := w.subscribeCancels(ctx)
-	if err != nil {
-		return fmt.Errorf("worker: subscribe to cancel notices: %w", err)
-	}
-	if !w.canceller.start(func(quit <-chan struct{}) { w.listenCancels(quit, cancels) }) {
-		_ = cancels.Close()
+	w.mu.Lock()
+	if w.shutDown { // Shutdown ran while the guard read Redis
+		w.mu.Unlock()
+		w.guard.Stop()
 		return errors.New("worker: shut down before it started")
 	}
-	w.baseCtx, w.stopAll = context.WithCancelCause(context.Background())
-	w.heartbeater.start(w.heartbeat)
-	w.forwarder.start(w.forward)
-	w.janitor.start(w.sweep)
-	w.registrar.start(w.keepRegistered)
-	w.fetcher.start(w.fetch)
-	started = true
+	life, err := wire(w)
+	w.life = life
+	w.mu.Unlock()
+	if err == nil {
+		err = life.start(ctx)
+	}
+	if err != nil {
+		w.guard.Stop()
+		return err
+	}
 	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace)
 	return nil
 }
@@ -387,27 +340,13 @@ func (w *Worker) Start(ctx context.Context) error {
 // and gives their runs back to the queue. The order matters: leases are
 // renewed until the last handler has returned.
 func (w *Worker) Shutdown(ctx context.Context) error {
-	w.fetcher.stop()
-	idle := make(chan struct{})
-	go func() { w.runs.Wait(); close(idle) }()
-	timer := time.NewTimer(w.opts.ShutdownTimeout)
-	defer timer.Stop()
-	select {
-	case <-idle:
-	case <-timer.C:
-	case <-ctx.Done():
+	w.mu.Lock()
+	w.shutDown = true
+	life := w.life
+	w.mu.Unlock()
+	if life != nil {
+		life.stop(ctx, w.opts.ShutdownTimeout)
 	}
-	if w.stopAll != nil {
-		w.stopAll(ErrShutdown)
-	}
-	w.stopRuns()
-	<-idle
-	w.closeWork.Do(func() { close(w.work) })
-	w.heartbeater.stop()
-	w.forwarder.stop()
-	w.janitor.stop()
-	w.registrar.stop()
-	w.canceller.stop()
 	w.guard.Stop()
 	w.log.Info("taskq worker stopped")
 	if w.ownsRDB {

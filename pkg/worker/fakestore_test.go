@@ -1,0 +1,255 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// fakeStore stands in for redisstore.Store behind every interface the
+// components declare. Each method counts its calls and those in flight,
+// and does what its hook says (nothing, when the hook is nil).
+type fakeStore struct {
+	calls    atomic.Int64
+	inFlight atomic.Int64
+
+	mu         sync.Mutex
+	groups     []string
+	registered map[string][]byte
+	requeued   []string
+
+	readGroup    func(ctx context.Context, count int) ([]redisstore.Delivery, error)
+	autoClaim    func(task string, count int) ([]redisstore.Delivery, error)
+	heartbeat    func(task string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error)
+	runStates    func(ids []string) ([]redisstore.RunState, error)
+	promote      func(limit int) (int, error)
+	nextRetry    func() (time.Time, bool)
+	sweepRuns    func(offset, limit int) (removed, looked int, err error)
+	registerTask func(name string, record []byte, replace bool) ([]byte, error)
+	missingTasks func(names []string) ([]string, error)
+	startBatch   func(ds []redisstore.Delivery) ([]redisstore.StartResult, []error)
+	finishBatch  func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error)
+}
+
+var (
+	_ processorStore = (*fakeStore)(nil)
+	_ leaseStore     = (*fakeStore)(nil)
+	_ retryStore     = (*fakeStore)(nil)
+	_ sweepStore     = (*fakeStore)(nil)
+	_ registryStore  = (*fakeStore)(nil)
+	_ claimer        = (*fakeStore)(nil)
+	_ streamReader   = (*fakeStore)(nil)
+)
+
+func (f *fakeStore) enter() func() {
+	f.calls.Add(1)
+	f.inFlight.Add(1)
+	return func() { f.inFlight.Add(-1) }
+}
+
+func (f *fakeStore) ReadGroup(ctx context.Context, _ string, _ []string, count int, block time.Duration) ([]redisstore.Delivery, error) {
+	defer f.enter()()
+	if f.readGroup != nil {
+		return f.readGroup(ctx, count)
+	}
+	// As Redis does with nothing to read: block, then return nothing.
+	t := time.NewTimer(block)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, nil
+	}
+}
+
+func (f *fakeStore) AutoClaim(_ context.Context, task, _ string, _ time.Duration, count int) ([]redisstore.Delivery, error) {
+	defer f.enter()()
+	if f.autoClaim != nil {
+		return f.autoClaim(task, count)
+	}
+	return nil, nil
+}
+
+func (f *fakeStore) Heartbeat(_ context.Context, task, _ string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error) {
+	defer f.enter()()
+	if f.heartbeat != nil {
+		return f.heartbeat(task, leases)
+	}
+	return make([]redisstore.LeaseReport, len(leases)), nil
+}
+
+func (f *fakeStore) RunStates(_ context.Context, ids []string) ([]redisstore.RunState, error) {
+	defer f.enter()()
+	if f.runStates != nil {
+		return f.runStates(ids)
+	}
+	return make([]redisstore.RunState, len(ids)), nil
+}
+
+func (f *fakeStore) Promote(_ context.Context, _ time.Time, limit int) (int, error) {
+	defer f.enter()()
+	if f.promote != nil {
+		return f.promote(limit)
+	}
+	return 0, nil
+}
+
+func (f *fakeStore) NextRetry(context.Context) (time.Time, bool, error) {
+	defer f.enter()()
+	if f.nextRetry != nil {
+		t, ok := f.nextRetry()
+		return t, ok, nil
+	}
+	return time.Time{}, false, nil
+}
+
+func (f *fakeStore) SweepRuns(_ context.Context, _ time.Time, offset, limit int) (int, int, error) {
+	defer f.enter()()
+	if f.sweepRuns != nil {
+		return f.sweepRuns(offset, limit)
+	}
+	return 0, 0, nil
+}
+
+func (f *fakeStore) EnsureGroup(_ context.Context, task string) error {
+	defer f.enter()()
+	f.mu.Lock()
+	f.groups = append(f.groups, task)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeStore) RegisterTask(_ context.Context, name string, record []byte, replace bool) ([]byte, error) {
+	defer f.enter()()
+	if f.registerTask != nil {
+		return f.registerTask(name, record, replace)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.registered == nil {
+		f.registered = map[string][]byte{}
+	}
+	prev := f.registered[name]
+	if prev == nil || replace {
+		f.registered[name] = record
+	}
+	return prev, nil
+}
+
+func (f *fakeStore) MissingTasks(_ context.Context, names []string) ([]string, error) {
+	defer f.enter()()
+	if f.missingTasks != nil {
+		return f.missingTasks(names)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, n := range names {
+		if f.registered[n] == nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) StartBatch(_ context.Context, _ string, _ time.Time, ds []redisstore.Delivery) ([]redisstore.StartResult, []error) {
+	defer f.enter()()
+	if f.startBatch != nil {
+		return f.startBatch(ds)
+	}
+	res := make([]redisstore.StartResult, len(ds))
+	for i, d := range ds {
+		sp := d.Spec
+		if sp == nil {
+			sp = &redisstore.RunSpec{}
+		}
+		res[i] = redisstore.StartResult{Started: true, Attempt: sp.Attempts + 1, Spec: sp}
+	}
+	return res, make([]error, len(ds))
+}
+
+func (f *fakeStore) FinishBatch(_ context.Context, ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error) {
+	defer f.enter()()
+	if f.finishBatch != nil {
+		return f.finishBatch(ps)
+	}
+	res := make([]redisstore.FinishResult, len(ps))
+	for i := range ps {
+		res[i] = redisstore.FinishResult{Written: true, Status: redisstore.StatusSucceeded}
+	}
+	return res, make([]error, len(ps))
+}
+
+func (f *fakeStore) Requeue(_ context.Context, runID, _ string, _ int) (redisstore.FinishResult, error) {
+	defer f.enter()()
+	f.mu.Lock()
+	f.requeued = append(f.requeued, runID)
+	f.mu.Unlock()
+	return redisstore.FinishResult{Written: true, Status: redisstore.StatusQueued}, nil
+}
+
+func (f *fakeStore) ReadSignals(context.Context, string, string, int, time.Duration) ([]redisstore.Signal, error) {
+	defer f.enter()()
+	return nil, nil
+}
+
+func (f *fakeStore) StepResult(context.Context, string, string) ([]byte, bool, error) {
+	defer f.enter()()
+	return nil, false, nil
+}
+
+func (f *fakeStore) SaveStepResult(_ context.Context, _, _ string, result []byte) ([]byte, error) {
+	defer f.enter()()
+	return result, nil
+}
+
+// fakeDispatcher takes what the fetcher or recoverer dispatches, and frees
+// each delivery's slot at once, as a processor whose handlers return at
+// once would.
+type fakeDispatcher struct {
+	slots slots
+	mu    sync.Mutex
+	got   []redisstore.Delivery
+	// seen receives the count dispatched so far after each dispatch.
+	seen chan int
+}
+
+func (d *fakeDispatcher) dispatch(ds []redisstore.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	d.mu.Lock()
+	d.got = append(d.got, ds...)
+	n := len(d.got)
+	d.mu.Unlock()
+	d.slots.release(len(ds))
+	if d.seen != nil {
+		d.seen <- n
+	}
+}
+
+func (d *fakeDispatcher) dispatched() []redisstore.Delivery {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]redisstore.Delivery(nil), d.got...)
+}
+
+type fakeRestorer struct{ calls atomic.Int64 }
+
+func (r *fakeRestorer) restore(context.Context) error { r.calls.Add(1); return nil }
+
+// fixedClock is a Clock standing still.
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+var errFake = errors.New("fake failure")

@@ -1,0 +1,156 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// lifecycle holds the components of a started Worker, and is the one place
+// that says in which order they start and stop, and why.
+type lifecycle struct {
+	registrar   *registrar
+	canceller   *canceller
+	processor   *processor
+	heartbeater *heartbeater
+	forwarder   *forwarder
+	janitor     *janitor
+	recoverer   *recoverer
+	fetcher     *fetcher
+}
+
+// wire builds the components of w, with the tasks registered on it (which
+// no longer change once it starts), each given what it needs explicitly.
+func wire(w *Worker) (*lifecycle, error) {
+	o, st := w.opts, w.store
+	defs := make([]*task.Definition, len(w.names))
+	for i, n := range w.names {
+		defs[i] = w.tasks[n].def
+	}
+	names := append([]string(nil), w.names...)
+	active := newActiveRuns()
+	free := newSlots(o.Concurrency)
+
+	p := &processor{
+		store: st, tasks: w.tasks, active: active, slots: free,
+		consumer: o.Name, ns: o.Namespace, lease: o.LeaseDuration, startDelay: o.StartDelay,
+		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log,
+	}
+	// One call of each script in flight, and each batch bounded by
+	// LeaseDuration: the handlers of a fetched batch end at about the same
+	// time, and with a second sender their outcomes would go out in three
+	// round trips (the first, the second, the rest) rather than two.
+	var err error
+	p.finishes, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: o.LeaseDuration, Senders: 1}, st.FinishBatch)
+	if err == nil {
+		p.starts, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: o.LeaseDuration, Senders: 1},
+			func(ctx context.Context, ds []redisstore.Delivery) ([]redisstore.StartResult, []error) {
+				return st.StartBatch(ctx, o.Name, o.Clock.Now(), ds)
+			})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	reg := &registrar{
+		store: st, defs: defs, consumer: o.Name, conflict: o.DefinitionConflict,
+		interval: o.HeartbeatInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
+	}
+	return &lifecycle{
+		registrar: reg,
+		canceller: &canceller{
+			sub: st.Redis(), channel: st.Keys().CancelChannel(), active: active,
+			opTimeout: o.OperationTimeout, log: w.log,
+		},
+		processor: p.setUp(),
+		heartbeater: &heartbeater{
+			store: st, active: active, consumer: o.Name, lease: o.LeaseDuration,
+			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log,
+		},
+		forwarder: &forwarder{store: st, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
+		janitor:   &janitor{store: st, every: o.SweepInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
+		recoverer: &recoverer{
+			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names,
+			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log,
+		},
+		fetcher: &fetcher{
+			store: st, restorer: reg, slots: free, dispatch: p, consumer: o.Name, tasks: names,
+			block: o.FetchBlock, opTimeout: o.OperationTimeout, log: w.log,
+		},
+	}, nil
+}
+
+// startOrder is the order components start in; each is ready before the
+// next starts, so Start returns only once every one is.
+//
+//  1. registrar: the consumer groups must exist before anything reads the
+//     streams, and the definitions be registered before the worker counts
+//     as started (triggers by task name need them); a definition conflict
+//     under DefinitionRefuse fails Start here, before anything runs.
+//  2. canceller: subscribed, and the subscription confirmed by Redis,
+//     before any handler runs, so that no cancel made once Start returns
+//     is missed.
+//  3. processor: takes deliveries before anything dispatches them.
+//  4. heartbeater: renews leases before the first attempt begins.
+//  5. forwarder, janitor: they need nothing from the others and nothing
+//     needs them; they only have to run by the time Start returns.
+//  6. recoverer, then fetcher: they deliver work, so they come last. The
+//     recoverer goes first and takes the free slots as it starts, so that
+//     on a worker started after a crash the runs whose lease lapsed are
+//     taken over before new ones are read.
+func (l *lifecycle) startOrder() []component {
+	return []component{l.registrar, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.recoverer, l.fetcher}
+}
+
+// start starts every component in startOrder; if one fails, it stops those
+// started and returns the error.
+func (l *lifecycle) start(ctx context.Context) error {
+	for _, c := range l.startOrder() {
+		if err := c.Start(ctx); err != nil {
+			l.stop(context.Background(), 0)
+			if errors.Is(err, errStopped) {
+				return errors.New("worker: shut down before it started")
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// stop stops the components in three stages, each waited for before the
+// next (the components of one stage stop together):
+//
+//  1. fetcher and recoverer: nothing new is taken. Whatever they had read
+//     is dispatched or stays pending, to be reclaimed once its lease lapses.
+//  2. processor: handlers get grace (ShutdownTimeout, or until ctx ends)
+//     to finish; then those still running are cancelled with ErrShutdown
+//     and give their runs back, and the processor waits until every
+//     attempt has ended and its outcome is recorded. The heartbeater and
+//     the canceller run on meanwhile: a lease must be renewed, and a
+//     cancel must reach its handler, until the last handler has returned.
+//  3. heartbeater, canceller, forwarder, janitor, registrar: nothing needs
+//     them any more.
+//
+// Every Stop is safe before Start and twice, so stop also undoes a Start
+// that failed half-way, and runs again on a second Shutdown.
+func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
+	stopTogether(l.fetcher, l.recoverer)
+	l.processor.drain(ctx, grace)
+	l.processor.Stop()
+	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.registrar)
+}
+
+// stopTogether stops cs at the same time and returns once all have
+// stopped: a component waiting on a call to Redis holds up no other.
+func stopTogether(cs ...component) {
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Stop() }()
+	}
+	wg.Wait()
+}
