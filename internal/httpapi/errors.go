@@ -146,7 +146,7 @@ func (e *apiError) at(index int) *apiError {
 func (e *apiError) atItem(list string, index int, field string) *apiError {
 	e.Field = itemField(list, index, field)
 	if index >= 0 {
-		e.at(index)
+		e.Index = &index
 	}
 	return e
 }

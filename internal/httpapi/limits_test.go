@@ -107,6 +107,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatalf("answer to the slow body is not HTTP: %v: %q", err, got)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"error":"request_timeout"`) ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {

@@ -267,7 +267,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			err = fmt.Errorf("httpapi: shutdown: requests still running after %s were cut off: %w", s.opts.ShutdownTimeout, err)
 		}
 	}
-	<-served
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, fmt.Errorf("httpapi: serve: %w", serr))
+	}
 	s.log.Info("taskq HTTP API stopped")
 	return err
 }
