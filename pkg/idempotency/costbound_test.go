@@ -204,7 +204,7 @@ func TestCostBoundIsAnUpperBound(t *testing.T) {
 		if iss.Err() != nil {
 			t.Fatal(iss.Err())
 		}
-		opts := append(programOptions(math.MaxUint64), cel.EvalOptions(cel.OptTrackCost))
+		opts := append(programOptions(&evalLimits{cost: math.MaxUint64}), cel.EvalOptions(cel.OptTrackCost))
 		prg, err := c.env.Program(ast, opts...)
 		if err != nil {
 			t.Fatal(err)
