@@ -430,8 +430,8 @@ func checkFormat(l *evalLimits, args []ref.Val) ref.Val {
 	if refused := g.cost(formatCost(n, 0)); refused != nil {
 		return refused
 	}
-	result := formatSize(format, list, l.maxString)
-	g.read(add(n, result))
+	result, visited := formatSize(format, list, l.maxString)
+	g.read(add(n, visited))
 	if refused := g.cost(formatCost(n, result)); refused != nil {
 		return refused
 	}
@@ -440,9 +440,9 @@ func checkFormat(l *evalLimits, args []ref.Val) ref.Val {
 
 // formatSize is the length of what format builds before it returns or
 // fails, following cel-go's parsing of the format string (version 2 of the
-// format clauses), or some length past limit once it is known to pass it.
-func formatSize(format string, args traits.Lister, limit uint64) uint64 {
-	var total uint64
+// format clauses), or some length past limit once it is known to pass it;
+// and how many values it looked at.
+func formatSize(format string, args traits.Lister, limit uint64) (total, visited uint64) {
 	argc := int64(listLen(args))
 	next := int64(0)
 	for i := 0; i < len(format) && total <= limit; {
@@ -457,7 +457,7 @@ func formatSize(format string, args traits.Lister, limit uint64) uint64 {
 			continue
 		}
 		if i+1 >= len(format) || next >= argc {
-			return total // format fails here
+			return total, visited // format fails here
 		}
 		j := i + 1
 		precision := 6
@@ -468,36 +468,37 @@ func formatSize(format string, args traits.Lister, limit uint64) uint64 {
 				j++
 			}
 			if j >= len(format) {
-				return total
+				return total, visited
 			}
 			p, err := strconv.Atoi(format[digits:j])
 			if err != nil || p > maxFormatPrecision {
-				return total
+				return total, visited
 			}
 			precision = p
 		}
-		size, ok := clauseSize(format[j], precision, args.Get(types.Int(next)), limit-total)
+		size, ok := clauseSize(format[j], precision, args.Get(types.Int(next)), limit-total, &visited)
 		if !ok {
-			return total
+			return total, visited
 		}
 		total = add(total, size)
 		i = j + 1
 		next++
 	}
-	return total
+	return total, visited
 }
 
 // clauseSize is the length of arg formatted by verb, and false when format
 // rejects the pair.
-func clauseSize(verb byte, precision int, arg ref.Val, budget uint64) (uint64, bool) {
+func clauseSize(verb byte, precision int, arg ref.Val, budget uint64, visited *uint64) (uint64, bool) {
 	var buf [512]byte
+	*visited++
 	switch verb {
 	case 's':
-		return stringSize(arg, budget)
+		return stringSize(arg, budget, visited)
 	case 'd':
 		switch v := arg.Value().(type) {
 		case int64, uint64:
-			return stringSize(arg, budget)
+			return stringSize(arg, budget, visited)
 		case float64:
 			return floatSize(v, 'f', -1), true
 		}
@@ -554,9 +555,11 @@ func floatSize(v float64, verb byte, precision int) uint64 {
 }
 
 // stringSize is the length of arg formatted by %s, and false when format
-// rejects it. Lists and maps are walked until past budget.
-func stringSize(arg ref.Val, budget uint64) (uint64, bool) {
+// rejects it. Lists and maps are walked until past budget, each value
+// looked at counted in visited.
+func stringSize(arg ref.Val, budget uint64, visited *uint64) (uint64, bool) {
 	var buf [64]byte
+	*visited++
 	switch arg.Type() {
 	case types.BoolType:
 		if arg == types.True {
@@ -599,7 +602,7 @@ func stringSize(arg ref.Val, budget uint64) (uint64, bool) {
 			if i > 0 {
 				total += 2
 			}
-			n, ok := stringSize(it.Next(), budget-min(total, budget))
+			n, ok := stringSize(it.Next(), budget-min(total, budget), visited)
 			if !ok {
 				return 0, false
 			}
@@ -621,8 +624,8 @@ func stringSize(arg ref.Val, budget uint64) (uint64, bool) {
 			if !found {
 				return 0, false
 			}
-			kn, ok1 := stringSize(k, budget-min(total, budget))
-			vn, ok2 := stringSize(v, budget-min(total, budget))
+			kn, ok1 := stringSize(k, budget-min(total, budget), visited)
+			vn, ok2 := stringSize(v, budget-min(total, budget), visited)
 			if !ok1 || !ok2 {
 				return 0, false
 			}

@@ -115,7 +115,7 @@ func (m costModel) cost(function string, args []ref.Val, result ref.Val) (uint64
 		if isText(1) {
 			return traversal(arg(1)), true
 		}
-	case operators.In:
+	case operators.In, operators.OldIn, "in":
 		if len(args) == 2 {
 			needle := readCost(m.deepSize(args[0]))
 			switch c := args[1].(type) {
@@ -131,6 +131,14 @@ func (m costModel) cost(function string, args []ref.Val, result ref.Val) (uint64
 		// Parsing reads the whole string, and a failure quotes it.
 		if isText(0) {
 			return readCost(arg(0)), true
+		}
+	case overloads.TimeGetFullYear, overloads.TimeGetMonth, overloads.TimeGetDayOfYear,
+		overloads.TimeGetDayOfMonth, overloads.TimeGetDate, overloads.TimeGetDayOfWeek,
+		overloads.TimeGetHours, overloads.TimeGetMinutes, overloads.TimeGetSeconds,
+		overloads.TimeGetMilliseconds:
+		// A time zone is looked up by name.
+		if isText(1) {
+			return add(1, traversal(arg(1))), true
 		}
 	}
 	return 0, false
