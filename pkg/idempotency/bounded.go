@@ -12,6 +12,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/decls"
 	"github.com/google/cel-go/common/functions"
+	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -744,4 +745,40 @@ func (l *evalLimits) checksum(v ref.Val) ref.Val {
 		}
 	}
 	return checksum(v)
+}
+
+// boundedEquality replaces cel-go's == and != (which the planner builds
+// itself, without the function's binding) by the same comparison with its
+// cost checked first: comparing nested input converts every element on the
+// way, a dozen times the input's size in garbage.
+func (l *evalLimits) boundedEquality() interpreter.InterpretableDecoratorV2 {
+	model := newCostModel(l.cost)
+	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+		call, ok := i.(interpreter.InterpretableCall)
+		if !ok || len(call.Args()) != 2 {
+			return i, nil
+		}
+		function := call.Function()
+		if function != operators.Equals && function != operators.NotEquals {
+			return i, nil
+		}
+		name := "=="
+		if function == operators.NotEquals {
+			name = "!="
+		}
+		return interpreter.NewCall(call.ID(), function, call.OverloadID(), call.Args(), func(args ...ref.Val) ref.Val {
+			g := guard{limits: l, function: name}
+			var walked uint64
+			cost := model.equalityCost(args[0], args[1], &walked)
+			g.read(walked)
+			if refused := g.cost(cost); refused != nil {
+				return refused
+			}
+			eq := types.Equal(args[0], args[1])
+			if function == operators.NotEquals {
+				return types.Bool(eq != types.True)
+			}
+			return eq
+		}), nil
+	}
 }

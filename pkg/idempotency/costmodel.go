@@ -101,7 +101,7 @@ func (m costModel) cost(function string, args []ref.Val, result ref.Val) (uint64
 		}
 	case operators.Equals, operators.NotEquals:
 		if len(args) == 2 {
-			return max(1, traversal(min(m.deepSize(args[0]), m.deepSize(args[1])))), true
+			return m.equalityCost(args[0], args[1], nil), true
 		}
 	case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
 		if isText(0) && isText(1) {
@@ -117,7 +117,7 @@ func (m costModel) cost(function string, args []ref.Val, result ref.Val) (uint64
 		}
 	case operators.In, operators.OldIn, "in":
 		if len(args) == 2 {
-			needle := readCost(m.deepSize(args[0]))
+			needle := readCost(m.deepSize(args[0], nil))
 			switch c := args[1].(type) {
 			case traits.Lister:
 				return max(1, mul(listLen(c), needle)), true
@@ -144,6 +144,13 @@ func (m costModel) cost(function string, args []ref.Val, result ref.Val) (uint64
 	return 0, false
 }
 
+// equalityCost is what comparing a and b costs: a pass over the smaller.
+// walked, when not nil, is increased by the number of list elements and map
+// entries looked at to find out.
+func (m costModel) equalityCost(a, b ref.Val, walked *uint64) uint64 {
+	return max(1, traversal(min(m.deepSize(a, walked), m.deepSize(b, walked))))
+}
+
 // byteLen is the length in bytes of a string or bytes value, the number of
 // elements of a list or map, and 1 for anything else.
 func byteLen(v ref.Val) uint64 {
@@ -168,31 +175,76 @@ func listLen(v ref.Val) uint64 {
 
 // deepSize is what comparing v reads at most: its bytes if it is a string or
 // bytes value, one per element plus the elements' own sizes for a list or
-// map, 1 otherwise. The walk stops once past the model's budget.
-func (m costModel) deepSize(v ref.Val) uint64 {
+// map, 1 otherwise. The walk stops once past the model's budget; each
+// element and entry it looks at is counted in walked unless that is nil.
+func (m costModel) deepSize(v ref.Val, walked *uint64) uint64 {
 	switch t := v.(type) {
 	case types.String:
 		return uint64(len(t))
 	case types.Bytes:
 		return uint64(len(t))
 	case traits.Lister:
+		if native, ok := t.Value().([]any); ok {
+			return m.nativeSize(native, walked)
+		}
 		var n uint64
 		for it := t.Iterator(); n <= m.budget && it.HasNext() == types.True; {
-			n = add(n, 1, m.deepSize(it.Next()))
+			n = add(n, 1, m.deepSize(it.Next(), walked))
+			count(walked)
 		}
 		return n
 	case traits.Mapper:
+		if native, ok := t.Value().(map[string]any); ok {
+			return m.nativeSize(native, walked)
+		}
 		var n uint64
 		for it := t.Iterator(); n <= m.budget && it.HasNext() == types.True; {
 			k := it.Next()
-			n = add(n, 1, m.deepSize(k))
+			n = add(n, 1, m.deepSize(k, walked))
 			if val, found := t.Find(k); found {
-				n = add(n, m.deepSize(val))
+				n = add(n, m.deepSize(val, walked))
 			}
+			count(walked)
 		}
 		return n
 	}
 	return 1
+}
+
+// nativeSize is deepSize of a value as encoding/json decodes it, walked
+// without converting it to CEL values.
+func (m costModel) nativeSize(v any, walked *uint64) uint64 {
+	switch t := v.(type) {
+	case string:
+		return uint64(len(t))
+	case []any:
+		var n uint64
+		for _, e := range t {
+			if n > m.budget {
+				break
+			}
+			n = add(n, 1, m.nativeSize(e, walked))
+			count(walked)
+		}
+		return n
+	case map[string]any:
+		var n uint64
+		for k, e := range t {
+			if n > m.budget {
+				break
+			}
+			n = add(n, 1, uint64(len(k)), m.nativeSize(e, walked))
+			count(walked)
+		}
+		return n
+	}
+	return 1
+}
+
+func count(walked *uint64) {
+	if walked != nil {
+		*walked++
+	}
 }
 
 // regexProgramSize estimates how many instructions pattern compiles to,

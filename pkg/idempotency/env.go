@@ -72,6 +72,7 @@ func untrackedProgramOptions(l *evalLimits) []cel.ProgramOption {
 	return []cel.ProgramOption{
 		cel.EvalOptions(cel.OptOptimize),
 		cel.OptimizeRegex(l.boundedRegex(overloads.Matches), l.boundedRegex(overloads.MatchesString)),
+		cel.CustomDecoratorV2(l.boundedEquality()),
 	}
 }
 
