@@ -240,7 +240,8 @@ reads the task registry in Redis).`,
 			if p.json() {
 				return p.JSON(v)
 			}
-			_, err = fmt.Fprintln(a.stdout, key)
+			// -o json gives the exact bytes of a key that does not print.
+			_, err = fmt.Fprintln(a.stdout, clean(key))
 			return err
 		}),
 	}
