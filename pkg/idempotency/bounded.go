@@ -24,9 +24,13 @@ import (
 // The bounded functions. Each keeps cel-go's behaviour and adds a check in
 // front of it: from the sizes of its arguments it computes what it will cost
 // and how large a string or list it will build, and refuses (limitExceeded)
-// when either is over the compiler's limits. The checks read lengths and at
-// most make one pass over an argument without allocating, so a refusal is
-// as cheap as the arguments are long.
+// when either is over the compiler's limits. The checks read lengths and
+// make at most one pass over their arguments (parsing a regex's pattern is
+// the only one that allocates, in proportion to the pattern), so a refusal
+// costs no more than reading the arguments once. What the check lets
+// through is bounded by the limits: cel-go's implementations that convert a
+// string to runes or search it naively then work on at most about ten
+// bytes per unit of the cost limit.
 
 // Version of cel-go's strings extension the environment declares, pinned so
 // that a cel-go upgrade cannot add a function that has no check here (the
