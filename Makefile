@@ -1,12 +1,13 @@
 GO      ?= go
 BIN     ?= bin
+FUZZTIME ?= 2m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 STRESS_RUNS        ?= 10
 STRESS_RUN_TIMEOUT ?= 20m
 STRESS_TIMEOUT     ?= 180m
 
-.PHONY: all help build test test-short test-stress bench script-cost lint fmt soak dev clean fuzz-http
+.PHONY: all help build test test-short test-stress bench script-cost lint fmt soak dev clean fuzz fuzz-http
 
 ## all: build, then test
 all: build test
@@ -52,6 +53,11 @@ fuzz-http:
 ## script-cost: instructions redis-server executes per run for each script call (redis-server under valgrind's callgrind: the same count on every run, whatever the machine's load)
 script-cost:
 	$(GO) test -tags scriptcost -run TestScriptCost -count=1 -v ./internal/redisstore/
+
+## fuzz: search for CEL expressions and inputs that escape the evaluation limits (time, memory, typed errors) or make the fast paths disagree with CEL, FUZZTIME per target (FUZZTIME=10m); plain `go test` runs only the seeds
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzEvaluationBounds$$' -fuzztime $(FUZZTIME) ./pkg/idempotency/
+	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./pkg/idempotency/
 
 ## lint: formatting and vet
 lint:

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -109,12 +110,14 @@ func (a *app) printError(cmd *cobra.Command, err error, code int) {
 	if a.colorOn(a.stderrTTY) {
 		prefix = ansiRed + "error:" + ansiReset + " "
 	}
-	msg := err.Error()
+	// An error may quote a key, a value or the Redis URL: its password is
+	// hidden and what does not print is escaped.
+	msg := clean(redactIn(err.Error(), a.redisURL))
 	fmt.Fprintln(a.stderr, prefix+msg)
 	var detail interface{ Detail() string }
 	if errors.As(err, &detail) {
 		if d := detail.Detail(); d != "" {
-			fmt.Fprintln(a.stderr, d)
+			fmt.Fprintln(a.stderr, cleanLines(redactIn(d, a.redisURL)))
 		}
 	}
 	if code == exitUsage && cmd != nil {
@@ -136,7 +139,26 @@ func (a *app) close() {
 // logger is where library logs go: warnings and errors only, on stderr,
 // so command output stays clean.
 func (a *app) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slog.New(slog.NewTextHandler(a.stderr, a.logOptions(slog.LevelWarn)))
+}
+
+// logOptions are the options of every log handler the CLI makes: records
+// at level and above, with the Redis URL's password hidden wherever a
+// message or attribute quotes it.
+func (a *app) logOptions(level slog.Leveler) *slog.HandlerOptions {
+	return &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, attr slog.Attr) slog.Attr {
+		switch v := attr.Value.Resolve(); v.Kind() {
+		case slog.KindString:
+			if s := v.String(); strings.Contains(s, "@") {
+				attr.Value = slog.StringValue(redactIn(s, a.redisURL))
+			}
+		case slog.KindAny:
+			if err, ok := v.Any().(error); ok {
+				attr.Value = slog.StringValue(redactIn(err.Error(), a.redisURL))
+			}
+		}
+		return attr
+	}}
 }
 
 // client connects to Redis once per invocation and checks that it answers,
@@ -157,25 +179,78 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 		return nil, errors.Unwrap(err) // Redis answered: not a usage error
 	}
 	if err != nil {
-		return nil, usageErrorf("--redis %s: %v", redactURL(a.redisURL), errors.Unwrap(err))
+		// The cause may quote the URL as given (net/url does).
+		return nil, usageErrorf("--redis %s: %s", redactURL(a.redisURL), redactIn(errors.Unwrap(err).Error(), a.redisURL))
 	}
 	if err := c.Ping(ctx); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s: %w", redactURL(a.redisURL), err)
+		return nil, fmt.Errorf("cannot reach Redis at %s: %w", redactURL(a.redisURL), &redactedError{err: err, url: a.redisURL})
 	}
 	a.cli = c
 	a.closers = append(a.closers, c.Close)
 	return c, nil
 }
 
-// redactURL hides a password in a Redis URL before it is printed.
+// redactURL hides the password of a Redis URL before it is printed, as
+// redis://:xxxxx@host:6379/0, also when the URL does not parse: the text
+// between the first ':' of its user information and its last '@' is
+// hidden then.
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
+	if u, err := url.Parse(raw); err == nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
 		return raw
 	}
-	return u.Redacted()
+	start, end, ok := passwordSpan(raw)
+	if !ok {
+		return raw
+	}
+	return raw[:start] + "xxxxx" + raw[end:]
 }
+
+// passwordSpan locates the password in raw, which need not parse.
+func passwordSpan(raw string) (start, end int, ok bool) {
+	authority := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		authority = i + len("://")
+	}
+	at := strings.LastIndex(raw[authority:], "@")
+	if at < 0 {
+		return 0, 0, false
+	}
+	colon := strings.Index(raw[authority:authority+at], ":")
+	if colon < 0 {
+		return 0, 0, false // a user name only
+	}
+	return authority + colon + 1, authority + at, true
+}
+
+// redactIn hides the password of the Redis URL raw wherever text quotes
+// the URL, as it was given or escaped by %q.
+func redactIn(text, raw string) string {
+	start, end, ok := passwordSpan(raw)
+	if !ok || start == end {
+		return text
+	}
+	password := raw[start:end]
+	for _, form := range []string{password, strings.Trim(strconv.Quote(password), `"`), url.UserPassword("", password).String()[1:]} {
+		if form != "" {
+			text = strings.ReplaceAll(text, ":"+form+"@", ":xxxxx@")
+		}
+	}
+	return text
+}
+
+// redactedError is err with the Redis URL's password hidden from its
+// message; errors.Is and errors.As still see err.
+type redactedError struct {
+	err error
+	url string
+}
+
+func (e *redactedError) Error() string { return redactIn(e.err.Error(), e.url) }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // printer returns the writer of command output in the chosen format.
 func (a *app) printer() *printer {

@@ -89,7 +89,7 @@ the demo never writes to a Redis you did not name. Ctrl-C shuts it down.`,
 // the Redis connections, and the embedded Redis last.
 func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 	level, _ := parseLevel(o.logLevel)
-	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(a.stderr, a.logOptions(level)))
 	out := a.stdout
 	session := randomHex(2)
 
@@ -310,7 +310,9 @@ func (a *app) printTryIt(out io.Writer, url, token, session string, embedded boo
 		// A shared Redis may remember earlier sessions' orders.
 		order1, order2, evt1, evt2 = "1001-"+session, "1002-"+session, "evt_1001-"+session, "evt_1002-"+session
 	}
-	exports := "export TASKQ_REDIS_URL=" + shellQuote(a.redisURL)
+	// The password of a Redis given with --redis is not printed: the line
+	// says where it goes.
+	exports := "export TASKQ_REDIS_URL=" + shellQuote(redactURL(a.redisURL))
 	if a.namespace != "default" {
 		exports += " TASKQ_NAMESPACE=" + shellQuote(a.namespace)
 	}
@@ -319,6 +321,9 @@ func (a *app) printTryIt(out io.Writer, url, token, session string, embedded boo
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	p("Try it yourself, in another terminal:\n")
+	if _, _, hasPassword := passwordSpan(a.redisURL); hasPassword {
+		p("  # put your Redis password in place of xxxxx")
+	}
 	p("  %s\n", exports)
 	if url != "" {
 		auth := `-H "Authorization: Bearer $TASKQ_TOKEN"`

@@ -14,7 +14,7 @@ import (
 // the expression shown and a caret under the problem where it is known.
 type exprError struct {
 	err    error
-	kind   string // compile, result_type, empty_key, key_too_long, eval, cost_limit, input
+	kind   string // compile, result_type, empty_key, key_too_long, eval, cost_limit, size_limit, input
 	msg    string
 	detail string
 	line   int
@@ -54,6 +54,7 @@ func evalFailure(expr string, err error) error {
 		kl *idempotency.KeyTooLongError
 		ee *idempotency.EvalError
 		cl *idempotency.CostLimitError
+		sl *idempotency.SizeLimitError
 		ie *idempotency.InputError
 	)
 	e := &exprError{err: err}
@@ -89,7 +90,18 @@ func evalFailure(expr string, err error) error {
 		}
 	case errors.As(err, &cl):
 		e.kind = "cost_limit"
-		e.msg = fmt.Sprintf("evaluation stopped at the cost limit of %d", cl.Limit)
+		if cl.Function != "" {
+			e.msg = fmt.Sprintf("%s would cost %d, over the cost limit of %d; evaluation stopped before it", cl.Function, cl.Cost, cl.Limit)
+		} else {
+			e.msg = fmt.Sprintf("evaluation stopped at the cost limit of %d", cl.Limit)
+		}
+	case errors.As(err, &sl):
+		e.kind = "size_limit"
+		what := "a string"
+		if sl.Unit == idempotency.UnitElements {
+			what = "a list"
+		}
+		e.msg = fmt.Sprintf("%s would build %s of %d %s, over the limit of %d; evaluation stopped before it", sl.Function, what, sl.Size, sl.Unit, sl.Limit)
 	case errors.As(err, &ie):
 		e.kind = "input"
 		e.msg = "invalid input: " + ie.Message
@@ -228,7 +240,8 @@ reads the task registry in Redis).`,
 			if p.json() {
 				return p.JSON(v)
 			}
-			_, err = fmt.Fprintln(a.stdout, key)
+			// -o json gives the exact bytes of a key that does not print.
+			_, err = fmt.Fprintln(a.stdout, clean(key))
 			return err
 		}),
 	}

@@ -57,6 +57,13 @@ func TestEvalErrorsPointAtTheProblem(t *testing.T) {
 			`  "order:" + input.orderId` + "\n  ^~~~~~~~~~~~~~~~~~~~~~~~"},
 		{"key too long", []string{"eval", `"k:" + input.s`, "--input", `{"s":"` + strings.Repeat("s", 511) + `"}`},
 			"the key is 513 bytes, over the limit of 512", `  "k:" + input.s` + "\n  ^~~~~~~~~~~~~~"},
+		// Refused before running: the function and the limit are named.
+		{"function over the cost limit", []string{"eval", `input.a.replace("", input.a)`, "--input", `{"a":"` + strings.Repeat("a", 300) + `"}`},
+			"replace would cost 90631, over the cost limit of 10000; evaluation stopped before it",
+			`  input.a.replace("", input.a)` + "\n  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~"},
+		{"string over the size limit", []string{"eval", `input.a + input.a`, "--input", `{"a":"` + strings.Repeat("a", 40000) + `"}`},
+			"+ would build a string of 80000 bytes, over the limit of 65536; evaluation stopped before it",
+			"  input.a + input.a\n  ^~~~~~~~~~~~~~~~~"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

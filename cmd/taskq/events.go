@@ -328,10 +328,10 @@ func (a *app) printPushed(views []*eventView, batch bool) error {
 	if !batch {
 		v := views[0]
 		if len(v.Runs) == 0 {
-			_, err := fmt.Fprintf(a.stdout, "Stored event %s (%s); no task listens to %q.\n", v.ID, v.Key, v.Key)
+			_, err := fmt.Fprintf(a.stdout, "Stored event %s (%s); no task listens to %q.\n", clean(v.ID), clean(v.Key), v.Key)
 			return err
 		}
-		fmt.Fprintf(a.stdout, "Stored event %s (%s): %s.\n", v.ID, v.Key, v.summary())
+		fmt.Fprintf(a.stdout, "Stored event %s (%s): %s.\n", clean(v.ID), clean(v.Key), clean(v.summary()))
 		return a.eventRunsTable(p, v.Runs)
 	}
 	rows := [][]string{}
@@ -340,7 +340,7 @@ func (a *app) printPushed(views []*eventView, batch bool) error {
 			rows = append(rows, []string{v.ID, "-", "-", "-", "-"})
 		}
 		for _, r := range v.Runs {
-			rows = append(rows, []string{v.ID, r.Task, p.Status(r.Outcome), orDash(r.RunID), orDash(outcomeDetail(r))})
+			rows = append(rows, []string{v.ID, r.Task, r.Outcome, orDash(r.RunID), orDash(outcomeDetail(r))})
 		}
 	}
 	fmt.Fprintf(a.stdout, "Stored %d event(s).\n", len(views))
@@ -358,7 +358,7 @@ func outcomeDetail(r events.TaskRun) string {
 func (a *app) eventRunsTable(p *printer, runs []events.TaskRun) error {
 	rows := make([][]string, len(runs))
 	for i, r := range runs {
-		rows[i] = []string{r.Task, p.Status(r.Outcome), orDash(r.RunID), orDash(outcomeDetail(r))}
+		rows[i] = []string{r.Task, r.Outcome, orDash(r.RunID), orDash(outcomeDetail(r))}
 	}
 	return p.Table([]string{"TASK", "OUTCOME", "RUN", "KEY"}, rows)
 }

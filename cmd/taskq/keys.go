@@ -186,7 +186,7 @@ func (a *app) printKeys(views []*keyView) error {
 	}
 	rows := make([][]string, len(views))
 	for i, v := range views {
-		rows[i] = []string{v.Key, v.Owner, orDash(v.Task), orDash(v.Strategy), p.Status(v.Status), v.ttl()}
+		rows[i] = []string{v.Key, v.Owner, orDash(v.Task), orDash(v.Strategy), v.Status, v.ttl()}
 	}
 	return p.Table([]string{"KEY", "OWNER RUN", "TASK", "STRATEGY", "STATUS", "TTL"}, rows)
 }
@@ -219,7 +219,7 @@ left before the key expires. Exits with code 3 when nobody holds the key.`,
 			}
 			f := [][2]string{
 				{"Key", v.Key}, {"Owner run", v.Owner}, {"Task", v.Task}, {"Strategy", v.Strategy},
-				{"Status", p.Status(v.Status)}, {"TTL", v.ttl()},
+				{"Status", v.Status}, {"TTL", v.ttl()},
 			}
 			if r := v.Run; r != nil {
 				f = append(f, [2]string{"Attempt", fmt.Sprint(r.Attempt)},
@@ -297,7 +297,7 @@ that is still active could then run alongside a duplicate.`,
 			}
 			if !yes {
 				fmt.Fprintf(a.stderr, "Key %q is held by run %s (task %s, status %s, %s left).\n",
-					key, v.Owner, orDash(v.Task), v.Status, v.ttl())
+					key, clean(v.Owner), clean(orDash(v.Task)), clean(v.Status), v.ttl())
 				fmt.Fprint(a.stderr, "Release it? [y/N] ")
 				ok := confirmed(a.stdin)
 				if !a.stdinTTY {
@@ -320,7 +320,7 @@ that is still active could then run alongside a duplicate.`,
 			if p.json() {
 				return p.JSON(releaseView{Key: key, Owner: v.Owner, Released: true})
 			}
-			_, err = fmt.Fprintf(a.stdout, "Released key %q (was held by run %s).\n", key, v.Owner)
+			_, err = fmt.Fprintf(a.stdout, "Released key %q (was held by run %s).\n", key, clean(v.Owner))
 			return err
 		}),
 	}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // ANSI colours. Every colour code has the same length, so a column whose
@@ -39,31 +41,55 @@ func (p *printer) JSON(v any) error {
 	return enc.Encode(v)
 }
 
-// Table writes rows under a header with aligned columns.
+// Table writes rows under a header with aligned columns. Every cell is
+// printed through clean, so a key or value holding a newline, a tab or an
+// escape sequence stays in its cell; a STATUS or OUTCOME column is
+// coloured on a terminal.
 func (p *printer) Table(header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	coloured := make([]bool, len(header))
+	for i, h := range header {
+		coloured[i] = h == "STATUS" || h == "OUTCOME"
+	}
+	line := make([]string, 0, len(header))
+	write := func(cells []string, header bool) {
+		line = line[:0]
+		for i, c := range cells {
+			c = clean(c)
+			if !header && i < len(coloured) && coloured[i] {
+				c = p.status(c)
+			}
+			line = append(line, c)
+		}
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
+	}
+	write(header, true)
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		write(r, false)
 	}
 	return tw.Flush()
 }
 
 // Fields writes one record as aligned "Name: value" lines; empty values
-// are left out.
+// are left out. Values are printed through clean, and a Status or Outcome
+// is coloured on a terminal.
 func (p *printer) Fields(fields [][2]string) error {
 	tw := tabwriter.NewWriter(p.w, 0, 0, 1, ' ', 0)
 	for _, f := range fields {
 		if f[1] == "" {
 			continue
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", f[0], f[1])
+		v := clean(f[1])
+		if f[0] == "Status" || f[0] == "Outcome" {
+			v = p.status(v)
+		}
+		fmt.Fprintf(tw, "%s:\t%s\n", clean(f[0]), v)
 	}
 	return tw.Flush()
 }
 
-// Status colours a run status on a terminal.
-func (p *printer) Status(s string) string {
+// status colours a run status (or an event outcome) on a terminal.
+func (p *printer) status(s string) string {
 	if !p.color {
 		return s
 	}
@@ -79,6 +105,62 @@ func (p *printer) Status(s string) string {
 		c = ansiBlue
 	}
 	return c + s + ansiReset
+}
+
+// clean makes s safe to print on one line of a terminal: control
+// characters (newlines, tabs and escape sequences included), other runes
+// that do not print (bidirectional overrides, zero-width and non-ASCII
+// spaces) and bytes that are not UTF-8 are shown as Go escapes (\n, \x1b,
+// \u202e, \xff). Everything else, backslashes included, is left as it is,
+// so ordinary text reads the same. -o json carries exact values.
+func clean(s string) string { return escapeUnsafe(s, false) }
+
+// cleanLines is clean for text of several lines: newlines and tabs stay.
+func cleanLines(s string) string { return escapeUnsafe(s, true) }
+
+func escapeUnsafe(s string, lines bool) string {
+	i := 0
+	for i < len(s) {
+		if c := s[i]; c >= 0x20 && c < 0x7f {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !printable(r, size, lines) {
+			break
+		}
+		i += size
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case printable(r, size, lines):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRune(r) // '\x1b', '\n', '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func printable(r rune, size int, lines bool) bool {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return false
+	case lines && (r == '\n' || r == '\t'):
+		return true
+	}
+	return strconv.IsPrint(r)
 }
 
 // orDash shows an absent value as "-" so table columns stay readable.

@@ -75,7 +75,7 @@ func (a *app) runsGetCmd() *cobra.Command {
 				return p.JSON(runJSON(info))
 			}
 			return p.Fields([][2]string{
-				{"ID", info.ID}, {"Task", info.Task}, {"Status", p.Status(string(info.Status))},
+				{"ID", info.ID}, {"Task", info.Task}, {"Status", string(info.Status)},
 				{"Attempt", attempts(info)}, {"Key", info.IdempotencyKey}, {"Strategy", info.Strategy},
 				{"Created", formatTime(info.CreatedAt)}, {"Started", formatTimePtr(info.StartedAt)},
 				{"Finished", formatTimePtr(info.FinishedAt)},
@@ -139,7 +139,7 @@ func (a *app) runsLsCmd() *cobra.Command {
 			}
 			rows := make([][]string, len(runs))
 			for i, r := range runs {
-				rows[i] = []string{r.ID, r.Task, p.Status(string(r.Status)), attempts(r), orDash(r.IdempotencyKey), formatTime(r.CreatedAt)}
+				rows[i] = []string{r.ID, r.Task, string(r.Status), attempts(r), orDash(r.IdempotencyKey), formatTime(r.CreatedAt)}
 			}
 			return p.Table([]string{"ID", "TASK", "STATUS", "ATTEMPT", "KEY", "CREATED"}, rows)
 		}),
@@ -278,7 +278,7 @@ with code 6. Waiting is woken by the run's completion, not by polling.`,
 			if p.json() {
 				return nil
 			}
-			_, err = fmt.Fprintln(a.stdout, indentJSON(info.Result))
+			_, err = fmt.Fprintln(a.stdout, cleanLines(indentJSON(info.Result)))
 			return err
 		}),
 	}
@@ -318,9 +318,9 @@ Cancelling a run that already ended changes nothing and says so.`,
 				return p.JSON(cancelView{ID: id, Status: st, Cancelled: cancelled})
 			}
 			if cancelled {
-				_, err = fmt.Fprintf(a.stdout, "Cancelled run %s (was %s).\n", id, before.Status)
+				_, err = fmt.Fprintf(a.stdout, "Cancelled run %s (was %s).\n", clean(id), clean(string(before.Status)))
 			} else {
-				_, err = fmt.Fprintf(a.stdout, "Run %s had already ended: %s. Nothing changed.\n", id, st)
+				_, err = fmt.Fprintf(a.stdout, "Run %s had already ended: %s. Nothing changed.\n", clean(id), clean(string(st)))
 			}
 			return err
 		}),
@@ -427,7 +427,7 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 			if p.json() {
 				return p.JSON(v)
 			}
-			_, err = fmt.Fprintln(a.stdout, v.describe())
+			_, err = fmt.Fprintln(a.stdout, clean(v.describe()))
 			return err
 		}),
 	}

@@ -93,7 +93,7 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			level, _ := parseLevel(o.logLevel)
-			log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			log := slog.New(slog.NewTextHandler(a.stderr, a.logOptions(level)))
 			c, err := a.client(ctx)
 			if err != nil {
 				return err

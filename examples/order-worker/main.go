@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"time"
 
@@ -28,7 +29,7 @@ func main() {
 }
 
 func run() error {
-	redisURL := flag.String("redis", os.Getenv("TASKQ_REDIS_URL"), "Redis URL (default $TASKQ_REDIS_URL, then redis://127.0.0.1:6379/0)")
+	redisURL := redisFlag(flag.CommandLine)
 	namespace := flag.String("namespace", os.Getenv("TASKQ_NAMESPACE"), "taskq namespace (default \"default\")")
 	concurrency := flag.Int("concurrency", 10, "orders charged at once")
 	delay := flag.Duration("delay", 500*time.Millisecond, "simulated payment provider latency")
@@ -47,4 +48,17 @@ func run() error {
 	// Run returns after SIGINT or SIGTERM, once running charges finished
 	// or were handed back to the queue.
 	return w.Run(context.Background())
+}
+
+// redisFlag defines -redis, its default taken from $TASKQ_REDIS_URL and
+// shown by -help without its password (redis://:xxxxx@host:6379/0).
+func redisFlag(fs *flag.FlagSet) *string {
+	env := os.Getenv("TASKQ_REDIS_URL")
+	p := fs.String("redis", env, "Redis URL (default $TASKQ_REDIS_URL, then redis://127.0.0.1:6379/0)")
+	if u, err := url.Parse(env); err != nil {
+		fs.Lookup("redis").DefValue = "$TASKQ_REDIS_URL (not a valid URL)"
+	} else {
+		fs.Lookup("redis").DefValue = u.Redacted()
+	}
+	return p
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/idempotency"
 )
 
 // Defaults and limits of Options and ListOptions.
@@ -284,10 +285,10 @@ func (i *Ingester) validate(index int, in *Input) error {
 		return &InvalidEventError{Index: index, Field: "key", Message: err}
 	}
 	var err error
-	if in.Payload, err = object(index, "payload", in.Payload, i.copts.MaxInputBytes); err != nil {
+	if in.Payload, err = object(index, "payload", in.Payload, i.copts.MaxInputBytes, i.copts.MaxInputDepth); err != nil {
 		return err
 	}
-	in.Metadata, err = object(index, "metadata", in.Metadata, i.copts.MaxMetadataBytes)
+	in.Metadata, err = object(index, "metadata", in.Metadata, i.copts.MaxMetadataBytes, i.copts.MaxInputDepth)
 	return err
 }
 
@@ -308,14 +309,21 @@ func checkKey(key string) string {
 	return ""
 }
 
-// object checks that raw is a JSON object within limit bytes; empty means {}.
-func object(index int, field string, raw json.RawMessage, limit int) (json.RawMessage, error) {
+// object checks that raw is a JSON object within limit bytes, nested no
+// deeper than depth levels; empty means {}. The depth is checked here, for
+// every event, as a direct trigger checks it: deriving a key checks it too,
+// but only for tasks that have a key expression.
+func object(index int, field string, raw json.RawMessage, limit, depth int) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 {
 		return json.RawMessage("{}"), nil
 	}
 	if limit > 0 && len(raw) > limit {
 		return nil, &LimitError{Index: index, What: field, Size: len(raw), Limit: limit}
+	}
+	// Before json.Valid, which recurses once per level.
+	if err := idempotency.CheckDepth(field, trimmed, depth); err != nil {
+		return nil, &InvalidEventError{Index: index, Field: field, Message: fmt.Sprintf("nests deeper than the limit of %d levels", depth)}
 	}
 	if !json.Valid(trimmed) {
 		return nil, &InvalidEventError{Index: index, Field: field, Message: "is not valid JSON"}

@@ -267,6 +267,7 @@ func TestInvalidEventsWriteNothing(t *testing.T) {
 		c := newClient(t, b, nil)
 		ing := newIngester(t, c, events.Options{MaxBatch: 3})
 		huge := json.RawMessage(`{"x":"` + strings.Repeat("a", client.MaxInputBytesDefault) + `"}`)
+		deep := json.RawMessage(`{"a":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`)
 		cases := []struct {
 			name string
 			push func() error
@@ -279,6 +280,16 @@ func TestInvalidEventsWriteNothing(t *testing.T) {
 			{"payload an array", func() error { _, err := ing.Push(ctx, "k", json.RawMessage(`[1]`), nil); return err }, events.ErrInvalidEvent, "payload must be a JSON object, got an array"},
 			{"metadata a string", func() error { _, err := ing.Push(ctx, "k", nil, json.RawMessage(`"x"`)); return err }, events.ErrInvalidEvent, "metadata must be a JSON object"},
 			{"payload too large", func() error { _, err := ing.Push(ctx, "k", huge, nil); return err }, events.ErrTooLarge, "payload is"},
+			// No task is subscribed to k, so no key expression reads the
+			// payload: the depth is checked all the same.
+			{"payload nested too deep", func() error { _, err := ing.Push(ctx, "k", deep, nil); return err },
+				events.ErrInvalidEvent, "payload nests deeper than the limit of 64 levels"},
+			{"metadata nested too deep", func() error { _, err := ing.Push(ctx, "k", nil, deep); return err },
+				events.ErrInvalidEvent, "metadata nests deeper than the limit of 64 levels"},
+			{"one deep event in a batch", func() error {
+				_, err := ing.PushMany(ctx, []events.Input{{Key: "ok"}, {Key: "ok", Payload: deep}})
+				return err
+			}, events.ErrInvalidEvent, "event #1: payload nests deeper"},
 			{"batch too large", func() error {
 				_, err := ing.PushMany(ctx, make([]events.Input, 4))
 				return err

@@ -68,10 +68,10 @@ func BenchmarkKey(b *testing.B) {
 					}
 				}
 			}
-			b.Run("celgo", celgo(programOptions(c.opts.CostLimit)))
+			b.Run("celgo", celgo(programOptions(c.limits)))
 			// The same without a cost limit, which cel-go enforces by
 			// observing every step of the evaluation.
-			b.Run("celgo-nolimit", celgo(untrackedProgramOptions()))
+			b.Run("celgo-nolimit", celgo(untrackedProgramOptions(c.limits)))
 		})
 	}
 }

@@ -23,6 +23,15 @@ const (
 	// MaxInputDepthDefault bounds the nesting of JSON given to KeyJSON, so a
 	// hostile payload cannot make decoding recurse without end.
 	MaxInputDepthDefault = 64
+	// MaxStringBytesDefault bounds every string or bytes value an evaluation
+	// builds: a concatenation, replace, format, join, lowerAscii and the
+	// like. A key is at most MaxKeyLength bytes and a string of this size
+	// already costs thousands of units to read, so only a runaway
+	// expression or input comes near it.
+	MaxStringBytesDefault = 64 << 10
+	// MaxListElementsDefault bounds every list an evaluation builds with
+	// split or list concatenation.
+	MaxListElementsDefault = 10_000
 )
 
 // Options configure a Compiler. Zero values mean the defaults above.
@@ -31,11 +40,18 @@ type Options struct {
 	CostLimit     uint64 // CEL runtime cost at which evaluation stops
 	CacheSize     int    // compiled expressions kept, least recently used evicted first
 	MaxInputDepth int    // deepest JSON nesting KeyJSON accepts; the top-level object is level 1
+	// MaxStringBytes bounds, in bytes, every string or bytes value one
+	// evaluation builds; a function that would build a longer one fails with
+	// a *SizeLimitError before it allocates.
+	MaxStringBytes int
+	// MaxListElements bounds every list one evaluation builds (split, list
+	// concatenation); a longer one fails with a *SizeLimitError.
+	MaxListElements int
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.MaxKeyLength < 0 || o.CacheSize < 0 || o.MaxInputDepth < 0 {
-		return o, errors.New("idempotency: Options: MaxKeyLength, CacheSize and MaxInputDepth must not be negative")
+	if o.MaxKeyLength < 0 || o.CacheSize < 0 || o.MaxInputDepth < 0 || o.MaxStringBytes < 0 || o.MaxListElements < 0 {
+		return o, errors.New("idempotency: Options: MaxKeyLength, CacheSize, MaxInputDepth, MaxStringBytes and MaxListElements must not be negative")
 	}
 	if o.MaxKeyLength == 0 {
 		o.MaxKeyLength = MaxKeyLengthDefault
@@ -49,6 +65,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxInputDepth == 0 {
 		o.MaxInputDepth = MaxInputDepthDefault
 	}
+	if o.MaxStringBytes == 0 {
+		o.MaxStringBytes = MaxStringBytesDefault
+	}
+	if o.MaxListElements == 0 {
+		o.MaxListElements = MaxListElementsDefault
+	}
 	return o, nil
 }
 
@@ -58,6 +80,7 @@ func (o Options) withDefaults() (Options, error) {
 type Compiler struct {
 	env     *cel.Env
 	opts    Options
+	limits  *evalLimits
 	prgOpts []cel.ProgramOption
 
 	mu    sync.Mutex
@@ -72,14 +95,20 @@ func NewCompiler(opts Options) (*Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := newEnv()
+	limits := &evalLimits{
+		cost:      opts.CostLimit,
+		maxString: uint64(opts.MaxStringBytes),
+		maxList:   uint64(opts.MaxListElements),
+	}
+	env, err := newEnv(limits)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: building CEL environment: %w", err)
 	}
 	return &Compiler{
 		env:     env,
 		opts:    opts,
-		prgOpts: programOptions(opts.CostLimit),
+		limits:  limits,
+		prgOpts: programOptions(limits),
 		lru:     list.New(),
 		index:   make(map[string]*list.Element),
 	}, nil
@@ -153,7 +182,7 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 		chains:       make(map[int64]*chain),
 	}
 	if e.bound != nil {
-		if e.untracked, err = c.env.Program(checked, untrackedProgramOptions()...); err != nil {
+		if e.untracked, err = c.env.Program(checked, untrackedProgramOptions(c.limits)...); err != nil {
 			return nil, &CompileError{Expr: expr, Message: err.Error()}
 		}
 	}

@@ -10,19 +10,21 @@ import (
 func TestOptionsDefaults(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	want := Options{
-		MaxKeyLength:  MaxKeyLengthDefault,
-		CostLimit:     CostLimitDefault,
-		CacheSize:     CacheSizeDefault,
-		MaxInputDepth: MaxInputDepthDefault,
+		MaxKeyLength:    MaxKeyLengthDefault,
+		CostLimit:       CostLimitDefault,
+		CacheSize:       CacheSizeDefault,
+		MaxInputDepth:   MaxInputDepthDefault,
+		MaxStringBytes:  MaxStringBytesDefault,
+		MaxListElements: MaxListElementsDefault,
 	}
 	if got := c.Options(); got != want {
 		t.Errorf("Options() = %+v, want %+v", got, want)
 	}
-	custom := Options{MaxKeyLength: 10, CostLimit: 5, CacheSize: 2, MaxInputDepth: 3}
+	custom := Options{MaxKeyLength: 10, CostLimit: 5, CacheSize: 2, MaxInputDepth: 3, MaxStringBytes: 7, MaxListElements: 8}
 	if got := newTestCompiler(t, custom).Options(); got != custom {
 		t.Errorf("Options() = %+v, want %+v", got, custom)
 	}
-	for _, bad := range []Options{{MaxKeyLength: -1}, {CacheSize: -1}, {MaxInputDepth: -1}} {
+	for _, bad := range []Options{{MaxKeyLength: -1}, {CacheSize: -1}, {MaxInputDepth: -1}, {MaxStringBytes: -1}, {MaxListElements: -1}} {
 		if _, err := NewCompiler(bad); err == nil {
 			t.Errorf("NewCompiler(%+v) succeeded", bad)
 		}

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"math/bits"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -177,6 +178,11 @@ func (b *costBound) maxCost(input, meta map[string]any, limit uint64) (cost uint
 		}
 		switch t := v.(type) {
 		case string:
+			// A transform turns each byte of invalid UTF-8 into a 3-byte
+			// U+FFFD, so such a string can grow past the bound.
+			if !utf8.ValidString(t) {
+				return 0, false
+			}
 			size += uint64(len(t))
 		case float64, bool, nil:
 			size++

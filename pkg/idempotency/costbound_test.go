@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -204,7 +205,7 @@ func TestCostBoundIsAnUpperBound(t *testing.T) {
 		if iss.Err() != nil {
 			t.Fatal(iss.Err())
 		}
-		opts := append(programOptions(math.MaxUint64), cel.EvalOptions(cel.OptTrackCost))
+		opts := append(programOptions(&evalLimits{cost: math.MaxUint64}), cel.EvalOptions(cel.OptTrackCost))
 		prg, err := c.env.Program(ast, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -221,5 +222,25 @@ func TestCostBoundIsAnUpperBound(t *testing.T) {
 	}
 	if checked < iterations/2 {
 		t.Errorf("only %d of %d expressions checked", checked, iterations)
+	}
+}
+
+// lowerAscii turns each byte of invalid UTF-8 into three, so a string
+// holding some must not be evaluated untracked on a bound that counts its
+// bytes once.
+func TestCostBoundInvalidUTF8(t *testing.T) {
+	c := newTestCompiler(t, Options{CostLimit: 5000, MaxKeyLength: 10_000})
+	e := mustCompile(t, c, `input.a.lowerAscii() + input.a.lowerAscii()`)
+	if e.bound == nil {
+		t.Fatal("lowerAscii of a field is not bounded")
+	}
+	input := map[string]any{"a": strings.Repeat("\xff", 1000)}
+	gotKey, gotErr := e.Key(input, nil)
+	wantKey, wantErr := e.celKeyTracked(input, nil)
+	if gotKey != wantKey || !reflect.DeepEqual(gotErr, wantErr) {
+		t.Fatalf("Key = %d bytes, %v; tracked evaluation = %d bytes, %v", len(gotKey), gotErr, len(wantKey), wantErr)
+	}
+	if !errors.Is(gotErr, ErrCostLimit) {
+		t.Fatalf("Key = %v, want the cost limit (6000 bytes built)", gotErr)
 	}
 }

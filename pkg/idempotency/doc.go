@@ -22,8 +22,12 @@
 //
 // A Compiler checks an expression once, when a task is defined, so a syntax
 // or type error fails the definition rather than each trigger, and caches the
-// result. Evaluation has a cost limit so that one expression cannot stall the
-// trigger path.
+// result. Evaluation is bounded so that one expression or input cannot stall
+// the trigger path or exhaust memory: every call that can build more than its
+// arguments or work longer than their length checks, before it runs, what it
+// will cost and build against the compiler's CostLimit, MaxStringBytes and
+// MaxListElements (limits.go, bounded.go), and every call is charged for what
+// it reads (costmodel.go).
 //
 // Keys are derived on every trigger, so two common shapes avoid most of the
 // interpreter's work: a plain field path such as input.id is read straight

@@ -3,13 +3,17 @@ package idempotency
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"unsafe"
 
 	"github.com/google/cel-go/cel"
+	celenv "github.com/google/cel-go/common/env"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/overloads"
+	"github.com/google/cel-go/common/stdlib"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/ext"
-	"github.com/google/cel-go/interpreter"
+	"github.com/google/cel-go/common/types/traits"
 )
 
 // The variable names are Hatchet's, so expressions carry over unchanged.
@@ -18,38 +22,70 @@ const (
 	varMetadata = "additional_metadata"
 )
 
-const checksumOverload = "checksum_string"
+const (
+	checksumFunction = "checksum"
+	checksumOverload = "checksum_string"
+)
 
 // newEnv declares what an expression may use: the two variables, the CEL
-// strings extension and checksum().
-func newEnv() (*cel.Env, error) {
-	return cel.NewEnv(
+// standard library, the CEL strings extension and checksum(), with every
+// function that can build large values or work long bounded by l (see
+// limits.go).
+func newEnv(l *evalLimits) (*cel.Env, error) {
+	// _+_ and matches come out of the standard library and back in with
+	// bounded implementations; see redeclare.
+	replaced := map[string]cel.FunctionOpt{
+		operators.Add:     cel.SingletonBinaryBinding(l.concat, traits.AdderType),
+		overloads.Matches: cel.SingletonBinaryBinding(l.matches, traits.MatcherType),
+	}
+	subset := celenv.NewLibrarySubset()
+	var redeclared []cel.EnvOption
+	for _, fn := range stdlib.Functions() {
+		if impl, ok := replaced[fn.Name()]; ok {
+			subset.AddExcludedFunctions(&celenv.Function{Name: fn.Name()})
+			redeclared = append(redeclared, redeclare(fn, impl))
+		}
+	}
+	if len(redeclared) != len(replaced) {
+		return nil, fmt.Errorf("the standard library lacks one of %d functions to bound", len(replaced))
+	}
+	strs, err := stringsOptions(l)
+	if err != nil {
+		return nil, err
+	}
+	opts := []cel.EnvOption{
+		cel.StdLib(cel.StdLibSubset(subset)),
 		cel.Variable(varInput, cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable(varMetadata, cel.MapType(cel.StringType, cel.DynType)),
-		ext.Strings(),
-		cel.Function("checksum",
+		cel.Function(checksumFunction,
 			cel.Overload(checksumOverload, []*cel.Type{cel.StringType}, cel.StringType,
-				cel.UnaryBinding(checksum))),
-	)
+				cel.UnaryBinding(l.checksum))),
+	}
+	opts = append(opts, redeclared...)
+	opts = append(opts, strs...)
+	return cel.NewCustomEnv(opts...)
 }
 
 // untrackedProgramOptions build the program used when costBound proves an
 // evaluation cannot reach the limit.
-func untrackedProgramOptions() []cel.ProgramOption {
-	return []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+func untrackedProgramOptions(l *evalLimits) []cel.ProgramOption {
+	return []cel.ProgramOption{
+		cel.EvalOptions(cel.OptOptimize),
+		cel.OptimizeRegex(l.boundedRegex(overloads.Matches), l.boundedRegex(overloads.MatchesString)),
+		cel.CustomDecoratorV2(l.boundedEquality()),
+	}
 }
 
 // programOptions are shared by every Expression of a Compiler and by the
 // benchmarks' plain cel-go baseline, so the two measure the same work.
-func programOptions(costLimit uint64) []cel.ProgramOption {
-	return []cel.ProgramOption{
-		cel.EvalOptions(cel.OptOptimize),
-		cel.CostLimit(costLimit),
-		// Hashing reads the whole string, so checksum is charged like other
-		// string traversals instead of a flat unit; otherwise a large input
-		// could be hashed many times within the limit.
-		cel.CostTrackerOptions(interpreter.OverloadCostTracker(checksumOverload, checksumCost)),
-	}
+func programOptions(l *evalLimits) []cel.ProgramOption {
+	return append(untrackedProgramOptions(l),
+		cel.CostLimit(l.cost),
+		// Calls are charged by costModel, which prices by the arguments'
+		// run-time types: input's fields are dyn, and cel-go's own prices
+		// charge a call it dispatches at run time as if it were free.
+		cel.CostTracking(newCostModel(l.cost)),
+	)
 }
 
 // checksum returns the lowercase hex SHA-256 of its argument. Users wrap long
@@ -65,15 +101,4 @@ func checksum(v ref.Val) ref.Val {
 	var buf [2 * sha256.Size]byte
 	hex.Encode(buf[:], sum[:])
 	return types.String(buf[:])
-}
-
-func checksumCost(args []ref.Val, _ ref.Val) *uint64 {
-	cost := uint64(1)
-	if len(args) == 1 {
-		if s, ok := args[0].(types.String); ok {
-			// Same factor cel applies to other string traversals (0.1 per byte).
-			cost += uint64(len(s)) / 10
-		}
-	}
-	return &cost
 }

@@ -21,8 +21,11 @@ var (
 	ErrKeyTooLong = errors.New("idempotency: key too long")
 	// ErrEval matches an *EvalError.
 	ErrEval = errors.New("idempotency: evaluation failed")
-	// ErrCostLimit matches a *CostLimitError.
+	// ErrCostLimit matches a *CostLimitError, and a *SizeLimitError too:
+	// every evaluation stopped at one of the compiler's evaluation limits.
 	ErrCostLimit = errors.New("idempotency: cost limit exceeded")
+	// ErrSizeLimit matches a *SizeLimitError.
+	ErrSizeLimit = errors.New("idempotency: size limit exceeded")
 	// ErrInput matches an *InputError.
 	ErrInput = errors.New("idempotency: invalid input")
 )
@@ -161,20 +164,59 @@ func (e *EvalError) Error() string {
 // Is reports whether target is ErrEval.
 func (e *EvalError) Is(target error) bool { return target == ErrEval }
 
-// CostLimitError reports an evaluation stopped because it exceeded the
-// compiler's CostLimit.
+// CostLimitError reports an evaluation stopped because it would have passed
+// the compiler's CostLimit. Function is empty when the evaluation's running
+// total passed the limit; otherwise it names the function or operator that
+// refused to run because its own cost, Cost, was over the limit.
 type CostLimitError struct {
-	Expr  string
-	Limit uint64
+	Expr     string
+	Limit    uint64
+	Function string // e.g. "indexOf", "replace", "matches"; "" for the running total
+	Cost     uint64 // what the call would have cost, when Function is set
 }
 
 // Error names the expression and what went wrong.
 func (e *CostLimitError) Error() string {
+	if e.Function != "" {
+		return fmt.Sprintf("idempotency: evaluating %s: %s would cost %d, over the cost limit of %d", quoteExpr(e.Expr), e.Function, e.Cost, e.Limit)
+	}
 	return fmt.Sprintf("idempotency: evaluating %s: exceeded the cost limit of %d", quoteExpr(e.Expr), e.Limit)
 }
 
 // Is reports whether target is ErrCostLimit.
 func (e *CostLimitError) Is(target error) bool { return target == ErrCostLimit }
+
+// Units of a SizeLimitError.
+const (
+	UnitBytes    = "bytes"    // a string or bytes value, limited by MaxStringBytes
+	UnitElements = "elements" // a list, limited by MaxListElements
+)
+
+// SizeLimitError reports an evaluation stopped before a function or operator
+// built a string longer than the compiler's MaxStringBytes or a list longer
+// than its MaxListElements. Nothing of that size was allocated.
+type SizeLimitError struct {
+	Expr     string
+	Function string // e.g. "replace", "+", "format", "split"
+	Unit     string // UnitBytes or UnitElements
+	Size     uint64 // what the call would have built
+	Limit    uint64
+}
+
+// Error names the expression, the function and the limit.
+func (e *SizeLimitError) Error() string {
+	what := "a string"
+	if e.Unit == UnitElements {
+		what = "a list"
+	}
+	return fmt.Sprintf("idempotency: evaluating %s: %s would build %s of %d %s, over the limit of %d",
+		quoteExpr(e.Expr), e.Function, what, e.Size, e.Unit, e.Limit)
+}
+
+// Is reports whether target is ErrSizeLimit or ErrCostLimit.
+func (e *SizeLimitError) Is(target error) bool {
+	return target == ErrSizeLimit || target == ErrCostLimit
+}
 
 // InputError reports run input or metadata that cannot be evaluated against:
 // invalid JSON, JSON that is not an object, or nesting deeper than the limit.

@@ -42,8 +42,8 @@ var emptyObject = map[string]any{}
 // Key derives the idempotency key of a run from its input and
 // additional_metadata, both as decoded by encoding/json (nil means an empty
 // object). Anything but a non-empty string within the length limit is an
-// error: *EvalError, *ResultTypeError, *EmptyKeyError, *KeyTooLongError or
-// *CostLimitError.
+// error: *EvalError, *ResultTypeError, *EmptyKeyError, *KeyTooLongError,
+// *CostLimitError or *SizeLimitError.
 func (e *Expression) Key(input map[string]any, meta map[string]any) (string, error) {
 	if e.fast != nil {
 		if key, handled, err := e.fastKey(input, meta); handled {
@@ -150,6 +150,10 @@ func (e *Expression) evalError(err error, input, meta map[string]any) error {
 	var cancelled interpreter.EvalCancelledError
 	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
 		return &CostLimitError{Expr: e.src, Limit: e.costLimit}
+	}
+	var refused *limitExceeded
+	if errors.As(err, &refused) {
+		return refused.public(e.src)
 	}
 	ee := &EvalError{Expr: e.src, Message: err.Error()}
 	var celErr *types.Err
