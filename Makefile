@@ -3,6 +3,7 @@ BIN     ?= bin
 FUZZTIME ?= 2m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+GOLANGCI_LINT_VERSION ?= v2.15.0
 STRESS_RUNS        ?= 10
 STRESS_RUN_TIMEOUT ?= 20m
 STRESS_TIMEOUT     ?= 180m
@@ -59,10 +60,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzEvaluationBounds$$' -fuzztime $(FUZZTIME) ./pkg/idempotency/
 	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./pkg/idempotency/
 
-## lint: formatting and vet
+## lint: gofmt, go vet and golangci-lint (the version pinned below, built from the Go module proxy on first use; see .golangci.yml)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
 ## fmt: gofmt every Go file
 fmt:

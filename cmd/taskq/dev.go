@@ -255,7 +255,7 @@ func (d *demo) run(ctx context.Context) error {
 	_, err = client.RunNoWait(ctx, d.c, orders.ProcessOrder, order)
 	var coll *client.IdempotencyCollisionError
 	if !errors.As(err, &coll) {
-		return fmt.Errorf("the duplicate was not rejected: %v", err)
+		return fmt.Errorf("the duplicate was not rejected: %w", err)
 	}
 	st, _ := coll.Owner.Status(ctx)
 	d.say("     rejected: duplicate of run %s (status %s); nothing was created", coll.ExistingRunID, st)
@@ -272,7 +272,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("  4. trigger the order once more, now that its run has finished")
 	_, err = client.RunNoWait(ctx, d.c, orders.ProcessOrder, order)
 	if !errors.As(err, &coll) {
-		return fmt.Errorf("the late duplicate was not rejected: %v", err)
+		return fmt.Errorf("the late duplicate was not rejected: %w", err)
 	}
 	d.say("     rejected: the status key is retained for %s after the run, so late duplicates still collide",
 		formatDuration(orders.ProcessOrder.Definition().Idempotency.Retain))

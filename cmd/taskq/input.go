@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,8 +71,8 @@ func checkJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		if se, ok := err.(*json.SyntaxError); ok {
-			return fmt.Errorf("%v (at byte %d)", se, se.Offset)
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			return fmt.Errorf("%w (at byte %d)", se, se.Offset)
 		}
 		return err
 	}

@@ -163,7 +163,7 @@ func TestReadNodeOnEachKindOfServer(t *testing.T) {
 func TestGuardRefusesAnEvictingPolicyUnlessAccepted(t *testing.T) {
 	srv := redistest.StartServer(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 	rdb := client(t, srv.Addr())
-	log, buf := newLog()
+	log, _ := newLog()
 	g := redisguard.New(rdb, redisguard.Options{Logger: log})
 	err := g.Start(context.Background())
 	var ep *redisguard.EvictingPolicyError
@@ -177,7 +177,7 @@ func TestGuardRefusesAnEvictingPolicyUnlessAccepted(t *testing.T) {
 	}
 	g.Stop()
 
-	log, buf = newLog()
+	log, buf := newLog()
 	g = redisguard.New(rdb, redisguard.Options{AllowEvicting: true, Logger: log})
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatalf("Start with AllowEvicting = %v", err)

@@ -90,7 +90,7 @@ type result struct {
 	err  error
 }
 
-func doAll(b *Batcher[int, int], ctx context.Context, ps ...int) chan result {
+func doAll(ctx context.Context, b *Batcher[int, int], ps ...int) chan result {
 	out := make(chan result, len(ps))
 	for _, p := range ps {
 		go func() {
@@ -105,11 +105,11 @@ func TestBatcherCoalescesCallsMadeWhileSending(t *testing.T) {
 	g := newGate()
 	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
 	ctx := context.Background()
-	first := doAll(b, ctx, 1)
+	first := doAll(ctx, b, 1)
 	if got := <-g.entered; !slices.Equal(got, []int{1}) {
 		t.Fatalf("first batch = %v, want [1]: a lone call goes out at once", got)
 	}
-	rest := doAll(b, ctx, 2, 3, 4, 5, 6)
+	rest := doAll(ctx, b, 2, 3, 4, 5, 6)
 	waitQueued(t, b, 5)
 	g.open()
 	if got := <-g.entered; len(got) != 5 {
@@ -132,9 +132,9 @@ func TestBatcherSplitsAtMaxBatch(t *testing.T) {
 	g := newGate()
 	b := newTestBatcher(t, BatcherOptions{Senders: 1, MaxBatch: 2}, g)
 	ctx := context.Background()
-	out := doAll(b, ctx, 1)
+	out := doAll(ctx, b, 1)
 	<-g.entered
-	more := doAll(b, ctx, 2, 3, 4, 5, 6)
+	more := doAll(ctx, b, 2, 3, 4, 5, 6)
 	waitQueued(t, b, 5)
 	g.open()
 	for range 1 + 5 {
@@ -163,11 +163,11 @@ func TestBatcherBoundsSendersInFlight(t *testing.T) {
 	b := newTestBatcher(t, BatcherOptions{Senders: 2}, g)
 	ctx := context.Background()
 	// One call per sender, each held in its send; the rest must queue.
-	outs := []chan result{doAll(b, ctx, 1)}
+	outs := []chan result{doAll(ctx, b, 1)}
 	<-g.entered
-	outs = append(outs, doAll(b, ctx, 2))
+	outs = append(outs, doAll(ctx, b, 2))
 	<-g.entered
-	outs = append(outs, doAll(b, ctx, 3, 4, 5, 6, 7, 8))
+	outs = append(outs, doAll(ctx, b, 3, 4, 5, 6, 7, 8))
 	waitQueued(t, b, 6)
 	g.open()
 	for i, n := range []int{1, 1, 6} {
@@ -186,9 +186,9 @@ func TestBatcherGivesEachCallItsOwnError(t *testing.T) {
 	g := newGate()
 	g.fail = map[int]bool{2: true}
 	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
-	first := doAll(b, context.Background(), 1)
+	first := doAll(context.Background(), b, 1)
 	<-g.entered
-	out := doAll(b, context.Background(), 2, 3)
+	out := doAll(context.Background(), b, 2, 3)
 	waitQueued(t, b, 2)
 	g.open()
 	if r := <-first; r.err != nil {
@@ -208,16 +208,16 @@ func TestBatcherGivesEachCallItsOwnError(t *testing.T) {
 func TestBatcherDropsCallsWhoseCallerStoppedWaiting(t *testing.T) {
 	g := newGate()
 	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
-	first := doAll(b, context.Background(), 1)
+	first := doAll(context.Background(), b, 1)
 	<-g.entered
 	ctx, cancel := context.WithCancel(context.Background())
-	gone := doAll(b, ctx, 2)
+	gone := doAll(ctx, b, 2)
 	waitQueued(t, b, 1)
 	cancel()
 	if r := <-gone; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("cancelled call returned %v, want context.Canceled", r.err)
 	}
-	kept := doAll(b, context.Background(), 3)
+	kept := doAll(context.Background(), b, 3)
 	waitQueued(t, b, 2)
 	g.open()
 	<-first
@@ -240,7 +240,7 @@ func TestBatcherGoCallsBackOnce(t *testing.T) {
 	g := newGate()
 	g.fail = map[int]bool{3: true}
 	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
-	first := doAll(b, context.Background(), 1)
+	first := doAll(context.Background(), b, 1)
 	<-g.entered
 	got := make(chan result, 10)
 	for _, p := range []int{2, 3} {
@@ -287,7 +287,7 @@ func TestBatcherIdleHoldsNoSender(t *testing.T) {
 	g := newGate()
 	g.open()
 	b := newTestBatcher(t, BatcherOptions{}, g)
-	out := doAll(b, context.Background(), 1, 2, 3)
+	out := doAll(context.Background(), b, 1, 2, 3)
 	for range 3 {
 		<-out
 	}

@@ -73,7 +73,7 @@ const (
 	PolicySignal    Policy = "signal"
 )
 
-// Outcome of a trigger.
+// TriggerOutcome says what a trigger did.
 type TriggerOutcome int
 
 // Trigger outcomes, as enqueue.lua reports them.

@@ -61,7 +61,7 @@ func resolve(getenv func(string) string, ping func(url string) error, start func
 			return "", fmt.Errorf("redistest: %s: %w", URLEnv, err)
 		}
 		if err := ping(url); err != nil {
-			return "", fmt.Errorf("redistest: the Redis %s names (%s) is not reachable: %v", URLEnv, url, err)
+			return "", fmt.Errorf("redistest: the Redis %s names (%s) is not reachable: %w", URLEnv, url, err)
 		}
 		return url, nil
 	}
@@ -75,7 +75,7 @@ func resolve(getenv func(string) string, ping func(url string) error, start func
 	}
 	url, err := start()
 	if err != nil {
-		return "", fmt.Errorf("redistest: no Redis answers at %s and %v", addr, err)
+		return "", fmt.Errorf("redistest: no Redis answers at %s and %w", addr, err)
 	}
 	return url, nil
 }
@@ -127,7 +127,7 @@ func startPrivateOnce() (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := startTied(cmd); err != nil {
-		return "", fmt.Errorf("could not start redis-server: %v", err)
+		return "", fmt.Errorf("could not start redis-server: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()

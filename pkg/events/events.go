@@ -378,12 +378,14 @@ func (i *Ingester) prepare(ctx context.Context, in Input) (*redisstore.PushEvent
 // direct trigger would, except that a held key is never an error.
 func (i *Ingester) eventTask(s subscriber, in Input, now time.Time) (redisstore.EventTask, error) {
 	if s.err != nil {
-		return redisstore.EventTask{Task: s.name, Error: "task definition: " + s.err.Error()}, nil
+		// A task that cannot take the event is recorded in the event, which
+		// is still stored for the others: not an error of the ingestion.
+		return redisstore.EventTask{Task: s.name, Error: "task definition: " + s.err.Error()}, nil //nolint:nilerr // recorded, see above
 	}
 	def := s.def
 	key, err := def.Key(in.Payload, in.Metadata)
 	if err != nil {
-		return redisstore.EventTask{Task: s.name, Error: err.Error()}, nil
+		return redisstore.EventTask{Task: s.name, Error: err.Error()}, nil //nolint:nilerr // recorded in the event, like a definition error
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

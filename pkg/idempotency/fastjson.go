@@ -111,7 +111,7 @@ func numbersFit(data []byte) bool {
 		case c == '-' || (c >= '0' && c <= '9'):
 			j := numberEnd(data, i)
 			tok := data[i:j]
-			if len(tok) > 15 || bytes.IndexAny(tok, "eE") >= 0 {
+			if len(tok) > 15 || bytes.ContainsAny(tok, "eE") {
 				if _, err := strconv.ParseFloat(string(tok), 64); err != nil {
 					return false
 				}

@@ -229,7 +229,7 @@ func (p *processor) process(j runJob) {
 	a := &attempt{d: d}
 	a.lease = redisstore.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}
 	a.task, a.cancel, a.leaseUntil = d.Task, cancel, j.begun.Add(p.lease)
-	var runCtx context.Context = ctx
+	runCtx := ctx
 	if timeout := reg.def.Timeout; timeout > 0 {
 		runCtx, a.stop = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 	}
@@ -299,7 +299,7 @@ func (p *processor) process(j runJob) {
 	}
 	if herr != nil {
 		if errors.Is(cause, ErrTimeout) && !errors.Is(herr, ErrTimeout) {
-			herr = fmt.Errorf("%w after %s: %v", ErrTimeout, reg.def.Timeout, herr)
+			herr = fmt.Errorf("%w after %s: %w", ErrTimeout, reg.def.Timeout, herr)
 		}
 		f.Payload = []byte(herr.Error())
 		fails := st.Spec.Fails + 1
