@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -40,7 +41,7 @@ func triggerLease(t *testing.T, c *client.Client, id string) string {
 // arrives.
 func handOver(t *testing.T, c *client.Client, key, from, id string) string {
 	t.Helper()
-	ok, err := c.Store().ReleaseKey(context.Background(), key, from)
+	ok, err := clientlink.Store(c).ReleaseKey(context.Background(), key, from)
 	if err != nil || !ok {
 		t.Fatalf("release %s from %s: %v %v", key, from, ok, err)
 	}
@@ -49,7 +50,7 @@ func handOver(t *testing.T, c *client.Client, key, from, id string) string {
 
 func owner(t *testing.T, c *client.Client, key string) string {
 	t.Helper()
-	ks, ok, err := c.Store().GetKey(context.Background(), key)
+	ks, ok, err := clientlink.Store(c).GetKey(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestKeysReleaseRefusesWhenTheOwnerChanged(t *testing.T) {
 
 		t.Run("freed meanwhile", func(t *testing.T) {
 			first := triggerLease(t, c, "3")
-			if _, err := c.Store().ReleaseKey(context.Background(), "lease:3", first); err != nil {
+			if _, err := clientlink.Store(c).ReleaseKey(context.Background(), "lease:3", first); err != nil {
 				t.Fatal(err)
 			}
 			r := cl.run("keys", "release", "lease:3", "--owner", first, "--yes")
@@ -255,7 +256,7 @@ func TestProgressAndColourOnlyOnATerminal(t *testing.T) {
 		if tty.code != 0 {
 			t.Fatalf("exit %d: %s", tty.code, tty.stderr)
 		}
-		for _, want := range []string{"scanning keys: 3", "reading owners: 3/3"} {
+		for _, want := range []string{"reading keys: 3"} {
 			if !strings.Contains(tty.stderr, want) {
 				t.Errorf("terminal stderr %q lacks progress %q", tty.stderr, want)
 			}

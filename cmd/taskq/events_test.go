@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/examples/webhooks"
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -82,7 +83,7 @@ func TestEventsPushBatchListsWhatWasStoredWhenRedisFailsSome(t *testing.T) {
 		ctx := context.Background()
 		// A wrong-typed idempotency key makes the push script refuse the
 		// event whose task derives that key, and only that event.
-		if err := b.Client.HSet(ctx, c.Store().Keys().IdempotencyKey("webhook:b2"), "x", "y").Err(); err != nil {
+		if err := b.Client.HSet(ctx, clientlink.Store(c).Keys().IdempotencyKey("webhook:b2"), "x", "y").Err(); err != nil {
 			t.Fatal(err)
 		}
 

@@ -8,7 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
+
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,12 +16,9 @@ import (
 	"github.com/taskq/taskq/pkg/client"
 )
 
-// scanCount is the COUNT hint of each SCAN call: big enough to page
-// quickly, small enough not to stall Redis.
+// scanCount is the page size of a keys listing (the COUNT hint of each
+// SCAN call): big enough to page quickly, small enough not to stall Redis.
 const scanCount = 500
-
-// lookupConcurrency bounds the Redis calls a listing has in flight.
-const lookupConcurrency = 16
 
 // keyView is one held idempotency key as the CLI shows it.
 type keyView struct {
@@ -95,77 +92,63 @@ namespace does not block Redis; on a terminal a progress line counts them.`,
 	return cmd
 }
 
-// listKeys scans the held keys and looks up each one's owner.
+// listKeys pages through the held keys, each with its owner, by the
+// client's Inspector.
 func (a *app) listKeys(ctx context.Context, c *client.Client, match, taskName string) ([]*keyView, error) {
-	st := c.Store()
+	in := c.Inspector()
 	seen := map[string]bool{}
-	var names []string
-	prog := a.newProgress("scanning keys:", 0)
-	var cursor uint64
-	for {
-		ks, next, err := st.ScanKeys(ctx, match, cursor, scanCount)
+	var views []*keyView
+	prog := a.newProgress("reading keys:", 0)
+	defer prog.Done()
+	for cursor := ""; ; {
+		page, err := in.ListKeys(ctx, client.ListKeysOptions{Match: match, Cursor: cursor, Limit: scanCount})
 		if err != nil {
-			prog.Done()
-			return nil, fmt.Errorf("scanning keys: %w", err)
+			return nil, fmt.Errorf("listing keys: %w", err)
 		}
-		// SCAN may return a key more than once.
-		for _, k := range ks {
-			if !seen[k] {
-				seen[k] = true
-				names = append(names, k)
+		for _, k := range page.Keys {
+			// SCAN may return a key on more than one page.
+			if !seen[k.Key] && (taskName == "" || k.Task == taskName) {
+				views = append(views, newKeyView(k))
 			}
+			seen[k.Key] = true
 		}
-		prog.Add(len(ks))
-		if cursor = next; cursor == 0 {
+		prog.Add(len(page.Keys))
+		if cursor = page.NextCursor; cursor == "" {
 			break
 		}
 	}
-	prog.Done()
-	sort.Strings(names)
+	sort.Slice(views, func(i, j int) bool { return views[i].Key < views[j].Key })
+	return views, nil
+}
 
-	views := make([]*keyView, len(names))
-	prog = a.newProgress("reading owners:", len(names))
-	err := forEach(ctx, len(names), func(ctx context.Context, i int) error {
-		defer prog.Add(1)
-		v, ok, err := a.lookupKey(ctx, c, names[i], false)
-		if err != nil || !ok {
-			return err // a key that expired since the scan is skipped
-		}
-		views[i] = v
-		return nil
-	})
-	prog.Done()
-	if err != nil {
-		return nil, err
+// newKeyView shows a key the Inspector read.
+func newKeyView(k *client.KeyInfo) *keyView {
+	v := &keyView{Key: k.Key, Owner: k.OwnerRunID, Status: "unknown", ExpiresInMs: k.TTL.Milliseconds(),
+		Task: k.Task, Strategy: k.Strategy, Attempt: k.OwnerAttempt}
+	if k.OwnerStatus != "" {
+		v.Status = string(k.OwnerStatus)
 	}
-	out := views[:0]
-	for _, v := range views {
-		if v != nil && (taskName == "" || v.Task == taskName) {
-			out = append(out, v)
-		}
-	}
-	return out, nil
+	return v
 }
 
 // lookupKey reads a key's owner and the owner's run; ok is false when
 // nobody holds the key.
 func (a *app) lookupKey(ctx context.Context, c *client.Client, key string, withRun bool) (*keyView, bool, error) {
-	ks, ok, err := c.Store().GetKey(ctx, key)
+	k, err := c.Inspector().GetKey(ctx, key)
+	if errors.Is(err, client.ErrKeyNotHeld) {
+		return nil, false, nil
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("key %q: %w", key, err)
 	}
-	if !ok {
-		return nil, false, nil
-	}
-	v := &keyView{Key: key, Owner: ks.Owner, Status: "unknown", ExpiresInMs: ks.TTL.Milliseconds()}
-	info, err := c.GetRun(ctx, ks.Owner)
-	switch {
-	case errors.Is(err, client.ErrRunNotFound):
-	case err != nil:
-		return nil, false, fmt.Errorf("key %q: owner run %s: %w", key, ks.Owner, err)
-	default:
-		v.Task, v.Strategy, v.Status, v.Attempt = info.Task, info.Strategy, string(info.Status), info.Attempt
-		if withRun {
+	v := newKeyView(k)
+	if withRun && k.OwnerStatus != "" {
+		info, err := c.Inspector().GetRun(ctx, k.OwnerRunID)
+		switch {
+		case errors.Is(err, client.ErrRunNotFound):
+		case err != nil:
+			return nil, false, fmt.Errorf("key %q: owner run %s: %w", key, k.OwnerRunID, err)
+		default:
 			v.Run = runJSON(info)
 		}
 	}
@@ -308,13 +291,13 @@ that is still active could then run alongside a duplicate.`,
 					return errors.New("not confirmed; nothing released (pass --yes to skip the question)")
 				}
 			}
-			released, err := c.Store().ReleaseKey(ctx, key, v.Owner)
+			_, err = c.Inspector().ReleaseKey(ctx, key, v.Owner)
+			var changed *client.KeyOwnerChangedError
+			if errors.As(err, &changed) {
+				return withCode(exitChanged, &keyChangedError{Key: key, Expected: v.Owner, Current: changed.Current})
+			}
 			if err != nil {
 				return fmt.Errorf("release key %q: %w", key, err)
-			}
-			if !released {
-				now, _, _ := c.Store().GetKey(ctx, key)
-				return withCode(exitChanged, &keyChangedError{Key: key, Expected: v.Owner, Current: now.Owner})
 			}
 			p := a.printer()
 			if p.json() {
@@ -337,40 +320,4 @@ func confirmed(in io.Reader) bool {
 		return true
 	}
 	return false
-}
-
-// forEach calls fn for 0..n-1 with at most lookupConcurrency calls at once
-// and returns the first error; it stops starting calls after one fails.
-func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	sem := make(chan struct{}, lookupConcurrency)
-	for i := 0; i < n; i++ {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(ctx, i); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		}(i)
-	}
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		// The caller's context ended.
-		return context.Cause(ctx)
-	}
-	return first
 }

@@ -22,9 +22,6 @@ var runStatuses = []string{
 	string(client.StatusFailed), string(client.StatusCancelled),
 }
 
-// runsPage is how many run IDs one listing step reads from the index.
-const runsPage = 200
-
 // runJSON returns a copy of info with its times in UTC, for output that
 // does not depend on the operator's time zone.
 func runJSON(info *client.RunInfo) *client.RunInfo {
@@ -152,40 +149,22 @@ func (a *app) runsLsCmd() *cobra.Command {
 	return cmd
 }
 
-// listRuns pages the runs index newest first, reading each record, until
-// limit runs match or the index ends. Records removed after their
-// retention are skipped.
+// listRuns pages through the runs newest first, by the client's
+// Inspector, until limit runs match or the runs end.
 func (a *app) listRuns(ctx context.Context, c *client.Client, taskName, status string, limit int) ([]*client.RunInfo, error) {
 	var out []*client.RunInfo
 	prog := a.newProgress("reading runs:", 0)
 	defer prog.Done()
-	for offset := int64(0); len(out) < limit; offset += runsPage {
-		ids, err := c.Store().ListRunIDs(ctx, offset, runsPage)
+	o := client.ListRunsOptions{Task: taskName, Status: client.Status(status)}
+	for len(out) < limit {
+		o.Limit = min(limit-len(out), client.ListLimitMax)
+		page, err := c.Inspector().ListRuns(ctx, o)
 		if err != nil {
 			return nil, fmt.Errorf("listing runs: %w", err)
 		}
-		page := make([]*client.RunInfo, len(ids))
-		err = forEach(ctx, len(ids), func(ctx context.Context, i int) error {
-			info, err := c.GetRun(ctx, ids[i])
-			if errors.Is(err, client.ErrRunNotFound) {
-				return nil
-			}
-			page[i] = info
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		prog.Add(len(ids))
-		for _, r := range page {
-			if r == nil || (taskName != "" && r.Task != taskName) || (status != "" && string(r.Status) != status) {
-				continue
-			}
-			if out = append(out, r); len(out) == limit {
-				break
-			}
-		}
-		if len(ids) < runsPage {
+		out = append(out, page.Runs...)
+		prog.Add(len(page.Runs))
+		if o.Cursor = page.NextCursor; o.Cursor == "" {
 			break
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -154,7 +155,7 @@ func (e *env) register(spec task.Spec) {
 		spec.MaxDeliveries = spec.Retries + 11
 	}
 	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
-	if _, err := e.c.Store().RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
+	if _, err := clientlink.Store(e.c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -230,7 +231,7 @@ func (e *env) snapshot() string {
 
 func (e *env) runCount() int {
 	e.t.Helper()
-	ids, err := e.c.Store().ListRunIDs(context.Background(), 0, 1000)
+	ids, err := clientlink.Store(e.c).ListRunIDs(context.Background(), 0, 1000)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -32,33 +32,26 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	st, held, err := s.c.Store().GetKey(r.Context(), key)
+	info, err := s.c.Inspector().GetKey(r.Context(), key)
+	if errors.Is(err, client.ErrKeyNotHeld) {
+		writeError(w, newError(http.StatusNotFound, CodeKeyNotFound, "idempotency key %s is not held by any run", quote(key)))
+		return
+	}
 	if err != nil {
 		writeError(w, storeError(err))
 		return
 	}
-	if !held {
-		writeError(w, newError(http.StatusNotFound, CodeKeyNotFound, "idempotency key %s is not held by any run", quote(key)))
-		return
-	}
-	res := keyResponse{Key: key, RunID: st.Owner, TTLMs: st.TTL.Milliseconds()}
-	if st.TTL > 0 {
-		t := time.Now().Add(st.TTL).UTC().Truncate(time.Millisecond)
+	res := keyResponse{Key: key, RunID: info.OwnerRunID, TTLMs: info.TTL.Milliseconds(),
+		Task: info.Task, Strategy: info.Strategy, Status: info.OwnerStatus}
+	if info.TTL > 0 {
+		t := time.Now().Add(info.TTL).UTC().Truncate(time.Millisecond)
 		res.ExpiresAt = &t
-	}
-	info, err := s.c.GetRun(r.Context(), st.Owner)
-	switch {
-	case err == nil:
-		res.Task, res.Strategy, res.Status = info.Task, info.Strategy, info.Status
-	case !errors.Is(err, client.ErrRunNotFound):
-		writeError(w, storeError(err))
-		return
 	}
 	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
-	regs, err := s.c.Tasks(r.Context())
+	regs, err := s.c.Inspector().ListTasks(r.Context())
 	if err != nil {
 		writeError(w, storeError(err))
 		return

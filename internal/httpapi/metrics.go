@@ -10,9 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
 
@@ -91,8 +90,8 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(extra...)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-	for _, st := range []string{redisstore.StatusSucceeded, redisstore.StatusFailed, redisstore.StatusCancelled} {
-		m.runsFinished.WithLabelValues(st)
+	for _, st := range []client.Status{client.StatusSucceeded, client.StatusFailed, client.StatusCancelled} {
+		m.runsFinished.WithLabelValues(string(st))
 	}
 	return m
 }
@@ -133,32 +132,32 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // runs and waits for Redis to confirm, so that no run ending after Serve
 // started is missed. Without Redis it logs and carries on: go-redis keeps
 // trying to subscribe.
-func (s *Server) subscribeRuns(ctx context.Context) *redis.PubSub {
-	ps := s.c.Store().SubscribeFinished(ctx)
+func (s *Server) subscribeRuns(ctx context.Context) *client.FinishedRuns {
+	f := s.c.Inspector().SubscribeFinished(ctx)
 	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	if _, err := ps.Receive(rctx); err != nil {
+	if err := f.Ready(rctx); err != nil {
 		s.log.Warn("taskq: cannot subscribe to run completions yet; taskq_runs_finished_total may miss runs", "err", err)
 	}
-	return ps
+	return f
 }
 
 // watchRuns counts runs reaching a terminal status from their completion
 // notices until ctx ends. Notices published while the connection is down
 // are not counted.
-func (s *Server) watchRuns(ctx context.Context, ps *redis.PubSub) {
-	defer ps.Close()
-	ch := ps.Channel()
+func (s *Server) watchRuns(ctx context.Context, f *client.FinishedRuns) {
+	defer f.Close()
+	ch := f.C()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case msg, ok := <-ch:
+		case counts, ok := <-ch:
 			if !ok {
 				return
 			}
-			for status, n := range redisstore.ParseFinished(msg.Payload) {
-				s.metrics.runsFinished.WithLabelValues(status).Add(float64(n))
+			for status, n := range counts {
+				s.metrics.runsFinished.WithLabelValues(string(status)).Add(float64(n))
 			}
 		}
 	}

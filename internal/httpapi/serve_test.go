@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -51,7 +52,7 @@ func serve(t *testing.T, b *redistest.Backend, o envOptions) *served {
 // long-poll is in flight).
 func waitSubscribed(t *testing.T, b *redistest.Backend, c *client.Client, runID string) {
 	t.Helper()
-	ch := c.Store().Keys().DoneChannel(runID)
+	ch := clientlink.Store(c).Keys().DoneChannel(runID)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		n, err := b.Client.PubSubNumSub(context.Background(), ch).Result()

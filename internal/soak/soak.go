@@ -22,9 +22,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/faulttest"
 	"github.com/taskq/taskq/internal/history"
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -371,7 +371,9 @@ func (s *soak) warmUp(ctx context.Context) error {
 // settled waits for retention to remove every ended run, sweeps the runs
 // index, and measures Redis.
 func (s *soak) settled(ctx context.Context) (int64, int, error) {
-	st := s.c.Store()
+	// Sweeping the index is the workers' janitor's duty, which the
+	// Inspector does not offer: the soak does it itself, as test tooling.
+	st := clientlink.Store(s.c)
 	time.Sleep(s.o.Retention + max(s.wcfg.Tasks.TTL, time.Second) + time.Second)
 	for offset := 0; ; {
 		removed, looked, err := st.SweepRuns(ctx, time.Now(), offset, 1000)
@@ -553,8 +555,8 @@ func (s *soak) injectFaults(ctx context.Context) {
 
 // drain waits until every run a trigger returned has ended.
 func (s *soak) drain(ctx context.Context, limit time.Duration) error {
-	st := s.c.Store()
-	pending, err := st.ListRunIDs(ctx, 0, 1<<30)
+	in := s.c.Inspector()
+	pending, err := s.allRunIDs(ctx)
 	if err != nil {
 		return err
 	}
@@ -565,8 +567,8 @@ func (s *soak) drain(ctx context.Context, limit time.Duration) error {
 	for len(pending) > 0 {
 		var still []string
 		for _, id := range pending {
-			status, err := st.RunStatus(ctx, id)
-			if errors.Is(err, redisstore.ErrRunNotFound) || err == nil && redisstore.IsTerminal(status) {
+			info, err := in.GetRun(ctx, id)
+			if errors.Is(err, client.ErrRunNotFound) || err == nil && info.Status.Terminal() {
 				continue
 			}
 			still = append(still, id)
@@ -585,8 +587,8 @@ func (s *soak) drain(ctx context.Context, limit time.Duration) error {
 
 // readBack records the final status of every run and owner of every key.
 func (s *soak) readBack(ctx context.Context) error {
-	st := s.c.Store()
-	ids, err := st.ListRunIDs(ctx, 0, 1<<30)
+	st := clientlink.Store(s.c) // the history's read-back reads Redis as it is
+	ids, err := s.allRunIDs(ctx)
 	if err != nil {
 		return err
 	}
@@ -609,4 +611,20 @@ func (s *soak) readBack(ctx context.Context) error {
 		return err
 	}
 	return history.ReadKeys(ctx, s.rec, st, keys)
+}
+
+// allRunIDs lists every run of the namespace, newest first.
+func (s *soak) allRunIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	o := client.ListRunsOptions{Limit: client.ListLimitMax}
+	for {
+		page, err := s.c.Inspector().ListRunIDs(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, page.IDs...)
+		if o.Cursor = page.NextCursor; o.Cursor == "" {
+			return ids, nil
+		}
+	}
 }

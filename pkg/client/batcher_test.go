@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -213,7 +214,7 @@ func TestConcurrentTriggersKeepTheirOwnOutcomes(t *testing.T) {
 func TestBatchedTriggerErrorsStayWithTheirTrigger(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		c := newClient(t, b)
-		b.Client.HSet(context.Background(), c.Store().Keys().IdempotencyKey("order:bad"), "x", "y")
+		b.Client.HSet(context.Background(), clientlink.Store(c).Keys().IdempotencyKey("order:bad"), "x", "y")
 		var wg sync.WaitGroup
 		results := make([]error, 20)
 		for i := range results {
@@ -247,7 +248,7 @@ func TestBatchedTriggerWithADoneContextCreatesNothing(t *testing.T) {
 		if _, err := client.RunNoWait(ctx, c, batchTask, orderInput{ID: "late"}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("trigger with a cancelled context = %v, want context.Canceled", err)
 		}
-		if _, held, _ := c.Store().GetKey(context.Background(), "order:late"); held {
+		if _, held, _ := clientlink.Store(c).GetKey(context.Background(), "order:late"); held {
 			t.Fatal("a cancelled trigger claimed its key")
 		}
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/idempotency"
@@ -211,9 +212,11 @@ func (c *Client) Close() error {
 // Namespace is the namespace the client works in.
 func (c *Client) Namespace() string { return c.opts.Namespace }
 
-// Store exposes the storage layer to the other taskq packages. It is not
-// part of the stable API.
-func (c *Client) Store() *redisstore.Store { return c.store }
+func init() {
+	// The store stays out of the public API; taskq's own packages reach it
+	// through internal/clientlink.
+	clientlink.SetStoreFunc(func(c any) *redisstore.Store { return c.(*Client).store })
+}
 
 // RedisGuard exposes the watch on Redis's maxmemory-policy and memory to
 // the other taskq packages (readiness, metrics). It is not part of the

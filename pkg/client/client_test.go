@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/idempotency"
@@ -75,7 +76,7 @@ func TestTTLTimeline(t *testing.T) {
 		if len(accepted) != 2 {
 			t.Fatalf("accepted %d runs, want 2", len(accepted))
 		}
-		ks, ok, err := c.Store().GetKey(ctx, "order:42")
+		ks, ok, err := clientlink.Store(c).GetKey(ctx, "order:42")
 		if err != nil || !ok || ks.Owner != accepted[1] {
 			t.Fatalf("key state = %+v, %v, %v; want owned by the run from 6", ks, ok, err)
 		}
@@ -174,7 +175,7 @@ func TestRunManyReportsEachCollision(t *testing.T) {
 		if !errors.As(err, &item) || item.Index != 1 || !errors.Is(err, idempotency.ErrEmptyKey) {
 			t.Fatalf("bad batch: %v", err)
 		}
-		if _, ok, _ := c.Store().GetKey(ctx, "c"); ok {
+		if _, ok, _ := clientlink.Store(c).GetKey(ctx, "c"); ok {
 			t.Fatal("a rejected batch claimed a key")
 		}
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -155,7 +156,7 @@ func TestConcurrentTriggersOfOneKeyMakeOneRun(t *testing.T) {
 	if accepted != 1 || len(owners) != 1 {
 		t.Fatalf("accepted %d runs, rejections named %d distinct owners (%v); want exactly one run", accepted, len(owners), owners)
 	}
-	ids, _ := c.Store().ListRunIDs(context.Background(), 0, 10)
+	ids, _ := clientlink.Store(c).ListRunIDs(context.Background(), 0, 10)
 	if len(ids) != 1 {
 		t.Fatalf("runs in Redis: %v, want 1", ids)
 	}

@@ -15,6 +15,15 @@
 // Cancel and Signal work on both. Waiting is woken by the run's completion
 // notice over Redis Pub/Sub, not by polling.
 //
+// Before anything is written, every trigger — this package's, the HTTP
+// API's, the command line's and an event's — passes one admission step
+// (internal/admission): its limits, its key, the enqueue parameters.
+//
+// Inspector (Client.Inspector) reads what the namespace holds — runs,
+// keys, events, registered tasks, page by page with cursors — and acts on
+// it: cancel, owner-fenced key release, signal. The command line and the
+// HTTP API are built on it.
+//
 // Runs are executed by package worker; tasks are defined once, typed, in
 // package task and shared by both sides.
 package client

@@ -41,6 +41,9 @@ type RunInfo struct {
 	CreatedAt      time.Time       `json:"createdAt"`
 	StartedAt      *time.Time      `json:"startedAt,omitempty"`
 	FinishedAt     *time.Time      `json:"finishedAt,omitempty"`
+	// ScheduledAt is when a queued run waiting for a retry or a debounce
+	// window falls due; set by the Inspector's reads only.
+	ScheduledAt *time.Time `json:"scheduledAt,omitempty"`
 }
 
 func optTime(t time.Time) *time.Time {

@@ -57,9 +57,9 @@ func (e *OwnerFinishedError) Is(target error) bool { return target == ErrOwnerFi
 
 // SignalReceipt says which run a signal reached.
 type SignalReceipt struct {
-	RunID    string
-	SignalID string
-	Owner    *RunHandle
+	RunID    string     `json:"runId"`
+	SignalID string     `json:"signalId"`
+	Owner    *RunHandle `json:"-"`
 }
 
 // Signal delivers payload (encoded as JSON) to the run that owns key now.
@@ -135,6 +135,8 @@ type KeyInfo struct {
 	Task        string `json:"task,omitempty"`
 	Strategy    string `json:"strategy,omitempty"`
 	OwnerStatus Status `json:"ownerStatus,omitempty"`
+	// OwnerAttempt is the owner's attempt (0 before it first starts).
+	OwnerAttempt int `json:"ownerAttempt,omitempty"`
 	// Owner is a handle to the owning run.
 	Owner *RunHandle `json:"-"`
 }
@@ -154,13 +156,18 @@ func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
 	if !ok {
 		return nil, &KeyNotHeldError{Key: key}
 	}
-	info := &KeyInfo{Key: key, OwnerRunID: ks.Owner, TTL: ks.TTL, Owner: c.Handle(ks.Owner)}
 	run, err := c.store.GetRun(ctx, ks.Owner)
-	switch {
-	case err == nil:
-		info.Task, info.Strategy, info.OwnerStatus = run.Task, string(run.Strategy), Status(run.Status)
-	case !errors.Is(err, ErrRunNotFound):
+	if err != nil && !errors.Is(err, ErrRunNotFound) {
 		return nil, c.unavailable(ctx, err)
 	}
-	return info, nil
+	return c.keyInfo(ks, run), nil
+}
+
+// keyInfo describes a held key and its owner's record (nil when gone).
+func (c *Client) keyInfo(ks redisstore.KeyState, run *redisstore.Run) *KeyInfo {
+	info := &KeyInfo{Key: ks.Key, OwnerRunID: ks.Owner, TTL: ks.TTL, Owner: c.Handle(ks.Owner)}
+	if run != nil {
+		info.Task, info.Strategy, info.OwnerStatus, info.OwnerAttempt = run.Task, string(run.Strategy), Status(run.Status), run.Attempt
+	}
+	return info
 }

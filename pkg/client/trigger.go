@@ -1,14 +1,12 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
-
+	"github.com/taskq/taskq/internal/admission"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
@@ -226,65 +224,40 @@ func (c *Client) collision(def *task.Definition, key, owner string) *Idempotency
 	return &IdempotencyCollisionError{Task: def.Name, Key: key, ExistingRunID: owner, Owner: c.Handle(owner)}
 }
 
-// prepare checks a trigger's limits, derives its key and builds the
-// parameters of the enqueue script. It writes nothing.
+// prepare admits a trigger (internal/admission: its limits, its key, the
+// parameters of the enqueue script) and words admission's errors as the
+// client's. It writes nothing.
 func (c *Client) prepare(def *task.Definition, input, meta []byte, policy redisstore.Policy) (*redisstore.EnqueueParams, error) {
-	if len(input) == 0 {
-		input = []byte("{}")
-	}
-	if len(input) > c.opts.MaxInputBytes {
-		return nil, fmt.Errorf("task %q: %w", def.Name, &LimitError{What: "input", Size: len(input), Limit: c.opts.MaxInputBytes})
-	}
-	if len(meta) > c.opts.MaxMetadataBytes {
-		return nil, fmt.Errorf("task %q: %w", def.Name, &LimitError{What: "additional_metadata", Size: len(meta), Limit: c.opts.MaxMetadataBytes})
-	}
-	if err := idempotency.CheckDepth("input", input, c.opts.MaxInputDepth); err != nil {
-		return nil, fmt.Errorf("task %q: %w", def.Name, err)
-	}
-	if err := idempotency.CheckDepth("additional_metadata", meta, c.opts.MaxInputDepth); err != nil {
-		return nil, fmt.Errorf("task %q: %w", def.Name, err)
-	}
-	// Deriving the key checks that input and metadata are JSON objects, so
-	// only a task without a key needs the check on its own.
-	if !def.Deduplicated() {
-		if err := validJSON("input", input); err != nil {
-			return nil, fmt.Errorf("task %q: %w", def.Name, err)
-		}
-		if err := validJSON("additional_metadata", meta); err != nil {
-			return nil, fmt.Errorf("task %q: %w", def.Name, err)
-		}
-		if m := bytes.TrimLeft(meta, " \t\r\n"); len(m) > 0 && m[0] != '{' {
-			return nil, fmt.Errorf("task %q: %w", def.Name, &idempotency.InputError{Message: "additional_metadata must be a JSON object"})
-		}
-	}
-	key, err := def.Key(input, meta)
+	p, err := c.admission().Admit(admission.Trigger{Def: def, Input: input, Metadata: meta, Policy: policy, Now: c.opts.Clock.Now()})
 	if err != nil {
-		return nil, fmt.Errorf("task %q: idempotency key: %w", def.Name, err)
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, err
-	}
-	p := &redisstore.EnqueueParams{
-		RunID: id.String(), Task: def.Name, Input: input, Meta: meta,
-		Strategy: redisstore.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
-		Timeout: def.Timeout, Retention: c.opts.Retention, Now: c.opts.Clock.Now(),
-		Policy: policy, MaxSignals: c.opts.MaxSignals,
-	}
-	if policy == redisstore.PolicySignal {
-		sid, err := uuid.NewV7()
-		if err != nil {
-			return nil, err
-		}
-		p.SignalID = sid.String()
-	}
-	if idem := def.Idempotency; idem != nil {
-		p.Key = key
-		p.Strategy = redisstore.Strategy(idem.Strategy)
-		p.Hold = idem.Hold()
-		p.Retain = idem.Retain
+		return nil, fmt.Errorf("task %q: %w", def.Name, admissionError(err))
 	}
 	return p, nil
+}
+
+// admission is the admission step configured by the client's options.
+func (c *Client) admission() admission.Config {
+	return admission.Config{
+		Limits: admission.Limits{MaxInputBytes: c.opts.MaxInputBytes, MaxMetadataBytes: c.opts.MaxMetadataBytes,
+			MaxInputDepth: c.opts.MaxInputDepth},
+		Retention: c.opts.Retention, MaxSignals: c.opts.MaxSignals,
+	}
+}
+
+// admissionError turns admission's errors into the client's: a size over
+// its limit is a *LimitError, bad JSON an *idempotency.InputError.
+func admissionError(err error) error {
+	var (
+		le *admission.LimitError
+		ie *admission.InvalidError
+	)
+	switch {
+	case errors.As(err, &le):
+		return &LimitError{What: le.Field, Size: le.Size, Limit: le.Limit}
+	case errors.As(err, &ie):
+		return &idempotency.InputError{Message: ie.Error()}
+	}
+	return err
 }
 
 // validJSON says, as an *idempotency.InputError naming what, when data is

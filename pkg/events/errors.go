@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/admission"
 )
 
 // ErrEventNotFound is returned by Get for an event that does not exist or
 // whose record has expired after its retention.
-var ErrEventNotFound = redisstore.ErrEventNotFound
+var ErrEventNotFound = admission.ErrEventNotFound
 
 // ErrInvalidEvent matches every *InvalidEventError.
 var ErrInvalidEvent = errors.New("invalid event")

@@ -12,11 +12,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/admission"
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/pkg/client"
-	"github.com/taskq/taskq/pkg/idempotency"
 )
 
 // Defaults and limits of Options and ListOptions.
@@ -44,17 +42,17 @@ const (
 // Outcomes of a subscribed task in an event.
 const (
 	// OutcomeCreated: the event created the task's run.
-	OutcomeCreated = redisstore.EventRunCreated
+	OutcomeCreated = admission.EventRunCreated
 	// OutcomeDeduplicated: another run held the task's key; RunID names it
 	// and no run was created.
-	OutcomeDeduplicated = redisstore.EventRunDeduplicated
+	OutcomeDeduplicated = admission.EventRunDeduplicated
 	// OutcomeDebounced: the key is held by a debounced run that had not
 	// started; that run (RunID) now has this event's payload and its window
 	// starts again.
-	OutcomeDebounced = redisstore.EventRunDebounced
+	OutcomeDebounced = admission.EventRunDebounced
 	// OutcomeError: the task's expression failed on this payload (or its
 	// registered definition could not be built); Error says why.
-	OutcomeError = redisstore.EventRunError
+	OutcomeError = admission.EventRunError
 )
 
 // Options configure an Ingester. Zero values mean the documented defaults.
@@ -101,7 +99,8 @@ func (o Options) validate() error {
 type Ingester struct {
 	c     *client.Client
 	copts client.Options
-	store *redisstore.Store
+	store admission.EventStore
+	adm   admission.Config
 	opts  Options
 	log   *slog.Logger
 	subs  subscriptions
@@ -119,7 +118,12 @@ func New(c *client.Client, opts Options) (*Ingester, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	i := &Ingester{c: c, copts: c.Options(), store: c.Store(), opts: opts, log: opts.Logger}
+	co := c.Options()
+	i := &Ingester{c: c, copts: co, store: clientlink.Store(c), opts: opts, log: opts.Logger,
+		adm: admission.Config{
+			Limits:    admission.Limits{MaxInputBytes: co.MaxInputBytes, MaxMetadataBytes: co.MaxMetadataBytes, MaxInputDepth: co.MaxInputDepth},
+			Retention: co.Retention, MaxSignals: co.MaxSignals,
+		}}
 	i.subs.ttl = opts.RefreshInterval
 	return i, nil
 }
@@ -134,30 +138,12 @@ type Input struct {
 	Metadata json.RawMessage
 }
 
-// Event is a stored event and what it did to each subscribed task.
-type Event struct {
-	ID       string          `json:"id"`
-	Key      string          `json:"key"`
-	Payload  json.RawMessage `json:"payload"`
-	Metadata json.RawMessage `json:"metadata"`
-	// CreatedAt is when the event was ingested.
-	CreatedAt time.Time `json:"createdAt"`
-	// Runs has one entry per subscribed task, by task name.
-	Runs []TaskRun `json:"runs"`
-}
+// Event is a stored event and what it did to each subscribed task; the
+// client's Inspector lists them too.
+type Event = client.EventInfo
 
 // TaskRun is what an event did to one subscribed task.
-type TaskRun struct {
-	Task string `json:"task"`
-	// Outcome is OutcomeCreated, OutcomeDeduplicated, OutcomeDebounced or
-	// OutcomeError.
-	Outcome string `json:"outcome"`
-	// RunID is the run created, or the existing run the event was
-	// deduplicated (or debounced) to.
-	RunID          string `json:"runId,omitempty"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	Error          string `json:"error,omitempty"`
-}
+type TaskRun = client.EventTaskRun
 
 // ListOptions select events for List.
 type ListOptions struct {
@@ -215,7 +201,7 @@ func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 	}
 	ctx, cancel := i.opCtx(ctx)
 	defer cancel()
-	ps := make([]*redisstore.PushEventParams, len(in))
+	ps := make([]*admission.EventParams, len(in))
 	for n := range in {
 		p, err := i.prepare(ctx, in[n])
 		if err != nil {
@@ -240,13 +226,7 @@ func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 
 // Get reads an event, or fails with ErrEventNotFound.
 func (i *Ingester) Get(ctx context.Context, id string) (*Event, error) {
-	ctx, cancel := i.opCtx(ctx)
-	defer cancel()
-	e, err := i.store.GetEvent(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return fromRecord(e), nil
+	return i.c.Inspector().GetEvent(ctx, id)
 }
 
 // List returns events newest first. Events whose records expired between
@@ -278,18 +258,42 @@ func (i *Ingester) List(ctx context.Context, opts ListOptions) ([]*Event, error)
 	return out, nil
 }
 
-// validate checks an event and fills in empty payload and metadata. It
-// writes nothing.
+// validate checks an event: its key here, its payload and metadata by
+// admission (internal/admission), with the limits of every trigger. Empty
+// payload and metadata become {}. It writes nothing.
 func (i *Ingester) validate(index int, in *Input) error {
 	if err := checkKey(in.Key); err != "" {
 		return &InvalidEventError{Index: index, Field: "key", Message: err}
 	}
-	var err error
-	if in.Payload, err = object(index, "payload", in.Payload, i.copts.MaxInputBytes, i.copts.MaxInputDepth); err != nil {
+	in.Payload, in.Metadata = orEmpty(in.Payload), orEmpty(in.Metadata)
+	var (
+		le *admission.LimitError
+		ie *admission.InvalidError
+	)
+	switch err := i.adm.CheckEvent(in.Payload, in.Metadata); {
+	case errors.As(err, &le):
+		return &LimitError{Index: index, What: eventField(le.Field), Size: le.Size, Limit: le.Limit}
+	case errors.As(err, &ie):
+		return &InvalidEventError{Index: index, Field: eventField(ie.Field), Message: ie.Problem}
+	default:
 		return err
 	}
-	in.Metadata, err = object(index, "metadata", in.Metadata, i.copts.MaxMetadataBytes, i.copts.MaxInputDepth)
-	return err
+}
+
+// eventField names admission's fields as an event does.
+func eventField(f string) string {
+	if f == admission.FieldInput {
+		return "payload"
+	}
+	return "metadata"
+}
+
+func orEmpty(raw json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return json.RawMessage("{}")
+	}
+	return t
 }
 
 func checkKey(key string) string {
@@ -309,107 +313,23 @@ func checkKey(key string) string {
 	return ""
 }
 
-// object checks that raw is a JSON object within limit bytes, nested no
-// deeper than depth levels; empty means {}. The depth is checked here, for
-// every event, as a direct trigger checks it: deriving a key checks it too,
-// but only for tasks that have a key expression.
-func object(index int, field string, raw json.RawMessage, limit, depth int) (json.RawMessage, error) {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 {
-		return json.RawMessage("{}"), nil
-	}
-	if limit > 0 && len(raw) > limit {
-		return nil, &LimitError{Index: index, What: field, Size: len(raw), Limit: limit}
-	}
-	// Before json.Valid, which recurses once per level.
-	if err := idempotency.CheckDepth(field, trimmed, depth); err != nil {
-		return nil, &InvalidEventError{Index: index, Field: field, Message: fmt.Sprintf("nests deeper than the limit of %d levels", depth)}
-	}
-	if !json.Valid(trimmed) {
-		return nil, &InvalidEventError{Index: index, Field: field, Message: "is not valid JSON"}
-	}
-	if trimmed[0] != '{' {
-		return nil, &InvalidEventError{Index: index, Field: field, Message: "must be a JSON object, got " + jsonKind(trimmed[0])}
-	}
-	return trimmed, nil
-}
-
-func jsonKind(first byte) string {
-	switch first {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
-// prepare resolves the event's subscribed tasks, derives their keys and
-// builds the parameters of the push script. It writes nothing.
-func (i *Ingester) prepare(ctx context.Context, in Input) (*redisstore.PushEventParams, error) {
+// prepare resolves the event's subscribed tasks and has admission build
+// their runs, as it builds a direct trigger's. It writes nothing.
+func (i *Ingester) prepare(ctx context.Context, in Input) (*admission.EventParams, error) {
 	subs, err := i.subscribers(ctx, in.Key)
 	if err != nil {
 		return nil, fmt.Errorf("events: read subscriptions: %w", err)
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, err
-	}
-	now := i.copts.Clock.Now()
-	p := &redisstore.PushEventParams{
-		ID: id.String(), Key: in.Key, Payload: in.Payload, Meta: in.Metadata,
-		Now: now, Retention: i.opts.Retention, Tasks: make([]redisstore.EventTask, 0, len(subs)),
-	}
-	for _, s := range subs {
-		t, err := i.eventTask(s, in, now)
-		if err != nil {
-			return nil, err
-		}
-		p.Tasks = append(p.Tasks, t)
-	}
-	return p, nil
+	return i.adm.BuildEvent(admission.Event{
+		Key: in.Key, Payload: in.Payload, Metadata: in.Metadata, Now: i.copts.Clock.Now(), Retention: i.opts.Retention,
+	}, subs)
 }
 
-// eventTask derives one task's key and describes its run exactly as a
-// direct trigger would, except that a held key is never an error.
-func (i *Ingester) eventTask(s subscriber, in Input, now time.Time) (redisstore.EventTask, error) {
-	if s.err != nil {
-		// A task that cannot take the event is recorded in the event, which
-		// is still stored for the others: not an error of the ingestion.
-		return redisstore.EventTask{Task: s.name, Error: "task definition: " + s.err.Error()}, nil //nolint:nilerr // recorded, see above
-	}
-	def := s.def
-	key, err := def.Key(in.Payload, in.Metadata)
-	if err != nil {
-		return redisstore.EventTask{Task: s.name, Error: err.Error()}, nil //nolint:nilerr // recorded in the event, like a definition error
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return redisstore.EventTask{}, err
-	}
-	p := &redisstore.EnqueueParams{
-		RunID: id.String(), Task: def.Name, Input: in.Payload, Meta: in.Metadata,
-		Strategy: redisstore.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
-		Timeout: def.Timeout, Retention: i.copts.Retention, Now: now,
-	}
-	if idem := def.Idempotency; idem != nil {
-		p.Key = key
-		p.Strategy = redisstore.Strategy(idem.Strategy)
-		p.Hold = idem.Hold()
-		p.Retain = idem.Retain
-	}
-	return redisstore.EventTask{Run: p}, nil
+func eventOf(p *admission.EventParams, runs []admission.EventRun) *Event {
+	return fromRecord(&admission.EventRecord{ID: p.ID, Key: p.Key, Payload: p.Payload, Meta: p.Meta, Created: p.Now, Runs: runs})
 }
 
-func eventOf(p *redisstore.PushEventParams, runs []redisstore.EventRun) *Event {
-	return fromRecord(&redisstore.Event{ID: p.ID, Key: p.Key, Payload: p.Payload, Meta: p.Meta, Created: p.Now, Runs: runs})
-}
-
-func fromRecord(r *redisstore.Event) *Event {
+func fromRecord(r *admission.EventRecord) *Event {
 	e := &Event{
 		ID: r.ID, Key: r.Key, Payload: json.RawMessage(r.Payload), Metadata: json.RawMessage(r.Meta),
 		CreatedAt: r.Created.UTC(), Runs: make([]TaskRun, len(r.Runs)),

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -101,7 +102,7 @@ func waitResult(t *testing.T, c *client.Client, runID string) json.RawMessage {
 
 func countRuns(t *testing.T, c *client.Client) int {
 	t.Helper()
-	ids, err := c.Store().ListRunIDs(context.Background(), 0, 1000)
+	ids, err := clientlink.Store(c).ListRunIDs(context.Background(), 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestBrokenRegisteredDefinition(t *testing.T) {
 		spec := task.Spec{Name: "broken", Expression: `input.`, Strategy: task.StrategyTTL, TTLMs: 1000,
 			BackoffInitialMs: 1000, BackoffFactor: 2, MaxDeliveries: 11, OnEvents: []string{"e"}}
 		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "w"})
-		if _, err := c.Store().RegisterTask(ctx, "broken", raw, true); err != nil {
+		if _, err := clientlink.Store(c).RegisterTask(ctx, "broken", raw, true); err != nil {
 			t.Fatal(err)
 		}
 		ing := newIngester(t, c, events.Options{})
@@ -322,7 +323,7 @@ func TestPushManyAndList(t *testing.T) {
 		spec := task.Spec{Name: "count", Expression: `input.n`, Strategy: task.StrategyTTL, TTLMs: 60000,
 			BackoffInitialMs: 1000, BackoffFactor: 2, MaxDeliveries: 11, OnEvents: []string{"tick"}}
 		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "w"})
-		c.Store().RegisterTask(ctx, "count", raw, true)
+		clientlink.Store(c).RegisterTask(ctx, "count", raw, true)
 		ing := newIngester(t, c, events.Options{})
 		var in []events.Input
 		for n := 0; n < 5; n++ {
@@ -383,7 +384,7 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("expired event: %v", err)
 	}
 	fresh, _ := ing.Push(ctx, "k", nil, nil) // sweeps: the last sweep is over a minute old
-	ids, _ := c.Store().ListEventIDs(ctx, "", 0, 10)
+	ids, _ := clientlink.Store(c).ListEventIDs(ctx, "", 0, 10)
 	if fmt.Sprint(ids) != "["+fresh.ID+"]" {
 		t.Fatalf("events index = %v, want only %s", ids, fresh.ID)
 	}

@@ -6,17 +6,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskq/taskq/pkg/task"
+	"github.com/taskq/taskq/internal/admission"
 )
 
-// subscriber is a registered task that runs on an event key. err is set
-// when its registered definition cannot be rebuilt here; every event of the
-// key then records it for the task.
-type subscriber struct {
-	name string
-	def  *task.Definition
-	err  error
-}
+// subscriber is a registered task that runs on an event key. Its Err is
+// set when its registered definition cannot be rebuilt here; every event
+// of the key then records it for the task.
+type subscriber = admission.Subscriber
 
 // subscriptions caches which registered tasks run on which event key, so a
 // burst of pushes reads the registry once. The cache is short-lived: a
@@ -55,15 +51,15 @@ func (i *Ingester) loadSubscriptions(ctx context.Context) (map[string][]subscrib
 		if len(r.Spec.OnEvents) == 0 {
 			continue
 		}
-		sub := subscriber{name: r.Spec.Name}
+		sub := subscriber{Name: r.Spec.Name}
 		// Definition compiles once per content hash and caches the result.
-		sub.def, sub.err = i.c.Definition(ctx, r.Spec.Name)
-		if sub.err != nil {
+		sub.Def, sub.Err = i.c.Definition(ctx, r.Spec.Name)
+		if sub.Err != nil {
 			if ctx.Err() != nil {
-				return nil, sub.err
+				return nil, sub.Err
 			}
 			i.log.Warn("taskq: a registered task subscribed to events cannot be built; its events record the error",
-				"task", r.Spec.Name, "hash", r.Hash, "err", sub.err)
+				"task", r.Spec.Name, "hash", r.Hash, "err", sub.Err)
 		}
 		seen := map[string]bool{}
 		for _, ev := range r.Spec.OnEvents {
@@ -74,7 +70,7 @@ func (i *Ingester) loadSubscriptions(ctx context.Context) (map[string][]subscrib
 		}
 	}
 	for _, subs := range m {
-		sort.Slice(subs, func(a, b int) bool { return subs[a].name < subs[b].name })
+		sort.Slice(subs, func(a, b int) bool { return subs[a].Name < subs[b].Name })
 	}
 	return m, nil
 }

@@ -8,9 +8,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -99,51 +96,21 @@ func typedRuns[I, O any](tk *task.Task[I, O], infos []*client.RunInfo) ([]*Run[I
 	return out, nil
 }
 
-// runIndexPage is how many run IDs one read of the runs index returns.
-const runIndexPage = 1000
-
-// runInfos reads every run of the namespace, oldest first. The client has
-// no listing of runs yet, so the run IDs come from the runs index the
-// command line's listing reads too; each record is then read through the
-// client, as users see it.
+// runInfos reads every run of the namespace, oldest first, through the
+// client's Inspector, as users see them.
 func (h *Harness) runInfos(ctx context.Context) ([]*client.RunInfo, error) {
-	st := redisstore.New(h.rdb, h.Namespace())
-	var ids []string
-	for offset := int64(0); ; offset += runIndexPage {
-		page, err := st.ListRunIDs(ctx, offset, runIndexPage)
+	var out []*client.RunInfo
+	o := client.ListRunsOptions{Limit: client.ListLimitMax}
+	for {
+		page, err := h.client.Inspector().ListRuns(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, page...)
-		if len(page) < runIndexPage {
+		out = append(out, page.Runs...)
+		if o.Cursor = page.NextCursor; o.Cursor == "" {
 			break
 		}
 	}
-	slices.Reverse(ids) // newest first in the index
-	out := make([]*client.RunInfo, 0, len(ids))
-	for _, id := range ids {
-		info, err := h.client.GetRun(ctx, id)
-		if client.IsNotFound(err) {
-			continue // its record expired; the index is swept later
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, info)
-	}
+	slices.Reverse(out) // newest first in the listing
 	return out, nil
-}
-
-// dueAt reports when a queued run that waits for a retry or a debounce
-// window falls due, and false for one that waits on its task's stream.
-func (h *Harness) dueAt(ctx context.Context, runID string) (int64, bool, error) {
-	keys := redisstore.NewKeys(h.Namespace())
-	score, err := h.rdb.ZScore(ctx, keys.Retry(), runID).Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	return int64(score), true, nil
 }

@@ -137,20 +137,14 @@ func (h *Harness) busyRuns(ctx context.Context, taskName string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	now := h.clock.Now().UnixMilli()
+	now := h.clock.Now()
 	var busy []string
 	for _, info := range infos {
 		if info.Task != taskName || info.Status.Terminal() {
 			continue
 		}
-		if info.Status == client.StatusQueued {
-			due, scheduled, err := h.dueAt(ctx, info.ID)
-			if err != nil {
-				return nil, err
-			}
-			if scheduled && due > now {
-				continue // waits for Advance
-			}
+		if info.Status == client.StatusQueued && info.ScheduledAt != nil && info.ScheduledAt.After(now) {
+			continue // waits for Advance
 		}
 		busy = append(busy, fmt.Sprintf("run %s is %s (attempt %d)", info.ID, info.Status, info.Attempt))
 	}

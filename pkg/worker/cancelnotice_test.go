@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -115,7 +116,7 @@ func TestMissedCancelOfQueuedRunReachesItsHandlerAtTheNextHeartbeat(t *testing.T
 			t.Fatal(err)
 		}
 		id := receive(t, "the handler to run", running)
-		runKey := c.Store().Keys().Run(id)
+		runKey := clientlink.Store(c).Keys().Run(id)
 		if err := b.Client.HSet(ctx, runKey, "status", "cancelled", "error", "superseded by run newer").Err(); err != nil {
 			t.Fatal(err)
 		}

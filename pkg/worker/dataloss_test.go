@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -99,7 +100,7 @@ func TestWorkerRegistersAgainWhenTheRegistryIsGone(t *testing.T) {
 		if _, err := c.RegisteredTask(ctx, tk.Name()); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Client.Del(ctx, c.Store().Keys().Tasks()).Err(); err != nil {
+		if err := b.Client.Del(ctx, clientlink.Store(c).Keys().Tasks()).Err(); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the task to be registered again", func() bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -97,14 +98,14 @@ func TestDeferredShortRunIsBegunWithItsOutcome(t *testing.T) {
 		if res, err := ref.Result(ctx); err != nil || res.ID != "short" {
 			t.Fatalf("result = %+v, %v", res, err)
 		}
-		rec, err := c.Store().GetRun(ctx, ref.ID())
+		rec, err := clientlink.Store(c).GetRun(ctx, ref.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rec.Consumer != w.Name() {
 			t.Fatalf("consumer = %q, want %q", rec.Consumer, w.Name())
 		}
-		if ks, held, err := c.Store().GetKey(ctx, "short"); err != nil || held {
+		if ks, held, err := clientlink.Store(c).GetKey(ctx, "short"); err != nil || held {
 			t.Fatalf("key after success = %+v (held %v), %v; want released", ks, held, err)
 		}
 	})
@@ -142,7 +143,7 @@ func TestDeferredLongRunShowsRunningAfterStartDelay(t *testing.T) {
 		if info.Status != client.StatusSucceeded || info.Attempt != 1 || info.StartedAt == nil {
 			t.Fatalf("run = %s after attempt %d (started %v), want succeeded after attempt 1", info.Status, info.Attempt, info.StartedAt)
 		}
-		if rec, _ := c.Store().GetRun(ctx, ref.ID()); rec == nil || rec.Consumer != w.Name() {
+		if rec, _ := clientlink.Store(c).GetRun(ctx, ref.ID()); rec == nil || rec.Consumer != w.Name() {
 			t.Fatalf("record = %+v, want consumer %q", rec, w.Name())
 		}
 	})

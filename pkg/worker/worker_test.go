@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -211,13 +212,13 @@ func TestFallbackTTL(t *testing.T) {
 	if info := wait(t, first); info.Status != client.StatusSucceeded {
 		t.Fatalf("first run = %s", info.Status)
 	}
-	ks, ok, _ := c.Store().GetKey(ctx, "k")
+	ks, ok, _ := clientlink.Store(c).GetKey(ctx, "k")
 	if !ok || ks.Owner != second.ID() {
 		t.Fatalf("key after the first run ended = %+v (held %v), want still owned by %s", ks, ok, second.ID())
 	}
 	close(release["second"])
 	wait(t, second)
-	if _, ok, _ := c.Store().GetKey(ctx, "k"); ok {
+	if _, ok, _ := clientlink.Store(c).GetKey(ctx, "k"); ok {
 		t.Fatal("second run did not release its key")
 	}
 }
@@ -442,7 +443,7 @@ func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
 		}
 		wait(t, ref)
 	}
-	k := c.Store().Keys()
+	k := clientlink.Store(c).Keys()
 	eventually(t, "records, keys, stream entries and index entries to go", func() bool {
 		keys, _, _ := b.Client.Scan(ctx, 0, "taskq:{"+b.Namespace+"}:*", 1000).Result()
 		for _, key := range keys {

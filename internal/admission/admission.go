@@ -1,0 +1,216 @@
+// Package admission is the one step every trigger passes before it is
+// written: the limits on its input and metadata, the derivation of its
+// idempotency key, and the parameters of the enqueue script. The client's
+// triggers (and so the HTTP API's and the command line's) and the runs of
+// events (package events) all come through here, so a limit or a run field
+// added here applies to each of them.
+//
+// The path of one trigger: client.TriggerJSON (or events.Ingester.Push) →
+// admission.Admit (or CheckEvent and Build) → redisstore.Store.Enqueue
+// (or PushEvent) → lua/enqueue.lua (or lua/push_event.lua).
+package admission
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// The parts of a trigger an error can name.
+const (
+	FieldInput    = "input"
+	FieldMetadata = "additional_metadata"
+)
+
+// Limits bound a trigger's input and metadata. Zero means no limit on
+// size, and idempotency.MaxInputDepthDefault levels of nesting.
+type Limits struct {
+	MaxInputBytes    int
+	MaxMetadataBytes int
+	MaxInputDepth    int
+}
+
+// Config is what admission needs of a client's options.
+type Config struct {
+	Limits
+	// Retention is how long a run record is kept after the run ends.
+	Retention time.Duration
+	// MaxSignals bounds the signals the owner of a key may hold when a
+	// trigger signals it.
+	MaxSignals int
+}
+
+// LimitError says an input or its metadata is over its size limit.
+type LimitError struct {
+	Field string // FieldInput or FieldMetadata
+	Size  int
+	Limit int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, over the limit of %d", e.Field, e.Size, e.Limit)
+}
+
+// InvalidError says an input or its metadata is not JSON of the kind
+// wanted, or nests too deep.
+type InvalidError struct {
+	Field   string // FieldInput or FieldMetadata
+	Problem string // "is not valid JSON", "must be a JSON object, got an array", ...
+}
+
+func (e *InvalidError) Error() string { return e.Field + " " + e.Problem }
+
+// KeyError says the task's idempotency expression failed on the trigger.
+type KeyError struct{ Err error }
+
+func (e *KeyError) Error() string { return "idempotency key: " + e.Err.Error() }
+
+// Unwrap returns the expression's error.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Trigger is one trigger to admit.
+type Trigger struct {
+	Def      *task.Definition
+	Input    []byte // JSON; empty means {}
+	Metadata []byte // JSON object; empty means {}
+	// Policy applies when another run holds the key ("" rejects).
+	Policy redisstore.Policy
+	Now    time.Time
+}
+
+// Admit checks a trigger against every limit, derives its key and returns
+// the parameters of the enqueue script, or a *LimitError, *InvalidError or
+// *KeyError. It writes nothing.
+func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
+	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
+	if err := c.checkLimits(tr.Input, tr.Metadata); err != nil {
+		return nil, err
+	}
+	// Deriving a key checks that input and metadata are JSON objects, so
+	// only a task without a key needs the check on its own.
+	if !tr.Def.Deduplicated() {
+		if err := checkJSON(tr.Input, tr.Metadata, false); err != nil {
+			return nil, err
+		}
+	}
+	return c.Build(tr)
+}
+
+// CheckEvent checks an event's payload and metadata once for all the tasks
+// subscribed to it: the limits every trigger has (as Admit), and that both
+// are JSON objects. Build then makes each task's run.
+func (c Config) CheckEvent(payload, metadata []byte) error {
+	payload, metadata = orEmpty(payload), orEmpty(metadata)
+	if err := c.checkLimits(payload, metadata); err != nil {
+		return err
+	}
+	return checkJSON(payload, metadata, true)
+}
+
+// Build derives the trigger's key and returns the parameters of the
+// enqueue script, for input and metadata already checked (Admit,
+// CheckEvent). A failed expression is a *KeyError.
+func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
+	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
+	def := tr.Def
+	key, err := def.Key(tr.Input, tr.Metadata)
+	if err != nil {
+		return nil, &KeyError{Err: err}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	p := &redisstore.EnqueueParams{
+		RunID: id.String(), Task: def.Name, Input: tr.Input, Meta: tr.Metadata,
+		Strategy: redisstore.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
+		Timeout: def.Timeout, Retention: c.Retention, Now: tr.Now,
+		Policy: tr.Policy, MaxSignals: c.MaxSignals,
+	}
+	if tr.Policy == redisstore.PolicySignal {
+		sid, err := uuid.NewV7()
+		if err != nil {
+			return nil, err
+		}
+		p.SignalID = sid.String()
+	}
+	if idem := def.Idempotency; idem != nil {
+		p.Key = key
+		p.Strategy = redisstore.Strategy(idem.Strategy)
+		p.Hold = idem.Hold()
+		p.Retain = idem.Retain
+	}
+	return p, nil
+}
+
+// checkLimits holds every limit on a trigger's input and metadata: each
+// path calls it, so a limit added here applies to all of them.
+func (c Config) checkLimits(input, meta []byte) error {
+	if c.MaxInputBytes > 0 && len(input) > c.MaxInputBytes {
+		return &LimitError{Field: FieldInput, Size: len(input), Limit: c.MaxInputBytes}
+	}
+	if c.MaxMetadataBytes > 0 && len(meta) > c.MaxMetadataBytes {
+		return &LimitError{Field: FieldMetadata, Size: len(meta), Limit: c.MaxMetadataBytes}
+	}
+	// Before any JSON parsing, which recurses once per level.
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{FieldInput, input}, {FieldMetadata, meta}} {
+		if idempotency.CheckDepth(f.name, f.data, c.MaxInputDepth) != nil {
+			limit := c.MaxInputDepth
+			if limit <= 0 {
+				limit = idempotency.MaxInputDepthDefault
+			}
+			return &InvalidError{Field: f.name, Problem: fmt.Sprintf("nests deeper than the limit of %d levels", limit)}
+		}
+	}
+	return nil
+}
+
+// checkJSON checks that input and metadata are JSON, metadata an object,
+// and input too when inputObject.
+func checkJSON(input, meta []byte, inputObject bool) error {
+	if err := jsonKind(FieldInput, input, inputObject); err != nil {
+		return err
+	}
+	return jsonKind(FieldMetadata, meta, true)
+}
+
+func jsonKind(field string, data []byte, object bool) error {
+	if !json.Valid(data) {
+		return &InvalidError{Field: field, Problem: "is not valid JSON"}
+	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); object && t[0] != '{' {
+		return &InvalidError{Field: field, Problem: "must be a JSON object, got " + kind(t[0])}
+	}
+	return nil
+}
+
+func kind(first byte) string {
+	switch first {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func orEmpty(b []byte) []byte {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return []byte("{}")
+	}
+	return b
+}

@@ -1,0 +1,388 @@
+package client
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// Page sizes of the Inspector's lists.
+const (
+	// ListLimitDefault is the page size when a list's Limit is 0.
+	ListLimitDefault = 50
+	// ListLimitMax is the largest page a list returns.
+	ListLimitMax = 1000
+	// ListScanMax bounds how many index entries one ListRuns call looks
+	// at when it filters by task or status: a page may come back short
+	// (even empty) with a NextCursor to go on from.
+	ListScanMax = 10 * ListLimitMax
+)
+
+// ErrInvalidCursor matches a cursor that no list returned.
+var ErrInvalidCursor = errors.New("invalid cursor")
+
+// ErrKeyOwnerChanged matches every *KeyOwnerChangedError.
+var ErrKeyOwnerChanged = errors.New("idempotency key owner changed")
+
+// KeyOwnerChangedError says an owner-fenced release found the key held by
+// another run than the one named (Current; "" when nobody holds it now);
+// nothing was released.
+type KeyOwnerChangedError struct {
+	Key      string
+	Expected string
+	Current  string
+}
+
+func (e *KeyOwnerChangedError) Error() string {
+	if e.Current == "" {
+		return fmt.Sprintf("idempotency key %q is no longer held (expected run %s)", e.Key, e.Expected)
+	}
+	return fmt.Sprintf("idempotency key %q is held by run %s, not %s", e.Key, e.Current, e.Expected)
+}
+
+// Is makes errors.Is(err, ErrKeyOwnerChanged) hold.
+func (e *KeyOwnerChangedError) Is(target error) bool { return target == ErrKeyOwnerChanged }
+
+// Inspector reads what a namespace holds — runs, idempotency keys, events
+// and registered tasks — and acts on it: cancels runs, releases keys,
+// sends signals. The command line, the HTTP API and dashboards are built on
+// it; nothing else of taskq reaches storage. It is safe for concurrent use,
+// and every call is bounded by the client's OperationTimeout.
+type Inspector struct {
+	c *Client
+}
+
+// Inspector returns the inspector of the client's namespace.
+func (c *Client) Inspector() *Inspector { return &Inspector{c: c} }
+
+// --- runs -------------------------------------------------------------------
+
+// ListRunsOptions select runs for ListRuns and ListRunIDs.
+type ListRunsOptions struct {
+	// Task and Status keep only the runs of this task and in this status
+	// ("" keeps all).
+	Task   string
+	Status Status
+	// Cursor continues a listing where the page that returned it ended
+	// ("" starts from the newest run).
+	Cursor string
+	// Limit is the most runs one page holds (default ListLimitDefault, at
+	// most ListLimitMax).
+	Limit int
+}
+
+// RunPage is one page of runs, newest first.
+type RunPage struct {
+	Runs []*RunInfo `json:"runs"`
+	// NextCursor continues the listing; "" when it has ended.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// RunIDPage is one page of run IDs, newest first.
+type RunIDPage struct {
+	IDs []string `json:"ids"`
+	// NextCursor continues the listing; "" when it has ended.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// GetRun reads one run, or fails with an error matching ErrRunNotFound.
+// A queued run waiting for a retry or a debounce window has ScheduledAt.
+func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	runs, due, err := in.c.store.GetRuns(ctx, []string{runID})
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	if runs[0] == nil {
+		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, runID)
+	}
+	return inspected(runs[0], due[0]), nil
+}
+
+func inspected(r *redisstore.Run, due time.Time) *RunInfo {
+	info := runInfo(r)
+	info.ScheduledAt = optTime(due)
+	return info
+}
+
+// ListRuns returns a page of runs, newest first. With a Task or Status it
+// looks at no more than ListScanMax runs per call, so a page may hold
+// fewer than Limit runs and still have a NextCursor. Runs whose records
+// expired after their retention are left out.
+func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage, error) {
+	limit, err := pageLimit(o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := decodeCursor(o.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	page := &RunPage{Runs: []*RunInfo{}}
+	index := in.c.store.Keys().Runs()
+	for looked := 0; len(page.Runs) < limit && looked < ListScanMax; {
+		es, err := in.c.store.PageIndex(ctx, index, pos, limit)
+		if err != nil {
+			return nil, in.c.unavailable(ctx, err)
+		}
+		if len(es) == 0 {
+			return page, nil
+		}
+		runs, due, err := in.c.store.GetRuns(ctx, entryIDs(es))
+		if err != nil {
+			return nil, in.c.unavailable(ctx, err)
+		}
+		for i, r := range runs {
+			pos, looked = &es[i], looked+1
+			if r != nil && (o.Task == "" || r.Task == o.Task) && (o.Status == "" || Status(r.Status) == o.Status) {
+				page.Runs = append(page.Runs, inspected(r, due[i]))
+				if len(page.Runs) == limit {
+					break
+				}
+			}
+		}
+		if len(es) < limit && pos == &es[len(es)-1] {
+			return page, nil // the index has ended
+		}
+	}
+	page.NextCursor = encodeCursor(pos)
+	return page, nil
+}
+
+// ListRunIDs is ListRuns returning only the IDs; without a Task or Status
+// it reads the runs index alone, and may list a run whose record has just
+// expired.
+func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDPage, error) {
+	if o.Task != "" || o.Status != "" {
+		rp, err := in.ListRuns(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		p := &RunIDPage{IDs: make([]string, len(rp.Runs)), NextCursor: rp.NextCursor}
+		for i, r := range rp.Runs {
+			p.IDs[i] = r.ID
+		}
+		return p, nil
+	}
+	limit, err := pageLimit(o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := decodeCursor(o.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	es, err := in.c.store.PageIndex(ctx, in.c.store.Keys().Runs(), pos, limit)
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	p := &RunIDPage{IDs: entryIDs(es)}
+	if len(es) == limit {
+		p.NextCursor = encodeCursor(&es[len(es)-1])
+	}
+	return p, nil
+}
+
+// CancelRun cancels a run that has not ended and returns its status
+// afterwards; see RunHandle.Cancel.
+func (in *Inspector) CancelRun(ctx context.Context, runID string) (Status, error) {
+	return in.c.Cancel(ctx, runID)
+}
+
+// SignalRun delivers a JSON payload to a run; see RunHandle.Signal.
+func (in *Inspector) SignalRun(ctx context.Context, runID string, payload json.RawMessage) (*SignalReceipt, error) {
+	return in.c.sendSignal(ctx, "", runID, payload)
+}
+
+// SignalKey delivers a JSON payload to the run holding key; see
+// Client.Signal.
+func (in *Inspector) SignalKey(ctx context.Context, key string, payload json.RawMessage) (*SignalReceipt, error) {
+	return in.c.sendSignal(ctx, key, "", payload)
+}
+
+// --- keys -------------------------------------------------------------------
+
+// ListKeysOptions select idempotency keys for ListKeys.
+type ListKeysOptions struct {
+	// Match keeps the keys matching this glob (Redis MATCH syntax: * ?
+	// [abc]); "" keeps all.
+	Match string
+	// Cursor continues a listing where the page that returned it ended.
+	Cursor string
+	// Limit is how many keys one page asks Redis to look at (default
+	// ListLimitDefault, at most ListLimitMax). Keys are found with SCAN, so
+	// a page may hold a few more or fewer, a key held throughout the
+	// listing is listed at least once, and the listing ends when
+	// NextCursor is "".
+	Limit int
+}
+
+// KeyPage is one page of held idempotency keys, each with its owner.
+type KeyPage struct {
+	Keys []*KeyInfo `json:"keys"`
+	// NextCursor continues the listing; "" when it has ended.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// GetKey says who holds key now, or fails with *KeyNotHeldError.
+func (in *Inspector) GetKey(ctx context.Context, key string) (*KeyInfo, error) {
+	return in.c.LookupKey(ctx, key)
+}
+
+// ListKeys returns a page of the held idempotency keys with their owners.
+// A key released between finding it and reading it is left out.
+func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage, error) {
+	limit, err := pageLimit(o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	var cursor uint64
+	if o.Cursor != "" {
+		if cursor, err = strconv.ParseUint(o.Cursor, 10, 64); err != nil || cursor == 0 {
+			return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
+		}
+	}
+	sctx, cancel := in.c.opCtx(ctx)
+	names, next, err := in.c.store.ScanKeys(sctx, o.Match, cursor, int64(limit))
+	cancel()
+	if err != nil {
+		return nil, in.c.unavailable(sctx, err)
+	}
+	page := &KeyPage{Keys: []*KeyInfo{}}
+	if next != 0 {
+		page.NextCursor = strconv.FormatUint(next, 10)
+	}
+	seen := map[string]bool{}
+	uniq := names[:0]
+	for _, k := range names {
+		if !seen[k] { // SCAN may return a key twice
+			seen[k] = true
+			uniq = append(uniq, k)
+		}
+	}
+	ctx, cancel = in.c.opCtx(ctx)
+	defer cancel()
+	states, held, err := in.c.store.GetKeys(ctx, uniq)
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	owners := make([]string, 0, len(uniq))
+	for i, ks := range states {
+		if held[i] {
+			owners = append(owners, ks.Owner)
+		}
+	}
+	runs, _, err := in.c.store.GetRuns(ctx, owners)
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	for i, ks := range states {
+		if !held[i] {
+			continue // released since the scan
+		}
+		page.Keys = append(page.Keys, in.c.keyInfo(ks, runs[0]))
+		runs = runs[1:]
+	}
+	return page, nil
+}
+
+// ReleaseKey frees key so that the next trigger with it creates a run. It
+// is fenced by owner: the key is released only while that run holds it,
+// else it fails with *KeyOwnerChangedError. With owner "" it releases the
+// key from whichever run holds it now. It returns the run the key was
+// released from, and fails with *KeyNotHeldError when nobody holds it. The
+// run itself is not touched.
+func (in *Inspector) ReleaseKey(ctx context.Context, key, owner string) (string, error) {
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	if owner == "" {
+		ks, held, err := in.c.store.GetKey(ctx, key)
+		if err != nil {
+			return "", in.c.unavailable(ctx, err)
+		}
+		if !held {
+			return "", &KeyNotHeldError{Key: key}
+		}
+		owner = ks.Owner
+	}
+	released, err := in.c.store.ReleaseKey(ctx, key, owner)
+	if err != nil {
+		return "", in.c.unavailable(ctx, err)
+	}
+	if released {
+		return owner, nil
+	}
+	now, _, err := in.c.store.GetKey(ctx, key)
+	if err != nil {
+		return "", in.c.unavailable(ctx, err)
+	}
+	return "", &KeyOwnerChangedError{Key: key, Expected: owner, Current: now.Owner}
+}
+
+// --- tasks ------------------------------------------------------------------
+
+// ListTasks lists the task definitions workers have registered, by name.
+func (in *Inspector) ListTasks(ctx context.Context) ([]task.Registered, error) {
+	return in.c.Tasks(ctx)
+}
+
+// GetTask returns the registration of one task, or an error matching
+// ErrTaskNotFound.
+func (in *Inspector) GetTask(ctx context.Context, name string) (*task.Registered, error) {
+	return in.c.RegisteredTask(ctx, name)
+}
+
+// --- cursors and limits -------------------------------------------------------
+
+func pageLimit(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, fmt.Errorf("list: limit %d must not be negative", n)
+	case n == 0:
+		return ListLimitDefault, nil
+	case n > ListLimitMax:
+		return 0, fmt.Errorf("list: limit %d is over the maximum of %d", n, ListLimitMax)
+	}
+	return n, nil
+}
+
+func entryIDs(es []redisstore.IndexEntry) []string {
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.ID
+	}
+	return ids
+}
+
+// A cursor names the last entry of a page (its score and ID), so a
+// listing goes on from there however many entries were added since.
+func encodeCursor(e *redisstore.IndexEntry) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(e.Score, 10) + ":" + e.ID))
+}
+
+func decodeCursor(s string) (*redisstore.IndexEntry, error) {
+	if s == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		score, id, ok := strings.Cut(string(raw), ":")
+		if n, perr := strconv.ParseInt(score, 10, 64); ok && perr == nil && id != "" {
+			return &redisstore.IndexEntry{ID: id, Score: n}, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, s)
+}

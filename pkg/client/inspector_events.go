@@ -1,0 +1,116 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// ErrEventNotFound is returned for an event that does not exist, or whose
+// record has expired after its retention.
+var ErrEventNotFound = redisstore.ErrEventNotFound
+
+// EventInfo is a stored event (see package events) and what it did to
+// each task subscribed to its key.
+type EventInfo struct {
+	ID       string          `json:"id"`
+	Key      string          `json:"key"`
+	Payload  json.RawMessage `json:"payload"`
+	Metadata json.RawMessage `json:"metadata"`
+	// CreatedAt is when the event was ingested.
+	CreatedAt time.Time `json:"createdAt"`
+	// Runs has one entry per subscribed task, by task name.
+	Runs []EventTaskRun `json:"runs"`
+}
+
+// EventTaskRun is what an event did to one subscribed task.
+type EventTaskRun struct {
+	Task string `json:"task"`
+	// Outcome is "created", "deduplicated", "debounced" or "error" (see
+	// the Outcome constants of package events).
+	Outcome string `json:"outcome"`
+	// RunID is the run created, or the existing run the event was
+	// deduplicated (or debounced) to.
+	RunID          string `json:"runId,omitempty"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// eventInfo converts a stored event record.
+func eventInfo(r *redisstore.Event) *EventInfo {
+	e := &EventInfo{
+		ID: r.ID, Key: r.Key, Payload: json.RawMessage(r.Payload), Metadata: json.RawMessage(r.Meta),
+		CreatedAt: r.Created.UTC(), Runs: make([]EventTaskRun, len(r.Runs)),
+	}
+	for n, x := range r.Runs {
+		e.Runs[n] = EventTaskRun{Task: x.Task, Outcome: x.Outcome, RunID: x.RunID, IdempotencyKey: x.IdempotencyKey, Error: x.Error}
+	}
+	return e
+}
+
+// ListEventsOptions select events for ListEvents.
+type ListEventsOptions struct {
+	// Key lists only the events of this event key ("" lists all).
+	Key string
+	// Cursor continues a listing where the page that returned it ended.
+	Cursor string
+	// Limit is the most events one page holds (default ListLimitDefault,
+	// at most ListLimitMax).
+	Limit int
+}
+
+// EventPage is one page of events, newest first.
+type EventPage struct {
+	Events []*EventInfo `json:"events"`
+	// NextCursor continues the listing; "" when it has ended.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// GetEvent reads one event, or fails with an error matching
+// ErrEventNotFound.
+func (in *Inspector) GetEvent(ctx context.Context, id string) (*EventInfo, error) {
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	r, err := in.c.store.GetEvent(ctx, id)
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	return eventInfo(r), nil
+}
+
+// ListEvents returns a page of events, newest first. Events whose records
+// expired between reading the index and the records are left out.
+func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*EventPage, error) {
+	limit, err := pageLimit(o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := decodeCursor(o.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	index := in.c.store.Keys().Events()
+	if o.Key != "" {
+		index = in.c.store.Keys().EventKeyIndex(o.Key)
+	}
+	es, err := in.c.store.PageIndex(ctx, index, pos, limit)
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	recs, err := in.c.store.GetEvents(ctx, entryIDs(es))
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	page := &EventPage{Events: make([]*EventInfo, len(recs))}
+	for i, r := range recs {
+		page.Events[i] = eventInfo(r)
+	}
+	if len(es) == limit {
+		page.NextCursor = encodeCursor(&es[len(es)-1])
+	}
+	return page, nil
+}
