@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // ErrIdempotencyCollision matches every *IdempotencyCollisionError and
@@ -16,9 +17,6 @@ var ErrIdempotencyCollision = errors.New("idempotency collision")
 // ErrRunNotFound is returned for a run ID that does not exist, or whose
 // record has been removed after its retention.
 var ErrRunNotFound = redisstore.ErrRunNotFound
-
-// ErrRunCancelled matches every *RunCancelledError.
-var ErrRunCancelled = errors.New("run cancelled")
 
 // ErrRunFailed matches every *RunFailedError.
 var ErrRunFailed = errors.New("run failed")
@@ -145,6 +143,7 @@ func (e *RunFailedError) Error() string {
 func (e *RunFailedError) Is(target error) bool { return target == ErrRunFailed }
 
 // RunCancelledError is the result of a cancelled run.
+// errors.Is(err, task.ErrRunCancelled) holds for it.
 type RunCancelledError struct {
 	RunID  string
 	Reason string
@@ -154,5 +153,5 @@ func (e *RunCancelledError) Error() string {
 	return fmt.Sprintf("run %s was cancelled: %s", e.RunID, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrRunCancelled) hold.
-func (e *RunCancelledError) Is(target error) bool { return target == ErrRunCancelled }
+// Is makes errors.Is(err, task.ErrRunCancelled) hold.
+func (e *RunCancelledError) Is(target error) bool { return target == task.ErrRunCancelled }

@@ -30,7 +30,7 @@ func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c
 
 func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-func newClient(t *testing.T, b *redistest.Backend, clock client.Clock) *client.Client {
+func newClient(t *testing.T, b *redistest.Backend, clock task.Clock) *client.Client {
 	t.Helper()
 	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, Clock: clock})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // subscriber opens a Pub/Sub connection (a redis.UniversalClient does).
@@ -114,6 +116,6 @@ func (c *canceller) notice(payload string) {
 	case superseded:
 		a.cancel(&SupersededError{RunID: runID, By: by})
 	default:
-		a.cancel(ErrRunCancelled)
+		a.cancel(task.ErrRunCancelled)
 	}
 }

@@ -32,7 +32,7 @@ type registrar struct {
 	interval time.Duration
 	// opTimeout bounds each check made after Start.
 	opTimeout time.Duration
-	clock     Clock
+	clock     task.Clock
 	log       *slog.Logger
 }
 

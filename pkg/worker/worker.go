@@ -35,9 +35,6 @@ const (
 	OperationTimeoutDefault = 5 * time.Second
 )
 
-// Clock tells the time; tests substitute their own.
-type Clock interface{ Now() time.Time }
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -105,7 +102,8 @@ type Options struct {
 	// maxmemory-policy, used_memory and maxmemory (taskq_redis_*).
 	Metrics prometheus.Registerer
 	Logger  *slog.Logger
-	Clock   Clock
+	// Clock tells the worker the time (time.Now when nil).
+	Clock task.Clock
 }
 
 func (o Options) withDefaults() Options {
