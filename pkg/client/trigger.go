@@ -41,7 +41,7 @@ func (o *runOptions) resolvePolicy(def *task.Definition) (redisstore.Policy, err
 	if p == "" {
 		p = task.ConflictReject
 	}
-	return redisstore.Policy(p), nil
+	return p, nil
 }
 
 // WithMetadata attaches additional metadata to the run; idempotency
@@ -280,7 +280,7 @@ func (c *Client) prepare(def *task.Definition, input, meta []byte, policy rediss
 	}
 	if idem := def.Idempotency; idem != nil {
 		p.Key = key
-		p.Strategy = redisstore.Strategy(idem.Strategy)
+		p.Strategy = idem.Strategy
 		p.Hold = idem.Hold()
 		p.Retain = idem.Retain
 	}

@@ -396,7 +396,7 @@ func (i *Ingester) eventTask(s subscriber, in Input, now time.Time) (redisstore.
 	}
 	if idem := def.Idempotency; idem != nil {
 		p.Key = key
-		p.Strategy = redisstore.Strategy(idem.Strategy)
+		p.Strategy = idem.Strategy
 		p.Hold = idem.Hold()
 		p.Retain = idem.Retain
 	}
