@@ -52,7 +52,7 @@ var ErrEvictingRedis = redisguard.ErrEvictingPolicy
 type EvictingPolicyError = redisguard.EvictingPolicyError
 
 // ErrInputTooLarge matches every *LimitError.
-var ErrInputTooLarge = errors.New("trigger over a size limit")
+var ErrInputTooLarge = errors.New("over a size limit")
 
 // IdempotencyCollisionError says a trigger was not run because another run
 // owns its idempotency key. Owner is a handle to that run: its status and
@@ -107,20 +107,31 @@ func (e *BatchItemError) Error() string { return fmt.Sprintf("trigger #%d: %v", 
 // Unwrap returns the item's error.
 func (e *BatchItemError) Unwrap() error { return e.Err }
 
-// LimitError says an input, its metadata or a batch is over a limit.
+// LimitError says something is over one of the client's size limits:
+// a trigger's input, its metadata or a batch of triggers, a signal's
+// payload or a run's count of signals, or an event's payload or metadata
+// (the event ingester applies the client's limits; its *InvalidEventError
+// wraps this error and names the event). Nothing was written.
 type LimitError struct {
-	What  string // "input", "additional_metadata", "batch"
+	// What is over: "input", "additional_metadata", "batch", "signal
+	// payload", "signals of run <id>", or an event's "payload" or
+	// "metadata".
+	What  string
 	Size  int
 	Limit int
+	// Unit counts Size and Limit: "bytes" when empty, "triggers" for a
+	// batch when empty, or "events" or "signals".
+	Unit string
 }
 
 func (e *LimitError) Error() string {
-	unit := "bytes"
+	unit := e.Unit
 	switch {
+	case unit != "":
 	case e.What == "batch":
 		unit = "triggers"
-	case strings.HasPrefix(e.What, "signals"):
-		unit = "signals"
+	default:
+		unit = "bytes"
 	}
 	return fmt.Sprintf("%s is %d %s, over the limit of %d", e.What, e.Size, unit, e.Limit)
 }

@@ -116,7 +116,7 @@ func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []by
 	case res.Reason == "finished":
 		return nil, &OwnerFinishedError{Key: key, RunID: res.RunID, Status: Status(res.Status)}
 	case res.Reason == "full":
-		return nil, &LimitError{What: "signals of run " + res.RunID, Size: c.opts.MaxSignals, Limit: c.opts.MaxSignals}
+		return nil, &LimitError{What: "signals of run " + res.RunID, Size: c.opts.MaxSignals, Limit: c.opts.MaxSignals, Unit: "signals"}
 	case res.Reason == "missing" && runID == "":
 		// The key outlived its owner's record: nobody can take the signal.
 		return nil, &KeyNotHeldError{Key: key}

@@ -198,14 +198,14 @@ func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage
 
 // PushMany pushes a batch of events in one round trip. Every event is
 // validated before anything is written; an invalid one fails the batch
-// with an *InvalidEventError or *LimitError naming its index. Events are
-// pushed in order, so a later event is deduplicated to a run an earlier
-// one of the batch created. Each event is stored atomically with its runs;
+// with an *InvalidEventError naming its index, and a batch over its limit
+// with a *client.LimitError. Events are pushed in order, so a later event
+// is deduplicated to a run an earlier one of the batch created. Each event is stored atomically with its runs;
 // when Redis fails some of them, the others are still returned (the failed
 // ones as nil) with a *PushError per failure.
 func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 	if len(in) > i.opts.MaxBatch {
-		return nil, &LimitError{Index: -1, What: "batch", Size: len(in), Limit: i.opts.MaxBatch}
+		return nil, &client.LimitError{What: "batch", Size: len(in), Limit: i.opts.MaxBatch, Unit: "events"}
 	}
 	in = append([]Input(nil), in...)
 	for n := range in {
@@ -319,7 +319,8 @@ func object(index int, field string, raw json.RawMessage, limit, depth int) (jso
 		return json.RawMessage("{}"), nil
 	}
 	if limit > 0 && len(raw) > limit {
-		return nil, &LimitError{Index: index, What: field, Size: len(raw), Limit: limit}
+		le := &client.LimitError{What: field, Size: len(raw), Limit: limit}
+		return nil, &InvalidEventError{Index: index, Field: field, Message: fmt.Sprintf("is %d bytes, over the limit of %d", le.Size, le.Limit), Err: le}
 	}
 	// Before json.Valid, which recurses once per level.
 	if err := idempotency.CheckDepth(field, trimmed, depth); err != nil {
