@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -123,44 +122,4 @@ func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []by
 	default:
 		return nil, &KeyNotHeldError{Key: key, RunID: runID}
 	}
-}
-
-// KeyInfo describes who holds an idempotency key.
-type KeyInfo struct {
-	Key        string        `json:"key"`
-	OwnerRunID string        `json:"ownerRunId"`
-	TTL        time.Duration `json:"ttl"`
-	// The owner's task, strategy and status; empty when the owner's record
-	// has already expired.
-	Task        string `json:"task,omitempty"`
-	Strategy    string `json:"strategy,omitempty"`
-	OwnerStatus Status `json:"ownerStatus,omitempty"`
-	// Owner is a handle to the owning run.
-	Owner *RunHandle `json:"-"`
-}
-
-// Active reports whether the owner is still queued or running (and so can
-// be signalled), rather than holding the key by retention.
-func (k *KeyInfo) Active() bool { return k.OwnerStatus != "" && !k.OwnerStatus.Terminal() }
-
-// LookupKey says who holds key now, or fails with *KeyNotHeldError.
-func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
-	ctx, cancel := c.opCtx(ctx)
-	defer cancel()
-	ks, ok, err := c.store.GetKey(ctx, key)
-	if err != nil {
-		return nil, c.unavailable(ctx, err)
-	}
-	if !ok {
-		return nil, &KeyNotHeldError{Key: key}
-	}
-	info := &KeyInfo{Key: key, OwnerRunID: ks.Owner, TTL: ks.TTL, Owner: c.Handle(ks.Owner)}
-	run, err := c.store.GetRun(ctx, ks.Owner)
-	switch {
-	case err == nil:
-		info.Task, info.Strategy, info.OwnerStatus = run.Task, string(run.Strategy), Status(run.Status)
-	case !errors.Is(err, ErrRunNotFound):
-		return nil, c.unavailable(ctx, err)
-	}
-	return info, nil
 }
