@@ -65,7 +65,7 @@ func (c *canceller) subscribe(ctx context.Context) (*redis.PubSub, error) {
 		}
 		if err != nil {
 			_ = ps.Close()
-			return nil, fmt.Errorf("confirming the subscription to %s: %w", c.channel, err)
+			return nil, fmt.Errorf("worker: confirm the subscription to %s: %w", c.channel, err)
 		}
 		if s, ok := m.(*redis.Subscription); ok && s.Kind == "subscribe" && s.Channel == c.channel {
 			return ps, nil

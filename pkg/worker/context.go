@@ -23,11 +23,11 @@ var (
 	// ErrLeaseLost: this worker could not renew its lease in time and the
 	// run may be redelivered to another worker; anything the handler
 	// writes to taskq from now on is refused.
-	ErrLeaseLost = errors.New("taskq: lease lost")
+	ErrLeaseLost = errors.New("lease lost")
 	// ErrShutdown: the worker is shutting down and gives the run back.
-	ErrShutdown = errors.New("taskq: worker shutting down")
+	ErrShutdown = errors.New("worker shutting down")
 	// ErrTimeout: the attempt ran past the task's timeout.
-	ErrTimeout = errors.New("taskq: attempt timed out")
+	ErrTimeout = errors.New("attempt timed out")
 )
 
 // supersededPrefix starts the error of a run a newer run superseded; the
@@ -42,7 +42,7 @@ type SupersededError struct {
 }
 
 func (e *SupersededError) Error() string {
-	return fmt.Sprintf("taskq: run %s superseded by run %s", e.RunID, e.By)
+	return fmt.Sprintf("run %s superseded by run %s", e.RunID, e.By)
 }
 
 // Is makes errors.Is(err, task.ErrRunCancelled) hold: superseding cancels.

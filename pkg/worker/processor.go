@@ -320,7 +320,7 @@ func (p *processor) process(j runJob) {
 func call(h handlerFunc, ctx Context, input []byte) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack())
+			err = fmt.Errorf("worker: handler panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
 	return h(ctx, input)

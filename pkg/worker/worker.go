@@ -250,7 +250,7 @@ func Handle[I, O any](w *Worker, t *task.Task[I, O], fn func(ctx Context, input 
 	return w.register(t.Definition(), func(ctx Context, raw []byte) ([]byte, error) {
 		var in I
 		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, NonRetryable(fmt.Errorf("decode input: %w", err))
+			return nil, NonRetryable(fmt.Errorf("worker: decode input: %w", err))
 		}
 		out, err := fn(ctx, in)
 		if err != nil {
