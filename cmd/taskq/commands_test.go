@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/examples/orders"
-	"github.com/taskq/taskq/examples/webhooks"
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/devtasks"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -52,10 +51,10 @@ func startWorker(t *testing.T, b *redistest.Backend) *worker.Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := orders.Register(w, orders.Handler{}); err != nil {
+	if err := worker.Handle(w, devtasks.ProcessOrder, devtasks.OrderHandler{}.Handle); err != nil {
 		t.Fatal(err)
 	}
-	if err := webhooks.Register(w); err != nil {
+	if err := worker.Handle(w, devtasks.HandleWebhook, devtasks.HandleDelivery); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(context.Background()); err != nil {
@@ -69,8 +68,8 @@ func seed(t *testing.T, b *redistest.Backend) *fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	f := &fixture{b: b, c: newTestClient(t, b), cli: newCLI(t, b), runs: map[string]string{}, evs: map[string]string{}}
-	trigger := func(label string, o orders.Order) *client.RunRef[orders.Receipt] {
-		ref, err := client.RunNoWait(ctx, f.c, orders.ProcessOrder, o)
+	trigger := func(label string, o devtasks.Order) *client.RunRef[devtasks.Receipt] {
+		ref, err := client.RunNoWait(ctx, f.c, devtasks.ProcessOrder, o)
 		if err != nil {
 			t.Fatalf("trigger %s: %v", label, err)
 		}
@@ -78,18 +77,18 @@ func seed(t *testing.T, b *redistest.Backend) *fixture {
 		return ref
 	}
 	w := startWorker(t, b)
-	if _, err := trigger("paid", orders.Order{OrderID: "1001", Amount: 4200}).Result(ctx); err != nil {
+	if _, err := trigger("paid", devtasks.Order{OrderID: "1001", Amount: 4200}).Result(ctx); err != nil {
 		t.Fatalf("paid order: %v", err)
 	}
-	if _, err := trigger("declined", orders.Order{OrderID: "1002", Amount: 0}).Result(ctx); err == nil {
+	if _, err := trigger("declined", devtasks.Order{OrderID: "1002", Amount: 0}).Result(ctx); err == nil {
 		t.Fatal("an order of amount 0 succeeded")
 	}
 	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// No worker from here on: these stay queued.
-	trigger("queued", orders.Order{OrderID: "1003", Amount: 990, Currency: "USD"})
-	trigger("cancelled", orders.Order{OrderID: "1004", Amount: 500})
+	trigger("queued", devtasks.Order{OrderID: "1003", Amount: 990, Currency: "USD"})
+	trigger("cancelled", devtasks.Order{OrderID: "1004", Amount: 500})
 	if _, err := f.c.Cancel(ctx, f.runs["cancelled"]); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +98,7 @@ func seed(t *testing.T, b *redistest.Backend) *fixture {
 	}
 	f.ing = ing
 	for _, label := range []string{"first", "dup"} {
-		e, err := ing.Push(ctx, webhooks.EventKey, json.RawMessage(`{"id":"evt_1","type":"payment.succeeded"}`), json.RawMessage(`{"source":"stripe"}`))
+		e, err := ing.Push(ctx, devtasks.EventKey, json.RawMessage(`{"id":"evt_1","type":"payment.succeeded"}`), json.RawMessage(`{"source":"stripe"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +175,7 @@ func TestInspectCommandsGolden(t *testing.T) {
 			{name: "events_get.json", args: []string{"events", "get", f.evs["first"], "-o", "json"}},
 			{name: "events_get_missing", args: []string{"events", "get", "01900000-0000-7000-8000-000000000000"}, code: exitNotFound},
 			{name: "events_ls", args: []string{"events", "ls"}},
-			{name: "events_ls.json", args: []string{"events", "ls", "--key", webhooks.EventKey, "-o", "json"}},
+			{name: "events_ls.json", args: []string{"events", "ls", "--key", devtasks.EventKey, "-o", "json"}},
 			{name: "eval_task", args: []string{"eval", "--task", "process-order", "--input", `{"orderId":"1001"}`}},
 			{name: "eval_task.json", args: []string{"eval", "--task", "handle-webhook", "--input", `{"id":"evt_9"}`, "-o", "json"}},
 		}
@@ -208,13 +207,13 @@ func TestChangingCommandsGolden(t *testing.T) {
 			{name: "keys_release_confirmed", args: []string{"keys", "release", "order:1002"}, stdin: "y\n"},
 			{name: "keys_release_declined", args: []string{"keys", "release", "order:1004"}, stdin: "n\n", code: exitFailure},
 			{name: "keys_release_missing", args: []string{"keys", "release", "order:1001", "--yes"}, code: exitNotFound},
-			{name: "events_push", args: []string{"events", "push", webhooks.EventKey, "--data", `{"id":"evt_2","type":"refund.created"}`}},
-			{name: "events_push_duplicate.json", args: []string{"events", "push", webhooks.EventKey, "--data", `{"id":"evt_2","type":"refund.created"}`, "--meta", "source=stripe", "-o", "json"}},
+			{name: "events_push", args: []string{"events", "push", devtasks.EventKey, "--data", `{"id":"evt_2","type":"refund.created"}`}},
+			{name: "events_push_duplicate.json", args: []string{"events", "push", devtasks.EventKey, "--data", `{"id":"evt_2","type":"refund.created"}`, "--meta", "source=stripe", "-o", "json"}},
 			{name: "events_push_nobody", args: []string{"events", "push", "nobody.listens", "--data", `{"id":"x"}`}},
-			{name: "events_push_error", args: []string{"events", "push", webhooks.EventKey, "--data", `{"type":"no id"}`}, code: exitFailure},
-			{name: "events_push_batch", args: []string{"events", "push", webhooks.EventKey, "--batch", "--data", "-"},
+			{name: "events_push_error", args: []string{"events", "push", devtasks.EventKey, "--data", `{"type":"no id"}`}, code: exitFailure},
+			{name: "events_push_batch", args: []string{"events", "push", devtasks.EventKey, "--batch", "--data", "-"},
 				stdin: "{\"id\":\"evt_3\"}\n{\"id\":\"evt_4\"}\n{\"id\":\"evt_3\"}\n"},
-			{name: "events_push_batch.json", args: []string{"events", "push", webhooks.EventKey, "--batch", "--data", `[{"id":"evt_5"},{"id":"evt_5"}]`, "-o", "json"}},
+			{name: "events_push_batch.json", args: []string{"events", "push", devtasks.EventKey, "--batch", "--data", `[{"id":"evt_5"},{"id":"evt_5"}]`, "-o", "json"}},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) { f.check(t, tc) })

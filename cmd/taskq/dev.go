@@ -16,8 +16,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/spf13/cobra"
 
-	"github.com/taskq/taskq/examples/orders"
-	"github.com/taskq/taskq/examples/webhooks"
+	"github.com/taskq/taskq/internal/devtasks"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 	"github.com/taskq/taskq/pkg/worker"
@@ -120,10 +119,7 @@ func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 	if err != nil {
 		return err
 	}
-	if err := orders.Register(w, orders.Handler{Delay: o.delay}); err != nil {
-		return err
-	}
-	if err := webhooks.Register(w); err != nil {
+	if err := devtasks.Register(w, o.delay); err != nil {
 		return err
 	}
 	if err := w.Start(ctx); err != nil {
@@ -175,8 +171,8 @@ func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 	}
 	fmt.Fprintf(out, "  Redis      %s %s\n", redactURL(a.redisURL), redisNote)
 	fmt.Fprintf(out, "  Namespace  %s\n", a.namespace)
-	fmt.Fprintf(out, "  Worker     %s runs %s (status key %s)\n", w.Name(), orders.ProcessOrder.Name(), orders.ProcessOrder.Definition().Idempotency.Expression)
-	fmt.Fprintf(out, "             and %s (ttl key %s, on event %s)\n\n", webhooks.HandleWebhook.Name(), webhooks.HandleWebhook.Definition().Idempotency.Expression, webhooks.EventKey)
+	fmt.Fprintf(out, "  Worker     %s runs %s (status key %s)\n", w.Name(), devtasks.ProcessOrder.Name(), devtasks.ProcessOrder.Definition().Idempotency.Expression)
+	fmt.Fprintf(out, "             and %s (ttl key %s, on event %s)\n\n", devtasks.HandleWebhook.Name(), devtasks.HandleWebhook.Definition().Idempotency.Expression, devtasks.EventKey)
 
 	if !o.noDemo {
 		d := &demo{out: out, c: c, ing: ing, orderID: "demo-" + session}
@@ -242,9 +238,9 @@ func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n",
 
 func (d *demo) run(ctx context.Context) error {
 	d.say("Demo: one order triggered twice, then one webhook delivered twice.\n")
-	order := orders.Order{OrderID: d.orderID, Amount: 4200, Currency: "EUR"}
-	d.say("  1. trigger %s {orderId: %q, amount: %d}", orders.ProcessOrder.Name(), order.OrderID, order.Amount)
-	ref, err := client.RunNoWait(ctx, d.c, orders.ProcessOrder, order)
+	order := devtasks.Order{OrderID: d.orderID, Amount: 4200, Currency: "EUR"}
+	d.say("  1. trigger %s {orderId: %q, amount: %d}", devtasks.ProcessOrder.Name(), order.OrderID, order.Amount)
+	ref, err := client.RunNoWait(ctx, d.c, devtasks.ProcessOrder, order)
 	if err != nil {
 		return err
 	}
@@ -252,7 +248,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("     accepted: run %s, key %q", ref.ID(), "order:"+d.orderID)
 
 	d.say("  2. trigger the same order again")
-	_, err = client.RunNoWait(ctx, d.c, orders.ProcessOrder, order)
+	_, err = client.RunNoWait(ctx, d.c, devtasks.ProcessOrder, order)
 	var coll *client.IdempotencyCollisionError
 	if !errors.As(err, &coll) {
 		return fmt.Errorf("the duplicate was not rejected: %w", err)
@@ -270,17 +266,17 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("     succeeded: charged %d %s, charge %s", res.Amount, res.Currency, res.ChargeID)
 
 	d.say("  4. trigger the order once more, now that its run has finished")
-	_, err = client.RunNoWait(ctx, d.c, orders.ProcessOrder, order)
+	_, err = client.RunNoWait(ctx, d.c, devtasks.ProcessOrder, order)
 	if !errors.As(err, &coll) {
 		return fmt.Errorf("the late duplicate was not rejected: %w", err)
 	}
 	d.say("     rejected: the status key is retained for %s after the run, so late duplicates still collide",
-		formatDuration(orders.ProcessOrder.Definition().Idempotency.Retain))
+		formatDuration(devtasks.ProcessOrder.Definition().Idempotency.Retain))
 
 	payload := []byte(fmt.Sprintf(`{"id":"evt_%s","type":"payment.succeeded"}`, d.orderID))
-	d.say("  5. push event %s %s twice", webhooks.EventKey, payload)
+	d.say("  5. push event %s %s twice", devtasks.EventKey, payload)
 	for i, label := range []string{"first: ", "second:"} {
-		e, err := d.ing.Push(ctx, webhooks.EventKey, payload, []byte("{}"))
+		e, err := d.ing.Push(ctx, devtasks.EventKey, payload, []byte("{}"))
 		if err != nil {
 			return err
 		}
@@ -307,7 +303,7 @@ func (a *app) printTryIt(out io.Writer, url, token, session string, embedded boo
 	cli := cliName()
 	order1, order2, evt1, evt2 := "1001", "1002", "evt_1001", "evt_1002"
 	if !embedded {
-		// A shared Redis may remember earlier sessions' orders.
+		// A shared Redis may remember earlier sessions' demo.
 		order1, order2, evt1, evt2 = "1001-"+session, "1002-"+session, "evt_1001-"+session, "evt_1002-"+session
 	}
 	// The password of a Redis given with --redis is not printed: the line
@@ -328,7 +324,7 @@ func (a *app) printTryIt(out io.Writer, url, token, session string, embedded boo
 	if url != "" {
 		auth := `-H "Authorization: Bearer $TASKQ_TOKEN"`
 		trigger := fmt.Sprintf("curl -sS -X POST %s/api/v1/tasks/%s/runs \\\n    %s -H 'Content-Type: application/json' \\\n    -d '{\"input\":{\"orderId\":\"%s\",\"amount\":4200}}'",
-			url, orders.ProcessOrder.Name(), auth, order1)
+			url, devtasks.ProcessOrder.Name(), auth, order1)
 		p("  # trigger an order: 201 Created and its runId")
 		p("  %s\n", trigger)
 		p("  # the same request again: 409 idempotency_collision with the first run's existingRunId")
@@ -341,15 +337,15 @@ func (a *app) printTryIt(out io.Writer, url, token, session string, embedded boo
 		p("  curl -sS %s '%s/api/v1/runs/%s/result?wait=30s'\n", auth, url, run)
 		p("  # a webhook delivered twice: the second event is deduplicated to the first run")
 		p("  curl -sS -X POST %s/api/v1/events \\\n    %s -H 'Content-Type: application/json' \\\n    -d '{\"key\":\"%s\",\"payload\":{\"id\":\"%s\",\"type\":\"payment.succeeded\"}}'\n",
-			url, auth, webhooks.EventKey, evt1)
+			url, auth, devtasks.EventKey, evt1)
 	}
 	p("  # the same with the CLI: the second trigger is a duplicate (exit code 4)")
 	for i := 0; i < 2; i++ {
-		p("  %s runs trigger %s --input '{\"orderId\":\"%s\",\"amount\":990}'", cli, orders.ProcessOrder.Name(), order2)
+		p("  %s runs trigger %s --input '{\"orderId\":\"%s\",\"amount\":990}'", cli, devtasks.ProcessOrder.Name(), order2)
 	}
 	p("\n  # a webhook pushed twice: the second event is deduplicated to the first run")
 	for i := 0; i < 2; i++ {
-		p("  %s events push %s --data '{\"id\":\"%s\",\"type\":\"payment.succeeded\"}'", cli, webhooks.EventKey, evt2)
+		p("  %s events push %s --data '{\"id\":\"%s\",\"type\":\"payment.succeeded\"}'", cli, devtasks.EventKey, evt2)
 	}
 	p("\n  # what is held, what ran, what is registered")
 	p("  %s keys ls", cli)

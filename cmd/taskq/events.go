@@ -229,7 +229,7 @@ func (a *app) pushed(evs []*events.Event, batch bool, pushErr error) error {
 // badEvent makes an event the ingester refused (a bad key, a payload over
 // a limit) a usage error: the arguments were wrong.
 func badEvent(err error) error {
-	if errors.Is(err, events.ErrInvalidEvent) || errors.Is(err, events.ErrTooLarge) {
+	if errors.Is(err, events.ErrInvalidEvent) || errors.Is(err, client.ErrInputTooLarge) {
 		return withCode(exitUsage, err)
 	}
 	return err
@@ -241,18 +241,18 @@ func badEvent(err error) error {
 // errors name no payload.
 func badBatch(err error, total int) error {
 	var ie *events.InvalidEventError
-	var le *events.LimitError
+	var le *client.LimitError
 	switch {
+	case errors.As(err, &ie) && errors.As(err, &le) && ie.Field == "metadata":
+		return usageErrorf("metadata is %d bytes, over the limit of %d", le.Size, le.Limit)
+	case errors.As(err, &ie) && errors.As(err, &le):
+		return usageErrorf("--data payload %d of %d is %d bytes, over the limit of %d", ie.Index+1, total, le.Size, le.Limit)
 	case errors.As(err, &ie) && ie.Field == "key":
 		return usageErrorf("event key %s", ie.Message)
 	case errors.As(err, &ie) && ie.Field == "metadata":
 		return usageErrorf("metadata %s", ie.Message)
 	case errors.As(err, &ie):
 		return usageErrorf("--data payload %d of %d %s", ie.Index+1, total, ie.Message)
-	case errors.As(err, &le) && le.What == "metadata":
-		return usageErrorf("metadata is %d bytes, over the limit of %d", le.Size, le.Limit)
-	case errors.As(err, &le):
-		return usageErrorf("--data payload %d of %d is %d bytes, over the limit of %d", le.Index+1, total, le.Size, le.Limit)
 	}
 	return badEvent(err)
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/examples/webhooks"
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/devtasks"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -32,7 +32,7 @@ func storedEvents(t *testing.T, c *client.Client) []*events.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := ing.List(context.Background(), events.ListOptions{Key: webhooks.EventKey})
+	evs, err := ing.List(context.Background(), events.ListOptions{Key: devtasks.EventKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestEventsPushBatchCheckedBeforeAnythingIsStored(t *testing.T) {
 		big := fmt.Sprintf("{\"id\":\"big\",\"pad\":%q}\n", strings.Repeat("x", client.MaxInputBytesDefault))
 		data := deliveries("a1", "a2", "a3") + big + deliveries("a5")
 
-		r := cl.runIn(data, "events", "push", webhooks.EventKey, "--batch", "--chunk", "2", "--data", "-")
+		r := cl.runIn(data, "events", "push", devtasks.EventKey, "--batch", "--chunk", "2", "--data", "-")
 		if r.code != exitUsage {
 			t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, exitUsage, r.stdout, r.stderr)
 		}
@@ -87,7 +87,7 @@ func TestEventsPushBatchListsWhatWasStoredWhenRedisFailsSome(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		r := cl.runIn(deliveries("b1", "b2", "b3", "b4", "b5"), "events", "push", webhooks.EventKey,
+		r := cl.runIn(deliveries("b1", "b2", "b3", "b4", "b5"), "events", "push", devtasks.EventKey,
 			"--batch", "--chunk", "3", "--data", "-", "-o", "json")
 		if r.code != exitFailure {
 			t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, exitFailure, r.stdout, r.stderr)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskq/taskq/examples/webhooks"
+	"github.com/taskq/taskq/internal/devtasks"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -116,7 +116,7 @@ func TestRefusedAtMaxmemoryExits1WithTheReason(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"runs", "trigger", "process-order", "--input", `{"orderId":"7001","amount":100}`},
-		{"events", "push", webhooks.EventKey, "--data", `{"id":"evt_7001"}`},
+		{"events", "push", devtasks.EventKey, "--data", `{"id":"evt_7001"}`},
 	} {
 		r := c.run(args...)
 		if r.code != exitFailure || !strings.Contains(r.stderr, "out of memory") || strings.Contains(r.stderr, "holds a") {

@@ -4,7 +4,8 @@
 // that retries its request (or a duplicate HTTP call) is told which run
 // already handles the order instead of charging twice.
 //
-// The example worker (examples/order-worker) and `taskq dev` both run it.
+// The example worker (examples/order-worker) runs it; `taskq dev` runs a
+// copy of it (internal/devtasks).
 package orders
 
 import (

@@ -4,8 +4,8 @@
 // inside that window are deduplicated to the first run.
 //
 // The task is triggered by "webhook.received" events (POST /api/v1/events or
-// `taskq events push`). The example worker (examples/webhook-worker) and
-// `taskq dev` both run it.
+// `taskq events push`). The example worker (examples/webhook-worker) runs
+// it; `taskq dev` runs a copy of it (internal/devtasks).
 package webhooks
 
 import (

@@ -143,7 +143,7 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	}
 	if idem := def.Idempotency; idem != nil {
 		p.Key = key
-		p.Strategy = redisstore.Strategy(idem.Strategy)
+		p.Strategy = idem.Strategy
 		p.Hold = idem.Hold()
 		p.Retain = idem.Retain
 	}

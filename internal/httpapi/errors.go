@@ -227,15 +227,15 @@ func isKeyError(err error) bool {
 func eventError(err error) *apiError {
 	var (
 		inv   *events.InvalidEventError
-		limit *events.LimitError
+		limit *client.LimitError
 	)
 	switch {
+	case errors.As(err, &inv) && errors.As(err, &limit):
+		return newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "%s", inv.Error()).atItem("events", inv.Index, inv.Field)
 	case errors.As(err, &inv):
 		return newError(http.StatusBadRequest, CodeInvalidField, "%s", inv.Error()).atItem("events", inv.Index, inv.Field)
-	case errors.As(err, &limit) && limit.What == "batch":
-		return newError(http.StatusBadRequest, CodeBatchTooLarge, "%s", limit.Error())
 	case errors.As(err, &limit):
-		return newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "%s", limit.Error()).atItem("events", limit.Index, limit.What)
+		return newError(http.StatusBadRequest, CodeBatchTooLarge, "%s", limit.Error())
 	}
 	return storeError(err)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // Store is the only place taskq talks to Redis: every state change of a run
@@ -51,26 +53,30 @@ func (s *Store) Redis() redis.UniversalClient { return s.rdb }
 // Ping checks that Redis answers.
 func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 
-// Strategy says how an idempotency key is held.
-type Strategy string
+// Strategy is the task's strategy (defined once, in package task), as the
+// scripts store and read it.
+type Strategy = task.Strategy
 
-// The strategies. StrategyNone runs are not deduplicated.
+// The strategies a run is stored with: the task's, or StrategyNone for a
+// run without an idempotency key, which is not deduplicated. StrategyNone
+// is a storage value only, never a task's configuration.
 const (
 	StrategyNone     Strategy = "none"
-	StrategyTTL      Strategy = "ttl"
-	StrategyStatus   Strategy = "status"
-	StrategyDebounce Strategy = "debounce"
+	StrategyTTL               = task.StrategyTTL
+	StrategyStatus            = task.StrategyStatus
+	StrategyDebounce          = task.StrategyDebounce
 )
 
-// Policy says what a trigger does when another run holds its key.
-type Policy string
+// Policy is the trigger's conflict policy (defined once, in package task),
+// as enqueue.lua reads it.
+type Policy = task.ConflictPolicy
 
-// Conflict policies.
+// Conflict policies, as the scripts name them.
 const (
-	PolicyReject    Policy = "reject"
-	PolicyAttach    Policy = "attach"
-	PolicySupersede Policy = "supersede"
-	PolicySignal    Policy = "signal"
+	PolicyReject    = task.ConflictReject
+	PolicyAttach    = task.ConflictAttach
+	PolicySupersede = task.ConflictSupersede
+	PolicySignal    = task.ConflictSignal
 )
 
 // TriggerOutcome says what a trigger did.

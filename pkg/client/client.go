@@ -14,6 +14,7 @@ import (
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // Defaults and limits of Options.
@@ -28,9 +29,6 @@ const (
 
 // RedisURLEnv names the environment variable read when no Redis is given.
 const RedisURLEnv = "TASKQ_REDIS_URL"
-
-// Clock tells the time; tests substitute their own.
-type Clock interface{ Now() time.Time }
 
 type systemClock struct{}
 
@@ -84,7 +82,8 @@ type Options struct {
 	// unsafe is logged as an error and reported by RedisGuard().Err().
 	RedisCheckInterval time.Duration
 	Logger             *slog.Logger
-	Clock              Clock
+	// Clock tells the client the time (time.Now when nil).
+	Clock task.Clock
 }
 
 func (o Options) withDefaults() Options {

@@ -232,7 +232,7 @@ func TestCancelQueuedRunWakesWaiter(t *testing.T) {
 		}
 		select {
 		case err := <-errc:
-			if !errors.Is(err, client.ErrRunCancelled) {
+			if !errors.Is(err, task.ErrRunCancelled) {
 				t.Fatalf("waiter got %v, want ErrRunCancelled", err)
 			}
 		case <-time.After(2 * time.Second):

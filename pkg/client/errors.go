@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // ErrIdempotencyCollision matches every *IdempotencyCollisionError and
@@ -16,9 +17,6 @@ var ErrIdempotencyCollision = errors.New("idempotency collision")
 // ErrRunNotFound is returned for a run ID that does not exist, or whose
 // record has been removed after its retention.
 var ErrRunNotFound = redisstore.ErrRunNotFound
-
-// ErrRunCancelled matches every *RunCancelledError.
-var ErrRunCancelled = errors.New("run cancelled")
 
 // ErrRunFailed matches every *RunFailedError.
 var ErrRunFailed = errors.New("run failed")
@@ -54,7 +52,7 @@ var ErrEvictingRedis = redisguard.ErrEvictingPolicy
 type EvictingPolicyError = redisguard.EvictingPolicyError
 
 // ErrInputTooLarge matches every *LimitError.
-var ErrInputTooLarge = errors.New("trigger over a size limit")
+var ErrInputTooLarge = errors.New("over a size limit")
 
 // IdempotencyCollisionError says a trigger was not run because another run
 // owns its idempotency key. Owner is a handle to that run: its status and
@@ -109,20 +107,31 @@ func (e *BatchItemError) Error() string { return fmt.Sprintf("trigger #%d: %v", 
 // Unwrap returns the item's error.
 func (e *BatchItemError) Unwrap() error { return e.Err }
 
-// LimitError says an input, its metadata or a batch is over a limit.
+// LimitError says something is over one of the client's size limits:
+// a trigger's input, its metadata or a batch of triggers, a signal's
+// payload or a run's count of signals, or an event's payload or metadata
+// (the event ingester applies the client's limits; its *InvalidEventError
+// wraps this error and names the event). Nothing was written.
 type LimitError struct {
-	What  string // "input", "additional_metadata", "batch"
+	// What is over: "input", "additional_metadata", "batch", "signal
+	// payload", "signals of run <id>", or an event's "payload" or
+	// "metadata".
+	What  string
 	Size  int
 	Limit int
+	// Unit counts Size and Limit: "bytes" when empty, "triggers" for a
+	// batch when empty, or "events" or "signals".
+	Unit string
 }
 
 func (e *LimitError) Error() string {
-	unit := "bytes"
+	unit := e.Unit
 	switch {
+	case unit != "":
 	case e.What == "batch":
 		unit = "triggers"
-	case strings.HasPrefix(e.What, "signals"):
-		unit = "signals"
+	default:
+		unit = "bytes"
 	}
 	return fmt.Sprintf("%s is %d %s, over the limit of %d", e.What, e.Size, unit, e.Limit)
 }
@@ -145,6 +154,7 @@ func (e *RunFailedError) Error() string {
 func (e *RunFailedError) Is(target error) bool { return target == ErrRunFailed }
 
 // RunCancelledError is the result of a cancelled run.
+// errors.Is(err, task.ErrRunCancelled) holds for it.
 type RunCancelledError struct {
 	RunID  string
 	Reason string
@@ -154,5 +164,5 @@ func (e *RunCancelledError) Error() string {
 	return fmt.Sprintf("run %s was cancelled: %s", e.RunID, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrRunCancelled) hold.
-func (e *RunCancelledError) Is(target error) bool { return target == ErrRunCancelled }
+// Is makes errors.Is(err, task.ErrRunCancelled) hold.
+func (e *RunCancelledError) Is(target error) bool { return target == task.ErrRunCancelled }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -116,58 +115,11 @@ func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []by
 	case res.Reason == "finished":
 		return nil, &OwnerFinishedError{Key: key, RunID: res.RunID, Status: Status(res.Status)}
 	case res.Reason == "full":
-		return nil, &LimitError{What: "signals of run " + res.RunID, Size: c.opts.MaxSignals, Limit: c.opts.MaxSignals}
+		return nil, &LimitError{What: "signals of run " + res.RunID, Size: c.opts.MaxSignals, Limit: c.opts.MaxSignals, Unit: "signals"}
 	case res.Reason == "missing" && runID == "":
 		// The key outlived its owner's record: nobody can take the signal.
 		return nil, &KeyNotHeldError{Key: key}
 	default:
 		return nil, &KeyNotHeldError{Key: key, RunID: runID}
 	}
-}
-
-// KeyInfo describes who holds an idempotency key.
-type KeyInfo struct {
-	Key        string        `json:"key"`
-	OwnerRunID string        `json:"ownerRunId"`
-	TTL        time.Duration `json:"ttl"`
-	// The owner's task, strategy and status; empty when the owner's record
-	// has already expired.
-	Task        string `json:"task,omitempty"`
-	Strategy    string `json:"strategy,omitempty"`
-	OwnerStatus Status `json:"ownerStatus,omitempty"`
-	// OwnerAttempt is the owner's attempt (0 before it first starts).
-	OwnerAttempt int `json:"ownerAttempt,omitempty"`
-	// Owner is a handle to the owning run.
-	Owner *RunHandle `json:"-"`
-}
-
-// Active reports whether the owner is still queued or running (and so can
-// be signalled), rather than holding the key by retention.
-func (k *KeyInfo) Active() bool { return k.OwnerStatus != "" && !k.OwnerStatus.Terminal() }
-
-// LookupKey says who holds key now, or fails with *KeyNotHeldError.
-func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
-	ctx, cancel := c.opCtx(ctx)
-	defer cancel()
-	ks, ok, err := c.store.GetKey(ctx, key)
-	if err != nil {
-		return nil, c.unavailable(ctx, err)
-	}
-	if !ok {
-		return nil, &KeyNotHeldError{Key: key}
-	}
-	run, err := c.store.GetRun(ctx, ks.Owner)
-	if err != nil && !errors.Is(err, ErrRunNotFound) {
-		return nil, c.unavailable(ctx, err)
-	}
-	return c.keyInfo(ks, run), nil
-}
-
-// keyInfo describes a held key and its owner's record (nil when gone).
-func (c *Client) keyInfo(ks redisstore.KeyState, run *redisstore.Run) *KeyInfo {
-	info := &KeyInfo{Key: ks.Key, OwnerRunID: ks.Owner, TTL: ks.TTL, Owner: c.Handle(ks.Owner)}
-	if run != nil {
-		info.Task, info.Strategy, info.OwnerStatus, info.OwnerAttempt = run.Task, string(run.Strategy), Status(run.Status), run.Attempt
-	}
-	return info
 }

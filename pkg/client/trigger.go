@@ -39,7 +39,7 @@ func (o *runOptions) resolvePolicy(def *task.Definition) (redisstore.Policy, err
 	if p == "" {
 		p = task.ConflictReject
 	}
-	return redisstore.Policy(p), nil
+	return p, nil
 }
 
 // WithMetadata attaches additional metadata to the run; idempotency

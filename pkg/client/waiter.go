@@ -98,7 +98,7 @@ func (w *waiter) waitOnce(ctx context.Context, ch string, first, check func(cont
 	select {
 	case <-s.ready:
 	case <-timer.C:
-		err := fmt.Errorf("subscription to %s not confirmed: %w", ch, context.DeadlineExceeded)
+		err := fmt.Errorf("client: subscription to %s not confirmed: %w", ch, context.DeadlineExceeded)
 		return false, w.unavailable(ctx, err)
 	case <-ctx.Done():
 		return false, ctx.Err()
@@ -120,7 +120,7 @@ func (w *waiter) subscribe(ctx context.Context, ch string) (*subscription, error
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return nil, errors.New("client closed")
+		return nil, errors.New("client: closed")
 	}
 	if w.ps == nil {
 		// Not the caller's ctx: the connection outlives this waiter.

@@ -14,16 +14,19 @@ var ErrEventNotFound = admission.ErrEventNotFound
 // ErrInvalidEvent matches every *InvalidEventError.
 var ErrInvalidEvent = errors.New("invalid event")
 
-// ErrTooLarge matches every *LimitError.
-var ErrTooLarge = errors.New("event over a size limit")
-
 // InvalidEventError says what is wrong with an event; nothing was written.
+// An event whose payload or metadata is over the client's size limit gets
+// one that wraps a *client.LimitError, so errors.Is(err,
+// client.ErrInputTooLarge) holds for it too.
 type InvalidEventError struct {
 	// Index is the event's position in a PushMany batch, -1 for Push.
 	Index int
 	// Field is "key", "payload" or "metadata".
 	Field   string
 	Message string
+	// Err is the *client.LimitError of a field over its size limit, else
+	// nil.
+	Err error
 }
 
 func (e *InvalidEventError) Error() string {
@@ -33,27 +36,8 @@ func (e *InvalidEventError) Error() string {
 // Is makes errors.Is(err, ErrInvalidEvent) hold.
 func (e *InvalidEventError) Is(target error) bool { return target == ErrInvalidEvent }
 
-// LimitError says an event's payload or metadata, or a batch, is over its
-// limit; nothing was written.
-type LimitError struct {
-	// Index is the event's position in a batch, -1 for Push or for the
-	// batch itself.
-	Index int
-	// What is "payload", "metadata" or "batch".
-	What  string
-	Size  int
-	Limit int
-}
-
-func (e *LimitError) Error() string {
-	if e.What == "batch" {
-		return fmt.Sprintf("batch has %d events, over the limit of %d", e.Size, e.Limit)
-	}
-	return fmt.Sprintf("%s%s is %d bytes, over the limit of %d", eventLabel(e.Index), e.What, e.Size, e.Limit)
-}
-
-// Is makes errors.Is(err, ErrTooLarge) hold.
-func (e *LimitError) Is(target error) bool { return target == ErrTooLarge }
+// Unwrap returns the *client.LimitError of a field over its size limit.
+func (e *InvalidEventError) Unwrap() error { return e.Err }
 
 // PushError says one event of a PushMany batch could not be stored (Redis
 // failed it); the other events of the batch are not affected.

@@ -184,14 +184,14 @@ func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage
 
 // PushMany pushes a batch of events in one round trip. Every event is
 // validated before anything is written; an invalid one fails the batch
-// with an *InvalidEventError or *LimitError naming its index. Events are
-// pushed in order, so a later event is deduplicated to a run an earlier
-// one of the batch created. Each event is stored atomically with its runs;
+// with an *InvalidEventError naming its index, and a batch over its limit
+// with a *client.LimitError. Events are pushed in order, so a later event
+// is deduplicated to a run an earlier one of the batch created. Each event is stored atomically with its runs;
 // when Redis fails some of them, the others are still returned (the failed
 // ones as nil) with a *PushError per failure.
 func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 	if len(in) > i.opts.MaxBatch {
-		return nil, &LimitError{Index: -1, What: "batch", Size: len(in), Limit: i.opts.MaxBatch}
+		return nil, &client.LimitError{What: "batch", Size: len(in), Limit: i.opts.MaxBatch, Unit: "events"}
 	}
 	in = append([]Input(nil), in...)
 	for n := range in {
@@ -272,7 +272,9 @@ func (i *Ingester) validate(index int, in *Input) error {
 	)
 	switch err := i.adm.CheckEvent(in.Payload, in.Metadata); {
 	case errors.As(err, &le):
-		return &LimitError{Index: index, What: eventField(le.Field), Size: le.Size, Limit: le.Limit}
+		field := eventField(le.Field)
+		return &InvalidEventError{Index: index, Field: field, Message: fmt.Sprintf("is %d bytes, over the limit of %d", le.Size, le.Limit),
+			Err: &client.LimitError{What: field, Size: le.Size, Limit: le.Limit}}
 	case errors.As(err, &ie):
 		return &InvalidEventError{Index: index, Field: eventField(ie.Field), Message: ie.Problem}
 	default:

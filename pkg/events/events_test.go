@@ -31,7 +31,7 @@ func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c
 
 func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-func newClient(t *testing.T, b *redistest.Backend, clock client.Clock) *client.Client {
+func newClient(t *testing.T, b *redistest.Backend, clock task.Clock) *client.Client {
 	t.Helper()
 	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, Clock: clock})
 	if err != nil {
@@ -280,7 +280,11 @@ func TestInvalidEventsWriteNothing(t *testing.T) {
 			{"payload not JSON", func() error { _, err := ing.Push(ctx, "k", json.RawMessage(`{"a":`), nil); return err }, events.ErrInvalidEvent, "payload is not valid JSON"},
 			{"payload an array", func() error { _, err := ing.Push(ctx, "k", json.RawMessage(`[1]`), nil); return err }, events.ErrInvalidEvent, "payload must be a JSON object, got an array"},
 			{"metadata a string", func() error { _, err := ing.Push(ctx, "k", nil, json.RawMessage(`"x"`)); return err }, events.ErrInvalidEvent, "metadata must be a JSON object"},
-			{"payload too large", func() error { _, err := ing.Push(ctx, "k", huge, nil); return err }, events.ErrTooLarge, "payload is"},
+			{"payload too large", func() error { _, err := ing.Push(ctx, "k", huge, nil); return err }, client.ErrInputTooLarge, "event: payload is"},
+			{"one large event in a batch", func() error {
+				_, err := ing.PushMany(ctx, []events.Input{{Key: "ok"}, {Key: "ok", Payload: huge}})
+				return err
+			}, events.ErrInvalidEvent, "event #1: payload is"},
 			// No task is subscribed to k, so no key expression reads the
 			// payload: the depth is checked all the same.
 			{"payload nested too deep", func() error { _, err := ing.Push(ctx, "k", deep, nil); return err },
@@ -294,7 +298,7 @@ func TestInvalidEventsWriteNothing(t *testing.T) {
 			{"batch too large", func() error {
 				_, err := ing.PushMany(ctx, make([]events.Input, 4))
 				return err
-			}, events.ErrTooLarge, "batch has 4 events, over the limit of 3"},
+			}, client.ErrInputTooLarge, "batch is 4 events, over the limit of 3"},
 			{"one bad event in a batch", func() error {
 				_, err := ing.PushMany(ctx, []events.Input{{Key: "ok"}, {Key: "ok", Payload: json.RawMessage(`7`)}})
 				return err

@@ -2,7 +2,7 @@ package events
 
 // Validate checks events exactly as Push and PushMany do, without writing
 // anything and without PushMany's batch limit: the first invalid event
-// fails with an *InvalidEventError or *LimitError whose Index is its
+// fails with an *InvalidEventError whose Index is its
 // position in in. A caller that pushes a long list in several PushMany
 // calls checks it all first, so that a bad event late in the list fails
 // it before any of it is stored.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
 
@@ -29,9 +30,13 @@ func TestValidateNamesTheFirstBadEventAndWritesNothing(t *testing.T) {
 		t.Fatalf("three good events, over the batch limit of 2: %v", err)
 	}
 	big := events.Input{Key: "order.paid", Payload: json.RawMessage(`{"b":"` + strings.Repeat("x", 2<<20) + `"}`)}
-	var le *events.LimitError
-	if err := g.Validate([]events.Input{good, big}); !errors.As(err, &le) {
-		t.Fatalf("oversized payload: %v; want a *LimitError", err)
+	// One error type for every size limit: the client's, wrapped in the
+	// error that names the event and its field.
+	var le *client.LimitError
+	err = g.Validate([]events.Input{good, big})
+	if !errors.As(err, &ie) || ie.Index != 1 || ie.Field != "payload" || !errors.As(err, &le) ||
+		le.What != "payload" || le.Size != len(big.Payload) || !errors.Is(err, client.ErrInputTooLarge) {
+		t.Fatalf("oversized payload: %v; want an *InvalidEventError for payload of event 1 wrapping a *client.LimitError", err)
 	}
 	if keys, _, _ := b.Client.Scan(context.Background(), 0, "taskq:{"+b.Namespace+"}:event*", 100).Result(); len(keys) != 0 {
 		t.Fatalf("Validate wrote %v", keys)

@@ -72,7 +72,7 @@ func stringsOptions(l *evalLimits) ([]cel.EnvOption, error) {
 	for name, check := range stringsFunctions {
 		fn, ok := plain.Functions()[name]
 		if !ok {
-			return nil, fmt.Errorf("the strings extension has no function %s", name)
+			return nil, fmt.Errorf("idempotency: the strings extension has no function %s", name)
 		}
 		impls, err := fn.Bindings()
 		if err != nil {
@@ -87,7 +87,7 @@ func stringsOptions(l *evalLimits) ([]cel.EnvOption, error) {
 				}
 			}
 			if impl == nil {
-				return nil, fmt.Errorf("the strings extension has no implementation of %s", o.ID())
+				return nil, fmt.Errorf("idempotency: the strings extension has no implementation of %s", o.ID())
 			}
 			fnOpts = append(fnOpts, overloadOf(o, boundedBinding(l, len(o.ArgTypes()), check, impl)))
 		}

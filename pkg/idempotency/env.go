@@ -47,7 +47,7 @@ func newEnv(l *evalLimits) (*cel.Env, error) {
 		}
 	}
 	if len(redeclared) != len(replaced) {
-		return nil, fmt.Errorf("the standard library lacks one of %d functions to bound", len(replaced))
+		return nil, fmt.Errorf("idempotency: the standard library lacks one of %d functions to bound", len(replaced))
 	}
 	strs, err := stringsOptions(l)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 )
 
 // Clock is the harness's clock: it stands still until Harness.Advance moves
-// it. It satisfies client.Clock and worker.Clock, and every client and
+// it. It is a task.Clock, and every client and
 // worker the harness builds tells the time by it, so the times taskq
 // computes (retry due times, debounce windows, run timestamps, retention
 // cut-offs) move only when the test says so, in step with the expiry of

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // subscriber opens a Pub/Sub connection (a redis.UniversalClient does).
@@ -63,7 +65,7 @@ func (c *canceller) subscribe(ctx context.Context) (*redis.PubSub, error) {
 		}
 		if err != nil {
 			_ = ps.Close()
-			return nil, fmt.Errorf("confirming the subscription to %s: %w", c.channel, err)
+			return nil, fmt.Errorf("worker: confirm the subscription to %s: %w", c.channel, err)
 		}
 		if s, ok := m.(*redis.Subscription); ok && s.Kind == "subscribe" && s.Channel == c.channel {
 			return ps, nil
@@ -114,6 +116,6 @@ func (c *canceller) notice(payload string) {
 	case superseded:
 		a.cancel(&SupersededError{RunID: runID, By: by})
 	default:
-		a.cancel(ErrRunCancelled)
+		a.cancel(task.ErrRunCancelled)
 	}
 }

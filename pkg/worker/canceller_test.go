@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // Start returns only once the subscription is in place: a notice published
@@ -30,13 +31,13 @@ func TestCancellerStartReturnsOnceSubscribed(t *testing.T) {
 	for _, w := range []struct {
 		ctx  context.Context
 		want error
-	}{{cancelled, ErrRunCancelled}, {superseded, &SupersededError{RunID: "r2", By: "r3"}}} {
+	}{{cancelled, task.ErrRunCancelled}, {superseded, &SupersededError{RunID: "r2", By: "r3"}}} {
 		select {
 		case <-w.ctx.Done():
 		case <-time.After(5 * time.Second):
 			t.Fatal("a notice did not cancel its run")
 		}
-		if got := context.Cause(w.ctx); got.Error() != w.want.Error() || !errors.Is(got, ErrRunCancelled) {
+		if got := context.Cause(w.ctx); got.Error() != w.want.Error() || !errors.Is(got, task.ErrRunCancelled) {
 			t.Fatalf("cause %v, want %v", got, w.want)
 		}
 	}

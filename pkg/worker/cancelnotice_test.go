@@ -84,7 +84,7 @@ func TestCancelRightAfterStartReachesTheHandler(t *testing.T) {
 	if st, err := ref.Cancel(ctx); err != nil || st != client.StatusCancelled {
 		t.Fatalf("cancel: %v %v", st, err)
 	}
-	if cause := receive(t, "the handler's context to end", causes); !errors.Is(cause, worker.ErrRunCancelled) {
+	if cause := receive(t, "the handler's context to end", causes); !errors.Is(cause, task.ErrRunCancelled) {
 		t.Fatalf("handler context cause = %v, want ErrRunCancelled", cause)
 	}
 }

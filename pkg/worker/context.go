@@ -12,21 +12,22 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // Causes a handler's context is cancelled with; read them with
-// context.Cause(ctx).
+// context.Cause(ctx). A run cancelled by a client or operator ends its
+// handler's context with task.ErrRunCancelled, one superseded by a newer
+// run with a *SupersededError, which matches task.ErrRunCancelled too.
 var (
-	// ErrRunCancelled: the run was cancelled by a client or operator.
-	ErrRunCancelled = errors.New("taskq: run cancelled")
 	// ErrLeaseLost: this worker could not renew its lease in time and the
 	// run may be redelivered to another worker; anything the handler
 	// writes to taskq from now on is refused.
-	ErrLeaseLost = errors.New("taskq: lease lost")
+	ErrLeaseLost = errors.New("lease lost")
 	// ErrShutdown: the worker is shutting down and gives the run back.
-	ErrShutdown = errors.New("taskq: worker shutting down")
+	ErrShutdown = errors.New("worker shutting down")
 	// ErrTimeout: the attempt ran past the task's timeout.
-	ErrTimeout = errors.New("taskq: attempt timed out")
+	ErrTimeout = errors.New("attempt timed out")
 )
 
 // supersededPrefix starts the error of a run a newer run superseded; the
@@ -41,11 +42,11 @@ type SupersededError struct {
 }
 
 func (e *SupersededError) Error() string {
-	return fmt.Sprintf("taskq: run %s superseded by run %s", e.RunID, e.By)
+	return fmt.Sprintf("run %s superseded by run %s", e.RunID, e.By)
 }
 
-// Is makes errors.Is(err, ErrRunCancelled) hold: superseding cancels.
-func (e *SupersededError) Is(target error) bool { return target == ErrRunCancelled }
+// Is makes errors.Is(err, task.ErrRunCancelled) hold: superseding cancels.
+func (e *SupersededError) Is(target error) bool { return target == task.ErrRunCancelled }
 
 // endedCause is the cause a handler's context is cancelled with when its
 // run turned out to have been cancelled, given the run's error: the same
@@ -54,7 +55,7 @@ func endedCause(runID, runError string) error {
 	if by, ok := strings.CutPrefix(runError, supersededPrefix); ok {
 		return &SupersededError{RunID: runID, By: by}
 	}
-	return ErrRunCancelled
+	return task.ErrRunCancelled
 }
 
 // Context is what a handler receives: a context.Context that ends when the

@@ -179,7 +179,7 @@ func TestDeferredCancelOfQueuedRunReachesItsHandler(t *testing.T) {
 		if st, err := ref.Cancel(ctx); err != nil || st != client.StatusCancelled {
 			t.Fatalf("cancel: %v %v", st, err)
 		}
-		if cause := receive(t, "the handler's context to end", causes); !errors.Is(cause, worker.ErrRunCancelled) {
+		if cause := receive(t, "the handler's context to end", causes); !errors.Is(cause, task.ErrRunCancelled) {
 			t.Fatalf("handler context cause = %v, want ErrRunCancelled", cause)
 		}
 		// Shutdown returns once the handler's outcome has been dealt with.
@@ -193,7 +193,7 @@ func TestDeferredCancelOfQueuedRunReachesItsHandler(t *testing.T) {
 		if info.Status != client.StatusCancelled || len(info.Result) != 0 {
 			t.Fatalf("run after the handler returned = %s with result %s, want cancelled without result", info.Status, info.Result)
 		}
-		if _, err := ref.Result(ctx); !errors.Is(err, client.ErrRunCancelled) {
+		if _, err := ref.Result(ctx); !errors.Is(err, task.ErrRunCancelled) {
 			t.Fatalf("result of the cancelled run: %v", err)
 		}
 	})
@@ -405,13 +405,13 @@ func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
 	}{
 		{"cancelled", "cancelled by an operator", func(t *testing.T, cause error) {
 			var sup *worker.SupersededError
-			if !errors.Is(cause, worker.ErrRunCancelled) || errors.As(cause, &sup) {
+			if !errors.Is(cause, task.ErrRunCancelled) || errors.As(cause, &sup) {
 				t.Fatalf("handler context cause = %v, want ErrRunCancelled", cause)
 			}
 		}},
 		{"superseded", "superseded by run run-2", func(t *testing.T, cause error) {
 			var sup *worker.SupersededError
-			if !errors.As(cause, &sup) || sup.By != "run-2" || !errors.Is(cause, worker.ErrRunCancelled) {
+			if !errors.As(cause, &sup) || sup.By != "run-2" || !errors.Is(cause, task.ErrRunCancelled) {
 				t.Fatalf("handler context cause = %v, want SupersededError by run-2", cause)
 			}
 		}},

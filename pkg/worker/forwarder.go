@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // forwardInterval bounds how late a retry can be queued.
@@ -25,7 +27,7 @@ type forwarder struct {
 	startStop
 	store     retryStore
 	opTimeout time.Duration
-	clock     Clock
+	clock     task.Clock
 	log       *slog.Logger
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // leaseStore is what the heartbeater reads and writes in Redis.
@@ -27,7 +28,7 @@ type heartbeater struct {
 	consumer string
 	lease    time.Duration
 	interval time.Duration
-	clock    Clock
+	clock    task.Clock
 	log      *slog.Logger
 }
 

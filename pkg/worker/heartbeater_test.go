@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // testRun enters an attempt of runID into active and returns the cause its
@@ -70,7 +71,7 @@ func TestHeartbeaterBeat(t *testing.T) {
 	if err := context.Cause(supCtx); !errors.As(err, &se) || se.By != "r9" {
 		t.Fatalf("superseded run: cause %v, want SupersededError by r9", err)
 	}
-	if err := context.Cause(waitCtx); !errors.Is(err, ErrRunCancelled) {
+	if err := context.Cause(waitCtx); !errors.Is(err, task.ErrRunCancelled) {
 		t.Fatalf("cancelled run not begun yet: cause %v, want ErrRunCancelled", err)
 	}
 }

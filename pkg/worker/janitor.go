@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // sweepBatch is the most index entries one sweep call looks at.
@@ -23,7 +25,7 @@ type janitor struct {
 	store     sweepStore
 	every     time.Duration
 	opTimeout time.Duration
-	clock     Clock
+	clock     task.Clock
 	log       *slog.Logger
 }
 

@@ -151,7 +151,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			select {
 			case cause := <-causes:
 				var sup *worker.SupersededError
-				if !errors.As(cause, &sup) || sup.By == "" || !errors.Is(cause, worker.ErrRunCancelled) {
+				if !errors.As(cause, &sup) || sup.By == "" || !errors.Is(cause, task.ErrRunCancelled) {
 					t.Fatalf("cause = %v, want a SupersededError", cause)
 				}
 				found = sup.RunID == first.ID()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // processorStore is what the processor writes to Redis itself; outcomes
@@ -40,7 +41,7 @@ type processor struct {
 	startDelay  time.Duration
 	opTimeout   time.Duration
 	concurrency int
-	clock       Clock
+	clock       task.Clock
 	log         *slog.Logger
 	// starts coalesces the begins of deferred attempts whose handlers ran
 	// past StartDelay into one call of the start script; finishes the
@@ -268,7 +269,7 @@ func (p *processor) process(j runJob) {
 
 	cause := context.Cause(runCtx)
 	switch {
-	case errors.Is(cause, ErrRunCancelled), errors.Is(cause, ErrLeaseLost):
+	case errors.Is(cause, task.ErrRunCancelled), errors.Is(cause, ErrLeaseLost):
 		// Cancelled: the cancel already ended the run. Lease lost: the
 		// run belongs to a newer attempt; writing would be refused anyway.
 		a.rc.Logger().Info("taskq: attempt abandoned", "cause", cause)
@@ -319,7 +320,7 @@ func (p *processor) process(j runJob) {
 func call(h handlerFunc, ctx Context, input []byte) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack())
+			err = fmt.Errorf("worker: handler panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
 	return h(ctx, input)

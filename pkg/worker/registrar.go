@@ -32,7 +32,7 @@ type registrar struct {
 	interval time.Duration
 	// opTimeout bounds each check made after Start.
 	opTimeout time.Duration
-	clock     Clock
+	clock     task.Clock
 	log       *slog.Logger
 }
 
@@ -100,7 +100,7 @@ func (r *registrar) record(d *task.Definition) (task.Registered, []byte, error) 
 func (r *registrar) restore(ctx context.Context) error {
 	for _, d := range r.defs {
 		if err := r.store.EnsureGroup(ctx, d.Name); err != nil {
-			return fmt.Errorf("create consumer group for %q: %w", d.Name, err)
+			return fmt.Errorf("worker: create consumer group for %q: %w", d.Name, err)
 		}
 	}
 	return r.registerMissing(ctx)
@@ -115,7 +115,7 @@ func (r *registrar) registerMissing(ctx context.Context) error {
 	}
 	missing, err := r.store.MissingTasks(ctx, names)
 	if err != nil {
-		return fmt.Errorf("read task registry: %w", err)
+		return fmt.Errorf("worker: read task registry: %w", err)
 	}
 	for _, n := range missing {
 		d := byName[n]
@@ -128,7 +128,7 @@ func (r *registrar) registerMissing(ctx context.Context) error {
 		}
 		prev, err := r.store.RegisterTask(ctx, n, raw, false)
 		if err != nil {
-			return fmt.Errorf("register task %q: %w", n, err)
+			return fmt.Errorf("worker: register task %q: %w", n, err)
 		}
 		if prev == nil {
 			r.log.Warn("taskq: task was missing from the registry (did Redis lose its data?); registered it again", "task", n)

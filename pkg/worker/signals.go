@@ -34,7 +34,7 @@ func (c *runContext) NextSignal() (Signal, error) {
 			if c.Err() != nil {
 				return Signal{}, context.Cause(c)
 			}
-			return Signal{}, fmt.Errorf("taskq: reading signals: %w", err)
+			return Signal{}, fmt.Errorf("worker: read signals: %w", err)
 		}
 		if len(sigs) > 0 {
 			c.sigCursor = sigs[0].Cursor

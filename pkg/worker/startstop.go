@@ -17,8 +17,8 @@ type component interface {
 }
 
 var (
-	errStarted = errors.New("already started")
-	errStopped = errors.New("stopped before it started")
+	errStarted = errors.New("worker: already started")
+	errStopped = errors.New("worker: stopped before it started")
 )
 
 // startStop is the state every component embeds: whether it started or

@@ -14,11 +14,11 @@ import (
 // again on the next attempt.
 func (c *runContext) Step(name string, fn func(ctx context.Context, stepID string) (any, error)) (json.RawMessage, error) {
 	if name == "" {
-		return nil, errors.New("taskq: step name must not be empty")
+		return nil, errors.New("worker: step name must not be empty")
 	}
 	stored, ok, err := c.store.StepResult(c, c.runID, name)
 	if err != nil {
-		return nil, fmt.Errorf("taskq: step %q: %w", name, err)
+		return nil, fmt.Errorf("worker: step %q: %w", name, err)
 	}
 	if ok {
 		return stored, nil
@@ -29,7 +29,7 @@ func (c *runContext) Step(name string, fn func(ctx context.Context, stepID strin
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("taskq: step %q: encode result: %w", name, err)
+		return nil, fmt.Errorf("worker: step %q: encode result: %w", name, err)
 	}
 	return c.store.SaveStepResult(c, c.runID, name, raw)
 }
@@ -42,7 +42,7 @@ func Step[T any](ctx Context, name string, fn func(ctx context.Context, stepID s
 		return out, err
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return out, fmt.Errorf("taskq: step %q: decode stored result: %w", name, err)
+		return out, fmt.Errorf("worker: step %q: decode stored result: %w", name, err)
 	}
 	return out, nil
 }

@@ -35,9 +35,6 @@ const (
 	OperationTimeoutDefault = 5 * time.Second
 )
 
-// Clock tells the time; tests substitute their own.
-type Clock interface{ Now() time.Time }
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -105,7 +102,8 @@ type Options struct {
 	// maxmemory-policy, used_memory and maxmemory (taskq_redis_*).
 	Metrics prometheus.Registerer
 	Logger  *slog.Logger
-	Clock   Clock
+	// Clock tells the worker the time (time.Now when nil).
+	Clock task.Clock
 }
 
 func (o Options) withDefaults() Options {
@@ -252,7 +250,7 @@ func Handle[I, O any](w *Worker, t *task.Task[I, O], fn func(ctx Context, input 
 	return w.register(t.Definition(), func(ctx Context, raw []byte) ([]byte, error) {
 		var in I
 		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, NonRetryable(fmt.Errorf("decode input: %w", err))
+			return nil, NonRetryable(fmt.Errorf("worker: decode input: %w", err))
 		}
 		out, err := fn(ctx, in)
 		if err != nil {

@@ -332,7 +332,7 @@ func TestCancelRunningRunCancelsHandlerContext(t *testing.T) {
 		}
 		select {
 		case cause := <-causes:
-			if !errors.Is(cause, worker.ErrRunCancelled) {
+			if !errors.Is(cause, task.ErrRunCancelled) {
 				t.Fatalf("handler context cause = %v", cause)
 			}
 		case <-time.After(5 * time.Second):
