@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
+	"github.com/taskq/taskq/internal/admission"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
@@ -290,7 +290,7 @@ func splitBatch(raw []byte) ([]json.RawMessage, error) {
 		}
 		for i, p := range out {
 			if p = bytes.TrimSpace(p); len(p) == 0 || p[0] != '{' {
-				return nil, usageErrorf("--data element %d must be a JSON object, got %s", i+1, jsonKind(p))
+				return nil, usageErrorf("--data element %d must be a JSON object, got %s", i+1, admission.JSONKind(p[0]))
 			}
 		}
 		return out, nil
@@ -307,7 +307,7 @@ func splitBatch(raw []byte) ([]json.RawMessage, error) {
 			return nil, usageErrorf("--data line %d is not valid JSON: %v", n, err)
 		}
 		if line[0] != '{' {
-			return nil, usageErrorf("--data line %d must be a JSON object, got %s", n, jsonKind(line))
+			return nil, usageErrorf("--data line %d must be a JSON object, got %s", n, admission.JSONKind(line[0]))
 		}
 		out = append(out, append(json.RawMessage(nil), line...))
 	}

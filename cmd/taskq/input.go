@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/taskq/taskq/internal/admission"
 )
 
 // maxInputFileBytes bounds what --input/--data read from a file or stdin;
@@ -90,23 +92,9 @@ func readObject(flag, value string, stdin io.Reader) (json.RawMessage, error) {
 		return nil, err
 	}
 	if b[0] != '{' {
-		return nil, usageErrorf("%s must be a JSON object, got %s", flag, jsonKind(b))
+		return nil, usageErrorf("%s must be a JSON object, got %s", flag, admission.JSONKind(b[0]))
 	}
 	return b, nil
-}
-
-func jsonKind(b []byte) string {
-	switch b[0] {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 // metadata builds additional_metadata from --meta-json (an object) and the

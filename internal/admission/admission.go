@@ -189,12 +189,14 @@ func jsonKind(field string, data []byte, object bool) error {
 		return &InvalidError{Field: field, Problem: "is not valid JSON"}
 	}
 	if t := bytes.TrimLeft(data, " \t\r\n"); object && t[0] != '{' {
-		return &InvalidError{Field: field, Problem: "must be a JSON object, got " + kind(t[0])}
+		return &InvalidError{Field: field, Problem: "must be a JSON object, got " + JSONKind(t[0])}
 	}
 	return nil
 }
 
-func kind(first byte) string {
+// JSONKind names the kind of JSON value whose first byte is first, for
+// messages such as "must be a JSON object, got an array".
+func JSONKind(first byte) string {
 	switch first {
 	case '[':
 		return "an array"
