@@ -1,0 +1,117 @@
+package admission_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/admission"
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+type in struct {
+	ID string `json:"id"`
+}
+
+var (
+	keyed   = task.Must[in, struct{}]("keyed", task.Options{Idempotency: task.Status(`"k:" + input.id`, time.Hour).WithRetain(time.Minute)})
+	unkeyed = task.Must[in, struct{}]("unkeyed", task.Options{Retries: 2})
+	cfg     = admission.Config{
+		Limits:    admission.Limits{MaxInputBytes: 64, MaxMetadataBytes: 32, MaxInputDepth: 3},
+		Retention: time.Hour, MaxSignals: 5,
+	}
+)
+
+// Every trigger, with a key or without, meets the same limits, in the same
+// order: size before depth before JSON before the key.
+func TestAdmitAppliesEveryLimitToEveryTask(t *testing.T) {
+	for _, def := range []*task.Definition{keyed.Definition(), unkeyed.Definition()} {
+		for _, c := range []struct {
+			name        string
+			input, meta string
+			check       func(error) bool
+		}{
+			{"input too large", `{"id":"` + strings.Repeat("x", 64) + `"}`, "", isLimit(admission.FieldInput, 64)},
+			{"metadata too large", `{"id":"a"}`, `{"m":"` + strings.Repeat("x", 32) + `"}`, isLimit(admission.FieldMetadata, 32)},
+			{"input too deep", `{"id":"a","d":{"e":{"f":{}}}}`, "", isDepth},
+			{"metadata too deep", `{"id":"a"}`, `{"d":{"e":{"f":{}}}}`, isDepth},
+			{"metadata not an object", `{"id":"a"}`, `[1]`, func(err error) bool { return err != nil }},
+			{"input not JSON", `{"id":`, "", func(err error) bool { return err != nil }},
+		} {
+			_, err := cfg.Admit(admission.Trigger{Def: def, Input: []byte(c.input), Metadata: []byte(c.meta), Now: time.Unix(1, 0)})
+			if !c.check(err) {
+				t.Errorf("%s, %s: Admit = %v", def.Name, c.name, err)
+			}
+		}
+	}
+}
+
+func isLimit(field string, limit int) func(error) bool {
+	return func(err error) bool {
+		var le *admission.LimitError
+		return errors.As(err, &le) && le.Field == field && le.Limit == limit
+	}
+}
+
+func isDepth(err error) bool {
+	var ie *idempotency.InputError
+	var ae *admission.InvalidError
+	return (errors.As(err, &ie) && strings.Contains(ie.Message, "limit of 3 levels")) ||
+		(errors.As(err, &ae) && strings.Contains(ae.Problem, "limit of 3 levels"))
+}
+
+// An admitted trigger carries its task's settings and its key into the
+// enqueue parameters; a task without a key is not deduplicated.
+func TestAdmitBuildsTheEnqueueParameters(t *testing.T) {
+	now := time.Unix(100, 0)
+	p, err := cfg.Admit(admission.Trigger{Def: keyed.Definition(), Input: []byte(`{"id":"A-1"}`), Policy: redisstore.PolicySignal, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Key != "k:A-1" || p.Strategy != task.StrategyStatus || p.Hold != time.Hour || p.Retain != time.Minute ||
+		p.RunID == "" || p.SignalID == "" || !p.Now.Equal(now) || p.Retention != time.Hour || p.MaxSignals != 5 || string(p.Meta) != "{}" {
+		t.Fatalf("keyed params = %+v", p)
+	}
+	p, err = cfg.Admit(admission.Trigger{Def: unkeyed.Definition(), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Key != "" || p.Strategy != redisstore.StrategyNone || p.Retries != 2 || string(p.Input) != "{}" || p.SignalID != "" {
+		t.Fatalf("unkeyed params = %+v", p)
+	}
+}
+
+// A key expression that fails is a *KeyError wrapping the expression's
+// typed error, and nothing is built.
+func TestAdmitWrapsKeyErrors(t *testing.T) {
+	p, err := cfg.Admit(admission.Trigger{Def: keyed.Definition(), Input: []byte(`{"other":1}`)})
+	var ke *admission.KeyError
+	if p != nil || !errors.As(err, &ke) {
+		t.Fatalf("Admit with no id = %v, %v; want a *KeyError", p, err)
+	}
+}
+
+// An event is checked once for all its tasks, and must be objects.
+func TestCheckEvent(t *testing.T) {
+	if err := cfg.CheckEvent([]byte(`{"id":"a"}`), nil); err != nil {
+		t.Fatalf("a good event: %v", err)
+	}
+	if err := cfg.CheckEvent([]byte(`{"id":"`+strings.Repeat("x", 64)+`"}`), nil); !isLimit(admission.FieldInput, 64)(err) {
+		t.Fatalf("a large event: %v", err)
+	}
+	var ie *admission.InvalidError
+	if err := cfg.CheckEvent([]byte(`"text"`), nil); !errors.As(err, &ie) || !strings.Contains(ie.Problem, "a string") {
+		t.Fatalf("a string payload: %v", err)
+	}
+}
+
+func TestJSONKind(t *testing.T) {
+	for first, want := range map[byte]string{'[': "an array", '"': "a string", 't': "a boolean", 'f': "a boolean", 'n': "null", '1': "a number", '-': "a number"} {
+		if got := admission.JSONKind(first); got != want {
+			t.Errorf("JSONKind(%q) = %q, want %q", first, got, want)
+		}
+	}
+}
