@@ -123,9 +123,8 @@ func (p *processor) Stop() {
 //
 // dispatch waits for those starts, but not for deferred ones: the fetcher
 // reads again as soon as a slot is free, and a read that blocks is woken by
-// the next trigger call, so it takes what one trigger batch queued (about
-// 15 runs per read in the e2e benchmark, against 35 when draining a
-// backlog).
+// the next trigger call, so it takes what one trigger batch queued
+// (docs/performance.md has the batch sizes measured).
 func (p *processor) dispatch(ds []redisstore.Delivery) {
 	if len(ds) == 0 {
 		return
