@@ -127,7 +127,9 @@ local function trigger(k, a)
 end
 
 local out = {}
-for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
-  out[i + 1] = trigger(KEY_COUNT + ITEM_KEY_COUNT * i + 1, ARG_COUNT + ITEM_ARG_COUNT * i + 1)
+local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first trigger's KEYS and ARGV
+for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
+  out[i] = trigger(k, a)
+  k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 return out

@@ -145,9 +145,10 @@ local function finish(run_key, a)
 end
 
 local out = {}
+local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first attempt's KEYS and ARGV
 for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
-  local k, a = KEY_COUNT + ITEM_KEY_COUNT * i + 1, ARG_COUNT + ITEM_ARG_COUNT * i + 1
   out[2 * i + 1], out[2 * i + 2] = finish(KEYS[k + ITEM_KEY_RUN], a)
+  k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 taskq_batch_done(prefix, b)
 for _, task in ipairs(tasks) do

@@ -99,8 +99,8 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
 end
 
 local out, n = {}, 0
-for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
-  local k, a = KEY_COUNT + ITEM_KEY_COUNT * i + 1, ARG_COUNT + ITEM_ARG_COUNT * i + 1
+local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first delivery's KEYS and ARGV
+for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   local c, x, y, record = start(KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID],
     ARGV[a + ITEM_ARG_ENTRY], ARGV[a + ITEM_ARG_MAX_DELIVERIES], ARGV[a + ITEM_ARG_REDELIVERED])
   out[n + 1], out[n + 2], out[n + 3] = c, x, y
@@ -111,5 +111,6 @@ for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
     end
     n = n + #record
   end
+  k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 return out
