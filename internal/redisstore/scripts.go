@@ -233,7 +233,9 @@ func fold(b *strings.Builder, toks []luaToken, consts map[string]string, funcs m
 	prev := luaToken{}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
-		field := prev.text == "." || prev.text == ":"
+		// A name after "." or ":", or before "=" (a table constructor's
+		// field), names a field.
+		field := prev.text == "." || prev.text == ":" || nextSignificant(toks, i+1) == "="
 		if t.kind != luaSpace && t.kind != luaComment {
 			prev = t
 		}
@@ -316,6 +318,17 @@ func callArguments(toks []luaToken, from int) (args [][]luaToken, end int, err e
 		cur = append(cur, t)
 	}
 	return nil, 0, fmt.Errorf("unfinished call")
+}
+
+// nextSignificant is the text of the first token from toks[from] on that
+// is neither space nor comment.
+func nextSignificant(toks []luaToken, from int) string {
+	for _, t := range toks[min(from, len(toks)):] {
+		if t.kind != luaSpace && t.kind != luaComment {
+			return t.text
+		}
+	}
+	return ""
 }
 
 // significant counts the tokens of toks that are neither space nor
