@@ -27,7 +27,13 @@ package redisstore
 //	<s>ItemKeyCount, ...      KEYS and ARGV per item
 //
 // Item i's first ARGV is at <s>ArgCount + <s>ItemArgCount*i + 1, and likewise
-// for KEYS.
+// for KEYS. The Go side builds them as arrays keyed by these constants.
+//
+// The store folds the prelude into each script as it loads it (see
+// foldLayout): Redis runs the literals and the joined keys. To add a
+// script, write lua/<name>.lua with its header, declare its KEYS and ARGV
+// here, run go generate, and load it in <name>.go with the modules of
+// lua/lib it calls (and list it in allScripts).
 
 //go:generate go run ./internal/layoutgen/cmd/layoutgen -in layout.go -out lua/layout_gen.lua
 
