@@ -115,7 +115,7 @@ func scriptPart(name string) string {
 // out of memory, to the script as a whole) and READONLY to any write on a
 // replica; both keep their code when raised by redis.call, and get a
 // TASKQ_ prefix when passed on from redis.pcall (see taskq_failed in
-// lib.lua).
+// lua/lib/errors.lua).
 func scriptError(err error) error {
 	if err == nil {
 		return nil

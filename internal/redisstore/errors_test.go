@@ -60,7 +60,7 @@ func TestScriptsGoWithoutTheirShebangWhereItDoesNotCompile(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		s := New(b.Client, b.Namespace)
 		ctx := context.Background()
-		if s.scripts.finish.plain == nil {
+		if finishScript.plain == nil {
 			t.Fatal("finish.lua has no shebang line")
 		}
 		for i := 0; i < 2; i++ {

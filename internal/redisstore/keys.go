@@ -2,26 +2,7 @@ package redisstore
 
 import "strings"
 
-// Key layout. Every key of a namespace lives under one prefix whose hash tag
-// is the namespace, so every script touches a single Redis Cluster slot:
-//
-//	taskq:{ns}:key:<idempotency key>  string  owner run ID, expires per strategy
-//	taskq:{ns}:run:<run id>           hash    the run record
-//	taskq:{ns}:stream:<task>          stream  queued deliveries of a task (group "taskq")
-//	taskq:{ns}:retry                  zset    runs waiting for a retry or a debounce window, by due time (ms)
-//	taskq:{ns}:signals:<run id>       stream  signals sent to the run, in order
-//	taskq:{ns}:steps:<run id>         hash    results of the run's completed durable steps
-//	taskq:{ns}:runs                   zset    index of runs by creation time (ms), for listing and sweeping
-//	taskq:{ns}:tasks                  hash    registered task definitions by name
-//	taskq:{ns}:event:<event id>       hash    an ingested event
-//	taskq:{ns}:events                 zset    index of events by time (ms)
-//	taskq:{ns}:eventkey:<event key>   zset    index of the events of one event key, by time (ms)
-//	taskq:{ns}:done:<run id>          channel published when a watched run reaches a terminal status
-//	taskq:{ns}:finished               channel counting runs that reached a terminal status
-//	taskq:{ns}:cancel                 channel run IDs cancelled while running
-//
-// Scripts receive the prefix and build the keys they derive from a run record
-// (its stream, its idempotency key) with it; those keys share the hash tag.
+// Keys of a namespace: see the key layout in layout.go.
 
 // NamespaceDefault is the namespace used when none is configured.
 const NamespaceDefault = "default"
@@ -50,48 +31,48 @@ func (k Keys) Namespace() string { return k.ns }
 func (k Keys) Prefix() string { return k.prefix }
 
 // IdempotencyKey is the string key holding the owner of an idempotency key.
-func (k Keys) IdempotencyKey(key string) string { return k.prefix + "key:" + key }
+func (k Keys) IdempotencyKey(key string) string { return k.prefix + keyIdempotency + key }
 
 // Run is the hash holding a run record.
-func (k Keys) Run(runID string) string { return k.prefix + "run:" + runID }
+func (k Keys) Run(runID string) string { return k.prefix + keyRun + runID }
 
 // Stream is the stream of queued deliveries of a task.
-func (k Keys) Stream(task string) string { return k.prefix + "stream:" + task }
+func (k Keys) Stream(task string) string { return k.prefix + keyStream + task }
 
 // Signals returns the key of a run's ordered signal stream.
-func (k Keys) Signals(runID string) string { return k.prefix + "signals:" + runID }
+func (k Keys) Signals(runID string) string { return k.prefix + keySignals + runID }
 
 // Steps returns the key of the hash holding a run's completed step results.
-func (k Keys) Steps(runID string) string { return k.prefix + "steps:" + runID }
+func (k Keys) Steps(runID string) string { return k.prefix + keySteps + runID }
 
 // Retry is the sorted set of runs waiting for a retry.
-func (k Keys) Retry() string { return k.prefix + "retry" }
+func (k Keys) Retry() string { return k.prefix + keyRetry }
 
 // Runs is the sorted set indexing runs by creation time.
-func (k Keys) Runs() string { return k.prefix + "runs" }
+func (k Keys) Runs() string { return k.prefix + keyRuns }
 
 // Tasks is the hash of registered task definitions.
-func (k Keys) Tasks() string { return k.prefix + "tasks" }
+func (k Keys) Tasks() string { return k.prefix + keyTasks }
 
 // Event is the hash holding one ingested event.
-func (k Keys) Event(id string) string { return k.prefix + "event:" + id }
+func (k Keys) Event(id string) string { return k.prefix + keyEvent + id }
 
 // EventKeyIndex is the sorted set indexing the events of one event key.
-func (k Keys) EventKeyIndex(eventKey string) string { return k.prefix + "eventkey:" + eventKey }
+func (k Keys) EventKeyIndex(eventKey string) string { return k.prefix + keyEventKeyIndex + eventKey }
 
 // Events is the sorted set indexing events by time.
-func (k Keys) Events() string { return k.prefix + "events" }
+func (k Keys) Events() string { return k.prefix + keyEvents }
 
 // DoneChannel is published with the run's status when it reaches a
 // terminal status, if WatchRun asked for it.
-func (k Keys) DoneChannel(runID string) string { return k.prefix + "done:" + runID }
+func (k Keys) DoneChannel(runID string) string { return k.prefix + keyDone + runID }
 
 // FinishedChannel is published with how many runs reached each terminal
 // status ("succeeded 30 failed 1") by each call that ended some.
-func (k Keys) FinishedChannel() string { return k.prefix + "finished" }
+func (k Keys) FinishedChannel() string { return k.prefix + keyFinished }
 
 // CancelChannel carries the IDs of runs cancelled while a worker may hold them.
-func (k Keys) CancelChannel() string { return k.prefix + "cancel" }
+func (k Keys) CancelChannel() string { return k.prefix + keyCancel }
 
 // IdempotencyKeyPattern is a SCAN MATCH pattern for idempotency keys whose
 // user-visible part matches glob.
@@ -99,12 +80,12 @@ func (k Keys) IdempotencyKeyPattern(glob string) string {
 	if glob == "" {
 		glob = "*"
 	}
-	return escapeGlob(k.prefix+"key:") + glob
+	return escapeGlob(k.prefix+keyIdempotency) + glob
 }
 
 // TrimIdempotencyKey turns a Redis key back into the user-visible idempotency key.
 func (k Keys) TrimIdempotencyKey(redisKey string) string {
-	return strings.TrimPrefix(redisKey, k.prefix+"key:")
+	return strings.TrimPrefix(redisKey, k.prefix+keyIdempotency)
 }
 
 func escapeGlob(s string) string {

@@ -22,7 +22,7 @@ func (s *Store) RunStates(ctx context.Context, ids []string) ([]RunState, error)
 	cmds := make([]*redis.SliceCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, s.keys.Run(id), "status", "error")
+			cmds[i] = p.HMGet(ctx, s.keys.Run(id), runStatus, runError)
 		}
 		return nil
 	})

@@ -7,9 +7,8 @@ package redisstore
 // ScriptSource gives it, and without its first line, as the store sends it
 // to a server that cannot compile a shebang. Each call returns a fresh map.
 func ScriptNames() map[string]string {
-	all := newScripts().all()
-	m := make(map[string]string, len(all))
-	for _, sc := range all {
+	m := make(map[string]string, 2*len(allScripts))
+	for _, sc := range allScripts {
 		m[sc.Hash()] = sc.name
 		if sc.plain != nil {
 			m[sc.plain.Hash()] = sc.name

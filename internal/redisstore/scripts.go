@@ -2,17 +2,34 @@ package redisstore
 
 import (
 	"embed"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed lua/*.lua
+//go:embed lua/*.lua lua/lib/*.lua
 var luaFS embed.FS
 
-// script is one embedded Lua script, prefixed with lib.lua.
+// The modules of lua/lib/, in the order they go before a script: each may
+// call those before it.
+var luaModules = []string{
+	"errors",  // error replies
+	"record",  // a run record's status and flags
+	"stream",  // a task stream's deliveries
+	"ending",  // ending runs
+	"signals", // appending a signal
+	"claim",   // claiming an idempotency key for a new run
+}
+
+// script is one Lua script of lua/, as the store sends it: assembled from
+// the layout (lua/layout_gen.lua), the modules it calls (lua/lib/) and its
+// own file, see assembleScript. Each script is loaded once, in the Go file
+// of its name (enqueue.go holds enqueueScript); they are immutable.
 type script struct {
 	name string
+	src  string // the source sent, see ScriptSource
 	*redis.Script
 	// plain is the script without its shebang line, for servers that
 	// cannot compile one (Redis before 7.0, miniredis); nil for a script
@@ -20,71 +37,97 @@ type script struct {
 	plain *redis.Script
 }
 
-// A script file may start with a shebang line declaring flags (Redis 7):
-// "#!lua flags=allow-oom" lets the scripts that end or advance runs already
-// accepted keep running when Redis is at maxmemory, so that workers drain
-// the queue and free memory while new triggers are refused (see
-// docs/operations.md). The shebang must open the source Redis compiles, so
-// it goes before lib.lua.
-func scriptSources(name string) (src, plain string, err error) {
-	lib, err := luaFS.ReadFile("lua/lib.lua")
-	if err != nil {
-		return "", "", err
-	}
-	body, err := luaFS.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		return "", "", err
-	}
-	plain = string(lib) + "\n" + string(body)
-	if shebang, rest, ok := strings.Cut(string(body), "\n"); ok && strings.HasPrefix(shebang, "#!") {
-		plain = string(lib) + "\n" + rest
-		return shebang + "\n" + plain, plain, nil
-	}
-	return plain, "", nil
+// allScripts lists every script the store runs.
+var allScripts = []*script{
+	enqueueScript, startScript, finishScript, cancelScript, heartbeatScript, promoteScript, requeueScript,
+	sweepScript, releaseScript, registerScript, signalScript, pushEventScript, saveStepScript, watchScript,
+	ensureGroupScript,
 }
 
-func loadScript(name string) *script {
-	src, plain, err := scriptSources(name)
+// loadScript loads lua/<name>.lua with the modules it calls.
+func loadScript(name string, modules ...string) *script {
+	src, plain, err := assembleScript(name, modules)
 	if err != nil {
-		panic(err) // embedded at build time: cannot fail
+		panic(err) // embedded at build time: the tests load every script
 	}
-	sc := &script{name: name, Script: redis.NewScript(src)}
+	sc := &script{name: name, src: src, Script: redis.NewScript(src)}
 	if plain != "" {
 		sc.plain = redis.NewScript(plain)
 	}
 	return sc
 }
 
-// scripts holds every script the store runs. Loaded once per process;
-// the scripts are immutable, so sharing them between stores is safe.
-type scripts struct {
-	enqueue, start, finish, cancel, heartbeat, promote, requeue, sweep, release, register, signal, pushEvent, saveStep, watch,
-	ensureGroup *script
-}
-
-func newScripts() *scripts {
-	return &scripts{
-		enqueue:   loadScript("enqueue"),
-		start:     loadScript("start"),
-		finish:    loadScript("finish"),
-		cancel:    loadScript("cancel"),
-		heartbeat: loadScript("heartbeat"),
-		promote:   loadScript("promote"),
-		requeue:   loadScript("requeue"),
-		sweep:     loadScript("sweep"),
-		release:   loadScript("release"),
-		register:  loadScript("register"),
-		signal:    loadScript("signal"),
-		pushEvent: loadScript("push_event"),
-		saveStep:  loadScript("save_step"),
-		watch:     loadScript("watch"),
-
-		ensureGroup: loadScript("ensure_group"),
+// assembleScript returns the source of script name as Redis runs it: the
+// layout's shared part and the script's own section, the modules (in the
+// order of luaModules), the script's file; with the layout folded in (see
+// foldLayout). A script file may start with a shebang
+// line declaring flags (Redis 7): "#!lua flags=allow-oom" lets the scripts
+// that end or advance runs already accepted keep running when Redis is at
+// maxmemory, so that workers drain the queue and free memory while new
+// triggers are refused (see docs/operations.md). The shebang must open the
+// source Redis compiles, so it goes first; plain is the source without it
+// ("" for a script that has none).
+func assembleScript(name string, modules []string) (src, plain string, err error) {
+	body, err := luaFS.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		return "", "", err
 	}
+	gen, err := luaFS.ReadFile("lua/layout_gen.lua")
+	if err != nil {
+		return "", "", err
+	}
+	shared, section, err := layoutParts(string(gen), name)
+	if err != nil {
+		return "", "", err
+	}
+	var parts []string
+	for _, m := range luaModules {
+		if !slices.Contains(modules, m) {
+			continue
+		}
+		lib, err := luaFS.ReadFile("lua/lib/" + m + ".lua")
+		if err != nil {
+			return "", "", err
+		}
+		parts = append(parts, string(lib))
+	}
+	for _, m := range modules {
+		if !slices.Contains(luaModules, m) {
+			return "", "", fmt.Errorf("script %s: no module %q in lua/lib", name, m)
+		}
+	}
+	shebang, rest := "", string(body)
+	if first, after, ok := strings.Cut(rest, "\n"); ok && strings.HasPrefix(first, "#!") {
+		shebang, rest = first, after
+	}
+	plain, err = foldLayout(shared+"\n"+section, strings.Join(append(parts, rest), "\n"))
+	if err != nil {
+		return "", "", fmt.Errorf("script %s: %w", name, err)
+	}
+	if shebang == "" {
+		return plain, "", nil
+	}
+	return shebang + "\n" + plain, plain, nil
 }
 
-func (s *scripts) all() []*script {
-	return []*script{s.enqueue, s.start, s.finish, s.cancel, s.heartbeat, s.promote, s.requeue, s.sweep, s.release, s.register, s.signal, s.pushEvent, s.saveStep, s.watch, s.ensureGroup}
+// layoutSection opens the section of one script's own constants in the
+// generated layout (layoutgen.SectionPrefix).
+const layoutSection = "-- @script "
+
+// layoutParts cuts the generated layout into its shared part and the
+// section of script name (empty when the script has none).
+func layoutParts(gen, name string) (shared, section string, err error) {
+	shared, sections, _ := strings.Cut(gen, "\n"+layoutSection)
+	if sections == "" {
+		return shared, "", nil
+	}
+	for _, s := range strings.Split(sections, "\n"+layoutSection) {
+		n, text, _ := strings.Cut(s, "\n")
+		if n == name {
+			return shared, text, nil
+		}
+	}
+	return shared, "", nil
 }
 
 // shebangUnsupported reports whether err says the server could not compile

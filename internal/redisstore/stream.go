@@ -25,7 +25,7 @@ type Delivery struct {
 
 // RunSpec is what a worker needs of a run to run it and record its
 // outcome. None of it changes once the run is queued, so its stream entry
-// carries it (see lib.lua) and the start and finish scripts need not read
+// carries it (see the spec in layout.go) and the start and finish scripts need not read
 // it from the record.
 type RunSpec struct {
 	Input, Meta   []byte
@@ -48,50 +48,42 @@ type RunSpec struct {
 
 // parseSpec reads a stream entry's fields; nil when it has no valid spec.
 func parseSpec(v map[string]any) *RunSpec {
-	o, _ := v["o"].(string)
-	strat, rest, ok := strings.Cut(o, " ")
-	if !ok {
-		return nil
-	}
-	var n [8]int64
-	for i := range n {
-		var f string
-		f, rest, _ = strings.Cut(rest, " ")
+	o, _ := v[entrySpec].(string)
+	var strat string
+	var n [specFieldCount]int64
+	for i := range specFieldCount {
+		f, rest, more := strings.Cut(o, " ")
+		if more != (i < specFieldCount-1) {
+			return nil // too few or too many values
+		}
+		o = rest
+		if i == specStrategy {
+			strat = f
+			continue
+		}
 		x, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return nil
 		}
 		n[i] = x
 	}
-	if rest != "" {
-		return nil
-	}
-	in, _ := v["i"].(string)
-	meta, _ := v["m"].(string)
-	key, _ := v["k"].(string)
+	in, _ := v[entryInput].(string)
+	meta, _ := v[entryMeta].(string)
+	key, _ := v[entryIdempotencyKey].(string)
 	return &RunSpec{
 		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: Strategy(strat),
-		Retries: int(n[0]), Timeout: time.Duration(n[1]) * time.Millisecond, Created: fromMS(n[2]),
-		MaxDeliveries: int(n[3]), Retain: time.Duration(n[4]) * time.Millisecond, Retention: time.Duration(n[5]) * time.Millisecond,
-		Fails: int(n[6]), Attempts: int(n[7]),
+		Retries: int(n[specRetries]), Timeout: time.Duration(n[specTimeout]) * time.Millisecond,
+		Created: fromMS(n[specCreated]), MaxDeliveries: int(n[specMaxDeliveries]),
+		Retain: time.Duration(n[specRetain]) * time.Millisecond, Retention: time.Duration(n[specRetention]) * time.Millisecond,
+		Fails: int(n[specFails]), Attempts: int(n[specAttempts]),
 	}
-}
-
-// EnsureGroup creates the task's stream and consumer group if missing. The
-// group starts at the stream's beginning so runs queued before any worker
-// existed are delivered. It is a script that runs at maxmemory (see
-// ensure_group.lua), where Redis refuses XGROUP CREATE on its own: workers
-// must be able to start and drain the queue then.
-func (s *Store) EnsureGroup(ctx context.Context, task string) error {
-	_, err := s.runScript(ctx, s.scripts.ensureGroup, []string{s.keys.Stream(task)}, GroupName)
-	return err
 }
 
 func (s *Store) deliveries(streams []redis.XStream, taskOf map[string]string) []Delivery {
 	var out []Delivery
 	for _, st := range streams {
 		for _, m := range st.Messages {
-			id, _ := m.Values["r"].(string)
+			id, _ := m.Values[entryRunID].(string)
 			out = append(out, Delivery{Task: taskOf[st.Stream], EntryID: m.ID, RunID: id, Spec: parseSpec(m.Values)})
 		}
 	}
@@ -140,63 +132,6 @@ func (s *Store) AutoClaim(ctx context.Context, task, consumer string, minIdle ti
 	return ds, nil
 }
 
-// Lease is a delivery a worker is running.
-type Lease struct {
-	EntryID string
-	RunID   string
-	Attempt int
-}
-
-// LeaseState is what a heartbeat learned of one lease.
-type LeaseState int
-
-// Lease states reported by Heartbeat.
-const (
-	LeaseLost     LeaseState = 0 // another consumer took the delivery
-	LeaseHeld     LeaseState = 1 // extended
-	LeaseFinished LeaseState = 2 // the run was cancelled or ended
-	LeaseStale    LeaseState = 3 // a newer attempt owns the run
-)
-
-// LeaseReport is what a heartbeat learned of one lease.
-type LeaseReport struct {
-	State LeaseState
-	// Reason is the run's error when State is LeaseFinished: why it was
-	// cancelled ("superseded by run <id>", ...).
-	Reason string
-}
-
-// Heartbeat extends the leases consumer holds on task's stream.
-func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []Lease) ([]LeaseReport, error) {
-	args := make([]any, 0, 3+3*len(leases))
-	args = append(args, GroupName, consumer, s.keys.Prefix())
-	for _, l := range leases {
-		args = append(args, l.EntryID, l.RunID, l.Attempt)
-	}
-	v, err := s.runScript(ctx, s.scripts.heartbeat, []string{s.keys.Stream(task)}, args...)
-	if err != nil {
-		return nil, err
-	}
-	r, err := asSlice(v)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]LeaseReport, len(r)/2)
-	for i := range out {
-		out[i] = LeaseReport{State: LeaseState(asInt(r[2*i])), Reason: asString(r[2*i+1])}
-	}
-	return out, nil
-}
-
-// Promote queues up to limit runs whose retry is due.
-func (s *Store) Promote(ctx context.Context, now time.Time, limit int) (int, error) {
-	v, err := s.runScript(ctx, s.scripts.promote, []string{s.keys.Retry()}, unixMS(now), limit, s.keys.Prefix())
-	if err != nil {
-		return 0, err
-	}
-	return int(asInt(v)), nil
-}
-
 // NextRetry returns when the earliest scheduled retry is due, or false.
 func (s *Store) NextRetry(ctx context.Context) (time.Time, bool, error) {
 	z, err := s.rdb.ZRangeWithScores(ctx, s.keys.Retry(), 0, 0).Result()
@@ -204,30 +139,6 @@ func (s *Store) NextRetry(ctx context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, err
 	}
 	return fromMS(int64(z[0].Score)), true, nil
-}
-
-// SweepRuns removes index entries of expired run records created before
-// cutoff, looking at most limit entries from offset. It returns how many it
-// removed and how many it looked at.
-func (s *Store) SweepRuns(ctx context.Context, cutoff time.Time, offset, limit int) (removed, looked int, err error) {
-	return s.sweep(ctx, s.keys.Runs(), s.keys.Prefix()+"run:", cutoff, offset, limit)
-}
-
-// SweepEvents is SweepRuns for the events index.
-func (s *Store) SweepEvents(ctx context.Context, cutoff time.Time, offset, limit int) (removed, looked int, err error) {
-	return s.sweep(ctx, s.keys.Events(), s.keys.Prefix()+"event:", cutoff, offset, limit)
-}
-
-func (s *Store) sweep(ctx context.Context, index, recordPrefix string, cutoff time.Time, offset, limit int) (int, int, error) {
-	v, err := s.runScript(ctx, s.scripts.sweep, []string{index}, unixMS(cutoff), offset, limit, recordPrefix)
-	if err != nil {
-		return 0, 0, err
-	}
-	r, err := asSlice(v)
-	if err != nil || len(r) < 2 {
-		return 0, 0, err
-	}
-	return int(asInt(r[0])), int(asInt(r[1])), nil
 }
 
 // --- idempotency keys ------------------------------------------------------
@@ -259,15 +170,6 @@ func (s *Store) GetKey(ctx context.Context, key string) (KeyState, bool, error) 
 		st.TTL = d
 	}
 	return st, true, nil
-}
-
-// ReleaseKey frees key only if owner still holds it.
-func (s *Store) ReleaseKey(ctx context.Context, key, owner string) (bool, error) {
-	v, err := s.runScript(ctx, s.scripts.release, []string{s.keys.IdempotencyKey(key)}, owner)
-	if err != nil {
-		return false, err
-	}
-	return asInt(v) == 1, nil
 }
 
 // ScanKeys pages through held idempotency keys matching glob with SCAN.

@@ -7,24 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RegisterTask stores a task's registration (JSON) and returns the one it
-// replaced (nil if none). With replace false an existing registration is
-// left as it is.
-func (s *Store) RegisterTask(ctx context.Context, name string, record []byte, replace bool) ([]byte, error) {
-	mode := "keep"
-	if replace {
-		mode = "replace"
-	}
-	v, err := s.runScript(ctx, s.scripts.register, []string{s.keys.Tasks()}, name, record, mode)
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return []byte(asString(v)), nil
-}
-
 // GetTask returns a task's registration, or nil when none exists.
 func (s *Store) GetTask(ctx context.Context, name string) ([]byte, error) {
 	v, err := s.rdb.HGet(ctx, s.keys.Tasks(), name).Bytes()

@@ -31,7 +31,7 @@ var (
 )
 
 // supersededPrefix starts the error of a run a newer run superseded; the
-// new run's ID follows (see lib.lua, taskq_supersede).
+// new run's ID follows (see internal/redisstore/lua/lib, taskq_supersede).
 const supersededPrefix = "superseded by run "
 
 // SupersededError is the cause of a handler's context when a newer run took

@@ -4,28 +4,30 @@
 -- told on the cancel channel so a handler running it has its context
 -- cancelled.
 --
--- KEYS[1] run hash        taskq:{ns}:run:<run id>
--- ARGV[1] run id
--- ARGV[2] now (unix ms)
--- ARGV[3] reason (stored as the run's error)
--- ARGV[4] consumer group
--- ARGV[5] key prefix taskq:{ns}:
+-- KEYS: KEY_COUNT (1)
+--   KEYS[1] KEY_RUN  run hash  taskq:{ns}:run:<run id>
+-- ARGV: ARG_COUNT (5)
+--   ARGV[1] ARG_RUN_ID  run id
+--   ARGV[2] ARG_NOW     now (unix ms)
+--   ARGV[3] ARG_REASON  reason (stored as the run's error)
+--   ARGV[4] ARG_GROUP   consumer group
+--   ARGV[5] ARG_PREFIX  key prefix taskq:{ns}:
 -- Returns:
 --   {1, "cancelled"}
 --   {0, "missing"} or {0, terminal status}: nothing written
 -- Fails with READONLY on a read-only replica, nothing written. Runs at
 -- maxmemory (flag allow-oom): cancelling frees a run's delivery and key.
 
-local prefix = ARGV[5]
-local status = redis.call('HGET', KEYS[1], 'status')
+local prefix, run_key, run_id = ARGV[ARG_PREFIX], KEYS[KEY_RUN], ARGV[ARG_RUN_ID]
+local status = redis.call('HGET', run_key, RUN_STATUS)
 if not status then
   return {0, 'missing'}
 end
 if taskq_is_terminal(status) then
   return {0, status}
 end
-taskq_terminate(prefix, ARGV[4], KEYS[1], ARGV[1], 'cancelled', ARGV[2], 'error', ARGV[3])
+taskq_terminate(prefix, ARGV[ARG_GROUP], run_key, run_id, 'cancelled', ARGV[ARG_NOW], RUN_ERROR, ARGV[ARG_REASON])
 -- A queued run may be running too, in a handler whose attempt finish.lua
 -- would begin (see there): workers are told either way.
-redis.call('PUBLISH', prefix .. 'cancel', ARGV[1])
+redis.call('PUBLISH', taskq_key_cancel(prefix), run_id)
 return {1, 'cancelled'}

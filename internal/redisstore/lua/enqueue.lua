@@ -3,35 +3,42 @@
 -- is held, the conflict policy says what happens instead. One call takes
 -- any number of triggers, handled in order as if each were its own call:
 -- a later trigger of a key meets the run an earlier one created. A trigger
--- is written whole or not at all (see taskq_enqueue_write), and one refused
+-- is written whole or not at all (see taskq_claim_write), and one refused
 -- trigger does not stop the others.
 --
--- KEYS, four per trigger i (i = 0, 1, ...), at 4i+1 .. 4i+4:
---   run hash          taskq:{ns}:run:<run id>
---   task stream       taskq:{ns}:stream:<task>
---   runs index        taskq:{ns}:runs
---   idempotency key   taskq:{ns}:key:<key>   (the runs index again when the
---                                            strategy is "none")
--- ARGV[1] key prefix taskq:{ns}:
--- ARGV[2] consumer group
--- then sixteen per trigger i, at 16i+3 .. 16i+18:
---   +0  run id
---   +1  task name
---   +2  input (JSON)
---   +3  additional metadata (JSON)
---   +4  idempotency key as the user sees it ("" when not deduplicated)
---   +5  strategy: none | ttl | status | debounce
---   +6  hold ms: the ttl for "ttl", the fallback ttl for "status", the
---       window for "debounce"
---   +7  retain ms after the run ends ("status" only; 0 releases at once)
---   +8  retries allowed after handler failures
---   +9  maximum deliveries (bounds redeliveries of runs whose worker died)
---   +10 handler timeout ms (0 = none)
---   +11 record retention ms after the run ends
---   +12 now (unix ms)
---   +13 conflict policy: reject | attach | supersede | signal
---   +14 signal id (policy "signal")
---   +15 most signals a run may hold (0 = no limit)
+-- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (4) per trigger i (i = 0, 1, ...),
+-- at 4i+1 .. 4i+4:
+--   +0 ITEM_KEY_RUN          run hash          taskq:{ns}:run:<run id>
+--   +1 ITEM_KEY_STREAM       task stream       taskq:{ns}:stream:<task>
+--   +2 ITEM_KEY_RUNS         runs index        taskq:{ns}:runs
+--   +3 ITEM_KEY_IDEMPOTENCY  idempotency key   taskq:{ns}:key:<key>   (the runs
+--                                              index again when the strategy
+--                                              is "none")
+-- ARGV: ARG_COUNT (2) first,
+--   ARGV[1] ARG_PREFIX  key prefix taskq:{ns}:
+--   ARGV[2] ARG_GROUP   consumer group
+-- then ITEM_ARG_COUNT (16) per trigger i, at 16i+3 .. 16i+18:
+--   +0  ITEM_ARG_RUN_ID          run id
+--   +1  ITEM_ARG_TASK            task name
+--   +2  ITEM_ARG_INPUT           input (JSON)
+--   +3  ITEM_ARG_META            additional metadata (JSON)
+--   +4  ITEM_ARG_IDEMPOTENCY_KEY idempotency key as the user sees it ("" when
+--                                not deduplicated)
+--   +5  ITEM_ARG_STRATEGY        strategy: none | ttl | status | debounce
+--   +6  ITEM_ARG_HOLD            hold ms: the ttl for "ttl", the fallback ttl
+--                                for "status", the window for "debounce"
+--   +7  ITEM_ARG_RETAIN          retain ms after the run ends ("status" only;
+--                                0 releases at once)
+--   +8  ITEM_ARG_RETRIES         retries allowed after handler failures
+--   +9  ITEM_ARG_MAX_DELIVERIES  maximum deliveries (bounds redeliveries of
+--                                runs whose worker died)
+--   +10 ITEM_ARG_TIMEOUT         handler timeout ms (0 = none)
+--   +11 ITEM_ARG_RETENTION       record retention ms after the run ends
+--   +12 ITEM_ARG_NOW             now (unix ms)
+--   +13 ITEM_ARG_POLICY          conflict policy: reject | attach | supersede |
+--                                signal
+--   +14 ITEM_ARG_SIGNAL_ID       signal id (policy "signal")
+--   +15 ITEM_ARG_MAX_SIGNALS     most signals a run may hold (0 = no limit)
 -- Returns an array with one reply per trigger, in order:
 --   {1, entry id}                 accepted ('' when scheduled: debounce)
 --   {1, entry id, old owner}      accepted by superseding old owner
@@ -55,34 +62,39 @@
 -- reply was lost) finds the record the first send wrote, with this run ID,
 -- task and creation time, and answers {1, entry id} as the first send did.
 
-local prefix, group = ARGV[1], ARGV[2]
+local prefix, group = ARGV[ARG_PREFIX], ARGV[ARG_GROUP]
+local retry_key = taskq_key_retry(prefix)
 
+-- One trigger, whose KEYS start at k and ARGV at a.
 local function trigger(k, a)
-  local run_key = KEYS[k]
-  local run_id, task, input, meta = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local strat, hold, now, policy = ARGV[a + 5], ARGV[a + 6], ARGV[a + 12], ARGV[a + 13]
+  local run_key = KEYS[k + ITEM_KEY_RUN]
+  local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
+    ARGV[a + ITEM_ARG_META]
+  local strat, hold, now, policy = ARGV[a + ITEM_ARG_STRATEGY], ARGV[a + ITEM_ARG_HOLD], ARGV[a + ITEM_ARG_NOW],
+    ARGV[a + ITEM_ARG_POLICY]
   if redis.call('EXISTS', run_key) == 1 then
-    local first = redis.pcall('HMGET', run_key, 'task', 'created', 'entry')
+    local first = redis.pcall('HMGET', run_key, RUN_TASK, RUN_CREATED, RUN_ENTRY)
     if not first.err and first[1] == task and first[2] == now then
       return {1, first[3] or ''}
     end
     return redis.error_reply('TASKQ_EXISTS ' .. run_id)
   end
   local r = {
-    run_key = run_key, stream_key = KEYS[k + 1], runs_key = KEYS[k + 2], run_id = run_id,
-    task = task, input = input, meta = meta, key = ARGV[a + 4], strat = strat,
-    hold = hold, retain = ARGV[a + 7], retries = ARGV[a + 8], maxdel = ARGV[a + 9],
-    timeout = ARGV[a + 10], keep = ARGV[a + 11], now = now,
-    prefix = prefix, group = group, retry_key = prefix .. 'retry',
+    run_key = run_key, stream_key = KEYS[k + ITEM_KEY_STREAM], runs_key = KEYS[k + ITEM_KEY_RUNS], run_id = run_id,
+    task = task, input = input, meta = meta, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], strat = strat,
+    hold = hold, retain = ARGV[a + ITEM_ARG_RETAIN], retries = ARGV[a + ITEM_ARG_RETRIES],
+    maxdel = ARGV[a + ITEM_ARG_MAX_DELIVERIES], timeout = ARGV[a + ITEM_ARG_TIMEOUT],
+    keep = ARGV[a + ITEM_ARG_RETENTION], now = now,
+    prefix = prefix, group = group, retry_key = retry_key,
     take_over = policy == 'supersede', run_checked = true,
   }
   if strat ~= 'none' then
-    r.idem_key = KEYS[k + 3]
+    r.idem_key = KEYS[k + ITEM_KEY_IDEMPOTENCY]
   end
   if strat == 'debounce' then
     r.delay = hold
   end
-  local refused = taskq_enqueue_check(r)
+  local refused = taskq_claim_check(r)
   if refused then
     if refused.err or refused[1] ~= 0 then
       return refused
@@ -96,14 +108,15 @@ local function trigger(k, a)
       return {2, owner}
     end
     if policy == 'signal' then
-      local s = taskq_signal(prefix, owner, ARGV[a + 14], input, tonumber(ARGV[a + 15]) or 0)
+      local signal_id = ARGV[a + ITEM_ARG_SIGNAL_ID]
+      local s = taskq_signal(prefix, owner, signal_id, input, tonumber(ARGV[a + ITEM_ARG_MAX_SIGNALS]) or 0)
       if s[1] == 1 then
-        return {3, owner, ARGV[a + 14]}
+        return {3, owner, signal_id}
       end
     end
     return refused
   end
-  local entry = taskq_enqueue_write(r)
+  local entry = taskq_claim_write(r)
   if type(entry) == 'table' then
     return entry
   end
@@ -114,7 +127,9 @@ local function trigger(k, a)
 end
 
 local out = {}
-for i = 0, #KEYS / 4 - 1 do
-  out[i + 1] = trigger(4 * i + 1, 16 * i + 3)
+local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first trigger's KEYS and ARGV
+for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
+  out[i] = trigger(k, a)
+  k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 return out

@@ -17,26 +17,37 @@
 -- how many it had): otherwise a cancel, a newer delivery or another worker
 -- got there first, and nothing is written.
 --
--- KEYS[1] retry zset    taskq:{ns}:retry
--- then one per attempt i (i = 0, 1, ...), at i+2:
---   run hash            taskq:{ns}:run:<run id>
--- ARGV[1] consumer group
--- ARGV[2] key prefix taskq:{ns}:
--- then fourteen per attempt i, at 14i+3 .. 14i+16:
---   +0  run id
---   +1  attempt (fencing token from start.lua, or the delivery's next
---       attempt for one begun here)
---   +2  outcome: succeeded | failed | retry
---   +3  result JSON (succeeded) or error message (failed, retry)
---   +4  when the attempt ended (unix ms)
---   +5  retry due time (unix ms; outcome "retry" only)
---   +6  task, +7 stream entry id, +8 strategy, +9 idempotency key,
---   +10 retain ms, +11 retention ms: what the delivery told the worker
---       (none of them changes once the run is queued), so they need not be
---       read from the record. With +8 "" they are read from the record.
---   +12 when the handler began (unix ms) for an attempt to begin here
---       (needs +6 .. +11), "" for one start.lua began
---   +13 the worker's consumer name, for an attempt to begin here
+-- KEYS: KEY_COUNT (1) first,
+--   KEYS[1] KEY_RETRY  retry zset  taskq:{ns}:retry
+-- then ITEM_KEY_COUNT (1) per attempt i (i = 0, 1, ...), at i+2:
+--   +0 ITEM_KEY_RUN  run hash  taskq:{ns}:run:<run id>
+-- ARGV: ARG_COUNT (2) first,
+--   ARGV[1] ARG_GROUP   consumer group
+--   ARGV[2] ARG_PREFIX  key prefix taskq:{ns}:
+-- then ITEM_ARG_COUNT (14) per attempt i, at 14i+3 .. 14i+16:
+--   +0  ITEM_ARG_RUN_ID           run id
+--   +1  ITEM_ARG_ATTEMPT          attempt (fencing token from start.lua, or the
+--                                 delivery's next attempt for one begun here)
+--   +2  ITEM_ARG_OUTCOME          outcome: succeeded | failed | retry
+--   +3  ITEM_ARG_PAYLOAD          result JSON (succeeded) or error message
+--                                 (failed, retry)
+--   +4  ITEM_ARG_NOW              when the attempt ended (unix ms)
+--   +5  ITEM_ARG_RETRY_AT         retry due time (unix ms; outcome "retry" only)
+--   +6  ITEM_ARG_TASK             task,
+--   +7  ITEM_ARG_ENTRY            stream entry id,
+--   +8  ITEM_ARG_STRATEGY         strategy,
+--   +9  ITEM_ARG_IDEMPOTENCY_KEY  idempotency key,
+--   +10 ITEM_ARG_RETAIN           retain ms,
+--   +11 ITEM_ARG_RETENTION        retention ms: what the delivery told the
+--                                 worker (none of them changes once the run
+--                                 is queued), so they need not be read from
+--                                 the record. With +8 "" they are read from
+--                                 the record.
+--   +12 ITEM_ARG_BEGAN            when the handler began (unix ms) for an
+--                                 attempt to begin here (needs +6 .. +11), ""
+--                                 for one start.lua began
+--   +13 ITEM_ARG_CONSUMER         the worker's consumer name, for an attempt to
+--                                 begin here
 -- Returns a flat array with two values per attempt, in order (Redis turns
 -- a table in a reply into a reply much more slowly than a plain value):
 --   1, status     written; status is succeeded, failed, or queued (retry scheduled)
@@ -50,7 +61,7 @@
 -- records start to expire), so workers keep draining the queue; what it
 -- adds is each run's result (see docs/operations.md).
 
-local group, prefix = ARGV[1], ARGV[2]
+local group, prefix = ARGV[ARG_GROUP], ARGV[ARG_PREFIX]
 local entries = {} -- task -> stream entries to acknowledge and trim
 local counts = {}  -- task -> how many entries
 local tasks = {}   -- tasks in the order first seen
@@ -60,23 +71,25 @@ local b = taskq_batch()
 -- arguments (a, the attempt's first ARGV) and locals: filling a table for
 -- each attempt would cost Redis more.
 local function finish(run_key, a)
-  local run_id, attempt, outcome, payload, now = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local task, entry, strat, key, retain, keep = ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10],
-    ARGV[a + 11]
-  local began = ARGV[a + 12]
+  local run_id, attempt, outcome, payload, now = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_ATTEMPT],
+    ARGV[a + ITEM_ARG_OUTCOME], ARGV[a + ITEM_ARG_PAYLOAD], ARGV[a + ITEM_ARG_NOW]
+  local task, entry, strat, key, retain, keep = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_ENTRY],
+    ARGV[a + ITEM_ARG_STRATEGY], ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], ARGV[a + ITEM_ARG_RETAIN],
+    ARGV[a + ITEM_ARG_RETENTION]
+  local began = ARGV[a + ITEM_ARG_BEGAN]
   local r
   if strat == '' then
     began = nil
-    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x',
-      'task', 'entry', 'strat', 'key', 'retain', 'keep')
+    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS,
+      RUN_TASK, RUN_ENTRY, RUN_STRATEGY, RUN_IDEMPOTENCY_KEY, RUN_RETAIN, RUN_RETENTION)
     if not r.err then
       task, entry, strat, key, retain, keep = r[4], r[5], r[6], r[7], r[8], r[9]
     end
   elseif began ~= '' then
-    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x', 'entry')
+    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_ENTRY)
   else
     began = nil
-    r = redis.pcall('HMGET', run_key, 'status', 'attempt', 'x')
+    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS)
   end
   if r.err then
     return taskq_failed(run_key, r), ''
@@ -114,30 +127,32 @@ local function finish(run_key, a)
   if outcome == 'succeeded' or outcome == 'failed' then
     -- A running run is in no retry or debounce timer, so unlike
     -- taskq_terminate there is nothing to remove from the retry zset.
-    local field = outcome == 'succeeded' and 'result' or 'error'
+    local field = outcome == 'succeeded' and RUN_RESULT or RUN_ERROR
     taskq_end(prefix, run_key, run_id, outcome, now, field, payload, strat, key, retain, keep, r[3], b,
-      began, attempt, ARGV[a + 13])
+      began, attempt, ARGV[a + ITEM_ARG_CONSUMER])
     return 1, outcome
   end
   -- retry: the key stays held through every retry of a status-strategy run.
   if began then
-    redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '',
-      'attempt', attempt, 'started', began, 'consumer', ARGV[a + 13])
+    redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ERROR, payload, RUN_ENTRY, '',
+      RUN_ATTEMPT, attempt, RUN_STARTED, began, RUN_CONSUMER, ARGV[a + ITEM_ARG_CONSUMER])
   else
-    redis.call('HSET', run_key, 'status', 'queued', 'error', payload, 'entry', '')
+    redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ERROR, payload, RUN_ENTRY, '')
   end
-  redis.call('HINCRBY', run_key, 'fails', 1)
-  redis.call('ZADD', KEYS[1], ARGV[a + 5], run_id)
+  redis.call('HINCRBY', run_key, RUN_FAILS, 1)
+  redis.call('ZADD', KEYS[KEY_RETRY], ARGV[a + ITEM_ARG_RETRY_AT], run_id)
   return 1, 'queued'
 end
 
 local out = {}
-for i = 0, #KEYS - 2 do
-  out[2 * i + 1], out[2 * i + 2] = finish(KEYS[i + 2], 14 * i + 3)
+local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first attempt's KEYS and ARGV
+for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
+  out[2 * i + 1], out[2 * i + 2] = finish(KEYS[k + ITEM_KEY_RUN], a)
+  k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 taskq_batch_done(prefix, b)
 for _, task in ipairs(tasks) do
-  local s, e, n = prefix .. 'stream:' .. task, entries[task], counts[task]
+  local s, e, n = taskq_key_stream(prefix, task), entries[task], counts[task]
   -- In slices, as unpack's results must fit Lua's stack.
   for j = 1, n, 1000 do
     redis.call('XACK', s, group, unpack(e, j, math.min(j + 999, n)))

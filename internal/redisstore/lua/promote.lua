@@ -1,25 +1,27 @@
 #!lua flags=allow-oom
 -- promote.lua: queues runs whose retry backoff has elapsed.
 --
--- KEYS[1] retry zset      taskq:{ns}:retry
--- ARGV[1] now (unix ms)
--- ARGV[2] most runs to move in one call
--- ARGV[3] key prefix taskq:{ns}:
+-- KEYS: KEY_COUNT (1)
+--   KEYS[1] KEY_RETRY  retry zset  taskq:{ns}:retry
+-- ARGV: ARG_COUNT (3)
+--   ARGV[1] ARG_NOW     now (unix ms)
+--   ARGV[2] ARG_LIMIT   most runs to move in one call
+--   ARGV[3] ARG_PREFIX  key prefix taskq:{ns}:
 -- Returns the number of runs queued again.
 -- Fails with READONLY on a read-only replica, nothing written. Runs at
 -- maxmemory (flag allow-oom): runs already accepted must reach their
 -- retries to end, and end to free memory.
 
-local prefix = ARGV[3]
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local prefix, retry = ARGV[ARG_PREFIX], KEYS[KEY_RETRY]
+local due = redis.call('ZRANGEBYSCORE', retry, '-inf', ARGV[ARG_NOW], 'LIMIT', 0, ARGV[ARG_LIMIT])
 local n = 0
 for _, run_id in ipairs(due) do
-  local run_key = prefix .. 'run:' .. run_id
-  local r = redis.call('HMGET', run_key, 'status', 'task')
+  local run_key = taskq_key_run(prefix, run_id)
+  local r = redis.call('HMGET', run_key, RUN_STATUS, RUN_TASK)
   if r[1] == 'queued' then
-    taskq_requeue_entry(prefix .. 'stream:' .. r[2], run_key, run_id)
+    taskq_requeue_entry(taskq_key_stream(prefix, r[2]), run_key, run_id)
     n = n + 1
   end
-  redis.call('ZREM', KEYS[1], run_id)
+  redis.call('ZREM', retry, run_id)
 end
 return n

@@ -1,7 +1,7 @@
 -- push_event.lua: stores an ingested event and triggers the run of every
 -- task subscribed to its key, as one step. A task whose key is already held
 -- gets no run: the event records the run it was deduplicated to instead.
--- Every run is checked (taskq_enqueue_check) before the first write, so
+-- Every run is checked (taskq_claim_check) before the first write, so
 -- either the event and all its runs are written, or nothing is.
 --
 -- Keys are namespace-wide, so two tasks of one event whose expressions
@@ -12,23 +12,35 @@
 -- its key is held by a debounced run that has not started, that run takes
 -- this event's payload and its window starts again (outcome "debounced").
 --
--- KEYS[1] event hash          taskq:{ns}:event:<event id>
--- KEYS[2] events index        taskq:{ns}:events
--- KEYS[3] events-by-key index taskq:{ns}:eventkey:<event key>
--- KEYS[4] runs index          taskq:{ns}:runs
--- ARGV[1] event id
--- ARGV[2] event key
--- ARGV[3] payload (JSON object): the input of every run
--- ARGV[4] metadata (JSON object): the additional metadata of every run
--- ARGV[5] now (unix ms)
--- ARGV[6] event retention ms: the record and its index entries expire then
--- ARGV[7] key prefix taskq:{ns}:
--- ARGV[8] number of subscribed tasks n
--- then 11 arguments per task, in this order:
---   task name, run id, idempotency key ("" when not deduplicated),
---   strategy (none | ttl | status | debounce), hold ms, retain ms, retries,
---   maximum deliveries, timeout ms, run record retention ms,
---   error ("" or why no run is attempted: the expression failed)
+-- KEYS: KEY_COUNT (4),
+--   KEYS[1] KEY_EVENT            event hash           taskq:{ns}:event:<event id>
+--   KEYS[2] KEY_EVENTS           events index         taskq:{ns}:events
+--   KEYS[3] KEY_EVENT_KEY_INDEX  events-by-key index  taskq:{ns}:eventkey:<event key>
+--   KEYS[4] KEY_RUNS             runs index           taskq:{ns}:runs
+-- ARGV: ARG_COUNT (8) first,
+--   ARGV[1] ARG_EVENT_ID    event id
+--   ARGV[2] ARG_EVENT_KEY   event key
+--   ARGV[3] ARG_PAYLOAD     payload (JSON object): the input of every run
+--   ARGV[4] ARG_META        metadata (JSON object): the additional metadata of
+--                           every run
+--   ARGV[5] ARG_NOW         now (unix ms)
+--   ARGV[6] ARG_RETENTION   event retention ms: the record and its index
+--                           entries expire then
+--   ARGV[7] ARG_PREFIX      key prefix taskq:{ns}:
+--   ARGV[8] ARG_TASK_COUNT  number of subscribed tasks n
+-- then ITEM_ARG_COUNT (11) per task i (i = 0 .. n-1), at 11i+9 .. 11i+19:
+--   +0  ITEM_ARG_TASK             task name
+--   +1  ITEM_ARG_RUN_ID           run id
+--   +2  ITEM_ARG_IDEMPOTENCY_KEY  idempotency key ("" when not deduplicated)
+--   +3  ITEM_ARG_STRATEGY         strategy (none | ttl | status | debounce)
+--   +4  ITEM_ARG_HOLD             hold ms
+--   +5  ITEM_ARG_RETAIN           retain ms
+--   +6  ITEM_ARG_RETRIES          retries
+--   +7  ITEM_ARG_MAX_DELIVERIES   maximum deliveries
+--   +8  ITEM_ARG_TIMEOUT          timeout ms
+--   +9  ITEM_ARG_RETENTION        run record retention ms
+--   +10 ITEM_ARG_ERROR            "" or why no run is attempted (the
+--                                 expression failed)
 -- The run fields mean what they mean in enqueue.lua.
 -- Returns a flat array, two entries per task in argument order:
 --   outcome ("created" | "deduplicated" | "debounced" | "error"), run id
@@ -42,16 +54,18 @@
 --   (or OOM ..., READONLY ... when the debounce or the event's own write
 --   comes first)
 
-local prefix = ARGV[7]
-local n = tonumber(ARGV[8])
-local now = tonumber(ARGV[5])
-local retention = tonumber(ARGV[6])
+local prefix = ARGV[ARG_PREFIX]
+local n = tonumber(ARGV[ARG_TASK_COUNT])
+local event_id, payload, meta = ARGV[ARG_EVENT_ID], ARGV[ARG_PAYLOAD], ARGV[ARG_META]
+local now = tonumber(ARGV[ARG_NOW])
+local retention = tonumber(ARGV[ARG_RETENTION])
+local retry_key = taskq_key_retry(prefix)
 
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return redis.error_reply('TASKQ_EVENT_EXISTS ' .. ARGV[1])
+if redis.call('EXISTS', KEYS[KEY_EVENT]) == 1 then
+  return redis.error_reply('TASKQ_EVENT_EXISTS ' .. event_id)
 end
-local bad = taskq_check_type(KEYS[2], 'zset') or taskq_check_type(KEYS[3], 'zset')
-  or taskq_check_type(prefix .. 'retry', 'zset')
+local bad = taskq_check_type(KEYS[KEY_EVENTS], 'zset') or taskq_check_type(KEYS[KEY_EVENT_KEY_INDEX], 'zset')
+  or taskq_check_type(retry_key, 'zset')
 if bad then
   return bad
 end
@@ -63,19 +77,21 @@ local debounce = {} -- owners to hand this payload to
 local claimed = {}  -- idempotency key -> run created by this event
 
 for i = 0, n - 1 do
-  local a = 9 + i * 11
+  local a = ARG_COUNT + ITEM_ARG_COUNT * i + 1
+  local task, run_id = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_RUN_ID]
   local r = {
-    task = ARGV[a], run_id = ARGV[a + 1], key = ARGV[a + 2], strat = ARGV[a + 3],
-    hold = ARGV[a + 4], retain = ARGV[a + 5], retries = ARGV[a + 6], maxdel = ARGV[a + 7],
-    timeout = ARGV[a + 8], keep = ARGV[a + 9],
-    input = ARGV[3], meta = ARGV[4], now = ARGV[5],
-    run_key = prefix .. 'run:' .. ARGV[a + 1], stream_key = prefix .. 'stream:' .. ARGV[a],
-    runs_key = KEYS[4], retry_key = prefix .. 'retry', strict = true,
+    task = task, run_id = run_id, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], strat = ARGV[a + ITEM_ARG_STRATEGY],
+    hold = ARGV[a + ITEM_ARG_HOLD], retain = ARGV[a + ITEM_ARG_RETAIN], retries = ARGV[a + ITEM_ARG_RETRIES],
+    maxdel = ARGV[a + ITEM_ARG_MAX_DELIVERIES], timeout = ARGV[a + ITEM_ARG_TIMEOUT],
+    keep = ARGV[a + ITEM_ARG_RETENTION],
+    input = payload, meta = meta, now = ARGV[ARG_NOW],
+    run_key = taskq_key_run(prefix, run_id), stream_key = taskq_key_stream(prefix, task),
+    runs_key = KEYS[KEY_RUNS], retry_key = retry_key, strict = true,
   }
-  local entry = { task = r.task, idempotencyKey = r.key, error = ARGV[a + 10], outcome = 'error', runId = '' }
+  local entry = { task = r.task, idempotencyKey = r.key, error = ARGV[a + ITEM_ARG_ERROR], outcome = 'error', runId = '' }
   if entry.error == '' then
     if r.strat ~= 'none' then
-      r.idem_key = prefix .. 'key:' .. r.key
+      r.idem_key = taskq_key_idempotency(prefix, r.key)
     end
     if r.strat == 'debounce' then
       r.delay = r.hold
@@ -84,7 +100,7 @@ for i = 0, n - 1 do
     if earlier then
       entry.outcome, entry.runId = 'deduplicated', earlier
     else
-      local refused = taskq_enqueue_check(r)
+      local refused = taskq_claim_check(r)
       if refused and refused.err then
         return refused
       end
@@ -110,7 +126,7 @@ for i = 0, n - 1 do
 end
 
 for _, r in ipairs(writes) do
-  local entry = taskq_enqueue_write(r)
+  local entry = taskq_claim_write(r)
   if type(entry) == 'table' then
     -- Every key's type was checked above, so this is Redis refusing the
     -- script's first write (OOM at maxmemory, READONLY on a replica):
@@ -119,18 +135,19 @@ for _, r in ipairs(writes) do
   end
 end
 for _, d in ipairs(debounce) do
-  taskq_debounce(prefix, d.owner, d.idem_key, ARGV[3], ARGV[4], d.hold, now)
+  taskq_debounce(prefix, d.owner, d.idem_key, payload, meta, d.hold, now)
 end
 
-redis.call('HSET', KEYS[1], 'key', ARGV[2], 'payload', ARGV[3], 'meta', ARGV[4], 'created', ARGV[5])
+redis.call('HSET', KEYS[KEY_EVENT], EVENT_KEY, ARGV[ARG_EVENT_KEY], EVENT_PAYLOAD, payload, EVENT_META, meta,
+  EVENT_CREATED, ARGV[ARG_NOW])
 if #runs > 0 then
-  redis.call('HSET', KEYS[1], 'runs', cjson.encode(runs))
+  redis.call('HSET', KEYS[KEY_EVENT], EVENT_RUNS, cjson.encode(runs))
 end
-redis.call('PEXPIRE', KEYS[1], retention)
-redis.call('ZADD', KEYS[2], now, ARGV[1])
+redis.call('PEXPIRE', KEYS[KEY_EVENT], retention)
+redis.call('ZADD', KEYS[KEY_EVENTS], now, event_id)
 -- The per-key index trims itself: its entries are only ever read newest
 -- first, and the whole index expires when its key sees no events.
-redis.call('ZADD', KEYS[3], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. (now - retention))
-redis.call('PEXPIRE', KEYS[3], retention)
+redis.call('ZADD', KEYS[KEY_EVENT_KEY_INDEX], now, event_id)
+redis.call('ZREMRANGEBYSCORE', KEYS[KEY_EVENT_KEY_INDEX], '-inf', '(' .. (now - retention))
+redis.call('PEXPIRE', KEYS[KEY_EVENT_KEY_INDEX], retention)
 return reply

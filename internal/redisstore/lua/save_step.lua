@@ -4,21 +4,24 @@
 -- saved after the run ended expires with the record at once; a run whose
 -- record is gone stores nothing.
 --
--- KEYS[1] steps hash   taskq:{ns}:steps:<run id>
--- KEYS[2] run hash     taskq:{ns}:run:<run id>
--- ARGV[1] step name
--- ARGV[2] result (JSON)
--- Returns the stored result, or ARGV[2] when nothing was stored.
+-- KEYS: KEY_COUNT (2)
+--   KEYS[1] KEY_STEPS  steps hash  taskq:{ns}:steps:<run id>
+--   KEYS[2] KEY_RUN    run hash    taskq:{ns}:run:<run id>
+-- ARGV: ARG_COUNT (2)
+--   ARGV[1] ARG_NAME    step name
+--   ARGV[2] ARG_RESULT  result (JSON)
+-- Returns the stored result, or the result given when nothing was stored.
 -- Fails with OOM when Redis is at maxmemory (a step result is new data, as
 -- a trigger is) and READONLY on a read-only replica; nothing is written then.
 
-local ttl = redis.call('PTTL', KEYS[2])
+local steps, run_key, name, result = KEYS[KEY_STEPS], KEYS[KEY_RUN], ARGV[ARG_NAME], ARGV[ARG_RESULT]
+local ttl = redis.call('PTTL', run_key)
 if ttl == -2 then
-  return ARGV[2]
+  return result
 end
-redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
-taskq_flag(KEYS[2], 't')
+redis.call('HSETNX', steps, name, result)
+taskq_flag(run_key, 't')
 if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', steps, ttl)
 end
-return redis.call('HGET', KEYS[1], ARGV[1])
+return redis.call('HGET', steps, name)

@@ -4,21 +4,26 @@
 -- attempt number returned is the fencing token: finish.lua and
 -- heartbeat.lua accept only the latest attempt.
 --
--- KEYS, two per delivery i (i = 0, 1, ...), at 2i+1 and 2i+2:
---   run hash      taskq:{ns}:run:<run id>
---   task stream   taskq:{ns}:stream:<task>
--- ARGV[1] consumer group
--- ARGV[2] consumer name
--- ARGV[3] now (unix ms)
--- ARGV[4] key prefix taskq:{ns}:
--- then four per delivery i, at 4i+5 .. 4i+8:
---   run id
---   stream entry id being delivered
---   maximum deliveries, from the entry's spec (see taskq_spec); "" when the
---   entry carries no spec, and the reply then carries the record's
---   "1" when the entry was delivered before (reclaimed after its lease
---   lapsed), else "": an earlier delivery that began no attempt (its
---   worker died before it was begun, see finish.lua) still counts
+-- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (2) per delivery i (i = 0, 1, ...),
+-- at 2i+1 and 2i+2:
+--   +0 ITEM_KEY_RUN     run hash      taskq:{ns}:run:<run id>
+--   +1 ITEM_KEY_STREAM  task stream   taskq:{ns}:stream:<task>
+-- ARGV: ARG_COUNT (4) first,
+--   ARGV[1] ARG_GROUP     consumer group
+--   ARGV[2] ARG_CONSUMER  consumer name
+--   ARGV[3] ARG_NOW       now (unix ms)
+--   ARGV[4] ARG_PREFIX    key prefix taskq:{ns}:
+-- then ITEM_ARG_COUNT (4) per delivery i, at 4i+5 .. 4i+8:
+--   +0 ITEM_ARG_RUN_ID          run id
+--   +1 ITEM_ARG_ENTRY           stream entry id being delivered
+--   +2 ITEM_ARG_MAX_DELIVERIES  maximum deliveries, from the entry's spec (see
+--                               taskq_spec); "" when the entry carries no
+--                               spec, and the reply then carries the record's
+--   +3 ITEM_ARG_REDELIVERED     "1" when the entry was delivered before
+--                               (reclaimed after its lease lapsed), else "":
+--                               an earlier delivery that began no attempt
+--                               (its worker died before it was begun, see
+--                               finish.lua) still counts
 -- Returns a flat array with three values per delivery, in order (Redis
 -- turns a table in a reply into a reply much more slowly than a plain
 -- value):
@@ -43,7 +48,7 @@
 -- to run, end and free its memory while new triggers are refused (see
 -- docs/operations.md); it adds a few fields to the record.
 
-local group, consumer, now, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local group, consumer, now, prefix = ARGV[ARG_GROUP], ARGV[ARG_CONSUMER], ARGV[ARG_NOW], ARGV[ARG_PREFIX]
 
 local function drop(stream, entry, reason, err)
   taskq_drop(stream, group, entry)
@@ -53,10 +58,11 @@ end
 local function start(run_key, stream, run_id, entry, maxdel, redelivered)
   local r
   if maxdel == '' then
-    r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt', 'fails', 'maxdel',
-      'input', 'meta', 'key', 'strat', 'retries', 'timeout', 'created', 'retain', 'keep')
+    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT, RUN_FAILS, RUN_MAX_DELIVERIES,
+      RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_STRATEGY, RUN_RETRIES, RUN_TIMEOUT, RUN_CREATED, RUN_RETAIN,
+      RUN_RETENTION)
   else
-    r = redis.pcall('HMGET', run_key, 'status', 'entry', 'attempt')
+    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT)
   end
   if r.err then
     return taskq_failed(run_key, r), '', ''
@@ -66,7 +72,7 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
     return drop(stream, entry, 'missing')
   end
   if taskq_is_terminal(status) then
-    return drop(stream, entry, status, redis.call('HGET', run_key, 'error'))
+    return drop(stream, entry, status, redis.call('HGET', run_key, RUN_ERROR))
   end
   if r[2] ~= entry then
     return drop(stream, entry, 'stale')
@@ -77,14 +83,14 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
   end
   local max = tonumber(maxdel ~= '' and maxdel or r[5]) or 0
   if max > 0 and attempt > max then
-    taskq_terminate(prefix, group, run_key, run_id, 'failed', now, 'error',
+    taskq_terminate(prefix, group, run_key, run_id, 'failed', now, RUN_ERROR,
       'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
     return 0, 'exhausted', ''
   end
   -- The attempt number goes as a string: Redis formats a Lua number passed
   -- to a command with a printf of its own, at a cost.
-  redis.call('HSET', run_key, 'status', 'running', 'attempt', string.format('%d', attempt), 'started', now,
-    'consumer', consumer)
+  redis.call('HSET', run_key, RUN_STATUS, 'running', RUN_ATTEMPT, string.format('%d', attempt), RUN_STARTED, now,
+    RUN_CONSUMER, consumer)
   if maxdel ~= '' then
     return 1, attempt, ''
   end
@@ -93,9 +99,10 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
 end
 
 local out, n = {}, 0
-for i = 0, #KEYS / 2 - 1 do
-  local a = 4 * i + 5
-  local c, x, y, record = start(KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
+local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first delivery's KEYS and ARGV
+for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
+  local c, x, y, record = start(KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID],
+    ARGV[a + ITEM_ARG_ENTRY], ARGV[a + ITEM_ARG_MAX_DELIVERIES], ARGV[a + ITEM_ARG_REDELIVERED])
   out[n + 1], out[n + 2], out[n + 3] = c, x, y
   n = n + 3
   if record then
@@ -104,5 +111,6 @@ for i = 0, #KEYS / 2 - 1 do
     end
     n = n + #record
   end
+  k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 return out

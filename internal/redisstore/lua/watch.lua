@@ -6,14 +6,16 @@
 -- after the flag is set, and is published, or had ended already, which
 -- the reply says.
 --
--- KEYS[1] run hash   taskq:{ns}:run:<run id>
+-- KEYS: KEY_COUNT (1)
+--   KEYS[1] KEY_RUN  run hash  taskq:{ns}:run:<run id>
+-- ARGV: ARG_COUNT (0)
 -- Returns the run's status, or false when there is no such run.
 -- Fails with READONLY on a read-only replica when it would set the flag.
 -- Runs at maxmemory (flag allow-oom): waiting for the result of a run
 -- already accepted adds one letter to its record.
 
-local status = redis.call('HGET', KEYS[1], 'status')
+local status = redis.call('HGET', KEYS[KEY_RUN], RUN_STATUS)
 if status and not taskq_is_terminal(status) then
-  taskq_flag(KEYS[1], 'w')
+  taskq_flag(KEYS[KEY_RUN], 'w')
 end
 return status

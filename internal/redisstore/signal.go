@@ -9,6 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// signalScript appends a signal to a run's signal stream: lua/signal.lua.
+var signalScript = loadScript("signal", "record", "signals")
+
 // SignalResult is the outcome of Signal.
 type SignalResult struct {
 	Delivered bool
@@ -35,7 +38,16 @@ func (s *Store) signal(ctx context.Context, key, mode, runID, signalID string, p
 	if maxSignals == 0 {
 		maxSignals = MaxSignalsDefault
 	}
-	v, err := s.runScript(ctx, s.scripts.signal, []string{key}, mode, runID, signalID, payload, s.keys.Prefix(), maxSignals)
+	k := [1 + signalKeyCount]string{signalKeyTarget: key}
+	a := [1 + signalArgCount]any{
+		signalArgMode:       mode,
+		signalArgRunID:      runID,
+		signalArgSignalID:   signalID,
+		signalArgPayload:    payload,
+		signalArgPrefix:     s.keys.Prefix(),
+		signalArgMaxSignals: maxSignals,
+	}
+	v, err := s.runScript(ctx, signalScript, k[1:], a[1:]...)
 	if err != nil {
 		return SignalResult{}, err
 	}
@@ -80,33 +92,10 @@ func (s *Store) ReadSignals(ctx context.Context, runID, cursor string, count int
 	var out []Signal
 	for _, st := range res {
 		for _, m := range st.Messages {
-			id, _ := m.Values["id"].(string)
-			p, _ := m.Values["p"].(string)
+			id, _ := m.Values[signalEntryID].(string)
+			p, _ := m.Values[signalEntryPayload].(string)
 			out = append(out, Signal{Cursor: m.ID, ID: id, Payload: []byte(p)})
 		}
 	}
 	return out, nil
-}
-
-// StepResult returns a completed step's stored result, or ok=false.
-func (s *Store) StepResult(ctx context.Context, runID, name string) ([]byte, bool, error) {
-	v, err := s.rdb.HGet(ctx, s.keys.Steps(runID), name).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return v, true, nil
-}
-
-// SaveStepResult stores a step's result unless one is stored already, and
-// returns the stored one: the first completion of a step wins. Nothing is
-// stored for a run whose record is gone.
-func (s *Store) SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error) {
-	v, err := s.runScript(ctx, s.scripts.saveStep, []string{s.keys.Steps(runID), s.keys.Run(runID)}, name, result)
-	if err != nil {
-		return nil, err
-	}
-	return []byte(asString(v)), nil
 }

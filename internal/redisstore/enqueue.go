@@ -1,0 +1,207 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// enqueueScript triggers runs: lua/enqueue.lua.
+var enqueueScript = loadScript("enqueue", "errors", "record", "stream", "ending", "signals", "claim")
+
+// Policy is the trigger's conflict policy (defined once, in package task),
+// as enqueue.lua reads it.
+type Policy = task.ConflictPolicy
+
+// Conflict policies, as the scripts name them.
+const (
+	PolicyReject    = task.ConflictReject
+	PolicyAttach    = task.ConflictAttach
+	PolicySupersede = task.ConflictSupersede
+	PolicySignal    = task.ConflictSignal
+)
+
+// TriggerOutcome says what a trigger did.
+type TriggerOutcome int
+
+// Trigger outcomes, as enqueue.lua reports them.
+const (
+	TriggerRejected  TriggerOutcome = 0
+	TriggerCreated   TriggerOutcome = 1
+	TriggerAttached  TriggerOutcome = 2
+	TriggerSignalled TriggerOutcome = 3
+	TriggerDebounced TriggerOutcome = 4
+)
+
+// EnqueueParams describe one trigger.
+type EnqueueParams struct {
+	RunID    string
+	Task     string
+	Input    []byte // JSON
+	Meta     []byte // JSON
+	Key      string // idempotency key; "" with StrategyNone
+	Strategy Strategy
+	// Hold is the ttl (StrategyTTL) or the fallback ttl (StrategyStatus).
+	Hold time.Duration
+	// Retain keeps a status-strategy key after the run ends.
+	Retain        time.Duration
+	Retries       int
+	MaxDeliveries int
+	Timeout       time.Duration
+	// Retention is how long the run record is kept after the run ends.
+	Retention time.Duration
+	Now       time.Time
+	// Policy applies when the key is held (default reject).
+	Policy Policy
+	// SignalID names the signal sent to the owner under PolicySignal.
+	SignalID string
+	// MaxSignals bounds the owner's signals (default MaxSignalsDefault).
+	MaxSignals int
+}
+
+// EnqueueResult is the outcome of one trigger.
+type EnqueueResult struct {
+	Outcome TriggerOutcome
+	// Accepted is true when the run was created (Outcome TriggerCreated).
+	Accepted bool
+	EntryID  string
+	// Superseded is the previous owner a PolicySupersede trigger took the
+	// key from, if any.
+	Superseded string
+	// Owner is the run holding the key when the trigger created nothing.
+	Owner    string
+	OwnerTTL time.Duration
+	SignalID string
+}
+
+// appendEnqueue appends one trigger's KEYS and ARGV, in the layout of
+// enqueue.lua, to keys and args (which must start with the script's
+// header, enqueueHeader).
+func (s *Store) appendEnqueue(keys []string, args []any, p *EnqueueParams) ([]string, []any) {
+	strat := p.Strategy
+	if strat == "" {
+		strat = StrategyNone
+	}
+	runs := s.keys.Runs()
+	idem := runs // a placeholder the script never touches
+	if strat != StrategyNone {
+		idem = s.keys.IdempotencyKey(p.Key)
+	}
+	k := [enqueueItemKeyCount]string{
+		enqueueItemKeyRun:         s.keys.Run(p.RunID),
+		enqueueItemKeyStream:      s.keys.Stream(p.Task),
+		enqueueItemKeyRuns:        runs,
+		enqueueItemKeyIdempotency: idem,
+	}
+	meta := p.Meta
+	if len(meta) == 0 {
+		meta = []byte("{}")
+	}
+	policy := p.Policy
+	if policy == "" {
+		policy = PolicyReject
+	}
+	maxSignals := p.MaxSignals
+	if maxSignals == 0 {
+		maxSignals = MaxSignalsDefault
+	}
+	a := [enqueueItemArgCount]any{
+		enqueueItemArgRunID:          p.RunID,
+		enqueueItemArgTask:           p.Task,
+		enqueueItemArgInput:          p.Input,
+		enqueueItemArgMeta:           meta,
+		enqueueItemArgIdempotencyKey: p.Key,
+		enqueueItemArgStrategy:       string(strat),
+		enqueueItemArgHold:           ms(p.Hold),
+		enqueueItemArgRetain:         ms(p.Retain),
+		enqueueItemArgRetries:        p.Retries,
+		enqueueItemArgMaxDeliveries:  p.MaxDeliveries,
+		enqueueItemArgTimeout:        ms(p.Timeout),
+		enqueueItemArgRetention:      ms(p.Retention),
+		enqueueItemArgNow:            unixMS(p.Now),
+		enqueueItemArgPolicy:         string(policy),
+		enqueueItemArgSignalID:       p.SignalID,
+		enqueueItemArgMaxSignals:     maxSignals,
+	}
+	return append(keys, k[:]...), append(args, a[:]...)
+}
+
+// enqueueHeader is the KEYS and ARGV every call of enqueue.lua starts
+// with, with room for n triggers.
+func (s *Store) enqueueHeader(n int) ([]string, []any) {
+	a := [1 + enqueueArgCount]any{
+		enqueueArgPrefix: s.keys.Prefix(),
+		enqueueArgGroup:  GroupName,
+	}
+	keys := make([]string, enqueueKeyCount, enqueueKeyCount+enqueueItemKeyCount*n)
+	return keys, append(make([]any, 0, enqueueArgCount+enqueueItemArgCount*n), a[1:]...)
+}
+
+func (s *Store) parseEnqueue(v any) (EnqueueResult, error) {
+	if err, ok := v.(error); ok {
+		return EnqueueResult{}, s.named("enqueue", scriptError(err))
+	}
+	r, err := asSlice(v)
+	if err != nil || len(r) < 2 {
+		return EnqueueResult{}, fmt.Errorf("enqueue: unexpected reply %v", v)
+	}
+	res := EnqueueResult{Outcome: TriggerOutcome(asInt(r[0]))}
+	switch res.Outcome {
+	case TriggerCreated:
+		res.Accepted, res.EntryID = true, asString(r[1])
+		if len(r) > 2 {
+			res.Superseded = asString(r[2])
+		}
+	case TriggerRejected:
+		res.Owner = asString(r[1])
+		if len(r) > 2 {
+			if t := asInt(r[2]); t > 0 {
+				res.OwnerTTL = time.Duration(t) * time.Millisecond
+			}
+		}
+	case TriggerSignalled:
+		res.Owner = asString(r[1])
+		if len(r) > 2 {
+			res.SignalID = asString(r[2])
+		}
+	default:
+		res.Owner = asString(r[1])
+	}
+	return res, nil
+}
+
+// Enqueue claims the key, creates the run and queues it in one script.
+func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, error) {
+	res, errs := s.EnqueueBatch(ctx, []*EnqueueParams{p})
+	return res[0], errs[0]
+}
+
+// EnqueueBatch sends the triggers to the enqueue script, up to
+// MaxItemsPerCall per call, which handles them in order, so a later trigger
+// of a key collides with an earlier one of the same batch. The i-th result
+// and error belong to the i-th trigger, and are what Enqueue would have
+// returned for it alone.
+func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
+	results := make([]EnqueueResult, len(ps))
+	errs := s.evalBatch(ctx, enqueueScript, len(ps), func(lo, hi int) ([]string, []any) {
+		keys, args := s.enqueueHeader(hi - lo)
+		for _, p := range ps[lo:hi] {
+			keys, args = s.appendEnqueue(keys, args, p)
+		}
+		return keys, args
+	}, func(i int, r []any) (n int, err error) {
+		results[i], err = s.parseEnqueue(r[0])
+		return 1, err
+	})
+	return results, errs
+}
+
+// EnqueueCall returns the KEYS and ARGV that Enqueue sends to the enqueue
+// script for p alone, so a baseline can send precisely the same work. The
+// script replies with an array holding p's one reply.
+func (s *Store) EnqueueCall(p *EnqueueParams) (keys []string, args []any) {
+	keys, args = s.enqueueHeader(1)
+	return s.appendEnqueue(keys, args, p)
+}

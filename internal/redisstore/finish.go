@@ -1,0 +1,130 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// finishScript records outcomes of attempts: lua/finish.lua.
+var finishScript = loadScript("finish", "errors", "record", "stream", "ending")
+
+// Outcome is what an attempt reports.
+type Outcome string
+
+// Outcomes of an attempt.
+const (
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeRetry     Outcome = "retry"
+)
+
+// FinishParams report the end of an attempt.
+type FinishParams struct {
+	RunID   string
+	Attempt int
+	Outcome Outcome
+	// Payload is the result JSON on success, the error message otherwise.
+	Payload []byte
+	RetryAt time.Time
+	Now     time.Time
+	// Task, EntryID and Spec come from the delivery and its start. With
+	// them, the finish script need not read from the record what does not
+	// change while a run is queued or running; without them it does.
+	Task    string
+	EntryID string
+	Spec    *RunSpec
+	// Began, when set, begins the attempt in the same write as its
+	// outcome, for a handler that ran before the attempt was recorded as
+	// begun (Start was never called for the delivery): Attempt is then the
+	// delivery's Spec.Attempts+1, and the write happens only if the run is
+	// still queued with EntryID and has begun no attempt since the entry
+	// was written. Needs Task, EntryID and Spec. Consumer is recorded as the
+	// attempt's worker.
+	Began    time.Time
+	Consumer string
+}
+
+// FinishResult says whether the outcome was recorded.
+type FinishResult struct {
+	Written bool
+	// Status is the run's status after a write; otherwise why nothing was
+	// written: "missing", "stale" or the status the run already had.
+	Status string
+}
+
+func (s *Store) parseWritten(name string, v any) (FinishResult, error) {
+	if err, ok := v.(error); ok {
+		return FinishResult{}, s.named(name, scriptError(err))
+	}
+	r, err := asSlice(v)
+	if err != nil || len(r) < 2 {
+		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, v)
+	}
+	return s.parseWrittenValues(name, r)
+}
+
+// parseWrittenValues reads a {written, status or reason} reply from its
+// first two values.
+func (s *Store) parseWrittenValues(name string, r []any) (FinishResult, error) {
+	if len(r) < 2 {
+		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, r)
+	}
+	if err, ok := r[0].(error); ok {
+		return FinishResult{}, s.named(name, scriptError(err))
+	}
+	return FinishResult{Written: asInt(r[0]) == 1, Status: asString(r[1])}, nil
+}
+
+// Finish records an attempt's outcome, fenced by its attempt number.
+func (s *Store) Finish(ctx context.Context, p *FinishParams) (FinishResult, error) {
+	res, errs := s.FinishBatch(ctx, []*FinishParams{p})
+	return res[0], errs[0]
+}
+
+// FinishBatch records many outcomes in one call of the finish script (or
+// more, past MaxItemsPerCall). The i-th result and error belong to the i-th
+// outcome.
+func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishResult, []error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	res := make([]FinishResult, len(ps))
+	errs := s.evalBatch(ctx, finishScript, len(ps), func(lo, hi int) ([]string, []any) {
+		hk := [1 + finishKeyCount]string{finishKeyRetry: s.keys.Retry()}
+		ha := [1 + finishArgCount]any{finishArgGroup: GroupName, finishArgPrefix: s.keys.Prefix()}
+		keys := append(make([]string, 0, finishKeyCount+finishItemKeyCount*(hi-lo)), hk[1:]...)
+		args := append(make([]any, 0, finishArgCount+finishItemArgCount*(hi-lo)), ha[1:]...)
+		for _, p := range ps[lo:hi] {
+			k := [finishItemKeyCount]string{finishItemKeyRun: s.keys.Run(p.RunID)}
+			a := [finishItemArgCount]any{
+				finishItemArgRunID:   p.RunID,
+				finishItemArgAttempt: p.Attempt,
+				finishItemArgOutcome: string(p.Outcome),
+				finishItemArgPayload: p.Payload,
+				finishItemArgNow:     unixMS(p.Now),
+				finishItemArgRetryAt: unixMS(p.RetryAt),
+				// Without the delivery's fields the script reads them from
+				// the record.
+				finishItemArgTask: "", finishItemArgEntry: "", finishItemArgStrategy: "",
+				finishItemArgIdempotencyKey: "", finishItemArgRetain: 0, finishItemArgRetention: 0,
+				finishItemArgBegan: "", finishItemArgConsumer: "",
+			}
+			if sp := p.Spec; sp != nil && p.Task != "" && p.EntryID != "" {
+				a[finishItemArgTask], a[finishItemArgEntry] = p.Task, p.EntryID
+				a[finishItemArgStrategy], a[finishItemArgIdempotencyKey] = string(sp.Strategy), sp.Key
+				a[finishItemArgRetain], a[finishItemArgRetention] = ms(sp.Retain), ms(sp.Retention)
+				if !p.Began.IsZero() {
+					a[finishItemArgBegan], a[finishItemArgConsumer] = unixMS(p.Began), p.Consumer
+				}
+			}
+			keys, args = append(keys, k[:]...), append(args, a[:]...)
+		}
+		return keys, args
+	}, func(i int, r []any) (int, error) {
+		var err error
+		res[i], err = s.parseWrittenValues("finish", r)
+		return 2, err
+	})
+	return res, errs
+}

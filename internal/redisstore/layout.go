@@ -1,0 +1,458 @@
+package redisstore
+
+// The data layout the store shares with its Lua scripts, declared here once:
+// the keys, the fields of the records and stream entries, the order of a
+// run's spec, and the KEYS and ARGV of every script. The Go code of the
+// package uses these constants; the scripts use the Lua prelude generated
+// from this file, lua/layout_gen.lua (run "go generate" after a change):
+//
+//   - a block marked "//taskq:lua const" becomes Lua constants named after
+//     the Go ones in upper snake case (runStatus: RUN_STATUS);
+//   - "//taskq:lua keys" becomes key builders taking the namespace's prefix
+//     (keyRun: taskq_key_run(prefix, id));
+//   - "//taskq:lua spec" becomes taskq_spec, which joins a run's spec;
+//   - "//taskq:lua script <name>" becomes constants that only <name>.lua
+//     sees, named without the script's prefix (enqueueItemArgRunID:
+//     ITEM_ARG_RUN_ID).
+//
+// A script's header comment names each of its constants with its value, and
+// TestScriptHeadersFollowTheLayout holds the two together. Layout constants
+// of a script:
+//
+//	<s>KeyX, <s>ArgX          KEYS[n] and ARGV[n] of the call's header (1-based)
+//	<s>KeyCount, <s>ArgCount  how many KEYS and ARGV the header has
+//	<s>ItemKeyX, <s>ItemArgX  offsets (0-based) within one item of a script
+//	                          that takes any number of items (triggers,
+//	                          deliveries, outcomes)
+//	<s>ItemKeyCount, ...      KEYS and ARGV per item
+//
+// Item i's first ARGV is at <s>ArgCount + <s>ItemArgCount*i + 1, and likewise
+// for KEYS. The Go side builds them as arrays keyed by these constants.
+//
+// The store folds the prelude into each script as it loads it (see
+// foldLayout): Redis runs the literals and the joined keys. To add a
+// script, write lua/<name>.lua with its header, declare its KEYS and ARGV
+// here, run go generate, and load it in <name>.go with the modules of
+// lua/lib it calls (and list it in allScripts).
+
+//go:generate go run ./internal/layoutgen/cmd/layoutgen -in layout.go -out lua/layout_gen.lua
+
+// Key layout. Every key of a namespace lives under one prefix whose hash tag
+// is the namespace, taskq:{ns}:, so every script touches a single Redis
+// Cluster slot. Keys builds each of them in Go. The keys of this block the
+// scripts also build themselves, from the prefix they are given and a run ID
+// or task name of a record they read; they share the hash tag.
+//
+//taskq:lua keys
+const (
+	keyIdempotency = "key:"     // string  taskq:{ns}:key:<idempotency key>: its owner run ID, expiring per strategy
+	keyRun         = "run:"     // hash    taskq:{ns}:run:<run id>: the run record (fields run*)
+	keyStream      = "stream:"  // stream  taskq:{ns}:stream:<task>: queued deliveries of a task (group GroupName, fields entry*)
+	keyRetry       = "retry"    // zset    taskq:{ns}:retry: runs waiting for a retry or a debounce window, by due time (ms)
+	keySignals     = "signals:" // stream  taskq:{ns}:signals:<run id>: signals sent to the run, in order (fields signalEntry*)
+	keySteps       = "steps:"   // hash    taskq:{ns}:steps:<run id>: results of the run's completed durable steps
+	keyDone        = "done:"    // channel taskq:{ns}:done:<run id>: published when a watched run reaches a terminal status
+	keyFinished    = "finished" // channel taskq:{ns}:finished: counts of runs that reached a terminal status
+	keyCancel      = "cancel"   // channel taskq:{ns}:cancel: IDs of runs cancelled while a worker may hold them
+)
+
+// Keys only Go builds: the scripts that touch them are given them in KEYS.
+const (
+	keyRuns          = "runs"      // zset  taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping
+	keyTasks         = "tasks"     // hash  taskq:{ns}:tasks: registered task definitions by name
+	keyEvent         = "event:"    // hash  taskq:{ns}:event:<event id>: an ingested event (fields event*)
+	keyEvents        = "events"    // zset  taskq:{ns}:events: events by time (ms)
+	keyEventKeyIndex = "eventkey:" // zset  taskq:{ns}:eventkey:<event key>: the events of one event key, by time (ms)
+)
+
+// Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
+// unix ms, durations ms.
+//
+//taskq:lua const
+const (
+	runTask           = "task"     // task name
+	runStatus         = "status"   // queued | running | succeeded | failed | cancelled
+	runInput          = "input"    // input (JSON)
+	runMeta           = "meta"     // additional metadata (JSON)
+	runIdempotencyKey = "key"      // idempotency key as the user sees it ("" when not deduplicated)
+	runStrategy       = "strat"    // none | ttl | status | debounce
+	runHold           = "hold"     // how long the key is held: the ttl, the fallback ttl, the debounce window
+	runRetain         = "retain"   // how long a status-strategy key is kept after the run ends
+	runRetries        = "retries"  // retries allowed after handler failures
+	runMaxDeliveries  = "maxdel"   // most deliveries (0 = no limit)
+	runTimeout        = "timeout"  // handler timeout (0 = none)
+	runRetention      = "keep"     // how long the record is kept after the run ends
+	runCreated        = "created"  // when the run was triggered
+	runEntry          = "entry"    // stream entry ID of the run's delivery ("" while it has none)
+	runAttempt        = "attempt"  // the latest attempt begun, the fencing token (absent before the first)
+	runFails          = "fails"    // failed attempts (absent before the first)
+	runStarted        = "started"  // when the latest attempt began
+	runConsumer       = "consumer" // the worker running the latest attempt
+	runFinished       = "finished" // when the run ended
+	runResult         = "result"   // result (JSON) of a succeeded run
+	runError          = "error"    // why the run failed, is retried or was cancelled
+	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, w watched
+)
+
+// Fields of an entry of a task stream (a delivery). A delivery carries what
+// its worker needs to run the run and record its outcome, so that the
+// start and finish scripts need not read it from the record.
+//
+//taskq:lua const
+const (
+	entryRunID          = "r" // run ID
+	entryInput          = "i" // input (JSON)
+	entryMeta           = "m" // additional metadata (JSON)
+	entryIdempotencyKey = "k" // idempotency key as the user sees it
+	entrySpec           = "o" // the run's spec, see taskq_spec
+)
+
+// The spec of a task stream entry (field entrySpec): values joined by single
+// spaces in this order, every one an integer but the strategy. None of them
+// changes while the run is queued or running, and the run is queued again
+// with a new entry, so the entry says what the record would.
+//
+//taskq:lua spec
+const (
+	specStrategy      = iota // strategy
+	specRetries              // retries allowed
+	specTimeout              // handler timeout ms
+	specCreated              // creation time (unix ms)
+	specMaxDeliveries        // most deliveries
+	specRetain               // key retain ms
+	specRetention            // record retention ms
+	specFails                // failed attempts before this entry
+	specAttempts             // attempts begun before this entry
+	specFieldCount
+)
+
+// Fields of an entry of a run's signal stream.
+//
+//taskq:lua const
+const (
+	signalEntryID      = "id" // signal ID, unique per run
+	signalEntryPayload = "p"  // payload (JSON)
+)
+
+// Fields of an event record, the hash at taskq:{ns}:event:<event id>.
+//
+//taskq:lua const
+const (
+	eventKey     = "key"     // the event key
+	eventPayload = "payload" // payload (JSON object)
+	eventMeta    = "meta"    // additional metadata (JSON object)
+	eventCreated = "created" // when the event was pushed (unix ms)
+	eventRuns    = "runs"    // what happened to each subscribed task (JSON array of EventRun)
+)
+
+// MaxLingeringEntries bounds the acknowledged entries a task stream keeps
+// behind an older delivery still pending (a long-running handler): past
+// it, finishing runs deletes their entries at once instead of leaving them
+// to be trimmed (see taskq_trim_acked in lua/lib/stream.lua).
+//
+//taskq:lua const
+const MaxLingeringEntries = 10000
+
+// enqueue.lua: triggers, any number per call.
+//
+//taskq:lua script enqueue
+const (
+	enqueueKeyCount  = 0 // KEYS before the first trigger's: none
+	enqueueArgPrefix = 1 // key prefix taskq:{ns}:
+	enqueueArgGroup  = 2 // consumer group
+	enqueueArgCount  = 2 // ARGV before the first trigger's
+)
+
+// enqueue.lua: KEYS of one trigger.
+//
+//taskq:lua script enqueue
+const (
+	enqueueItemKeyRun         = iota // run hash
+	enqueueItemKeyStream             // task stream
+	enqueueItemKeyRuns               // runs index
+	enqueueItemKeyIdempotency        // idempotency key (the runs index again under strategy none)
+	enqueueItemKeyCount
+)
+
+// enqueue.lua: ARGV of one trigger.
+//
+//taskq:lua script enqueue
+const (
+	enqueueItemArgRunID          = iota // run ID
+	enqueueItemArgTask                  // task name
+	enqueueItemArgInput                 // input (JSON)
+	enqueueItemArgMeta                  // additional metadata (JSON)
+	enqueueItemArgIdempotencyKey        // idempotency key as the user sees it
+	enqueueItemArgStrategy              // strategy
+	enqueueItemArgHold                  // hold ms
+	enqueueItemArgRetain                // retain ms
+	enqueueItemArgRetries               // retries allowed
+	enqueueItemArgMaxDeliveries         // most deliveries
+	enqueueItemArgTimeout               // handler timeout ms
+	enqueueItemArgRetention             // record retention ms
+	enqueueItemArgNow                   // now (unix ms)
+	enqueueItemArgPolicy                // conflict policy
+	enqueueItemArgSignalID              // signal ID (policy signal)
+	enqueueItemArgMaxSignals            // most signals a run may hold
+	enqueueItemArgCount
+)
+
+// start.lua: deliveries to begin, any number per call.
+//
+//taskq:lua script start
+const (
+	startKeyCount    = 0 // KEYS before the first delivery's: none
+	startArgGroup    = 1 // consumer group
+	startArgConsumer = 2 // consumer name
+	startArgNow      = 3 // now (unix ms)
+	startArgPrefix   = 4 // key prefix taskq:{ns}:
+	startArgCount    = 4 // ARGV before the first delivery's
+)
+
+// start.lua: KEYS of one delivery.
+//
+//taskq:lua script start
+const (
+	startItemKeyRun    = iota // run hash
+	startItemKeyStream        // task stream
+	startItemKeyCount
+)
+
+// start.lua: ARGV of one delivery.
+//
+//taskq:lua script start
+const (
+	startItemArgRunID         = iota // run ID
+	startItemArgEntry                // stream entry ID
+	startItemArgMaxDeliveries        // most deliveries, from the entry's spec ("" without one)
+	startItemArgRedelivered          // "1" when the entry was delivered before
+	startItemArgCount
+)
+
+// finish.lua: outcomes of attempts, any number per call.
+//
+//taskq:lua script finish
+const (
+	finishKeyRetry  = 1 // retry zset
+	finishKeyCount  = 1 // KEYS before the first outcome's
+	finishArgGroup  = 1 // consumer group
+	finishArgPrefix = 2 // key prefix taskq:{ns}:
+	finishArgCount  = 2 // ARGV before the first outcome's
+)
+
+// finish.lua: KEYS of one outcome.
+//
+//taskq:lua script finish
+const (
+	finishItemKeyRun = iota // run hash
+	finishItemKeyCount
+)
+
+// finish.lua: ARGV of one outcome.
+//
+//taskq:lua script finish
+const (
+	finishItemArgRunID          = iota // run ID
+	finishItemArgAttempt               // attempt (fencing token)
+	finishItemArgOutcome               // succeeded | failed | retry
+	finishItemArgPayload               // result JSON or error message
+	finishItemArgNow                   // when the attempt ended (unix ms)
+	finishItemArgRetryAt               // retry due time (unix ms)
+	finishItemArgTask                  // task name, from the delivery
+	finishItemArgEntry                 // stream entry ID, from the delivery
+	finishItemArgStrategy              // strategy, from the delivery ("" to read the record)
+	finishItemArgIdempotencyKey        // idempotency key, from the delivery
+	finishItemArgRetain                // retain ms, from the delivery
+	finishItemArgRetention             // record retention ms, from the delivery
+	finishItemArgBegan                 // when the handler began, for an attempt begun here ("" otherwise)
+	finishItemArgConsumer              // the worker, for an attempt begun here
+	finishItemArgCount
+)
+
+// StartArgsPerItem and FinishArgsPerItem are the ARGV per item of the start
+// and finish scripts, after their headers (see start.lua and finish.lua),
+// for tools that read the calls the store sends.
+const (
+	StartArgsPerItem  = startItemArgCount
+	FinishArgsPerItem = finishItemArgCount
+)
+
+// cancel.lua.
+//
+//taskq:lua script cancel
+const (
+	cancelKeyRun    = 1 // run hash
+	cancelKeyCount  = 1
+	cancelArgRunID  = 1 // run ID
+	cancelArgNow    = 2 // now (unix ms)
+	cancelArgReason = 3 // reason, stored as the run's error
+	cancelArgGroup  = 4 // consumer group
+	cancelArgPrefix = 5 // key prefix taskq:{ns}:
+	cancelArgCount  = 5
+)
+
+// requeue.lua.
+//
+//taskq:lua script requeue
+const (
+	requeueKeyRun     = 1 // run hash
+	requeueKeyStream  = 2 // task stream
+	requeueKeyCount   = 2
+	requeueArgRunID   = 1 // run ID
+	requeueArgAttempt = 2 // attempt (fencing token)
+	requeueArgGroup   = 3 // consumer group
+	requeueArgCount   = 3
+)
+
+// watch.lua.
+//
+//taskq:lua script watch
+const (
+	watchKeyRun   = 1 // run hash
+	watchKeyCount = 1
+	watchArgCount = 0
+)
+
+// heartbeat.lua: leases of one task stream, any number per call.
+//
+//taskq:lua script heartbeat
+const (
+	heartbeatKeyStream   = 1 // task stream
+	heartbeatKeyCount    = 1
+	heartbeatArgGroup    = 1 // consumer group
+	heartbeatArgConsumer = 2 // consumer name
+	heartbeatArgPrefix   = 3 // key prefix taskq:{ns}:
+	heartbeatArgCount    = 3 // ARGV before the first lease's
+)
+
+// heartbeat.lua: ARGV of one lease.
+//
+//taskq:lua script heartbeat
+const (
+	heartbeatItemArgEntry   = iota // stream entry ID
+	heartbeatItemArgRunID          // run ID
+	heartbeatItemArgAttempt        // attempt (fencing token)
+	heartbeatItemArgCount
+)
+
+// promote.lua.
+//
+//taskq:lua script promote
+const (
+	promoteKeyRetry  = 1 // retry zset
+	promoteKeyCount  = 1
+	promoteArgNow    = 1 // now (unix ms)
+	promoteArgLimit  = 2 // most runs to move
+	promoteArgPrefix = 3 // key prefix taskq:{ns}:
+	promoteArgCount  = 3
+)
+
+// sweep.lua.
+//
+//taskq:lua script sweep
+const (
+	sweepKeyIndex        = 1 // runs or events index
+	sweepKeyCount        = 1
+	sweepArgCutoff       = 1 // cutoff (unix ms)
+	sweepArgOffset       = 2 // offset into the entries before the cutoff
+	sweepArgLimit        = 3 // most entries to look at
+	sweepArgRecordPrefix = 4 // key prefix of the records (taskq:{ns}:run: or taskq:{ns}:event:)
+	sweepArgCount        = 4
+)
+
+// release.lua.
+//
+//taskq:lua script release
+const (
+	releaseKeyIdempotency = 1 // idempotency key
+	releaseKeyCount       = 1
+	releaseArgOwner       = 1 // expected owner run ID
+	releaseArgCount       = 1
+)
+
+// register.lua.
+//
+//taskq:lua script register
+const (
+	registerKeyTasks        = 1 // task registry
+	registerKeyCount        = 1
+	registerArgName         = 1 // task name
+	registerArgRegistration = 2 // registration (JSON)
+	registerArgMode         = 3 // replace | keep
+	registerArgCount        = 3
+)
+
+// signal.lua.
+//
+//taskq:lua script signal
+const (
+	signalKeyTarget     = 1 // idempotency key (mode key) or run hash (mode run)
+	signalKeyCount      = 1
+	signalArgMode       = 1 // key | run
+	signalArgRunID      = 2 // run ID (mode run)
+	signalArgSignalID   = 3 // signal ID
+	signalArgPayload    = 4 // payload (JSON)
+	signalArgPrefix     = 5 // key prefix taskq:{ns}:
+	signalArgMaxSignals = 6 // most signals a run may hold
+	signalArgCount      = 6
+)
+
+// save_step.lua.
+//
+//taskq:lua script save_step
+const (
+	saveStepKeySteps  = 1 // steps hash
+	saveStepKeyRun    = 2 // run hash
+	saveStepKeyCount  = 2
+	saveStepArgName   = 1 // step name
+	saveStepArgResult = 2 // result (JSON)
+	saveStepArgCount  = 2
+)
+
+// ensure_group.lua.
+//
+//taskq:lua script ensure_group
+const (
+	ensureGroupKeyStream = 1 // task stream
+	ensureGroupKeyCount  = 1
+	ensureGroupArgGroup  = 1 // consumer group
+	ensureGroupArgCount  = 1
+)
+
+// push_event.lua: one event and its subscribed tasks.
+//
+//taskq:lua script push_event
+const (
+	pushEventKeyEvent         = 1 // event hash
+	pushEventKeyEvents        = 2 // events index
+	pushEventKeyEventKeyIndex = 3 // events-by-key index
+	pushEventKeyRuns          = 4 // runs index
+	pushEventKeyCount         = 4
+	pushEventArgEventID       = 1 // event ID
+	pushEventArgEventKey      = 2 // event key
+	pushEventArgPayload       = 3 // payload (JSON object), every run's input
+	pushEventArgMeta          = 4 // metadata (JSON object), every run's
+	pushEventArgNow           = 5 // now (unix ms)
+	pushEventArgRetention     = 6 // event retention ms
+	pushEventArgPrefix        = 7 // key prefix taskq:{ns}:
+	pushEventArgTaskCount     = 8 // how many subscribed tasks follow
+	pushEventArgCount         = 8 // ARGV before the first task's
+)
+
+// push_event.lua: ARGV of one subscribed task.
+//
+//taskq:lua script push_event
+const (
+	pushEventItemArgTask           = iota // task name
+	pushEventItemArgRunID                 // run ID
+	pushEventItemArgIdempotencyKey        // idempotency key ("" when not deduplicated)
+	pushEventItemArgStrategy              // strategy
+	pushEventItemArgHold                  // hold ms
+	pushEventItemArgRetain                // retain ms
+	pushEventItemArgRetries               // retries allowed
+	pushEventItemArgMaxDeliveries         // most deliveries
+	pushEventItemArgTimeout               // handler timeout ms
+	pushEventItemArgRetention             // record retention ms
+	pushEventItemArgError                 // why no run is attempted ("" to attempt one)
+	pushEventItemArgCount
+)

@@ -1,0 +1,116 @@
+-- ending.lua: ending runs. What a call that ends many runs would pay once
+-- per run (releasing keys, publishing notices) it gathers and does once.
+
+-- Frees status-strategy keys, each only while its run still owns it: a
+-- run whose key lapsed and was claimed by another run never frees the
+-- newer owner's key. A key with retain > 0 is kept for that long instead.
+-- One MGET reads every owner and one DEL frees the keys, where a GET and a
+-- DEL per run would cost Redis a call each. b (see taskq_batch) holds the
+-- keys' full names, their runs' ids and retain ms in three lists of b.n.
+local function taskq_release_all(b)
+  if b.n == 0 then
+    return
+  end
+  local owners, free, n = redis.call('MGET', unpack(b.names, 1, b.n)), {}, 0
+  for i = 1, b.n do
+    if owners[i] == b.owners[i] then
+      if b.retains[i] > 0 then
+        redis.call('PEXPIRE', b.names[i], b.retains[i])
+      else
+        n = n + 1
+        free[n] = b.names[i]
+      end
+    end
+  end
+  if n > 0 then
+    redis.call('DEL', unpack(free, 1, n))
+  end
+end
+
+-- What taskq_end gathers across the runs one call ends (keys to release,
+-- counts by status), for taskq_batch_done to act on once. The keys are
+-- kept in parallel lists of n entries, as appending at a table's length
+-- costs Redis a search for that length each time.
+local function taskq_batch()
+  return {n = 0, names = {}, owners = {}, retains = {}, ended = {}}
+end
+
+-- Releases the keys of the runs b gathered (see taskq_release_all) and
+-- publishes their count per status.
+local function taskq_batch_done(prefix, b)
+  taskq_release_all(b)
+  local msg = {}
+  for status, n in pairs(b.ended) do
+    msg[#msg + 1] = status .. ' ' .. n
+  end
+  if #msg > 0 then
+    table.sort(msg)
+    redis.call('PUBLISH', taskq_key_finished(prefix), table.concat(msg, ' '))
+  end
+end
+
+-- Ends a run whose record fields (strategy, key, retain, retention and the
+-- flags) the caller has read: records the status, releases the key per
+-- strategy, starts the retention clock and sends the completion notices.
+-- The caller drops the run's delivery. field/value carry the result or the
+-- error message (RUN_RESULT or RUN_ERROR). With began set, the attempt
+-- begins in the same write (began its start time, consumer its worker; see
+-- finish.lua). The fields come as arguments rather than in a table, as
+-- filling a table costs Redis more for each run than passing values.
+-- Callers that end many runs pass b, a taskq_batch, and call
+-- taskq_batch_done once at the end; with b nil the key is released and the
+-- run counted at once.
+--
+-- Notices: the run's done channel is published only when a waiter asked
+-- for it (flag w, see watch.lua); the namespace's finished channel gets
+-- the count of runs ended per status, once per script call.
+local function taskq_end(prefix, run_key, run_id, status, now, field, value, strat, key, retain, keep, x, b,
+    began, attempt, consumer)
+  if began then
+    redis.call('HSET', run_key, RUN_STATUS, status, RUN_FINISHED, now, field, value,
+      RUN_ATTEMPT, attempt, RUN_STARTED, began, RUN_CONSUMER, consumer)
+  else
+    redis.call('HSET', run_key, RUN_STATUS, status, RUN_FINISHED, now, field, value)
+  end
+  local one = not b
+  b = b or taskq_batch()
+  if strat == 'status' and key and key ~= '' then
+    local n = b.n + 1
+    b.n, b.names[n], b.owners[n], b.retains[n] = n, taskq_key_idempotency(prefix, key), run_id, tonumber(retain) or 0
+  end
+  b.ended[status] = (b.ended[status] or 0) + 1
+  if one then
+    taskq_batch_done(prefix, b)
+  end
+  -- keep goes to PEXPIRE as the string it came as: Redis formats a Lua
+  -- number passed to a command with a printf of its own, at a cost.
+  local kept = (tonumber(keep) or 0) > 0
+  if kept then
+    redis.call('PEXPIRE', run_key, keep)
+  end
+  if not x or x == '' then
+    return -- no flags, the common case
+  end
+  if kept then
+    -- Signals and step results live as long as the record.
+    if taskq_has(x, 's') then
+      redis.call('PEXPIRE', taskq_key_signals(prefix, run_id), keep)
+    end
+    if taskq_has(x, 't') then
+      redis.call('PEXPIRE', taskq_key_steps(prefix, run_id), keep)
+    end
+  end
+  if taskq_has(x, 'w') then
+    redis.call('PUBLISH', taskq_key_done(prefix, run_id), status)
+  end
+end
+
+-- Moves a run in any state to a terminal status: taskq_end, and its
+-- delivery dropped and its retry or debounce timer removed.
+local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
+  local r = redis.call('HMGET', run_key, RUN_TASK, RUN_STRATEGY, RUN_IDEMPOTENCY_KEY, RUN_RETAIN, RUN_ENTRY,
+    RUN_RETENTION, RUN_FLAGS)
+  taskq_drop_entry(prefix, group, r[1], r[5])
+  taskq_end(prefix, run_key, run_id, status, now, field, value, r[2], r[3], r[4], r[6], r[7])
+  redis.call('ZREM', taskq_key_retry(prefix), run_id)
+end

@@ -1,0 +1,32 @@
+-- signals.lua: appending a signal to a run's signal stream, for signal.lua
+-- and for a trigger whose conflict policy sends its input to the key's
+-- owner as a signal (enqueue.lua).
+
+-- Appends a signal to an active run's ordered signal stream, once per
+-- signal id. Returns
+-- {1, run id, signal id}, or {0, reason, run id, status} when the run is
+-- missing or has ended, or {0, 'full', run id} at the per-run limit.
+local function taskq_signal(prefix, run_id, signal_id, payload, limit)
+  local run_key = taskq_key_run(prefix, run_id)
+  local status = redis.call('HGET', run_key, RUN_STATUS)
+  if not status then
+    return {0, 'missing', run_id, ''}
+  end
+  if taskq_is_terminal(status) then
+    return {0, 'finished', run_id, status}
+  end
+  local s = taskq_key_signals(prefix, run_id)
+  -- A resent call (its reply was lost) finds its signal among the newest
+  -- and is answered as the first send was, rather than delivered twice.
+  for _, e in ipairs(redis.call('XREVRANGE', s, '+', '-', 'COUNT', 16)) do
+    if e[2][1] == SIGNAL_ENTRY_ID and e[2][2] == signal_id then
+      return {1, run_id, signal_id}
+    end
+  end
+  if limit > 0 and redis.call('XLEN', s) >= limit then
+    return {0, 'full', run_id, status}
+  end
+  redis.call('XADD', s, '*', SIGNAL_ENTRY_ID, signal_id, SIGNAL_ENTRY_PAYLOAD, payload)
+  taskq_flag(run_key, 's')
+  return {1, run_id, signal_id}
+end

@@ -1,0 +1,95 @@
+-- stream.lua: a task stream's deliveries: queueing a run again, dropping a
+-- delivery, trimming what was acknowledged.
+
+-- Queues a run again (retry due, debounce window over, requeued) with a
+-- stream entry made from its record. Returns the entry id.
+--
+-- An entry carries, besides the run id, what its worker needs to run it and
+-- record its outcome: input, metadata, key and the spec (see taskq_spec).
+-- Redis then hands it to the worker with the delivery, and start.lua and
+-- finish.lua read only the record fields that change while a run is queued
+-- or running: each field read in a script costs Redis about half a
+-- microsecond. Failed attempts and attempts begun change only while the run
+-- is not queued, and a run is queued again with a new entry; so a
+-- delivery's next attempt is <attempts begun> + 1 unless the run changed
+-- since (which finish.lua checks when it begins an attempt).
+local function taskq_requeue_entry(stream, run_key, run_id)
+  local f = redis.call('HMGET', run_key, RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_STRATEGY, RUN_RETRIES,
+    RUN_TIMEOUT, RUN_CREATED, RUN_MAX_DELIVERIES, RUN_RETAIN, RUN_RETENTION, RUN_FAILS, RUN_ATTEMPT)
+  local entry = redis.call('XADD', stream, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, f[1] or '', ENTRY_META, f[2] or '',
+    ENTRY_IDEMPOTENCY_KEY, f[3] or '',
+    ENTRY_SPEC, taskq_spec(f[4] or '', f[5] or 0, f[6] or 0, f[7] or 0, f[8] or 0, f[9] or 0, f[10] or 0, f[11] or 0,
+      f[12] or 0))
+  redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ENTRY, entry)
+  return entry
+end
+
+-- Removes the acknowledged head of a task stream: every entry older than
+-- the oldest delivery still pending, or than the next undelivered entry
+-- when none is pending. One XTRIM costs Redis far less than an XDEL of the
+-- same entries, which looks each one up. Entries acknowledged behind an
+-- older pending delivery stay until it is acknowledged too; so that a
+-- long-running handler cannot make them pile up, once more than
+-- MAX_LINGERING_ENTRIES linger the entries just acknowledged (acked, a
+-- list, or nil) are deleted with XDEL instead. Entries not yet delivered
+-- are never removed.
+local function taskq_trim_acked(stream, group, acked)
+  local p = redis.pcall('XPENDING', stream, group)
+  if p.err then
+    return -- no such stream or group: nothing to trim
+  end
+  local pending, low = tonumber(p[1]) or 0, p[2]
+  -- Entries neither pending nor waiting to be delivered are acknowledged
+  -- ones waiting to be trimmed; XLEN - pending bounds them from above,
+  -- and only past the limit is the group's lag read to tell them apart.
+  local over = acked and #acked > 0 and redis.call('XLEN', stream) - pending > MAX_LINGERING_ENTRIES
+  if not low or over then
+    local last, lag
+    for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+      local named = false
+      for j = 1, #g, 2 do
+        if g[j] == 'name' then
+          named = g[j + 1] == group
+        elseif named and g[j] == 'last-delivered-id' then
+          last = g[j + 1]
+        elseif named and g[j] == 'lag' then
+          lag = tonumber(g[j + 1])
+        end
+      end
+      if named then
+        break
+      end
+    end
+    if not last then
+      return
+    end
+    -- Without a lag (Redis cannot tell it after some deletions) the
+    -- waiting entries count as lingering too.
+    if over and redis.call('XLEN', stream) - pending - (lag or 0) > MAX_LINGERING_ENTRIES then
+      for j = 1, #acked, 1000 do
+        redis.call('XDEL', stream, unpack(acked, j, math.min(j + 999, #acked)))
+      end
+    end
+    if not low then
+      local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+      low = ms .. '-' .. string.format('%.0f', tonumber(seq) + 1)
+    end
+  end
+  redis.call('XTRIM', stream, 'MINID', low)
+end
+
+-- Acknowledges and deletes one delivery, outside the batched path of
+-- finish.lua, so streams hold only deliveries that are still queued or in
+-- flight (and acknowledged ones behind them, see taskq_trim_acked).
+local function taskq_drop(stream, group, entry)
+  redis.call('XACK', stream, group, entry)
+  redis.call('XDEL', stream, entry)
+  taskq_trim_acked(stream, group)
+end
+
+-- taskq_drop of a run's delivery, if it has one.
+local function taskq_drop_entry(prefix, group, task, entry)
+  if entry and entry ~= '' and task then
+    taskq_drop(taskq_key_stream(prefix, task), group, entry)
+  end
+end

@@ -1,0 +1,209 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pushEventScript stores an event and triggers its tasks' runs:
+// lua/push_event.lua.
+var pushEventScript = loadScript("push_event", "errors", "record", "stream", "ending", "claim")
+
+// What push_event.lua records for each subscribed task.
+const (
+	EventRunCreated      = "created"
+	EventRunDeduplicated = "deduplicated"
+	EventRunDebounced    = "debounced"
+	EventRunError        = "error"
+)
+
+// EventTask is one subscribed task's part of an event.
+type EventTask struct {
+	// Run describes the run to create: its input and metadata are the
+	// event's, Now is the event's time. Ignored when Error is set.
+	Run *EnqueueParams
+	// Task names the task when Run is nil.
+	Task string
+	// Error says why no run is attempted for the task (its expression
+	// failed on this payload). The event records it.
+	Error string
+}
+
+func (t EventTask) name() string {
+	if t.Run != nil {
+		return t.Run.Task
+	}
+	return t.Task
+}
+
+// errText is what the event records as the task's error: "" when a run is
+// attempted.
+func (t EventTask) errText() string {
+	if t.Error == "" && t.Run == nil {
+		return "no run described"
+	}
+	return t.Error
+}
+
+// PushEventParams describe one event.
+type PushEventParams struct {
+	ID      string
+	Key     string
+	Payload []byte // JSON object
+	Meta    []byte // JSON object
+	Now     time.Time
+	// Retention is how long the event record is kept.
+	Retention time.Duration
+	// Tasks are the subscribed tasks, in the order their keys are claimed.
+	Tasks []EventTask
+}
+
+// pushEventArgs returns the KEYS and ARGV of push_event.lua for p.
+func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
+	k := [1 + pushEventKeyCount]string{
+		pushEventKeyEvent:         s.keys.Event(p.ID),
+		pushEventKeyEvents:        s.keys.Events(),
+		pushEventKeyEventKeyIndex: s.keys.EventKeyIndex(p.Key),
+		pushEventKeyRuns:          s.keys.Runs(),
+	}
+	meta := p.Meta
+	if len(meta) == 0 {
+		meta = []byte("{}")
+	}
+	h := [1 + pushEventArgCount]any{
+		pushEventArgEventID:   p.ID,
+		pushEventArgEventKey:  p.Key,
+		pushEventArgPayload:   p.Payload,
+		pushEventArgMeta:      meta,
+		pushEventArgNow:       unixMS(p.Now),
+		pushEventArgRetention: ms(p.Retention),
+		pushEventArgPrefix:    s.keys.Prefix(),
+		pushEventArgTaskCount: len(p.Tasks),
+	}
+	args := append(make([]any, 0, pushEventArgCount+pushEventItemArgCount*len(p.Tasks)), h[1:]...)
+	for _, t := range p.Tasks {
+		r := t.Run
+		if msg := t.errText(); msg != "" {
+			a := [pushEventItemArgCount]any{
+				pushEventItemArgTask: t.name(), pushEventItemArgRunID: "", pushEventItemArgIdempotencyKey: "",
+				pushEventItemArgStrategy: string(StrategyNone), pushEventItemArgHold: 0, pushEventItemArgRetain: 0,
+				pushEventItemArgRetries: 0, pushEventItemArgMaxDeliveries: 0, pushEventItemArgTimeout: 0,
+				pushEventItemArgRetention: 0, pushEventItemArgError: msg,
+			}
+			args = append(args, a[:]...)
+			continue
+		}
+		strat := r.Strategy
+		if strat == "" {
+			strat = StrategyNone
+		}
+		// The same fields, in the same units, as appendEnqueue gives enqueue.lua.
+		a := [pushEventItemArgCount]any{
+			pushEventItemArgTask:           r.Task,
+			pushEventItemArgRunID:          r.RunID,
+			pushEventItemArgIdempotencyKey: r.Key,
+			pushEventItemArgStrategy:       string(strat),
+			pushEventItemArgHold:           ms(r.Hold),
+			pushEventItemArgRetain:         ms(r.Retain),
+			pushEventItemArgRetries:        r.Retries,
+			pushEventItemArgMaxDeliveries:  r.MaxDeliveries,
+			pushEventItemArgTimeout:        ms(r.Timeout),
+			pushEventItemArgRetention:      ms(r.Retention),
+			pushEventItemArgError:          "",
+		}
+		args = append(args, a[:]...)
+	}
+	return k[1:], args
+}
+
+func parsePushEvent(p *PushEventParams, v any) ([]EventRun, error) {
+	r, err := asSlice(v)
+	if err != nil || len(r) != 2*len(p.Tasks) {
+		return nil, fmt.Errorf("push event: unexpected reply %v", v)
+	}
+	out := make([]EventRun, len(p.Tasks))
+	for i, t := range p.Tasks {
+		out[i] = EventRun{Task: t.name(), Outcome: asString(r[2*i]), RunID: asString(r[2*i+1]), Error: t.errText()}
+		if out[i].Error == "" {
+			out[i].IdempotencyKey = t.Run.Key
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) eventScriptError(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), "TASKQ_EVENT_EXISTS ") {
+		return fmt.Errorf("%w: %s", ErrEventExists, strings.TrimPrefix(err.Error(), "TASKQ_EVENT_EXISTS "))
+	}
+	return s.named("push_event", scriptError(err))
+}
+
+// PushEvent stores an event and triggers its tasks' runs in one script.
+// The i-th EventRun belongs to the i-th task.
+func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, error) {
+	k, a := s.pushEventArgs(p)
+	v, err := pushEventScript.Run(ctx, s.rdb, k, a...).Result()
+	if err != nil {
+		return s.fromEventResend(ctx, p, s.eventScriptError(err))
+	}
+	return parsePushEvent(p, v)
+}
+
+// fromEventResend recognises a push whose script ran twice: go-redis sends
+// a command again when the connection broke before the reply arrived, and
+// the second run finds the event the first one stored. What that first run
+// recorded is the push's outcome.
+func (s *Store) fromEventResend(ctx context.Context, p *PushEventParams, err error) ([]EventRun, error) {
+	if !errors.Is(err, ErrEventExists) {
+		return nil, err
+	}
+	ev, gerr := s.GetEvent(ctx, p.ID)
+	if gerr != nil || ev.Key != p.Key || ev.Created.UnixMilli() != unixMS(p.Now) || string(ev.Payload) != string(p.Payload) ||
+		len(ev.Runs) != len(p.Tasks) {
+		return nil, err
+	}
+	return ev.Runs, nil
+}
+
+// PushEvents pushes many events in one round trip, in order, so a later
+// event of the batch is deduplicated to a run an earlier one created. Each
+// event is atomic on its own. The i-th result and error belong to the i-th
+// event.
+func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]EventRun, []error) {
+	res := make([][]EventRun, len(ps))
+	errs := make([]error, len(ps))
+	if len(ps) == 0 {
+		return res, errs
+	}
+	var cmds []*redis.Cmd
+	for try := 0; try < 2; try++ {
+		pipe := s.rdb.Pipeline()
+		cmds = make([]*redis.Cmd, len(ps))
+		for i, p := range ps {
+			k, a := s.pushEventArgs(p)
+			cmds[i] = pushEventScript.EvalSha(ctx, pipe, k, a...)
+		}
+		_, _ = pipe.Exec(ctx)
+		// A NOSCRIPT reply means that call did not run: load and send again.
+		if try > 0 || !isNoScript(cmds[0].Err()) {
+			break
+		}
+		if err := pushEventScript.Load(ctx, s.rdb).Err(); err != nil {
+			break
+		}
+	}
+	for i, c := range cmds {
+		v, err := c.Result()
+		if err != nil {
+			res[i], errs[i] = s.fromEventResend(ctx, ps[i], s.eventScriptError(err))
+			continue
+		}
+		res[i], errs[i] = parsePushEvent(ps[i], v)
+	}
+	return res, errs
+}

@@ -1,0 +1,17 @@
+package redisstore
+
+import "context"
+
+// requeueScript gives a running run back to the queue: lua/requeue.lua.
+var requeueScript = loadScript("requeue", "stream")
+
+// Requeue gives a running attempt's run back to the queue at once.
+func (s *Store) Requeue(ctx context.Context, runID, task string, attempt int) (FinishResult, error) {
+	k := [1 + requeueKeyCount]string{requeueKeyRun: s.keys.Run(runID), requeueKeyStream: s.keys.Stream(task)}
+	a := [1 + requeueArgCount]any{requeueArgRunID: runID, requeueArgAttempt: attempt, requeueArgGroup: GroupName}
+	v, err := s.runScript(ctx, requeueScript, k[1:], a[1:]...)
+	if err != nil {
+		return FinishResult{}, err
+	}
+	return s.parseWritten("requeue", v)
+}

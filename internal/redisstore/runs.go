@@ -1,0 +1,82 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Run is a run record as stored.
+type Run struct {
+	ID       string
+	Task     string
+	Status   string
+	Input    []byte
+	Meta     []byte
+	Key      string
+	Strategy Strategy
+	Hold     time.Duration
+	Retain   time.Duration
+	Attempt  int
+	Fails    int
+	Retries  int
+	Timeout  time.Duration
+	Result   []byte
+	Error    string
+	Consumer string
+	Created  time.Time
+	Started  time.Time
+	Finished time.Time
+}
+
+func parseRun(id string, h map[string]string) *Run {
+	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
+	r := &Run{
+		ID: id, Task: h[runTask], Status: h[runStatus], Key: h[runIdempotencyKey], Strategy: Strategy(h[runStrategy]),
+		Hold: time.Duration(i(runHold)) * time.Millisecond, Retain: time.Duration(i(runRetain)) * time.Millisecond,
+		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(i(runRetries)),
+		Timeout: time.Duration(i(runTimeout)) * time.Millisecond,
+		Error:   h[runError], Consumer: h[runConsumer],
+		Created: fromMS(i(runCreated)), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
+	}
+	if v, ok := h[runInput]; ok {
+		r.Input = []byte(v)
+	}
+	if v, ok := h[runMeta]; ok {
+		r.Meta = []byte(v)
+	}
+	if v, ok := h[runResult]; ok {
+		r.Result = []byte(v)
+	}
+	return r
+}
+
+// GetRun reads a run record.
+func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
+	h, err := s.rdb.HGetAll(ctx, s.keys.Run(id)).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(h) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+	}
+	return parseRun(id, h), nil
+}
+
+// RunStatus reads only a run's status.
+func (s *Store) RunStatus(ctx context.Context, id string) (string, error) {
+	st, err := s.rdb.HGet(ctx, s.keys.Run(id), runStatus).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("%w: %s", ErrRunNotFound, id)
+	}
+	return st, err
+}
+
+// ListRunIDs returns up to limit run IDs, newest first, from the runs index.
+func (s *Store) ListRunIDs(ctx context.Context, offset, limit int64) ([]string, error) {
+	return s.rdb.ZRevRange(ctx, s.keys.Runs(), offset, offset+limit-1).Result()
+}

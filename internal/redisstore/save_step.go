@@ -1,0 +1,36 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// saveStepScript stores a durable step's result: lua/save_step.lua.
+var saveStepScript = loadScript("save_step", "record")
+
+// StepResult returns a completed step's stored result, or ok=false.
+func (s *Store) StepResult(ctx context.Context, runID, name string) ([]byte, bool, error) {
+	v, err := s.rdb.HGet(ctx, s.keys.Steps(runID), name).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// SaveStepResult stores a step's result unless one is stored already, and
+// returns the stored one: the first completion of a step wins. Nothing is
+// stored for a run whose record is gone.
+func (s *Store) SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error) {
+	k := [1 + saveStepKeyCount]string{saveStepKeySteps: s.keys.Steps(runID), saveStepKeyRun: s.keys.Run(runID)}
+	a := [1 + saveStepArgCount]any{saveStepArgName: name, saveStepArgResult: result}
+	v, err := s.runScript(ctx, saveStepScript, k[1:], a[1:]...)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(asString(v)), nil
+}

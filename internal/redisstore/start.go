@@ -1,0 +1,117 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// startScript begins attempts: lua/start.lua.
+var startScript = loadScript("start", "errors", "record", "stream", "ending")
+
+// StartParams identify a delivery a worker is about to run.
+type StartParams struct {
+	RunID    string
+	Task     string
+	EntryID  string
+	Consumer string
+	Now      time.Time
+}
+
+// StartResult is the outcome of Start.
+type StartResult struct {
+	Started bool
+	// Reason says why the delivery was not started: "missing", "stale",
+	// "exhausted" or the run's terminal status.
+	Reason string
+	// Error is the run's error when Reason is its terminal status (for a
+	// cancelled run, why: "superseded by run <id>").
+	Error   string
+	Attempt int
+	// Spec is the run to run (input, key, retries, failed attempts, ...),
+	// as the delivery or, lacking it, the record said; set when Started.
+	// FinishParams takes it back.
+	Spec *RunSpec
+}
+
+// Start begins a new attempt of the delivered run. StartBatch does the
+// same for many deliveries in one call.
+func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) {
+	res, errs := s.StartBatch(ctx, p.Consumer, p.Now, []Delivery{{Task: p.Task, EntryID: p.EntryID, RunID: p.RunID}})
+	return res[0], errs[0]
+}
+
+// StartBatch begins, for consumer at now, the attempts of deliveries it
+// has just read (or reclaimed), in one call of the start script (or more,
+// past MaxItemsPerCall). The i-th result and error belong to the i-th
+// delivery and are what Start would have returned for it alone.
+func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, ds []Delivery) ([]StartResult, []error) {
+	res := make([]StartResult, len(ds))
+	errs := s.evalBatch(ctx, startScript, len(ds), func(lo, hi int) ([]string, []any) {
+		h := [1 + startArgCount]any{
+			startArgGroup:    GroupName,
+			startArgConsumer: consumer,
+			startArgNow:      unixMS(now),
+			startArgPrefix:   s.keys.Prefix(),
+		}
+		keys := make([]string, startKeyCount, startKeyCount+startItemKeyCount*(hi-lo))
+		args := append(make([]any, 0, startArgCount+startItemArgCount*(hi-lo)), h[1:]...)
+		for _, d := range ds[lo:hi] {
+			maxdel := ""
+			if d.Spec != nil {
+				maxdel = strconv.Itoa(d.Spec.MaxDeliveries)
+			}
+			redelivered := ""
+			if d.Redelivered {
+				redelivered = "1"
+			}
+			k := [startItemKeyCount]string{
+				startItemKeyRun:    s.keys.Run(d.RunID),
+				startItemKeyStream: s.keys.Stream(d.Task),
+			}
+			a := [startItemArgCount]any{
+				startItemArgRunID:         d.RunID,
+				startItemArgEntry:         d.EntryID,
+				startItemArgMaxDeliveries: maxdel,
+				startItemArgRedelivered:   redelivered,
+			}
+			keys, args = append(keys, k[:]...), append(args, a[:]...)
+		}
+		return keys, args
+	}, func(i int, r []any) (n int, err error) {
+		res[i], n, err = parseStart(r, ds[i].Spec)
+		return n, s.named("start", err)
+	})
+	return res, errs
+}
+
+// parseStart reads the reply values of start.lua for one delivery with
+// spec (nil when it had none, and a started reply carries the record's),
+// and says how many values were the delivery's.
+func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
+	if len(r) < 3 {
+		return StartResult{}, len(r), fmt.Errorf("start: unexpected reply %v", r)
+	}
+	if err, ok := r[0].(error); ok {
+		return StartResult{}, 3, scriptError(err)
+	}
+	if asInt(r[0]) != 1 {
+		return StartResult{Reason: asString(r[1]), Error: asString(r[2])}, 3, nil
+	}
+	n := 3
+	if spec == nil {
+		n = 13
+		if len(r) < n {
+			return StartResult{}, len(r), fmt.Errorf("start: unexpected reply %v", r)
+		}
+		spec = &RunSpec{
+			Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),
+			Strategy: Strategy(asString(r[6])), Retries: int(asInt(r[7])),
+			Timeout: time.Duration(asInt(r[8])) * time.Millisecond, Created: fromMS(asInt(r[9])),
+			MaxDeliveries: int(asInt(r[10])), Retain: time.Duration(asInt(r[11])) * time.Millisecond,
+			Retention: time.Duration(asInt(r[12])) * time.Millisecond, Fails: int(asInt(r[2])),
+		}
+	}
+	return StartResult{Started: true, Attempt: int(asInt(r[1])), Spec: spec}, n, nil
+}
