@@ -138,10 +138,14 @@ func splitReplies(kind Kind, args []any, v any) []any {
 	if !ok || kind == KindEnqueue {
 		return flat
 	}
-	var argv []any
-	if len(args) >= 3 {
+	var starts []redisstore.StartItem
+	if kind == KindStart && len(args) >= 3 {
 		if nkeys := int(num(args[2])); len(args) >= 3+nkeys {
-			argv = args[3+nkeys:]
+			argv := make([]string, len(args)-3-nkeys)
+			for i, v := range args[3+nkeys:] {
+				argv[i] = str(v)
+			}
+			starts = redisstore.StartItems(nkeys, argv)
 		}
 	}
 	var out []any
@@ -151,7 +155,7 @@ func splitReplies(kind Kind, args []any, v any) []any {
 			n = 3
 			// A started delivery without a spec (its maximum deliveries
 			// sent as "") is answered with the record's ten values too.
-			if a := 4 + redisstore.StartArgsPerItem*i + 2; a < len(argv) && str(argv[a]) == "" && num(flat[0]) == 1 {
+			if i < len(starts) && starts[i].MaxDeliveries == "" && num(flat[0]) == 1 {
 				n = 13
 			}
 		}
@@ -217,56 +221,43 @@ func (h *Hook) parse(args []any) []Op {
 		return nil
 	}
 	argv := args[3+nkeys:]
-	at := func(i int) string {
-		if i < len(argv) {
-			return str(argv[i])
-		}
-		return ""
+	sargv := make([]string, len(argv))
+	for i, v := range argv {
+		sargv[i] = str(v)
 	}
-	n := func(i int) int64 {
-		if i < len(argv) {
-			return num(argv[i])
-		}
-		return 0
-	}
-	// Argument positions follow the KEYS/ARGV header of each script.
+	// Argument positions come from the store's layout (redisstore.EnqueueItems
+	// and the others), which the scripts' KEYS/ARGV headers follow.
 	var ops []Op
 	switch name {
 	case "enqueue":
-		for i := 0; i < nkeys/4; i++ {
-			a := 2 + 16*i
-			ops = append(ops, Op{Kind: KindEnqueue, RunID: at(a), Task: at(a + 1), Token: token(argv, a+2), Key: at(a + 4),
-				Strategy: at(a + 5), HoldMs: n(a + 6), RetainMs: n(a + 7), Policy: at(a + 13)})
+		for _, it := range redisstore.EnqueueItems(nkeys, sargv) {
+			hold, _ := strconv.ParseInt(it.Hold, 10, 64)
+			retain, _ := strconv.ParseInt(it.Retain, 10, 64)
+			ops = append(ops, Op{Kind: KindEnqueue, RunID: it.RunID, Task: it.Task, Token: token(it.Input), Key: it.Key,
+				Strategy: it.Strategy, HoldMs: hold, RetainMs: retain, Policy: it.Policy})
 		}
 	case "start":
-		for i := 0; i < nkeys/2; i++ {
-			a := 4 + redisstore.StartArgsPerItem*i
-			ops = append(ops, Op{Kind: KindStart, RunID: at(a), Redelivered: at(a+3) == "1"})
+		for _, it := range redisstore.StartItems(nkeys, sargv) {
+			ops = append(ops, Op{Kind: KindStart, RunID: it.RunID, Redelivered: it.Redelivered})
 		}
 	case "finish":
-		for i := 0; i < nkeys-1; i++ {
-			a := 2 + redisstore.FinishArgsPerItem*i
-			// finish.lua begins the attempt only when the delivery's
-			// fields (strategy at +8 and the rest) came with the began
-			// time at +12; without them it is an ordinary finish.
-			ops = append(ops, Op{Kind: KindFinish, RunID: at(a), Attempt: int(n(a + 1)), Outcome: at(a + 2),
-				Begins: at(a+12) != "" && at(a+8) != ""})
+		for _, it := range redisstore.FinishItems(nkeys, sargv) {
+			attempt, _ := strconv.Atoi(it.Attempt)
+			ops = append(ops, Op{Kind: KindFinish, RunID: it.RunID, Attempt: attempt, Outcome: it.Outcome, Begins: it.Begins})
 		}
 	case "cancel":
-		ops = append(ops, Op{Kind: KindCancel, RunID: at(0)})
+		ops = append(ops, Op{Kind: KindCancel, RunID: redisstore.CancelRunID(sargv)})
 	case "requeue":
-		ops = append(ops, Op{Kind: KindRequeue, RunID: at(0), Attempt: int(n(1))})
+		run, attempt := redisstore.RequeueRun(sargv)
+		a, _ := strconv.Atoi(attempt)
+		ops = append(ops, Op{Kind: KindRequeue, RunID: run, Attempt: a})
 	}
 	return ops
 }
 
 // token reads the "op" field of a JSON input, which load generators set to
 // a unique name per trigger.
-func token(argv []any, i int) string {
-	if i >= len(argv) {
-		return ""
-	}
-	raw := str(argv[i])
+func token(raw string) string {
 	if len(raw) > 64<<10 || !strings.HasPrefix(strings.TrimSpace(raw), "{") {
 		return ""
 	}

@@ -269,14 +269,6 @@ const (
 	finishItemArgCount
 )
 
-// StartArgsPerItem and FinishArgsPerItem are the ARGV per item of the start
-// and finish scripts, after their headers (see start.lua and finish.lua),
-// for tools that read the calls the store sends.
-const (
-	StartArgsPerItem  = startItemArgCount
-	FinishArgsPerItem = finishItemArgCount
-)
-
 // cancel.lua.
 //
 //taskq:lua script cancel

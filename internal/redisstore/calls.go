@@ -1,0 +1,88 @@
+package redisstore
+
+// The items of a call of a batch script, read back from its ARGV as go-redis
+// sends it (0-based, after KEYS). Tools that watch the calls the store makes
+// (internal/history records them with a go-redis hook) read them here, so
+// that they follow layout.go rather than a copy of its offsets.
+
+// EnqueueItem is one trigger of a call of enqueue.lua.
+type EnqueueItem struct {
+	RunID, Task, Input, Key, Strategy, Hold, Retain, Policy string
+}
+
+// EnqueueItems reads the triggers of a call of enqueue.lua with nkeys KEYS.
+func EnqueueItems(nkeys int, argv []string) []EnqueueItem {
+	n := (nkeys - enqueueKeyCount) / enqueueItemKeyCount
+	out := make([]EnqueueItem, n)
+	for i := range out {
+		f := itemArgs(argv, enqueueArgCount+enqueueItemArgCount*i)
+		out[i] = EnqueueItem{
+			RunID: f(enqueueItemArgRunID), Task: f(enqueueItemArgTask), Input: f(enqueueItemArgInput),
+			Key: f(enqueueItemArgIdempotencyKey), Strategy: f(enqueueItemArgStrategy), Hold: f(enqueueItemArgHold),
+			Retain: f(enqueueItemArgRetain), Policy: f(enqueueItemArgPolicy),
+		}
+	}
+	return out
+}
+
+// StartItem is one delivery of a call of start.lua.
+type StartItem struct {
+	RunID string
+	// MaxDeliveries is "" for a delivery without a spec, which start.lua
+	// answers with the run's record as well.
+	MaxDeliveries string
+	Redelivered   bool
+}
+
+// StartItems reads the deliveries of a call of start.lua with nkeys KEYS.
+func StartItems(nkeys int, argv []string) []StartItem {
+	n := (nkeys - startKeyCount) / startItemKeyCount
+	out := make([]StartItem, n)
+	for i := range out {
+		f := itemArgs(argv, startArgCount+startItemArgCount*i)
+		out[i] = StartItem{RunID: f(startItemArgRunID), MaxDeliveries: f(startItemArgMaxDeliveries), Redelivered: f(startItemArgRedelivered) == "1"}
+	}
+	return out
+}
+
+// FinishItem is one outcome of a call of finish.lua.
+type FinishItem struct {
+	RunID, Attempt, Outcome string
+	// Begins says finish.lua also begins the attempt: the delivery's
+	// fields came with the time its handler began.
+	Begins bool
+}
+
+// FinishItems reads the outcomes of a call of finish.lua with nkeys KEYS.
+func FinishItems(nkeys int, argv []string) []FinishItem {
+	n := (nkeys - finishKeyCount) / finishItemKeyCount
+	out := make([]FinishItem, n)
+	for i := range out {
+		f := itemArgs(argv, finishArgCount+finishItemArgCount*i)
+		out[i] = FinishItem{
+			RunID: f(finishItemArgRunID), Attempt: f(finishItemArgAttempt), Outcome: f(finishItemArgOutcome),
+			Begins: f(finishItemArgBegan) != "" && f(finishItemArgStrategy) != "",
+		}
+	}
+	return out
+}
+
+// CancelRunID reads the run a call of cancel.lua cancels.
+func CancelRunID(argv []string) string { return itemArgs(argv, 0)(cancelArgRunID - 1) }
+
+// RequeueRun reads the run and attempt a call of requeue.lua gives back.
+func RequeueRun(argv []string) (runID, attempt string) {
+	f := itemArgs(argv, 0)
+	return f(requeueArgRunID - 1), f(requeueArgAttempt - 1)
+}
+
+// itemArgs returns the fields of the item whose ARGV start at base; a field
+// past the end of argv reads "".
+func itemArgs(argv []string, base int) func(field int) string {
+	return func(field int) string {
+		if i := base + field; i < len(argv) {
+			return argv[i]
+		}
+		return ""
+	}
+}
