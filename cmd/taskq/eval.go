@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
 
@@ -26,22 +27,11 @@ func (e *exprError) Error() string  { return e.msg }
 func (e *exprError) Unwrap() error  { return e.err }
 func (e *exprError) Detail() string { return e.detail }
 
-// exprErrorView is the JSON of an expression error.
-type exprErrorView struct {
-	Error struct {
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
-		Line    int    `json:"line,omitempty"`
-		Column  int    `json:"column,omitempty"`
-		Field   string `json:"field,omitempty"`
-	} `json:"error"`
-}
-
-func (e *exprError) view() exprErrorView {
-	var v exprErrorView
-	v.Error.Kind, v.Error.Message = e.kind, e.msg
-	v.Error.Line, v.Error.Column, v.Error.Field = e.line, e.column, e.field
-	return v
+// body is the JSON of an expression error: the HTTP API's error body
+// with code idempotency_key_error.
+func (e *exprError) body() wire.Error {
+	return wire.Error{Code: wire.CodeIdempotencyKeyError, Message: e.msg, Kind: e.kind,
+		Line: e.line, Column: e.column, Field: e.field}
 }
 
 // evalFailure turns the typed errors of package idempotency into an
@@ -259,7 +249,7 @@ func (a *app) exprFailed(expr string, err error) error {
 	err = evalFailure(expr, err)
 	var ee *exprError
 	if p := a.printer(); p.json() && errors.As(err, &ee) {
-		if perr := p.JSON(ee.view()); perr != nil {
+		if perr := p.JSON(ee.body()); perr != nil {
 			return perr
 		}
 	}

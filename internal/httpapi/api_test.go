@@ -124,7 +124,7 @@ func TestHTTPTriggerCollision(t *testing.T) {
 		t.Fatalf("first trigger: %s", first.raw)
 	}
 	second := e.call("POST", "/api/v1/tasks/charge/runs", body).expect(t, http.StatusConflict)
-	if second.str("error") != CodeIdempotencyCollision || second.str("existingRunId") != runID || second.str("key") != "charge:o-9" {
+	if second.str("error") != CodeIdempotencyCollision || second.str("existingRunId") != runID || second.str("idempotencyKey") != "charge:o-9" || second.str("existingStatus") == "" {
 		t.Fatalf("collision answer: %s", second.raw)
 	}
 	mine := e.result(runID)
