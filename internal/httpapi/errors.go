@@ -189,8 +189,13 @@ func triggerError(err error) *apiError {
 		e.Field = fieldOfLimit(limit.What)
 		return e
 	case isKeyError(err):
-		return newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyError,
+		e := newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyError,
 			"the task's idempotency expression cannot be evaluated on this input: %v", err)
+		// What failed and where, as the command line's JSON says it.
+		if k, ok := wire.KeyErrorKind(err); ok {
+			e.Kind, e.Line, e.Column, e.Field = k.Kind, k.Line, k.Column, k.Field
+		}
+		return e
 	}
 	return storeError(err)
 }

@@ -21,11 +21,13 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/idempotency"
 )
 
 // RunOutcome is a run's result: its status, and once it has ended its
@@ -155,4 +157,37 @@ func Collision(c *client.IdempotencyCollisionError, status client.Status) Error 
 			strconv.Quote(c.Task), strconv.Quote(c.Key), c.ExistingRunID),
 		Task: c.Task, IdempotencyKey: c.Key, ExistingRunID: c.ExistingRunID, ExistingStatus: status,
 	}
+}
+
+// KeyErrorKind says what kind of idempotency_key_error err is (compile,
+// result_type, empty_key, key_too_long, eval, cost_limit, size_limit,
+// input) and where: the line and column of a compile error, the input
+// field an evaluation could not read. ok is false for any other error.
+func KeyErrorKind(err error) (e Error, ok bool) {
+	var (
+		ce *idempotency.CompileError
+		ee *idempotency.EvalError
+	)
+	e.Code = CodeIdempotencyKeyError
+	switch {
+	case errors.As(err, &ce):
+		e.Kind, e.Line, e.Column = "compile", ce.Line, ce.Column
+	case errors.As(err, new(*idempotency.ResultTypeError)):
+		e.Kind = "result_type"
+	case errors.As(err, new(*idempotency.EmptyKeyError)):
+		e.Kind = "empty_key"
+	case errors.As(err, new(*idempotency.KeyTooLongError)):
+		e.Kind = "key_too_long"
+	case errors.As(err, &ee):
+		e.Kind, e.Field = "eval", ee.Field
+	case errors.As(err, new(*idempotency.CostLimitError)):
+		e.Kind = "cost_limit"
+	case errors.As(err, new(*idempotency.SizeLimitError)):
+		e.Kind = "size_limit"
+	case errors.As(err, new(*idempotency.InputError)):
+		e.Kind = "input"
+	default:
+		return Error{}, false
+	}
+	return e, true
 }
