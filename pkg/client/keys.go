@@ -49,7 +49,7 @@ type keyJSON struct {
 // MarshalJSON writes the key as the HTTP API and the command line show
 // it: key, runId, ttlMs, expiresAt (UTC, absent without expiry), and the
 // owner's task, strategy, status and attempt while its record exists.
-func (k *KeyInfo) MarshalJSON() ([]byte, error) {
+func (k KeyInfo) MarshalJSON() ([]byte, error) {
 	v := keyJSON{Key: k.Key, RunID: k.OwnerRunID, TTLMs: k.TTL.Milliseconds(),
 		Task: k.Task, Strategy: k.Strategy, Status: k.OwnerStatus}
 	if !k.ExpiresAt.IsZero() {
