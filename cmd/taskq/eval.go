@@ -50,7 +50,6 @@ func evalFailure(expr string, err error) error {
 	e := &exprError{err: err}
 	switch {
 	case errors.As(err, &ce):
-		e.kind, e.line, e.column = "compile", ce.Line, ce.Column
 		if ce.Line > 0 {
 			e.msg = fmt.Sprintf("invalid expression at line %d, column %d: %s", ce.Line, ce.Column, ce.Message)
 		} else {
@@ -58,18 +57,14 @@ func evalFailure(expr string, err error) error {
 		}
 		e.detail = indent(ce.Caret())
 	case errors.As(err, &rt):
-		e.kind = "result_type"
 		e.msg = fmt.Sprintf("the expression evaluated to a value of type %s; a key must be a string", rt.Type)
 		e.detail = underline(expr, 0, len(expr))
 	case errors.As(err, &ek):
-		e.kind = "empty_key"
 		e.msg = "the expression evaluated to an empty string; a key must not be empty"
 		e.detail = underline(expr, 0, len(expr))
 	case errors.As(err, &kl):
-		e.kind = "key_too_long"
 		e.msg = fmt.Sprintf("the key is %d bytes, over the limit of %d", kl.Length, kl.Limit)
 	case errors.As(err, &ee):
-		e.kind, e.field = "eval", ee.Field
 		if ee.Field != "" {
 			e.msg = fmt.Sprintf("cannot read %s: %s", ee.Field, ee.Message)
 			if at := strings.Index(expr, ee.Field); at >= 0 {
@@ -79,25 +74,25 @@ func evalFailure(expr string, err error) error {
 			e.msg = "evaluation failed: " + ee.Message
 		}
 	case errors.As(err, &cl):
-		e.kind = "cost_limit"
 		if cl.Function != "" {
 			e.msg = fmt.Sprintf("%s would cost %d, over the cost limit of %d; evaluation stopped before it", cl.Function, cl.Cost, cl.Limit)
 		} else {
 			e.msg = fmt.Sprintf("evaluation stopped at the cost limit of %d", cl.Limit)
 		}
 	case errors.As(err, &sl):
-		e.kind = "size_limit"
 		what := "a string"
 		if sl.Unit == idempotency.UnitElements {
 			what = "a list"
 		}
 		e.msg = fmt.Sprintf("%s would build %s of %d %s, over the limit of %d; evaluation stopped before it", sl.Function, what, sl.Size, sl.Unit, sl.Limit)
 	case errors.As(err, &ie):
-		e.kind = "input"
 		e.msg = "invalid input: " + ie.Message
 	default:
 		return err
 	}
+	// What failed and where, named as the HTTP API's 422 names it.
+	k, _ := wire.KeyErrorKind(err)
+	e.kind, e.line, e.column, e.field = k.Kind, k.Line, k.Column, k.Field
 	if e.detail == "" && e.kind != "input" {
 		// No place in the expression is known: show all of it, so that a
 		// trigger of a registered task says which expression failed.
