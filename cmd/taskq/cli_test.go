@@ -71,16 +71,19 @@ func TestKeysReleaseRefusesWhenTheOwnerChanged(t *testing.T) {
 		t.Run("after it was listed", func(t *testing.T) {
 			first := triggerLease(t, c, "1")
 			r := cl.run("keys", "ls", "-o", "json")
-			var listed []keyView
+			var listed []struct {
+				Key   string `json:"key"`
+				RunID string `json:"runId"`
+			}
 			if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil || r.code != 0 {
 				t.Fatalf("keys ls: exit %d, %v\n%s", r.code, err, r.stdout)
 			}
-			if len(listed) != 1 || listed[0].Key != "lease:1" || listed[0].Owner != first {
+			if len(listed) != 1 || listed[0].Key != "lease:1" || listed[0].RunID != first {
 				t.Fatalf("keys ls = %+v, want lease:1 held by %s", listed, first)
 			}
 			second := handOver(t, c, "lease:1", first, "1")
 
-			r = cl.run("keys", "release", "lease:1", "--owner", listed[0].Owner, "--yes")
+			r = cl.run("keys", "release", "lease:1", "--owner", listed[0].RunID, "--yes")
 			if r.code != exitChanged {
 				t.Fatalf("exit %d, want %d\n%s", r.code, exitChanged, r.stderr)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
 
@@ -26,22 +27,11 @@ func (e *exprError) Error() string  { return e.msg }
 func (e *exprError) Unwrap() error  { return e.err }
 func (e *exprError) Detail() string { return e.detail }
 
-// exprErrorView is the JSON of an expression error.
-type exprErrorView struct {
-	Error struct {
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
-		Line    int    `json:"line,omitempty"`
-		Column  int    `json:"column,omitempty"`
-		Field   string `json:"field,omitempty"`
-	} `json:"error"`
-}
-
-func (e *exprError) view() exprErrorView {
-	var v exprErrorView
-	v.Error.Kind, v.Error.Message = e.kind, e.msg
-	v.Error.Line, v.Error.Column, v.Error.Field = e.line, e.column, e.field
-	return v
+// body is the JSON of an expression error: the HTTP API's error body
+// with code idempotency_key_error.
+func (e *exprError) body() wire.Error {
+	return wire.Error{Code: wire.CodeIdempotencyKeyError, Message: e.msg, Kind: e.kind,
+		Line: e.line, Column: e.column, Field: e.field}
 }
 
 // evalFailure turns the typed errors of package idempotency into an
@@ -60,7 +50,6 @@ func evalFailure(expr string, err error) error {
 	e := &exprError{err: err}
 	switch {
 	case errors.As(err, &ce):
-		e.kind, e.line, e.column = "compile", ce.Line, ce.Column
 		if ce.Line > 0 {
 			e.msg = fmt.Sprintf("invalid expression at line %d, column %d: %s", ce.Line, ce.Column, ce.Message)
 		} else {
@@ -68,18 +57,14 @@ func evalFailure(expr string, err error) error {
 		}
 		e.detail = indent(ce.Caret())
 	case errors.As(err, &rt):
-		e.kind = "result_type"
 		e.msg = fmt.Sprintf("the expression evaluated to a value of type %s; a key must be a string", rt.Type)
 		e.detail = underline(expr, 0, len(expr))
 	case errors.As(err, &ek):
-		e.kind = "empty_key"
 		e.msg = "the expression evaluated to an empty string; a key must not be empty"
 		e.detail = underline(expr, 0, len(expr))
 	case errors.As(err, &kl):
-		e.kind = "key_too_long"
 		e.msg = fmt.Sprintf("the key is %d bytes, over the limit of %d", kl.Length, kl.Limit)
 	case errors.As(err, &ee):
-		e.kind, e.field = "eval", ee.Field
 		if ee.Field != "" {
 			e.msg = fmt.Sprintf("cannot read %s: %s", ee.Field, ee.Message)
 			if at := strings.Index(expr, ee.Field); at >= 0 {
@@ -89,25 +74,25 @@ func evalFailure(expr string, err error) error {
 			e.msg = "evaluation failed: " + ee.Message
 		}
 	case errors.As(err, &cl):
-		e.kind = "cost_limit"
 		if cl.Function != "" {
 			e.msg = fmt.Sprintf("%s would cost %d, over the cost limit of %d; evaluation stopped before it", cl.Function, cl.Cost, cl.Limit)
 		} else {
 			e.msg = fmt.Sprintf("evaluation stopped at the cost limit of %d", cl.Limit)
 		}
 	case errors.As(err, &sl):
-		e.kind = "size_limit"
 		what := "a string"
 		if sl.Unit == idempotency.UnitElements {
 			what = "a list"
 		}
 		e.msg = fmt.Sprintf("%s would build %s of %d %s, over the limit of %d; evaluation stopped before it", sl.Function, what, sl.Size, sl.Unit, sl.Limit)
 	case errors.As(err, &ie):
-		e.kind = "input"
 		e.msg = "invalid input: " + ie.Message
 	default:
 		return err
 	}
+	// What failed and where, named as the HTTP API's 422 names it.
+	k, _ := wire.KeyErrorKind(err)
+	e.kind, e.line, e.column, e.field = k.Kind, k.Line, k.Column, k.Field
 	if e.detail == "" && e.kind != "input" {
 		// No place in the expression is known: show all of it, so that a
 		// trigger of a registered task says which expression failed.
@@ -259,7 +244,7 @@ func (a *app) exprFailed(expr string, err error) error {
 	err = evalFailure(expr, err)
 	var ee *exprError
 	if p := a.printer(); p.json() && errors.As(err, &ee) {
-		if perr := p.JSON(ee.view()); perr != nil {
+		if perr := p.JSON(ee.body()); perr != nil {
 			return perr
 		}
 	}

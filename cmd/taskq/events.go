@@ -9,40 +9,21 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/taskq/taskq/internal/admission"
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
 
-// eventView is an event as the CLI shows it: events.Event, with the
-// payload and metadata left out of listings.
-type eventView struct {
-	ID        string           `json:"id"`
-	Key       string           `json:"key"`
-	Payload   json.RawMessage  `json:"payload,omitempty"`
-	Metadata  json.RawMessage  `json:"metadata,omitempty"`
-	CreatedAt time.Time        `json:"createdAt"`
-	Runs      []events.TaskRun `json:"runs"`
-}
-
-func newEventView(e *events.Event, full bool) *eventView {
-	v := &eventView{ID: e.ID, Key: e.Key, CreatedAt: e.CreatedAt, Runs: e.Runs}
-	if full {
-		v.Payload, v.Metadata = e.Payload, e.Metadata
-	}
-	return v
-}
-
 // summary counts the outcomes of an event's runs: "1 created, 1 deduplicated".
-func (v *eventView) summary() string {
-	if len(v.Runs) == 0 {
+func summary(runs []events.TaskRun) string {
+	if len(runs) == 0 {
 		return "no task"
 	}
 	n := map[string]int{}
-	for _, r := range v.Runs {
+	for _, r := range runs {
 		n[r.Outcome]++
 	}
 	var parts []string
@@ -204,10 +185,12 @@ are printed and the error names the payloads that were not.`,
 // were not stored) or, failing that, with an error when a task could not
 // derive its key from an event.
 func (a *app) pushed(evs []*events.Event, batch bool, pushErr error) error {
-	views := make([]*eventView, len(evs))
+	// A pushed or listed event is shown as the HTTP API answers a push:
+	// without its payload and metadata.
+	views := make([]wire.EventResult, len(evs))
 	failed := 0
 	for i, e := range evs {
-		views[i] = newEventView(e, false)
+		views[i] = wire.EventResultOf(e)
 		for _, r := range e.Runs {
 			if r.Outcome == events.OutcomeError {
 				failed++
@@ -317,7 +300,7 @@ func splitBatch(raw []byte) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-func (a *app) printPushed(views []*eventView, batch bool) error {
+func (a *app) printPushed(views []wire.EventResult, batch bool) error {
 	p := a.printer()
 	if p.json() {
 		if batch {
@@ -331,7 +314,7 @@ func (a *app) printPushed(views []*eventView, batch bool) error {
 			_, err := fmt.Fprintf(a.stdout, "Stored event %s (%s); no task listens to %q.\n", clean(v.ID), clean(v.Key), v.Key)
 			return err
 		}
-		fmt.Fprintf(a.stdout, "Stored event %s (%s): %s.\n", clean(v.ID), clean(v.Key), clean(v.summary()))
+		fmt.Fprintf(a.stdout, "Stored event %s (%s): %s.\n", clean(v.ID), clean(v.Key), clean(summary(v.Runs)))
 		return a.eventRunsTable(p, v.Runs)
 	}
 	rows := [][]string{}
@@ -380,9 +363,10 @@ func (a *app) eventsGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v := newEventView(e, true)
+			v := e
 			p := a.printer()
 			if p.json() {
+				// The same body as GET /api/v1/events/{id}.
 				return p.JSON(v)
 			}
 			if err := p.Fields([][2]string{
@@ -430,9 +414,9 @@ func (a *app) eventsLsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			views := make([]*eventView, len(evs))
+			views := make([]wire.EventResult, len(evs))
 			for i, e := range evs {
-				views[i] = newEventView(e, false)
+				views[i] = wire.EventResultOf(e)
 			}
 			p := a.printer()
 			if p.json() {
@@ -444,7 +428,7 @@ func (a *app) eventsLsCmd() *cobra.Command {
 			}
 			rows := make([][]string, len(views))
 			for i, v := range views {
-				rows[i] = []string{v.ID, v.Key, v.summary(), formatTime(v.CreatedAt)}
+				rows[i] = []string{v.ID, v.Key, summary(v.Runs), formatTime(*v.CreatedAt)}
 			}
 			return p.Table([]string{"ID", "KEY", "RUNS", "CREATED"}, rows)
 		}),

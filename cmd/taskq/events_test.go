@@ -11,6 +11,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/devtasks"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
@@ -95,7 +96,7 @@ func TestEventsPushBatchListsWhatWasStoredWhenRedisFailsSome(t *testing.T) {
 		if !strings.Contains(r.stderr, "payload 2 and 4-5 (not sent) of 5 not stored") {
 			t.Errorf("stderr does not name the payloads not stored:\n%s", r.stderr)
 		}
-		var printed []eventView
+		var printed []wire.EventResult
 		if err := json.Unmarshal([]byte(r.stdout), &printed); err != nil {
 			t.Fatalf("stdout is not a JSON array: %v\n%s", err, r.stdout)
 		}

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/taskq/taskq/pkg/client"
@@ -20,27 +18,21 @@ import (
 // SCAN call): big enough to page quickly, small enough not to stall Redis.
 const scanCount = 500
 
-// keyView is one held idempotency key as the CLI shows it.
-type keyView struct {
-	Key   string `json:"key"`
-	Owner string `json:"ownerRunId"`
-	// Task, Strategy and Status come from the owner's run record; Status is
-	// "unknown" when that record is gone (removed after its retention).
-	Task     string `json:"task,omitempty"`
-	Strategy string `json:"strategy,omitempty"`
-	Status   string `json:"status"`
-	Attempt  int    `json:"attempt"`
-	// ExpiresInMs is the time left before the key expires, 0 if it has no
-	// expiry.
-	ExpiresInMs int64           `json:"expiresInMs"`
-	Run         *client.RunInfo `json:"run,omitempty"`
-}
-
-func (k *keyView) ttl() string {
-	if k.ExpiresInMs <= 0 {
+// keyTTL shows the time left before a key expires.
+func keyTTL(k *client.KeyInfo) string {
+	if k.TTL <= 0 {
 		return "no expiry"
 	}
-	return formatDuration(time.Duration(k.ExpiresInMs) * time.Millisecond)
+	return formatDuration(k.TTL)
+}
+
+// ownerStatusCell shows the owner's status, "unknown" when its record is
+// gone (removed after its retention). -o json leaves the status out then.
+func ownerStatusCell(k *client.KeyInfo) string {
+	if k.OwnerStatus == "" {
+		return "unknown"
+	}
+	return string(k.OwnerStatus)
 }
 
 func (a *app) keysCmd() *cobra.Command {
@@ -94,10 +86,10 @@ namespace does not block Redis; on a terminal a progress line counts them.`,
 
 // listKeys pages through the held keys, each with its owner, by the
 // client's Inspector.
-func (a *app) listKeys(ctx context.Context, c *client.Client, match, taskName string) ([]*keyView, error) {
+func (a *app) listKeys(ctx context.Context, c *client.Client, match, taskName string) ([]*client.KeyInfo, error) {
 	in := c.Inspector()
 	seen := map[string]bool{}
-	var views []*keyView
+	var views []*client.KeyInfo
 	prog := a.newProgress("reading keys:", 0)
 	defer prog.Done()
 	for cursor := ""; ; {
@@ -108,7 +100,7 @@ func (a *app) listKeys(ctx context.Context, c *client.Client, match, taskName st
 		for _, k := range page.Keys {
 			// SCAN may return a key on more than one page.
 			if !seen[k.Key] && (taskName == "" || k.Task == taskName) {
-				views = append(views, newKeyView(k))
+				views = append(views, k)
 			}
 			seen[k.Key] = true
 		}
@@ -121,19 +113,8 @@ func (a *app) listKeys(ctx context.Context, c *client.Client, match, taskName st
 	return views, nil
 }
 
-// newKeyView shows a key the Inspector read.
-func newKeyView(k *client.KeyInfo) *keyView {
-	v := &keyView{Key: k.Key, Owner: k.OwnerRunID, Status: "unknown", ExpiresInMs: k.TTL.Milliseconds(),
-		Task: k.Task, Strategy: k.Strategy, Attempt: k.OwnerAttempt}
-	if k.OwnerStatus != "" {
-		v.Status = string(k.OwnerStatus)
-	}
-	return v
-}
-
-// lookupKey reads a key's owner and the owner's run; ok is false when
-// nobody holds the key.
-func (a *app) lookupKey(ctx context.Context, c *client.Client, key string, withRun bool) (*keyView, bool, error) {
+// lookupKey reads a key's owner; ok is false when nobody holds the key.
+func (a *app) lookupKey(ctx context.Context, c *client.Client, key string) (*client.KeyInfo, bool, error) {
 	k, err := c.Inspector().GetKey(ctx, key)
 	if errors.Is(err, client.ErrKeyNotHeld) {
 		return nil, false, nil
@@ -141,25 +122,14 @@ func (a *app) lookupKey(ctx context.Context, c *client.Client, key string, withR
 	if err != nil {
 		return nil, false, fmt.Errorf("key %q: %w", key, err)
 	}
-	v := newKeyView(k)
-	if withRun && k.OwnerStatus != "" {
-		info, err := c.Inspector().GetRun(ctx, k.OwnerRunID)
-		switch {
-		case errors.Is(err, client.ErrRunNotFound):
-		case err != nil:
-			return nil, false, fmt.Errorf("key %q: owner run %s: %w", key, k.OwnerRunID, err)
-		default:
-			v.Run = runJSON(info)
-		}
-	}
-	return v, true, nil
+	return k, true, nil
 }
 
-func (a *app) printKeys(views []*keyView) error {
+func (a *app) printKeys(views []*client.KeyInfo) error {
 	p := a.printer()
 	if p.json() {
 		if views == nil {
-			views = []*keyView{}
+			views = []*client.KeyInfo{}
 		}
 		return p.JSON(views)
 	}
@@ -169,7 +139,7 @@ func (a *app) printKeys(views []*keyView) error {
 	}
 	rows := make([][]string, len(views))
 	for i, v := range views {
-		rows[i] = []string{v.Key, v.Owner, orDash(v.Task), orDash(v.Strategy), v.Status, v.ttl()}
+		rows[i] = []string{v.Key, v.OwnerRunID, orDash(v.Task), orDash(v.Strategy), ownerStatusCell(v), keyTTL(v)}
 	}
 	return p.Table([]string{"KEY", "OWNER RUN", "TASK", "STRATEGY", "STATUS", "TTL"}, rows)
 }
@@ -189,7 +159,7 @@ left before the key expires. Exits with code 3 when nobody holds the key.`,
 			if err != nil {
 				return err
 			}
-			v, ok, err := a.lookupKey(ctx, c, args[0], true)
+			v, ok, err := a.lookupKey(ctx, c, args[0])
 			if err != nil {
 				return err
 			}
@@ -198,25 +168,34 @@ left before the key expires. Exits with code 3 when nobody holds the key.`,
 			}
 			p := a.printer()
 			if p.json() {
+				// The same body as GET /api/v1/keys/{key}.
 				return p.JSON(v)
 			}
 			f := [][2]string{
-				{"Key", v.Key}, {"Owner run", v.Owner}, {"Task", v.Task}, {"Strategy", v.Strategy},
-				{"Status", v.Status}, {"TTL", v.ttl()},
+				{"Key", v.Key}, {"Owner run", v.OwnerRunID}, {"Task", v.Task}, {"Strategy", v.Strategy},
+				{"Status", ownerStatusCell(v)}, {"TTL", keyTTL(v)},
 			}
-			if r := v.Run; r != nil {
-				f = append(f, [2]string{"Attempt", fmt.Sprint(r.Attempt)},
-					[2]string{"Created", formatTime(r.CreatedAt)}, [2]string{"Finished", formatTimePtr(r.FinishedAt)})
+			if v.OwnerStatus != "" {
+				r, err := c.Inspector().GetRun(ctx, v.OwnerRunID)
+				switch {
+				case errors.Is(err, client.ErrRunNotFound):
+				case err != nil:
+					return fmt.Errorf("key %q: owner run %s: %w", v.Key, v.OwnerRunID, err)
+				default:
+					f = append(f, [2]string{"Attempt", fmt.Sprint(r.Attempt)},
+						[2]string{"Created", formatTime(r.CreatedAt)}, [2]string{"Finished", formatTimePtr(r.FinishedAt)})
+				}
 			}
 			return p.Fields(f)
 		}),
 	}
 }
 
-// releaseView is the outcome of keys release.
+// releaseView is the outcome of keys release: the key and the run that
+// held it.
 type releaseView struct {
 	Key      string `json:"key"`
-	Owner    string `json:"ownerRunId"`
+	RunID    string `json:"runId"`
 	Released bool   `json:"released"`
 }
 
@@ -265,7 +244,7 @@ that is still active could then run alongside a duplicate.`,
 			if err != nil {
 				return err
 			}
-			v, ok, err := a.lookupKey(ctx, c, key, false)
+			v, ok, err := a.lookupKey(ctx, c, key)
 			if err != nil {
 				return err
 			}
@@ -275,12 +254,12 @@ that is still active could then run alongside a duplicate.`,
 				}
 				return &keyNotHeldError{key: key, ns: a.namespace}
 			}
-			if owner != "" && v.Owner != owner {
-				return withCode(exitChanged, &keyChangedError{Key: key, Expected: owner, Current: v.Owner})
+			if owner != "" && v.OwnerRunID != owner {
+				return withCode(exitChanged, &keyChangedError{Key: key, Expected: owner, Current: v.OwnerRunID})
 			}
 			if !yes {
 				fmt.Fprintf(a.stderr, "Key %q is held by run %s (task %s, status %s, %s left).\n",
-					key, clean(v.Owner), clean(orDash(v.Task)), clean(v.Status), v.ttl())
+					key, clean(v.OwnerRunID), clean(orDash(v.Task)), clean(ownerStatusCell(v)), keyTTL(v))
 				fmt.Fprint(a.stderr, "Release it? [y/N] ")
 				ok := confirmed(a.stdin)
 				if !a.stdinTTY {
@@ -291,19 +270,19 @@ that is still active could then run alongside a duplicate.`,
 					return errors.New("not confirmed; nothing released (pass --yes to skip the question)")
 				}
 			}
-			_, err = c.Inspector().ReleaseKey(ctx, key, v.Owner)
+			_, err = c.Inspector().ReleaseKey(ctx, key, v.OwnerRunID)
 			var changed *client.KeyOwnerChangedError
 			if errors.As(err, &changed) {
-				return withCode(exitChanged, &keyChangedError{Key: key, Expected: v.Owner, Current: changed.Current})
+				return withCode(exitChanged, &keyChangedError{Key: key, Expected: v.OwnerRunID, Current: changed.Current})
 			}
 			if err != nil {
 				return fmt.Errorf("release key %q: %w", key, err)
 			}
 			p := a.printer()
 			if p.json() {
-				return p.JSON(releaseView{Key: key, Owner: v.Owner, Released: true})
+				return p.JSON(releaseView{Key: key, RunID: v.OwnerRunID, Released: true})
 			}
-			_, err = fmt.Fprintf(a.stdout, "Released key %q (was held by run %s).\n", key, clean(v.Owner))
+			_, err = fmt.Fprintf(a.stdout, "Released key %q (was held by run %s).\n", key, clean(v.OwnerRunID))
 			return err
 		}),
 	}

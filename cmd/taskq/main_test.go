@@ -159,7 +159,7 @@ var (
 	jsonTime   = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	keyRow     = regexp.MustCompile(`(?m)^((order|webhook):\S+ .*?)  (\d+h)?(\d+m)?\d+(ms|s|m|h)$`)
 	ttlField   = regexp.MustCompile(`(?m)^(TTL: +)\S+`)
-	expiresIn  = regexp.MustCompile(`"expiresInMs": \d+`)
+	keyTTLMs   = regexp.MustCompile(`"ttlMs": \d+,(\s+"expiresAt")`) // a held key's, not a task spec's
 	timeLeft   = regexp.MustCompile(`, (\d+h)?(\d+m)?\d+(ms|s|m|h) left\)`)
 	chargeID   = regexp.MustCompile(`ch_[0-9a-f]{16}`)
 	workerName = regexp.MustCompile(`taskq-dev-[0-9a-f]{4}`)
@@ -204,10 +204,10 @@ func (n *normalizer) apply(s string, padded bool) string {
 	s = tableTime.ReplaceAllStringFunc(s, func(m string) string { return width("<time>", len(m)) })
 	s = jsonTime.ReplaceAllString(s, "<time>")
 	// Time left on a key: the last column of keys ls, the TTL line of
-	// keys get, expiresInMs in JSON and the release prompt.
+	// keys get, ttlMs in JSON and the release prompt.
 	s = keyRow.ReplaceAllString(s, "${1}  <ttl>")
 	s = ttlField.ReplaceAllString(s, "${1}<ttl>")
-	s = expiresIn.ReplaceAllString(s, `"expiresInMs": "<ttl>"`)
+	s = keyTTLMs.ReplaceAllString(s, `"ttlMs": "<ttl>",$1`)
 	s = timeLeft.ReplaceAllString(s, ", <ttl> left)")
 	s = chargeID.ReplaceAllString(s, "ch_<charge>")
 	s = workerName.ReplaceAllString(s, "taskq-dev-<id>")

@@ -72,7 +72,7 @@ func TestHumanOutputEscapesKeys(t *testing.T) {
 		}
 
 		r := cl.run("keys", "ls", "-o", "json")
-		var listed []keyView
+		var listed []struct{ Key string }
 		if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil || len(listed) != 1 || listed[0].Key != key {
 			t.Fatalf("keys ls -o json = %v, %v; want the exact key %q", listed, err, key)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -185,22 +186,6 @@ func (e *notFinishedError) Error() string {
 	return fmt.Sprintf("run %s has not finished (status %s); use --wait to wait for it", e.ID, e.Status)
 }
 
-// resultView is runs result's JSON output.
-type resultView struct {
-	ID     string          `json:"id"`
-	Status client.Status   `json:"status"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  string          `json:"error,omitempty"`
-}
-
-// cancelView is runs cancel's JSON output.
-type cancelView struct {
-	ID     string        `json:"id"`
-	Status client.Status `json:"status"`
-	// Cancelled is false when the run had already ended.
-	Cancelled bool `json:"cancelled"`
-}
-
 func (a *app) runsResultCmd() *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
@@ -247,7 +232,8 @@ with code 6. Waiting is woken by the run's completion, not by polling.`,
 			}
 			p := a.printer()
 			if p.json() {
-				if err := p.JSON(resultView{ID: info.ID, Status: info.Status, Result: info.Result, Error: info.Error}); err != nil {
+				// The same body as GET /api/v1/runs/{id}/result.
+				if err := p.JSON(wire.OutcomeOf(info)); err != nil {
 					return err
 				}
 			}
@@ -294,7 +280,7 @@ Cancelling a run that already ended changes nothing and says so.`,
 			cancelled := !before.Status.Terminal() && st == client.StatusCancelled
 			p := a.printer()
 			if p.json() {
-				return p.JSON(cancelView{ID: id, Status: st, Cancelled: cancelled})
+				return p.JSON(wire.Cancellation{RunID: id, Status: st, Cancelled: cancelled})
 			}
 			if cancelled {
 				_, err = fmt.Fprintf(a.stdout, "Cancelled run %s (was %s).\n", clean(id), clean(string(before.Status)))
@@ -304,18 +290,6 @@ Cancelling a run that already ended changes nothing and says so.`,
 			return err
 		}),
 	}
-}
-
-// triggerView is the outcome of runs trigger.
-type triggerView struct {
-	RunID          string `json:"runId"`
-	Task           string `json:"task"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	// Outcome is created, or what a conflict policy did instead: attached,
-	// signalled or debounced (RunID is then the key's owner).
-	Outcome    string `json:"outcome"`
-	Superseded string `json:"supersededRunId,omitempty"`
-	SignalID   string `json:"signalId,omitempty"`
 }
 
 // conflictPolicies are the values --on-conflict accepts.
@@ -369,8 +343,9 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 			if err != nil {
 				return err
 			}
-			key, err := def.Key(in, md)
-			if err != nil {
+			// The key is derived here first so that an expression that
+			// fails is shown with a caret under the problem.
+			if _, err := def.Key(in, md); err != nil {
 				return a.exprFailed(def.Idempotency.Expression, err)
 			}
 			opts := []client.RunOption{client.WithMetadataJSON(md)}
@@ -384,7 +359,7 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 				if p := a.printer(); p.json() {
 					// A duplicate is an expected outcome that carries data a
 					// script needs: the same body as the HTTP API's 409.
-					if err := p.JSON(ce.view()); err != nil {
+					if err := p.JSON(wire.Collision(coll, ce.status)); err != nil {
 						return err
 					}
 				}
@@ -397,16 +372,13 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 			if err != nil {
 				return err
 			}
-			v := triggerView{RunID: h.ID(), Task: def.Name, IdempotencyKey: key, Outcome: string(h.Outcome()),
-				Superseded: h.Superseded(), SignalID: h.SignalID()}
-			if v.Outcome == "" {
-				v.Outcome = string(client.OutcomeCreated)
-			}
+			// The same body as the HTTP API's answer to a trigger.
+			v := wire.Triggered(def.Name, h)
 			p := a.printer()
 			if p.json() {
 				return p.JSON(v)
 			}
-			_, err = fmt.Fprintln(a.stdout, clean(v.describe()))
+			_, err = fmt.Fprintln(a.stdout, clean(describeTrigger(v)))
 			return err
 		}),
 	}
@@ -418,8 +390,8 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 	return cmd
 }
 
-// describe says in a sentence what the trigger did.
-func (v triggerView) describe() string {
+// describeTrigger says in a sentence what a trigger did.
+func describeTrigger(v wire.TriggerResult) string {
 	keyNote := fmt.Sprintf(" (key %q)", v.IdempotencyKey)
 	if v.IdempotencyKey == "" {
 		keyNote = fmt.Sprintf(" (task %s is not deduplicated)", v.Task)
@@ -433,8 +405,8 @@ func (v triggerView) describe() string {
 		return fmt.Sprintf("Debounced into queued run %s (key %q): it will run once with this input.", v.RunID, v.IdempotencyKey)
 	}
 	s := "Accepted run " + v.RunID + keyNote
-	if v.Superseded != "" {
-		s += "; superseded run " + v.Superseded
+	if v.SupersededRunID != "" {
+		s += "; superseded run " + v.SupersededRunID
 	}
 	return s + "."
 }
@@ -454,21 +426,6 @@ func (e *collisionError) Error() string {
 }
 
 func (e *collisionError) Unwrap() error { return e.coll }
-
-// collisionView is the JSON of a duplicate trigger, shaped like the HTTP
-// API's 409 body.
-type collisionView struct {
-	Error          string        `json:"error"`
-	Task           string        `json:"task"`
-	Key            string        `json:"key"`
-	ExistingRunID  string        `json:"existingRunId"`
-	ExistingStatus client.Status `json:"existingStatus,omitempty"`
-}
-
-func (e *collisionError) view() collisionView {
-	return collisionView{Error: "idempotency_collision", Task: e.coll.Task, Key: e.coll.Key,
-		ExistingRunID: e.coll.ExistingRunID, ExistingStatus: e.status}
-}
 
 func ownerStatus(ctx context.Context, coll *client.IdempotencyCollisionError) client.Status {
 	if coll.Owner == nil {

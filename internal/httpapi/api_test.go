@@ -124,7 +124,7 @@ func TestHTTPTriggerCollision(t *testing.T) {
 		t.Fatalf("first trigger: %s", first.raw)
 	}
 	second := e.call("POST", "/api/v1/tasks/charge/runs", body).expect(t, http.StatusConflict)
-	if second.str("error") != CodeIdempotencyCollision || second.str("existingRunId") != runID || second.str("key") != "charge:o-9" {
+	if second.str("error") != CodeIdempotencyCollision || second.str("existingRunId") != runID || second.str("idempotencyKey") != "charge:o-9" || second.str("existingStatus") == "" {
 		t.Fatalf("collision answer: %s", second.raw)
 	}
 	mine := e.result(runID)
@@ -212,8 +212,13 @@ func TestCancelAndPendingResult(t *testing.T) {
 		}
 		e.call("GET", "/api/v1/runs/"+id+"/result", nil).expect(t, http.StatusAccepted)
 		c := e.call("POST", "/api/v1/runs/"+id+"/cancel", nil).expect(t, http.StatusOK)
-		if c.str("status") != "cancelled" {
+		if c.str("runId") != id || c.str("status") != "cancelled" || c.body["cancelled"] != true {
 			t.Fatalf("cancel: %s", c.raw)
+		}
+		// A second cancel changes nothing and says so.
+		again := e.call("POST", "/api/v1/runs/"+id+"/cancel", nil).expect(t, http.StatusOK)
+		if again.str("status") != "cancelled" || again.body["cancelled"] != false {
+			t.Fatalf("second cancel: %s", again.raw)
 		}
 		done := e.call("GET", "/api/v1/runs/"+id+"/result?wait=1s", nil).expect(t, http.StatusOK)
 		if done.str("status") != "cancelled" || done.str("error") == "" {
@@ -282,4 +287,21 @@ func TestEventNullFieldsAreEmptyObjects(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An expression that fails on the input answers 422 saying how it failed
+// (kind) and which input field it could not read, as the command line's
+// JSON does.
+func TestKeyErrorSaysWhatFailed(t *testing.T) {
+	e := newEnv(t, redistest.Real(t), envOptions{})
+	e.register(task.Spec{Name: "charge", Expression: `"charge:" + input.orderId`, Strategy: task.StrategyTTL, TTLMs: 60000})
+	e.register(task.Spec{Name: "count", Expression: `input.n`, Strategy: task.StrategyTTL, TTLMs: 60000})
+	missing := e.call("POST", "/api/v1/tasks/charge/runs", map[string]any{"input": map[string]any{"order": "1"}}).expect(t, http.StatusUnprocessableEntity)
+	if missing.str("error") != CodeIdempotencyKeyError || missing.str("kind") != "eval" || missing.str("field") != "input.orderId" {
+		t.Errorf("missing field: %s", missing.raw)
+	}
+	number := e.call("POST", "/api/v1/tasks/count/runs", map[string]any{"input": map[string]any{"n": 1}}).expect(t, http.StatusUnprocessableEntity)
+	if number.str("kind") != "result_type" || number.str("field") != "" {
+		t.Errorf("a number for a key: %s", number.raw)
+	}
 }

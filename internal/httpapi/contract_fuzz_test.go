@@ -189,9 +189,6 @@ func (f *fuzzer) learn(method, path string, r response) {
 			if k, _ := x["idempotencyKey"].(string); k != "" && !slices.Contains(f.keys, k) {
 				f.keys = append(f.keys, k)
 			}
-			if k, _ := x["key"].(string); k != "" && trigger && !slices.Contains(f.keys, k) {
-				f.keys = append(f.keys, k)
-			}
 			if ev, _ := x["id"].(string); ev != "" && strings.HasPrefix(path, "/api/v1/events") && depth <= 2 && !slices.Contains(f.events, ev) {
 				f.events = append(f.events, ev)
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 	"github.com/taskq/taskq/pkg/idempotency"
@@ -35,8 +36,8 @@ const (
 	CodeRunNotFound          = "run_not_found"
 	CodeEventNotFound        = "event_not_found"
 	CodeKeyNotFound          = "key_not_found"
-	CodeIdempotencyCollision = "idempotency_collision"
-	CodeIdempotencyKeyError  = "idempotency_key_error"
+	CodeIdempotencyCollision = wire.CodeIdempotencyCollision
+	CodeIdempotencyKeyError  = wire.CodeIdempotencyKeyError
 	CodeTaskDefinitionError  = "task_definition_error"
 	CodeRedisUnavailable     = "redis_unavailable"
 	CodeRedisOutOfMemory     = "redis_out_of_memory"
@@ -44,23 +45,16 @@ const (
 	CodeInternal             = "internal"
 )
 
-// apiError is the body of every error answer.
+// apiError is an error answer: its status, and the body every error
+// shares with the command line's JSON errors (wire.Error).
 type apiError struct {
-	status  int
-	Code    string `json:"error"`
-	Message string `json:"message"`
-	// Field names the request field at fault, when one is.
-	Field string `json:"field,omitempty"`
-	// Index is the item of a batch at fault.
-	Index *int `json:"index,omitempty"`
-	// Offset is the byte offset at fault in the body (or the path) when
-	// its text is not valid UTF-8.
-	Offset *int `json:"offset,omitempty"`
-	// Set on idempotency collisions.
-	Task          string `json:"task,omitempty"`
-	Key           string `json:"key,omitempty"`
-	ExistingRunID string `json:"existingRunId,omitempty"`
+	status int
+	errorBody
 }
+
+// errorBody is embedded under its own name: apiError's Error method is
+// the error interface's.
+type errorBody = wire.Error
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
 
@@ -133,7 +127,7 @@ func boundMessage(msg string) string {
 }
 
 func newError(status int, code, format string, args ...any) *apiError {
-	return &apiError{status: status, Code: code, Message: boundMessage(fmt.Sprintf(format, args...))}
+	return &apiError{status: status, errorBody: wire.Error{Code: code, Message: boundMessage(fmt.Sprintf(format, args...))}}
 }
 
 func (e *apiError) at(index int) *apiError {
@@ -163,16 +157,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // however it was built.
 func writeError(w http.ResponseWriter, e *apiError) {
 	e.Message, e.Field = boundMessage(e.Message), clip(e.Field)
-	writeJSON(w, e.status, e)
+	writeJSON(w, e.status, e.errorBody)
 }
 
-// collisionError is the 409 answer of a trigger whose key is held.
-func collisionError(c *client.IdempotencyCollisionError) *apiError {
-	return &apiError{
-		status: http.StatusConflict, Code: CodeIdempotencyCollision,
-		Message: fmt.Sprintf("task %s: idempotency key %s is held by run %s; fetch that run's result instead", quote(c.Task), quote(c.Key), c.ExistingRunID),
-		Task:    c.Task, Key: c.Key, ExistingRunID: c.ExistingRunID,
-	}
+// collisionError is the 409 answer of a trigger whose key is held;
+// status is the owner's status ("" when unknown). The message quotes the
+// task and key by their prefix when they are long.
+func collisionError(c *client.IdempotencyCollisionError, status client.Status) *apiError {
+	e := &apiError{status: http.StatusConflict, errorBody: wire.Collision(c, status)}
+	e.Message = fmt.Sprintf("task %s: idempotency key %s is held by run %s; fetch that run's result instead", quote(c.Task), quote(c.Key), c.ExistingRunID)
+	return e
 }
 
 // triggerError maps what a trigger of the Go client returned to an answer.
@@ -186,7 +180,7 @@ func triggerError(err error) *apiError {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &coll):
-		return collisionError(coll)
+		return collisionError(coll, "")
 	case errors.As(err, &limit):
 		e := newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "%s", limit.Error())
 		if limit.What == "batch" {
@@ -195,8 +189,13 @@ func triggerError(err error) *apiError {
 		e.Field = fieldOfLimit(limit.What)
 		return e
 	case isKeyError(err):
-		return newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyError,
+		e := newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyError,
 			"the task's idempotency expression cannot be evaluated on this input: %v", err)
+		// What failed and where, as the command line's JSON says it.
+		if k, ok := wire.KeyErrorKind(err); ok {
+			e.Kind, e.Line, e.Column, e.Field = k.Kind, k.Line, k.Column, k.Field
+		}
+		return e
 	}
 	return storeError(err)
 }

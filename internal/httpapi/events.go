@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/events"
 )
 
@@ -25,23 +26,6 @@ type pushRequest struct {
 	Payload  json.RawMessage   `json:"payload"`
 	Metadata json.RawMessage   `json:"metadata"`
 	Events   []json.RawMessage `json:"events"`
-}
-
-// eventResult is the answer for one pushed event: its ID and what it did
-// to each subscribed task.
-type eventResult struct {
-	ID        string           `json:"id,omitempty"`
-	Key       string           `json:"key"`
-	CreatedAt *time.Time       `json:"createdAt,omitempty"`
-	Runs      []events.TaskRun `json:"runs"`
-	// Error and Message are set on an event of a batch that Redis failed.
-	Error   string `json:"error,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-func resultOf(ev *events.Event) eventResult {
-	t := ev.CreatedAt
-	return eventResult{ID: ev.ID, Key: ev.Key, CreatedAt: &t, Runs: ev.Runs}
 }
 
 func (s *Server) pushEvents(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +56,7 @@ func (s *Server) pushEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.countEvent(ev)
-	writeJSON(w, http.StatusAccepted, resultOf(ev))
+	writeJSON(w, http.StatusAccepted, wire.EventResultOf(ev))
 }
 
 func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.RawMessage) {
@@ -96,12 +80,12 @@ func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.
 		writeError(w, eventError(err))
 		return
 	}
-	out := make([]eventResult, len(evs))
+	out := make([]wire.EventResult, len(evs))
 	stored := 0
 	for i, ev := range evs {
 		if ev != nil {
 			s.metrics.countEvent(ev)
-			out[i] = resultOf(ev)
+			out[i] = wire.EventResultOf(ev)
 			stored++
 		}
 	}
@@ -116,7 +100,7 @@ func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.
 		var pe *events.PushError
 		if errors.As(e, &pe) && pe.Index < len(out) {
 			ae := eventError(pe.Err)
-			out[pe.Index] = eventResult{Key: in[pe.Index].Key, Runs: []events.TaskRun{}, Error: ae.Code, Message: ae.Message}
+			out[pe.Index] = wire.EventResult{Key: in[pe.Index].Key, Runs: []events.TaskRun{}, Error: ae.Code, Message: ae.Message}
 		}
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"events": out})

@@ -3,26 +3,10 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
-
-// keyResponse says who holds an idempotency key.
-type keyResponse struct {
-	Key string `json:"key"`
-	// RunID is the owning run.
-	RunID string `json:"runId"`
-	// TTLMs is the time left in milliseconds (0: no expiry).
-	TTLMs     int64      `json:"ttlMs"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-	// Task, Strategy and Status are the owner's; absent when the owner's
-	// record has already expired.
-	Task     string        `json:"task,omitempty"`
-	Strategy string        `json:"strategy,omitempty"`
-	Status   client.Status `json:"status,omitempty"`
-}
 
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
@@ -41,13 +25,8 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err))
 		return
 	}
-	res := keyResponse{Key: key, RunID: info.OwnerRunID, TTLMs: info.TTL.Milliseconds(),
-		Task: info.Task, Strategy: info.Strategy, Status: info.OwnerStatus}
-	if info.TTL > 0 {
-		t := time.Now().Add(info.TTL).UTC().Truncate(time.Millisecond)
-		res.ExpiresAt = &t
-	}
-	writeJSON(w, http.StatusOK, res)
+	// The key's JSON is client.KeyInfo's, as the command line prints it.
+	writeJSON(w, http.StatusOK, info)
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -29,22 +30,6 @@ type triggerRequest struct {
 	// supersede or signal.
 	OnConflict string            `json:"onConflict"`
 	Runs       []json.RawMessage `json:"runs"`
-}
-
-// runResult is the answer to one trigger. In a batch, Status is the
-// status code the trigger would have had alone (a single trigger's answer
-// leaves it out), and a collision carries the error fields.
-type runResult struct {
-	Status          int    `json:"status,omitempty"`
-	RunID           string `json:"runId,omitempty"`
-	Task            string `json:"task"`
-	Outcome         string `json:"outcome,omitempty"`
-	SupersededRunID string `json:"supersededRunId,omitempty"`
-	SignalID        string `json:"signalId,omitempty"`
-	Error           string `json:"error,omitempty"`
-	Message         string `json:"message,omitempty"`
-	Key             string `json:"key,omitempty"`
-	ExistingRunID   string `json:"existingRunId,omitempty"`
 }
 
 func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
@@ -94,6 +79,10 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		var coll *client.IdempotencyCollisionError
 		if errors.As(err, &coll) {
 			s.metrics.collisions.WithLabelValues(def.Name, sourceHTTP).Inc()
+			// The owner's status, as the command line shows it; left out
+			// when it cannot be read.
+			writeError(w, collisionError(coll, s.ownerStatus(r.Context(), coll)))
+			return
 		}
 		writeError(w, triggerError(err))
 		return
@@ -104,14 +93,25 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, res)
 }
 
+// ownerStatus is the status of the run holding a collision's key, or ""
+// when it cannot be read.
+func (s *Server) ownerStatus(ctx context.Context, coll *client.IdempotencyCollisionError) client.Status {
+	if coll.Owner == nil {
+		return ""
+	}
+	st, err := coll.Owner.Status(ctx)
+	if err != nil {
+		return ""
+	}
+	return st
+}
+
 // triggered describes a trigger that did not fail: 201 when it created the
 // run, 200 when the key's owner was returned instead (attach, signal,
 // debounce).
-func (s *Server) triggered(taskName string, h *client.RunHandle) runResult {
-	res := runResult{
-		Status: http.StatusCreated, RunID: h.ID(), Task: taskName, Outcome: string(h.Outcome()),
-		SupersededRunID: h.Superseded(), SignalID: h.SignalID(),
-	}
+func (s *Server) triggered(taskName string, h *client.RunHandle) wire.TriggerResult {
+	res := wire.Triggered(taskName, h)
+	res.Status = http.StatusCreated
 	if h.Outcome() == client.OutcomeCreated || h.Outcome() == "" {
 		s.metrics.triggersAccepted.WithLabelValues(taskName, sourceHTTP).Inc()
 	} else {
@@ -163,7 +163,7 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		writeError(w, triggerError(err))
 		return
 	}
-	out := make([]runResult, len(hs))
+	out := make([]wire.TriggerResult, len(hs))
 	created := 0
 	for i, h := range hs {
 		if h != nil {
@@ -181,8 +181,9 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 	}
 	if errors.As(err, &bulk) {
 		for _, c := range bulk.Collisions {
-			ae := collisionError(c.IdempotencyCollisionError)
-			out[c.Index] = runResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message, Key: ae.Key, ExistingRunID: ae.ExistingRunID}
+			ae := collisionError(c.IdempotencyCollisionError, "")
+			out[c.Index] = wire.TriggerResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message,
+				IdempotencyKey: ae.IdempotencyKey, ExistingRunID: ae.ExistingRunID}
 			s.metrics.collisions.WithLabelValues(def.Name, sourceHTTP).Inc()
 		}
 	}
@@ -190,7 +191,7 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		var item *client.BatchItemError
 		if errors.As(e, &item) && item.Index < len(out) {
 			ae := triggerError(item.Err)
-			out[item.Index] = runResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message}
+			out[item.Index] = wire.TriggerResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message}
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
@@ -251,17 +252,6 @@ func runError(id string, err error) *apiError {
 	return storeError(err)
 }
 
-// resultResponse is the answer of the result endpoint.
-type resultResponse struct {
-	RunID   string          `json:"runId"`
-	Task    string          `json:"task"`
-	Status  client.Status   `json:"status"`
-	Attempt int             `json:"attempt"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	// Error is the failure or cancellation message of an ended run.
-	Error string `json:"error,omitempty"`
-}
-
 // getResult answers with the run's result: 200 once it has ended, 202
 // while it has not. ?wait= long-polls up to that long (at most MaxWait)
 // for the end, woken by the run's completion notice.
@@ -303,13 +293,11 @@ func (s *Server) getResult(w http.ResponseWriter, r *http.Request) {
 		writeError(w, runError(id, err))
 		return
 	}
-	res := resultResponse{RunID: info.ID, Task: info.Task, Status: info.Status, Attempt: info.Attempt}
 	status := http.StatusAccepted
 	if info.Status.Terminal() {
 		status = http.StatusOK
-		res.Result, res.Error = info.Result, info.Error
 	}
-	writeJSON(w, status, res)
+	writeJSON(w, status, wire.OutcomeOf(info))
 }
 
 // parseWait reads ?wait=: a Go duration ("30s", "1m") or whole seconds.
@@ -339,10 +327,18 @@ func (s *Server) parseWait(v string) (time.Duration, *apiError) {
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	st, err := s.c.Cancel(r.Context(), id)
+	before, err := s.c.GetRun(r.Context(), id)
 	if err != nil {
 		writeError(w, runError(id, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runId": id, "status": st})
+	st := before.Status
+	if !st.Terminal() {
+		if st, err = s.c.Cancel(r.Context(), id); err != nil {
+			writeError(w, runError(id, err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, wire.Cancellation{RunID: id, Status: st,
+		Cancelled: !before.Status.Terminal() && st == client.StatusCancelled})
 }

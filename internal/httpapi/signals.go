@@ -24,11 +24,6 @@ type signalRequest struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-type signalResponse struct {
-	RunID    string `json:"runId"`
-	SignalID string `json:"signalId"`
-}
-
 // signalKey delivers a payload to the run that owns a key now.
 func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
@@ -51,18 +46,18 @@ func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
 	)
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusAccepted, signalResponse{RunID: rec.RunID, SignalID: rec.SignalID})
+		writeJSON(w, http.StatusAccepted, rec)
 	case errors.As(err, &notHeld):
 		writeError(w, newError(http.StatusNotFound, CodeKeyNotHeld, "no active run holds idempotency key %s", quote(key)))
 	case errors.As(err, &finished):
 		e := newError(http.StatusConflict, CodeOwnerFinished,
 			"idempotency key %s is held by run %s, which has %s: a finished run cannot be signalled", quote(key), finished.RunID, finished.Status)
-		e.Key, e.ExistingRunID = key, finished.RunID
+		e.IdempotencyKey, e.ExistingRunID, e.ExistingStatus = key, finished.RunID, finished.Status
 		writeError(w, e)
 	case errors.As(err, &limit) && limit.What != signalPayloadLimit:
 		// The run already holds the most signals allowed.
 		e := newError(http.StatusConflict, CodeSignalLimit, "%s", limit.Error())
-		e.Key = key
+		e.IdempotencyKey = key
 		writeError(w, e)
 	case errors.As(err, &limit):
 		e := newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "%s", limit.Error())

@@ -87,6 +87,7 @@ type RunHandle struct {
 	outcome    Outcome
 	superseded string
 	signalID   string
+	key        string
 }
 
 // Outcome says what the trigger that returned a handle did.
@@ -113,6 +114,11 @@ func (h *RunHandle) Superseded() string { return h.superseded }
 
 // SignalID is the ID of the signal the trigger sent (OutcomeSignalled).
 func (h *RunHandle) SignalID() string { return h.signalID }
+
+// IdempotencyKey is the key the trigger that returned this handle derived
+// ("" when the task is not deduplicated, or for a handle made with
+// Client.Handle).
+func (h *RunHandle) IdempotencyKey() string { return h.key }
 
 // Handle returns a handle to the run with the given ID. It does not check
 // that the run exists.

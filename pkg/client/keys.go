@@ -2,26 +2,65 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
-// KeyInfo describes who holds an idempotency key.
+// KeyInfo describes who holds an idempotency key. Its JSON (see
+// MarshalJSON) is the key of the HTTP API and of the command line's
+// -o json.
 type KeyInfo struct {
-	Key        string        `json:"key"`
-	OwnerRunID string        `json:"ownerRunId"`
-	TTL        time.Duration `json:"ttl"`
+	Key        string
+	OwnerRunID string
+	// TTL is the time left when the key was read; 0 when it does not
+	// expire.
+	TTL time.Duration
+	// ExpiresAt is when the key expires (the read's time plus TTL); zero
+	// when it does not expire.
+	ExpiresAt time.Time
 	// The owner's task, strategy and status; empty when the owner's record
 	// has already expired.
-	Task        string `json:"task,omitempty"`
-	Strategy    string `json:"strategy,omitempty"`
-	OwnerStatus Status `json:"ownerStatus,omitempty"`
+	Task        string
+	Strategy    string
+	OwnerStatus Status
 	// OwnerAttempt is the owner's attempt (0 before it first starts).
-	OwnerAttempt int `json:"ownerAttempt,omitempty"`
+	OwnerAttempt int
 	// Owner is a handle to the owning run.
-	Owner *RunHandle `json:"-"`
+	Owner *RunHandle
+}
+
+// keyJSON is a held key as JSON: the owner is runId, the time left ttlMs
+// (0: no expiry) and expiresAt; task, strategy, status and attempt are
+// the owner's, absent once its record has expired.
+type keyJSON struct {
+	Key       string     `json:"key"`
+	RunID     string     `json:"runId"`
+	TTLMs     int64      `json:"ttlMs"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Task      string     `json:"task,omitempty"`
+	Strategy  string     `json:"strategy,omitempty"`
+	Status    Status     `json:"status,omitempty"`
+	Attempt   *int       `json:"attempt,omitempty"`
+}
+
+// MarshalJSON writes the key as the HTTP API and the command line show
+// it: key, runId, ttlMs, expiresAt (UTC, absent without expiry), and the
+// owner's task, strategy, status and attempt while its record exists.
+func (k KeyInfo) MarshalJSON() ([]byte, error) {
+	v := keyJSON{Key: k.Key, RunID: k.OwnerRunID, TTLMs: k.TTL.Milliseconds(),
+		Task: k.Task, Strategy: k.Strategy, Status: k.OwnerStatus}
+	if !k.ExpiresAt.IsZero() {
+		t := k.ExpiresAt.UTC().Truncate(time.Millisecond)
+		v.ExpiresAt = &t
+	}
+	if k.OwnerStatus != "" {
+		a := k.OwnerAttempt
+		v.Attempt = &a
+	}
+	return json.Marshal(v)
 }
 
 // Active reports whether the owner is still queued or running (and so can
@@ -49,6 +88,9 @@ func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
 // keyInfo describes a held key and its owner's record (nil when gone).
 func (c *Client) keyInfo(ks redisstore.KeyState, run *redisstore.Run) *KeyInfo {
 	info := &KeyInfo{Key: ks.Key, OwnerRunID: ks.Owner, TTL: ks.TTL, Owner: c.Handle(ks.Owner)}
+	if ks.TTL > 0 {
+		info.ExpiresAt = c.opts.Clock.Now().Add(ks.TTL)
+	}
 	if run != nil {
 		info.Task, info.Strategy, info.OwnerStatus, info.OwnerAttempt = run.Task, string(run.Strategy), Status(run.Status), run.Attempt
 	}

@@ -151,24 +151,23 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 // triggered turns an enqueue result that did not fail into a handle: the
 // new run, or the owner the trigger was attached, signalled or debounced to.
 func (c *Client) triggered(p *redisstore.EnqueueParams, res redisstore.EnqueueResult) *RunHandle {
+	var h *RunHandle
 	switch res.Outcome {
 	case redisstore.TriggerCreated:
-		h := c.Handle(p.RunID)
+		h = c.Handle(p.RunID)
 		h.outcome, h.superseded = OutcomeCreated, res.Superseded
-		return h
 	case redisstore.TriggerAttached:
-		h := c.Handle(res.Owner)
+		h = c.Handle(res.Owner)
 		h.outcome = OutcomeAttached
-		return h
 	case redisstore.TriggerSignalled:
-		h := c.Handle(res.Owner)
+		h = c.Handle(res.Owner)
 		h.outcome, h.signalID = OutcomeSignalled, res.SignalID
-		return h
 	default:
-		h := c.Handle(res.Owner)
+		h = c.Handle(res.Owner)
 		h.outcome = OutcomeDebounced
-		return h
 	}
+	h.key = p.Key
+	return h
 }
 
 // TriggerManyJSON is the untyped form of RunMany.
