@@ -26,6 +26,7 @@ import (
 // default limit, and must refuse both, naming the limit, with nothing
 // written.
 func TestEveryEntryPointAppliesTheAdmissionLimits(t *testing.T) {
+	t.Parallel()
 	depth := idempotency.MaxInputDepthDefault + 1
 	deep := strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)
 	deepInput := `{"id":"x","n":` + deep + `}`

@@ -64,6 +64,7 @@ func owner(t *testing.T, c *client.Client, key string) string {
 // key that changed owner after it was listed, or while the confirmation
 // question was open, is left alone, and the command exits with code 5.
 func TestKeysReleaseRefusesWhenTheOwnerChanged(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		c := newTestClient(t, b)
 		cl := newCLI(t, b)
@@ -160,6 +161,7 @@ func TestKeysReleaseRefusesWhenTheOwnerChanged(t *testing.T) {
 // names the problem, a pointer to --help, and nothing done. The Redis URL
 // points nowhere, so a command that tried to connect would fail with 1.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	const nowhere = "redis://127.0.0.1:1/0"
 	cases := []struct {
 		args []string
@@ -234,6 +236,7 @@ func TestUsageErrors(t *testing.T) {
 // An unreachable Redis is a failure (1), not a usage error, and says where
 // it looked.
 func TestUnreachableRedis(t *testing.T) {
+	t.Parallel()
 	r := runWith(context.Background(), invocation{}, "--redis", "redis://:secret@127.0.0.1:1/0", "keys", "ls")
 	if r.code != exitFailure {
 		t.Fatalf("exit %d, want %d: %s", r.code, exitFailure, r.stderr)
@@ -245,6 +248,7 @@ func TestUnreachableRedis(t *testing.T) {
 
 // Progress and colours appear on a terminal only; piped output has none.
 func TestProgressAndColourOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		c := newTestClient(t, b)
 		cl := newCLI(t, b)
@@ -283,6 +287,7 @@ func TestProgressAndColourOnlyOnATerminal(t *testing.T) {
 
 // Every command documents itself with examples.
 func TestEveryCommandHasHelpWithExamples(t *testing.T) {
+	t.Parallel()
 	root := (&app{streams: streams{getenv: func(string) string { return "" }}}).newRoot()
 	var walk func(c *cobra.Command)
 	n := 0
@@ -314,6 +319,7 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 }
 
 func TestCompletionAndVersion(t *testing.T) {
+	t.Parallel()
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		r := runWith(context.Background(), invocation{}, "completion", shell)
 		if r.code != 0 || !strings.Contains(r.stdout, "taskq") || len(r.stdout) < 500 {
@@ -333,6 +339,7 @@ func TestCompletionAndVersion(t *testing.T) {
 
 // Shell completion offers the registered task names.
 func TestCompletionOfTaskNames(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := seed(t, b)
 		for _, args := range [][]string{{"tasks", "get", ""}, {"runs", "trigger", "pro"}, {"keys", "ls", "--task", ""}} {
@@ -347,6 +354,7 @@ func TestCompletionOfTaskNames(t *testing.T) {
 // Secrets in the environment are used but never printed: not as flag
 // defaults in --help, not in errors.
 func TestSecretsStayOutOfHelp(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{envRedisURL: "redis://:hunter2@127.0.0.1:1/0", envToken: "tok-hunter3-0123456789"}
 	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"keys", "ls"}} {
 		r := runWith(context.Background(), invocation{env: env}, args...)

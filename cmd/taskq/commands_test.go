@@ -140,6 +140,7 @@ func (f *fixture) check(t *testing.T, tc gcase) {
 // Every inspection command, table and JSON, against real Redis and
 // miniredis: both must print exactly the golden output.
 func TestInspectCommandsGolden(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := seed(t, b)
 		paid, declined, queued := f.runs["paid"], f.runs["declined"], f.runs["queued"]
@@ -187,6 +188,7 @@ func TestInspectCommandsGolden(t *testing.T) {
 
 // The commands that change something, in an order whose outcome is fixed.
 func TestChangingCommandsGolden(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := seed(t, b)
 		cases := []gcase{

@@ -9,6 +9,7 @@ import (
 // The CLI does not depend on the examples: users copy and change those,
 // and `taskq dev` runs its own copy of their tasks (internal/devtasks).
 func TestCLIDoesNotImportExamples(t *testing.T) {
+	t.Parallel()
 	pkg, err := build.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)

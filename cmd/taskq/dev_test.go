@@ -130,6 +130,7 @@ func (p *process) wait(t *testing.T) int {
 // taskq dev as a user runs it: it starts, answers /healthz, accepts a
 // trigger, rejects its duplicate with 409, and stops cleanly on SIGINT.
 func TestDevProcess(t *testing.T) {
+	t.Parallel()
 	t.Run("miniredis", func(t *testing.T) {
 		p := startProcess(t, "dev", "--addr", "127.0.0.1:0", "--delay", "100ms")
 		out := p.waitFor(t, "Press Ctrl-C to stop.")
@@ -189,6 +190,7 @@ func checkDev(t *testing.T, p *process, out, orderID string) {
 
 // taskq dev --demo needs no HTTP: it runs the demo and exits by itself.
 func TestDevDemoOnly(t *testing.T) {
+	t.Parallel()
 	p := startProcess(t, "dev", "--demo", "--delay", "50ms")
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, p.stdout.String(), p.stderr.String())
@@ -206,6 +208,7 @@ func TestDevDemoOnly(t *testing.T) {
 
 // version is stamped at build time with -ldflags -X main.version.
 func TestVersionStamp(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(taskqBinary(t), "version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "taskq v0.0.0-test ") {
 		t.Fatalf("version: %q, %v", out, err)
@@ -215,6 +218,7 @@ func TestVersionStamp(t *testing.T) {
 // taskq serve: the HTTP API over the namespace's registered tasks, shut
 // down by the end of its context (SIGINT in the real process).
 func TestServe(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := seed(t, b)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 // eval needs no Redis for an expression given on the command line; its
 // errors show the expression with a caret under the problem.
 func TestEvalGolden(t *testing.T) {
+	t.Parallel()
 	n := &normalizer{}
 	cases := []gcase{
 		{name: "eval_ok", args: []string{"eval", `"order:" + input.orderId`, "--input", `{"orderId":"1001"}`}},
@@ -39,6 +40,7 @@ func TestEvalGolden(t *testing.T) {
 // The three failures the issue names, checked for their substance as well
 // as against the golden files: where the caret points and what is said.
 func TestEvalErrorsPointAtTheProblem(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string

@@ -52,6 +52,7 @@ func deliveries(ids ...string) string {
 // over the limit in a later chunk is a usage error that names it by its
 // place in --data, and nothing of the batch is stored.
 func TestEventsPushBatchCheckedBeforeAnythingIsStored(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		registerWebhooks(t, b)
 		c, cl := newTestClient(t, b), newCLI(t, b)
@@ -78,6 +79,7 @@ func TestEventsPushBatchCheckedBeforeAnythingIsStored(t *testing.T) {
 // still printed, and the error names the payloads that were not stored,
 // including those of chunks never sent.
 func TestEventsPushBatchListsWhatWasStoredWhenRedisFailsSome(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		registerWebhooks(t, b)
 		c, cl := newTestClient(t, b), newCLI(t, b)

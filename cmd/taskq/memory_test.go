@@ -60,6 +60,7 @@ func serveUntilAddr(t *testing.T, args ...string) (addr string, stderr *syncBuff
 // server and the fix); with --allow-evicting-redis they run, warn, and
 // serve report the accepted risk in its metrics.
 func TestCommandsRefuseAnEvictingRedis(t *testing.T) {
+	t.Parallel()
 	b := privateRedis(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 	c := newCLI(t, b)
 	addr := b.Client.(*redis.Client).Options().Addr
@@ -106,6 +107,7 @@ func TestCommandsRefuseAnEvictingRedis(t *testing.T) {
 // A trigger or a push that Redis refuses at maxmemory fails with exit 1
 // and says Redis is out of memory.
 func TestRefusedAtMaxmemoryExits1WithTheReason(t *testing.T) {
+	t.Parallel()
 	b := privateRedis(t, "--maxmemory-policy", "noeviction")
 	if err := startWorker(t, b).Shutdown(context.Background()); err != nil { // registers the example tasks
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestClean(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"order:1001":         "order:1001",
 		`a\b "q" é 👍`:        `a\b "q" é 👍`,
@@ -38,6 +39,7 @@ func TestClean(t *testing.T) {
 // the cursor or start a line that looks like a row of its own; JSON output
 // stays exact.
 func TestHumanOutputEscapesKeys(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		c := newTestClient(t, b)
 		cl := newCLI(t, b)
@@ -85,6 +87,7 @@ func TestHumanOutputEscapesKeys(t *testing.T) {
 }
 
 func TestEvalPrintsAKeyThatDoesNotPrintEscaped(t *testing.T) {
+	t.Parallel()
 	input := `{"id":"a\u001b[2J\r\nb"}`
 	r := runWith(context.Background(), invocation{}, "eval", "input.id", "--input", input)
 	if r.code != 0 || r.stdout != `a\x1b[2J\r\nb`+"\n" {
@@ -100,6 +103,7 @@ func TestEvalPrintsAKeyThatDoesNotPrintEscaped(t *testing.T) {
 // Colours are added after escaping: the status column is coloured, a key
 // is not, on a terminal.
 func TestTableColoursOnlyTheStatus(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	p := &printer{w: &out, format: formatTable, color: true}
 	if err := p.Table([]string{"KEY", "STATUS"}, [][]string{{"k\x1b[31m", "queued"}}); err != nil {
@@ -111,6 +115,7 @@ func TestTableColoursOnlyTheStatus(t *testing.T) {
 }
 
 func TestRedactURL(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]string{
 		"redis://:s3cret@127.0.0.1:6379/0": "redis://:xxxxx@127.0.0.1:6379/0",
 		"redis://user:s3cret@host:6379/0":  "redis://user:xxxxx@host:6379/0",
@@ -134,6 +139,7 @@ func TestRedactURL(t *testing.T) {
 // errors of a URL that does not parse, of one that parses but is refused,
 // and of a server that does not answer.
 func TestRedisURLPasswordIsHidden(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{
 		"redis://:s3cret@[::1/0",                // net/url: missing ']'
 		"redis://:s3c%zzret@host/0",             // net/url: invalid escape
@@ -153,6 +159,7 @@ func TestRedisURLPasswordIsHidden(t *testing.T) {
 }
 
 func TestLogsHideTheRedisPassword(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	a := &app{redisURL: "redis://:s3cret@host:6379/0"}
 	log := slog.New(slog.NewTextHandler(&buf, a.logOptions(slog.LevelInfo)))
@@ -164,6 +171,7 @@ func TestLogsHideTheRedisPassword(t *testing.T) {
 }
 
 func TestDevTryItHidesThePassword(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	a := &app{redisURL: "redis://:s3cret@10.0.0.5:6379/0", namespace: "default"}
 	a.printTryIt(&out, "", "", "s1", false, "")

@@ -11,6 +11,7 @@ import (
 // too short to be a secret; the messages name the problem, never the
 // token.
 func TestServeRefusesUnsafeSettings(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		env  map[string]string

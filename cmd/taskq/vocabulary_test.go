@@ -20,6 +20,7 @@ import (
 // the moment of the read: each resource is read both ways from the same
 // Redis state and compared.
 func TestCLIAndHTTPSpeakTheSameJSON(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := seed(t, b)
 		s, err := httpapi.New(httpapi.Options{Client: f.c, Events: f.ing, Insecure: true, Logger: quiet})
