@@ -19,6 +19,8 @@ import "strings"
 //	taskq:{ns}:done:<run id>          channel published when a watched run reaches a terminal status
 //	taskq:{ns}:finished               channel counting runs that reached a terminal status
 //	taskq:{ns}:cancel                 channel run IDs cancelled while running
+//	taskq:{ns}:worker:<name>          hash    a worker's presence record, expires once it is long dead
+//	taskq:{ns}:workers                zset    index of worker records, by when each expires (ms)
 //
 // Scripts receive the prefix and build the keys they derive from a run record
 // (its stream, its idempotency key) with it; those keys share the hash tag.
@@ -92,6 +94,12 @@ func (k Keys) FinishedChannel() string { return k.prefix + "finished" }
 
 // CancelChannel carries the IDs of runs cancelled while a worker may hold them.
 func (k Keys) CancelChannel() string { return k.prefix + "cancel" }
+
+// Worker is the hash holding the presence record of one worker.
+func (k Keys) Worker(name string) string { return k.prefix + "worker:" + name }
+
+// Workers is the sorted set indexing worker records by when they expire.
+func (k Keys) Workers() string { return k.prefix + "workers" }
 
 // IdempotencyKeyPattern is a SCAN MATCH pattern for idempotency keys whose
 // user-visible part matches glob.
