@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
 )
 
 func workerRecord(name string, tasks ...string) redisstore.WorkerRecord {
