@@ -45,7 +45,18 @@ var (
 	_ registryStore  = (*fakeStore)(nil)
 	_ claimer        = (*fakeStore)(nil)
 	_ streamReader   = (*fakeStore)(nil)
+	_ presenceStore  = (*fakeStore)(nil)
 )
+
+func (f *fakeStore) BeatWorker(context.Context, redisstore.WorkerRecord, time.Time, time.Duration) error {
+	defer f.enter()()
+	return nil
+}
+
+func (f *fakeStore) DeregisterWorker(context.Context, string) error {
+	defer f.enter()()
+	return nil
+}
 
 func (f *fakeStore) enter() func() {
 	f.calls.Add(1)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -57,6 +58,9 @@ type Options struct {
 	Namespace string
 	// Name identifies this worker as a consumer (default host-pid-random).
 	Name string
+	// Version is the version of the program, shown in the list of workers
+	// (default: the main module's version from the build information).
+	Version string
 	// Concurrency bounds the handlers running at once (default 10).
 	Concurrency int
 	// LeaseDuration is how long a run stays with this worker without a
@@ -123,6 +127,9 @@ func (o Options) withDefaults() Options {
 		b := make([]byte, 4)
 		_, _ = rand.Read(b)
 		o.Name = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	if o.Version == "" {
+		o.Version = buildVersion()
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = ConcurrencyDefault
@@ -365,6 +372,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return w.Shutdown(context.Background())
+}
+
+// buildVersion is the main module's version, "(devel)" for a build from
+// a work tree, or "" when the binary has no build information.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return ""
 }
 
 // sleep waits d or until quit; it reports false when quit fired.
