@@ -32,6 +32,9 @@ const (
 	WorkerKeepDefault = time.Hour
 	// WorkersListMax bounds the workers ListWorkers reads.
 	WorkersListMax = 1000
+	// DefaultLeaseDefault is the worker's default lease duration, assumed
+	// for a delivery whose holder left no record.
+	DefaultLeaseDefault = 30 * time.Second
 	// PendingListDefault bounds the held deliveries ListWorkers reads per
 	// task stream, unless told otherwise.
 	PendingListDefault = 1000
@@ -118,8 +121,8 @@ type ListWorkersParams struct {
 	PendingLimit int
 	// DefaultLease is the lease of a delivery whose holder has no record
 	// (it stopped long ago, or predates worker records): its run awaits
-	// redelivery once its lease has gone this long without renewal.
-	// Zero means such runs count as awaiting redelivery at once.
+	// redelivery once its lease has gone this long without renewal
+	// (default DefaultLeaseDefault).
 	DefaultLease time.Duration
 }
 
@@ -169,6 +172,9 @@ type WorkersView struct {
 func (s *Store) ListWorkers(ctx context.Context, p ListWorkersParams) (WorkersView, error) {
 	if p.Now.IsZero() {
 		p.Now = time.Now()
+	}
+	if p.DefaultLease <= 0 {
+		p.DefaultLease = DefaultLeaseDefault
 	}
 	if p.PendingLimit <= 0 {
 		p.PendingLimit = PendingListDefault
