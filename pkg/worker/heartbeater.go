@@ -29,6 +29,7 @@ type heartbeater struct {
 	interval time.Duration
 	clock    Clock
 	log      *slog.Logger
+	metrics  *workerMetrics
 }
 
 // Start starts the heartbeats; it is ready at once, the first beat due
@@ -66,6 +67,7 @@ func (h *heartbeater) beat() {
 			switch states[i].State {
 			case redisstore.LeaseHeld:
 				a.extend(began.Add(h.lease))
+				h.metrics.leaseRenewed()
 			case redisstore.LeaseLost, redisstore.LeaseStale:
 				a.cancel(ErrLeaseLost)
 			case redisstore.LeaseFinished:

@@ -41,7 +41,7 @@ func wire(w *Worker) (*lifecycle, error) {
 	p := &processor{
 		store: st, tasks: w.tasks, active: active, slots: free,
 		consumer: o.Name, ns: o.Namespace, lease: o.LeaseDuration, startDelay: o.StartDelay,
-		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log,
+		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log, metrics: w.metrics,
 	}
 	// One call of each script in flight, and each batch bounded by
 	// LeaseDuration: the handlers of a fetched batch end at about the same
@@ -80,13 +80,13 @@ func wire(w *Worker) (*lifecycle, error) {
 		processor: p.setUp(),
 		heartbeater: &heartbeater{
 			store: st, active: active, consumer: o.Name, lease: o.LeaseDuration,
-			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log,
+			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics,
 		},
 		forwarder: &forwarder{store: st, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
 		janitor:   &janitor{store: st, every: o.SweepInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
 		recoverer: &recoverer{
 			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names,
-			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log,
+			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log, metrics: w.metrics,
 		},
 		fetcher: &fetcher{
 			store: st, restorer: reg, slots: free, dispatch: p, consumer: o.Name, tasks: names,

@@ -105,8 +105,11 @@ type Options struct {
 	// after Start (default 30s; negative: only at Start). A policy turned
 	// unsafe is logged as an error and reported by RedisErr.
 	RedisCheckInterval time.Duration
-	// Metrics, when set, gets the worker's gauges of Redis: its
-	// maxmemory-policy, used_memory and maxmemory (taskq_redis_*).
+	// Metrics, when set, gets the worker's metrics: of its runs
+	// (taskq_worker_*: started, succeeded, failed and retried by task,
+	// handler durations, in flight, lease renewals, redeliveries) and
+	// gauges of Redis: its maxmemory-policy, used_memory and maxmemory
+	// (taskq_redis_*). Handler serves them whether or not it is set.
 	Metrics prometheus.Registerer
 	Logger  *slog.Logger
 	Clock   Clock
@@ -214,6 +217,10 @@ type Worker struct {
 	life *lifecycle
 	// guard watches Redis's maxmemory-policy and memory from Start on.
 	guard *redisguard.Guard
+	// metrics count the worker's runs; registry holds them and the
+	// guard's, for Handler.
+	metrics  *workerMetrics
+	registry *prometheus.Registry
 }
 
 // New creates a Worker. Register handlers with Handle, then Run it.
@@ -235,12 +242,19 @@ func New(opts Options) (*Worker, error) {
 	}
 	w.guard = redisguard.New(rdb, redisguard.Options{AllowEvicting: opts.AllowEvictingRedis,
 		Interval: opts.RedisCheckInterval, Component: "worker", Logger: w.log})
-	if opts.Metrics != nil {
-		if err := opts.Metrics.Register(w.guard.Collector()); err != nil {
-			if owns {
-				_ = rdb.Close()
+	w.metrics, w.registry = newWorkerMetrics(), prometheus.NewRegistry()
+	collectors := append(w.metrics.collectors(), w.guard.Collector())
+	for _, reg := range []prometheus.Registerer{w.registry, opts.Metrics} {
+		if reg == nil {
+			continue
+		}
+		for _, c := range collectors {
+			if err := reg.Register(c); err != nil {
+				if owns {
+					_ = rdb.Close()
+				}
+				return nil, fmt.Errorf("worker: register metrics: %w", err)
 			}
-			return nil, err
 		}
 	}
 	return w, nil
