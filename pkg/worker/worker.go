@@ -111,8 +111,11 @@ type Options struct {
 	// gauges of Redis: its maxmemory-policy, used_memory and maxmemory
 	// (taskq_redis_*). Handler serves them whether or not it is set.
 	Metrics prometheus.Registerer
-	Logger  *slog.Logger
-	Clock   Clock
+	// Middleware wraps every handler, the first outermost: for tracing
+	// or other instrumentation (see docs/operations.md#tracing).
+	Middleware []Middleware
+	Logger     *slog.Logger
+	Clock      Clock
 }
 
 func (o Options) withDefaults() Options {
@@ -297,7 +300,7 @@ func (w *Worker) register(def *task.Definition, h handlerFunc) error {
 	if _, dup := w.tasks[def.Name]; dup {
 		return fmt.Errorf("worker: task %q registered twice", def.Name)
 	}
-	w.tasks[def.Name] = &registration{def: def, handler: h}
+	w.tasks[def.Name] = &registration{def: def, handler: chain(w.opts.Middleware, h)}
 	w.names = append(w.names, def.Name)
 	return nil
 }
