@@ -35,6 +35,7 @@ type fakeStore struct {
 	missingTasks func(names []string) ([]string, error)
 	startBatch   func(ds []redisstore.Delivery) ([]redisstore.StartResult, []error)
 	finishBatch  func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error)
+	beatWorker   func() error
 }
 
 var (
@@ -50,6 +51,9 @@ var (
 
 func (f *fakeStore) BeatWorker(context.Context, redisstore.WorkerRecord, time.Time, time.Duration) error {
 	defer f.enter()()
+	if f.beatWorker != nil {
+		return f.beatWorker()
+	}
 	return nil
 }
 

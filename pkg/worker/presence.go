@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -30,29 +29,38 @@ type presence struct {
 	log       *slog.Logger
 	// gone is set once a Stop has taken the record out (under mu).
 	gone bool
+	// failing is set while writing the record fails (only the loop, and
+	// Start before it, touch it), so that a failure is logged once.
+	failing bool
 }
 
-// Start writes the record; it fails when Redis does not take it.
+// Start writes the record. Being listed is for people, not for running
+// runs: a write Redis refuses (at maxmemory, where a worker must still start
+// and drain the queue) is logged, and the next heartbeat tries again.
 func (p *presence) Start(ctx context.Context) error {
 	if err := p.canStart(); err != nil {
 		return err
 	}
-	if err := p.store.BeatWorker(ctx, p.record, p.clock.Now(), p.keep); err != nil {
-		return fmt.Errorf("worker: register the worker in Redis: %w", err)
-	}
+	p.write(ctx)
 	return p.begin(func(quit <-chan struct{}) {
 		for sleep(quit, p.record.HeartbeatInterval) {
-			p.beat()
+			ctx, cancel := context.WithTimeout(context.Background(), min(p.opTimeout, p.record.HeartbeatInterval))
+			p.write(ctx)
+			cancel()
 		}
 	})
 }
 
-func (p *presence) beat() {
-	ctx, cancel := context.WithTimeout(context.Background(), min(p.opTimeout, p.record.HeartbeatInterval))
-	defer cancel()
-	if err := p.store.BeatWorker(ctx, p.record, p.clock.Now(), p.keep); err != nil {
-		p.log.Warn("taskq: worker heartbeat failed", "err", err)
+// write writes the record, logging when writing starts or stops failing.
+func (p *presence) write(ctx context.Context) {
+	err := p.store.BeatWorker(ctx, p.record, p.clock.Now(), p.keep)
+	switch {
+	case err != nil && !p.failing:
+		p.log.Warn("taskq: writing the worker's record failed; it may be listed as dead until a heartbeat succeeds", "err", err)
+	case err == nil && p.failing:
+		p.log.Info("taskq: the worker's record is written again")
 	}
+	p.failing = err != nil
 }
 
 // Stop ends the heartbeats and, when the worker had started, removes its
