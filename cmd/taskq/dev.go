@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -24,12 +23,13 @@ import (
 
 // devOptions are the flags of dev.
 type devOptions struct {
-	addr     string
-	token    string
-	demoOnly bool
-	noDemo   bool
-	delay    time.Duration
-	logLevel string
+	addr      string
+	token     string
+	demoOnly  bool
+	noDemo    bool
+	delay     time.Duration
+	logLevel  string
+	logFormat string
 }
 
 func (a *app) devCmd() *cobra.Command {
@@ -60,6 +60,9 @@ the demo never writes to a Redis you did not name. Ctrl-C shuts it down.`,
 			if _, err := parseLevel(o.logLevel); err != nil {
 				return err
 			}
+			if err := checkLogFormat(o.logFormat); err != nil {
+				return err
+			}
 			if o.demoOnly && o.noDemo {
 				return usageErrorf("--demo and --no-demo contradict each other")
 			}
@@ -79,6 +82,7 @@ the demo never writes to a Redis you did not name. Ctrl-C shuts it down.`,
 	f.BoolVar(&o.noDemo, "no-demo", false, "skip the demo on start")
 	f.DurationVar(&o.delay, "delay", time.Second, "how long the example order handler takes (simulated payment latency)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level of the worker and server logs on stderr: debug, info, warn or error")
+	logFormatFlag(f, &o.logFormat)
 	return cmd
 }
 
@@ -88,7 +92,7 @@ the demo never writes to a Redis you did not name. Ctrl-C shuts it down.`,
 // the Redis connections, and the embedded Redis last.
 func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 	level, _ := parseLevel(o.logLevel)
-	log := slog.New(slog.NewTextHandler(a.stderr, a.logOptions(level)))
+	log := a.newLog(o.logFormat, level)
 	out := a.stdout
 	session := randomHex(2)
 

@@ -68,6 +68,7 @@ scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
 		a.keysCmd(), a.runsCmd(), a.tasksCmd(), a.eventsCmd(), a.evalCmd(),
 		a.serveCmd(), a.devCmd(), a.completionCmd(), a.versionCmd(),
 	)
+	root.AddCommand(a.workersCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	return root
 }

@@ -29,6 +29,7 @@ type serveOptions struct {
 	writeTimeout   time.Duration
 	maxConns       int
 	logLevel       string
+	logFormat      string
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -70,6 +71,9 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 			if _, err := parseLevel(o.logLevel); err != nil {
 				return err
 			}
+			if err := checkLogFormat(o.logFormat); err != nil {
+				return err
+			}
 			if o.token == "" {
 				o.token = a.getenv(envToken)
 			}
@@ -93,7 +97,7 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			level, _ := parseLevel(o.logLevel)
-			log := slog.New(slog.NewTextHandler(a.stderr, a.logOptions(level)))
+			log := a.newLog(o.logFormat, level)
 			c, err := a.client(ctx)
 			if err != nil {
 				return err
@@ -123,6 +127,7 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 	f.DurationVar(&o.writeTimeout, "write-timeout", 0, "longest an answer may take, a result's ?wait= on top (0: the server's default, 30s)")
 	f.IntVar(&o.maxConns, "max-connections", 0, "most connections served at once; more wait their turn (0: the server's default, 1024)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	logFormatFlag(f, &o.logFormat)
 	return cmd
 }
 

@@ -10,9 +10,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"time"
@@ -33,9 +37,14 @@ func run() error {
 	namespace := flag.String("namespace", os.Getenv("TASKQ_NAMESPACE"), "taskq namespace (default \"default\")")
 	concurrency := flag.Int("concurrency", 10, "orders charged at once")
 	delay := flag.Duration("delay", 500*time.Millisecond, "simulated payment provider latency")
+	httpAddr := flag.String("http", "", "serve /metrics, /healthz and /readyz on this address, e.g. :9090 (default: none)")
+	logFormat := flag.String("log-format", "text", "log format: text or json")
 	flag.Parse()
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log, err := newLogger(os.Stderr, *logFormat)
+	if err != nil {
+		return err
+	}
 	w, err := worker.New(worker.Options{
 		RedisURL: *redisURL, Namespace: *namespace, Concurrency: *concurrency, Logger: log,
 	})
@@ -44,6 +53,13 @@ func run() error {
 	}
 	if err := orders.Register(w, orders.Handler{Delay: *delay}); err != nil {
 		return err
+	}
+	if *httpAddr != "" {
+		stop, err := serveProbes(*httpAddr, w.Handler(), log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	// Run returns after SIGINT or SIGTERM, once running charges finished
 	// or were handed back to the queue.
@@ -61,4 +77,36 @@ func redisFlag(fs *flag.FlagSet) *string {
 		fs.Lookup("redis").DefValue = u.Redacted()
 	}
 	return p
+}
+
+// newLogger logs to out as text or as JSON, one object a line.
+func newLogger(out io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(out, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(out, nil)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q: use text or json", format)
+}
+
+// serveProbes serves h (the worker's /metrics, /healthz and /readyz) on
+// addr until stop is called.
+func serveProbes(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-http: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serving metrics and probes failed", "err", err)
+		}
+	}()
+	log.Info("serving /metrics, /healthz and /readyz", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }

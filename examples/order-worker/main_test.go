@@ -1,7 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -25,5 +30,50 @@ func TestHelpHidesTheRedisPassword(t *testing.T) {
 		if err := fs.Parse(nil); err != nil || *url != env {
 			t.Errorf("-redis = %q, %v; want %q", *url, err, env)
 		}
+	}
+}
+
+// -log-format json logs one JSON object a line; an unknown format is an
+// error naming the flag.
+func TestLogFormat(t *testing.T) {
+	var buf strings.Builder
+	log, err := newLogger(&buf, "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Warn("taskq: run failed", "run", "r1")
+	var line map[string]any
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil || line["level"] != "WARN" || line["run"] != "r1" {
+		t.Errorf("json log line %q: %v", buf.String(), err)
+	}
+	if _, err := newLogger(&buf, "xml"); err == nil || !strings.Contains(err.Error(), "-log-format") {
+		t.Errorf("-log-format xml: %v", err)
+	}
+}
+
+// -http serves the handler it is given until stopped.
+func TestServeProbes(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.URL.Path) })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	stop, err := serveProbes(addr, h, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "/readyz" {
+		t.Errorf("served %q", body)
+	}
+	stop()
+	if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+		resp.Body.Close()
+		t.Error("still serving after stop")
 	}
 }

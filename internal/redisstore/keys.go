@@ -74,6 +74,12 @@ func (k Keys) FinishedChannel() string { return k.prefix + keyFinished }
 // CancelChannel carries the IDs of runs cancelled while a worker may hold them.
 func (k Keys) CancelChannel() string { return k.prefix + keyCancel }
 
+// Worker is the hash holding the presence record of one worker.
+func (k Keys) Worker(name string) string { return k.prefix + keyWorker + name }
+
+// Workers is the sorted set indexing worker records by when they expire.
+func (k Keys) Workers() string { return k.prefix + keyWorkers }
+
 // IdempotencyKeyPattern is a SCAN MATCH pattern for idempotency keys whose
 // user-visible part matches glob.
 func (k Keys) IdempotencyKeyPattern(glob string) string {

@@ -63,6 +63,8 @@ const (
 	keyEvent         = "event:"    // hash  taskq:{ns}:event:<event id>: an ingested event (fields event*)
 	keyEvents        = "events"    // zset  taskq:{ns}:events: events by time (ms)
 	keyEventKeyIndex = "eventkey:" // zset  taskq:{ns}:eventkey:<event key>: the events of one event key, by time (ms)
+	keyWorker        = "worker:"   // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
+	keyWorkers       = "workers"   // zset  taskq:{ns}:workers: worker records by when each expires (ms)
 )
 
 // Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are

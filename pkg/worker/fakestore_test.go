@@ -35,6 +35,7 @@ type fakeStore struct {
 	missingTasks func(names []string) ([]string, error)
 	startBatch   func(ds []redisstore.Delivery) ([]redisstore.StartResult, []error)
 	finishBatch  func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error)
+	beatWorker   func() error
 }
 
 var (
@@ -45,7 +46,21 @@ var (
 	_ registryStore  = (*fakeStore)(nil)
 	_ claimer        = (*fakeStore)(nil)
 	_ streamReader   = (*fakeStore)(nil)
+	_ presenceStore  = (*fakeStore)(nil)
 )
+
+func (f *fakeStore) BeatWorker(context.Context, redisstore.WorkerRecord, time.Time, time.Duration) error {
+	defer f.enter()()
+	if f.beatWorker != nil {
+		return f.beatWorker()
+	}
+	return nil
+}
+
+func (f *fakeStore) DeregisterWorker(context.Context, string) error {
+	defer f.enter()()
+	return nil
+}
 
 func (f *fakeStore) enter() func() {
 	f.calls.Add(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
@@ -40,6 +41,9 @@ type fetcher struct {
 	block     time.Duration
 	opTimeout time.Duration
 	log       *slog.Logger
+	// failing is set while the last read of the streams failed (for
+	// readiness: see Worker.Handler).
+	failing atomic.Bool
 }
 
 // Start starts fetching; it is ready at once.
@@ -65,6 +69,7 @@ func (f *fetcher) loop(quit <-chan struct{}) {
 			if ctx.Err() != nil {
 				return
 			}
+			f.failing.Store(true)
 			if strings.HasPrefix(err.Error(), "NOGROUP") {
 				// Redis lost its data (a restart without persistence, a
 				// flush): put back the groups and the registrations.
@@ -88,6 +93,7 @@ func (f *fetcher) loop(quit <-chan struct{}) {
 			delay = backoff(delay)
 			continue
 		}
+		f.failing.Store(false)
 		delay = backoff(0) / 2
 		if len(ds) > n {
 			// XREADGROUP's COUNT applies to each stream, so one read of

@@ -30,6 +30,7 @@ type heartbeater struct {
 	interval time.Duration
 	clock    task.Clock
 	log      *slog.Logger
+	metrics  *workerMetrics
 }
 
 // Start starts the heartbeats; it is ready at once, the first beat due
@@ -67,6 +68,7 @@ func (h *heartbeater) beat() {
 			switch states[i].State {
 			case redisstore.LeaseHeld:
 				a.extend(began.Add(h.lease))
+				h.metrics.leaseRenewed()
 			case redisstore.LeaseLost, redisstore.LeaseStale:
 				a.cancel(ErrLeaseLost)
 			case redisstore.LeaseFinished:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 // that says in which order they start and stop, and why.
 type lifecycle struct {
 	registrar   *registrar
+	presence    *presence
 	canceller   *canceller
 	processor   *processor
 	heartbeater *heartbeater
@@ -39,7 +41,7 @@ func wire(w *Worker) (*lifecycle, error) {
 	p := &processor{
 		store: st, tasks: w.tasks, active: active, slots: free,
 		consumer: o.Name, ns: o.Namespace, lease: o.LeaseDuration, startDelay: o.StartDelay,
-		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log,
+		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log, metrics: w.metrics,
 	}
 	// One call of each script in flight, and each batch bounded by
 	// LeaseDuration: the handlers of a fetched batch end at about the same
@@ -60,8 +62,17 @@ func wire(w *Worker) (*lifecycle, error) {
 		store: st, defs: defs, consumer: o.Name, conflict: o.DefinitionConflict,
 		interval: o.HeartbeatInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
 	}
+	host, _ := os.Hostname()
 	return &lifecycle{
 		registrar: reg,
+		presence: &presence{
+			store: st, keep: redisstore.WorkerKeepDefault, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
+			record: redisstore.WorkerRecord{
+				Name: o.Name, Host: host, PID: os.Getpid(), Version: o.Version, Tasks: names,
+				Concurrency: o.Concurrency, Started: o.Clock.Now(),
+				HeartbeatInterval: o.HeartbeatInterval, LeaseDuration: o.LeaseDuration,
+			},
+		},
 		canceller: &canceller{
 			sub: st.Redis(), channel: st.Keys().CancelChannel(), active: active,
 			opTimeout: o.OperationTimeout, log: w.log,
@@ -69,13 +80,13 @@ func wire(w *Worker) (*lifecycle, error) {
 		processor: p.setUp(),
 		heartbeater: &heartbeater{
 			store: st, active: active, consumer: o.Name, lease: o.LeaseDuration,
-			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log,
+			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics,
 		},
 		forwarder: &forwarder{store: st, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
 		janitor:   &janitor{store: st, every: o.SweepInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
 		recoverer: &recoverer{
 			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names,
-			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log,
+			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log, metrics: w.metrics,
 		},
 		fetcher: &fetcher{
 			store: st, restorer: reg, slots: free, dispatch: p, consumer: o.Name, tasks: names,
@@ -91,19 +102,21 @@ func wire(w *Worker) (*lifecycle, error) {
 //     streams, and the definitions be registered before the worker counts
 //     as started (triggers by task name need them); a definition conflict
 //     under DefinitionRefuse fails Start here, before anything runs.
-//  2. canceller: subscribed, and the subscription confirmed by Redis,
+//  2. presence: the worker is listed (taskq workers ls) before it can
+//     hold a run, so that no run is held by a worker nobody can see.
+//  3. canceller: subscribed, and the subscription confirmed by Redis,
 //     before any handler runs, so that no cancel made once Start returns
 //     is missed.
-//  3. processor: takes deliveries before anything dispatches them.
-//  4. heartbeater: renews leases before the first attempt begins.
-//  5. forwarder, janitor: they need nothing from the others and nothing
+//  4. processor: takes deliveries before anything dispatches them.
+//  5. heartbeater: renews leases before the first attempt begins.
+//  6. forwarder, janitor: they need nothing from the others and nothing
 //     needs them; they only have to run by the time Start returns.
-//  6. recoverer, then fetcher: they deliver work, so they come last. The
+//  7. recoverer, then fetcher: they deliver work, so they come last. The
 //     recoverer goes first and takes the free slots as it starts, so that
 //     on a worker started after a crash the runs whose lease lapsed are
 //     taken over before new ones are read.
 func (l *lifecycle) startOrder() []component {
-	return []component{l.registrar, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.recoverer, l.fetcher}
+	return []component{l.registrar, l.presence, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.recoverer, l.fetcher}
 }
 
 // start starts every component in startOrder; if one fails, it stops those
@@ -132,8 +145,10 @@ func (l *lifecycle) start(ctx context.Context) error {
 //     attempt has ended and its outcome is recorded. The heartbeater and
 //     the canceller run on meanwhile: a lease must be renewed, and a
 //     cancel must reach its handler, until the last handler has returned.
-//  3. heartbeater, canceller, forwarder, janitor, registrar: nothing needs
-//     them any more.
+//  3. heartbeater, canceller, forwarder, janitor, registrar, presence:
+//     nothing needs them any more. The presence goes with them, after the
+//     processor, so the worker stays listed while it holds a run; its
+//     record is removed then (a worker that dies keeps it, listed as dead).
 //
 // Every Stop is safe before Start and twice, so stop also undoes a Start
 // that failed half-way, and runs again on a second Shutdown.
@@ -141,7 +156,7 @@ func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
 	stopTogether(l.fetcher, l.recoverer)
 	l.processor.drain(ctx, grace)
 	l.processor.Stop()
-	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.registrar)
+	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.registrar, l.presence)
 }
 
 // stopTogether stops cs at the same time and returns once all have

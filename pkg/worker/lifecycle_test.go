@@ -15,9 +15,9 @@ import (
 func testLifecycle(t *testing.T, st *fakeStore, sub subscriber) *lifecycle {
 	cs := testComponents(t, st, sub)
 	return &lifecycle{
-		registrar: cs[0].c.(*registrar), canceller: cs[1].c.(*canceller), processor: cs[2].c.(*processor),
-		heartbeater: cs[3].c.(*heartbeater), forwarder: cs[4].c.(*forwarder), janitor: cs[5].c.(*janitor),
-		recoverer: cs[6].c.(*recoverer), fetcher: cs[7].c.(*fetcher),
+		registrar: cs[0].c.(*registrar), presence: cs[1].c.(*presence), canceller: cs[2].c.(*canceller),
+		processor: cs[3].c.(*processor), heartbeater: cs[4].c.(*heartbeater), forwarder: cs[5].c.(*forwarder),
+		janitor: cs[6].c.(*janitor), recoverer: cs[7].c.(*recoverer), fetcher: cs[8].c.(*fetcher),
 	}
 }
 

@@ -43,6 +43,7 @@ type processor struct {
 	concurrency int
 	clock       task.Clock
 	log         *slog.Logger
+	metrics     *workerMetrics
 	// starts coalesces the begins of deferred attempts whose handlers ran
 	// past StartDelay into one call of the start script; finishes the
 	// outcomes handlers record at the same time into one call of the
@@ -247,7 +248,10 @@ func (p *processor) process(j runJob) {
 		cancel(ErrShutdown)
 	}
 
+	p.metrics.runStarted(d.Task)
+	began := time.Now()
 	out, herr := call(reg.handler, &a.rc, st.Spec.Input)
+	returned := func(outcome string) { p.metrics.handlerReturned(d.Task, outcome, time.Since(began).Seconds()) }
 
 	// A deferred attempt is begun with its outcome if the timer has not
 	// fired yet; otherwise the outcome waits for the start's answer.
@@ -259,6 +263,7 @@ func (p *processor) process(j runJob) {
 		} else {
 			<-a.answered
 			if a.phase.Load() == phaseRefused {
+				returned("abandoned")
 				a.rc.Logger().Info("taskq: attempt abandoned", "cause", context.Cause(runCtx))
 				p.end(a)
 				return
@@ -271,10 +276,12 @@ func (p *processor) process(j runJob) {
 	case errors.Is(cause, task.ErrRunCancelled), errors.Is(cause, ErrLeaseLost):
 		// Cancelled: the cancel already ended the run. Lease lost: the
 		// run belongs to a newer attempt; writing would be refused anyway.
+		returned("abandoned")
 		a.rc.Logger().Info("taskq: attempt abandoned", "cause", cause)
 		p.end(a)
 		return
 	case errors.Is(cause, ErrShutdown):
+		returned("abandoned")
 		if withOutcome && !p.beginNow(a) {
 			p.end(a)
 			return
@@ -310,8 +317,14 @@ func (p *processor) process(j runJob) {
 		} else {
 			f.Outcome = redisstore.OutcomeFailed
 		}
-		a.rc.Logger().Info("taskq: attempt failed", "err", herr, "outcome", f.Outcome)
+		if f.Outcome == redisstore.OutcomeFailed {
+			// The run ends failed: operators look for this one.
+			a.rc.Logger().Warn("taskq: run failed", "err", herr)
+		} else {
+			a.rc.Logger().Info("taskq: attempt failed; retrying", "err", herr, "retry_at", f.RetryAt)
+		}
 	}
+	returned(string(f.Outcome))
 	p.finish(a)
 }
 
@@ -406,6 +419,8 @@ func (p *processor) finishRetrying(a *attempt, err error) {
 func (p *processor) recorded(a *attempt, res redisstore.FinishResult) {
 	if !res.Written {
 		a.rc.Logger().Info("taskq: outcome not recorded", "reason", res.Status)
+	} else {
+		p.metrics.recorded(a.task, a.finish.Outcome)
 	}
 	p.end(a)
 }

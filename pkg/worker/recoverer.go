@@ -29,6 +29,7 @@ type recoverer struct {
 	lease     time.Duration
 	opTimeout time.Duration
 	log       *slog.Logger
+	metrics   *workerMetrics
 
 	next int // task to start with, so every stream gets its turn
 }
@@ -90,6 +91,7 @@ func (r *recoverer) reclaim(ctx context.Context, n int) []redisstore.Delivery {
 		}
 		if len(ds) > 0 {
 			r.log.Info("taskq: reclaimed runs whose lease lapsed", "task", t, "count", len(ds))
+			r.metrics.redelivered(t, len(ds))
 		}
 		out = append(out, ds...)
 	}

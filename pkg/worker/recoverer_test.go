@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
@@ -35,8 +38,9 @@ func TestRecovererClaimsWhileItFillsItsSlots(t *testing.T) {
 	}}
 	free := newSlots(2)
 	d := &fakeDispatcher{slots: free, seen: make(chan int, 10)}
+	m := newWorkerMetrics()
 	r := &recoverer{store: st, slots: free, dispatch: d, consumer: "w", tasks: []string{"a", "b"},
-		lease: 2 * time.Hour, opTimeout: time.Second, log: discard}
+		lease: 2 * time.Hour, opTimeout: time.Second, log: discard, metrics: m}
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +61,9 @@ func TestRecovererClaimsWhileItFillsItsSlots(t *testing.T) {
 	}
 	if n := free.take(nil); n != 2 {
 		t.Fatalf("%d slots free after the claims, want 2", n)
+	}
+	if a, b := counterValue(m.redeliveries.WithLabelValues("a")), counterValue(m.redeliveries.WithLabelValues("b")); a != 3 || b != 2 {
+		t.Errorf("redeliveries counted a=%v b=%v, want 3 and 2", a, b)
 	}
 }
 
@@ -127,4 +134,13 @@ func TestRecovererStoppedAtOnceGivesItsSlotsBack(t *testing.T) {
 		}
 		free.release(3)
 	}
+}
+
+// counterValue reads a counter's value.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -36,6 +37,8 @@ func testComponents(t *testing.T, st *fakeStore, sub subscriber) []struct {
 		c    component
 	}{
 		{"registrar", reg},
+		{"presence", &presence{store: st, opTimeout: time.Second, clock: clock, log: discard,
+			record: redisstore.WorkerRecord{Name: "w", HeartbeatInterval: 10 * time.Millisecond}}},
 		{"canceller", &canceller{sub: sub, channel: "cancels", active: active, opTimeout: time.Second, log: discard}},
 		{"processor", p.setUp()},
 		{"heartbeater", &heartbeater{store: st, active: active, consumer: "w", lease: time.Second,

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -54,6 +55,9 @@ type Options struct {
 	Namespace string
 	// Name identifies this worker as a consumer (default host-pid-random).
 	Name string
+	// Version is the version of the program, shown in the list of workers
+	// (default: the main module's version from the build information).
+	Version string
 	// Concurrency bounds the handlers running at once (default 10).
 	Concurrency int
 	// LeaseDuration is how long a run stays with this worker without a
@@ -98,10 +102,16 @@ type Options struct {
 	// after Start (default 30s; negative: only at Start). A policy turned
 	// unsafe is logged as an error and reported by RedisErr.
 	RedisCheckInterval time.Duration
-	// Metrics, when set, gets the worker's gauges of Redis: its
-	// maxmemory-policy, used_memory and maxmemory (taskq_redis_*).
+	// Metrics, when set, gets the worker's metrics: of its runs
+	// (taskq_worker_*: started, succeeded, failed and retried by task,
+	// handler durations, in flight, lease renewals, redeliveries) and
+	// gauges of Redis: its maxmemory-policy, used_memory and maxmemory
+	// (taskq_redis_*). Handler serves them whether or not it is set.
 	Metrics prometheus.Registerer
-	Logger  *slog.Logger
+	// Middleware wraps every handler, the first outermost: for tracing
+	// or other instrumentation (see docs/operations.md#tracing).
+	Middleware []Middleware
+	Logger     *slog.Logger
 	// Clock tells the worker the time (time.Now when nil).
 	Clock task.Clock
 }
@@ -121,6 +131,9 @@ func (o Options) withDefaults() Options {
 		b := make([]byte, 4)
 		_, _ = rand.Read(b)
 		o.Name = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	if o.Version == "" {
+		o.Version = buildVersion()
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = ConcurrencyDefault
@@ -205,6 +218,10 @@ type Worker struct {
 	life *lifecycle
 	// guard watches Redis's maxmemory-policy and memory from Start on.
 	guard *redisguard.Guard
+	// metrics count the worker's runs; registry holds them and the
+	// guard's, for Handler.
+	metrics  *workerMetrics
+	registry *prometheus.Registry
 }
 
 // New creates a Worker. Register handlers with Handle, then Run it.
@@ -226,12 +243,19 @@ func New(opts Options) (*Worker, error) {
 	}
 	w.guard = redisguard.New(rdb, redisguard.Options{AllowEvicting: opts.AllowEvictingRedis,
 		Interval: opts.RedisCheckInterval, Component: "worker", Logger: w.log})
-	if opts.Metrics != nil {
-		if err := opts.Metrics.Register(w.guard.Collector()); err != nil {
-			if owns {
-				_ = rdb.Close()
+	w.metrics, w.registry = newWorkerMetrics(), prometheus.NewRegistry()
+	collectors := append(w.metrics.collectors(), w.guard.Collector())
+	for _, reg := range []prometheus.Registerer{w.registry, opts.Metrics} {
+		if reg == nil {
+			continue
+		}
+		for _, c := range collectors {
+			if err := reg.Register(c); err != nil {
+				if owns {
+					_ = rdb.Close()
+				}
+				return nil, fmt.Errorf("worker: register metrics: %w", err)
 			}
-			return nil, err
 		}
 	}
 	return w, nil
@@ -274,7 +298,7 @@ func (w *Worker) register(def *task.Definition, h handlerFunc) error {
 	if _, dup := w.tasks[def.Name]; dup {
 		return fmt.Errorf("worker: task %q registered twice", def.Name)
 	}
-	w.tasks[def.Name] = &registration{def: def, handler: h}
+	w.tasks[def.Name] = &registration{def: def, handler: chain(w.opts.Middleware, h)}
 	w.names = append(w.names, def.Name)
 	return nil
 }
@@ -363,6 +387,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return w.Shutdown(context.Background())
+}
+
+// buildVersion is the main module's version, "(devel)" for a build from
+// a work tree, or "" when the binary has no build information.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return ""
 }
 
 // sleep waits d or until quit; it reports false when quit fired.

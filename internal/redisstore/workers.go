@@ -1,0 +1,347 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Worker presence. Each worker writes its record (Keys.Worker) every
+// heartbeat interval, with a TTL of WorkerDeadAfterBeats intervals plus how
+// long a dead worker stays listed; the index (Keys.Workers) scores each
+// name by when its record expires, so the names of expired records are
+// trimmed by score alone. Plain commands in MULTI: both keys share the
+// namespace's hash tag.
+//
+// The runs a worker holds are not written here: a lease is the delivery's
+// entry in the pending list of its task's consumer group (see
+// heartbeat.lua), so ListWorkers reads them from there, with how long
+// each lease has gone without renewal.
+
+const (
+	// WorkerDeadAfterBeats is how many heartbeat intervals a worker may go
+	// without one before it is listed as dead.
+	WorkerDeadAfterBeats = 3
+	// WorkerKeepDefault is how long a dead worker stays listed.
+	WorkerKeepDefault = time.Hour
+	// WorkersListMax bounds the workers ListWorkers reads.
+	WorkersListMax = 1000
+	// DefaultLeaseDefault is the worker's default lease duration, assumed
+	// for a delivery whose holder left no record.
+	DefaultLeaseDefault = 30 * time.Second
+	// PendingListDefault bounds the held deliveries ListWorkers reads per
+	// task stream, unless told otherwise.
+	PendingListDefault = 1000
+)
+
+// WorkerRecord is what a worker says of itself.
+type WorkerRecord struct {
+	Name        string
+	Host        string
+	PID         int
+	Version     string
+	Tasks       []string
+	Concurrency int
+	Started     time.Time
+	// HeartbeatInterval is how often the record is written again.
+	HeartbeatInterval time.Duration
+	// LeaseDuration is how long a run the worker holds stays with it
+	// without a renewal.
+	LeaseDuration time.Duration
+}
+
+// Field names of a worker record.
+const (
+	wfName        = "name"
+	wfHost        = "host"
+	wfPID         = "pid"
+	wfVersion     = "version"
+	wfTasks       = "tasks"
+	wfConcurrency = "concurrency"
+	wfStarted     = "started"
+	wfInterval    = "interval"
+	wfLease       = "lease"
+	wfBeat        = "beat"
+)
+
+// BeatWorker writes rec as of now: the worker is listed as live until
+// WorkerDeadAfterBeats heartbeat intervals pass without another beat, and
+// as dead for keep after that (WorkerKeepDefault when keep is 0). Every
+// field is written each time, so a record lost with Redis's data comes
+// back whole on the next beat.
+func (s *Store) BeatWorker(ctx context.Context, rec WorkerRecord, now time.Time, keep time.Duration) error {
+	if rec.Name == "" {
+		return errors.New("worker record: empty name")
+	}
+	if rec.HeartbeatInterval <= 0 {
+		return fmt.Errorf("worker record %q: heartbeat interval %s must be above 0", rec.Name, rec.HeartbeatInterval)
+	}
+	if keep <= 0 {
+		keep = WorkerKeepDefault
+	}
+	ttl := WorkerDeadAfterBeats*rec.HeartbeatInterval + keep
+	key := s.keys.Worker(rec.Name)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key,
+			wfName, rec.Name, wfHost, rec.Host, wfPID, rec.PID, wfVersion, rec.Version,
+			wfTasks, strings.Join(rec.Tasks, "\n"), wfConcurrency, rec.Concurrency,
+			wfStarted, unixMS(rec.Started), wfInterval, ms(rec.HeartbeatInterval),
+			wfLease, ms(rec.LeaseDuration), wfBeat, unixMS(now))
+		p.PExpire(ctx, key, ttl)
+		p.ZAdd(ctx, s.keys.Workers(), redis.Z{Score: float64(unixMS(now.Add(ttl))), Member: rec.Name})
+		p.ZRemRangeByScore(ctx, s.keys.Workers(), "-inf", "("+strconv.FormatInt(unixMS(now), 10))
+		return nil
+	})
+	return err
+}
+
+// DeregisterWorker removes name's record: the worker stopped gracefully
+// and holds no run.
+func (s *Store) DeregisterWorker(ctx context.Context, name string) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, s.keys.Worker(name))
+		p.ZRem(ctx, s.keys.Workers(), name)
+		return nil
+	})
+	return err
+}
+
+// ListWorkersParams say what ListWorkers reads.
+type ListWorkersParams struct {
+	// Now decides who is live; the zero time means time.Now().
+	Now time.Time
+	// PendingLimit bounds the held deliveries read per task stream
+	// (default PendingListDefault).
+	PendingLimit int
+	// DefaultLease is the lease of a delivery whose holder has no record
+	// (it stopped long ago, or predates worker records): its run awaits
+	// redelivery once its lease has gone this long without renewal
+	// (default DefaultLeaseDefault).
+	DefaultLease time.Duration
+}
+
+// WorkerInfo is one listed worker.
+type WorkerInfo struct {
+	WorkerRecord
+	// LastHeartbeat is when the record was last written.
+	LastHeartbeat time.Time
+	// Dead is set once WorkerDeadAfterBeats intervals passed without a beat.
+	Dead bool
+	// Runs are the runs whose deliveries the worker holds, oldest first.
+	Runs []HeldRun
+}
+
+// HeldRun is a delivery a consumer holds: its lease, from the consumer
+// group's pending list.
+type HeldRun struct {
+	RunID    string
+	Task     string
+	EntryID  string
+	Consumer string
+	// Idle is how long the lease has gone without renewal.
+	Idle time.Duration
+	// Deliveries counts how often the entry was delivered.
+	Deliveries int64
+	// Lapsed is set when the lease ran out (Idle is past the holder's lease
+	// duration) or its holder is dead or gone: the run is no longer being
+	// worked on and awaits redelivery to another worker, whatever its
+	// record's status says.
+	Lapsed bool
+}
+
+// WorkersView is what ListWorkers found.
+type WorkersView struct {
+	// Workers are live workers, then dead ones, each by name.
+	Workers []WorkerInfo
+	// Lapsed are the held runs, of any consumer, whose lease lapsed.
+	Lapsed []HeldRun
+	// Truncated is set when a bound cut a list short.
+	Truncated bool
+}
+
+// ListWorkers lists the live and recently dead workers of the namespace
+// with the runs each holds, and the runs whose lease lapsed and that await
+// redelivery. It reads the pending lists of every task a worker or the
+// task registry names.
+func (s *Store) ListWorkers(ctx context.Context, p ListWorkersParams) (WorkersView, error) {
+	if p.Now.IsZero() {
+		p.Now = time.Now()
+	}
+	if p.DefaultLease <= 0 {
+		p.DefaultLease = DefaultLeaseDefault
+	}
+	if p.PendingLimit <= 0 {
+		p.PendingLimit = PendingListDefault
+	}
+	var view WorkersView
+	nowMS := strconv.FormatInt(unixMS(p.Now), 10)
+	names, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: s.keys.Workers(), Start: nowMS, Stop: "+inf", ByScore: true, Count: WorkersListMax + 1,
+	}).Result()
+	if err != nil {
+		return view, err
+	}
+	if len(names) > WorkersListMax {
+		names, view.Truncated = names[:WorkersListMax], true
+	}
+	workers, err := s.readWorkers(ctx, names, p.Now)
+	if err != nil {
+		return view, err
+	}
+	held, truncated, err := s.heldRuns(ctx, workers, p.PendingLimit)
+	if err != nil {
+		return view, err
+	}
+	view.Truncated = view.Truncated || truncated
+	byName := make(map[string]*WorkerInfo, len(workers))
+	for i := range workers {
+		byName[workers[i].Name] = &workers[i]
+	}
+	for _, h := range held {
+		lease, dead := p.DefaultLease, true
+		w := byName[h.Consumer]
+		if w != nil {
+			lease, dead = w.LeaseDuration, w.Dead
+		}
+		h.Lapsed = dead || h.Idle > lease
+		if w != nil {
+			w.Runs = append(w.Runs, h)
+		}
+		if h.Lapsed {
+			view.Lapsed = append(view.Lapsed, h)
+		}
+	}
+	sort.SliceStable(workers, func(i, j int) bool {
+		if workers[i].Dead != workers[j].Dead {
+			return !workers[i].Dead
+		}
+		return workers[i].Name < workers[j].Name
+	})
+	view.Workers = workers
+	return view, nil
+}
+
+// readWorkers reads the records of names in one round trip; a name whose
+// record is gone is left out.
+func (s *Store) readWorkers(ctx context.Context, names []string, now time.Time) ([]WorkerInfo, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(names))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range names {
+			cmds[i] = p.HGetAll(ctx, s.keys.Worker(n))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]WorkerInfo, 0, len(names))
+	for _, c := range cmds {
+		m := c.Val()
+		if len(m) == 0 {
+			continue
+		}
+		num := func(f string) int64 { n, _ := strconv.ParseInt(m[f], 10, 64); return n }
+		w := WorkerInfo{WorkerRecord: WorkerRecord{
+			Name: m[wfName], Host: m[wfHost], PID: int(num(wfPID)), Version: m[wfVersion],
+			Concurrency: int(num(wfConcurrency)), Started: fromMS(num(wfStarted)),
+			HeartbeatInterval: time.Duration(num(wfInterval)) * time.Millisecond,
+			LeaseDuration:     time.Duration(num(wfLease)) * time.Millisecond,
+		}, LastHeartbeat: fromMS(num(wfBeat))}
+		if m[wfTasks] != "" {
+			w.Tasks = strings.Split(m[wfTasks], "\n")
+		}
+		w.Dead = now.Sub(w.LastHeartbeat) > WorkerDeadAfterBeats*w.HeartbeatInterval
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// heldRuns reads the pending lists of the tasks the workers and the task
+// registry name, up to limit entries each, with the run of each entry.
+func (s *Store) heldRuns(ctx context.Context, workers []WorkerInfo, limit int) ([]HeldRun, bool, error) {
+	tasks := map[string]bool{}
+	for _, w := range workers {
+		for _, t := range w.Tasks {
+			tasks[t] = true
+		}
+	}
+	registered, err := s.rdb.HKeys(ctx, s.keys.Tasks()).Result()
+	if err != nil {
+		return nil, false, err
+	}
+	for _, t := range registered {
+		tasks[t] = true
+	}
+	names := make([]string, 0, len(tasks))
+	for t := range tasks {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	cmds := make([]*redis.XPendingExtCmd, len(names))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, t := range names {
+			cmds[i] = p.XPendingExt(ctx, &redis.XPendingExtArgs{
+				Stream: s.keys.Stream(t), Group: GroupName, Start: "-", End: "+", Count: int64(limit) + 1,
+			})
+		}
+		return nil
+	})
+	var held []HeldRun
+	truncated := false
+	for i, c := range cmds {
+		entries, err := c.Result()
+		if err != nil {
+			if isNoGroup(err) {
+				continue // no worker ever read this task
+			}
+			return nil, false, err
+		}
+		if len(entries) > limit {
+			entries, truncated = entries[:limit], true
+		}
+		for _, e := range entries {
+			held = append(held, HeldRun{Task: names[i], EntryID: e.ID, Consumer: e.Consumer, Idle: e.Idle, Deliveries: e.RetryCount})
+		}
+	}
+	if err := s.entryRuns(ctx, held); err != nil {
+		return nil, false, err
+	}
+	return held, truncated, nil
+}
+
+// entryRuns fills in the run ID of each held delivery from its entry.
+func (s *Store) entryRuns(ctx context.Context, held []HeldRun) error {
+	if len(held) == 0 {
+		return nil
+	}
+	cmds := make([]*redis.XMessageSliceCmd, len(held))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, h := range held {
+			cmds[i] = p.XRangeN(ctx, s.keys.Stream(h.Task), h.EntryID, h.EntryID, 1)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, c := range cmds {
+		if msgs := c.Val(); len(msgs) == 1 {
+			held[i].RunID, _ = msgs[0].Values[entryRunID].(string)
+		}
+	}
+	return nil
+}
+
+// isNoGroup reports Redis's answer for a stream or group that does not exist.
+func isNoGroup(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
+}

@@ -1,0 +1,92 @@
+package worker
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// workerMetrics are the worker's Prometheus metrics of its runs. A nil
+// *workerMetrics records nothing (components built without one in tests).
+type workerMetrics struct {
+	started      *prometheus.CounterVec
+	succeeded    *prometheus.CounterVec
+	failed       *prometheus.CounterVec
+	retried      *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	inFlight     *prometheus.GaugeVec
+	renewals     prometheus.Counter
+	redeliveries *prometheus.CounterVec
+}
+
+func newWorkerMetrics() *workerMetrics {
+	byTask := []string{"task"}
+	return &workerMetrics{
+		started: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_runs_started_total",
+			Help: "Attempts this worker started, by task."}, byTask),
+		succeeded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_runs_succeeded_total",
+			Help: "Runs that succeeded on this worker, by task."}, byTask),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_runs_failed_total",
+			Help: "Runs that failed for good on this worker (no retry left, or not retryable), by task."}, byTask),
+		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_runs_retried_total",
+			Help: "Attempts that failed on this worker and were scheduled for a retry, by task."}, byTask),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "taskq_worker_handler_duration_seconds",
+			Help:    "How long handlers ran, by task and outcome (succeeded, failed, retry, abandoned).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"task", "outcome"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "taskq_worker_runs_in_flight",
+			Help: "Handlers running now, by task."}, byTask),
+		renewals: prometheus.NewCounter(prometheus.CounterOpts{Name: "taskq_worker_lease_renewals_total",
+			Help: "Leases this worker's heartbeats renewed."}),
+		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_redeliveries_total",
+			Help: "Runs whose lease lapsed on another (or an earlier) worker and that this worker took over, by task."}, byTask),
+	}
+}
+
+func (m *workerMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.started, m.succeeded, m.failed, m.retried, m.duration, m.inFlight, m.renewals, m.redeliveries}
+}
+
+// runStarted counts an attempt whose handler is about to run.
+func (m *workerMetrics) runStarted(task string) {
+	if m == nil {
+		return
+	}
+	m.started.WithLabelValues(task).Inc()
+	m.inFlight.WithLabelValues(task).Inc()
+}
+
+// handlerReturned records how long the handler ran and what came of it.
+func (m *workerMetrics) handlerReturned(task, outcome string, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.inFlight.WithLabelValues(task).Dec()
+	m.duration.WithLabelValues(task, outcome).Observe(seconds)
+}
+
+// recorded counts an outcome Redis holds.
+func (m *workerMetrics) recorded(task string, o redisstore.Outcome) {
+	if m == nil {
+		return
+	}
+	switch o {
+	case redisstore.OutcomeSucceeded:
+		m.succeeded.WithLabelValues(task).Inc()
+	case redisstore.OutcomeFailed:
+		m.failed.WithLabelValues(task).Inc()
+	case redisstore.OutcomeRetry:
+		m.retried.WithLabelValues(task).Inc()
+	}
+}
+
+func (m *workerMetrics) leaseRenewed() {
+	if m != nil {
+		m.renewals.Inc()
+	}
+}
+
+func (m *workerMetrics) redelivered(task string, n int) {
+	if m != nil && n > 0 {
+		m.redeliveries.WithLabelValues(task).Add(float64(n))
+	}
+}
