@@ -18,6 +18,7 @@ import (
 // broken queue would corrupt it, fails with the rule it breaks: so the
 // checker can fail.
 func TestCheckerOnHistoryWithFaults(t *testing.T) {
+	t.Parallel()
 	cl := newCluster(t, faulttest.TaskConfig{TTL: 300 * time.Millisecond, Retain: 200 * time.Millisecond})
 	w1 := cl.worker(nil)
 	w2 := cl.worker(nil)

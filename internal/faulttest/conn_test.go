@@ -81,6 +81,7 @@ func admin(t *testing.T, srv *redistest.Server) *redis.Client {
 // A password set with requirepass: redis://:password@host works for
 // clients and workers; a wrong one fails with Redis's own clear message.
 func TestRedisAuth(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	ctx := context.Background()
 	if err := admin(t, srv).ConfigSet(ctx, "requirepass", "s3cret").Err(); err != nil {
@@ -110,6 +111,7 @@ func TestRedisAuth(t *testing.T) {
 // A user whose key pattern leaves out the namespace gets NOPERM, and
 // nothing is written.
 func TestRedisACLUser(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	ctx := context.Background()
 	a := admin(t, srv)
@@ -141,6 +143,7 @@ func TestRedisACLUser(t *testing.T) {
 // as Options.Redis, since a URL cannot carry a CA). Without the CA the
 // connection is refused with the certificate error.
 func TestRedisTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	caPool := writeCerts(t, dir)
 	port := freePort(t)
@@ -185,6 +188,7 @@ func TestRedisTLS(t *testing.T) {
 // OperationTimeout has passed (go-redis keeps redialling a refusing server
 // until then), never hangs, and names the task and the deadline.
 func TestUnreachableRedisFailsPromptly(t *testing.T) {
+	t.Parallel()
 	hole, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 // must be told the run was created, not that it collided with itself or
 // failed, and exactly one run must exist.
 func TestLostTriggerReplyIsNotACollision(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	proxy, err := faulttest.NewProxy(srv.Addr())
 	if err != nil {

@@ -78,6 +78,7 @@ func statuses(t *testing.T, rdb *redis.Client, ns string, runs map[string]string
 // retention has expired, triggers are accepted again without restarting
 // anything.
 func TestAtMaxmemoryTriggersAreRefusedWhileWorkersDrainTheQueue(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t, "--maxmemory-policy", "noeviction", "--appendonly", "no")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
@@ -333,6 +334,7 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) (float64, b
 // worker runs makes its RedisErr say so, with an ERROR log and the unsafe
 // metric.
 func TestEvictingRedisIsRefusedAtStartUnlessTheRiskIsAccepted(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()

@@ -22,6 +22,7 @@ import (
 // test stops it from outside while its handler runs; on waking, its
 // heartbeat may see the lost lease first, and then it writes nothing.
 func TestPausedWorkerIsFencedOut(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name         string
 		beforeFinish bool

@@ -91,6 +91,7 @@ func isCollision(err error) bool {
 // a burst of triggers. Every trigger that returned a run ID runs to
 // success: the workers and the client reconnect by themselves.
 func TestRedisRestartDuringBurst(t *testing.T) {
+	t.Parallel()
 	cl := newCluster(t, faulttest.TaskConfig{})
 	cl.worker(nil)
 	cl.worker(nil)

@@ -32,6 +32,7 @@ func taskRuns(t *testing.T, r response) map[string]map[string]any {
 // both events are stored, and the second lists the run it was deduplicated
 // to.
 func TestEventPushedTwiceGivesOneRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Real(t), envOptions{})
 	e.startWorker(echo, mustDef(t, "send-receipt", task.Options{
 		Idempotency: task.TTL(`"receipt:" + input.orderId`, time.Minute), OnEvents: []string{"order.paid"},
@@ -72,6 +73,7 @@ func TestEventPushedTwiceGivesOneRun(t *testing.T) {
 // key get one run in total (keys are namespace-wide); with prefixed
 // expressions, one run each.
 func TestTwoTasksOnOneEvent(t *testing.T) {
+	t.Parallel()
 	on := []string{"user.signed-up"}
 	t.Run("same key", func(t *testing.T) {
 		e := newEnv(t, redistest.Real(t), envOptions{})
@@ -115,6 +117,7 @@ func TestTwoTasksOnOneEvent(t *testing.T) {
 // run's ID; that run's result, fetched by ID, is what the first caller
 // gets.
 func TestHTTPTriggerCollision(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Real(t), envOptions{})
 	e.startWorker(echo, mustDef(t, "charge", task.Options{Idempotency: task.TTL(`"charge:" + input.orderId`, time.Minute)}))
 	body := map[string]any{"input": map[string]any{"orderId": "o-9"}, "additionalMetadata": map[string]any{"tenant": "acme"}}
@@ -147,6 +150,7 @@ func TestHTTPTriggerCollision(t *testing.T) {
 // Issue test 6: a Go client trigger and an HTTP trigger of the same key
 // collide with each other, whichever comes first.
 func TestGoClientAndHTTPTriggersCollide(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Real(t), envOptions{})
 	charge := task.Must[map[string]string, map[string]any]("charge", task.Options{Idempotency: task.Status(`"charge:" + input.orderId`, time.Minute)})
 	e.register(charge.Definition().Spec())
@@ -177,6 +181,7 @@ func TestGoClientAndHTTPTriggersCollide(t *testing.T) {
 // A bulk trigger answers per run, in order, with the status each would
 // have had alone; duplicates inside the batch collide with the first.
 func TestBulkTrigger(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{})
 		e.register(task.Spec{Name: "ship", Expression: `"ship:" + input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
@@ -202,6 +207,7 @@ func TestBulkTrigger(t *testing.T) {
 // Cancel stops a queued run; its result is then the cancellation. A
 // long-poll on a run that does not end answers 202 with its state.
 func TestCancelAndPendingResult(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{})
 		e.register(task.Spec{Name: "slow", Expression: `input.id`, Strategy: task.StrategyStatus, FallbackTTLMs: 60000})
@@ -231,6 +237,7 @@ func TestCancelAndPendingResult(t *testing.T) {
 }
 
 func TestListTasks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	e.call("GET", "/api/v1/tasks", nil).expect(t, http.StatusOK)
 	e.register(task.Spec{Name: "a", OnEvents: []string{"x"}})
@@ -244,6 +251,7 @@ func TestListTasks(t *testing.T) {
 // A batch of events answers one result per event, in order; a later event
 // of the batch is deduplicated to the run an earlier one created.
 func TestEventBatch(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{})
 		e.register(task.Spec{Name: "index", Expression: `"doc:" + input.doc`, Strategy: task.StrategyTTL, TTLMs: 60000, OnEvents: []string{"doc.changed"}})
@@ -270,6 +278,7 @@ func TestEventBatch(t *testing.T) {
 // A null payload or metadata is an absent one: the event is stored with {}
 // and the expression sees an empty object, single or in a batch.
 func TestEventNullFieldsAreEmptyObjects(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{})
 		e.register(task.Spec{Name: "nulls", Expression: `"nulls:" + string(size(input)) + ":" + string(size(additional_metadata))`,
@@ -293,6 +302,7 @@ func TestEventNullFieldsAreEmptyObjects(t *testing.T) {
 // (kind) and which input field it could not read, as the command line's
 // JSON does.
 func TestKeyErrorSaysWhatFailed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Real(t), envOptions{})
 	e.register(task.Spec{Name: "charge", Expression: `"charge:" + input.orderId`, Strategy: task.StrategyTTL, TTLMs: 60000})
 	e.register(task.Spec{Name: "count", Expression: `input.n`, Strategy: task.StrategyTTL, TTLMs: 60000})

@@ -23,6 +23,7 @@ func samplePath(pattern string) string {
 // Issue test 5: a missing or wrong token gets 401 on every API route (and
 // /metrics); the health routes stay open.
 func TestEveryAPIRouteNeedsTheToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	e.register(task.Spec{Name: "charge", Expression: `input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
 	before := e.snapshot()
@@ -80,6 +81,7 @@ func TestEveryAPIRouteNeedsTheToken(t *testing.T) {
 }
 
 func TestNewRefusesNoTokenUnlessInsecure(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet})
 	if err != nil {
@@ -112,6 +114,7 @@ func TestNewRefusesNoTokenUnlessInsecure(t *testing.T) {
 // secret, is refused when the server is built, with a typed error that
 // names the problem and not the token.
 func TestNewRefusesUnusableTokens(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet})
 	if err != nil {
@@ -147,6 +150,7 @@ func TestNewRefusesUnusableTokens(t *testing.T) {
 // address given is checked before listening, and the listener itself when
 // serving.
 func TestInsecureOnlyOnLoopback(t *testing.T) {
+	t.Parallel()
 	for addr, ok := range map[string]bool{
 		"127.0.0.1:8080": true, "127.1.2.3:0": true, "[::1]:8080": true, "localhost:8080": true,
 		":8080": false, "0.0.0.0:8080": false, "[::]:8080": false, "192.168.1.10:8080": false,

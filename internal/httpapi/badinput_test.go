@@ -14,6 +14,7 @@ import (
 // naming the problem, in the {error, message} shape, and Redis holds
 // nothing from the rejected request.
 func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		name    string
 		method  string
@@ -134,6 +135,7 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 // ?wait= in whole seconds is cut to MaxWait however large it is; a count
 // of seconds past what a Duration holds is not mistaken for a negative one.
 func TestParseWait(t *testing.T) {
+	t.Parallel()
 	s := &Server{opts: Options{MaxWait: 30 * time.Second}}
 	for v, want := range map[string]time.Duration{
 		"": 0, "0": 0, "5": 5 * time.Second, "500ms": 500 * time.Millisecond, "1m": 30 * time.Second,

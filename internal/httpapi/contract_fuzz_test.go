@@ -36,6 +36,7 @@ const (
 // up, and no idempotency key may be claimed by two runs created while it
 // was held (two 201s for one key, supersede aside).
 func TestContractFuzz(t *testing.T) {
+	t.Parallel()
 	n := 600
 	if testing.Short() {
 		n = 200

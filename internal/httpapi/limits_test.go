@@ -92,6 +92,7 @@ func readUntilClosed(conn net.Conn, within time.Duration) (string, error) {
 // headers at ReadHeaderTimeout; without those deadlines both would hold
 // their connection for as long as they liked.
 func TestSlowClientsAreCutOff(t *testing.T) {
+	t.Parallel()
 	s := serve(t, redistest.Mini(t), envOptions{server: Options{
 		ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
 	}})
@@ -132,6 +133,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 // answers at once while there is room, and answers once the slow clients
 // are cut off when there is none.
 func TestConnectionLimitUnderSlowClients(t *testing.T) {
+	t.Parallel()
 	const limit = 8
 	s := serve(t, redistest.Mini(t), envOptions{server: Options{
 		MaxConnections: limit, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
@@ -198,6 +200,7 @@ func TestConnectionLimitUnderSlowClients(t *testing.T) {
 // it moves its own write deadline, where any other answer is bounded by
 // WriteTimeout.
 func TestLongPollOutlivesWriteTimeout(t *testing.T) {
+	t.Parallel()
 	s := serve(t, redistest.Mini(t), envOptions{server: Options{WriteTimeout: 200 * time.Millisecond}})
 	s.register(task.Spec{Name: "idle", Expression: `input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
 	id := s.call("POST", "/api/v1/tasks/idle/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusCreated).str("runId")
@@ -212,6 +215,7 @@ func TestLongPollOutlivesWriteTimeout(t *testing.T) {
 // go-redis reports a deadline passing mid-command as a network timeout,
 // which once came back as 503 redis_unavailable while Redis was fine.
 func TestTinyWaitAnswersTheRunsState(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Real(t), envOptions{})
 	e.register(task.Spec{Name: "idle", Expression: `input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
 	id := e.call("POST", "/api/v1/tasks/idle/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusCreated).str("runId")

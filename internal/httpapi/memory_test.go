@@ -28,6 +28,7 @@ func privateEnv(t *testing.T, o envOptions, args ...string) (*env, *redis.Client
 // redis_out_of_memory that says so, not a wrong type or an internal error;
 // once memory is there again the same request is accepted.
 func TestRefusedAtMaxmemoryIs503OutOfMemory(t *testing.T) {
+	t.Parallel()
 	e, rdb := privateEnv(t, envOptions{}, "--maxmemory-policy", "noeviction")
 	e.register(task.Spec{Name: "ship", Expression: `"ship:" + input.id`, Strategy: task.StrategyStatus, FallbackTTLMs: 60000,
 		OnEvents: []string{"order.paid"}})
@@ -57,6 +58,7 @@ func TestRefusedAtMaxmemoryIs503OutOfMemory(t *testing.T) {
 // changed to one that may evict keys, and /metrics shows the policy and
 // the memory headroom.
 func TestReadyzAndMetricsFollowRedisMemory(t *testing.T) {
+	t.Parallel()
 	e, rdb := privateEnv(t, envOptions{client: client.Options{RedisCheckInterval: 20 * time.Millisecond}},
 		"--maxmemory", "64mb", "--maxmemory-policy", "noeviction")
 	addr := rdb.Options().Addr

@@ -57,6 +57,7 @@ func documentedRoutes(t *testing.T, file string) []string {
 // The OpenAPI document lists exactly the routes the handler serves, and
 // the handler serves each of them.
 func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	doc := documentedRoutes(t, filepath.Join("..", "..", "api", "openapi.yaml"))
 	var served []string

@@ -14,6 +14,7 @@ import (
 // 2 KB, whether the message is the server's own or another package's (the
 // 422 of an expression whose input holds a 1 MB number).
 func TestErrorsQuoteOnlyAPrefix(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Mini(t), envOptions{server: Options{MaxBodyBytes: 2 << 20}})
 	e.register(task.Spec{Name: "charge", Expression: `"charge:" + input.orderId`, Strategy: task.StrategyTTL, TTLMs: 60000})
 	huge := strings.Repeat("9", 1000000)
@@ -62,6 +63,7 @@ func TestErrorsQuoteOnlyAPrefix(t *testing.T) {
 }
 
 func TestBoundMessage(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("é", 100)
 	if got, want := boundMessage("value "+big+" is bad"), "value "+strings.Repeat("é", 32)+"…(200 bytes) is bad"; got != want {
 		t.Errorf("boundMessage = %q, want %q", got, want)

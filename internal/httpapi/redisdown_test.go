@@ -18,6 +18,7 @@ import (
 // works again once Redis is back, without restarting anything. Each answer
 // is checked against api/openapi.yaml as well.
 func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })

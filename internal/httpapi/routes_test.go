@@ -15,6 +15,7 @@ import (
 // lookup and a signal alike, percent-encoded or not; paths that ServeMux
 // would clean get no redirect; every answer is JSON.
 func TestPathsAreNeverCleanedOrRedirected(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	def := mustDef(t, "hook", task.Options{Idempotency: task.Status(`input.key`, time.Minute)})
 	e.register(def.Spec())
@@ -79,6 +80,7 @@ func TestPathsAreNeverCleanedOrRedirected(t *testing.T) {
 // or an application/*+json type, in UTF-8. No Content-Type, another type or
 // another charset is 415.
 func TestContentTypes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	for ct, want := range map[string]int{
 		"application/json":                  http.StatusAccepted,

@@ -81,6 +81,7 @@ func blockingWorker(e *env, release chan struct{}) {
 // ends it accepts no new connections, the long-poll still gets the run's
 // result when the run ends, and only then does Serve return.
 func TestGracefulShutdownLetsLongPollFinish(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	s := serve(t, b, envOptions{})
 	release := make(chan struct{})
@@ -132,6 +133,7 @@ func TestGracefulShutdownLetsLongPollFinish(t *testing.T) {
 // A long-poll still waiting when ShutdownTimeout runs out answers with the
 // run's current state instead of being cut off.
 func TestShutdownTimeoutAnswersPendingLongPoll(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	s := serve(t, b, envOptions{server: Options{ShutdownTimeout: 100 * time.Millisecond}})
 	release := make(chan struct{})
@@ -153,6 +155,7 @@ func TestShutdownTimeoutAnswersPendingLongPoll(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	s := serve(t, b, envOptions{})
 	s.startWorker(echo,
@@ -202,6 +205,7 @@ func TestMetrics(t *testing.T) {
 
 // /readyz reports Redis down while /healthz stays up.
 func TestReadyzFollowsRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
@@ -248,6 +252,7 @@ func TestReadyzFollowsRedis(t *testing.T) {
 // after the task's definition was read, is a 503 as a whole, as a single
 // trigger would be.
 func TestRunBatchWithRedisGoneIsUnavailable(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })

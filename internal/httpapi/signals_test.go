@@ -16,6 +16,7 @@ import (
 )
 
 func TestSignalKeyOverHTTP(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{})
 		def := mustDef(t, "sig-http", task.Options{Idempotency: task.Status(`"order/" + input.id`, time.Minute).WithRetain(time.Minute)})
@@ -63,6 +64,7 @@ func TestSignalKeyOverHTTP(t *testing.T) {
 // A payload over the client's input limit is a 413 naming the field, not the
 // 409 of a run that holds too many signals, and reaches no one.
 func TestSignalPayloadOverTheLimit(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{client: client.Options{MaxInputBytes: 64}})
 		def := mustDef(t, "sig-limit", task.Options{Idempotency: task.Status(`"big:" + input.id`, time.Minute)})

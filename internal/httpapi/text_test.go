@@ -10,6 +10,7 @@ import (
 )
 
 func TestLoneSurrogateAndInvalidUTF8Offsets(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int{
 		`"abc"`: -1, `"\ud83d\ude00"`: -1, `"\uD83D\uDE00"`: -1, `"\ufffd"`: -1, `"\\ud800"`: -1,
 		`{"a":"\u0041\ud800"}`: 12, `"\udc00"`: 1, `"\ud800"`: 1, `"\ud800\u0041"`: 1, `"\ud800\ud800"`: 1,
@@ -38,6 +39,7 @@ func TestLoneSurrogateAndInvalidUTF8Offsets(t *testing.T) {
 // "\xff", "\xfe", "\ud800" and "\ufffd" can no longer derive one key: only
 // the real U+FFFD is accepted.
 func TestInvalidTextIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	e.register(task.Spec{Name: "charge", Expression: `"charge:" + input.orderId`, Strategy: task.StrategyTTL, TTLMs: 60000, OnEvents: []string{"order.paid"}})
 	before := e.snapshot()

@@ -12,6 +12,7 @@ import (
 
 // GET /api/v1/workers lists a running worker with the run it holds.
 func TestListWorkers(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{})
 		r := e.call("GET", "/api/v1/workers", nil).expect(t, http.StatusOK)

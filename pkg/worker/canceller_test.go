@@ -14,6 +14,7 @@ import (
 // right after it reaches a subscriber, and cancels the run it names with
 // the cause it gives. After Stop nobody listens on the channel any more.
 func TestCancellerStartReturnsOnceSubscribed(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	ctx := context.Background()
 	active := newActiveRuns()
@@ -53,6 +54,7 @@ func TestCancellerStartReturnsOnceSubscribed(t *testing.T) {
 
 // A subscription Redis does not confirm fails Start, naming what failed.
 func TestCancellerStartFailsWithoutRedis(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	b.Mini.Close()
 	c := &canceller{sub: b.Client, channel: "cancels", active: newActiveRuns(), opTimeout: 200 * time.Millisecond, log: discard}

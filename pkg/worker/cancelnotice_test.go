@@ -48,6 +48,7 @@ func (h *slowDial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // the notice went to nobody, and the handler of the run (not begun yet,
 // so left alone by heartbeats) ran on until StartDelay.
 func TestCancelRightAfterStartReachesTheHandler(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -97,6 +98,7 @@ func TestCancelRightAfterStartReachesTheHandler(t *testing.T) {
 // without the notice. Before, heartbeats skipped such attempts and the
 // handler ran on until StartDelay.
 func TestMissedCancelOfQueuedRunReachesItsHandlerAtTheNextHeartbeat(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)

@@ -23,6 +23,7 @@ import (
 // only at Start: every trigger by name failed with ErrTaskNotFound until
 // the worker was restarted.
 func TestWorkerRegistersAgainAfterRedisLosesItsData(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t, "--appendonly", "no")
 	ns := redistest.Namespace(t)
 	ctx := context.Background()
@@ -90,6 +91,7 @@ func TestWorkerRegistersAgainAfterRedisLosesItsData(t *testing.T) {
 // within a heartbeat interval, without waiting for a read of the streams
 // to fail.
 func TestWorkerRegistersAgainWhenTheRegistryIsGone(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)

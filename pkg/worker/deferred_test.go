@@ -54,6 +54,7 @@ func dyingBackend(t *testing.T, b *redistest.Backend) (*redistest.Backend, *redi
 // succeeded with attempt 1, a start time and the worker as consumer, and
 // its status-strategy key is released.
 func TestDeferredShortRunIsBegunWithItsOutcome(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -115,6 +116,7 @@ func TestDeferredShortRunIsBegunWithItsOutcome(t *testing.T) {
 // waiting for it to return: it sees its own run become running, and the
 // run then ends succeeded with attempt 1.
 func TestDeferredLongRunShowsRunningAfterStartDelay(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -154,6 +156,7 @@ func TestDeferredLongRunShowsRunningAfterStartDelay(t *testing.T) {
 // ErrRunCancelled, and the outcome the handler returns afterwards is not
 // recorded: the run stays cancelled.
 func TestDeferredCancelOfQueuedRunReachesItsHandler(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -205,6 +208,7 @@ func TestDeferredCancelOfQueuedRunReachesItsHandler(t *testing.T) {
 // and with max deliveries 1 the run fails as exhausted instead, without
 // its handler running again.
 func TestDeferredRunOfDeadWorkerCountsTheLostDelivery(t *testing.T) {
+	t.Parallel()
 	const lease = 500 * time.Millisecond
 	// kill triggers a run of tk on a worker that dies once its handler
 	// runs, before StartDelay, and returns the run.
@@ -285,6 +289,7 @@ func TestDeferredRunOfDeadWorkerCountsTheLostDelivery(t *testing.T) {
 // queued again with attempt 1 counted, and another worker runs it as
 // attempt 2 without waiting for the lease to lapse.
 func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -339,6 +344,7 @@ func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
 // With a negative StartDelay every attempt is begun before its handler
 // runs: the handler sees its run running already.
 func TestDeferredDisabledBeginsAttemptBeforeHandler(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -378,6 +384,7 @@ func TestDeferredDisabledBeginsAttemptBeforeHandler(t *testing.T) {
 // would let the lease lapse before that heartbeat is refused, naming both
 // settings.
 func TestStartDelayMustLeaveTheFirstHeartbeatInTime(t *testing.T) {
+	t.Parallel()
 	opts := worker.Options{RedisURL: "redis://127.0.0.1:1/0", LeaseDuration: time.Second, HeartbeatInterval: 300 * time.Millisecond}
 	opts.StartDelay = 700 * time.Millisecond
 	_, err := worker.New(opts)
@@ -399,6 +406,7 @@ func TestStartDelayMustLeaveTheFirstHeartbeatInTime(t *testing.T) {
 // The cancel is written straight into the record here, with no notice, so
 // the refused start is the only way the worker can learn of it.
 func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, reason string
 		check        func(t *testing.T, cause error)

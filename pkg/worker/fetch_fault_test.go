@@ -19,6 +19,7 @@ import (
 // The worker must still run no more than Concurrency handlers at once, and
 // keep fetching until every run is done.
 func TestBacklogOnManyStreamsRespectsConcurrency(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)

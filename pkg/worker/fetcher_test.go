@@ -14,6 +14,7 @@ import (
 // restore the groups and registrations, and the fetcher reads on; a read
 // never asks for more deliveries than there are free slots.
 func TestFetcherRestoresOnNoGroupAndReadsOn(t *testing.T) {
+	t.Parallel()
 	var reads atomic.Int64
 	st := &fakeStore{readGroup: func(ctx context.Context, count int) ([]redisstore.Delivery, error) {
 		if count > 3 {
@@ -54,6 +55,7 @@ func TestFetcherRestoresOnNoGroupAndReadsOn(t *testing.T) {
 // A read of several streams that brings more deliveries than free slots
 // dispatches the surplus only as slots free up.
 func TestFetcherHoldsTheSurplusUntilSlotsFree(t *testing.T) {
+	t.Parallel()
 	var reads atomic.Int64
 	st := &fakeStore{readGroup: func(ctx context.Context, _ int) ([]redisstore.Delivery, error) {
 		if reads.Add(1) == 1 {

@@ -9,6 +9,7 @@ import (
 // next retry when it is sooner than forwardInterval (at least 1ms), and
 // waits forwardInterval otherwise or after a failure.
 func TestForwarderWait(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name     string

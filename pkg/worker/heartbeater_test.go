@@ -25,6 +25,7 @@ func testRun(active *activeRuns, runID string, begun bool, leaseUntil time.Time)
 // SupersededError, and stops the handler of an attempt not begun yet whose
 // run was cancelled.
 func TestHeartbeaterBeat(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := &fakeStore{
 		heartbeat: func(_ string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error) {
@@ -79,6 +80,7 @@ func TestHeartbeaterBeat(t *testing.T) {
 // While Redis does not answer, a lease is kept until it runs out, then its
 // handler is stopped with ErrLeaseLost.
 func TestHeartbeaterFailingKeepsLeaseUntilItRunsOut(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := &fakeStore{heartbeat: func(string, []redisstore.Lease) ([]redisstore.LeaseReport, error) { return nil, errFake }}
 	active := newActiveRuns()

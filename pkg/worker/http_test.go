@@ -45,6 +45,7 @@ func metric(body, name string) float64 {
 // renewed; /healthz is up throughout; /readyz is ready only between Start
 // and Shutdown.
 func TestHandlerServesMetricsAndProbes(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -128,6 +129,7 @@ func TestHandlerServesMetricsAndProbes(t *testing.T) {
 // With its Redis gone, a worker is not ready, and says why; ready again
 // once Redis is back.
 func TestReadyzFollowsRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })

@@ -8,6 +8,7 @@ import (
 // A sweep goes through the index batch by batch, its cursor moved past the
 // entries kept (looked minus removed), until a batch comes back short.
 func TestJanitorSweepsInBatches(t *testing.T) {
+	t.Parallel()
 	batches := []struct{ removed, looked int }{{200, sweepBatch}, {0, sweepBatch}, {5, 10}}
 	var offsets []int
 	st := &fakeStore{sweepRuns: func(offset, limit int) (int, int, error) {

@@ -10,6 +10,7 @@ import (
 // A run's logger writes exactly what base.With(attrs...) would, and formats
 // nothing for a run that logs nothing.
 func TestLazyWithLogsWhatWithLogs(t *testing.T) {
+	t.Parallel()
 	var want, got bytes.Buffer
 	opts := &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey {

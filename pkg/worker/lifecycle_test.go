@@ -25,6 +25,7 @@ func testLifecycle(t *testing.T, st *fakeStore, sub subscriber) *lifecycle {
 // error and stops what it had started: the registrar's loop has ended,
 // and the components after the canceller never start.
 func TestLifecycleStartFailureStopsWhatStarted(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	b.Mini.Close()
 	st := &fakeStore{}
@@ -51,6 +52,7 @@ func TestLifecycleStartFailureStopsWhatStarted(t *testing.T) {
 // A Stop that comes before Start (a Shutdown racing Start) makes start
 // fail with the error Worker.Start reports for it.
 func TestLifecycleStoppedBeforeStart(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	l := testLifecycle(t, &fakeStore{}, b.Client)
 	within(t, "stop", func() { l.stop(context.Background(), time.Second) })
@@ -63,6 +65,7 @@ func TestLifecycleStoppedBeforeStart(t *testing.T) {
 // has its outcome recorded rather than its run given back, and the
 // heartbeater is still running while it drains.
 func TestLifecycleStopDrainsBeforeHeartbeatsStop(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	var beats atomic.Int64
 	st := &fakeStore{heartbeat: func(_ string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error) {

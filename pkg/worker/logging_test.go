@@ -36,6 +36,7 @@ func (l *lockedBuilder) String() string {
 // A run that ends failed is logged at WARN with its run ID, task and
 // error; an attempt that will be retried is not.
 func TestFailedRunIsLoggedAtWarn(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	ctx := context.Background()
 	c := newClient(t, b)

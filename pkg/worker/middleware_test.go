@@ -19,6 +19,7 @@ type spanKey struct{}
 // run (ID, task, metadata, input and output), can hand the handler a
 // context of its own, and its error decides the outcome.
 func TestMiddlewareWrapsEveryHandler(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	ctx := context.Background()
 	c := newClient(t, b)

@@ -38,6 +38,7 @@ func fire(t *testing.T, c *client.Client, tk *task.Task[in, out], policy task.Co
 }
 
 func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	b := redistest.Real(t)
 	ctx := context.Background()
@@ -206,6 +207,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 }
 
 func TestSignalByKeyErrors(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -237,6 +239,7 @@ func TestSignalByKeyErrors(t *testing.T) {
 // Debounce: five triggers inside the window give one execution, with the
 // fifth input.
 func TestDebounceRunsOnceWithNewestInput(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -280,6 +283,7 @@ func TestDebounceRunsOnceWithNewestInput(t *testing.T) {
 
 // Retention: duplicates collide after the owner ended until retain passes.
 func TestRetainHoldsKeyAfterRunEnds(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -312,6 +316,7 @@ func TestRetainHoldsKeyAfterRunEnds(t *testing.T) {
 
 // Supersede also takes a key held only by retention.
 func TestSupersedeRetainedKey(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)

@@ -14,6 +14,7 @@ import (
 // starting: the presence keeps trying each heartbeat, and writes it once
 // Redis takes it.
 func TestPresenceStartsWhenTheRecordIsRefused(t *testing.T) {
+	t.Parallel()
 	var refuse atomic.Bool
 	var written atomic.Int64
 	refuse.Store(true)

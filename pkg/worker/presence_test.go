@@ -27,6 +27,7 @@ func listWorkers(t *testing.T, c *client.Client) redisstore.WorkersView {
 // A started worker is listed with what it is and the run it holds, and a
 // graceful shutdown takes it off the list.
 func TestWorkerIsListedWhileItRuns(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -80,6 +81,7 @@ func TestWorkerIsListedWhileItRuns(t *testing.T) {
 // and its run as lapsed, awaiting redelivery, though the run's record
 // still says running.
 func TestKilledWorkerIsListedDeadWithItsRunLapsed(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)

@@ -45,6 +45,7 @@ func testProcessor(t *testing.T, st *fakeStore, concurrency int, h handlerFunc) 
 // A dispatched delivery has its handler run and its outcome recorded,
 // after which its slot is free again and it has left the active runs.
 func TestProcessorRunsAndRecordsADelivery(t *testing.T) {
+	t.Parallel()
 	st := &fakeStore{}
 	recorded := make(chan *redisstore.FinishParams, 1)
 	st.finishBatch = func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error) {
@@ -79,6 +80,7 @@ func TestProcessorRunsAndRecordsADelivery(t *testing.T) {
 // returns only once the attempt has ended: its slot is free and the active
 // runs are empty.
 func TestProcessorStopGivesRunningRunsBack(t *testing.T) {
+	t.Parallel()
 	st := &fakeStore{}
 	running := make(chan struct{})
 	causes := make(chan error, 1)

@@ -19,6 +19,7 @@ import (
 // claim asks for no more than the slots it holds, and the task streams
 // take turns.
 func TestRecovererClaimsWhileItFillsItsSlots(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	lapsed := map[string]int{"a": 3, "b": 2}
 	var order []string
@@ -71,6 +72,7 @@ func TestRecovererClaimsWhileItFillsItsSlots(t *testing.T) {
 // claims before the fetcher's first read: lapsed runs are taken over
 // before new ones are read.
 func TestRecovererClaimsBeforeTheFirstRead(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var calls []string
 	note := func(c string) {
@@ -121,6 +123,7 @@ func TestRecovererClaimsBeforeTheFirstRead(t *testing.T) {
 // A recoverer stopped before its loop ran gives back the slots it took
 // when it started.
 func TestRecovererStoppedAtOnceGivesItsSlotsBack(t *testing.T) {
+	t.Parallel()
 	free := newSlots(3)
 	for range 20 {
 		r := &recoverer{store: &fakeStore{}, slots: free, dispatch: &fakeDispatcher{slots: free}, consumer: "w",

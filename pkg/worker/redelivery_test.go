@@ -187,6 +187,7 @@ func (h *helperWorker) Kill() {
 // completes on another worker, with the same step ID, and its key is held
 // until then.
 func TestKilledWorkersRunIsRedelivered(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -231,6 +232,7 @@ func TestKilledWorkersRunIsRedelivered(t *testing.T) {
 // A slow worker that keeps heartbeating keeps its run, however long it
 // takes, while another worker is idle and eager.
 func TestSlowLiveWorkerKeepsItsRun(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -269,6 +271,7 @@ func TestSlowLiveWorkerKeepsItsRun(t *testing.T) {
 // including those sent before the crash, and skips its completed step,
 // whose ID is the same on both attempts.
 func TestRedeliveredRunReplaysSignalsAndSkipsSteps(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)

@@ -18,6 +18,7 @@ func testRegistrar(st *fakeStore, conflict DefinitionConflict, defs ...*task.Def
 // Start returns once every consumer group exists and every definition is
 // registered.
 func TestRegistrarStartReturnsOnceRegistered(t *testing.T) {
+	t.Parallel()
 	a := task.Must[testIn, testIn]("a", task.Options{}).Definition()
 	b := task.Must[testIn, testIn]("b", task.Options{}).Definition()
 	st := &fakeStore{}
@@ -43,6 +44,7 @@ func TestRegistrarStartReturnsOnceRegistered(t *testing.T) {
 // with a *DefinitionConflictError, leaves the registration as it was and
 // starts no loop.
 func TestRegistrarRefusesAConflict(t *testing.T) {
+	t.Parallel()
 	a := task.Must[testIn, testIn]("a", task.Options{}).Definition()
 	other, _ := json.Marshal(task.Registered{Hash: "other", Worker: "w0"})
 	st := &fakeStore{registered: map[string][]byte{"a": other}}
@@ -65,6 +67,7 @@ func TestRegistrarRefusesAConflict(t *testing.T) {
 // Once started, a registration that disappears is put back within an
 // interval, and one that is present is left as it is.
 func TestRegistrarPutsBackALostRegistration(t *testing.T) {
+	t.Parallel()
 	a := task.Must[testIn, testIn]("a", task.Options{}).Definition()
 	b := task.Must[testIn, testIn]("b", task.Options{}).Definition()
 	st := &fakeStore{}

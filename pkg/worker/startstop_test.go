@@ -70,6 +70,7 @@ func within(t *testing.T, what string, fn func()) {
 // with errStarted; Stop twice returns both times; and once Stop has
 // returned the component makes no call to Redis, nor has one in flight.
 func TestEveryComponentSharesTheStartStopShape(t *testing.T) {
+	t.Parallel()
 	b := redistest.Mini(t)
 	ctx := context.Background()
 	t.Run("stop before start", func(t *testing.T) {
@@ -117,6 +118,7 @@ func TestEveryComponentSharesTheStartStopShape(t *testing.T) {
 // A second Stop made while the first still waits for the loop returns no
 // sooner than the first: both return once the loop has ended.
 func TestConcurrentStopsBothWaitForTheLoop(t *testing.T) {
+	t.Parallel()
 	var s startStop
 	release := make(chan struct{})
 	ended := make(chan struct{})

@@ -21,6 +21,7 @@ import (
 // the blocked read run 10s past its block and the give-back retry several
 // 3s reads.
 func TestShutdownIsBoundedWhileRedisIsStopped(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	ns := redistest.Namespace(t)
 	const (

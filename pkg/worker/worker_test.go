@@ -96,6 +96,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // is free at once after success, after the last retry fails (held through
 // the retries), and after cancellation.
 func TestStatusTimeline(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -185,6 +186,7 @@ func TestStatusTimeline(t *testing.T) {
 // claims it; when the first finally finishes, it does not free the second
 // run's key.
 func TestFallbackTTL(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -226,6 +228,7 @@ func TestFallbackTTL(t *testing.T) {
 // The collision path users write: trigger, collide, fetch the existing run's
 // result; both callers see the same result.
 func TestCollisionGivesOwnersResult(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -266,6 +269,7 @@ func TestCollisionGivesOwnersResult(t *testing.T) {
 }
 
 func TestRetriesKeepStepIDAndTimeoutCancelsContext(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -308,6 +312,7 @@ func TestRetriesKeepStepIDAndTimeoutCancelsContext(t *testing.T) {
 }
 
 func TestCancelRunningRunCancelsHandlerContext(t *testing.T) {
+	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
@@ -348,6 +353,7 @@ func TestCancelRunningRunCancelsHandlerContext(t *testing.T) {
 }
 
 func TestShutdownGivesUnfinishedRunsBack(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -381,6 +387,7 @@ func TestShutdownGivesUnfinishedRunsBack(t *testing.T) {
 }
 
 func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c := newClient(t, b)
@@ -425,6 +432,7 @@ func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
 // Finished runs leave nothing behind once their retention ends: the
 // record, its stream entry, its released key and its index entry.
 func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
+	t.Parallel()
 	b := redistest.Real(t)
 	ctx := context.Background()
 	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Retention: time.Second, Logger: quiet})
