@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 GOLANGCI_LINT_VERSION ?= v2.15.0
 STRESS_RUNS        ?= 10
 STRESS_RUN_TIMEOUT ?= 20m
-STRESS_TIMEOUT     ?= 180m
+STRESS_TIMEOUT     ?= 90m
 
 .PHONY: all help build test test-short test-stress bench script-cost lint fmt soak dev clean fuzz fuzz-http
 
@@ -34,7 +34,7 @@ test:
 test-short:
 	$(GO) test -short -count=1 -parallel 8 -timeout 8m ./...
 
-## test-stress: make test STRESS_RUNS times (default 10) while another process keeps one core busy, each run within STRESS_RUN_TIMEOUT (20m) and all within STRESS_TIMEOUT (180m); prints how many passed, logs in bin/test-stress
+## test-stress: make test STRESS_RUNS times (default 10) while another process keeps one core busy, each run within STRESS_RUN_TIMEOUT (20m) and all within STRESS_TIMEOUT (90m); prints how many passed, logs in bin/test-stress
 test-stress:
 	@RUNS="$(STRESS_RUNS)" RUN_TIMEOUT="$(STRESS_RUN_TIMEOUT)" TOTAL_TIMEOUT="$(STRESS_TIMEOUT)" \
 		LOG_DIR="$(BIN)/test-stress" .ci/stress
