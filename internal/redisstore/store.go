@@ -141,8 +141,9 @@ func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args .
 }
 
 // MaxItemsPerCall bounds the items (triggers, deliveries, outcomes) one call
-// of a batch script handles. A script holds Redis while it runs, about 15 µs
-// per trigger; larger batches are sent as several calls, one after another.
+// of a batch script handles. A script holds Redis while it runs (the time
+// per trigger is in docs/performance.md), so larger batches are sent as
+// several calls, one after another.
 const MaxItemsPerCall = 256
 
 // evalBatch runs sc, a script that takes many items and replies with an
