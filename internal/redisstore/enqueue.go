@@ -145,7 +145,7 @@ func (s *Store) parseEnqueue(v any) (EnqueueResult, error) {
 	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
-		return EnqueueResult{}, fmt.Errorf("enqueue: unexpected reply %v", v)
+		return EnqueueResult{}, fmt.Errorf("redisstore: enqueue: unexpected reply %v", v)
 	}
 	res := EnqueueResult{Outcome: TriggerOutcome(asInt(r[0]))}
 	switch res.Outcome {

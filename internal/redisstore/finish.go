@@ -59,7 +59,7 @@ func (s *Store) parseWritten(name string, v any) (FinishResult, error) {
 	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
-		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, v)
+		return FinishResult{}, fmt.Errorf("redisstore: %s: unexpected reply %v", name, v)
 	}
 	return s.parseWrittenValues(name, r)
 }
@@ -68,7 +68,7 @@ func (s *Store) parseWritten(name string, v any) (FinishResult, error) {
 // first two values.
 func (s *Store) parseWrittenValues(name string, r []any) (FinishResult, error) {
 	if len(r) < 2 {
-		return FinishResult{}, fmt.Errorf("%s: unexpected reply %v", name, r)
+		return FinishResult{}, fmt.Errorf("redisstore: %s: unexpected reply %v", name, r)
 	}
 	if err, ok := r[0].(error); ok {
 		return FinishResult{}, s.named(name, scriptError(err))

@@ -124,7 +124,7 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 func parsePushEvent(p *PushEventParams, v any) ([]EventRun, error) {
 	r, err := asSlice(v)
 	if err != nil || len(r) != 2*len(p.Tasks) {
-		return nil, fmt.Errorf("push event: unexpected reply %v", v)
+		return nil, fmt.Errorf("redisstore: push event: unexpected reply %v", v)
 	}
 	out := make([]EventRun, len(p.Tasks))
 	for i, t := range p.Tasks {

@@ -53,7 +53,7 @@ func (s *Store) signal(ctx context.Context, key, mode, runID, signalID string, p
 	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
-		return SignalResult{}, fmt.Errorf("signal: unexpected reply %v", v)
+		return SignalResult{}, fmt.Errorf("redisstore: signal: unexpected reply %v", v)
 	}
 	if asInt(r[0]) == 1 {
 		return SignalResult{Delivered: true, RunID: asString(r[1]), SignalID: asString(r[2])}, nil

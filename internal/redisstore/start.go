@@ -91,7 +91,7 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 // and says how many values were the delivery's.
 func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
 	if len(r) < 3 {
-		return StartResult{}, len(r), fmt.Errorf("start: unexpected reply %v", r)
+		return StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
 	}
 	if err, ok := r[0].(error); ok {
 		return StartResult{}, 3, scriptError(err)
@@ -103,7 +103,7 @@ func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
 	if spec == nil {
 		n = 13
 		if len(r) < n {
-			return StartResult{}, len(r), fmt.Errorf("start: unexpected reply %v", r)
+			return StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
 		}
 		spec = &RunSpec{
 			Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),

@@ -98,7 +98,7 @@ func fromMS(v int64) time.Time {
 func asSlice(v any) ([]any, error) {
 	s, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("unexpected script reply %T", v)
+		return nil, fmt.Errorf("redisstore: unexpected script reply %T", v)
 	}
 	return s, nil
 }
@@ -170,7 +170,7 @@ func (s *Store) evalBatch(ctx context.Context, sc *script, n int, build func(lo,
 		}
 		for i := lo; i < hi; i++ {
 			if len(r) == 0 {
-				errs[i] = fmt.Errorf("%s: no reply for item %d of %d", sc.name, i-lo+1, hi-lo)
+				errs[i] = fmt.Errorf("redisstore: %s: no reply for item %d of %d", sc.name, i-lo+1, hi-lo)
 				continue
 			}
 			used, err := parse(i, r)
@@ -180,7 +180,7 @@ func (s *Store) evalBatch(ctx context.Context, sc *script, n int, build func(lo,
 		if len(r) != 0 {
 			for i := lo; i < hi; i++ {
 				if errs[i] == nil {
-					errs[i] = fmt.Errorf("%s: %d values left over in the reply", sc.name, len(r))
+					errs[i] = fmt.Errorf("redisstore: %s: %d values left over in the reply", sc.name, len(r))
 				}
 			}
 		}

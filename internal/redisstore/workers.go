@@ -77,7 +77,7 @@ const (
 // back whole on the next beat.
 func (s *Store) BeatWorker(ctx context.Context, rec WorkerRecord, now time.Time, keep time.Duration) error {
 	if rec.Name == "" {
-		return errors.New("worker record: empty name")
+		return errors.New("redisstore: worker record: empty name")
 	}
 	if rec.HeartbeatInterval <= 0 {
 		return fmt.Errorf("worker record %q: heartbeat interval %s must be above 0", rec.Name, rec.HeartbeatInterval)
