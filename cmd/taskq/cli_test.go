@@ -330,6 +330,9 @@ func TestCompletionAndVersion(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "taskq v0.0.0-test (go") {
 		t.Errorf("version: exit %d, %q", r.code, r.stdout)
 	}
+	if flag := runWith(context.Background(), invocation{}, "--version"); flag.code != 0 || flag.stdout != r.stdout {
+		t.Errorf("--version: exit %d, %q; want what version prints, %q", flag.code, flag.stdout, r.stdout)
+	}
 	r = runWith(context.Background(), invocation{}, "version", "-o", "json")
 	var v struct{ Version, Go string }
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Version != "v0.0.0-test" || v.Go == "" {
@@ -374,4 +377,24 @@ func TestSecretsStayOutOfHelp(t *testing.T) {
 	if r.code == exitUsage {
 		t.Errorf("serve with $%s set: usage error %q", envToken, r.stderr)
 	}
+}
+
+// A --task filter that names nothing that exists is most likely a typo: the
+// listing says so and exits 3, where an existing task with no runs lists
+// none and exits 0.
+func TestRunsLsOfATaskThatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		c := newTestClient(t, b)
+		cl := newCLI(t, b)
+		r := cl.run("runs", "ls", "--task", "nosuch")
+		if r.code != exitNotFound || !strings.Contains(r.stderr, `no task "nosuch"`) {
+			t.Fatalf("runs ls --task nosuch: exit %d, %q", r.code, r.stderr)
+		}
+		triggerLease(t, c, "1")
+		r = cl.run("runs", "ls", "--task", leaseTask.Name(), "--status", "failed")
+		if r.code != exitOK || !strings.Contains(r.stdout, "No runs found.") {
+			t.Fatalf("runs ls of a task with runs, none failed: exit %d, %q %q", r.code, r.stdout, r.stderr)
+		}
+	})
 }

@@ -70,6 +70,9 @@ scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
 	)
 	root.AddCommand(a.workersCmd())
 	root.SetHelpCommand(a.helpCmd(root))
+	// --version prints what `taskq version` prints.
+	root.Version = a.version
+	root.SetVersionTemplate(fmt.Sprintf("taskq {{.Version}} (%s, %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH))
 	return root
 }
 

@@ -93,6 +93,20 @@ func metaCell(raw []byte) string {
 	return s
 }
 
+// taskExists fails with exit code 3 unless a worker registered the task
+// or it has runs (of any status).
+func (a *app) taskExists(ctx context.Context, c *client.Client, name string) error {
+	_, err := c.Inspector().GetTask(ctx, name)
+	if !errors.Is(err, client.ErrTaskNotFound) {
+		return err
+	}
+	runs, err := a.listRuns(ctx, c, name, "", 1)
+	if err != nil || len(runs) > 0 {
+		return err
+	}
+	return withCode(exitNotFound, fmt.Errorf("no task %q: no worker registered it and it has no runs", name))
+}
+
 func (a *app) runsLsCmd() *cobra.Command {
 	var taskName, status string
 	var limit int
@@ -121,6 +135,13 @@ func (a *app) runsLsCmd() *cobra.Command {
 			runs, err := a.listRuns(ctx, c, taskName, status, limit)
 			if err != nil {
 				return err
+			}
+			// A --task that names no registered task and no run is more
+			// likely a typo than an empty queue: say so, exit 3.
+			if taskName != "" && len(runs) == 0 {
+				if err := a.taskExists(ctx, c, taskName); err != nil {
+					return err
+				}
 			}
 			p := a.printer()
 			if p.json() {
