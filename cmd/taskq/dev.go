@@ -325,6 +325,11 @@ func (a *app) printTryIt(out io.Writer, url, token, session string, embedded boo
 		p("  # put your Redis password in place of xxxxx")
 	}
 	p("  %s\n", exports)
+	if cli != "taskq" {
+		// go run answers 1 for any failure, hiding taskq's exit codes.
+		p("  # build the CLI once: go run would hide its exit codes")
+		p("  go build -o %s ./cmd/taskq\n", cli)
+	}
 	if url != "" {
 		auth := `-H "Authorization: Bearer $TASKQ_TOKEN"`
 		trigger := fmt.Sprintf("curl -sS -X POST %s/api/v1/tasks/%s/runs \\\n    %s -H 'Content-Type: application/json' \\\n    -d '{\"input\":{\"orderId\":\"%s\",\"amount\":4200}}'",
@@ -358,12 +363,13 @@ func (a *app) printTryIt(out io.Writer, url, token, session string, embedded boo
 	p("\nPress Ctrl-C to stop.")
 }
 
-// cliName is how the user invokes this binary: "go run ./cmd/taskq" when
-// it was built by go run, "taskq" otherwise.
+// cliName is how the printed commands invoke the CLI: "taskq" when this
+// binary is installed, or bin/taskq to build first when it runs under go
+// run, whose exit code (1 for any failure) would hide taskq's.
 func cliName() string {
 	exe, err := os.Executable()
 	if err == nil && strings.Contains(exe, "go-build") {
-		return "go run ./cmd/taskq"
+		return "bin/taskq"
 	}
 	return "taskq"
 }

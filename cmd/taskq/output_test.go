@@ -180,3 +180,18 @@ func TestDevTryItHidesThePassword(t *testing.T) {
 		t.Errorf("try-it text = %q", got)
 	}
 }
+
+// Under go run (as here: a test binary is built in a go-build directory),
+// the printed commands use a built CLI, since go run would turn every exit
+// code into 1 and hide a duplicate's 4.
+func TestDevTryItUsesABuiltCLI(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	a := &app{redisURL: "redis://127.0.0.1:6379/0", namespace: "default"}
+	a.printTryIt(&out, "", "", "s1", true, "")
+	got := out.String()
+	if !strings.Contains(got, "go build -o bin/taskq ./cmd/taskq") || !strings.Contains(got, "  bin/taskq runs trigger ") ||
+		strings.Contains(got, "go run ./cmd/taskq runs") {
+		t.Errorf("try-it text = %q", got)
+	}
+}
