@@ -81,7 +81,10 @@ type Options struct {
 	// after New (default 30s; negative: only at New). A policy turned
 	// unsafe is logged as an error and reported by RedisGuard().Err().
 	RedisCheckInterval time.Duration
-	Logger             *slog.Logger
+	// TriggerMiddleware wraps every trigger, the first outermost: for
+	// tracing or metrics (see TriggerMiddleware).
+	TriggerMiddleware []TriggerMiddleware
+	Logger            *slog.Logger
 	// Clock tells the client the time (time.Now when nil).
 	Clock task.Clock
 }

@@ -134,7 +134,23 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.prepare(def, input, meta, policy)
+	send := func(ctx context.Context, req *TriggerRequest) ([]*RunHandle, error) {
+		if len(req.Triggers) != 1 {
+			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for one", def.Name, len(req.Triggers))
+		}
+		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy)
+		return []*RunHandle{h}, err
+	}
+	hs, err := chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, []Trigger{{Input: input}}, meta))
+	if err != nil || len(hs) != 1 {
+		return nil, err
+	}
+	return hs[0], nil
+}
+
+// triggerOne admits and enqueues one trigger.
+func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy redisstore.Policy) (*RunHandle, error) {
+	p, err := c.prepare(def, tr.Input, tr.Metadata, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -187,13 +203,22 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 	if err != nil {
 		return nil, err
 	}
+	send := func(ctx context.Context, req *TriggerRequest) ([]*RunHandle, error) {
+		if len(req.Triggers) != len(triggers) {
+			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for %d", def.Name, len(req.Triggers), len(triggers))
+		}
+		return c.triggerMany(ctx, def, req.Triggers, policy)
+	}
+	return chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, triggers, meta))
+}
+
+// triggerMany admits every trigger of a batch, then enqueues them in one
+// call.
+func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy redisstore.Policy) ([]*RunHandle, error) {
 	ps := make([]*redisstore.EnqueueParams, len(triggers))
 	for i, tr := range triggers {
-		m := meta
-		if tr.Metadata != nil {
-			m = tr.Metadata
-		}
-		if ps[i], err = c.prepare(def, tr.Input, m, policy); err != nil {
+		var err error
+		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy); err != nil {
 			return nil, &BatchItemError{Index: i, Err: err}
 		}
 	}
