@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,16 +88,25 @@ func TestResolveChoosesTheServer(t *testing.T) {
 	})
 }
 
-// helperEnv makes the test binary run one helper test as a child process.
+// helperEnv tells a test binary started by child that it is the child, and
+// what to do.
 const helperEnv = "REDISTEST_HELPER"
 
-// TestHelperProcess is the body of the child processes below; it does
-// nothing in a normal run.
-func TestHelperProcess(t *testing.T) {
+// asChild runs the child's part of the test when the binary is one that
+// child started, and reports whether it did; the test then returns. Each
+// test that starts children begins with it, so no test is there only to be
+// run as a child.
+func asChild(t *testing.T) bool {
 	mode := os.Getenv(helperEnv)
 	if mode == "" {
-		t.Skip("runs only as a child process of the tests below (REDISTEST_HELPER set)")
+		return false
 	}
+	childBody(t, mode)
+	return true
+}
+
+// childBody is what a child does in mode.
+func childBody(t *testing.T, mode string) {
 	switch mode {
 	case "real", "real-then-fail", "real-then-hang":
 		b := Real(t)
@@ -149,11 +159,13 @@ func closedAddr(t testing.TB) string {
 	return addr
 }
 
-// child runs TestHelperProcess in mode as a child process whose
-// environment is the test's without TASKQ_TEST_REDIS_URL, plus env.
+// child runs the calling test's child part (see asChild) in mode as a
+// child process whose environment is the test's without
+// TASKQ_TEST_REDIS_URL, plus env.
 func child(t *testing.T, mode string, env ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v", "-test.count=1")
+	top, _, _ := strings.Cut(t.Name(), "/")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(top)+"$", "-test.v", "-test.count=1")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, URLEnv+"=") && !strings.HasPrefix(kv, DefaultAddrEnv+"=") {
 			cmd.Env = append(cmd.Env, kv)
@@ -212,6 +224,9 @@ func requireRedisServer(t *testing.T) {
 // test binary starts a redis-server of its own, uses it, and leaves none
 // behind: not when it passes, not when a test fails, not when it is killed.
 func TestRealStartsAPrivateServerWhenNoneAnswers(t *testing.T) {
+	if asChild(t) {
+		return
+	}
 	requireRedisServer(t)
 	closed := closedAddr(t)
 
@@ -257,6 +272,9 @@ func TestRealStartsAPrivateServerWhenNoneAnswers(t *testing.T) {
 }
 
 func TestRealUsesTheServerAtTheDefaultAddress(t *testing.T) {
+	if asChild(t) {
+		return
+	}
 	srv := StartServer(t)
 	out, err := child(t, "real", DefaultAddrEnv+"="+srv.Addr()).CombinedOutput()
 	if err != nil {
@@ -268,6 +286,9 @@ func TestRealUsesTheServerAtTheDefaultAddress(t *testing.T) {
 }
 
 func TestRealFailsWhenTheNamedServerDoesNotAnswer(t *testing.T) {
+	if asChild(t) {
+		return
+	}
 	closed := closedAddr(t)
 	out, err := child(t, "real", URLEnv+"=redis://"+closed+"/0").CombinedOutput()
 	if err == nil {
@@ -279,6 +300,9 @@ func TestRealFailsWhenTheNamedServerDoesNotAnswer(t *testing.T) {
 }
 
 func TestRealWithoutRedisServerSaysHowToInstallIt(t *testing.T) {
+	if asChild(t) {
+		return
+	}
 	closed := closedAddr(t)
 	out, err := child(t, "real", DefaultAddrEnv+"="+closed, "PATH="+t.TempDir()).CombinedOutput()
 	if err == nil {
@@ -298,6 +322,9 @@ func TestRealWithoutRedisServerSaysHowToInstallIt(t *testing.T) {
 // go-redis's own log lines stay out of a passing test's output, and are in
 // the log of a failing one.
 func TestLibraryLogGoesToTheTestLog(t *testing.T) {
+	if asChild(t) {
+		return
+	}
 	out, err := child(t, "dial-closed").CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
