@@ -119,11 +119,7 @@ func inspected(r *redisstore.Run, due time.Time) *RunInfo {
 // fewer than Limit runs and still have a NextCursor. Runs whose records
 // expired after their retention are left out.
 func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage, error) {
-	limit, err := pageLimit(o.Limit)
-	if err != nil {
-		return nil, err
-	}
-	pos, err := decodeCursor(o.Cursor)
+	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -175,25 +171,17 @@ func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDP
 		}
 		return p, nil
 	}
-	limit, err := pageLimit(o.Limit)
-	if err != nil {
-		return nil, err
-	}
-	pos, err := decodeCursor(o.Cursor)
+	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
-	es, err := in.c.store.PageIndex(ctx, in.c.store.Keys().Runs(), pos, limit)
+	es, next, err := in.indexPage(ctx, in.c.store.Keys().Runs(), pos, limit)
 	if err != nil {
-		return nil, in.c.unavailable(ctx, err)
+		return nil, err
 	}
-	p := &RunIDPage{IDs: entryIDs(es)}
-	if len(es) == limit {
-		p.NextCursor = encodeCursor(&es[len(es)-1])
-	}
-	return p, nil
+	return &RunIDPage{IDs: entryIDs(es), NextCursor: next}, nil
 }
 
 // CancelRun cancels a run that has not ended and returns its status
@@ -346,6 +334,30 @@ func (in *Inspector) GetTask(ctx context.Context, name string) (*task.Registered
 }
 
 // --- cursors and limits -------------------------------------------------------
+
+// pageStart checks a listing's page size and cursor.
+func pageStart(limit int, cursor string) (int, *redisstore.IndexEntry, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	pos, err := decodeCursor(cursor)
+	return limit, pos, err
+}
+
+// indexPage reads the page of index after pos, and the cursor of the next
+// page ("" once a page comes back short: the index has ended).
+func (in *Inspector) indexPage(ctx context.Context, index string, pos *redisstore.IndexEntry, limit int) ([]redisstore.IndexEntry, string, error) {
+	es, err := in.c.store.PageIndex(ctx, index, pos, limit)
+	if err != nil {
+		return nil, "", in.c.unavailable(ctx, err)
+	}
+	next := ""
+	if len(es) == limit {
+		next = encodeCursor(&es[len(es)-1])
+	}
+	return es, next, nil
+}
 
 func pageLimit(n int) (int, error) {
 	switch {

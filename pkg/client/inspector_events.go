@@ -83,11 +83,7 @@ func (in *Inspector) GetEvent(ctx context.Context, id string) (*EventInfo, error
 // ListEvents returns a page of events, newest first. Events whose records
 // expired between reading the index and the records are left out.
 func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*EventPage, error) {
-	limit, err := pageLimit(o.Limit)
-	if err != nil {
-		return nil, err
-	}
-	pos, err := decodeCursor(o.Cursor)
+	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -97,20 +93,17 @@ func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*Even
 	if o.Key != "" {
 		index = in.c.store.Keys().EventKeyIndex(o.Key)
 	}
-	es, err := in.c.store.PageIndex(ctx, index, pos, limit)
+	es, next, err := in.indexPage(ctx, index, pos, limit)
 	if err != nil {
-		return nil, in.c.unavailable(ctx, err)
+		return nil, err
 	}
 	recs, err := in.c.store.GetEvents(ctx, entryIDs(es))
 	if err != nil {
 		return nil, in.c.unavailable(ctx, err)
 	}
-	page := &EventPage{Events: make([]*EventInfo, len(recs))}
+	page := &EventPage{Events: make([]*EventInfo, len(recs)), NextCursor: next}
 	for i, r := range recs {
 		page.Events[i] = eventInfo(r)
-	}
-	if len(es) == limit {
-		page.NextCursor = encodeCursor(&es[len(es)-1])
 	}
 	return page, nil
 }
