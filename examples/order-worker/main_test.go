@@ -3,10 +3,6 @@ package main
 import (
 	"encoding/json"
 	"flag"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -51,29 +47,3 @@ func TestLogFormat(t *testing.T) {
 	}
 }
 
-// -http serves the handler it is given until stopped.
-func TestServeProbes(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.URL.Path) })
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	stop, err := serveProbes(addr, h, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(body) != "/readyz" {
-		t.Errorf("served %q", body)
-	}
-	stop()
-	if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
-		resp.Body.Close()
-		t.Error("still serving after stop")
-	}
-}

@@ -11,16 +11,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"time"
 
 	"github.com/taskq/taskq/examples/webhooks"
 	"github.com/taskq/taskq/pkg/worker"
@@ -46,20 +42,13 @@ func run() error {
 		return err
 	}
 	w, err := worker.New(worker.Options{
-		RedisURL: *redisURL, Namespace: *namespace, Concurrency: *concurrency, Logger: log,
+		RedisURL: *redisURL, Namespace: *namespace, Concurrency: *concurrency, Logger: log, HTTPAddr: *httpAddr,
 	})
 	if err != nil {
 		return err
 	}
 	if err := webhooks.Register(w); err != nil {
 		return err
-	}
-	if *httpAddr != "" {
-		stop, err := serveProbes(*httpAddr, w.Handler(), log)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 	return w.Run(context.Background())
 }
@@ -88,23 +77,3 @@ func newLogger(out io.Writer, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("-log-format %q: use text or json", format)
 }
 
-// serveProbes serves h (the worker's /metrics, /healthz and /readyz) on
-// addr until stop is called.
-func serveProbes(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("-http: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("serving metrics and probes failed", "err", err)
-		}
-	}()
-	log.Info("serving /metrics, /healthz and /readyz", "addr", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
-}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -88,4 +90,20 @@ func writeStatus(rw http.ResponseWriter, code int, v any) {
 	rw.Header().Set("Cache-Control", "no-store")
 	rw.WriteHeader(code)
 	_ = json.NewEncoder(rw).Encode(v)
+}
+
+// serveProbes serves Handler on Options.HTTPAddr until Shutdown.
+func (w *Worker) serveProbes() error {
+	ln, err := net.Listen("tcp", w.opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("worker: HTTPAddr: %w", err)
+	}
+	w.probes = &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := w.probes.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			w.log.Error("taskq: serving metrics and probes failed", "err", err)
+		}
+	}()
+	w.log.Info("taskq worker serving /metrics, /healthz and /readyz", "addr", ln.Addr().String())
+	return nil
 }

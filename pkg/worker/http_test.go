@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,4 +158,52 @@ func TestReadyzFollowsRedis(t *testing.T) {
 		code, _ := get(t, hs.URL+"/readyz")
 		return code == http.StatusOK
 	})
+}
+
+// With Options.HTTPAddr the worker serves its probes from Start until
+// Shutdown, and an address it cannot listen on fails Start.
+func TestHTTPAddrServesProbesWhileTheWorkerRuns(t *testing.T) {
+	t.Parallel()
+	b := redistest.Real(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, HTTPAddr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker.Handle(w, task.Must[in, out]("probed", task.Options{}), func(worker.Context, in) (out, error) { return out{}, nil })
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, "http://"+addr+"/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz = %d %s", code, body)
+	}
+	if code, body := get(t, "http://"+addr+"/metrics"); code != http.StatusOK || !strings.Contains(body, "taskq_worker_") {
+		t.Fatalf("metrics = %d: %s", code, body)
+	}
+
+	// A second worker on the same address cannot listen: Start fails and
+	// leaves nothing running.
+	w2, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, HTTPAddr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker.Handle(w2, task.Must[in, out]("probed", task.Options{}), func(worker.Context, in) (out, error) { return out{}, nil })
+	if err := w2.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "HTTPAddr") {
+		t.Fatalf("Start on a taken address = %v", err)
+	}
+	_ = w2.Shutdown(context.Background())
+
+	if err := w.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatal("probes still served after Shutdown")
+	}
 }

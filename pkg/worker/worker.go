@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -111,7 +112,11 @@ type Options struct {
 	// Middleware wraps every handler, the first outermost: for tracing
 	// or other instrumentation (see docs/operations.md#tracing).
 	Middleware []Middleware
-	Logger     *slog.Logger
+	// HTTPAddr, when set, serves Handler (/metrics, /healthz, /readyz) on
+	// this address from Start until Shutdown; Start fails if it cannot
+	// listen. Leave it empty to mount Handler yourself.
+	HTTPAddr string
+	Logger   *slog.Logger
 	// Clock tells the worker the time (time.Now when nil).
 	Clock task.Clock
 }
@@ -218,6 +223,8 @@ type Worker struct {
 	life *lifecycle
 	// guard watches Redis's maxmemory-policy and memory from Start on.
 	guard *redisguard.Guard
+	// probes serves Handler on Options.HTTPAddr; nil without one.
+	probes *http.Server
 	// metrics count the worker's runs; registry holds them and the
 	// guard's, for Handler.
 	metrics  *workerMetrics
@@ -349,6 +356,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err == nil {
 		err = life.start(ctx)
 	}
+	if err == nil && w.opts.HTTPAddr != "" {
+		if err = w.serveProbes(); err != nil {
+			life.stop(context.Background(), 0)
+		}
+	}
 	if err != nil {
 		w.guard.Stop()
 		return err
@@ -370,6 +382,13 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		life.stop(ctx, w.opts.ShutdownTimeout)
 	}
 	w.guard.Stop()
+	if w.probes != nil {
+		// Probes answer until the worker has stopped, so /readyz says not
+		// ready during the drain rather than refusing connections.
+		sctx, cancel := context.WithTimeout(context.Background(), w.opts.OperationTimeout)
+		_ = w.probes.Shutdown(sctx)
+		cancel()
+	}
 	w.log.Info("taskq worker stopped")
 	if w.ownsRDB {
 		return w.store.Redis().Close()
