@@ -79,4 +79,3 @@ func newLogger(out io.Writer, format string) (*slog.Logger, error) {
 	}
 	return nil, fmt.Errorf("-log-format %q: use text or json", format)
 }
-

@@ -46,4 +46,3 @@ func TestLogFormat(t *testing.T) {
 		t.Errorf("-log-format xml: %v", err)
 	}
 }
-
