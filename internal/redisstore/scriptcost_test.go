@@ -229,3 +229,27 @@ func TestScriptCost(t *testing.T) {
 	t.Logf("  finish after start                     %8.0f", perRun(afterStart, n))
 	t.Logf("  short run processed / triggered        %8.2f", (r+f)/e)
 }
+
+// TestEventScriptCost counts the instructions redis-server executes per
+// pushed event with three subscribed tasks, each creating a run: the
+// events a single-node namespace pushes in one script.
+func TestEventScriptCost(t *testing.T) {
+	const n, tasks = 1000, 3
+	s := startCallgrind(t)
+	ctx := context.Background()
+	st := redisstore.New(s.rdb, "cost")
+	now := time.Now()
+	push := func(i int) {
+		if _, err := st.PushEvent(ctx, eventPush(i, tasks, now)); err != nil {
+			t.Fatalf("push %d: %v", i, err)
+		}
+	}
+	push(-1) // the script is loaded before anything is counted
+	total := s.measure("event push", func() {
+		for i := 0; i < n; i++ {
+			push(i)
+		}
+	})
+	t.Logf("instructions per event in redis-server, %d events of %d tasks:", n, tasks)
+	t.Logf("  push (one script)                      %8.0f", float64(total)/n)
+}
