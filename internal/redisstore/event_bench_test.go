@@ -30,22 +30,30 @@ func eventPush(n, tasks int, now time.Time) *redisstore.PushEventParams {
 
 // BenchmarkPushEvent pushes events with 1 and 3 subscribed tasks, one at a
 // time, on the real Redis the tests share: the round trips and the
-// server's work of one push.
+// server's work of one push, at once (as in a namespace of one partition)
+// and in steps (as for an event whose runs live in other partitions).
 func BenchmarkPushEvent(b *testing.B) {
-	for _, tasks := range []int{1, 3} {
-		b.Run(fmt.Sprintf("tasks=%d", tasks), func(b *testing.B) {
-			be := redistest.Real(b)
-			s := redisstore.New(be.Client, be.Namespace)
-			ctx, now := context.Background(), time.Now()
-			if _, err := s.PushEvent(ctx, eventPush(-1, tasks, now)); err != nil {
-				b.Fatal(err)
+	for _, steps := range []bool{false, true} {
+		for _, tasks := range []int{1, 3} {
+			name := fmt.Sprintf("at-once/tasks=%d", tasks)
+			if steps {
+				name = fmt.Sprintf("in-steps/tasks=%d", tasks)
 			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := s.PushEvent(ctx, eventPush(i, tasks, now)); err != nil {
+			b.Run(name, func(b *testing.B) {
+				be := redistest.Real(b)
+				s := redisstore.New(be.Client, be.Namespace)
+				s.SetFanoutHooks(&redisstore.FanoutHooks{Steps: steps})
+				ctx, now := context.Background(), time.Now()
+				if _, err := s.PushEvent(ctx, eventPush(-1, tasks, now)); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := s.PushEvent(ctx, eventPush(i, tasks, now)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

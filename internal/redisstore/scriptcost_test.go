@@ -231,25 +231,38 @@ func TestScriptCost(t *testing.T) {
 }
 
 // TestEventScriptCost counts the instructions redis-server executes per
-// pushed event with three subscribed tasks, each creating a run: the
-// events a single-node namespace pushes in one script.
+// pushed event with three subscribed tasks, each creating a run: at once
+// (push_event.lua), as a namespace of one partition pushes every event,
+// and in steps (store_event.lua, one trigger_event.lua call for the three
+// tasks, record_event.lua), as an event whose runs live in other
+// partitions is pushed.
 func TestEventScriptCost(t *testing.T) {
 	const n, tasks = 1000, 3
 	s := startCallgrind(t)
 	ctx := context.Background()
-	st := redisstore.New(s.rdb, "cost")
+	atOnce := redisstore.New(s.rdb, "cost")
+	inSteps := redisstore.New(s.rdb, "cost")
+	inSteps.SetFanoutHooks(&redisstore.FanoutHooks{Steps: true})
 	now := time.Now()
-	push := func(i int) {
+	push := func(st *redisstore.Store, i int) {
 		if _, err := st.PushEvent(ctx, eventPush(i, tasks, now)); err != nil {
 			t.Fatalf("push %d: %v", i, err)
 		}
 	}
-	push(-1) // the script is loaded before anything is counted
-	total := s.measure("event push", func() {
+	// The scripts are loaded before anything is counted.
+	push(atOnce, -1)
+	push(inSteps, -2)
+	one := s.measure("event push at once", func() {
 		for i := 0; i < n; i++ {
-			push(i)
+			push(atOnce, i)
+		}
+	})
+	steps := s.measure("event push in steps", func() {
+		for i := n; i < 2*n; i++ {
+			push(inSteps, i)
 		}
 	})
 	t.Logf("instructions per event in redis-server, %d events of %d tasks:", n, tasks)
-	t.Logf("  push (one script)                      %8.0f", float64(total)/n)
+	t.Logf("  push at once (push_event.lua)          %8.0f", float64(one)/n)
+	t.Logf("  push in steps (3 calls)                %8.0f", float64(steps)/n)
 }
