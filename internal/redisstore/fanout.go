@@ -46,7 +46,7 @@ const FanoutGrace = 30 * time.Second
 // eventPrefix is the key prefix of the partition the event with ID id lives
 // in: its record, its entries in the events indexes and in the pending
 // fan-outs. A namespace has one partition for now.
-func (s *Store) eventPrefix(string) string { return s.keys.Prefix() }
+func (s *Store) eventPrefix(id string) string { return s.keys.Prefix() }
 
 // triggerPrefix is the key prefix of the partition the trigger of a
 // subscribed task goes to, the partition of the run r describes: its
@@ -54,7 +54,7 @@ func (s *Store) eventPrefix(string) string { return s.keys.Prefix() }
 // The trigger's marker lives there too. It is decided once, when the event
 // is stored, and kept with the pending fan-out, so a replay goes where the
 // first trigger went.
-func (s *Store) triggerPrefix(*EnqueueParams) string { return s.keys.Prefix() }
+func (s *Store) triggerPrefix(r *EnqueueParams) string { return s.keys.Prefix() }
 
 // eventPrefixes are the key prefixes of every partition events live in,
 // where the recoverer looks for pending fan-outs.

@@ -409,11 +409,11 @@ func TestFanoutStoppedBetweenStepsIsFinishedByRecovery(t *testing.T) {
 				if n, _ := f.runsByTask()["a"]; st.triggered == 0 && n != 0 {
 					t.Fatalf("a run before any trigger")
 				}
-				taken, finished, err := f.s.RecoverFanouts(f.ctx, f.now.Add(redisstore.FanoutGrace-time.Millisecond), redisstore.FanoutGrace, 10)
+				taken, _, err := f.s.RecoverFanouts(f.ctx, f.now.Add(redisstore.FanoutGrace-time.Millisecond), redisstore.FanoutGrace, 10)
 				if err != nil || taken != 0 {
 					t.Fatalf("recovery within the grace period took %d (%v)", taken, err)
 				}
-				taken, finished, err = f.s.RecoverFanouts(f.ctx, f.now.Add(redisstore.FanoutGrace), redisstore.FanoutGrace, 10)
+				taken, finished, err := f.s.RecoverFanouts(f.ctx, f.now.Add(redisstore.FanoutGrace), redisstore.FanoutGrace, 10)
 				if err != nil || taken != 1 || finished != 1 {
 					t.Fatalf("recovery: took %d, finished %d, %v", taken, finished, err)
 				}
