@@ -7,7 +7,8 @@
 //
 // The path of one trigger: client.TriggerJSON (or events.Ingester.Push) →
 // admission.Admit (or CheckEvent and Build) → redisstore.Store.Enqueue
-// (or PushEvent) → lua/enqueue.lua (or lua/push_event.lua).
+// (or PushEvent) → lua/enqueue.lua (or lua/push_event.lua, or the steps of
+// a fan-out, see internal/redisstore/fanout.go).
 package admission
 
 import (

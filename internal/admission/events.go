@@ -31,7 +31,14 @@ type (
 	EventRun = redisstore.EventRun
 	// EventRecord is a stored event.
 	EventRecord = redisstore.Event
+	// FanoutPendingError says an event is stored and its fan-out left for
+	// a worker to finish.
+	FanoutPendingError = redisstore.FanoutPendingError
 )
+
+// FanoutGrace is how long a fan-out stays pending before a worker finishes
+// it.
+const FanoutGrace = redisstore.FanoutGrace
 
 // EventStore is what package events needs of the store (*redisstore.Store
 // has it).

@@ -6,10 +6,13 @@
 //
 // The pieces: Tasks (the task definitions and handler every process
 // shares), RunWorker (the body of a worker process, which records its
-// history with internal/history), Proc (a child process whose stdout lines
-// can be waited for and which can be killed, paused and resumed), and Proxy
-// (a loopback TCP proxy that can drop the reply to a chosen command).
+// history with internal/history), RunIngester (the body of a process that
+// pushes an event and kills itself at a chosen step of its fan-out), Proc
+// (a child process whose stdout lines can be waited for and which can be
+// killed, paused and resumed), and Proxy (a loopback TCP proxy that can
+// drop the reply to a chosen command).
 //
-// A process becomes a worker when RoleEnv is set: test binaries and the
-// soak program call MaybeRunRole first thing in TestMain or main.
+// A process becomes a worker when RoleEnv is set, an ingester when
+// IngesterRoleEnv is: test binaries and the soak program call
+// MaybeRunRole first thing in TestMain or main.
 package faulttest

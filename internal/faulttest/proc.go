@@ -31,8 +31,13 @@ func StartWorker(exe string, args []string, cfg WorkerConfig, stderr io.Writer) 
 	if err != nil {
 		return nil, err
 	}
+	return startProc(exe, args, cfg.Name, RoleEnv+"="+string(raw), stderr)
+}
+
+// startProc starts exe with args and env added to the environment.
+func startProc(exe string, args []string, name, env string, stderr io.Writer) (*Proc, error) {
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), RoleEnv+"="+string(raw))
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -41,7 +46,7 @@ func StartWorker(exe string, args []string, cfg WorkerConfig, stderr io.Writer) 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &Proc{Name: cfg.Name, cmd: cmd, lines: make(chan string, 1<<14), done: make(chan struct{})}
+	p := &Proc{Name: name, cmd: cmd, lines: make(chan string, 1<<14), done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {

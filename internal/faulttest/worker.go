@@ -46,9 +46,13 @@ type WorkerConfig struct {
 	Verbose bool
 }
 
-// MaybeRunRole runs the worker process and exits when RoleEnv is set;
-// otherwise it returns at once.
+// MaybeRunRole runs the worker process and exits when RoleEnv is set, or
+// the ingester process when IngesterRoleEnv is; otherwise it returns at
+// once.
 func MaybeRunRole() {
+	if raw := os.Getenv(IngesterRoleEnv); raw != "" {
+		runIngesterRole(raw)
+	}
 	raw := os.Getenv(RoleEnv)
 	if raw == "" {
 		return

@@ -45,12 +45,15 @@ type Event struct {
 	Meta    []byte
 	Created time.Time
 	Runs    []EventRun
+	// fanout is the pending fan-out, "" once the outcomes are in Runs.
+	fanout string
 }
 
 func parseEvent(id string, h map[string]string) (*Event, error) {
 	e := &Event{ID: id, Key: h[eventKey], Payload: []byte(h[eventPayload]), Meta: []byte(h[eventMeta])}
 	created, _ := strconv.ParseInt(h[eventCreated], 10, 64)
 	e.Created = fromMS(created)
+	e.fanout = h[eventFanout]
 	if raw := h[eventRuns]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &e.Runs); err != nil {
 			return nil, fmt.Errorf("event %s: runs: %w", id, err)
@@ -61,7 +64,7 @@ func parseEvent(id string, h map[string]string) (*Event, error) {
 
 // GetEvent reads an event record.
 func (s *Store) GetEvent(ctx context.Context, id string) (*Event, error) {
-	h, err := s.rdb.HGetAll(ctx, s.keys.Event(id)).Result()
+	h, err := s.rdb.HGetAll(ctx, s.keys.under(s.eventPrefix(id)).Event(id)).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +83,7 @@ func (s *Store) GetEvents(ctx context.Context, ids []string) ([]*Event, error) {
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, s.keys.Event(id))
+		cmds[i] = pipe.HGetAll(ctx, s.keys.under(s.eventPrefix(id)).Event(id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err

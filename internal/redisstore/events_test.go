@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -15,6 +16,27 @@ func (f *fixture) event(id, key string, tasks ...redisstore.EventTask) *redissto
 		ID: id, Key: key, Payload: []byte(`{"id":"1"}`), Meta: []byte(`{"tenant":"a"}`),
 		Now: f.now, Retention: time.Hour, Tasks: tasks,
 	}
+}
+
+// eachFanout runs fn on every backend, each time in a namespace of its
+// own: with the fan-out in one script, as on one partition, and in steps,
+// as when the runs of an event live in other partitions than the event. A
+// fan-out in steps leaves nothing pending.
+func eachFanout(t *testing.T, fn func(t *testing.T, b *redistest.Backend, f *fixture)) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		t.Run("at once", func(t *testing.T) { fn(t, b, newFixture(t, b)) })
+		t.Run("in steps", func(t *testing.T) {
+			own := *b
+			own.Namespace = redistest.Namespace(t)
+			t.Cleanup(func() { redistest.DeleteNamespace(context.Background(), b.Client, own.Namespace) })
+			f := newFixture(t, &own)
+			f.s.SetFanoutHooks(&redisstore.FanoutHooks{Steps: true})
+			fn(t, &own, f)
+			if n := b.Client.ZCard(f.ctx, f.k.Fanouts()).Val(); n != 0 {
+				t.Errorf("%d fan-outs left pending", n)
+			}
+		})
+	})
 }
 
 // eventRun is the run a subscribed task gets, described as for Enqueue.
@@ -36,8 +58,7 @@ func (f *fixture) push(p *redisstore.PushEventParams) []redisstore.EventRun {
 // A run created by an event is recorded exactly as Enqueue records a run
 // with the same parameters.
 func TestPushEventCreatesRunsLikeEnqueue(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		f := newFixture(t, b)
+	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
 		direct := f.params("mail", "direct:1", redisstore.StrategyStatus)
 		direct.Input, direct.Meta = []byte(`{"id":"1"}`), []byte(`{"tenant":"a"}`)
 		f.enqueue(direct)
@@ -79,8 +100,7 @@ func TestPushEventCreatesRunsLikeEnqueue(t *testing.T) {
 // one event with the same key get one run between them. A task whose
 // expression failed is recorded and the others still run.
 func TestPushEventDeduplicatesAndRecordsErrors(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		f := newFixture(t, b)
+	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
 		held := f.params("other", "k-held", redisstore.StrategyTTL)
 		f.enqueue(held)
 		a := f.eventRun("a", "k-held", redisstore.StrategyTTL)
@@ -213,8 +233,7 @@ func TestEventRetention(t *testing.T) {
 // A batch goes out in one pipeline, loads the script when the server lacks
 // it, and a later event is deduplicated to a run an earlier one created.
 func TestPushEventsBatch(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		f := newFixture(t, b)
+	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
 		if !b.Real() {
 			b.Client.ScriptFlush(f.ctx)
 		}
@@ -243,8 +262,7 @@ func TestPushEventsBatch(t *testing.T) {
 // A debounced task hands a later event's payload to its waiting run and
 // restarts the window, as a direct trigger does.
 func TestPushEventDebounce(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		f := newFixture(t, b)
+	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
 		first := f.eventRun("d", "deb", redisstore.StrategyDebounce)
 		if r := f.push(f.event("ev-1", "k", first)); r[0].Outcome != "created" {
 			t.Fatalf("first = %+v", r)
@@ -274,8 +292,7 @@ func TestPushEventDebounce(t *testing.T) {
 // a broken connection) reports what the first run did, not a conflict with
 // itself.
 func TestPushEventResentReportsFirstOutcome(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		f := newFixture(t, b)
+	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
 		p := f.event("ev-1", "k", f.eventRun("t", "key-1", redisstore.StrategyTTL))
 		first := f.push(p)
 		again, err := f.s.PushEvent(f.ctx, p)

@@ -63,6 +63,21 @@ func (k Keys) EventKeyIndex(eventKey string) string { return k.prefix + keyEvent
 // Events is the sorted set indexing events by time.
 func (k Keys) Events() string { return k.prefix + keyEvents }
 
+// Fanouts is the sorted set of events whose fan-out is pending, by when a
+// recoverer may take it over.
+func (k Keys) Fanouts() string { return k.prefix + keyFanouts }
+
+// EventTrigger is the string recording what the fan-out of an event did to
+// one subscribed task: the marker that makes its trigger idempotent.
+func (k Keys) EventTrigger(eventID, task string) string {
+	return k.prefix + keyEventTrigger + eventID + ":" + task
+}
+
+// under returns the builder of the namespace's keys under prefix: the
+// prefix of the partition an event or a run lives in (see fanout.go), with
+// its own hash tag.
+func (k Keys) under(prefix string) Keys { return Keys{ns: k.ns, prefix: prefix} }
+
 // DoneChannel is published with the run's status when it reaches a
 // terminal status, if WatchRun asked for it.
 func (k Keys) DoneChannel(runID string) string { return k.prefix + keyDone + runID }

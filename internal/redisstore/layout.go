@@ -63,6 +63,8 @@ const (
 	keyEvent         = "event:"    // hash  taskq:{ns}:event:<event id>: an ingested event (fields event*)
 	keyEvents        = "events"    // zset  taskq:{ns}:events: events by time (ms)
 	keyEventKeyIndex = "eventkey:" // zset  taskq:{ns}:eventkey:<event key>: the events of one event key, by time (ms)
+	keyFanouts       = "fanouts"   // zset  taskq:{ns}:fanouts: events whose fan-out is pending, by when a recoverer may take it over (ms)
+	keyEventTrigger  = "evtrig:"   // string taskq:{ns}:evtrig:<event id>:<task>: what an event's fan-out did to the task ("<outcome> <run id>")
 	keyWorker        = "worker:"   // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
 	keyWorkers       = "workers"   // zset  taskq:{ns}:workers: worker records by when each expires (ms)
 )
@@ -145,6 +147,7 @@ const (
 	eventMeta    = "meta"    // additional metadata (JSON object)
 	eventCreated = "created" // when the event was pushed (unix ms)
 	eventRuns    = "runs"    // what happened to each subscribed task (JSON array of EventRun)
+	eventFanout  = "fanout"  // the pending fan-out (JSON, see fanout.go), until the outcomes are in runs
 )
 
 // MaxLingeringEntries bounds the acknowledged entries a task stream keeps
@@ -449,4 +452,92 @@ const (
 	pushEventItemArgRetention             // record retention ms
 	pushEventItemArgError                 // why no run is attempted ("" to attempt one)
 	pushEventItemArgCount
+)
+
+// store_event.lua: step 1 of a fan-out in steps, the event and its pending
+// fan-out.
+//
+//taskq:lua script store_event
+const (
+	storeEventKeyEvent         = 1 // event hash
+	storeEventKeyEvents        = 2 // events index
+	storeEventKeyEventKeyIndex = 3 // events-by-key index
+	storeEventKeyFanouts       = 4 // pending fan-outs
+	storeEventKeyCount         = 4
+	storeEventArgEventID       = 1 // event ID
+	storeEventArgEventKey      = 2 // event key
+	storeEventArgPayload       = 3 // payload (JSON object)
+	storeEventArgMeta          = 4 // metadata (JSON object)
+	storeEventArgNow           = 5 // now (unix ms)
+	storeEventArgRetention     = 6 // event retention ms
+	storeEventArgFanout        = 7 // the pending fan-out (JSON)
+	storeEventArgCount         = 7
+)
+
+// trigger_event.lua: step 2, the triggers of an event's tasks whose runs
+// live under one prefix, any number per call.
+//
+//taskq:lua script trigger_event
+const (
+	triggerEventKeyCount     = 0 // KEYS before the first task's: none
+	triggerEventArgPrefix    = 1 // key prefix of the tasks' runs
+	triggerEventArgPayload   = 2 // payload (JSON object), every run's input
+	triggerEventArgMeta      = 3 // metadata (JSON object), every run's
+	triggerEventArgNow       = 4 // the event's time (unix ms), every run's creation time
+	triggerEventArgRetention = 5 // event retention ms, the markers'
+	triggerEventArgCount     = 5 // ARGV before the first task's
+)
+
+// trigger_event.lua: KEYS of one task.
+//
+//taskq:lua script trigger_event
+const (
+	triggerEventItemKeyMarker      = iota // what the fan-out did to the task
+	triggerEventItemKeyRun                // run hash
+	triggerEventItemKeyStream             // task stream
+	triggerEventItemKeyRuns               // runs index
+	triggerEventItemKeyIdempotency        // idempotency key (the runs index again under strategy none)
+	triggerEventItemKeyCount
+)
+
+// trigger_event.lua: ARGV of one task.
+//
+//taskq:lua script trigger_event
+const (
+	triggerEventItemArgTask           = iota // task name
+	triggerEventItemArgRunID                 // run ID
+	triggerEventItemArgIdempotencyKey        // idempotency key ("" when not deduplicated)
+	triggerEventItemArgStrategy              // strategy
+	triggerEventItemArgHold                  // hold ms
+	triggerEventItemArgRetain                // retain ms
+	triggerEventItemArgRetries               // retries allowed
+	triggerEventItemArgMaxDeliveries         // most deliveries
+	triggerEventItemArgTimeout               // handler timeout ms
+	triggerEventItemArgRetention             // record retention ms
+	triggerEventItemArgCount
+)
+
+// record_event.lua: step 3, the outcomes of a fan-out.
+//
+//taskq:lua script record_event
+const (
+	recordEventKeyEvent   = 1 // event hash
+	recordEventKeyFanouts = 2 // pending fan-outs
+	recordEventKeyCount   = 2
+	recordEventArgEventID = 1 // event ID
+	recordEventArgRuns    = 2 // every task's outcome (JSON array of EventRun)
+	recordEventArgCount   = 2
+)
+
+// take_fanouts.lua: pending fan-outs a recoverer takes over.
+//
+//taskq:lua script take_fanouts
+const (
+	takeFanoutsKeyFanouts     = 1 // pending fan-outs
+	takeFanoutsKeyCount       = 1
+	takeFanoutsArgCutoff      = 1 // take those last taken (or stored) at or before it (unix ms)
+	takeFanoutsArgNow         = 2 // now (unix ms)
+	takeFanoutsArgLimit       = 3 // most fan-outs to take
+	takeFanoutsArgEventPrefix = 4 // key prefix of the event records (taskq:{ns}:event:)
+	takeFanoutsArgCount       = 4
 )

@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// pushEventScript stores an event and triggers its tasks' runs:
-// lua/push_event.lua.
-var pushEventScript = loadScript("push_event", "errors", "record", "stream", "ending", "claim")
+// pushEventScript stores an event and triggers its tasks' runs, the whole
+// fan-out at once: lua/push_event.lua. See fanout.go for the fan-out in
+// steps.
+var pushEventScript = loadScript("push_event", "errors", "record", "stream", "ending", "claim", "events")
 
 // What push_event.lua records for each subscribed task.
 const (
@@ -63,13 +65,16 @@ type PushEventParams struct {
 	Tasks []EventTask
 }
 
-// pushEventArgs returns the KEYS and ARGV of push_event.lua for p.
+// pushEventArgs returns the KEYS and ARGV of push_event.lua for p, whose
+// runs all live in the event's slot (inEventSlot).
 func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
+	prefix := s.eventPrefix(p.ID)
+	keys := s.keys.under(prefix)
 	k := [1 + pushEventKeyCount]string{
-		pushEventKeyEvent:         s.keys.Event(p.ID),
-		pushEventKeyEvents:        s.keys.Events(),
-		pushEventKeyEventKeyIndex: s.keys.EventKeyIndex(p.Key),
-		pushEventKeyRuns:          s.keys.Runs(),
+		pushEventKeyEvent:         keys.Event(p.ID),
+		pushEventKeyEvents:        keys.Events(),
+		pushEventKeyEventKeyIndex: keys.EventKeyIndex(p.Key),
+		pushEventKeyRuns:          keys.Runs(),
 	}
 	meta := p.Meta
 	if len(meta) == 0 {
@@ -82,7 +87,7 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 		pushEventArgMeta:      meta,
 		pushEventArgNow:       unixMS(p.Now),
 		pushEventArgRetention: ms(p.Retention),
-		pushEventArgPrefix:    s.keys.Prefix(),
+		pushEventArgPrefix:    prefix,
 		pushEventArgTaskCount: len(p.Tasks),
 	}
 	args := append(make([]any, 0, pushEventArgCount+pushEventItemArgCount*len(p.Tasks)), h[1:]...)
@@ -136,16 +141,30 @@ func parsePushEvent(p *PushEventParams, v any) ([]EventRun, error) {
 	return out, nil
 }
 
-func (s *Store) eventScriptError(err error) error {
+// eventExists turns the error reply of a script that found the event's ID
+// taken into ErrEventExists.
+func eventExists(err error) error {
 	if err != nil && strings.HasPrefix(err.Error(), "TASKQ_EVENT_EXISTS ") {
 		return fmt.Errorf("%w: %s", ErrEventExists, strings.TrimPrefix(err.Error(), "TASKQ_EVENT_EXISTS "))
+	}
+	return err
+}
+
+func (s *Store) eventScriptError(err error) error {
+	if err = eventExists(err); errors.Is(err, ErrEventExists) {
+		return err
 	}
 	return s.named("push_event", scriptError(err))
 }
 
-// PushEvent stores an event and triggers its tasks' runs in one script.
-// The i-th EventRun belongs to the i-th task.
+// PushEvent stores an event and triggers its tasks' runs: in one script
+// when they all live in the event's slot, else in steps (see fanout.go).
+// The i-th EventRun belongs to the i-th task. A *FanoutPendingError says
+// the event is stored and its fan-out will be finished by a worker.
 func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, error) {
+	if !s.inEventSlot(p) {
+		return s.pushEventSteps(ctx, p)
+	}
 	k, a := s.pushEventArgs(p)
 	v, err := pushEventScript.Run(ctx, s.rdb, k, a...).Result()
 	if err != nil {
@@ -154,31 +173,62 @@ func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, 
 	return parsePushEvent(p, v)
 }
 
-// fromEventResend recognises a push whose script ran twice: go-redis sends
-// a command again when the connection broke before the reply arrived, and
-// the second run finds the event the first one stored. What that first run
-// recorded is the push's outcome.
+// fromEventResend recognises a push whose first script ran twice: go-redis
+// sends a command again when the connection broke before the reply
+// arrived, and the second run finds the event the first one stored. What
+// that first run recorded is the push's outcome; a fan-out it left pending
+// is finished now.
 func (s *Store) fromEventResend(ctx context.Context, p *PushEventParams, err error) ([]EventRun, error) {
 	if !errors.Is(err, ErrEventExists) {
 		return nil, err
 	}
 	ev, gerr := s.GetEvent(ctx, p.ID)
-	if gerr != nil || ev.Key != p.Key || ev.Created.UnixMilli() != unixMS(p.Now) || string(ev.Payload) != string(p.Payload) ||
-		len(ev.Runs) != len(p.Tasks) {
+	if gerr != nil || ev.Key != p.Key || ev.Created.UnixMilli() != unixMS(p.Now) || string(ev.Payload) != string(p.Payload) {
+		return nil, err
+	}
+	if ev.fanout != "" {
+		j, jerr := jobOf(s.eventPrefix(p.ID), p.ID, ev.fanout, string(ev.Payload), string(ev.Meta),
+			strconv.FormatInt(ev.Created.UnixMilli(), 10))
+		if jerr != nil || len(j.f.Tasks) != len(p.Tasks) {
+			return nil, err
+		}
+		return s.finishFanout(ctx, j)
+	}
+	if len(ev.Runs) != len(p.Tasks) {
 		return nil, err
 	}
 	return ev.Runs, nil
 }
 
-// PushEvents pushes many events in one round trip, in order, so a later
-// event of the batch is deduplicated to a run an earlier one created. Each
-// event is atomic on its own. The i-th result and error belong to the i-th
+// PushEvents pushes many events, in order, so a later event of the batch
+// is deduplicated to a run an earlier one created. The events whose runs
+// all live in their slot go in one round trip (a run of them between two
+// events in steps, in one each); each event is atomic on its own, or
+// carried out in steps. The i-th result and error belong to the i-th
 // event.
 func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]EventRun, []error) {
 	res := make([][]EventRun, len(ps))
 	errs := make([]error, len(ps))
+	lo := 0
+	for i := 0; i <= len(ps); i++ {
+		if i < len(ps) && s.inEventSlot(ps[i]) {
+			continue
+		}
+		s.pushEventsAtOnce(ctx, ps[lo:i], res[lo:i], errs[lo:i])
+		if i < len(ps) {
+			res[i], errs[i] = s.pushEventSteps(ctx, ps[i])
+		}
+		lo = i + 1
+	}
+	return res, errs
+}
+
+// pushEventsAtOnce pushes events whose runs all live in their slot with
+// push_event.lua, in one pipeline, putting the i-th event's outcome in
+// res[i] and errs[i].
+func (s *Store) pushEventsAtOnce(ctx context.Context, ps []*PushEventParams, res [][]EventRun, errs []error) {
 	if len(ps) == 0 {
-		return res, errs
+		return
 	}
 	var cmds []*redis.Cmd
 	for try := 0; try < 2; try++ {
@@ -205,5 +255,4 @@ func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]Even
 		}
 		res[i], errs[i] = parsePushEvent(ps[i], v)
 	}
-	return res, errs
 }

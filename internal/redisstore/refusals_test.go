@@ -145,6 +145,73 @@ var scriptCases = []scriptCase{
 			done:  func() bool { return f.exists(f.k.Event("ev-1")) },
 		}
 	}},
+	{"store_event", false, func(f *fixture) prepared {
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		return prepared{
+			call:  func(s *redisstore.Store) error { return s.StoreEventStep(f.ctx, p) },
+			wrong: f.k.Events(),
+			done: func() bool {
+				return f.b.Client.HExists(f.ctx, f.k.Event("ev-1"), "fanout").Val() && f.b.Client.ZCard(f.ctx, f.k.Fanouts()).Val() == 1
+			},
+		}
+	}},
+	{"trigger_event", false, func(f *fixture) prepared {
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		if err := f.s.StoreEventStep(f.ctx, p); err != nil {
+			f.t.Fatal(err)
+		}
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				runs, err := s.TriggerEventStep(f.ctx, p)
+				if err == nil && runs[0].Outcome != redisstore.EventRunCreated {
+					err = fmt.Errorf("not created: %+v", runs)
+				}
+				return err
+			},
+			wrong: f.k.EventTrigger("ev-1", "t"),
+			done:  func() bool { return f.status(p.Tasks[0].Run.RunID) == redisstore.StatusQueued },
+		}
+	}},
+	{"record_event", true, func(f *fixture) prepared {
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		if err := f.s.StoreEventStep(f.ctx, p); err != nil {
+			f.t.Fatal(err)
+		}
+		runs, err := f.s.TriggerEventStep(f.ctx, p)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				_, err := s.RecordEventStep(f.ctx, p, runs)
+				return err
+			},
+			wrong: f.k.Event("ev-1"),
+			done: func() bool {
+				return !f.b.Client.HExists(f.ctx, f.k.Event("ev-1"), "fanout").Val() && f.b.Client.ZCard(f.ctx, f.k.Fanouts()).Val() == 0
+			},
+		}
+	}},
+	{"take_fanouts", true, func(f *fixture) prepared {
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		if err := f.s.StoreEventStep(f.ctx, p); err != nil {
+			f.t.Fatal(err)
+		}
+		later := f.now.Add(redisstore.FanoutGrace)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				ids, err := s.TakeFanoutsStep(f.ctx, later, later, 10)
+				if err == nil && len(ids) != 1 {
+					err = fmt.Errorf("took %v", ids)
+				}
+				return err
+			},
+			wrong: f.k.Fanouts(),
+			done: func() bool {
+				return int64(f.b.Client.ZScore(f.ctx, f.k.Fanouts(), "ev-1").Val()) == later.UnixMilli()
+			},
+		}
+	}},
 	{"start", true, func(f *fixture) prepared {
 		d := f.delivered(f.params("t", "k", redisstore.StrategyStatus))
 		return prepared{

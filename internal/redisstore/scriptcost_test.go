@@ -229,3 +229,40 @@ func TestScriptCost(t *testing.T) {
 	t.Logf("  finish after start                     %8.0f", perRun(afterStart, n))
 	t.Logf("  short run processed / triggered        %8.2f", (r+f)/e)
 }
+
+// TestEventScriptCost counts the instructions redis-server executes per
+// pushed event with three subscribed tasks, each creating a run: at once
+// (push_event.lua), as a namespace of one partition pushes every event,
+// and in steps (store_event.lua, one trigger_event.lua call for the three
+// tasks, record_event.lua), as an event whose runs live in other
+// partitions is pushed.
+func TestEventScriptCost(t *testing.T) {
+	const n, tasks = 1000, 3
+	s := startCallgrind(t)
+	ctx := context.Background()
+	atOnce := redisstore.New(s.rdb, "cost")
+	inSteps := redisstore.New(s.rdb, "cost")
+	inSteps.SetFanoutHooks(&redisstore.FanoutHooks{Steps: true})
+	now := time.Now()
+	push := func(st *redisstore.Store, i int) {
+		if _, err := st.PushEvent(ctx, eventPush(i, tasks, now)); err != nil {
+			t.Fatalf("push %d: %v", i, err)
+		}
+	}
+	// The scripts are loaded before anything is counted.
+	push(atOnce, -1)
+	push(inSteps, -2)
+	one := s.measure("event push at once", func() {
+		for i := 0; i < n; i++ {
+			push(atOnce, i)
+		}
+	})
+	steps := s.measure("event push in steps", func() {
+		for i := n; i < 2*n; i++ {
+			push(inSteps, i)
+		}
+	})
+	t.Logf("instructions per event in redis-server, %d events of %d tasks:", n, tasks)
+	t.Logf("  push at once (push_event.lua)          %8.0f", float64(one)/n)
+	t.Logf("  push in steps (3 calls)                %8.0f", float64(steps)/n)
+}

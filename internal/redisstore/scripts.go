@@ -21,6 +21,7 @@ var luaModules = []string{
 	"ending",  // ending runs
 	"signals", // appending a signal
 	"claim",   // claiming an idempotency key for a new run
+	"events",  // an event record and its indexes
 }
 
 // script is one Lua script of lua/, as the store sends it: assembled from
@@ -41,7 +42,7 @@ type script struct {
 var allScripts = []*script{
 	enqueueScript, startScript, finishScript, cancelScript, heartbeatScript, promoteScript, requeueScript,
 	sweepScript, releaseScript, registerScript, signalScript, pushEventScript, saveStepScript, watchScript,
-	ensureGroupScript,
+	ensureGroupScript, storeEventScript, triggerEventScript, recordEventScript, takeFanoutsScript,
 }
 
 // loadScript loads lua/<name>.lua with the modules it calls.

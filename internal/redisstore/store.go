@@ -23,6 +23,8 @@ type Store struct {
 	// plain is set once the server turned out unable to compile a
 	// script's shebang line: scripts are sent without it from then on.
 	plain atomic.Bool
+	// fanoutHooks are set by tests only (SetFanoutHooks).
+	fanoutHooks atomic.Pointer[FanoutHooks]
 }
 
 // New returns a Store for namespace ns on rdb.

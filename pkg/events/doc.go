@@ -14,9 +14,15 @@
 //
 // For every subscribed task, Push derives the idempotency key with the
 // event's payload as input and its metadata as additional_metadata, then
-// one Lua script stores the event and, for each task, claims the key,
-// creates the run and queues it. Either the event and all its runs are
-// written or nothing is.
+// stores the event and, for each task, claims the key, creates the run and
+// queues it. When every run lives in the event's partition (always, in a
+// namespace with one partition) one Lua script writes it all, or nothing.
+// Otherwise the fan-out goes in steps: the event is stored with its pending
+// fan-out, each task is triggered in its key's partition, idempotently on
+// (event, task), and the outcomes are recorded on the event; a fan-out
+// whose ingester dies midway is finished by a worker after FanoutGrace,
+// and every task still gets exactly one run or one recorded collision (see
+// docs/events.md).
 //
 // Where a direct trigger would fail with an idempotency collision, an event
 // does not: the task gets no run, and the event records the existing run it

@@ -51,6 +51,21 @@ func (e *PushError) Error() string { return fmt.Sprintf("event #%d: %v", e.Index
 // Unwrap returns the event's error.
 func (e *PushError) Unwrap() error { return e.Err }
 
+// FanoutPendingError says an event was stored but what it does to its
+// subscribed tasks could not all be written at once: Redis refused or did
+// not answer a later step of its fan-out. That happens only when the runs
+// of an event live in other partitions than the event itself (a namespace
+// with one partition writes an event and its runs in one step, or
+// nothing). Nothing is lost: the fan-out stays pending and a worker
+// finishes it once it has been pending for FanoutGrace, each subscribed
+// task getting exactly one run or one recorded collision, which Get then
+// shows. Pushing the event again would store a second event.
+type FanoutPendingError = admission.FanoutPendingError
+
+// FanoutGrace is how long a fan-out stays pending before a worker finishes
+// it (30s).
+const FanoutGrace = admission.FanoutGrace
+
 func eventLabel(index int) string {
 	if index < 0 {
 		return "event: "

@@ -160,7 +160,9 @@ type ListOptions struct {
 // additional_metadata = metadata. A task whose key is held gets no run and
 // no error: the event says which run it was deduplicated to. A task whose
 // expression fails on this payload is recorded with the error; the others
-// still run. Payload and metadata must be JSON objects (nil means {}).
+// still run. Payload and metadata must be JSON objects (nil means {}). A
+// *FanoutPendingError says the event is stored and a worker will finish
+// its fan-out.
 func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage, metadata json.RawMessage) (*Event, error) {
 	in := Input{Key: key, Payload: payload, Metadata: metadata}
 	if err := i.validate(-1, &in); err != nil {
@@ -182,13 +184,15 @@ func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage
 	return ev, nil
 }
 
-// PushMany pushes a batch of events in one round trip. Every event is
+// PushMany pushes a batch of events in one round trip (an event whose runs
+// live in other partitions takes its own steps). Every event is
 // validated before anything is written; an invalid one fails the batch
 // with an *InvalidEventError naming its index, and a batch over its limit
 // with a *client.LimitError. Events are pushed in order, so a later event
-// is deduplicated to a run an earlier one of the batch created. Each event is stored atomically with its runs;
-// when Redis fails some of them, the others are still returned (the failed
-// ones as nil) with a *PushError per failure.
+// is deduplicated to a run an earlier one of the batch created. Each event
+// is stored with its runs as Push stores it; when Redis fails some of
+// them, the others are still returned (the failed ones as nil) with a
+// *PushError per failure.
 func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 	if len(in) > i.opts.MaxBatch {
 		return nil, &client.LimitError{What: "batch", Size: len(in), Limit: i.opts.MaxBatch, Unit: "events"}

@@ -31,6 +31,7 @@ type fakeStore struct {
 	promote      func(limit int) (int, error)
 	nextRetry    func() (time.Time, bool)
 	sweepRuns    func(offset, limit int) (removed, looked int, err error)
+	recover      func(now time.Time, grace time.Duration, limit int) (taken, finished int, err error)
 	registerTask func(name string, record []byte, replace bool) ([]byte, error)
 	missingTasks func(names []string) ([]string, error)
 	startBatch   func(ds []redisstore.Delivery) ([]redisstore.StartResult, []error)
@@ -43,6 +44,7 @@ var (
 	_ leaseStore     = (*fakeStore)(nil)
 	_ retryStore     = (*fakeStore)(nil)
 	_ sweepStore     = (*fakeStore)(nil)
+	_ fanoutStore    = (*fakeStore)(nil)
 	_ registryStore  = (*fakeStore)(nil)
 	_ claimer        = (*fakeStore)(nil)
 	_ streamReader   = (*fakeStore)(nil)
@@ -129,6 +131,14 @@ func (f *fakeStore) SweepRuns(_ context.Context, _ time.Time, offset, limit int)
 	defer f.enter()()
 	if f.sweepRuns != nil {
 		return f.sweepRuns(offset, limit)
+	}
+	return 0, 0, nil
+}
+
+func (f *fakeStore) RecoverFanouts(_ context.Context, now time.Time, grace time.Duration, limit int) (int, int, error) {
+	defer f.enter()()
+	if f.recover != nil {
+		return f.recover(now, grace, limit)
 	}
 	return 0, 0, nil
 }

@@ -6,38 +6,105 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/task"
 )
 
 // sweepBatch is the most index entries one sweep call looks at.
 const sweepBatch = 500
 
+// fanoutEvery is how often the janitor looks for fan-outs left pending.
+// With none pending a look is one script call per partition that reads an
+// empty sorted set, so that every worker of a fleet can afford it.
+const fanoutEvery = 10 * time.Second
+
+// fanoutBatch is the most pending fan-outs one call takes per partition,
+// and fanoutBatches bounds the calls of one look.
+const (
+	fanoutBatch   = 100
+	fanoutBatches = 10
+)
+
 // sweepStore is what the janitor writes in Redis.
 type sweepStore interface {
 	SweepRuns(ctx context.Context, cutoff time.Time, offset, limit int) (removed, looked int, err error)
 }
 
+// fanoutStore finishes fan-outs left pending.
+type fanoutStore interface {
+	RecoverFanouts(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, finished int, err error)
+}
+
 // janitor removes index entries whose run records have expired, every
 // interval, in batches with a cursor, starting at a random offset in time
 // so a fleet of workers does not sweep in lockstep.
+//
+// It also finishes the fan-outs of events whose ingester died (or whose
+// later steps Redis refused) between storing the event and recording what
+// it did to each subscribed task, once they have been pending for
+// redisstore.FanoutGrace (see internal/redisstore/fanout.go). That is a
+// worker's duty rather than the ingesters' or taskq serve's: a worker runs
+// wherever a namespace's runs are executed, while an ingester may be a
+// short-lived process (the CLI) or a service no other ingester watches,
+// and taskq serve may not run at all; runs created while no worker runs
+// would wait anyway. Every worker looks: a fan-out is handed to one
+// recoverer at a time, and its steps are idempotent, so two recoverers (or
+// a recoverer and a late ingester) create no run twice.
 type janitor struct {
 	startStop
 	store     sweepStore
+	fanouts   fanoutStore
 	every     time.Duration
 	opTimeout time.Duration
 	clock     task.Clock
 	log       *slog.Logger
 }
 
-// Start starts sweeping; it is ready at once, the first sweep due within
-// one interval.
+// Start starts sweeping; it is ready at once, the first look for pending
+// fan-outs made now (a worker started after a crash finishes what the
+// crashed ingester left), the first sweep due within one interval.
 func (j *janitor) Start(context.Context) error {
-	first := time.Duration(rand.Int64N(int64(j.every)))
+	firstSweep := time.Now().Add(time.Duration(rand.Int64N(int64(j.every))))
 	return j.begin(func(quit <-chan struct{}) {
-		for wait := first; sleep(quit, wait); wait = j.every {
-			j.sweep(quit)
+		nextSweep := firstSweep
+		for wait := time.Duration(0); sleep(quit, wait); {
+			j.recoverFanouts(quit)
+			if !time.Now().Before(nextSweep) {
+				j.sweep(quit)
+				nextSweep = time.Now().Add(j.every)
+			}
+			wait = min(fanoutEvery, time.Until(nextSweep))
 		}
 	})
+}
+
+// recoverFanouts finishes the fan-outs pending past their grace period,
+// batch by batch while batches come back full, or until quit closes.
+func (j *janitor) recoverFanouts(quit <-chan struct{}) {
+	if j.fanouts == nil {
+		return
+	}
+	for n := 0; n < fanoutBatches; n++ {
+		ctx, cancel := context.WithTimeout(context.Background(), j.opTimeout)
+		taken, finished, err := j.fanouts.RecoverFanouts(ctx, j.clock.Now(), redisstore.FanoutGrace, fanoutBatch)
+		cancel()
+		if finished > 0 {
+			j.log.Info("taskq: finished the fan-out of events whose ingester left it pending", "events", finished)
+		}
+		if err != nil {
+			j.log.Warn("taskq: finishing pending event fan-outs failed; they are tried again after the grace period",
+				"taken", taken, "finished", finished, "err", err)
+			return
+		}
+		if taken < fanoutBatch {
+			return
+		}
+		select {
+		case <-quit:
+			return
+		default:
+		}
+	}
 }
 
 // sweep makes one pass over the index, batch by batch, until it has looked

@@ -1,8 +1,12 @@
 package worker
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
 )
 
 // A sweep goes through the index batch by batch, its cursor moved past the
@@ -29,5 +33,60 @@ func TestJanitorSweepsInBatches(t *testing.T) {
 		if offsets[i] != want[i] {
 			t.Fatalf("offsets %v, want %v", offsets, want)
 		}
+	}
+}
+
+// The janitor finishes the fan-outs pending for longer than their grace
+// period, by the worker's clock, batch by batch while batches come back
+// full; an error ends the look (the fan-outs left are tried again later).
+func TestJanitorRecoversPendingFanoutsInBatches(t *testing.T) {
+	t.Parallel()
+	clock := fixedClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	takes := []int{fanoutBatch, fanoutBatch, 7}
+	calls := 0
+	st := &fakeStore{recover: func(now time.Time, grace time.Duration, limit int) (int, int, error) {
+		if !now.Equal(clock.t) || grace != redisstore.FanoutGrace || limit != fanoutBatch {
+			t.Errorf("RecoverFanouts(%s, %s, %d), want the clock's time, %s and %d", now, grace, limit, redisstore.FanoutGrace, fanoutBatch)
+		}
+		calls++
+		return takes[calls-1], takes[calls-1], nil
+	}}
+	j := &janitor{store: st, fanouts: st, every: time.Minute, opTimeout: time.Second, clock: clock, log: discard}
+	j.recoverFanouts(make(chan struct{}))
+	if calls != 3 {
+		t.Fatalf("%d calls, want 3: two full batches, then a short one", calls)
+	}
+	calls = 0
+	st.recover = func(time.Time, time.Duration, int) (int, int, error) {
+		calls++
+		return fanoutBatch, 0, errors.New("redis went away")
+	}
+	j.recoverFanouts(make(chan struct{}))
+	if calls != 1 {
+		t.Fatalf("%d calls after an error, want 1", calls)
+	}
+}
+
+// A started janitor looks for pending fan-outs at once, before its first
+// sweep is due.
+func TestJanitorLooksForPendingFanoutsAtStart(t *testing.T) {
+	t.Parallel()
+	looked := make(chan struct{}, 1)
+	st := &fakeStore{recover: func(time.Time, time.Duration, int) (int, int, error) {
+		select {
+		case looked <- struct{}{}:
+		default:
+		}
+		return 0, 0, nil
+	}}
+	j := &janitor{store: st, fanouts: st, every: time.Hour, opTimeout: time.Second, clock: systemClock{}, log: discard}
+	if err := j.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Stop()
+	select {
+	case <-looked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no look for pending fan-outs after Start")
 	}
 }

@@ -83,7 +83,9 @@ func wire(w *Worker) (*lifecycle, error) {
 			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics,
 		},
 		forwarder: &forwarder{store: st, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
-		janitor:   &janitor{store: st, every: o.SweepInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
+		janitor: &janitor{
+			store: st, fanouts: st, every: o.SweepInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
+		},
 		recoverer: &recoverer{
 			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names,
 			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log, metrics: w.metrics,

@@ -101,6 +101,7 @@ local EVENT_PAYLOAD = 'payload' -- payload (JSON object)
 local EVENT_META = 'meta' -- additional metadata (JSON object)
 local EVENT_CREATED = 'created' -- when the event was pushed (unix ms)
 local EVENT_RUNS = 'runs' -- what happened to each subscribed task (JSON array of EventRun)
+local EVENT_FANOUT = 'fanout' -- the pending fan-out (JSON, see fanout.go), until the outcomes are in runs
 
 -- MaxLingeringEntries bounds the acknowledged entries a task stream keeps
 -- behind an older delivery still pending (a long-running handler): past
@@ -243,6 +244,15 @@ local ITEM_ARG_RETENTION = 9 -- record retention ms
 local ITEM_ARG_ERROR = 10 -- why no run is attempted ("" to attempt one)
 local ITEM_ARG_COUNT = 11
 
+-- @script record_event
+-- record_event.lua: step 3, the outcomes of a fan-out.
+local KEY_EVENT = 1 -- event hash
+local KEY_FANOUTS = 2 -- pending fan-outs
+local KEY_COUNT = 2
+local ARG_EVENT_ID = 1 -- event ID
+local ARG_RUNS = 2 -- every task's outcome (JSON array of EventRun)
+local ARG_COUNT = 2
+
 -- @script register
 -- register.lua.
 local KEY_TASKS = 1 -- task registry
@@ -311,6 +321,23 @@ local ITEM_ARG_MAX_DELIVERIES = 2 -- most deliveries, from the entry's spec ("" 
 local ITEM_ARG_REDELIVERED = 3 -- "1" when the entry was delivered before
 local ITEM_ARG_COUNT = 4
 
+-- @script store_event
+-- store_event.lua: step 1 of a fan-out in steps, the event and its pending
+-- fan-out.
+local KEY_EVENT = 1 -- event hash
+local KEY_EVENTS = 2 -- events index
+local KEY_EVENT_KEY_INDEX = 3 -- events-by-key index
+local KEY_FANOUTS = 4 -- pending fan-outs
+local KEY_COUNT = 4
+local ARG_EVENT_ID = 1 -- event ID
+local ARG_EVENT_KEY = 2 -- event key
+local ARG_PAYLOAD = 3 -- payload (JSON object)
+local ARG_META = 4 -- metadata (JSON object)
+local ARG_NOW = 5 -- now (unix ms)
+local ARG_RETENTION = 6 -- event retention ms
+local ARG_FANOUT = 7 -- the pending fan-out (JSON)
+local ARG_COUNT = 7
+
 -- @script sweep
 -- sweep.lua.
 local KEY_INDEX = 1 -- runs or events index
@@ -320,6 +347,48 @@ local ARG_OFFSET = 2 -- offset into the entries before the cutoff
 local ARG_LIMIT = 3 -- most entries to look at
 local ARG_RECORD_PREFIX = 4 -- key prefix of the records (taskq:{ns}:run: or taskq:{ns}:event:)
 local ARG_COUNT = 4
+
+-- @script take_fanouts
+-- take_fanouts.lua: pending fan-outs a recoverer takes over.
+local KEY_FANOUTS = 1 -- pending fan-outs
+local KEY_COUNT = 1
+local ARG_CUTOFF = 1 -- take those last taken (or stored) at or before it (unix ms)
+local ARG_NOW = 2 -- now (unix ms)
+local ARG_LIMIT = 3 -- most fan-outs to take
+local ARG_EVENT_PREFIX = 4 -- key prefix of the event records (taskq:{ns}:event:)
+local ARG_COUNT = 4
+
+-- @script trigger_event
+-- trigger_event.lua: step 2, the triggers of an event's tasks whose runs
+-- live under one prefix, any number per call.
+local KEY_COUNT = 0 -- KEYS before the first task's: none
+local ARG_PREFIX = 1 -- key prefix of the tasks' runs
+local ARG_PAYLOAD = 2 -- payload (JSON object), every run's input
+local ARG_META = 3 -- metadata (JSON object), every run's
+local ARG_NOW = 4 -- the event's time (unix ms), every run's creation time
+local ARG_RETENTION = 5 -- event retention ms, the markers'
+local ARG_COUNT = 5 -- ARGV before the first task's
+
+-- trigger_event.lua: KEYS of one task.
+local ITEM_KEY_MARKER = 0 -- what the fan-out did to the task
+local ITEM_KEY_RUN = 1 -- run hash
+local ITEM_KEY_STREAM = 2 -- task stream
+local ITEM_KEY_RUNS = 3 -- runs index
+local ITEM_KEY_IDEMPOTENCY = 4 -- idempotency key (the runs index again under strategy none)
+local ITEM_KEY_COUNT = 5
+
+-- trigger_event.lua: ARGV of one task.
+local ITEM_ARG_TASK = 0 -- task name
+local ITEM_ARG_RUN_ID = 1 -- run ID
+local ITEM_ARG_IDEMPOTENCY_KEY = 2 -- idempotency key ("" when not deduplicated)
+local ITEM_ARG_STRATEGY = 3 -- strategy
+local ITEM_ARG_HOLD = 4 -- hold ms
+local ITEM_ARG_RETAIN = 5 -- retain ms
+local ITEM_ARG_RETRIES = 6 -- retries allowed
+local ITEM_ARG_MAX_DELIVERIES = 7 -- most deliveries
+local ITEM_ARG_TIMEOUT = 8 -- handler timeout ms
+local ITEM_ARG_RETENTION = 9 -- record retention ms
+local ITEM_ARG_COUNT = 10
 
 -- @script watch
 -- watch.lua.

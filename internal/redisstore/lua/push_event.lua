@@ -1,5 +1,8 @@
 -- push_event.lua: stores an ingested event and triggers the run of every
--- task subscribed to its key, as one step. A task whose key is already held
+-- task subscribed to its key, as one step: the fan-out of an event whose
+-- tasks' runs all live in the event's slot (always, on one partition).
+-- Otherwise the fan-out goes in steps: store_event.lua, trigger_event.lua,
+-- record_event.lua (see fanout.go). A task whose key is already held
 -- gets no run: the event records the run it was deduplicated to instead.
 -- Every run is checked (taskq_claim_check) before the first write, so
 -- either the event and all its runs are written, or nothing is.
@@ -61,11 +64,11 @@ local now = tonumber(ARGV[ARG_NOW])
 local retention = tonumber(ARGV[ARG_RETENTION])
 local retry_key = taskq_key_retry(prefix)
 
-if redis.call('EXISTS', KEYS[KEY_EVENT]) == 1 then
-  return redis.error_reply('TASKQ_EVENT_EXISTS ' .. event_id)
-end
-local bad = taskq_check_type(KEYS[KEY_EVENTS], 'zset') or taskq_check_type(KEYS[KEY_EVENT_KEY_INDEX], 'zset')
-  or taskq_check_type(retry_key, 'zset')
+local event = {
+  event_key = KEYS[KEY_EVENT], events_key = KEYS[KEY_EVENTS], key_index_key = KEYS[KEY_EVENT_KEY_INDEX],
+  id = event_id, key = ARGV[ARG_EVENT_KEY], payload = payload, meta = meta, now = now, retention = retention,
+}
+local bad = taskq_event_check(event) or taskq_check_type(retry_key, 'zset')
 if bad then
   return bad
 end
@@ -138,16 +141,8 @@ for _, d in ipairs(debounce) do
   taskq_debounce(prefix, d.owner, d.idem_key, payload, meta, d.hold, now)
 end
 
-redis.call('HSET', KEYS[KEY_EVENT], EVENT_KEY, ARGV[ARG_EVENT_KEY], EVENT_PAYLOAD, payload, EVENT_META, meta,
-  EVENT_CREATED, ARGV[ARG_NOW])
+taskq_event_write(event)
 if #runs > 0 then
   redis.call('HSET', KEYS[KEY_EVENT], EVENT_RUNS, cjson.encode(runs))
 end
-redis.call('PEXPIRE', KEYS[KEY_EVENT], retention)
-redis.call('ZADD', KEYS[KEY_EVENTS], now, event_id)
--- The per-key index trims itself: its entries are only ever read newest
--- first, and the whole index expires when its key sees no events.
-redis.call('ZADD', KEYS[KEY_EVENT_KEY_INDEX], now, event_id)
-redis.call('ZREMRANGEBYSCORE', KEYS[KEY_EVENT_KEY_INDEX], '-inf', '(' .. (now - retention))
-redis.call('PEXPIRE', KEYS[KEY_EVENT_KEY_INDEX], retention)
 return reply
