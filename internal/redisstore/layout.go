@@ -65,6 +65,7 @@ const (
 	keyEventKeyIndex = "eventkey:" // zset  taskq:{ns}:eventkey:<event key>: the events of one event key, by time (ms)
 	keyWorker        = "worker:"   // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
 	keyWorkers       = "workers"   // zset  taskq:{ns}:workers: worker records by when each expires (ms)
+	keyAckMark       = "ackmark"   // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
 )
 
 // Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
