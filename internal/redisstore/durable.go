@@ -274,6 +274,14 @@ func (s *Store) runDurable(ctx context.Context, sc *script, calls []scriptCall, 
 		)
 		for _, g := range groups {
 			wg.Go(func() {
+				if err := s.loadOn(ctx, g.node, sc); err != nil {
+					mu.Lock()
+					defer mu.Unlock()
+					for _, i := range g.calls {
+						out[i].err = err
+					}
+					return
+				}
 				retry, m := s.pipeDurable(ctx, g.node, sc, calls, g.calls, source, d, out)
 				mu.Lock()
 				again, moved = append(again, retry...), moved || m
@@ -303,6 +311,37 @@ func (s *Store) runDurable(ctx context.Context, sc *script, calls []scriptCall, 
 		}
 	}
 	return out
+}
+
+// loadedKey names a script loaded on a master.
+type loadedKey struct {
+	node *redis.Client
+	sc   *script
+}
+
+// loadOn loads sc on node unless the store did so before: a pipeline's
+// EVALSHA that found the script cache empty would cost its WAIT twice (the
+// call is sent again, with a WAIT of its own), so the first durable call
+// on each master loads the script first. A cache emptied since (a restart)
+// is met by sending the call again.
+func (s *Store) loadOn(ctx context.Context, node *redis.Client, sc *script) error {
+	if _, ok := s.loaded.Load(loadedKey{node, sc}); ok {
+		return nil
+	}
+	run := sc.Script
+	if sc.plain != nil && s.plain.Load() {
+		run = sc.plain
+	}
+	err := run.Load(ctx, node).Err()
+	if run != sc.plain && sc.plain != nil && shebangUnsupported(err) {
+		s.plain.Store(true)
+		err = sc.plain.Load(ctx, node).Err()
+	}
+	if err != nil {
+		return s.named(sc.name, scriptError(err))
+	}
+	s.loaded.Store(loadedKey{node, sc}, true)
+	return nil
 }
 
 // nodeCalls are the calls that go to one master.
@@ -397,6 +436,7 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 		v, err := cmds[j].Result()
 		switch {
 		case isNoScript(err):
+			s.loaded.Delete(loadedKey{node, sc})
 			source[i] = true
 			again = append(again, i)
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,9 @@ type Store struct {
 	plain atomic.Bool
 	// version is the server's, once read (see ServerVersion).
 	version serverVersion
+	// loaded holds the scripts loaded on each master for durable calls
+	// (loadedKey, see loadOn).
+	loaded sync.Map
 }
 
 // New returns a Store for namespace ns on rdb.
