@@ -20,9 +20,11 @@ import (
 // commandCounter is a go-redis hook that counts the commands sent by name,
 // alone or in pipelines, and the pipelines.
 type commandCounter struct {
-	mu        sync.Mutex
-	n         map[string]int
-	pipelines int
+	mu sync.Mutex
+	n  map[string]int
+	// singles counts commands sent alone, pipelines the pipelines that
+	// carry a script call or a WAIT: each is one round trip.
+	singles, pipelines int
 }
 
 func newCommandCounter() *commandCounter { return &commandCounter{n: map[string]int{}} }
@@ -33,6 +35,7 @@ func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.mu.Lock()
 		h.n[cmd.Name()]++
+		h.singles++
 		h.mu.Unlock()
 		return next(ctx, cmd)
 	}
@@ -65,7 +68,7 @@ func (h *commandCounter) count(name string) int {
 func (h *commandCounter) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.n, h.pipelines = map[string]int{}, 0
+	h.n, h.singles, h.pipelines = map[string]int{}, 0, 0
 }
 
 // replicated is a master of the test's own with one replica.
