@@ -149,7 +149,7 @@ func (o Options) validate() error {
 		return errors.New("client: OperationTimeout must not be negative")
 	}
 	if err := checkDurability(o.Durability, o.OperationTimeout); err != nil {
-		return fmt.Errorf("client: Options.%w", err)
+		return fmt.Errorf("client: Options: %w", err)
 	}
 	return nil
 }

@@ -44,14 +44,15 @@ func (c *Client) resolveDurability(def *task.Definition, own *task.Durability) (
 	return d.WithDefaults(), nil
 }
 
-// checkDurability says what is wrong with d for a client whose calls are
-// bounded by opTimeout.
+// checkDurability says, as a *task.ConfigError, what is wrong with d for
+// a client whose calls are bounded by opTimeout.
 func checkDurability(d task.Durability, opTimeout time.Duration) error {
 	if err := d.Validate(); err != nil {
-		return fmt.Errorf("durability: %w", err)
+		return err
 	}
 	if t := d.WithDefaults().Timeout; d.Enabled() && t >= opTimeout {
-		return fmt.Errorf("durability: timeout %s is not below the operation timeout %s, which bounds the write and the wait together", t, opTimeout)
+		return &task.ConfigError{Field: "durability", Message: fmt.Sprintf(
+			"timeout %s is not below the operation timeout %s, which bounds the write and the wait together", t, opTimeout)}
 	}
 	return nil
 }

@@ -50,15 +50,19 @@ func (d Durability) WithDefaults() Durability {
 	return d
 }
 
-// Validate says, naming the field and the limit, what is wrong with d.
+// Validate says, as a *ConfigError naming the field and the limit, what
+// is wrong with d.
 func (d Durability) Validate() error {
+	bad := func(format string, args ...any) error {
+		return &ConfigError{Field: "durability", Message: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case d.Replicas < 0 || d.Replicas > DurabilityReplicasMax:
-		return fmt.Errorf("replicas %d is outside [0, %d]", d.Replicas, DurabilityReplicasMax)
+		return bad("replicas %d is outside [0, %d]", d.Replicas, DurabilityReplicasMax)
 	case d.Timeout < 0 || d.Timeout > DurabilityTimeoutMax:
-		return fmt.Errorf("timeout %s is outside [0, %s]", d.Timeout, DurabilityTimeoutMax)
+		return bad("timeout %s is outside [0, %s]", d.Timeout, DurabilityTimeoutMax)
 	case d.Timeout > 0 && d.Timeout < time.Millisecond:
-		return fmt.Errorf("timeout %s is below 1ms, the unit Redis waits in", d.Timeout)
+		return bad("timeout %s is below 1ms, the unit Redis waits in", d.Timeout)
 	}
 	return nil
 }

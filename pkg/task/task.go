@@ -184,6 +184,9 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
+	if e.Task == "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Message)
+	}
 	return fmt.Sprintf("task %q: %s: %s", e.Task, e.Field, e.Message)
 }
 
@@ -233,8 +236,10 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 		return nil, cfg("on_conflict", fmt.Sprintf("%q is not reject, attach, supersede or signal", opts.OnConflict), nil)
 	}
 	if opts.Durability != nil {
-		if err := opts.Durability.Validate(); err != nil {
-			return nil, cfg("durability", err.Error(), err)
+		var ce *ConfigError
+		if err := opts.Durability.Validate(); errors.As(err, &ce) {
+			ce.Task = name
+			return nil, ce
 		}
 		dur := *opts.Durability
 		opts.Durability = &dur
