@@ -200,7 +200,9 @@ func (f *fuzzer) learn(method, path string, r response) {
 			switch {
 			case trigger && r.status == http.StatusCreated && depth == 0 && id != "":
 				f.created[id] = !superseded
-			case trigger && x["status"] == float64(http.StatusCreated) && id != "":
+			case trigger && x["status"] == float64(http.StatusCreated) && id != "",
+				// A run of a batch created, but short of its durability.
+				trigger && x["error"] == CodeDurabilityNotReached && x["outcome"] == "created" && id != "":
 				f.created[id] = !superseded
 			case x["outcome"] == "created" && id != "":
 				f.created[id] = true

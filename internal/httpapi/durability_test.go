@@ -71,6 +71,12 @@ func TestTriggerAsksForDurability(t *testing.T) {
 	if dup["status"] != float64(http.StatusConflict) || dup["existingRunId"] != id || dup["durability"] == nil {
 		t.Fatalf("the batch's duplicate: %v", dup)
 	}
+	// Every shortfall is counted: one run, the keyless run, two in the batch.
+	metrics := string(e.call("GET", "/metrics", nil).expect(t, http.StatusOK).raw)
+	if !strings.Contains(metrics, `taskq_durability_shortfalls_total{reason="timeout",task="ship"} 3`) ||
+		!strings.Contains(metrics, `taskq_durability_shortfalls_total{reason="timeout",task="plain"} 1`) {
+		t.Fatalf("/metrics does not count the shortfalls:\n%s", metrics)
+	}
 }
 
 // A level the server cannot give is refused before anything is written,
