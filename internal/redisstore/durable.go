@@ -434,20 +434,21 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 	}
 	for j, i := range idx {
 		v, err := cmds[j].Result()
+		retry := true
 		switch {
 		case isNoScript(err):
 			s.loaded.Delete(loadedKey{node, sc})
 			source[i] = true
-			again = append(again, i)
-			continue
 		case run != sc.plain && sc.plain != nil && shebangUnsupported(err):
 			s.plain.Store(true)
-			again = append(again, i)
-			continue
 		case isRedirect(err):
 			moved = true
+		default:
+			retry = false
+		}
+		if retry {
 			again = append(again, i)
-			out[i] = callReply{err: err} // if no attempt is left
+			out[i] = callReply{err: s.named(sc.name, scriptError(err))} // if no attempt is left
 			continue
 		}
 		a := ack

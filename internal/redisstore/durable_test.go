@@ -305,3 +305,29 @@ func TestDurableFsyncNeedsRedis72(t *testing.T) {
 		}
 	})
 }
+
+// A script cache emptied after the store loaded the script (a restart, a
+// failover to a replica that never ran it) costs a second pipeline, not
+// the trigger: the call that met NOSCRIPT is sent again with the script's
+// source and its own WAIT.
+func TestDurableTriggerAfterTheScriptCacheIsFlushed(t *testing.T) {
+	t.Parallel()
+	rs := startReplicated(t)
+	f := newFixture(t, &redistest.Backend{Client: rs.rdb, Namespace: redistest.Namespace(t)})
+	d := redisstore.Durability{Replicas: 1, Timeout: 5 * time.Second}
+	ps := durable(f.statusRuns("ship", "a", "b"), d)
+	if r, err := f.s.Enqueue(f.ctx, ps[0]); err != nil || !r.Ack.Reached() {
+		t.Fatalf("first trigger: %+v, %v", r, err)
+	}
+	if err := rs.rdb.ScriptFlush(f.ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rs.hook.reset()
+	r, err := f.s.Enqueue(f.ctx, ps[1])
+	if err != nil || r.Outcome != redisstore.TriggerCreated || !r.Ack.Reached() {
+		t.Fatalf("trigger after SCRIPT FLUSH: %+v, %v", r, err)
+	}
+	if rs.hook.count("eval") != 1 || rs.hook.count("wait") != 2 {
+		t.Fatalf("sent %v, want the call again as EVAL with a second WAIT", rs.hook.n)
+	}
+}

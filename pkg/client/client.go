@@ -88,8 +88,9 @@ type Options struct {
 	// Durability is the acknowledgement every trigger waits for unless
 	// its task or the trigger itself says otherwise (see WithDurability
 	// and docs/guarantees.md). Zero: none, a trigger returns once the
-	// master ran it. Its Timeout must be below OperationTimeout; a
-	// LocalFsync is checked against the server's version at New.
+	// master ran it. Its Timeout must be below OperationTimeout (and, for
+	// a Redis client passed in, below its ReadTimeout); a LocalFsync is
+	// checked against the server's version at New.
 	Durability task.Durability
 	// Metrics, when set, gets the client's metrics of durable triggers
 	// (see MetricsCollector).
