@@ -92,6 +92,11 @@ type Options struct {
 	// a Redis client passed in, below its ReadTimeout); a LocalFsync is
 	// checked against the server's version at New.
 	Durability task.Durability
+	// SkipDurability makes every trigger return once the master ran it,
+	// whatever the client, the task or the trigger ask for: for an
+	// embedded Redis that has no replicas (taskqtest, taskq dev), where
+	// every durable trigger would fall short.
+	SkipDurability bool
 	// Metrics, when set, gets the client's metrics of durable triggers
 	// (see MetricsCollector).
 	Metrics prometheus.Registerer

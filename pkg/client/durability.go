@@ -38,7 +38,7 @@ func (c *Client) resolveDurability(def *task.Definition, own *task.Durability) (
 	if err := checkDurability(d, c.opts.OperationTimeout); err != nil {
 		return task.Durability{}, fmt.Errorf("task %q: %w", def.Name, err)
 	}
-	if !d.Enabled() {
+	if !d.Enabled() || c.opts.SkipDurability {
 		return task.Durability{}, nil
 	}
 	return d.WithDefaults(), nil

@@ -329,3 +329,26 @@ func TestDurabilityOptionsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// SkipDurability (for an embedded Redis without replicas) triggers without
+// waiting, whatever the task and the trigger ask for.
+func TestSkipDurabilitySendsNoWait(t *testing.T) {
+	t.Parallel()
+	b := redistest.Mini(t)
+	waits := &waitCounter{}
+	b.Client.AddHook(waits)
+	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, SkipDurability: true,
+		Durability: task.Durability{Replicas: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	two := task.Must[orderInput, orderResult]("durable-skipped", task.Options{Durability: &task.Durability{Replicas: 2}})
+	ref, err := client.RunNoWait(context.Background(), c, two, orderInput{ID: "1"}, client.WithDurability(task.Durability{Replicas: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ref.Acknowledgement(); ok || waits.count() != 0 {
+		t.Fatalf("waited (%d WAITs) with SkipDurability", waits.count())
+	}
+}
