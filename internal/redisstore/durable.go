@@ -282,7 +282,13 @@ func (s *Store) runDurable(ctx context.Context, sc *script, calls []scriptCall, 
 					}
 					return
 				}
-				retry, m := s.pipeDurable(ctx, g.node, sc, calls, g.calls, source, d, out)
+				retry, m, broken := s.pipeDurable(ctx, g.node, sc, calls, g.calls, source, d, out)
+				if cc, ok := s.rdb.(*redis.ClusterClient); ok && broken {
+					// The master may be gone (a failover): the calls fail
+					// (retrying them with the same key is safe), and the
+					// next ones look the slot's master up afresh.
+					cc.ReloadState(ctx)
+				}
 				mu.Lock()
 				again, moved = append(again, retry...), moved || m
 				mu.Unlock()
@@ -380,8 +386,9 @@ func (s *Store) durableNodes(ctx context.Context, calls []scriptCall, pending []
 // ack mark per slot and one WAIT (or WAITAOF), and sets each call's reply
 // and level in out. It returns the calls that did not run and may be sent
 // again (their script was not cached, or could not be compiled with its
-// shebang; their slot moved), and whether a slot moved.
-func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, calls []scriptCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved bool) {
+// shebang; their slot moved), whether a slot moved, and whether the
+// connection failed rather than Redis answering.
+func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, calls []scriptCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
 	pipe := node.Pipeline()
 	cmds := make([]*redis.Cmd, len(idx))
 	run := sc.Script
@@ -415,7 +422,9 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 		wait = redis.NewIntCmd(ctx, "wait", d.Replicas, ms)
 		_ = pipe.Process(ctx, wait)
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own reply or error
+	_, err := pipe.Exec(ctx) // each command carries its own reply or error
+	var rerr redis.Error
+	broken = err != nil && !errors.As(err, &rerr)
 
 	ack := Ack{Wanted: d}
 	if wait != nil {
@@ -457,7 +466,7 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 		}
 		out[i] = callReply{v: v, err: s.named(sc.name, scriptError(err)), ack: a}
 	}
-	return again, moved
+	return again, moved, broken
 }
 
 // waitTimeout is WAIT's timeout for a call bounded by ctx: d, shortened to
