@@ -70,6 +70,9 @@ type app struct {
 	noColor   bool
 	// allowEvicting accepts a Redis whose maxmemory-policy may evict keys.
 	allowEvicting bool
+	// skipDurability ignores durable acknowledgement: dev on its
+	// embedded Redis, which has no replicas.
+	skipDurability bool
 
 	// started is set once a command's own code runs: an error before that
 	// came from parsing flags or arguments and is a usage error.
@@ -174,7 +177,7 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 		a.redisURL = a.envOr(envRedisURL, client.RedisURLDefault)
 	}
 	c, err := client.New(client.Options{RedisURL: a.redisURL, Namespace: a.namespace, Logger: a.logger(),
-		AllowEvictingRedis: a.allowEvicting})
+		AllowEvictingRedis: a.allowEvicting, SkipDurability: a.skipDurability})
 	if errors.Is(err, client.ErrEvictingRedis) {
 		return nil, errors.Unwrap(err) // Redis answered: not a usage error
 	}

@@ -106,6 +106,7 @@ func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 		stopClock := tickClock(m)
 		defer stopClock()
 		a.redisURL = "redis://" + m.Addr() + "/0"
+		a.skipDurability = true // it has no replicas to wait for
 		where, redisNote = "an embedded Redis", "(embedded, in memory: gone when dev stops)"
 	}
 	c, err := a.client(ctx)

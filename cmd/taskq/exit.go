@@ -18,6 +18,9 @@ const (
 	exitCollision = 4 // a trigger was a duplicate: another run holds its idempotency key
 	exitChanged   = 5 // a key changed owner since it was read; nothing was released
 	exitPending   = 6 // the run has not finished (within --wait)
+	// exitNotDurable: runs trigger wrote the run, but fewer replicas than
+	// --replicas acknowledged it in time.
+	exitNotDurable = 7
 )
 
 // errNotFound marks things the CLI itself finds missing (an idempotency key

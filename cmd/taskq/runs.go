@@ -321,6 +321,9 @@ var conflictPolicies = []string{
 func (a *app) runsTriggerCmd() *cobra.Command {
 	var input, metaJSON, onConflict string
 	var meta []string
+	var replicas int
+	var replicasTimeout time.Duration
+	var fsync bool
 	cmd := &cobra.Command{
 		Use:   "trigger TASK",
 		Short: "Trigger a run of a registered task",
@@ -328,11 +331,16 @@ func (a *app) runsTriggerCmd() *cobra.Command {
 registered key expression derives the idempotency key, and Redis accepts the
 run or names the run that already holds the key. A duplicate exits with code 4
 and prints the existing run's ID. --on-conflict overrides the task's conflict
-policy for this trigger (attach, supersede or signal instead of reject).`,
+policy for this trigger (attach, supersede or signal instead of reject).
+--replicas N returns only once N replicas acknowledged the run (Redis WAIT),
+within --replicas-timeout; --fsync also waits for the master's append-only
+file on disk (WAITAOF, Redis 7.2+). When that level is not reached in time the
+run was still written: the command prints it and exits 7.`,
 		Example: `  taskq runs trigger process-order --input '{"orderId":"1001","amount":4200}'
   taskq runs trigger process-order --input @order.json --meta tenant=acme
   echo '{"orderId":"1002"}' | taskq runs trigger process-order --input -
-  taskq runs trigger process-order --input '{"orderId":"1001"}' --on-conflict attach -o json`,
+  taskq runs trigger process-order --input '{"orderId":"1001"}' --on-conflict attach -o json
+  taskq runs trigger process-order --input '{"orderId":"1001"}' --replicas 1 --replicas-timeout 100ms`,
 		Args: argNames([]string{"TASK"}),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
@@ -343,6 +351,10 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if onConflict != "" && !slices.Contains(conflictPolicies, onConflict) {
 				return usageErrorf("invalid --on-conflict %q: use one of %s", onConflict, strings.Join(conflictPolicies, ", "))
+			}
+			d := task.Durability{Replicas: replicas, Timeout: replicasTimeout, LocalFsync: fsync}
+			if err := d.Validate(); err != nil {
+				return usageErrorf("invalid --replicas, --replicas-timeout or --fsync: %v", err)
 			}
 			return nil
 		},
@@ -373,7 +385,20 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 			if onConflict != "" {
 				opts = append(opts, client.OnConflict(task.ConflictPolicy(onConflict)))
 			}
+			if cmd.Flags().Changed("replicas") || cmd.Flags().Changed("replicas-timeout") || fsync {
+				opts = append(opts, client.WithDurability(task.Durability{Replicas: replicas, Timeout: replicasTimeout, LocalFsync: fsync}))
+			}
 			h, err := c.TriggerJSON(ctx, def, in, opts...)
+			var nd *client.DurabilityError
+			if errors.As(err, &nd) {
+				if p := a.printer(); p.json() {
+					// The run was written: the HTTP API's 504 body names it.
+					if err := p.JSON(wire.NotDurable(nd)); err != nil {
+						return err
+					}
+				}
+				return withCode(exitNotDurable, err)
+			}
 			var coll *client.IdempotencyCollisionError
 			if errors.As(err, &coll) {
 				ce := &collisionError{coll: coll, status: ownerStatus(ctx, coll)}
@@ -408,6 +433,9 @@ policy for this trigger (attach, supersede or signal instead of reject).`,
 	cmd.Flags().StringVar(&metaJSON, "meta-json", "", "additional metadata as a JSON object, @file or -")
 	cmd.Flags().StringVar(&onConflict, "on-conflict", "", "policy when the key is held: "+strings.Join(conflictPolicies, ", ")+" (default: the task's)")
 	_ = cmd.RegisterFlagCompletionFunc("on-conflict", cobra.FixedCompletions(conflictPolicies, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().IntVar(&replicas, "replicas", 0, "return once this many replicas acknowledged the run (default: the task's level)")
+	cmd.Flags().DurationVar(&replicasTimeout, "replicas-timeout", 0, "how long to wait for --replicas (default "+task.DurabilityTimeoutDefault.String()+")")
+	cmd.Flags().BoolVar(&fsync, "fsync", false, "also wait for the master's append-only file on disk (Redis 7.2+)")
 	return cmd
 }
 
@@ -428,6 +456,12 @@ func describeTrigger(v wire.TriggerResult) string {
 	s := "Accepted run " + v.RunID + keyNote
 	if v.SupersededRunID != "" {
 		s += "; superseded run " + v.SupersededRunID
+	}
+	if d := v.Durability; d != nil {
+		s += fmt.Sprintf("; %d of %d replica(s) acknowledged it", d.Replicas, d.ReplicasWanted)
+		if d.LocalFsync && d.LocalFsynced {
+			s += ", fsynced locally"
+		}
 	}
 	return s + "."
 }

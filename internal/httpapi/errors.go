@@ -38,6 +38,7 @@ const (
 	CodeKeyNotFound          = "key_not_found"
 	CodeIdempotencyCollision = wire.CodeIdempotencyCollision
 	CodeIdempotencyKeyError  = wire.CodeIdempotencyKeyError
+	CodeDurabilityNotReached = wire.CodeDurabilityNotReached
 	CodeTaskDefinitionError  = "task_definition_error"
 	CodeRedisUnavailable     = "redis_unavailable"
 	CodeRedisOutOfMemory     = "redis_out_of_memory"
@@ -181,6 +182,11 @@ func triggerError(err error) *apiError {
 		return ae
 	case errors.As(err, &coll):
 		return collisionError(coll, "")
+	case errors.Is(err, client.ErrFsyncUnsupported):
+		// Nothing was written: this Redis cannot give the level asked for.
+		e := newError(http.StatusBadRequest, CodeInvalidField, "%v", err)
+		e.Field = "durability.localFsync"
+		return e
 	case errors.As(err, &limit):
 		e := newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "%s", limit.Error())
 		if limit.What == "batch" {

@@ -30,6 +30,38 @@ type triggerRequest struct {
 	// supersede or signal.
 	OnConflict string            `json:"onConflict"`
 	Runs       []json.RawMessage `json:"runs"`
+	// Durability asks the trigger (every run of a batch) to wait until
+	// replicas hold it, in place of the task's level.
+	Durability *durabilityRequest `json:"durability"`
+}
+
+// durabilityRequest is the acknowledgement a trigger asks for.
+type durabilityRequest struct {
+	Replicas   int   `json:"replicas"`
+	TimeoutMs  int64 `json:"timeoutMs"`
+	LocalFsync bool  `json:"localFsync"`
+}
+
+// option checks the level against the limits and the client's operation
+// timeout, naming the field at fault.
+func (d *durabilityRequest) option(opTimeout time.Duration) (client.RunOption, *apiError) {
+	td := task.Durability{Replicas: d.Replicas, Timeout: time.Duration(d.TimeoutMs) * time.Millisecond, LocalFsync: d.LocalFsync}
+	bad := func(field, format string, args ...any) *apiError {
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field \"durability.%s\" "+format, append([]any{field}, args...)...)
+		e.Field = "durability." + field
+		return e
+	}
+	switch {
+	case td.Replicas < 0 || td.Replicas > task.DurabilityReplicasMax:
+		return nil, bad("replicas", "is %d; use 0 to %d", td.Replicas, task.DurabilityReplicasMax)
+	case d.TimeoutMs < 0 || td.Timeout > task.DurabilityTimeoutMax:
+		return nil, bad("timeoutMs", "is %d; use 0 (the default, %d) to %d", d.TimeoutMs,
+			task.DurabilityTimeoutDefault.Milliseconds(), task.DurabilityTimeoutMax.Milliseconds())
+	case td.Enabled() && td.WithDefaults().Timeout >= opTimeout:
+		return nil, bad("timeoutMs", "is %d; it must be below the server's operation timeout, %d", td.WithDefaults().Timeout.Milliseconds(),
+			opTimeout.Milliseconds())
+	}
+	return client.WithDurability(td), nil
 }
 
 func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +87,14 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		opts = append(opts, client.OnConflict(p))
 	}
+	if req.Durability != nil {
+		o, e := req.Durability.option(s.c.Options().OperationTimeout)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		opts = append(opts, o)
+	}
 	if req.Runs != nil {
 		s.triggerBatch(w, r, req.Runs, opts)
 		return
@@ -75,6 +115,18 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	h, err := s.c.TriggerJSON(r.Context(), def, input, append(opts, client.WithMetadataJSON(req.AdditionalMetadata))...)
 	s.metrics.observeTrigger(sourceHTTP, start)
+	var notDurable *client.DurabilityError
+	if errors.As(err, &notDurable) {
+		// The trigger took effect: count it as it was, and say that
+		// replicas may not hold it.
+		if h != nil {
+			s.triggered(def.Name, h)
+		} else {
+			s.metrics.collisions.WithLabelValues(def.Name, sourceHTTP).Inc()
+		}
+		writeError(w, &apiError{status: http.StatusGatewayTimeout, errorBody: wire.NotDurable(notDurable)})
+		return
+	}
 	if err != nil {
 		var coll *client.IdempotencyCollisionError
 		if errors.As(err, &coll) {
@@ -183,8 +235,21 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		for _, c := range bulk.Collisions {
 			ae := collisionError(c.IdempotencyCollisionError, "")
 			out[c.Index] = wire.TriggerResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message,
-				IdempotencyKey: ae.IdempotencyKey, ExistingRunID: ae.ExistingRunID}
+				IdempotencyKey: ae.IdempotencyKey, ExistingRunID: ae.ExistingRunID,
+				Durability: wire.AcknowledgementOf(c.Owner)}
 			s.metrics.collisions.WithLabelValues(def.Name, sourceHTTP).Inc()
+		}
+	}
+	var notDurable *client.DurabilityError
+	if errors.As(err, &notDurable) {
+		// These triggers took effect, but replicas may not hold them: each
+		// says so with the status a single trigger would have had.
+		for _, i := range notDurable.Indexes {
+			if i < len(out) && out[i].Error == "" {
+				out[i].Status, out[i].Error = http.StatusGatewayTimeout, wire.CodeDurabilityNotReached
+				out[i].Message = "the run was written, but replicas may not hold it: it may not survive a failover; " +
+					"retrying with the same idempotency key is safe"
+			}
 		}
 	}
 	for _, e := range unwrapJoined(err) {

@@ -201,7 +201,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, c: opts.Client, ing: opts.Events, log: opts.Logger,
-		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(opts.Client.RedisGuard().Collector()),
+		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(opts.Client.RedisGuard().Collector(), opts.Client.MetricsCollector()),
 	}
 	s.routes = s.routeTable()
 	s.handler = s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.dispatch))))

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/taskq/taskq/pkg/task"
@@ -59,6 +60,9 @@ type EnqueueParams struct {
 	SignalID string
 	// MaxSignals bounds the owner's signals (default MaxSignalsDefault).
 	MaxSignals int
+	// Durability, when enabled, makes the trigger wait until replicas hold
+	// its write (see durable.go); its result's Ack says how far it got.
+	Durability Durability
 }
 
 // EnqueueResult is the outcome of one trigger.
@@ -74,6 +78,9 @@ type EnqueueResult struct {
 	Owner    string
 	OwnerTTL time.Duration
 	SignalID string
+	// Ack is how far the write reached, for a trigger that asked for
+	// durable acknowledgement; nil for one that did not.
+	Ack *Ack
 }
 
 // appendEnqueue appends one trigger's KEYS and ARGV, in the layout of
@@ -183,19 +190,94 @@ func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, e
 // of a key collides with an earlier one of the same batch. The i-th result
 // and error belong to the i-th trigger, and are what Enqueue would have
 // returned for it alone.
+//
+// Triggers that ask for durable acknowledgement are sent after the others,
+// grouped by the level they ask for: each group's calls share one WAIT (see
+// durable.go), and each of their results carries the Ack it reached.
 func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
+	groups := durabilityGroups(ps)
+	if groups == nil {
+		return s.enqueueBatch(ctx, ps, Durability{})
+	}
+	results, errs := make([]EnqueueResult, len(ps)), make([]error, len(ps))
+	for _, g := range groups {
+		sub := make([]*EnqueueParams, len(g.items))
+		for j, i := range g.items {
+			sub[j] = ps[i]
+		}
+		rs, es := s.enqueueBatch(ctx, sub, g.d)
+		for j, i := range g.items {
+			results[i], errs[i] = rs[j], es[j]
+		}
+	}
+	return results, errs
+}
+
+// enqueueBatch sends triggers that all ask for durability d (none, or one
+// level).
+func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durability) ([]EnqueueResult, []error) {
 	results := make([]EnqueueResult, len(ps))
-	errs := s.evalBatch(ctx, enqueueScript, len(ps), func(lo, hi int) ([]string, []any) {
+	build := func(lo, hi int) ([]string, []any) {
 		keys, args := s.enqueueHeader(hi - lo)
 		for _, p := range ps[lo:hi] {
 			keys, args = s.appendEnqueue(keys, args, p)
 		}
 		return keys, args
-	}, func(i int, r []any) (n int, err error) {
+	}
+	parse := func(i int, r []any) (n int, err error) {
 		results[i], err = s.parseEnqueue(r[0])
 		return 1, err
-	})
+	}
+	if !d.Enabled() {
+		return results, s.evalBatch(ctx, enqueueScript, len(ps), build, parse)
+	}
+	errs, acks := s.evalBatchDurable(ctx, enqueueScript, len(ps), d, build, parse)
+	for i := range results {
+		if errs[i] == nil {
+			results[i].Ack = &acks[i]
+		}
+	}
 	return results, errs
+}
+
+// durabilityGroup is the triggers of a batch that ask for one level.
+type durabilityGroup struct {
+	d     Durability
+	items []int
+}
+
+// durabilityGroups splits a batch by the durability its triggers ask for:
+// those that ask for none first, then each level in the order it first
+// appears. It returns nil when no trigger asks for any, the common case,
+// which then costs nothing more than before.
+func durabilityGroups(ps []*EnqueueParams) []durabilityGroup {
+	durable := false
+	for _, p := range ps {
+		if p.Durability.Enabled() {
+			durable = true
+			break
+		}
+	}
+	if !durable {
+		return nil
+	}
+	groups := []durabilityGroup{{}}
+	for i, p := range ps {
+		d := Durability{}
+		if p.Durability.Enabled() {
+			d = p.Durability.WithDefaults()
+		}
+		j := slices.IndexFunc(groups, func(g durabilityGroup) bool { return g.d == d })
+		if j < 0 {
+			groups = append(groups, durabilityGroup{d: d})
+			j = len(groups) - 1
+		}
+		groups[j].items = append(groups[j].items, i)
+	}
+	if len(groups[0].items) == 0 {
+		groups = groups[1:]
+	}
+	return groups
 }
 
 // EnqueueCall returns the KEYS and ARGV that Enqueue sends to the enqueue

@@ -95,6 +95,12 @@ func (k Keys) Worker(name string) string { return k.prefix + keyWorker + name }
 // Workers is the sorted set indexing worker records by when they expire.
 func (k Keys) Workers() string { return k.prefix + keyWorkers }
 
+// ackMarkKey is the string a durable trigger call writes right before its
+// WAIT, so that the WAIT also covers the runs its duplicates were
+// deduplicated to (see durable.go). It is built from the prefix the call
+// hands its script, so it lives in the slot of the keys it vouches for.
+func ackMarkKey(prefix string) string { return prefix + keyAckMark }
+
 // IdempotencyKeyPattern is a SCAN MATCH pattern for idempotency keys whose
 // user-visible part matches glob.
 func (k Keys) IdempotencyKeyPattern(glob string) string {

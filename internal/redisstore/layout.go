@@ -67,6 +67,7 @@ const (
 	keyEventTrigger  = "evtrig:"   // string taskq:{ns}:evtrig:<event id>:<task>: what an event's fan-out did to the task ("<outcome> <run id>")
 	keyWorker        = "worker:"   // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
 	keyWorkers       = "workers"   // zset  taskq:{ns}:workers: worker records by when each expires (ms)
+	keyAckMark       = "ackmark"   // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
 )
 
 // Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are

@@ -68,7 +68,7 @@ func readLayout(t *testing.T) declaredLayout {
 		}
 	}
 	// The keys only Go builds are key parts too (an unmarked block).
-	for _, p := range []string{keyRuns, keyTasks, keyEvent, keyEvents, keyEventKeyIndex, keyFanouts, keyEventTrigger} {
+	for _, p := range []string{keyRuns, keyTasks, keyEvent, keyEvents, keyEventKeyIndex, keyFanouts, keyEventTrigger, keyAckMark} {
 		d.keyParts[p] = true
 	}
 	for p := range d.keyParts {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,11 @@ type Store struct {
 	plain atomic.Bool
 	// fanoutHooks are set by tests only (SetFanoutHooks).
 	fanoutHooks atomic.Pointer[FanoutHooks]
+	// version is the server's, once read (see ServerVersion).
+	version serverVersion
+	// loaded holds the scripts loaded on each master for durable calls
+	// (loadedKey, see loadOn).
+	loaded sync.Map
 }
 
 // New returns a Store for namespace ns on rdb.
@@ -160,32 +166,38 @@ func (s *Store) evalBatch(ctx context.Context, sc *script, n int, build func(lo,
 		hi := min(lo+MaxItemsPerCall, n)
 		keys, args := build(lo, hi)
 		v, err := s.runScript(ctx, sc, keys, args...)
-		var r []any
-		if err == nil {
-			r, err = asSlice(v)
+		parseCall(sc, lo, hi, v, err, parse, errs)
+	}
+	return errs
+}
+
+// parseCall hands the reply v (or the error err) of the call that carried
+// items lo..hi-1 to parse, item by item, and sets their errors in errs.
+func parseCall(sc *script, lo, hi int, v any, err error, parse func(i int, r []any) (int, error), errs []error) {
+	var r []any
+	if err == nil {
+		r, err = asSlice(v)
+	}
+	if err != nil {
+		for i := lo; i < hi; i++ {
+			errs[i] = err
 		}
-		if err != nil {
-			for i := lo; i < hi; i++ {
-				errs[i] = err
-			}
+		return
+	}
+	for i := lo; i < hi; i++ {
+		if len(r) == 0 {
+			errs[i] = fmt.Errorf("redisstore: %s: no reply for item %d of %d", sc.name, i-lo+1, hi-lo)
 			continue
 		}
+		used, err := parse(i, r)
+		errs[i] = err
+		r = r[min(max(used, 1), len(r)):]
+	}
+	if len(r) != 0 {
 		for i := lo; i < hi; i++ {
-			if len(r) == 0 {
-				errs[i] = fmt.Errorf("redisstore: %s: no reply for item %d of %d", sc.name, i-lo+1, hi-lo)
-				continue
-			}
-			used, err := parse(i, r)
-			errs[i] = err
-			r = r[min(max(used, 1), len(r)):]
-		}
-		if len(r) != 0 {
-			for i := lo; i < hi; i++ {
-				if errs[i] == nil {
-					errs[i] = fmt.Errorf("redisstore: %s: %d values left over in the reply", sc.name, len(r))
-				}
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("redisstore: %s: %d values left over in the reply", sc.name, len(r))
 			}
 		}
 	}
-	return errs
 }

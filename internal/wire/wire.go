@@ -78,6 +78,38 @@ type TriggerResult struct {
 	Error           string `json:"error,omitempty"`
 	Message         string `json:"message,omitempty"`
 	ExistingRunID   string `json:"existingRunId,omitempty"`
+	// Durability is how far the trigger's write reached, when it asked
+	// for durable acknowledgement.
+	Durability *Acknowledgement `json:"durability,omitempty"`
+}
+
+// Acknowledgement is how far a durable trigger's write reached: the
+// replicas that acknowledged it (and the local fsync) beside what was
+// asked for.
+type Acknowledgement struct {
+	// Reached says the level asked for was reached in time.
+	Reached        bool  `json:"reached"`
+	Replicas       int   `json:"replicas"`
+	ReplicasWanted int   `json:"replicasWanted"`
+	TimeoutMs      int64 `json:"timeoutMs"`
+	// LocalFsync is set when a local fsync was asked for, LocalFsynced
+	// when the master's append-only file holds the write.
+	LocalFsync   bool `json:"localFsync,omitempty"`
+	LocalFsynced bool `json:"localFsynced,omitempty"`
+}
+
+// AcknowledgementOf is h's acknowledgement, nil when its trigger asked for
+// none.
+func AcknowledgementOf(h *client.RunHandle) *Acknowledgement {
+	if h == nil {
+		return nil
+	}
+	a, ok := h.Acknowledgement()
+	if !ok {
+		return nil
+	}
+	return &Acknowledgement{Reached: a.Reached(), Replicas: a.Replicas, ReplicasWanted: a.Wanted.Replicas,
+		TimeoutMs: a.Wanted.Timeout.Milliseconds(), LocalFsync: a.Wanted.LocalFsync, LocalFsynced: a.LocalFsynced}
 }
 
 // Triggered describes a trigger that did not fail.
@@ -87,6 +119,7 @@ func Triggered(taskName string, h *client.RunHandle) TriggerResult {
 	if r.Outcome == "" {
 		r.Outcome = string(client.OutcomeCreated)
 	}
+	r.Durability = AcknowledgementOf(h)
 	return r
 }
 
@@ -146,6 +179,27 @@ type Error struct {
 	Kind   string `json:"kind,omitempty"`
 	Line   int    `json:"line,omitempty"`
 	Column int    `json:"column,omitempty"`
+	// Set on durability_not_reached: the run the trigger created (or was
+	// deduplicated to), and how far its write reached.
+	RunID      string           `json:"runId,omitempty"`
+	Durability *Acknowledgement `json:"durability,omitempty"`
+}
+
+// CodeDurabilityNotReached is the error of a durable trigger whose write
+// took effect but did not reach the level asked for in time.
+const CodeDurabilityNotReached = "durability_not_reached"
+
+// NotDurable is the error body of a single trigger that returned a
+// *client.DurabilityError: it names the run, which exists.
+func NotDurable(e *client.DurabilityError) Error {
+	out := Error{Code: CodeDurabilityNotReached, Message: e.Error(), Task: e.Task, RunID: e.RunID(),
+		Durability: AcknowledgementOf(e.Handle())}
+	if e.Collision != nil {
+		out.IdempotencyKey, out.ExistingRunID = e.Collision.Key, e.Collision.ExistingRunID
+	} else if h := e.Handle(); h != nil {
+		out.IdempotencyKey = h.IdempotencyKey()
+	}
+	return out
 }
 
 // Collision is the error body of a trigger whose key another run holds;

@@ -12,7 +12,9 @@ import (
 // and one script run carry many triggers, so Redis and the client spend far
 // less per trigger; a lone trigger is sent at once. Each trigger is still
 // atomic with its own outcome, and the triggers of one batch are handled in
-// the order they were queued. Options.DisableTriggerBatching turns it off.
+// the order they were queued (those that ask for durable acknowledgement
+// after the others, one group per level, each sharing one WAIT).
+// Options.DisableTriggerBatching turns it off.
 type triggerBatcher = redisstore.Batcher[*redisstore.EnqueueParams, redisstore.EnqueueResult]
 
 // newTriggerBatcher returns nil when batching is disabled.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
@@ -84,7 +85,22 @@ type Options struct {
 	// TriggerMiddleware wraps every trigger, the first outermost: for
 	// tracing or metrics (see TriggerMiddleware).
 	TriggerMiddleware []TriggerMiddleware
-	Logger            *slog.Logger
+	// Durability is the acknowledgement every trigger waits for unless
+	// its task or the trigger itself says otherwise (see WithDurability
+	// and docs/guarantees.md). Zero: none, a trigger returns once the
+	// master ran it. Its Timeout must be below OperationTimeout (and, for
+	// a Redis client passed in, below its ReadTimeout); a LocalFsync is
+	// checked against the server's version at New.
+	Durability task.Durability
+	// SkipDurability makes every trigger return once the master ran it,
+	// whatever the client, the task or the trigger ask for: for an
+	// embedded Redis that has no replicas (taskqtest, taskq dev), where
+	// every durable trigger would fall short.
+	SkipDurability bool
+	// Metrics, when set, gets the client's metrics of durable triggers
+	// (see MetricsCollector).
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
 	// Clock tells the client the time (time.Now when nil).
 	Clock task.Clock
 }
@@ -138,6 +154,9 @@ func (o Options) validate() error {
 	case o.OperationTimeout < 0:
 		return errors.New("client: OperationTimeout must not be negative")
 	}
+	if err := checkDurability(o.Durability, o.OperationTimeout); err != nil {
+		return fmt.Errorf("client: Options: %w", err)
+	}
 	return nil
 }
 
@@ -154,6 +173,8 @@ type Client struct {
 	dials *dialRecorder
 	// guard watches Redis's maxmemory-policy and memory.
 	guard *redisguard.Guard
+	// metrics count durable triggers.
+	metrics *clientMetrics
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
@@ -187,7 +208,23 @@ func New(opts Options) (*Client, error) {
 		}
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard}
+	// A local fsync the server cannot give is refused now, not at the
+	// first trigger.
+	ctx, cancel := context.WithTimeout(context.Background(), opts.OperationTimeout)
+	err = st.CheckDurability(ctx, opts.Durability)
+	cancel()
+	metrics := newClientMetrics()
+	if err == nil && opts.Metrics != nil {
+		err = opts.Metrics.Register(metrics)
+	}
+	if err != nil {
+		guard.Stop()
+		if owns {
+			_ = rdb.Close()
+		}
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard, metrics: metrics}
 	c.waiter = newWaiter(rdb, c)
 	return c, nil
 }

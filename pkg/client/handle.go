@@ -88,6 +88,10 @@ type RunHandle struct {
 	superseded string
 	signalID   string
 	key        string
+	// ack is how far the trigger's write reached, when it asked for
+	// durable acknowledgement; ackErr why waiting for it failed.
+	ack    *Acknowledgement
+	ackErr error
 }
 
 // Outcome says what the trigger that returned a handle did.
@@ -119,6 +123,16 @@ func (h *RunHandle) SignalID() string { return h.signalID }
 // ("" when the task is not deduplicated, or for a handle made with
 // Client.Handle).
 func (h *RunHandle) IdempotencyKey() string { return h.key }
+
+// Acknowledgement is how far the write of the trigger that returned this
+// handle reached (replicas acknowledged, local fsync), and true, when the
+// trigger asked for durable acknowledgement; false otherwise.
+func (h *RunHandle) Acknowledgement() (Acknowledgement, bool) {
+	if h.ack == nil {
+		return Acknowledgement{}, false
+	}
+	return *h.ack, true
+}
 
 // Handle returns a handle to the run with the given ID. It does not check
 // that the run exists.

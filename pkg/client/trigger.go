@@ -19,6 +19,9 @@ type runOptions struct {
 	meta    map[string]any
 	rawMeta []byte
 	policy  task.ConflictPolicy
+	// durability is the trigger's own level (WithDurability), nil when
+	// it has none.
+	durability *task.Durability
 }
 
 // OnConflict sets what the trigger does when another run holds its key,
@@ -65,17 +68,19 @@ func (o *runOptions) metaJSON() ([]byte, error) {
 
 // RunNoWait triggers a run of t and returns at once with a reference to it.
 // When another run owns the idempotency key, nothing is created and the
-// error is an *IdempotencyCollisionError naming that run.
+// error is an *IdempotencyCollisionError naming that run. A durable
+// trigger whose write did not reach its level returns its reference and a
+// *DurabilityError.
 func RunNoWait[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, opts ...RunOption) (*RunRef[O], error) {
 	raw, err := t.EncodeInput(input)
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode input: %w", t.Name(), err)
 	}
 	h, err := c.TriggerJSON(ctx, t.Definition(), raw, opts...)
-	if err != nil {
+	if h == nil {
 		return nil, err
 	}
-	return &RunRef[O]{RunHandle: h}, nil
+	return &RunRef[O]{RunHandle: h}, err
 }
 
 // Run triggers a run of t and waits for its result.
@@ -120,7 +125,8 @@ type Trigger struct {
 }
 
 // TriggerJSON triggers def with a JSON input. It is the untyped form of
-// RunNoWait used by the HTTP API and event ingestion.
+// RunNoWait used by the HTTP API and event ingestion; like RunNoWait, it
+// returns the handle with a *DurabilityError.
 func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []byte, opts ...RunOption) (*RunHandle, error) {
 	var o runOptions
 	for _, f := range opts {
@@ -134,34 +140,49 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, err
 	}
+	dur, err := c.resolveDurability(def, o.durability)
+	if err != nil {
+		return nil, err
+	}
 	send := func(ctx context.Context, req *TriggerRequest) ([]*RunHandle, error) {
 		if len(req.Triggers) != 1 {
 			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for one", def.Name, len(req.Triggers))
 		}
-		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy)
+		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy, dur)
 		return []*RunHandle{h}, err
 	}
 	hs, err := chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, []Trigger{{Input: input}}, meta))
-	if err != nil || len(hs) != 1 {
+	if len(hs) != 1 || (err != nil && !errors.Is(err, ErrNotDurable)) {
 		return nil, err
 	}
-	return hs[0], nil
+	return hs[0], err
 }
 
 // triggerOne admits and enqueues one trigger.
-func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy redisstore.Policy) (*RunHandle, error) {
+func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy redisstore.Policy, dur task.Durability) (*RunHandle, error) {
 	p, err := c.prepare(def, tr.Input, tr.Metadata, policy)
 	if err != nil {
 		return nil, err
 	}
+	p.Durability = dur
 	res, err := c.enqueue(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("task %q: trigger: %w", def.Name, c.unavailable(ctx, err))
 	}
 	if res.Outcome == redisstore.TriggerRejected {
-		return nil, c.collision(def, p.Key, res.Owner)
+		coll := c.collision(def, p.Key, res.Owner)
+		if !c.acknowledged(def.Name, coll.Owner, res.Ack) {
+			e := notDurable(def.Name, []*RunHandle{coll.Owner}, nil)
+			e.Collision = coll
+			return nil, e
+		}
+		return nil, coll
 	}
-	return c.triggered(p, res), nil
+	h := c.triggered(p, res)
+	if !c.acknowledged(def.Name, h, res.Ack) {
+		return h, notDurable(def.Name, []*RunHandle{h}, nil)
+	}
+	return h, nil
 }
 
 // triggered turns an enqueue result that did not fail into a handle: the
@@ -203,24 +224,30 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 	if err != nil {
 		return nil, err
 	}
+	dur, err := c.resolveDurability(def, o.durability)
+	if err != nil {
+		return nil, err
+	}
 	send := func(ctx context.Context, req *TriggerRequest) ([]*RunHandle, error) {
 		if len(req.Triggers) != len(triggers) {
 			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for %d", def.Name, len(req.Triggers), len(triggers))
 		}
-		return c.triggerMany(ctx, def, req.Triggers, policy)
+		return c.triggerMany(ctx, def, req.Triggers, policy, dur)
 	}
 	return chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, triggers, meta))
 }
 
 // triggerMany admits every trigger of a batch, then enqueues them in one
-// call.
-func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy redisstore.Policy) ([]*RunHandle, error) {
+// call. A durable batch shares one WAIT (see redisstore.EnqueueBatch); the
+// triggers that fell short are listed in one *DurabilityError.
+func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy redisstore.Policy, dur task.Durability) ([]*RunHandle, error) {
 	ps := make([]*redisstore.EnqueueParams, len(triggers))
 	for i, tr := range triggers {
 		var err error
 		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy); err != nil {
 			return nil, &BatchItemError{Index: i, Err: err}
 		}
+		ps[i].Durability = dur
 	}
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
@@ -228,18 +255,31 @@ func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers
 	hs := make([]*RunHandle, len(triggers))
 	var bulk BulkCollisionError
 	var other []error
+	var short []*RunHandle
+	var shortAt []int
 	for i, r := range results {
+		var h *RunHandle
 		switch {
 		case errs[i] != nil:
 			other = append(other, &BatchItemError{Index: i, Err: c.unavailable(ctx, errs[i])})
+			continue
 		case r.Outcome != redisstore.TriggerRejected:
 			hs[i] = c.triggered(ps[i], r)
+			h = hs[i]
 		default:
-			bulk.Collisions = append(bulk.Collisions, BulkCollision{Index: i, IdempotencyCollisionError: c.collision(def, ps[i].Key, r.Owner)})
+			coll := c.collision(def, ps[i].Key, r.Owner)
+			bulk.Collisions = append(bulk.Collisions, BulkCollision{Index: i, IdempotencyCollisionError: coll})
+			h = coll.Owner
+		}
+		if !c.acknowledged(def.Name, h, r.Ack) {
+			short, shortAt = append(short, h), append(shortAt, i)
 		}
 	}
 	if len(bulk.Collisions) > 0 {
 		other = append(other, &bulk)
+	}
+	if len(short) > 0 {
+		other = append(other, notDurable(def.Name, short, shortAt))
 	}
 	return hs, errors.Join(other...)
 }

@@ -28,6 +28,9 @@ type Spec struct {
 	OnEvents         []string `json:"onEvents,omitempty"`
 	MaxDeliveries    int      `json:"maxDeliveries"`
 	OnConflict       string   `json:"onConflict,omitempty"`
+	// Durability is the task's own acknowledgement level (absent: the
+	// client's applies).
+	Durability *DurabilitySpec `json:"durability,omitempty"`
 }
 
 // Spec returns the definition as plain data.
@@ -37,6 +40,7 @@ func (d *Definition) Spec() Spec {
 		BackoffInitialMs: d.Backoff.Initial.Milliseconds(), BackoffMaxMs: d.Backoff.Max.Milliseconds(),
 		BackoffFactor: d.Backoff.Factor, BackoffJitter: d.Backoff.Jitter,
 		OnEvents: d.OnEvents, MaxDeliveries: d.MaxDeliveries, OnConflict: string(d.OnConflict),
+		Durability: durabilitySpec(d.Durability),
 	}
 	if i := d.Idempotency; i != nil {
 		s.Expression, s.Strategy = i.Expression, i.Strategy
@@ -59,9 +63,9 @@ func FromSpec(s Spec, c *idempotency.Compiler) (*Definition, error) {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	opts := Options{
 		Retries: s.Retries, Timeout: ms(s.TimeoutMs), OnEvents: s.OnEvents, MaxDeliveries: s.MaxDeliveries,
-		OnConflict: ConflictPolicy(s.OnConflict),
-		Backoff:    Backoff{Initial: ms(s.BackoffInitialMs), Max: ms(s.BackoffMaxMs), Factor: s.BackoffFactor, Jitter: s.BackoffJitter},
-		Compiler:   c,
+		OnConflict: ConflictPolicy(s.OnConflict), Durability: s.Durability.durability(),
+		Backoff:  Backoff{Initial: ms(s.BackoffInitialMs), Max: ms(s.BackoffMaxMs), Factor: s.BackoffFactor, Jitter: s.BackoffJitter},
+		Compiler: c,
 	}
 	if s.Strategy != "" {
 		opts.Idempotency = &Idempotency{

@@ -163,6 +163,11 @@ type Options struct {
 	MaxDeliveries int
 	// OnConflict is the default conflict policy of triggers (default reject).
 	OnConflict ConflictPolicy
+	// Durability, when set, is the acknowledgement every trigger of the
+	// task waits for, in place of the client's (a trigger's own
+	// client.WithDurability still wins). Set it to &Durability{} to turn
+	// the client's off for this task. Nil: the client's applies.
+	Durability *Durability
 	// Compiler compiles the expression; nil uses a compiler with default limits.
 	Compiler *idempotency.Compiler
 }
@@ -179,6 +184,9 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
+	if e.Task == "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Message)
+	}
 	return fmt.Sprintf("task %q: %s: %s", e.Task, e.Field, e.Message)
 }
 
@@ -226,6 +234,15 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 	}
 	if !opts.OnConflict.Valid() {
 		return nil, cfg("on_conflict", fmt.Sprintf("%q is not reject, attach, supersede or signal", opts.OnConflict), nil)
+	}
+	if opts.Durability != nil {
+		var ce *ConfigError
+		if err := opts.Durability.Validate(); errors.As(err, &ce) {
+			ce.Task = name
+			return nil, ce
+		}
+		dur := *opts.Durability
+		opts.Durability = &dur
 	}
 	d := &Definition{Name: name, Options: opts}
 	if opts.Idempotency == nil {

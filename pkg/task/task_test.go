@@ -1,6 +1,7 @@
 package task_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -30,6 +31,9 @@ func TestDefinitionValidation(t *testing.T) {
 		{"unknown policy", "t", task.Options{OnConflict: "ignore"}, "on_conflict"},
 		{"bad backoff", "t", task.Options{Backoff: task.Backoff{Initial: time.Second, Factor: 0.5}}, "backoff"},
 		{"bad expression", "t", task.Options{Idempotency: task.TTL("input.", time.Minute)}, "expression"},
+		{"negative replicas", "t", task.Options{Durability: &task.Durability{Replicas: -1}}, "durability"},
+		{"durability timeout over max", "t", task.Options{Durability: &task.Durability{Replicas: 1, Timeout: task.DurabilityTimeoutMax + time.Second}}, "durability"},
+		{"durability timeout under 1ms", "t", task.Options{Durability: &task.Durability{Replicas: 1, Timeout: time.Microsecond}}, "durability"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +77,58 @@ func TestSpecRoundTrip(t *testing.T) {
 	other, _ := task.NewDefinition("orders.charge", task.Options{Idempotency: task.Status(`input.id`, time.Hour)})
 	if other.Spec().Hash() == spec.Hash() {
 		t.Fatal("different definitions share a hash")
+	}
+}
+
+// A task's durability survives the round trip through its registered spec,
+// "explicitly none" included, and a task without one registers the spec it
+// did before durability existed (so its hash is unchanged).
+func TestSpecCarriesDurability(t *testing.T) {
+	for _, d := range []*task.Durability{
+		{Replicas: 2, Timeout: 50 * time.Millisecond, LocalFsync: true},
+		{},
+	} {
+		def, err := task.NewDefinition("orders.charge", task.Options{Durability: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := task.FromSpec(def.Spec(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Durability == nil || *back.Durability != *d {
+			t.Fatalf("durability %+v came back as %+v", *d, back.Durability)
+		}
+	}
+	plain, err := task.NewDefinition("orders.charge", task.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(plain.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "durability") {
+		t.Fatalf("a task without durability registers %s", b)
+	}
+	if back, _ := task.FromSpec(plain.Spec(), nil); back.Durability != nil {
+		t.Fatalf("no durability came back as %+v", *back.Durability)
+	}
+}
+
+func TestDurabilityDefaultsAndText(t *testing.T) {
+	if (task.Durability{}).Enabled() || (task.Durability{Timeout: time.Second}).Enabled() {
+		t.Fatal("a durability without replicas or fsync is enabled")
+	}
+	d := task.Durability{Replicas: 1}.WithDefaults()
+	if d.Timeout != task.DurabilityTimeoutDefault {
+		t.Fatalf("default timeout %s", d.Timeout)
+	}
+	if (task.Durability{}).WithDefaults().Timeout != 0 {
+		t.Fatal("a disabled durability got a timeout")
+	}
+	if got := (task.Durability{Replicas: 1, Timeout: 50 * time.Millisecond, LocalFsync: true}).String(); got != "1 replica(s) and a local fsync within 50ms" {
+		t.Fatalf("String() = %q", got)
 	}
 }
 

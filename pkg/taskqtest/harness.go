@@ -123,10 +123,11 @@ func (h *Harness) Now() time.Time { return h.clock.Now() }
 func (h *Harness) Namespace() string { return h.client.Namespace() }
 
 // ClientOptions are the options of a client wired to the harness: its
-// Redis, namespace, clock and logger. Change what the test needs and pass
+// Redis, namespace, clock and logger, and SkipDurability, as the embedded
+// Redis has no replicas to wait for. Change what the test needs and pass
 // them to client.New; the harness does not close clients made this way.
 func (h *Harness) ClientOptions() client.Options {
-	return client.Options{Redis: h.rdb, Namespace: h.ns, Clock: h.clock, Logger: h.log}
+	return client.Options{Redis: h.rdb, Namespace: h.ns, Clock: h.clock, Logger: h.log, SkipDurability: true}
 }
 
 // WorkerOptions are the options of a worker wired to the harness: its

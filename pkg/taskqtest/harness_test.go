@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/taskqtest"
 	"github.com/taskq/taskq/pkg/worker"
 )
@@ -185,4 +186,22 @@ func TestAdvancePastRetentionForgetsRuns(t *testing.T) {
 	taskqtest.RequireTriggered(t, h, sendWelcome, taskqtest.WithStatus(client.StatusSucceeded))
 	h.Advance(time.Second)
 	taskqtest.RequireNotTriggered(t, h, sendWelcome)
+}
+
+// A task that asks for durable acknowledgement triggers on the harness as
+// any other: the embedded Redis has no replicas to wait for, and the
+// harness's client does not wait.
+func TestDurableTaskTriggersOnTheHarness(t *testing.T) {
+	t.Parallel()
+	h := taskqtest.New(t)
+	durable := task.Must[signup, struct{}]("durable-signup", task.Options{
+		Durability: &task.Durability{Replicas: 1, Timeout: 10 * time.Millisecond}})
+	ref, err := client.RunNoWait(context.Background(), h.Client(), durable, signup{Email: "ada@example.com"},
+		client.WithDurability(task.Durability{Replicas: 2}))
+	if err != nil {
+		t.Fatalf("a durable task on the harness: %v", err)
+	}
+	if _, ok := ref.Acknowledgement(); ok {
+		t.Fatal("the harness's trigger waited for replicas")
+	}
 }
