@@ -21,6 +21,26 @@ var ErrWrongType = errors.New("redis key holds a value of the wrong type")
 // later is safe. pkg/client exports it as client.ErrUnavailable.
 var ErrUnavailable = errors.New("redis unavailable")
 
+// ErrEventPartitions matches every *EventPartitionsError.
+var ErrEventPartitions = errors.New("event fan-out across partitions is not supported")
+
+// EventPartitionsError says an event was refused, nothing written, because
+// its namespace has more than one partition: an event and the runs it
+// triggers are written by one script, in one slot, while the runs of
+// tasks with idempotency keys belong in their keys' partitions.
+type EventPartitionsError struct {
+	Namespace  string
+	Partitions int
+}
+
+func (e *EventPartitionsError) Error() string {
+	return fmt.Sprintf("event fan-out across partitions requires a namespace with 1 partition: namespace %q has %d, "+
+		"so events cannot be pushed to it yet; nothing was written", e.Namespace, e.Partitions)
+}
+
+// Is makes errors.Is(err, ErrEventPartitions) hold.
+func (e *EventPartitionsError) Is(target error) bool { return target == ErrEventPartitions }
+
 // ErrOutOfMemory matches every *OutOfMemoryError.
 var ErrOutOfMemory = errors.New("redis is out of memory")
 

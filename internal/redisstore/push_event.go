@@ -146,6 +146,9 @@ func (s *Store) eventScriptError(err error) error {
 // PushEvent stores an event and triggers its tasks' runs in one script.
 // The i-th EventRun belongs to the i-th task.
 func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, error) {
+	if err := s.singlePartition(ctx); err != nil {
+		return nil, err
+	}
 	k, a := s.pushEventArgs(p)
 	v, err := pushEventScript.Run(ctx, s.rdb, k, a...).Result()
 	if err != nil {
@@ -180,6 +183,9 @@ func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]Even
 	if len(ps) == 0 {
 		return res, errs
 	}
+	if err := s.singlePartition(ctx); err != nil {
+		return res, fillErr(errs, err)
+	}
 	var cmds []*redis.Cmd
 	for try := 0; try < 2; try++ {
 		pipe := s.rdb.Pipeline()
@@ -206,4 +212,18 @@ func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]Even
 		res[i], errs[i] = parsePushEvent(ps[i], v)
 	}
 	return res, errs
+}
+
+// singlePartition refuses events in a namespace of several partitions
+// (*EventPartitionsError): push_event.lua writes an event and all its runs
+// in one slot, which holds only while the namespace has one partition.
+func (s *Store) singlePartition(ctx context.Context) error {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	if n := parts.Count(); n > 1 {
+		return &EventPartitionsError{Namespace: s.keys.ns, Partitions: n}
+	}
+	return nil
 }

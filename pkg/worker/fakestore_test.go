@@ -68,7 +68,7 @@ func (f *fakeStore) enter() func() {
 	return func() { f.inFlight.Add(-1) }
 }
 
-func (f *fakeStore) ReadGroup(ctx context.Context, _ string, _ []string, count int, block time.Duration) ([]redisstore.Delivery, error) {
+func (f *fakeStore) ReadGroup(ctx context.Context, _ int, _ string, _ []string, count int, block time.Duration) ([]redisstore.Delivery, error) {
 	defer f.enter()()
 	if f.readGroup != nil {
 		return f.readGroup(ctx, count)
@@ -84,7 +84,7 @@ func (f *fakeStore) ReadGroup(ctx context.Context, _ string, _ []string, count i
 	}
 }
 
-func (f *fakeStore) AutoClaim(_ context.Context, task, _ string, _ time.Duration, count int) ([]redisstore.Delivery, error) {
+func (f *fakeStore) AutoClaim(_ context.Context, _ int, task, _ string, _ time.Duration, count int) ([]redisstore.Delivery, error) {
 	defer f.enter()()
 	if f.autoClaim != nil {
 		return f.autoClaim(task, count)
@@ -108,7 +108,7 @@ func (f *fakeStore) RunStates(_ context.Context, ids []string) ([]redisstore.Run
 	return make([]redisstore.RunState, len(ids)), nil
 }
 
-func (f *fakeStore) Promote(_ context.Context, _ time.Time, limit int) (int, error) {
+func (f *fakeStore) Promote(_ context.Context, _ int, _ time.Time, limit int) (int, error) {
 	defer f.enter()()
 	if f.promote != nil {
 		return f.promote(limit)
@@ -116,7 +116,7 @@ func (f *fakeStore) Promote(_ context.Context, _ time.Time, limit int) (int, err
 	return 0, nil
 }
 
-func (f *fakeStore) NextRetry(context.Context) (time.Time, bool, error) {
+func (f *fakeStore) NextRetry(context.Context, int) (time.Time, bool, error) {
 	defer f.enter()()
 	if f.nextRetry != nil {
 		t, ok := f.nextRetry()
@@ -125,12 +125,17 @@ func (f *fakeStore) NextRetry(context.Context) (time.Time, bool, error) {
 	return time.Time{}, false, nil
 }
 
-func (f *fakeStore) SweepRuns(_ context.Context, _ time.Time, offset, limit int) (int, int, error) {
+func (f *fakeStore) SweepRuns(_ context.Context, _ int, _ time.Time, offset, limit int) (int, int, error) {
 	defer f.enter()()
 	if f.sweepRuns != nil {
 		return f.sweepRuns(offset, limit)
 	}
 	return 0, 0, nil
+}
+
+func (f *fakeStore) RecordPartitions(context.Context) error {
+	defer f.enter()()
+	return nil
 }
 
 func (f *fakeStore) EnsureGroup(_ context.Context, task string) error {
