@@ -30,6 +30,18 @@ const (
 // RedisURLEnv names the environment variable read when no Redis is given.
 const RedisURLEnv = "TASKQ_REDIS_URL"
 
+// Limits and defaults of Options.Partitions: see docs/scaling.md.
+const (
+	// PartitionsMax is the largest partition count a namespace can have.
+	PartitionsMax = redisstore.PartitionsMax
+	// PartitionsDefault is the count a namespace first used on a single
+	// Redis records when none is configured.
+	PartitionsDefault = redisstore.PartitionsDefault
+	// PartitionsClusterDefault is the count a namespace first used on a
+	// Redis Cluster records when none is configured.
+	PartitionsClusterDefault = redisstore.PartitionsClusterDefault
+)
+
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
