@@ -319,11 +319,12 @@ func TestRetryKeepsKeyAndPromoteRequeues(t *testing.T) {
 		if !f.exists(f.k.IdempotencyKey("k")) {
 			t.Fatal("key released while the run is retrying")
 		}
-		if n, _ := f.s.Promote(f.ctx, 0, f.now, 10); n != 0 {
-			t.Fatalf("promoted %d runs before their retry was due", n)
+		// Not due yet: nothing moves, and the call says when it will be.
+		if n, next, err := f.s.PromoteDue(f.ctx, 0, f.now, 10); err != nil || n != 0 || next.UnixMilli() != f.now.Add(time.Hour).UnixMilli() {
+			t.Fatalf("promote before due = %d, next %v, %v; want 0, next %v", n, next, err, f.now.Add(time.Hour))
 		}
-		if n, _ := f.s.Promote(f.ctx, 0, f.now.Add(2*time.Hour), 10); n != 1 {
-			t.Fatalf("promoted %d, want 1", n)
+		if n, next, err := f.s.PromoteDue(f.ctx, 0, f.now.Add(2*time.Hour), 10); err != nil || n != 1 || !next.IsZero() {
+			t.Fatalf("promote = %d, next %v, %v; want 1 and none left", n, next, err)
 		}
 		ds := f.read("t", "c")
 		if len(ds) != 1 || ds[0].RunID != p.RunID {

@@ -143,20 +143,6 @@ func (s *Store) AutoClaim(ctx context.Context, part int, task, consumer string, 
 	return ds, nil
 }
 
-// NextRetry returns when the earliest scheduled retry of partition part is
-// due, or false.
-func (s *Store) NextRetry(ctx context.Context, part int) (time.Time, bool, error) {
-	ks, err := s.partitionKeys(ctx, part)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	z, err := s.rdb.ZRangeWithScores(ctx, ks.Retry(), 0, 0).Result()
-	if err != nil || len(z) == 0 {
-		return time.Time{}, false, err
-	}
-	return fromMS(int64(z[0].Score)), true, nil
-}
-
 // --- idempotency keys ------------------------------------------------------
 
 // KeyState is the current holder of an idempotency key.

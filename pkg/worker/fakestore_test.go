@@ -28,8 +28,7 @@ type fakeStore struct {
 	autoClaim    func(task string, count int) ([]redisstore.Delivery, error)
 	heartbeat    func(task string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error)
 	runStates    func(ids []string) ([]redisstore.RunState, error)
-	promote      func(limit int) (int, error)
-	nextRetry    func() (time.Time, bool)
+	promote      func(part, limit int) (int, time.Time, error)
 	sweepRuns    func(offset, limit int) (removed, looked int, err error)
 	registerTask func(name string, record []byte, replace bool) ([]byte, error)
 	missingTasks func(names []string) ([]string, error)
@@ -108,21 +107,12 @@ func (f *fakeStore) RunStates(_ context.Context, ids []string) ([]redisstore.Run
 	return make([]redisstore.RunState, len(ids)), nil
 }
 
-func (f *fakeStore) Promote(_ context.Context, _ int, _ time.Time, limit int) (int, error) {
+func (f *fakeStore) PromoteDue(_ context.Context, part int, _ time.Time, limit int) (int, time.Time, error) {
 	defer f.enter()()
 	if f.promote != nil {
-		return f.promote(limit)
+		return f.promote(part, limit)
 	}
-	return 0, nil
-}
-
-func (f *fakeStore) NextRetry(context.Context, int) (time.Time, bool, error) {
-	defer f.enter()()
-	if f.nextRetry != nil {
-		t, ok := f.nextRetry()
-		return t, ok, nil
-	}
-	return time.Time{}, false, nil
+	return 0, time.Time{}, nil
 }
 
 func (f *fakeStore) SweepRuns(_ context.Context, _ int, _ time.Time, offset, limit int) (int, int, error) {

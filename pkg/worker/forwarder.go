@@ -16,13 +16,13 @@ const forwardBatch = 100
 
 // retryStore is what the forwarder reads and writes in Redis.
 type retryStore interface {
-	Promote(ctx context.Context, part int, now time.Time, limit int) (int, error)
-	NextRetry(ctx context.Context, part int) (time.Time, bool, error)
+	PromoteDue(ctx context.Context, part int, now time.Time, limit int) (moved int, next time.Time, err error)
 }
 
 // forwarder queues runs whose retry backoff has elapsed, and debounced
 // runs once due, from the retry zset of every partition. It sleeps until
-// the earliest scheduled one, at most forwardInterval.
+// the earliest scheduled one, at most forwardInterval: an idle worker
+// sends one script call per partition per forwardInterval.
 type forwarder struct {
 	startStop
 	store      retryStore
@@ -58,17 +58,15 @@ func (f *forwarder) forwardPartition(part int) time.Duration {
 	wait := forwardInterval
 	ctx, cancel := context.WithTimeout(context.Background(), f.opTimeout)
 	defer cancel()
-	n, err := f.store.Promote(ctx, part, f.clock.Now(), forwardBatch)
+	n, next, err := f.store.PromoteDue(ctx, part, f.clock.Now(), forwardBatch)
 	switch {
 	case err != nil:
 		f.log.Warn("taskq: queueing due retries failed", "partition", part, "err", err)
 	case n == forwardBatch:
 		wait = 0 // more are due
-	default:
-		if next, ok, _ := f.store.NextRetry(ctx, part); ok {
-			if d := next.Sub(f.clock.Now()); d < wait {
-				wait = max(d, time.Millisecond)
-			}
+	case !next.IsZero():
+		if d := next.Sub(f.clock.Now()); d < wait {
+			wait = max(d, time.Millisecond)
 		}
 	}
 	return wait
