@@ -384,14 +384,20 @@ func (s *Store) recorded(v string) (int, error) {
 
 // RecordPartitions writes the namespace's partition count back into its
 // meta record if the record is gone (Redis lost its data while this
-// process ran), so that processes opening the namespace later adopt it.
+// process ran), so that processes opening the namespace later adopt it. A
+// Redis that refuses writes (at maxmemory, a replica) is no error: the
+// count is recorded by a later call.
 func (s *Store) RecordPartitions(ctx context.Context) error {
 	p := s.parts.Load()
 	if p == nil {
 		_, err := s.Partitions(ctx)
 		return err
 	}
-	return s.rdb.HSetNX(ctx, s.keys.Meta(), metaPartitions, p.Count()).Err()
+	err := scriptError(s.rdb.HSetNX(ctx, s.keys.Meta(), metaPartitions, p.Count()).Err())
+	if errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrReadOnly) {
+		return nil
+	}
+	return err
 }
 
 // runPartition is the partition of run id, or an error matching

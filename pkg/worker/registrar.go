@@ -121,6 +121,12 @@ func (r *registrar) registerMissing(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: read task registry: %w", err)
 	}
+	if len(missing) > 0 {
+		// Redis may have lost the meta record with the registry.
+		if err := r.store.RecordPartitions(ctx); err != nil {
+			return fmt.Errorf("worker: record the namespace's partitions: %w", err)
+		}
+	}
 	for _, n := range missing {
 		d := byName[n]
 		if d == nil {
