@@ -195,10 +195,8 @@ func globMatch(pattern, s string) bool {
 				pattern = pattern[1:]
 			}
 			match := false
-			for {
-				if len(pattern) == 0 {
-					break // an unclosed class: Redis ends it here
-				}
+			// An unclosed class ends with the pattern, as in Redis.
+			for len(pattern) > 0 {
 				if pattern[0] == '\\' && len(pattern) >= 2 {
 					pattern = pattern[1:]
 					if pattern[0] == s[0] {
