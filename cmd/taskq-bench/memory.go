@@ -99,7 +99,7 @@ func benchMemory(ctx context.Context, e *env, rep *report) error {
 			return ctx.Err()
 		case <-time.After(cfg.retention + 200*time.Millisecond):
 		}
-		_, _, err := e.store().SweepRuns(ctx, time.Now(), 0, 100000)
+		_, _, err := e.store().SweepRuns(ctx, 0, time.Now(), 0, 100000)
 		return err
 	}
 

@@ -19,10 +19,11 @@ import (
 
 // Environment variables read for flag defaults.
 const (
-	envRedisURL  = client.RedisURLEnv // TASKQ_REDIS_URL
-	envNamespace = "TASKQ_NAMESPACE"
-	envToken     = "TASKQ_TOKEN"
-	envNoColor   = "NO_COLOR"
+	envRedisURL   = client.RedisURLEnv // TASKQ_REDIS_URL
+	envNamespace  = "TASKQ_NAMESPACE"
+	envPartitions = "TASKQ_PARTITIONS"
+	envToken      = "TASKQ_TOKEN"
+	envNoColor    = "NO_COLOR"
 )
 
 // Output formats of -o.
@@ -66,8 +67,10 @@ type app struct {
 	// global flags
 	redisURL  string
 	namespace string
-	output    string
-	noColor   bool
+	// partitions is the namespace's partition count (0: adopt it).
+	partitions int
+	output     string
+	noColor    bool
 	// allowEvicting accepts a Redis whose maxmemory-policy may evict keys.
 	allowEvicting bool
 	// skipDurability ignores durable acknowledgement: dev on its
@@ -176,10 +179,13 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 	if a.redisURL == "" {
 		a.redisURL = a.envOr(envRedisURL, client.RedisURLDefault)
 	}
-	c, err := client.New(client.Options{RedisURL: a.redisURL, Namespace: a.namespace, Logger: a.logger(),
-		AllowEvictingRedis: a.allowEvicting, SkipDurability: a.skipDurability})
-	if errors.Is(err, client.ErrEvictingRedis) {
+	c, err := client.New(client.Options{RedisURL: a.redisURL, Namespace: a.namespace, Partitions: a.partitions,
+		Logger: a.logger(), AllowEvictingRedis: a.allowEvicting, SkipDurability: a.skipDurability})
+	if errors.Is(err, client.ErrEvictingRedis) || errors.Is(err, client.ErrPartitionsMismatch) {
 		return nil, errors.Unwrap(err) // Redis answered: not a usage error
+	}
+	if errors.Is(err, client.ErrInvalidNamespace) {
+		return nil, usageErrorf("--namespace: %s", errors.Unwrap(err))
 	}
 	if err != nil {
 		// The cause may quote the URL as given (net/url does).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -118,7 +119,7 @@ func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 	defer a.close()
 
 	w, err := worker.New(worker.Options{
-		RedisURL: a.redisURL, Namespace: a.namespace, Name: "taskq-dev-" + session,
+		RedisURL: a.redisURL, Namespace: a.namespace, Partitions: a.partitions, Name: "taskq-dev-" + session,
 		ShutdownTimeout: 5 * time.Second, Logger: log, AllowEvictingRedis: a.allowEvicting,
 	})
 	if err != nil {
@@ -316,6 +317,9 @@ func (a *app) printTryIt(out io.Writer, url, token, session string, embedded boo
 	exports := "export TASKQ_REDIS_URL=" + shellQuote(redactURL(a.redisURL))
 	if a.namespace != "default" {
 		exports += " TASKQ_NAMESPACE=" + shellQuote(a.namespace)
+	}
+	if a.partitions != 0 {
+		exports += " TASKQ_PARTITIONS=" + strconv.Itoa(a.partitions)
 	}
 	if token != "" {
 		exports += " TASKQ_TOKEN=" + token

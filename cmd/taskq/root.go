@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +45,18 @@ scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
 			if a.namespace == "" {
 				return usageErrorf("--namespace must not be empty")
 			}
+			if !cmd.Flags().Changed("partitions") {
+				if v := a.getenv(envPartitions); v != "" {
+					n, err := strconv.Atoi(v)
+					if err != nil {
+						return usageErrorf("$%s %q is not a number", envPartitions, v)
+					}
+					a.partitions = n
+				}
+			}
+			if a.partitions < 0 || a.partitions > client.PartitionsMax {
+				return usageErrorf("--partitions %d: must be from 1 to %d, or 0 to adopt the namespace's", a.partitions, client.PartitionsMax)
+			}
 			return nil
 		},
 	}
@@ -58,6 +71,8 @@ scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
 	// prints a password from the environment.
 	pf.StringVar(&a.redisURL, "redis", "", "Redis URL, redis:// or rediss:// (default $"+envRedisURL+", then "+client.RedisURLDefault+")")
 	pf.StringVar(&a.namespace, "namespace", a.envOr(envNamespace, "default"), "namespace of keys, runs, tasks and events (env "+envNamespace+")")
+	pf.IntVar(&a.partitions, "partitions", 0, "partition count of the namespace: 0 adopts the one it recorded when first used, "+
+		"else it must be that one (env "+envPartitions+"; see docs/scaling.md)")
 	pf.StringVarP(&a.output, "output", "o", formatTable, "output format: table or json")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colours, even on a terminal (env "+envNoColor+")")
 	pf.BoolVar(&a.allowEvicting, "allow-evicting-redis", false,

@@ -70,7 +70,7 @@ func TestWorkersLs(t *testing.T) {
 		if err := st.EnsureGroup(ctx, "orphan"); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := st.ReadGroup(ctx, "gone", []string{"orphan"}, 10, 0)
+		ds, err := st.ReadGroup(ctx, 0, "gone", []string{"orphan"}, 10, 0)
 		if err != nil || len(ds) != 1 || ds[0].RunID != orphan.ID() {
 			t.Fatalf("gone's delivery = %v, %v; want %s", ds, err, orphan.ID())
 		}

@@ -48,7 +48,8 @@ type EventStore interface {
 	GetEvent(ctx context.Context, id string) (*EventRecord, error)
 	GetEvents(ctx context.Context, ids []string) ([]*EventRecord, error)
 	ListEventIDs(ctx context.Context, eventKey string, offset, limit int64) ([]string, error)
-	SweepEvents(ctx context.Context, cutoff time.Time, offset, limit int) (removed, looked int, err error)
+	Partitions(ctx context.Context) (*redisstore.Partitions, error)
+	SweepEvents(ctx context.Context, part int, cutoff time.Time, offset, limit int) (removed, looked int, err error)
 }
 
 // Subscriber is a task subscribed to an event's key. Err is set when its

@@ -55,7 +55,7 @@ func hooked(t *testing.T) (ctx context.Context, now time.Time, st *redisstore.St
 // values too).
 func TestHookSplitsBatchedReplies(t *testing.T) {
 	ctx, now, st, rdb, buf := hooked(t)
-	ds, err := st.ReadGroup(ctx, "w1", []string{"t"}, 10, -1)
+	ds, err := st.ReadGroup(ctx, 0, "w1", []string{"t"}, 10, -1)
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("read %d, %v", len(ds), err)
 	}
@@ -93,7 +93,7 @@ func TestHookSplitsBatchedReplies(t *testing.T) {
 // the history of a real Redis running them passes the check.
 func TestHookRecordsBeganFinish(t *testing.T) {
 	ctx, now, st, _, buf := hooked(t)
-	ds, err := st.ReadGroup(ctx, "w1", []string{"t"}, 10, -1)
+	ds, err := st.ReadGroup(ctx, 0, "w1", []string{"t"}, 10, -1)
 	if err != nil || len(ds) != 3 || ds[0].RunID != "a" || ds[1].RunID != "b" || ds[2].RunID != "c" {
 		t.Fatalf("read %+v, %v", ds, err)
 	}
@@ -111,7 +111,7 @@ func TestHookRecordsBeganFinish(t *testing.T) {
 	st.FinishBatch(ctx, []*redisstore.FinishParams{beganFinish(ds[0])}) // a has ended
 	st.FinishBatch(ctx, []*redisstore.FinishParams{{RunID: "b", Attempt: 1, Outcome: redisstore.OutcomeSucceeded,
 		Now: now, Task: ds[1].Task, EntryID: ds[1].EntryID, Spec: sts[0].Spec}})
-	cs, err := st.AutoClaim(ctx, "t", "w2", 0, 10)
+	cs, err := st.AutoClaim(ctx, 0, "t", "w2", 0, 10)
 	if err != nil || len(cs) != 1 || cs[0].RunID != "c" || !cs[0].Redelivered {
 		t.Fatalf("reclaimed %+v, %v", cs, err)
 	}

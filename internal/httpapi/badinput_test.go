@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,11 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 			client: client.Options{MaxInputBytes: 256},
 		})
 		e.register(task.Spec{Name: "charge", Expression: `"charge:" + input.orderId`, Strategy: task.StrategyTTL, TTLMs: 60000, OnEvents: []string{"order.paid"}})
+		// The namespace is in use: its partition count is recorded, as its
+		// first use by any request would record it.
+		if _, err := e.c.Partitions(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		before := e.snapshot()
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

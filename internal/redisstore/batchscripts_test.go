@@ -256,8 +256,9 @@ func TestResentSignalIsStoredOnce(t *testing.T) {
 	})
 }
 
-// scriptCalls counts the script calls a client makes that ran (an EVALSHA
-// answered NOSCRIPT, and then sent again as EVAL, counts once).
+// scriptCalls counts the script calls a client makes that ran, alone or
+// in a pipeline (an EVALSHA answered NOSCRIPT, and then sent again as
+// EVAL, counts once).
 type scriptCalls struct{ n atomic.Int64 }
 
 func (c *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -272,11 +273,20 @@ func (c *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			name := strings.ToLower(cmd.Name())
+			if (name == "evalsha" || name == "eval") && (cmd.Err() == nil || !strings.HasPrefix(cmd.Err().Error(), "NOSCRIPT")) {
+				c.n.Add(1)
+			}
+		}
+		return err
+	}
 }
 
-// A batch larger than MaxItemsPerCall goes out in several script calls, one
-// after another, and still behaves as one ordered batch: a trigger collides
+// A batch larger than MaxItemsPerCall goes out in several script calls,
+// which Redis runs one after another, and still behaves as one ordered batch: a trigger collides
 // with an earlier one of its key that an earlier call carried.
 func TestEnqueueBatchPastTheCallLimitIsSplitInOrder(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {

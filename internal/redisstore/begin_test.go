@@ -86,7 +86,7 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 					st.replies = append(st.replies, fmt.Sprint(fps[i].RunID, frs[i], ferrs[i]))
 				}
 			}
-			ds, err := s.ReadGroup(ctx, "w1", []string{"t"}, 100, -1)
+			ds, err := s.ReadGroup(ctx, 0, "w1", []string{"t"}, 100, -1)
 			if err != nil || len(ds) != len(ps) {
 				t.Fatalf("read %d deliveries, %v", len(ds), err)
 			}
@@ -108,10 +108,10 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 			}
 			end(first)
 			// "second" and "retry" are due again.
-			if n, err := s.Promote(ctx, now.Add(time.Hour), 10); err != nil || n != 2 {
+			if n, err := s.Promote(ctx, 0, now.Add(time.Hour), 10); err != nil || n != 2 {
 				t.Fatalf("promote = %d, %v", n, err)
 			}
-			again, err := s.ReadGroup(ctx, "w1", []string{"t"}, 100, -1)
+			again, err := s.ReadGroup(ctx, 0, "w1", []string{"t"}, 100, -1)
 			if err != nil || len(again) != 2 {
 				t.Fatalf("second deliveries = %+v, %v", again, err)
 			}
@@ -201,7 +201,7 @@ func TestFinishThatBeginsIsRefusedOnceTheRunMovedOn(t *testing.T) {
 		// Another worker reclaimed the delivery and began it: that attempt
 		// owns the run, and its key.
 		p, d = deliver("k-taken")
-		again, err := f.s.AutoClaim(f.ctx, "t", "w2", 0, 10)
+		again, err := f.s.AutoClaim(f.ctx, 0, "t", "w2", 0, 10)
 		if err != nil || len(again) != 1 {
 			t.Fatalf("reclaim = %+v, %v", again, err)
 		}
@@ -247,7 +247,7 @@ func TestReclaimedDeliveryCountsTheLostOne(t *testing.T) {
 		if ds := f.read("t", "w1"); len(ds) != 1 || ds[0].Redelivered {
 			t.Fatalf("first delivery %+v", ds)
 		}
-		again, err := f.s.AutoClaim(f.ctx, "t", "w2", 0, 10)
+		again, err := f.s.AutoClaim(f.ctx, 0, "t", "w2", 0, 10)
 		if err != nil || len(again) != 1 || !again[0].Redelivered {
 			t.Fatalf("reclaim = %+v, %v; want one redelivered delivery", again, err)
 		}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -9,14 +10,23 @@ import (
 var cancelScript = loadScript("cancel", "record", "stream", "ending")
 
 // Cancel cancels a run that has not ended.
+// A run ID that names no partition of the namespace is a run that does
+// not exist: the result is "missing".
 func (s *Store) Cancel(ctx context.Context, runID, reason string, now time.Time) (FinishResult, error) {
-	k := [1 + cancelKeyCount]string{cancelKeyRun: s.keys.Run(runID)}
+	ks, err := s.keysOfRun(ctx, runID)
+	if errors.Is(err, ErrRunNotFound) {
+		return FinishResult{Status: "missing"}, nil
+	}
+	if err != nil {
+		return FinishResult{}, err
+	}
+	k := [1 + cancelKeyCount]string{cancelKeyRun: ks.Run(runID)}
 	a := [1 + cancelArgCount]any{
 		cancelArgRunID:  runID,
 		cancelArgNow:    unixMS(now),
 		cancelArgReason: reason,
 		cancelArgGroup:  GroupName,
-		cancelArgPrefix: s.keys.Prefix(),
+		cancelArgPrefix: ks.Prefix(),
 	}
 	v, err := s.runScript(ctx, cancelScript, k[1:], a[1:]...)
 	if err != nil {

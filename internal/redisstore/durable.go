@@ -198,9 +198,9 @@ func versionLess(a, b string) bool {
 	return false
 }
 
-// scriptCall is one call of a batch script: its KEYS and ARGV, and the key
+// durableCall is one call of a batch script: its KEYS and ARGV, and the key
 // prefix its ARGV[1] hands the script, which names its slot.
-type scriptCall struct {
+type durableCall struct {
 	keys   []string
 	args   []any
 	prefix string
@@ -219,19 +219,18 @@ type callReply struct {
 // WAIT (see runDurable). acks[i] is how far item i's write reached; it is
 // meaningful where errs[i] is nil. Every batch script takes its key prefix
 // as ARGV[1].
-func (s *Store) evalBatchDurable(ctx context.Context, sc *script, n int, d Durability, build func(lo, hi int) ([]string, []any), parse func(i int, r []any) (int, error)) ([]error, []Ack) {
+func (s *Store) evalBatchDurable(ctx context.Context, sc *script, groups [][]int, n int, d Durability, build func(items []int) ([]string, []any), parse func(i int, r []any) (int, error)) ([]error, []Ack) {
 	errs, acks := make([]error, n), make([]Ack, n)
-	var calls []scriptCall
-	for lo := 0; lo < n; lo += MaxItemsPerCall {
-		keys, args := build(lo, min(lo+MaxItemsPerCall, n))
-		prefix, _ := args[0].(string)
-		calls = append(calls, scriptCall{keys: keys, args: args, prefix: prefix})
+	calls := batchCalls(groups, build)
+	sent := make([]durableCall, len(calls))
+	for i, c := range calls {
+		prefix, _ := c.args[0].(string)
+		sent[i] = durableCall{keys: c.keys, args: c.args, prefix: prefix}
 	}
-	replies := s.runDurable(ctx, sc, calls, d)
-	for c, r := range replies {
-		lo, hi := c*MaxItemsPerCall, min((c+1)*MaxItemsPerCall, n)
-		parseCall(sc, lo, hi, r.v, r.err, parse, errs)
-		for i := lo; i < hi; i++ {
+	replies := s.runDurable(ctx, sc, sent, d)
+	for k, r := range replies {
+		parseCall(sc, calls[k].items, r.v, r.err, parse, errs)
+		for _, i := range calls[k].items {
 			acks[i] = r.ack
 		}
 	}
@@ -244,7 +243,7 @@ func (s *Store) evalBatchDurable(ctx context.Context, sc *script, n int, d Durab
 // share one pipeline, one mark per slot and one WAIT; the pipelines of
 // several masters run at once. A call that Redis did not run (its script
 // was not cached, its slot moved) is sent again, with its own WAIT.
-func (s *Store) runDurable(ctx context.Context, sc *script, calls []scriptCall, d Durability) []callReply {
+func (s *Store) runDurable(ctx context.Context, sc *script, calls []durableCall, d Durability) []callReply {
 	d = d.WithDefaults()
 	out := make([]callReply, len(calls))
 	if err := s.CheckDurability(ctx, d); err != nil {
@@ -359,7 +358,7 @@ type nodeCalls struct {
 // durableNodes groups the pending calls by the master serving their slot,
 // in the order of their first call: a *redis.Client is one master; a
 // cluster's is the one its map names for the call's prefix.
-func (s *Store) durableNodes(ctx context.Context, calls []scriptCall, pending []int) ([]nodeCalls, error) {
+func (s *Store) durableNodes(ctx context.Context, calls []durableCall, pending []int) ([]nodeCalls, error) {
 	switch c := s.rdb.(type) {
 	case *redis.Client:
 		return []nodeCalls{{node: c, calls: pending}}, nil
@@ -388,7 +387,7 @@ func (s *Store) durableNodes(ctx context.Context, calls []scriptCall, pending []
 // again (their script was not cached, or could not be compiled with its
 // shebang; their slot moved), whether a slot moved, and whether the
 // connection failed rather than Redis answering.
-func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, calls []scriptCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
+func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, calls []durableCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
 	pipe := node.Pipeline()
 	cmds := make([]*redis.Cmd, len(idx))
 	run := sc.Script

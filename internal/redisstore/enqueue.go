@@ -85,20 +85,20 @@ type EnqueueResult struct {
 
 // appendEnqueue appends one trigger's KEYS and ARGV, in the layout of
 // enqueue.lua, to keys and args (which must start with the script's
-// header, enqueueHeader).
-func (s *Store) appendEnqueue(keys []string, args []any, p *EnqueueParams) ([]string, []any) {
+// header, enqueueHeader, of the same partition's keys ks).
+func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]string, []any) {
 	strat := p.Strategy
 	if strat == "" {
 		strat = StrategyNone
 	}
-	runs := s.keys.Runs()
+	runs := ks.Runs()
 	idem := runs // a placeholder the script never touches
 	if strat != StrategyNone {
-		idem = s.keys.IdempotencyKey(p.Key)
+		idem = ks.IdempotencyKey(p.Key)
 	}
 	k := [enqueueItemKeyCount]string{
-		enqueueItemKeyRun:         s.keys.Run(p.RunID),
-		enqueueItemKeyStream:      s.keys.Stream(p.Task),
+		enqueueItemKeyRun:         ks.Run(p.RunID),
+		enqueueItemKeyStream:      ks.Stream(p.Task),
 		enqueueItemKeyRuns:        runs,
 		enqueueItemKeyIdempotency: idem,
 	}
@@ -135,11 +135,11 @@ func (s *Store) appendEnqueue(keys []string, args []any, p *EnqueueParams) ([]st
 	return append(keys, k[:]...), append(args, a[:]...)
 }
 
-// enqueueHeader is the KEYS and ARGV every call of enqueue.lua starts
-// with, with room for n triggers.
-func (s *Store) enqueueHeader(n int) ([]string, []any) {
+// enqueueHeader is the KEYS and ARGV every call of enqueue.lua in the
+// partition of ks starts with, with room for n triggers.
+func enqueueHeader(ks Keys, n int) ([]string, []any) {
 	a := [1 + enqueueArgCount]any{
-		enqueueArgPrefix: s.keys.Prefix(),
+		enqueueArgPrefix: ks.Prefix(),
 		enqueueArgGroup:  GroupName,
 	}
 	keys := make([]string, enqueueKeyCount, enqueueKeyCount+enqueueItemKeyCount*n)
@@ -185,15 +185,14 @@ func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, e
 	return res[0], errs[0]
 }
 
-// EnqueueBatch sends the triggers to the enqueue script, up to
-// MaxItemsPerCall per call, which handles them in order, so a later trigger
-// of a key collides with an earlier one of the same batch. The i-th result
-// and error belong to the i-th trigger, and are what Enqueue would have
-// returned for it alone.
-//
-// Triggers that ask for durable acknowledgement are sent after the others,
-// grouped by the level they ask for: each group's calls share one WAIT (see
-// durable.go), and each of their results carries the Ack it reached.
+// EnqueueBatch sends the triggers to the enqueue script, one call per
+// partition (and per MaxItemsPerCall triggers), each call handling its
+// triggers in order, so a later trigger of a key collides with an earlier
+// one of the same batch (a key's triggers are all in its partition). The
+// i-th result and error belong to the i-th trigger, and are what Enqueue
+// would have returned for it alone. Each trigger's RunID is made to name
+// its run's partition first (the partition of its key, or one its ID
+// hashes to): the caller reads the run's ID from it afterwards.
 func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
 	groups := durabilityGroups(ps)
 	if groups == nil {
@@ -217,10 +216,21 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]Enqueu
 // level).
 func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durability) ([]EnqueueResult, []error) {
 	results := make([]EnqueueResult, len(ps))
-	build := func(lo, hi int) ([]string, []any) {
-		keys, args := s.enqueueHeader(hi - lo)
-		for _, p := range ps[lo:hi] {
-			keys, args = s.appendEnqueue(keys, args, p)
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		errs := make([]error, len(ps))
+		for i := range errs {
+			errs[i] = err
+		}
+		return results, errs
+	}
+	errs := make([]error, len(ps))
+	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return parts.place(ps[i]), nil }, errs)
+	build := func(items []int) ([]string, []any) {
+		ks := parts.Keys(parts.place(ps[items[0]]))
+		keys, args := enqueueHeader(ks, len(items))
+		for _, i := range items {
+			keys, args = appendEnqueue(ks, keys, args, ps[i])
 		}
 		return keys, args
 	}
@@ -229,9 +239,11 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 		return 1, err
 	}
 	if !d.Enabled() {
-		return results, s.evalBatch(ctx, enqueueScript, len(ps), build, parse)
+		keepFirst(errs, s.evalBatch(ctx, enqueueScript, groups, len(ps), build, parse))
+		return results, errs
 	}
-	errs, acks := s.evalBatchDurable(ctx, enqueueScript, len(ps), d, build, parse)
+	sent, acks := s.evalBatchDurable(ctx, enqueueScript, groups, len(ps), d, build, parse)
+	keepFirst(errs, sent)
 	for i := range results {
 		if errs[i] == nil {
 			results[i].Ack = &acks[i]
@@ -282,8 +294,15 @@ func durabilityGroups(ps []*EnqueueParams) []durabilityGroup {
 
 // EnqueueCall returns the KEYS and ARGV that Enqueue sends to the enqueue
 // script for p alone, so a baseline can send precisely the same work. The
-// script replies with an array holding p's one reply.
+// script replies with an array holding p's one reply. It places p as
+// EnqueueBatch does, in the layout Partitions read (one partition before
+// that).
 func (s *Store) EnqueueCall(p *EnqueueParams) (keys []string, args []any) {
-	keys, args = s.enqueueHeader(1)
-	return s.appendEnqueue(keys, args, p)
+	parts := s.KnownPartitions()
+	if parts == nil {
+		parts = NewPartitions(s.keys.ns, 1)
+	}
+	ks := parts.Keys(parts.place(p))
+	keys, args = enqueueHeader(ks, 1)
+	return appendEnqueue(ks, keys, args, p)
 }

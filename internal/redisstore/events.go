@@ -64,7 +64,14 @@ func parseEvent(id string, h map[string]string) (*Event, error) {
 
 // GetEvent reads an event record.
 func (s *Store) GetEvent(ctx context.Context, id string) (*Event, error) {
-	h, err := s.rdb.HGetAll(ctx, s.keys.under(s.eventPrefix(id)).Event(id)).Result()
+	ks, err := s.keysOfRun(ctx, id)
+	if errors.Is(err, ErrRunNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrEventNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.rdb.HGetAll(ctx, ks.Event(id)).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -80,16 +87,27 @@ func (s *Store) GetEvents(ctx context.Context, ids []string) ([]*Event, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, s.keys.under(s.eventPrefix(id)).Event(id))
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			if ks, err := parts.runKeys(id); err == nil {
+				cmds[i] = p.HGetAll(ctx, ks.Event(id))
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := make([]*Event, 0, len(ids))
 	for i, c := range cmds {
+		if c == nil {
+			continue // an event that cannot exist
+		}
 		h := c.Val()
 		if len(h) == 0 {
 			continue
@@ -104,20 +122,36 @@ func (s *Store) GetEvents(ctx context.Context, ids []string) ([]*Event, error) {
 }
 
 // ListEventIDs returns up to limit event IDs, newest first, of every event
-// or, with key set, of the events of that event key.
+// or, with key set, of the events of that event key, in every partition.
 func (s *Store) ListEventIDs(ctx context.Context, key string, offset, limit int64) ([]string, error) {
-	index := s.keys.Events()
-	if key != "" {
-		index = s.keys.EventKeyIndex(key)
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return s.rdb.ZRevRange(ctx, index, offset, offset+limit-1).Result()
+	indexes := make([]string, parts.Count())
+	for i := range indexes {
+		indexes[i] = parts.keys[i].Events()
+		if key != "" {
+			indexes[i] = parts.keys[i].EventKeyIndex(key)
+		}
+	}
+	return s.rangeIndexes(ctx, indexes, offset, limit)
 }
 
 // SubscribeFinished subscribes to the namespace's notices of runs reaching
-// a terminal status, for counting them by status (see ParseFinished). The
-// caller closes the returned PubSub.
-func (s *Store) SubscribeFinished(ctx context.Context) *redis.PubSub {
-	return s.rdb.Subscribe(ctx, s.keys.FinishedChannel())
+// a terminal status, for counting them by status (see ParseFinished): to
+// the finished channel of every partition, channels in all (Redis confirms
+// each). The caller closes the returned PubSub.
+func (s *Store) SubscribeFinished(ctx context.Context) (ps *redis.PubSub, channels int, err error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	names := make([]string, parts.Count())
+	for i := range names {
+		names[i] = parts.keys[i].FinishedChannel()
+	}
+	return s.rdb.Subscribe(ctx, names...), len(names), nil
 }
 
 // ParseFinished reads a notice of the finished channel: how many runs

@@ -217,7 +217,7 @@ func TestEventRetention(t *testing.T) {
 	if ids, _ := f.s.ListEventIDs(f.ctx, "", 0, 10); len(ids) != 2 {
 		t.Fatalf("events index before the sweep = %v", ids)
 	}
-	removed, looked, err := f.s.SweepEvents(f.ctx, f.now.Add(-time.Hour), 0, 100)
+	removed, looked, err := f.s.SweepEvents(f.ctx, 0, f.now.Add(-time.Hour), 0, 100)
 	if err != nil || removed != 1 || looked != 1 {
 		t.Fatalf("sweep = %d, %d, %v", removed, looked, err)
 	}

@@ -44,21 +44,78 @@ import (
 const FanoutGrace = 30 * time.Second
 
 // eventPrefix is the key prefix of the partition the event with ID id lives
-// in: its record, its entries in the events indexes and in the pending
-// fan-outs. A namespace has one partition for now.
-func (s *Store) eventPrefix(id string) string { return s.keys.Prefix() }
+// in (the one its ID names, as a run ID does): its record, its entries in
+// the events indexes and in the pending fan-outs. The namespace's layout
+// has been read by then (placeEvent, RecoverFanouts).
+func (s *Store) eventPrefix(id string) string {
+	parts := s.KnownPartitions()
+	if parts == nil {
+		return s.keys.Prefix()
+	}
+	i, ok := parts.OfRun(id)
+	if !ok {
+		i = 0
+	}
+	return parts.Keys(i).Prefix()
+}
 
 // triggerPrefix is the key prefix of the partition the trigger of a
 // subscribed task goes to, the partition of the run r describes: its
-// idempotency key's, or for a run without a key the one its run ID names.
-// The trigger's marker lives there too. It is decided once, when the event
-// is stored, and kept with the pending fan-out, so a replay goes where the
-// first trigger went.
-func (s *Store) triggerPrefix(r *EnqueueParams) string { return s.keys.Prefix() }
+// idempotency key's, or for a run without a key the one its run ID names
+// (placing r names it). The trigger's marker lives there too. It is decided
+// once, when the event is stored, and kept with the pending fan-out, so a
+// replay goes where the first trigger went.
+func (s *Store) triggerPrefix(r *EnqueueParams) string {
+	parts := s.KnownPartitions()
+	if parts == nil {
+		return s.keys.Prefix()
+	}
+	return parts.Keys(parts.place(r)).Prefix()
+}
 
 // eventPrefixes are the key prefixes of every partition events live in,
 // where the recoverer looks for pending fan-outs.
-func (s *Store) eventPrefixes() []string { return []string{s.keys.Prefix()} }
+func (s *Store) eventPrefixes() []string {
+	parts := s.KnownPartitions()
+	if parts == nil {
+		return []string{s.keys.Prefix()}
+	}
+	out := make([]string, parts.Count())
+	for i := range out {
+		out[i] = parts.Keys(i).Prefix()
+	}
+	return out
+}
+
+// placeEvent reads the namespace's layout, places each run of p in its
+// partition (naming it in the run's ID) and names the event's partition in
+// its ID: the partition of its first run, so that an event whose runs
+// share a partition (every event of a namespace with one partition, and
+// each event of one subscribed task) is pushed in one script; an event with
+// no run goes where its ID hashes to.
+func (s *Store) placeEvent(ctx context.Context, p *PushEventParams) error {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	if parts.Count() == 1 {
+		return nil
+	}
+	base := plainID(p.ID)
+	part := -1
+	for _, t := range p.Tasks {
+		if t.errText() == "" && t.Run != nil {
+			if i := parts.place(t.Run); part < 0 {
+				part = i
+			}
+		}
+	}
+	if part < 0 {
+		part = parts.place(&EnqueueParams{RunID: base})
+	}
+	p.ID = InPartition(base, part)
+	return nil
+}
 
 // inEventSlot reports whether every run of p lives in the event's slot, so
 // that push_event.lua can do the whole fan-out at once.
@@ -273,6 +330,9 @@ func (s *Store) finishFanout(ctx context.Context, j *fanoutJob) ([]EventRun, err
 // their errors are joined in err. With nothing pending it costs one script
 // call per partition.
 func (s *Store) RecoverFanouts(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, finished int, err error) {
+	if _, err := s.Partitions(ctx); err != nil {
+		return 0, 0, err
+	}
 	var errs []error
 	for _, prefix := range s.eventPrefixes() {
 		jobs, err := s.takeFanouts(ctx, prefix, now.Add(-grace), now, limit)

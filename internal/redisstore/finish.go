@@ -90,13 +90,22 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 		return nil, nil
 	}
 	res := make([]FinishResult, len(ps))
-	errs := s.evalBatch(ctx, finishScript, len(ps), func(lo, hi int) ([]string, []any) {
-		hk := [1 + finishKeyCount]string{finishKeyRetry: s.keys.Retry()}
-		ha := [1 + finishArgCount]any{finishArgGroup: GroupName, finishArgPrefix: s.keys.Prefix()}
-		keys := append(make([]string, 0, finishKeyCount+finishItemKeyCount*(hi-lo)), hk[1:]...)
-		args := append(make([]any, 0, finishArgCount+finishItemArgCount*(hi-lo)), ha[1:]...)
-		for _, p := range ps[lo:hi] {
-			k := [finishItemKeyCount]string{finishItemKeyRun: s.keys.Run(p.RunID)}
+	errs := make([]error, len(ps))
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return res, fillErr(errs, err)
+	}
+	// Outcomes are grouped by partition, one call each.
+	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return runPartition(parts, ps[i].RunID) }, errs)
+	keepFirst(errs, s.evalBatch(ctx, finishScript, groups, len(ps), func(items []int) ([]string, []any) {
+		ks := parts.keys[mustPartition(parts, ps[items[0]].RunID)]
+		hk := [1 + finishKeyCount]string{finishKeyRetry: ks.Retry()}
+		ha := [1 + finishArgCount]any{finishArgGroup: GroupName, finishArgPrefix: ks.Prefix()}
+		keys := append(make([]string, 0, finishKeyCount+finishItemKeyCount*len(items)), hk[1:]...)
+		args := append(make([]any, 0, finishArgCount+finishItemArgCount*len(items)), ha[1:]...)
+		for _, i := range items {
+			p := ps[i]
+			k := [finishItemKeyCount]string{finishItemKeyRun: ks.Run(p.RunID)}
 			a := [finishItemArgCount]any{
 				finishItemArgRunID:   p.RunID,
 				finishItemArgAttempt: p.Attempt,
@@ -125,6 +134,6 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 		var err error
 		res[i], err = s.parseWrittenValues("finish", r)
 		return 2, err
-	})
+	}))
 	return res, errs
 }

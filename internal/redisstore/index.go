@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"sort"
 	"strconv"
 	"time"
 
@@ -17,33 +18,127 @@ type IndexEntry struct {
 	Score int64
 }
 
-// PageIndex returns up to limit entries of index, newest first, that come
-// after the entry after (nil: from the newest). Entries of one score come
-// by ID, descending. The position is the entry itself, not an offset, so
-// a page is stable while newer entries are added and older ones swept.
-func (s *Store) PageIndex(ctx context.Context, index string, after *IndexEntry, limit int) ([]IndexEntry, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	if after == nil {
-		zs, err := s.rdb.ZRevRangeWithScores(ctx, index, 0, int64(limit-1)).Result()
-		return entries(zs, nil), err
-	}
-	score := strconv.FormatInt(after.Score, 10)
-	// The entries of after's own score (those of one millisecond) that sort
-	// below it, then the older scores.
-	same, err := s.rdb.ZRevRangeByScoreWithScores(ctx, index, &redis.ZRangeBy{Min: score, Max: score}).Result()
+// PageRuns returns up to limit entries of the runs indexes of every
+// partition, merged newest first, that come after the entry after (nil:
+// from the newest). Entries of one score come by ID, descending; IDs are
+// unique across partitions, so the order is total. The position is the
+// entry itself, not an offset, so a page is stable while newer entries are
+// added and older ones swept, and the next page of every partition starts
+// from the same position.
+func (s *Store) PageRuns(ctx context.Context, after *IndexEntry, limit int) ([]IndexEntry, error) {
+	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := entries(same, func(id string) bool { return id < after.ID })
-	if len(out) >= limit {
-		return out[:limit], nil
+	indexes := make([]string, parts.Count())
+	for i := range indexes {
+		indexes[i] = parts.keys[i].Runs()
 	}
-	older, err := s.rdb.ZRevRangeByScoreWithScores(ctx, index, &redis.ZRangeBy{
-		Min: "-inf", Max: "(" + score, Count: int64(limit - len(out)),
-	}).Result()
-	return append(out, entries(older, nil)...), err
+	return s.pageIndexes(ctx, indexes, after, limit)
+}
+
+// PageEvents is PageRuns for the events indexes or, with eventKey set,
+// the indexes of that event key's events.
+func (s *Store) PageEvents(ctx context.Context, eventKey string, after *IndexEntry, limit int) ([]IndexEntry, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	indexes := make([]string, parts.Count())
+	for i := range indexes {
+		indexes[i] = parts.keys[i].Events()
+		if eventKey != "" {
+			indexes[i] = parts.keys[i].EventKeyIndex(eventKey)
+		}
+	}
+	return s.pageIndexes(ctx, indexes, after, limit)
+}
+
+// pageIndexes reads the page after after of each index, in one pipeline,
+// and merges them.
+func (s *Store) pageIndexes(ctx context.Context, indexes []string, after *IndexEntry, limit int) ([]IndexEntry, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	same := make([]*redis.ZSliceCmd, len(indexes))
+	older := make([]*redis.ZSliceCmd, len(indexes))
+	score := ""
+	if after != nil {
+		score = strconv.FormatInt(after.Score, 10)
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, index := range indexes {
+			if after == nil {
+				older[i] = p.ZRevRangeWithScores(ctx, index, 0, int64(limit-1))
+				continue
+			}
+			// The entries of after's own score (those of one millisecond)
+			// that sort below it, then the older scores.
+			same[i] = p.ZRevRangeByScoreWithScores(ctx, index, &redis.ZRangeBy{Min: score, Max: score})
+			older[i] = p.ZRevRangeByScoreWithScores(ctx, index, &redis.ZRangeBy{Min: "-inf", Max: "(" + score, Count: int64(limit)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []IndexEntry
+	for i := range indexes {
+		if same[i] != nil {
+			out = append(out, entries(same[i].Val(), func(id string) bool { return id < after.ID })...)
+		}
+		out = append(out, entries(older[i].Val(), nil)...)
+	}
+	if len(indexes) > 1 {
+		sortEntries(out)
+	}
+	return out[:min(limit, len(out))], nil
+}
+
+// sortEntries sorts index entries newest first, those of one score by ID,
+// descending: the order of ZREVRANGE within one index.
+func sortEntries(es []IndexEntry) {
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].Score != es[j].Score {
+			return es[i].Score > es[j].Score
+		}
+		return es[i].ID > es[j].ID
+	})
+}
+
+// rangeIndexes returns entries offset..offset+limit-1, newest first, of
+// the indexes merged (one ZREVRANGE for a single index).
+func (s *Store) rangeIndexes(ctx context.Context, indexes []string, offset, limit int64) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if len(indexes) == 1 {
+		return s.rdb.ZRevRange(ctx, indexes[0], offset, offset+limit-1).Result()
+	}
+	cmds := make([]*redis.ZSliceCmd, len(indexes))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, index := range indexes {
+			cmds[i] = p.ZRevRangeWithScores(ctx, index, 0, offset+limit-1)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var all []IndexEntry
+	for _, c := range cmds {
+		all = append(all, entries(c.Val(), nil)...)
+	}
+	sortEntries(all)
+	if offset >= int64(len(all)) {
+		return []string{}, nil
+	}
+	page := all[offset:min(offset+limit, int64(len(all)))]
+	ids := make([]string, len(page))
+	for i, e := range page {
+		ids[i] = e.ID
+	}
+	return ids, nil
 }
 
 func entries(zs []redis.Z, keep func(string) bool) []IndexEntry {
@@ -65,12 +160,18 @@ func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*Run, []time.Time,
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	recs := make([]*redis.MapStringStringCmd, len(ids))
 	dues := make([]*redis.FloatCmd, len(ids))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			recs[i] = p.HGetAll(ctx, s.keys.Run(id))
-			dues[i] = p.ZScore(ctx, s.keys.Retry(), id)
+			if ks, err := parts.runKeys(id); err == nil {
+				recs[i] = p.HGetAll(ctx, ks.Run(id))
+				dues[i] = p.ZScore(ctx, ks.Retry(), id)
+			}
 		}
 		return nil
 	})
@@ -80,6 +181,9 @@ func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*Run, []time.Time,
 	runs := make([]*Run, len(ids))
 	due := make([]time.Time, len(ids))
 	for i, id := range ids {
+		if recs[i] == nil {
+			continue // a run that cannot exist
+		}
 		if err := recs[i].Err(); err != nil {
 			return nil, nil, err
 		}
@@ -99,11 +203,15 @@ func (s *Store) GetKeys(ctx context.Context, keys []string) (states []KeyState, 
 	if len(keys) == 0 {
 		return nil, nil, nil
 	}
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	gets := make([]*redis.StringCmd, len(keys))
 	ttls := make([]*redis.DurationCmd, len(keys))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
-			rk := s.keys.IdempotencyKey(k)
+			rk := parts.keys[parts.OfKey(k)].IdempotencyKey(k)
 			gets[i], ttls[i] = p.Get(ctx, rk), p.PTTL(ctx, rk)
 		}
 		return nil

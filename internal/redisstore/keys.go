@@ -10,24 +10,43 @@ const NamespaceDefault = "default"
 // GroupName is the consumer group every task stream is read through.
 const GroupName = "taskq"
 
-// Keys builds every Redis key and channel name of one namespace.
+// Keys builds every Redis key and channel name of one partition of a
+// namespace (see PartitionPrefix). The keys of namespace-wide records (the
+// meta record, the task registry, worker presence) are the home
+// partition's whatever partition a Keys is of.
 type Keys struct {
 	ns     string
 	prefix string
+	// home is partition 0's prefix, taskq:{ns}:.
+	home string
+	part int
 }
 
-// NewKeys returns the key builder for namespace ns ("" means NamespaceDefault).
+// NewKeys returns the key builder of partition 0, the home partition, of
+// namespace ns ("" means NamespaceDefault).
 func NewKeys(ns string) Keys {
 	if ns == "" {
 		ns = NamespaceDefault
 	}
-	return Keys{ns: ns, prefix: "taskq:{" + ns + "}:"}
+	home := PartitionPrefix(ns, 0, 1)
+	return Keys{ns: ns, prefix: home, home: home}
+}
+
+// partitionKeys returns the key builder of partition i of n of namespace ns.
+func partitionKeys(ns string, i, n int) Keys {
+	k := NewKeys(ns)
+	k.prefix, k.part = PartitionPrefix(k.ns, i, n), i
+	return k
 }
 
 // Namespace is the namespace the keys belong to.
 func (k Keys) Namespace() string { return k.ns }
 
-// Prefix is the common prefix of every key in the namespace, hash tag included.
+// Partition is the partition the keys belong to.
+func (k Keys) Partition() int { return k.part }
+
+// Prefix is the common prefix of every key of the partition, hash tag
+// included.
 func (k Keys) Prefix() string { return k.prefix }
 
 // IdempotencyKey is the string key holding the owner of an idempotency key.
@@ -50,9 +69,6 @@ func (k Keys) Retry() string { return k.prefix + keyRetry }
 
 // Runs is the sorted set indexing runs by creation time.
 func (k Keys) Runs() string { return k.prefix + keyRuns }
-
-// Tasks is the hash of registered task definitions.
-func (k Keys) Tasks() string { return k.prefix + keyTasks }
 
 // Event is the hash holding one ingested event.
 func (k Keys) Event(id string) string { return k.prefix + keyEvent + id }
@@ -89,11 +105,21 @@ func (k Keys) FinishedChannel() string { return k.prefix + keyFinished }
 // CancelChannel carries the IDs of runs cancelled while a worker may hold them.
 func (k Keys) CancelChannel() string { return k.prefix + keyCancel }
 
-// Worker is the hash holding the presence record of one worker.
-func (k Keys) Worker(name string) string { return k.prefix + keyWorker + name }
+// Meta is the hash of the namespace's own settings (its partition count):
+// always in the home partition.
+func (k Keys) Meta() string { return k.home + keyMeta }
 
-// Workers is the sorted set indexing worker records by when they expire.
-func (k Keys) Workers() string { return k.prefix + keyWorkers }
+// Tasks is the hash of registered task definitions: always in the home
+// partition.
+func (k Keys) Tasks() string { return k.home + keyTasks }
+
+// Worker is the hash holding the presence record of one worker: always in
+// the home partition.
+func (k Keys) Worker(name string) string { return k.home + keyWorker + name }
+
+// Workers is the sorted set indexing worker records by when they expire:
+// always in the home partition.
+func (k Keys) Workers() string { return k.home + keyWorkers }
 
 // ackMarkKey is the string a durable trigger call writes right before its
 // WAIT, so that the WAIT also covers the runs its duplicates were
@@ -102,7 +128,7 @@ func (k Keys) Workers() string { return k.prefix + keyWorkers }
 func ackMarkKey(prefix string) string { return prefix + keyAckMark }
 
 // IdempotencyKeyPattern is a SCAN MATCH pattern for idempotency keys whose
-// user-visible part matches glob.
+// user-visible part matches glob, in this partition.
 func (k Keys) IdempotencyKeyPattern(glob string) string {
 	if glob == "" {
 		glob = "*"
@@ -118,4 +144,11 @@ func (k Keys) TrimIdempotencyKey(redisKey string) string {
 func escapeGlob(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`)
 	return r.Replace(s)
+}
+
+// NamespacePatterns are SCAN MATCH patterns that together match every key
+// of namespace ns, in all its partitions, and no key of another namespace
+// (a namespace name holds no '#').
+func NamespacePatterns(ns string) []string {
+	return []string{escapeGlob("taskq:{"+ns+"}:") + "*", escapeGlob("taskq:{"+ns+"#") + "*"}
 }

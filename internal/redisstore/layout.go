@@ -37,11 +37,15 @@ package redisstore
 
 //go:generate go run ./internal/layoutgen/cmd/layoutgen -in layout.go -out lua/layout_gen.lua
 
-// Key layout. Every key of a namespace lives under one prefix whose hash tag
-// is the namespace, taskq:{ns}:, so every script touches a single Redis
-// Cluster slot. Keys builds each of them in Go. The keys of this block the
-// scripts also build themselves, from the prefix they are given and a run ID
-// or task name of a record they read; they share the hash tag.
+// Key layout. A namespace has P partitions (recorded in its meta record),
+// each a key prefix with a hash tag of its own: partition 0, the home
+// partition, is taskq:{ns}:, partition i >= 1 taskq:{ns#<i...>}: (see
+// PartitionPrefix). Every key of a partition shares its hash tag, so every
+// script, given one partition's prefix, touches a single Redis Cluster
+// slot. Keys builds each of them in Go. The keys of this block the scripts
+// also build themselves, from the prefix they are given and a run ID or
+// task name of a record they read; they share the hash tag. Below,
+// taskq:{ns}: stands for the prefix of the partition a key is in.
 //
 //taskq:lua keys
 const (
@@ -68,6 +72,18 @@ const (
 	keyWorker        = "worker:"   // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
 	keyWorkers       = "workers"   // zset  taskq:{ns}:workers: worker records by when each expires (ms)
 	keyAckMark       = "ackmark"   // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
+	keyMeta          = "meta"      // hash  taskq:{ns}:meta: the namespace's settings (fields meta*)
+)
+
+// Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
+// keyWorkers and keyMeta. Every other key is per partition: a run, its key,
+// signals, steps and notices live in the run's partition (see RunPartition),
+// and every partition has its own task streams, retry zset, runs and events
+// indexes.
+
+// Fields of the meta record, the hash at taskq:{ns}:meta (home partition).
+const (
+	metaPartitions = "partitions" // the namespace's partition count, written once when first used
 )
 
 // Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are

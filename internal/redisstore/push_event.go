@@ -162,6 +162,9 @@ func (s *Store) eventScriptError(err error) error {
 // The i-th EventRun belongs to the i-th task. A *FanoutPendingError says
 // the event is stored and its fan-out will be finished by a worker.
 func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, error) {
+	if err := s.placeEvent(ctx, p); err != nil {
+		return nil, err
+	}
 	if !s.inEventSlot(p) {
 		return s.pushEventSteps(ctx, p)
 	}
@@ -209,6 +212,11 @@ func (s *Store) fromEventResend(ctx context.Context, p *PushEventParams, err err
 func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]EventRun, []error) {
 	res := make([][]EventRun, len(ps))
 	errs := make([]error, len(ps))
+	for _, p := range ps {
+		if err := s.placeEvent(ctx, p); err != nil {
+			return res, fillErr(errs, err)
+		}
+	}
 	lo := 0
 	for i := 0; i <= len(ps); i++ {
 		if i < len(ps) && s.inEventSlot(ps[i]) {

@@ -274,7 +274,7 @@ var scriptCases = []scriptCase{
 		}
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				_, err := s.Promote(f.ctx, f.now.Add(time.Second), 10)
+				_, err := s.Promote(f.ctx, 0, f.now.Add(time.Second), 10)
 				return err
 			},
 			wrong: f.k.Retry(),
@@ -304,7 +304,7 @@ var scriptCases = []scriptCase{
 		f.b.Client.Del(f.ctx, f.k.Run(p.RunID)) // as if its retention ended
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				_, _, err := s.SweepRuns(f.ctx, f.now.Add(time.Hour), 0, 10)
+				_, _, err := s.SweepRuns(f.ctx, 0, f.now.Add(time.Hour), 0, 10)
 				return err
 			},
 			wrong: f.k.Runs(),

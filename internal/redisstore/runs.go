@@ -57,7 +57,11 @@ func parseRun(id string, h map[string]string) *Run {
 
 // GetRun reads a run record.
 func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
-	h, err := s.rdb.HGetAll(ctx, s.keys.Run(id)).Result()
+	ks, err := s.keysOfRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.rdb.HGetAll(ctx, ks.Run(id)).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -69,14 +73,28 @@ func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
 
 // RunStatus reads only a run's status.
 func (s *Store) RunStatus(ctx context.Context, id string) (string, error) {
-	st, err := s.rdb.HGet(ctx, s.keys.Run(id), runStatus).Result()
+	ks, err := s.keysOfRun(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	st, err := s.rdb.HGet(ctx, ks.Run(id), runStatus).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", fmt.Errorf("%w: %s", ErrRunNotFound, id)
 	}
 	return st, err
 }
 
-// ListRunIDs returns up to limit run IDs, newest first, from the runs index.
+// ListRunIDs returns up to limit run IDs, newest first, from the runs
+// indexes of every partition, skipping the offset newest (PageRuns pages
+// through them by position instead).
 func (s *Store) ListRunIDs(ctx context.Context, offset, limit int64) ([]string, error) {
-	return s.rdb.ZRevRange(ctx, s.keys.Runs(), offset, offset+limit-1).Result()
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	indexes := make([]string, parts.Count())
+	for i := range indexes {
+		indexes[i] = parts.keys[i].Runs()
+	}
+	return s.rangeIndexes(ctx, indexes, offset, limit)
 }

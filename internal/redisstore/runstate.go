@@ -19,10 +19,16 @@ type RunState struct {
 // a worker to learn that runs it is running, whose attempts are not begun
 // yet, have been cancelled.
 func (s *Store) RunStates(ctx context.Context, ids []string) ([]RunState, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cmds := make([]*redis.SliceCmd, len(ids))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, s.keys.Run(id), runStatus, runError)
+			if ks, err := parts.runKeys(id); err == nil {
+				cmds[i] = p.HMGet(ctx, ks.Run(id), runStatus, runError)
+			}
 		}
 		return nil
 	})
@@ -31,6 +37,9 @@ func (s *Store) RunStates(ctx context.Context, ids []string) ([]RunState, error)
 	}
 	out := make([]RunState, len(ids))
 	for i, c := range cmds {
+		if c == nil {
+			continue // a run that cannot exist: gone
+		}
 		v := c.Val()
 		out[i].Status, _ = v[0].(string)
 		out[i].Error, _ = v[1].(string)

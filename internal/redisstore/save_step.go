@@ -12,7 +12,14 @@ var saveStepScript = loadScript("save_step", "record")
 
 // StepResult returns a completed step's stored result, or ok=false.
 func (s *Store) StepResult(ctx context.Context, runID, name string) ([]byte, bool, error) {
-	v, err := s.rdb.HGet(ctx, s.keys.Steps(runID), name).Bytes()
+	ks, err := s.keysOfRun(ctx, runID)
+	if errors.Is(err, ErrRunNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := s.rdb.HGet(ctx, ks.Steps(runID), name).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
@@ -26,7 +33,11 @@ func (s *Store) StepResult(ctx context.Context, runID, name string) ([]byte, boo
 // returns the stored one: the first completion of a step wins. Nothing is
 // stored for a run whose record is gone.
 func (s *Store) SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error) {
-	k := [1 + saveStepKeyCount]string{saveStepKeySteps: s.keys.Steps(runID), saveStepKeyRun: s.keys.Run(runID)}
+	ks, err := s.keysOfRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	k := [1 + saveStepKeyCount]string{saveStepKeySteps: ks.Steps(runID), saveStepKeyRun: ks.Run(runID)}
 	a := [1 + saveStepArgCount]any{saveStepArgName: name, saveStepArgResult: result}
 	v, err := s.runScript(ctx, saveStepScript, k[1:], a[1:]...)
 	if err != nil {

@@ -143,7 +143,7 @@ func TestScriptCost(t *testing.T) {
 	}
 	var ds []redisstore.Delivery
 	read := func() {
-		got, err := st.ReadGroup(ctx, "w1", []string{"noop"}, batch, -1)
+		got, err := st.ReadGroup(ctx, 0, "w1", []string{"noop"}, batch, -1)
 		if err != nil || len(got) == 0 {
 			t.Fatalf("read: %d deliveries, %v", len(got), err)
 		}

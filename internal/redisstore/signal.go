@@ -26,15 +26,28 @@ type SignalResult struct {
 
 // SignalKey delivers payload to the run that owns key now.
 func (s *Store) SignalKey(ctx context.Context, key, signalID string, payload []byte, maxSignals int) (SignalResult, error) {
-	return s.signal(ctx, s.keys.IdempotencyKey(key), "key", "", signalID, payload, maxSignals)
+	ks, err := s.keysOfKey(ctx, key)
+	if err != nil {
+		return SignalResult{}, err
+	}
+	return s.signal(ctx, ks, ks.IdempotencyKey(key), "key", "", signalID, payload, maxSignals)
 }
 
 // SignalRun delivers payload to the run with the given ID.
+// A run ID that names no partition of the namespace is a run that does
+// not exist ("missing").
 func (s *Store) SignalRun(ctx context.Context, runID, signalID string, payload []byte, maxSignals int) (SignalResult, error) {
-	return s.signal(ctx, s.keys.Run(runID), "run", runID, signalID, payload, maxSignals)
+	ks, err := s.keysOfRun(ctx, runID)
+	if errors.Is(err, ErrRunNotFound) {
+		return SignalResult{Reason: "missing"}, nil
+	}
+	if err != nil {
+		return SignalResult{}, err
+	}
+	return s.signal(ctx, ks, ks.Run(runID), "run", runID, signalID, payload, maxSignals)
 }
 
-func (s *Store) signal(ctx context.Context, key, mode, runID, signalID string, payload []byte, maxSignals int) (SignalResult, error) {
+func (s *Store) signal(ctx context.Context, ks Keys, key, mode, runID, signalID string, payload []byte, maxSignals int) (SignalResult, error) {
 	if maxSignals == 0 {
 		maxSignals = MaxSignalsDefault
 	}
@@ -44,7 +57,7 @@ func (s *Store) signal(ctx context.Context, key, mode, runID, signalID string, p
 		signalArgRunID:      runID,
 		signalArgSignalID:   signalID,
 		signalArgPayload:    payload,
-		signalArgPrefix:     s.keys.Prefix(),
+		signalArgPrefix:     ks.Prefix(),
 		signalArgMaxSignals: maxSignals,
 	}
 	v, err := s.runScript(ctx, signalScript, k[1:], a[1:]...)
@@ -80,8 +93,15 @@ func (s *Store) ReadSignals(ctx context.Context, runID, cursor string, count int
 	if cursor == "" {
 		cursor = "0"
 	}
+	ks, err := s.keysOfRun(ctx, runID)
+	if errors.Is(err, ErrRunNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	res, err := s.rdb.XRead(ctx, &redis.XReadArgs{
-		Streams: []string{s.keys.Signals(runID), cursor}, Count: int64(count), Block: block,
+		Streams: []string{ks.Signals(runID), cursor}, Count: int64(count), Block: block,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil

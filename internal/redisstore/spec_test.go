@@ -37,7 +37,7 @@ func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 			t.Fatalf("start without a spec read %+v, want %+v", st.Spec, want)
 		}
 		f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
-		if n, err := f.s.Promote(f.ctx, f.now.Add(time.Hour), 10); err != nil || n != 1 {
+		if n, err := f.s.Promote(f.ctx, 0, f.now.Add(time.Hour), 10); err != nil || n != 1 {
 			t.Fatalf("promote = %d, %v", n, err)
 		}
 		ds = f.read("t", "w1")
@@ -89,7 +89,7 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 			if err := s.EnsureGroup(ctx, "t"); err != nil {
 				t.Fatal(err)
 			}
-			ds, err := s.ReadGroup(ctx, "w1", []string{"t"}, 100, -1)
+			ds, err := s.ReadGroup(ctx, 0, "w1", []string{"t"}, 100, -1)
 			if err != nil || len(ds) != len(ps) {
 				t.Fatalf("read %d deliveries, %v", len(ds), err)
 			}
@@ -104,7 +104,7 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 				st.starts = append(st.starts, fmt.Sprint(r.Started, r.Attempt, specOf(r), errs[i]))
 			}
 			// "once" is delivered again (its worker died) and has used up its deliveries.
-			again, err := s.AutoClaim(ctx, "t", "w2", 0, 100)
+			again, err := s.AutoClaim(ctx, 0, "t", "w2", 0, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +186,7 @@ func TestEntryWithoutAValidSpecIsStartedFromTheRecord(t *testing.T) {
 			}
 			// Consume the entry enqueue wrote, and queue the run again with
 			// an entry that has o as its spec.
-			if _, err := f.s.ReadGroup(f.ctx, "w0", []string{"t"}, 10, -1); err != nil {
+			if _, err := f.s.ReadGroup(f.ctx, 0, "w0", []string{"t"}, 10, -1); err != nil {
 				t.Fatal(err)
 			}
 			id := b.Client.XAdd(f.ctx, &redis.XAddArgs{Stream: f.k.Stream("t"), Values: []any{"r", p.RunID, "i", `{"from":"entry"}`, "o", o}}).Val()

@@ -48,16 +48,24 @@ func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) 
 // delivery and are what Start would have returned for it alone.
 func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, ds []Delivery) ([]StartResult, []error) {
 	res := make([]StartResult, len(ds))
-	errs := s.evalBatch(ctx, startScript, len(ds), func(lo, hi int) ([]string, []any) {
+	errs := make([]error, len(ds))
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return res, fillErr(errs, err)
+	}
+	groups := groupByPartition(len(ds), parts.Count(), func(i int) (int, error) { return runPartition(parts, ds[i].RunID) }, errs)
+	keepFirst(errs, s.evalBatch(ctx, startScript, groups, len(ds), func(items []int) ([]string, []any) {
+		ks := parts.keys[mustPartition(parts, ds[items[0]].RunID)]
 		h := [1 + startArgCount]any{
 			startArgGroup:    GroupName,
 			startArgConsumer: consumer,
 			startArgNow:      unixMS(now),
-			startArgPrefix:   s.keys.Prefix(),
+			startArgPrefix:   ks.Prefix(),
 		}
-		keys := make([]string, startKeyCount, startKeyCount+startItemKeyCount*(hi-lo))
-		args := append(make([]any, 0, startArgCount+startItemArgCount*(hi-lo)), h[1:]...)
-		for _, d := range ds[lo:hi] {
+		keys := make([]string, startKeyCount, startKeyCount+startItemKeyCount*len(items))
+		args := append(make([]any, 0, startArgCount+startItemArgCount*len(items)), h[1:]...)
+		for _, i := range items {
+			d := ds[i]
 			maxdel := ""
 			if d.Spec != nil {
 				maxdel = strconv.Itoa(d.Spec.MaxDeliveries)
@@ -67,8 +75,8 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 				redelivered = "1"
 			}
 			k := [startItemKeyCount]string{
-				startItemKeyRun:    s.keys.Run(d.RunID),
-				startItemKeyStream: s.keys.Stream(d.Task),
+				startItemKeyRun:    ks.Run(d.RunID),
+				startItemKeyStream: ks.Stream(d.Task),
 			}
 			a := [startItemArgCount]any{
 				startItemArgRunID:         d.RunID,
@@ -82,7 +90,7 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 	}, func(i int, r []any) (n int, err error) {
 		res[i], n, err = parseStart(r, ds[i].Spec)
 		return n, s.named("start", err)
-	})
+	}))
 	return res, errs
 }
 

@@ -17,7 +17,8 @@ import (
 // Store is the only place taskq talks to Redis: every state change of a run
 // is one script here, and every key comes from Keys.
 type Store struct {
-	rdb  redis.UniversalClient
+	rdb redis.UniversalClient
+	// keys are the home partition's.
 	keys Keys
 	// addr names the server in errors.
 	addr string
@@ -31,11 +32,18 @@ type Store struct {
 	// loaded holds the scripts loaded on each master for durable calls
 	// (loadedKey, see loadOn).
 	loaded sync.Map
+	// want is the configured partition count (0: adopt the recorded one);
+	// parts the namespace's layout once read (see Partitions), resolving
+	// lets one call read it at a time.
+	want      int
+	parts     atomic.Pointer[Partitions]
+	resolving chan struct{}
 }
 
-// New returns a Store for namespace ns on rdb.
+// New returns a Store for namespace ns on rdb, which adopts the
+// namespace's partition count (see NewPartitioned).
 func New(rdb redis.UniversalClient, ns string) *Store {
-	return &Store{rdb: rdb, keys: NewKeys(ns), addr: Addr(rdb)}
+	return &Store{rdb: rdb, keys: NewKeys(ns), addr: Addr(rdb), resolving: make(chan struct{}, 1)}
 }
 
 // Addr names the server (or, for a cluster, the seed servers) rdb talks
@@ -155,38 +163,66 @@ func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args .
 const MaxItemsPerCall = 256
 
 // evalBatch runs sc, a script that takes many items and replies with an
-// array of values for items 0..n-1: build gives the KEYS and ARGV of items
-// lo..hi-1, at most MaxItemsPerCall of them, and parse is handed the reply
-// from item i's first value on and says how many values are item i's. The
-// i-th error is the script's error for item i, or the error of the call
-// that carried it.
-func (s *Store) evalBatch(ctx context.Context, sc *script, n int, build func(lo, hi int) ([]string, []any), parse func(i int, r []any) (int, error)) []error {
+// array of values for items 0..n-1, in one call per group of items (the
+// items of one partition, in order) and per MaxItemsPerCall items of a
+// group: build gives the KEYS and ARGV of the items whose indexes it is
+// handed (all of one group), and parse is handed the reply from item i's
+// first value on and says how many values are item i's. The i-th error is
+// the script's error for item i, or the error of the call that carried it.
+// One call goes out alone; several go out in one pipeline (one round trip;
+// Redis still runs them one after another).
+func (s *Store) evalBatch(ctx context.Context, sc *script, groups [][]int, n int, build func(items []int) ([]string, []any), parse func(i int, r []any) (int, error)) []error {
 	errs := make([]error, n)
-	for lo := 0; lo < n; lo += MaxItemsPerCall {
-		hi := min(lo+MaxItemsPerCall, n)
-		keys, args := build(lo, hi)
-		v, err := s.runScript(ctx, sc, keys, args...)
-		parseCall(sc, lo, hi, v, err, parse, errs)
+	calls := batchCalls(groups, build)
+	sent := make([]scriptCall, len(calls))
+	for i, c := range calls {
+		sent[i] = scriptCall{Keys: c.keys, Args: c.args}
+	}
+	s.runScripts(ctx, sc, sent)
+	for k, c := range calls {
+		parseCall(sc, c.items, sent[k].Reply, sent[k].Err, parse, errs)
 	}
 	return errs
 }
 
+// scriptBatchCall is one call of a batch script: the items it carries, and its
+// KEYS and ARGV.
+type scriptBatchCall struct {
+	items []int
+	keys  []string
+	args  []any
+}
+
+// batchCalls splits groups of items into calls of at most MaxItemsPerCall
+// items each, built by build.
+func batchCalls(groups [][]int, build func(items []int) ([]string, []any)) []scriptBatchCall {
+	var calls []scriptBatchCall
+	for _, g := range groups {
+		for lo := 0; lo < len(g); lo += MaxItemsPerCall {
+			items := g[lo:min(lo+MaxItemsPerCall, len(g))]
+			keys, args := build(items)
+			calls = append(calls, scriptBatchCall{items: items, keys: keys, args: args})
+		}
+	}
+	return calls
+}
+
 // parseCall hands the reply v (or the error err) of the call that carried
-// items lo..hi-1 to parse, item by item, and sets their errors in errs.
-func parseCall(sc *script, lo, hi int, v any, err error, parse func(i int, r []any) (int, error), errs []error) {
+// items to parse, item by item, and sets their errors in errs.
+func parseCall(sc *script, items []int, v any, err error, parse func(i int, r []any) (int, error), errs []error) {
 	var r []any
 	if err == nil {
 		r, err = asSlice(v)
 	}
 	if err != nil {
-		for i := lo; i < hi; i++ {
+		for _, i := range items {
 			errs[i] = err
 		}
 		return
 	}
-	for i := lo; i < hi; i++ {
+	for k, i := range items {
 		if len(r) == 0 {
-			errs[i] = fmt.Errorf("redisstore: %s: no reply for item %d of %d", sc.name, i-lo+1, hi-lo)
+			errs[i] = fmt.Errorf("redisstore: %s: no reply for item %d of %d", sc.name, k+1, len(items))
 			continue
 		}
 		used, err := parse(i, r)
@@ -194,10 +230,100 @@ func parseCall(sc *script, lo, hi int, v any, err error, parse func(i int, r []a
 		r = r[min(max(used, 1), len(r)):]
 	}
 	if len(r) != 0 {
-		for i := lo; i < hi; i++ {
+		for _, i := range items {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("redisstore: %s: %d values left over in the reply", sc.name, len(r))
 			}
+		}
+	}
+}
+
+// scriptCall is one call of a script sent by runScripts: its KEYS and
+// ARGV, then its reply or error.
+type scriptCall struct {
+	Keys  []string
+	Args  []any
+	Reply any
+	Err   error
+}
+
+// runScripts runs sc once per call, as runScript does: one call alone,
+// several in one pipeline (each may be in another slot: a cluster client
+// sends each to its node). A call whose script the server's cache lacks is
+// sent again on its own, with the script.
+func (s *Store) runScripts(ctx context.Context, sc *script, calls []scriptCall) {
+	if len(calls) == 1 {
+		c := &calls[0]
+		c.Reply, c.Err = s.runScript(ctx, sc, c.Keys, c.Args...)
+		return
+	}
+	if len(calls) == 0 {
+		return
+	}
+	run := sc.Script
+	if sc.plain != nil && s.plain.Load() {
+		run = sc.plain
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range calls {
+			cmds[i] = run.EvalSha(ctx, p, c.Keys, c.Args...)
+		}
+		return nil
+	})
+	for i := range calls {
+		c := &calls[i]
+		c.Reply, c.Err = cmds[i].Result()
+		if isNoScript(c.Err) {
+			// Not run: loaded (and sent on its own) now.
+			c.Reply, c.Err = s.runScript(ctx, sc, c.Keys, c.Args...)
+			continue
+		}
+		c.Err = s.named(sc.name, scriptError(c.Err))
+	}
+}
+
+// groupByPartition groups items 0..n-1 by the partition part says each is
+// in, keeping their order within a group; an item part says is in no
+// partition gets that error in errs and no group. With one partition every
+// item is in one group, with no allocation beyond it.
+func groupByPartition(n, partitions int, part func(i int) (int, error), errs []error) [][]int {
+	if partitions == 1 {
+		all := make([]int, 0, n)
+		for i := range n {
+			if _, err := part(i); err != nil {
+				errs[i] = err
+				continue
+			}
+			all = append(all, i)
+		}
+		return [][]int{all}
+	}
+	byPart := make(map[int][]int, partitions)
+	order := make([]int, 0, partitions)
+	for i := range n {
+		p, err := part(i)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], i)
+	}
+	groups := make([][]int, len(order))
+	for k, p := range order {
+		groups[k] = byPart[p]
+	}
+	return groups
+}
+
+// keepFirst sets errs[i] to err where errs[i] is not set yet.
+func keepFirst(errs, more []error) {
+	for i, err := range more {
+		if errs[i] == nil {
+			errs[i] = err
 		}
 	}
 }

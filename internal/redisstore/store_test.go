@@ -25,6 +25,10 @@ type fixture struct {
 
 func newFixture(t *testing.T, b *redistest.Backend) *fixture {
 	s := redisstore.New(b.Client, b.Namespace)
+	// The namespace is in use: its partition count is recorded.
+	if _, err := s.Partitions(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return &fixture{t: t, b: b, s: s, k: s.Keys(), ctx: context.Background(), now: time.Now()}
 }
 
@@ -82,7 +86,7 @@ func (f *fixture) read(task, consumer string) []redisstore.Delivery {
 	if err := f.s.EnsureGroup(f.ctx, task); err != nil {
 		f.t.Fatal(err)
 	}
-	ds, err := f.s.ReadGroup(f.ctx, consumer, []string{task}, 10, 0)
+	ds, err := f.s.ReadGroup(f.ctx, 0, consumer, []string{task}, 10, 0)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -149,7 +153,7 @@ func TestEnqueueWithoutStrategyClaimsNothing(t *testing.T) {
 				t.Fatalf("trigger %d not accepted", i)
 			}
 		}
-		keys, _, _ := f.s.ScanKeys(f.ctx, "*", 0, 100)
+		keys, _, _ := f.s.ScanKeys(f.ctx, "*", "", 100)
 		if len(keys) != 0 {
 			t.Fatalf("keys claimed without a strategy: %v", keys)
 		}
@@ -276,7 +280,7 @@ func TestFinishIsFencedByAttempt(t *testing.T) {
 		d := f.read("t", "old")[0]
 		f.start(d, "old")
 		// The old consumer stalls; another reclaims the delivery.
-		claimed, err := f.s.AutoClaim(f.ctx, "t", "new", 0, 10)
+		claimed, err := f.s.AutoClaim(f.ctx, 0, "t", "new", 0, 10)
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("autoclaim = %v, %v", claimed, err)
 		}
@@ -315,11 +319,12 @@ func TestRetryKeepsKeyAndPromoteRequeues(t *testing.T) {
 		if !f.exists(f.k.IdempotencyKey("k")) {
 			t.Fatal("key released while the run is retrying")
 		}
-		if n, _ := f.s.Promote(f.ctx, f.now, 10); n != 0 {
-			t.Fatalf("promoted %d runs before their retry was due", n)
+		// Not due yet: nothing moves, and the call says when it will be.
+		if n, next, err := f.s.PromoteDue(f.ctx, 0, f.now, 10); err != nil || n != 0 || next.UnixMilli() != f.now.Add(time.Hour).UnixMilli() {
+			t.Fatalf("promote before due = %d, next %v, %v; want 0, next %v", n, next, err, f.now.Add(time.Hour))
 		}
-		if n, _ := f.s.Promote(f.ctx, f.now.Add(2*time.Hour), 10); n != 1 {
-			t.Fatalf("promoted %d, want 1", n)
+		if n, next, err := f.s.PromoteDue(f.ctx, 0, f.now.Add(2*time.Hour), 10); err != nil || n != 1 || !next.IsZero() {
+			t.Fatalf("promote = %d, next %v, %v; want 1 and none left", n, next, err)
 		}
 		ds := f.read("t", "c")
 		if len(ds) != 1 || ds[0].RunID != p.RunID {
@@ -354,7 +359,7 @@ func TestStartSkipsStaleTerminalAndExhausted(t *testing.T) {
 		f.enqueue(q)
 		d = f.read("t", "c")[0]
 		f.start(d, "c")
-		claimed, _ := f.s.AutoClaim(f.ctx, "t", "c2", 0, 10)
+		claimed, _ := f.s.AutoClaim(f.ctx, 0, "t", "c2", 0, 10)
 		if st := f.start(claimed[0], "c2"); st.Started || st.Reason != "exhausted" {
 			t.Fatalf("start past max deliveries = %+v", st)
 		}
@@ -472,7 +477,7 @@ func TestSweepRemovesOnlyExpiredIndexEntries(t *testing.T) {
 		f.enqueue(live)
 		f.enqueue(gone)
 		b.Client.Del(f.ctx, f.k.Run(gone.RunID))
-		removed, looked, err := f.s.SweepRuns(f.ctx, f.now.Add(time.Second), 0, 100)
+		removed, looked, err := f.s.SweepRuns(f.ctx, 0, f.now.Add(time.Second), 0, 100)
 		if err != nil || removed != 1 || looked != 2 {
 			t.Fatalf("sweep = %d removed, %d looked, %v", removed, looked, err)
 		}

@@ -90,13 +90,19 @@ func (s *Store) deliveries(streams []redis.XStream, taskOf map[string]string) []
 	return out
 }
 
-// ReadGroup blocks up to block for new deliveries of any of tasks, at most
-// count in all. It returns nil, nil when nothing arrived.
-func (s *Store) ReadGroup(ctx context.Context, consumer string, tasks []string, count int, block time.Duration) ([]Delivery, error) {
+// ReadGroup blocks up to block for new deliveries of any of tasks in
+// partition part (one XREADGROUP over the partition's streams, which share
+// its slot), at most count per stream. It returns nil, nil when nothing
+// arrived.
+func (s *Store) ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]Delivery, error) {
+	ks, err := s.partitionKeys(ctx, part)
+	if err != nil {
+		return nil, err
+	}
 	streams := make([]string, 0, 2*len(tasks))
 	taskOf := make(map[string]string, len(tasks))
 	for _, t := range tasks {
-		k := s.keys.Stream(t)
+		k := ks.Stream(t)
 		streams = append(streams, k)
 		taskOf[k] = t
 	}
@@ -115,10 +121,15 @@ func (s *Store) ReadGroup(ctx context.Context, consumer string, tasks []string, 
 	return s.deliveries(res, taskOf), nil
 }
 
-// AutoClaim takes over deliveries of task whose lease (idle time in the
-// pending list) is longer than minIdle: their worker died or stalled.
-func (s *Store) AutoClaim(ctx context.Context, task, consumer string, minIdle time.Duration, count int) ([]Delivery, error) {
-	k := s.keys.Stream(task)
+// AutoClaim takes over deliveries of task in partition part whose lease
+// (idle time in the pending list) is longer than minIdle: their worker
+// died or stalled.
+func (s *Store) AutoClaim(ctx context.Context, part int, task, consumer string, minIdle time.Duration, count int) ([]Delivery, error) {
+	ks, err := s.partitionKeys(ctx, part)
+	if err != nil {
+		return nil, err
+	}
+	k := ks.Stream(task)
 	msgs, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: k, Group: GroupName, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
 	}).Result()
@@ -130,15 +141,6 @@ func (s *Store) AutoClaim(ctx context.Context, task, consumer string, minIdle ti
 		ds[i].Redelivered = true
 	}
 	return ds, nil
-}
-
-// NextRetry returns when the earliest scheduled retry is due, or false.
-func (s *Store) NextRetry(ctx context.Context) (time.Time, bool, error) {
-	z, err := s.rdb.ZRangeWithScores(ctx, s.keys.Retry(), 0, 0).Result()
-	if err != nil || len(z) == 0 {
-		return time.Time{}, false, err
-	}
-	return fromMS(int64(z[0].Score)), true, nil
 }
 
 // --- idempotency keys ------------------------------------------------------
@@ -153,7 +155,11 @@ type KeyState struct {
 
 // GetKey returns who holds key, or ok=false when nobody does.
 func (s *Store) GetKey(ctx context.Context, key string) (KeyState, bool, error) {
-	rk := s.keys.IdempotencyKey(key)
+	ks, err := s.keysOfKey(ctx, key)
+	if err != nil {
+		return KeyState{}, false, err
+	}
+	rk := ks.IdempotencyKey(key)
 	pipe := s.rdb.Pipeline()
 	get := pipe.Get(ctx, rk)
 	ttl := pipe.PTTL(ctx, rk)
@@ -170,17 +176,4 @@ func (s *Store) GetKey(ctx context.Context, key string) (KeyState, bool, error) 
 		st.TTL = d
 	}
 	return st, true, nil
-}
-
-// ScanKeys pages through held idempotency keys matching glob with SCAN.
-// It returns the user-visible keys and the next cursor (0 when done).
-func (s *Store) ScanKeys(ctx context.Context, glob string, cursor uint64, count int64) ([]string, uint64, error) {
-	ks, next, err := s.rdb.Scan(ctx, cursor, s.keys.IdempotencyKeyPattern(glob), count).Result()
-	if err != nil {
-		return nil, 0, err
-	}
-	for i, k := range ks {
-		ks[i] = s.keys.TrimIdempotencyKey(k)
-	}
-	return ks, next, nil
 }

@@ -8,16 +8,24 @@ import (
 // sweepScript removes index entries of expired records: lua/sweep.lua.
 var sweepScript = loadScript("sweep")
 
-// SweepRuns removes index entries of expired run records created before
-// cutoff, looking at most limit entries from offset. It returns how many it
-// removed and how many it looked at.
-func (s *Store) SweepRuns(ctx context.Context, cutoff time.Time, offset, limit int) (removed, looked int, err error) {
-	return s.sweep(ctx, s.keys.Runs(), s.keys.Prefix()+keyRun, cutoff, offset, limit)
+// SweepRuns removes entries of expired run records created before cutoff
+// from the runs index of partition part, looking at most limit entries
+// from offset. It returns how many it removed and how many it looked at.
+func (s *Store) SweepRuns(ctx context.Context, part int, cutoff time.Time, offset, limit int) (removed, looked int, err error) {
+	ks, err := s.partitionKeys(ctx, part)
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.sweep(ctx, ks.Runs(), ks.Prefix()+keyRun, cutoff, offset, limit)
 }
 
-// SweepEvents is SweepRuns for the events index.
-func (s *Store) SweepEvents(ctx context.Context, cutoff time.Time, offset, limit int) (removed, looked int, err error) {
-	return s.sweep(ctx, s.keys.Events(), s.keys.Prefix()+keyEvent, cutoff, offset, limit)
+// SweepEvents is SweepRuns for the events index of partition part.
+func (s *Store) SweepEvents(ctx context.Context, part int, cutoff time.Time, offset, limit int) (removed, looked int, err error) {
+	ks, err := s.partitionKeys(ctx, part)
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.sweep(ctx, ks.Events(), ks.Prefix()+keyEvent, cutoff, offset, limit)
 }
 
 func (s *Store) sweep(ctx context.Context, index, recordPrefix string, cutoff time.Time, offset, limit int) (int, int, error) {

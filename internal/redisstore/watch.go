@@ -16,7 +16,11 @@ var watchScript = loadScript("watch", "record")
 // status. Subscribe to the channel first: a run that ends after WatchRun
 // is published, and one that had ended shows in the status returned.
 func (s *Store) WatchRun(ctx context.Context, id string) (string, error) {
-	k := [1 + watchKeyCount]string{watchKeyRun: s.keys.Run(id)}
+	ks, err := s.keysOfRun(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	k := [1 + watchKeyCount]string{watchKeyRun: ks.Run(id)}
 	v, err := s.runScript(ctx, watchScript, k[1:])
 	if errors.Is(err, redis.Nil) {
 		return "", fmt.Errorf("%w: %s", ErrRunNotFound, id)

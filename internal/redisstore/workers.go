@@ -140,10 +140,12 @@ type WorkerInfo struct {
 // HeldRun is a delivery a consumer holds: its lease, from the consumer
 // group's pending list.
 type HeldRun struct {
-	RunID    string
-	Task     string
-	EntryID  string
-	Consumer string
+	RunID string
+	Task  string
+	// Partition is the partition of the task stream the delivery is in.
+	Partition int
+	EntryID   string
+	Consumer  string
 	// Idle is how long the lease has gone without renewal.
 	Idle time.Duration
 	// Deliveries counts how often the entry was delivered.
@@ -286,18 +288,27 @@ func (s *Store) heldRuns(ctx context.Context, workers []WorkerInfo, limit int) (
 		names = append(names, t)
 	}
 	sort.Strings(names)
-	cmds := make([]*redis.XPendingExtCmd, len(names))
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	// Every task's stream in every partition: cmds[i*P+part].
+	n := parts.Count()
+	cmds := make([]*redis.XPendingExtCmd, len(names)*n)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, t := range names {
-			cmds[i] = p.XPendingExt(ctx, &redis.XPendingExtArgs{
-				Stream: s.keys.Stream(t), Group: GroupName, Start: "-", End: "+", Count: int64(limit) + 1,
-			})
+			for part := range n {
+				cmds[i*n+part] = p.XPendingExt(ctx, &redis.XPendingExtArgs{
+					Stream: parts.keys[part].Stream(t), Group: GroupName, Start: "-", End: "+", Count: int64(limit) + 1,
+				})
+			}
 		}
 		return nil
 	})
 	var held []HeldRun
 	truncated := false
-	for i, c := range cmds {
+	for j, c := range cmds {
+		i, part := j/n, j%n
 		entries, err := c.Result()
 		if err != nil {
 			if isNoGroup(err) {
@@ -309,24 +320,24 @@ func (s *Store) heldRuns(ctx context.Context, workers []WorkerInfo, limit int) (
 			entries, truncated = entries[:limit], true
 		}
 		for _, e := range entries {
-			held = append(held, HeldRun{Task: names[i], EntryID: e.ID, Consumer: e.Consumer, Idle: e.Idle, Deliveries: e.RetryCount})
+			held = append(held, HeldRun{Task: names[i], Partition: part, EntryID: e.ID, Consumer: e.Consumer, Idle: e.Idle, Deliveries: e.RetryCount})
 		}
 	}
-	if err := s.entryRuns(ctx, held); err != nil {
+	if err := s.entryRuns(ctx, parts, held); err != nil {
 		return nil, false, err
 	}
 	return held, truncated, nil
 }
 
 // entryRuns fills in the run ID of each held delivery from its entry.
-func (s *Store) entryRuns(ctx context.Context, held []HeldRun) error {
+func (s *Store) entryRuns(ctx context.Context, parts *Partitions, held []HeldRun) error {
 	if len(held) == 0 {
 		return nil
 	}
 	cmds := make([]*redis.XMessageSliceCmd, len(held))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, h := range held {
-			cmds[i] = p.XRangeN(ctx, s.keys.Stream(h.Task), h.EntryID, h.EntryID, 1)
+			cmds[i] = p.XRangeN(ctx, parts.keys[h.Partition].Stream(h.Task), h.EntryID, h.EntryID, 1)
 		}
 		return nil
 	})

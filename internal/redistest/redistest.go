@@ -49,11 +49,17 @@ func (b *Backend) Advance(d time.Duration) {
 	time.Sleep(d)
 }
 
-// Namespace returns a namespace unique to this test.
+// Namespace returns a namespace unique to this test, a valid namespace
+// name whatever the test's name holds.
 func Namespace(t testing.TB) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	name := strings.Map(func(r rune) rune {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.:-", r)) {
+			return r
+		}
+		return '-'
+	}, t.Name())
 	if len(name) > 40 {
 		name = name[:40]
 	}
@@ -87,20 +93,30 @@ func Real(t testing.TB) *Backend {
 	return &Backend{Name: "redis", Client: rdb, Namespace: ns, URL: url}
 }
 
-// DeleteNamespace removes every key of namespace ns with SCAN and UNLINK.
+// DeleteNamespace removes every key of namespace ns, in all its
+// partitions, with SCAN and UNLINK.
 func DeleteNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) {
-	pattern := "taskq:{" + ns + "}:*"
-	var cursor uint64
-	for {
-		keys, next, err := rdb.Scan(ctx, cursor, pattern, 500).Result()
-		if err != nil {
-			return
-		}
-		if len(keys) > 0 {
-			rdb.Unlink(ctx, keys...)
-		}
-		if cursor = next; cursor == 0 {
-			return
+	// redisstore.NamespacePatterns, which this package cannot import (the
+	// store's own tests import this package): the home partition and the
+	// others.
+	for _, pattern := range []string{"taskq:{" + ns + "}:*", "taskq:{" + ns + "#*"} {
+		var cursor uint64
+		for {
+			keys, next, err := rdb.Scan(ctx, cursor, pattern, 500).Result()
+			if err != nil {
+				break
+			}
+			// One UNLINK per key, in one pipeline: the keys of several
+			// partitions are in several slots.
+			_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range keys {
+					p.Unlink(ctx, k)
+				}
+				return nil
+			})
+			if cursor = next; cursor == 0 {
+				break
+			}
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/faulttest"
 	"github.com/taskq/taskq/internal/history"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -375,26 +376,34 @@ func (s *soak) settled(ctx context.Context) (int64, int, error) {
 	// Inspector does not offer: the soak does it itself, as test tooling.
 	st := clientlink.Store(s.c)
 	time.Sleep(s.o.Retention + max(s.wcfg.Tasks.TTL, time.Second) + time.Second)
-	for offset := 0; ; {
-		removed, looked, err := st.SweepRuns(ctx, time.Now(), offset, 1000)
-		if err != nil {
-			return 0, 0, err
-		}
-		offset += looked - removed
-		if looked < 1000 {
-			break
+	parts, err := st.Partitions(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for part := range parts.Count() {
+		for offset := 0; ; {
+			removed, looked, err := st.SweepRuns(ctx, part, time.Now(), offset, 1000)
+			if err != nil {
+				return 0, 0, err
+			}
+			offset += looked - removed
+			if looked < 1000 {
+				break
+			}
 		}
 	}
 	keys := 0
-	var cursor uint64
-	for {
-		ks, next, err := s.direct.Scan(ctx, cursor, "taskq:{"+s.ns+"}:*", 1000).Result()
-		if err != nil {
-			return 0, 0, err
-		}
-		keys += len(ks)
-		if cursor = next; cursor == 0 {
-			break
+	for _, pattern := range redisstore.NamespacePatterns(s.ns) {
+		var cursor uint64
+		for {
+			ks, next, err := s.direct.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return 0, 0, err
+			}
+			keys += len(ks)
+			if cursor = next; cursor == 0 {
+				break
+			}
 		}
 	}
 	info, err := s.direct.Info(ctx, "memory").Result()

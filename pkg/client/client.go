@@ -31,6 +31,18 @@ const (
 // RedisURLEnv names the environment variable read when no Redis is given.
 const RedisURLEnv = "TASKQ_REDIS_URL"
 
+// Limits and defaults of Options.Partitions: see docs/scaling.md.
+const (
+	// PartitionsMax is the largest partition count a namespace can have.
+	PartitionsMax = redisstore.PartitionsMax
+	// PartitionsDefault is the count a namespace first used on a single
+	// Redis records when none is configured.
+	PartitionsDefault = redisstore.PartitionsDefault
+	// PartitionsClusterDefault is the count a namespace first used on a
+	// Redis Cluster records when none is configured.
+	PartitionsClusterDefault = redisstore.PartitionsClusterDefault
+)
+
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -48,8 +60,17 @@ type Options struct {
 	// client dialled from it heeds each call's deadline, and its dial, read
 	// and write timeouts are at most OperationTimeout.
 	RedisURL string
-	// Namespace scopes keys, runs and tasks (default "default").
+	// Namespace scopes keys, runs and tasks (default "default"): 1 to 64
+	// characters of A-Z a-z 0-9 _ . : - (else New fails with an
+	// *InvalidNamespaceError).
 	Namespace string
+	// Partitions is the namespace's partition count. 0 (the default)
+	// adopts the count the namespace recorded when it was first used, or,
+	// for a namespace never used, records 1 on a single Redis and 16 on a
+	// Redis Cluster (see docs/scaling.md). A count set here must be the
+	// recorded one: New fails with a *PartitionsMismatchError otherwise (or
+	// the first call does, when Redis cannot be reached at New).
+	Partitions int
 	// Retention is how long a run record is kept after the run ends.
 	Retention time.Duration
 	// MaxInputBytes and MaxMetadataBytes bound a trigger's JSON.
@@ -146,6 +167,12 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
+	if err := redisstore.ValidateNamespace(o.Namespace); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if err := redisstore.CheckPartitions(o.Partitions); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
 	switch {
 	case o.Retention < time.Second:
 		return fmt.Errorf("client: Retention %s is below 1s", o.Retention)
@@ -189,7 +216,7 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	st := redisstore.New(rdb, opts.Namespace)
+	st := redisstore.NewPartitioned(rdb, opts.Namespace, opts.Partitions)
 	triggers, err := newTriggerBatcher(st, opts)
 	if err != nil {
 		if owns {
@@ -207,6 +234,22 @@ func New(opts Options) (*Client, error) {
 			_ = rdb.Close()
 		}
 		return nil, fmt.Errorf("client: %w", err)
+	}
+	if opts.Partitions != 0 {
+		// A configured count is checked against the namespace's now; a
+		// Redis that does not answer is no error here (as for the guard):
+		// the first call reads the count then.
+		ctx, cancel := context.WithTimeout(context.Background(), opts.OperationTimeout)
+		_, err := st.Partitions(ctx)
+		cancel()
+		var mismatch *PartitionsMismatchError
+		if errors.As(err, &mismatch) {
+			guard.Stop()
+			if owns {
+				_ = rdb.Close()
+			}
+			return nil, fmt.Errorf("client: %w", err)
+		}
 	}
 	// A local fsync the server cannot give is refused now, not at the
 	// first trigger.
@@ -238,6 +281,18 @@ func (c *Client) watch(ctx context.Context, runID string) (string, error) {
 	return status, c.unavailable(ctx, err)
 }
 
+// doneChannel is the completion channel of run runID, in the run's
+// partition.
+func (c *Client) doneChannel(ctx context.Context, runID string) (string, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	ks, err := c.store.RunKeys(ctx, runID)
+	if err != nil {
+		return "", c.unavailable(ctx, err)
+	}
+	return ks.DoneChannel(runID), nil
+}
+
 // Close releases the Client's connections (not a Redis client passed in).
 func (c *Client) Close() error {
 	c.guard.Stop()
@@ -250,6 +305,18 @@ func (c *Client) Close() error {
 
 // Namespace is the namespace the client works in.
 func (c *Client) Namespace() string { return c.opts.Namespace }
+
+// Partitions returns the namespace's partition count, read from Redis the
+// first time (see Options.Partitions) and remembered.
+func (c *Client) Partitions(ctx context.Context) (int, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	p, err := c.store.Partitions(ctx)
+	if err != nil {
+		return 0, c.unavailable(ctx, err)
+	}
+	return p.Count(), nil
+}
 
 func init() {
 	// The store stays out of the public API; taskq's own packages reach it

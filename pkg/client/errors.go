@@ -51,6 +51,22 @@ var ErrEvictingRedis = redisguard.ErrEvictingPolicy
 // and says how to fix it.
 type EvictingPolicyError = redisguard.EvictingPolicyError
 
+// PartitionsMismatchError says Options.Partitions is not the partition
+// count the namespace recorded when it was first used: New (or the first
+// call) fails with it. worker.PartitionsMismatchError is the same type.
+type PartitionsMismatchError = redisstore.PartitionsMismatchError
+
+// ErrPartitionsMismatch matches every *PartitionsMismatchError.
+var ErrPartitionsMismatch = redisstore.ErrPartitionsMismatch
+
+// InvalidNamespaceError says Options.Namespace is not a valid namespace
+// name (1 to 64 characters of A-Z a-z 0-9 _ . : -); New fails with it.
+// worker.InvalidNamespaceError is the same type.
+type InvalidNamespaceError = redisstore.InvalidNamespaceError
+
+// ErrInvalidNamespace matches every *InvalidNamespaceError.
+var ErrInvalidNamespace = redisstore.ErrInvalidNamespace
+
 // ErrInputTooLarge matches every *LimitError.
 var ErrInputTooLarge = errors.New("over a size limit")
 

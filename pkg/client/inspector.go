@@ -114,10 +114,15 @@ func inspected(r *redisstore.Run, due time.Time) *RunInfo {
 	return info
 }
 
-// ListRuns returns a page of runs, newest first. With a Task or Status it
-// looks at no more than ListScanMax runs per call, so a page may hold
-// fewer than Limit runs and still have a NextCursor. Runs whose records
-// expired after their retention are left out.
+// ListRuns returns a page of runs, newest first (runs created in the same
+// millisecond by ID, descending), merged from every partition: the order,
+// and so the pages, are the same whatever the namespace's partition count.
+// A cursor names the last run of its page, so a listing walked page by page
+// while runs are added lists every run that existed when it started once,
+// and none twice. With a Task or Status it looks at no more than
+// ListScanMax runs per call, so a page may hold fewer than Limit runs and
+// still have a NextCursor. Runs whose records expired after their
+// retention are left out.
 func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage, error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
@@ -126,9 +131,8 @@ func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage,
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
 	page := &RunPage{Runs: []*RunInfo{}}
-	index := in.c.store.Keys().Runs()
 	for looked := 0; len(page.Runs) < limit && looked < ListScanMax; {
-		es, err := in.c.store.PageIndex(ctx, index, pos, limit)
+		es, err := in.c.store.PageRuns(ctx, pos, limit)
 		if err != nil {
 			return nil, in.c.unavailable(ctx, err)
 		}
@@ -177,7 +181,9 @@ func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDP
 	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
-	es, next, err := in.indexPage(ctx, in.c.store.Keys().Runs(), pos, limit)
+	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]redisstore.IndexEntry, error) {
+		return in.c.store.PageRuns(ctx, pos, limit)
+	}, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -211,10 +217,11 @@ type ListKeysOptions struct {
 	// Cursor continues a listing where the page that returned it ended.
 	Cursor string
 	// Limit is how many keys one page asks Redis to look at (default
-	// ListLimitDefault, at most ListLimitMax). Keys are found with SCAN, so
-	// a page may hold a few more or fewer, a key held throughout the
-	// listing is listed at least once, and the listing ends when
-	// NextCursor is "".
+	// ListLimitDefault, at most ListLimitMax). Keys are found with SCAN on
+	// every master in turn (every partition's keys at once), so a page may
+	// hold a few more or fewer (even none, with a NextCursor), a key held
+	// throughout the listing is listed at least once, and the listing ends
+	// when NextCursor is "".
 	Limit int
 }
 
@@ -237,22 +244,16 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage,
 	if err != nil {
 		return nil, err
 	}
-	var cursor uint64
-	if o.Cursor != "" {
-		if cursor, err = strconv.ParseUint(o.Cursor, 10, 64); err != nil || cursor == 0 {
-			return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
-		}
-	}
 	sctx, cancel := in.c.opCtx(ctx)
-	names, next, err := in.c.store.ScanKeys(sctx, o.Match, cursor, int64(limit))
+	names, next, err := in.c.store.ScanKeys(sctx, o.Match, o.Cursor, int64(limit))
 	cancel()
+	if errors.Is(err, redisstore.ErrInvalidScanCursor) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
+	}
 	if err != nil {
 		return nil, in.c.unavailable(sctx, err)
 	}
-	page := &KeyPage{Keys: []*KeyInfo{}}
-	if next != 0 {
-		page.NextCursor = strconv.FormatUint(next, 10)
-	}
+	page := &KeyPage{Keys: []*KeyInfo{}, NextCursor: next}
 	seen := map[string]bool{}
 	uniq := names[:0]
 	for _, k := range names {
@@ -345,10 +346,10 @@ func pageStart(limit int, cursor string) (int, *redisstore.IndexEntry, error) {
 	return limit, pos, err
 }
 
-// indexPage reads the page of index after pos, and the cursor of the next
-// page ("" once a page comes back short: the index has ended).
-func (in *Inspector) indexPage(ctx context.Context, index string, pos *redisstore.IndexEntry, limit int) ([]redisstore.IndexEntry, string, error) {
-	es, err := in.c.store.PageIndex(ctx, index, pos, limit)
+// indexPage reads a page of limit entries with read, and the cursor of the
+// next page ("" once a page comes back short: the indexes have ended).
+func (in *Inspector) indexPage(ctx context.Context, read func(context.Context) ([]redisstore.IndexEntry, error), limit int) ([]redisstore.IndexEntry, string, error) {
+	es, err := read(ctx)
 	if err != nil {
 		return nil, "", in.c.unavailable(ctx, err)
 	}

@@ -80,8 +80,9 @@ func (in *Inspector) GetEvent(ctx context.Context, id string) (*EventInfo, error
 	return eventInfo(r), nil
 }
 
-// ListEvents returns a page of events, newest first. Events whose records
-// expired between reading the index and the records are left out.
+// ListEvents returns a page of events, newest first, merged from every
+// partition as ListRuns merges runs. Events whose records expired between
+// reading the index and the records are left out.
 func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*EventPage, error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
@@ -89,11 +90,9 @@ func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*Even
 	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
-	index := in.c.store.Keys().Events()
-	if o.Key != "" {
-		index = in.c.store.Keys().EventKeyIndex(o.Key)
-	}
-	es, next, err := in.indexPage(ctx, index, pos, limit)
+	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]redisstore.IndexEntry, error) {
+		return in.c.store.PageEvents(ctx, o.Key, pos, limit)
+	}, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -22,9 +22,10 @@ const recheckInterval = 5 * time.Second
 // that waits for a run, subscribing to each run's completion channel while
 // somebody waits on it.
 type waiter struct {
-	rdb  redis.UniversalClient
-	keys redisstore.Keys
-	log  *slog.Logger
+	rdb redis.UniversalClient
+	// channel names a run's completion channel, in its partition.
+	channel func(ctx context.Context, runID string) (string, error)
+	log     *slog.Logger
 	// timeout is the client's OperationTimeout: it bounds a subscription
 	// and its confirmation like any other call.
 	timeout time.Duration
@@ -53,7 +54,7 @@ type subscription struct {
 // runs watched, and returns the run's status.
 func newWaiter(rdb redis.UniversalClient, c *Client) *waiter {
 	return &waiter{
-		rdb: rdb, keys: c.store.Keys(), log: c.opts.Logger, timeout: c.opts.OperationTimeout,
+		rdb: rdb, channel: c.doneChannel, log: c.opts.Logger, timeout: c.opts.OperationTimeout,
 		watch: c.watch, unavailable: c.unavailable, subs: map[string]*subscription{},
 	}
 }
@@ -63,7 +64,10 @@ func newWaiter(rdb redis.UniversalClient, c *Client) *waiter {
 // that cannot be missed; check is called then if the run has ended (or is
 // missing), and on each notice or safety recheck.
 func (w *waiter) wait(ctx context.Context, runID string, check func(context.Context) (bool, error)) error {
-	ch := w.keys.DoneChannel(runID)
+	ch, err := w.channel(ctx, runID)
+	if err != nil {
+		return err
+	}
 	watched := func(ctx context.Context) (bool, error) {
 		status, err := w.watch(ctx, runID)
 		switch {

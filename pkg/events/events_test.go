@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -463,4 +464,75 @@ func TestRedefinedTaskIsWarnedAboutAndFollowed(t *testing.T) {
 	if err != nil || ev.Runs[0].IdempotencyKey != "v2:u-1" || ev.Runs[0].Outcome != events.OutcomeCreated {
 		t.Fatalf("after the replacement: %+v, %v", ev, err)
 	}
+}
+
+// In a namespace of several partitions an event's subscribed tasks get
+// their runs in their keys' partitions, each once: a second push of the
+// same event is deduplicated to every one of them, and the stored event
+// says so.
+func TestEventFansOutAcrossPartitions(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		const parts = 4
+		c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, Partitions: parts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		on := []string{"order.paid"}
+		var defs []*task.Definition
+		for i := range 6 {
+			defs = append(defs, def(t, fmt.Sprintf("t%d", i), task.Options{
+				Idempotency: task.TTL(fmt.Sprintf(`"t%d:" + input.id`, i), time.Minute), OnEvents: on,
+			}))
+		}
+		startWorker(t, b, defs...)
+		ing := newIngester(t, c, events.Options{})
+		payload := json.RawMessage(`{"id":"o-1"}`)
+		first, err := ing.Push(ctx, "order.paid", payload, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := ing.Push(ctx, "order.paid", payload, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first.Runs) != len(defs) || len(second.Runs) != len(defs) {
+			t.Fatalf("runs: first %+v, second %+v", first.Runs, second.Runs)
+		}
+		used := map[int]bool{}
+		for k, r := range first.Runs {
+			if r.Outcome != events.OutcomeCreated {
+				t.Fatalf("first push, task %s: %+v", r.Task, r)
+			}
+			part, ok := redisstore.RunPartition(r.RunID)
+			if want := redisstore.KeyPartition(b.Namespace, r.IdempotencyKey, parts); !ok || part != want {
+				t.Fatalf("run %s of key %q in partition %d, want %d", r.RunID, r.IdempotencyKey, part, want)
+			}
+			used[part] = true
+			if d := second.Runs[k]; d.Outcome != events.OutcomeDeduplicated || d.RunID != r.RunID {
+				t.Fatalf("second push, task %s: %+v, want deduplicated to %s", d.Task, d, r.RunID)
+			}
+		}
+		if len(used) < 2 {
+			t.Fatalf("every run in one partition (%v): the test shows nothing", used)
+		}
+		if n := countRuns(t, c); n != len(defs) {
+			t.Fatalf("%d runs, want %d", n, len(defs))
+		}
+		for _, ev := range []*events.Event{first, second} {
+			got, err := ing.Get(ctx, ev.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got.Runs) != fmt.Sprint(ev.Runs) {
+				t.Fatalf("stored event %+v differs from pushed %+v", got.Runs, ev.Runs)
+			}
+		}
+		for _, r := range first.Runs {
+			if res := waitResult(t, c, r.RunID); !strings.Contains(string(res), `"task":"`+r.Task+`"`) {
+				t.Fatalf("run %s result = %s", r.RunID, res)
+			}
+		}
+	})
 }

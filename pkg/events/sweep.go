@@ -5,15 +5,33 @@ import (
 	"time"
 )
 
-// Sweep removes the entries of expired events from the events index. Event
-// records expire on their own after Retention; Push and PushMany sweep at
-// most once a minute, so calling Sweep is only needed where no events are
-// pushed. It returns how many entries it removed.
+// Sweep removes the entries of expired events from the events index of
+// every partition. Event records expire on their own after Retention; Push
+// and PushMany sweep at most once a minute, so calling Sweep is only
+// needed where no events are pushed. It returns how many entries it
+// removed.
 func (i *Ingester) Sweep(ctx context.Context) (int, error) {
+	parts, err := i.store.Partitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for part := range parts.Count() {
+		r, err := i.sweep(ctx, part)
+		removed += r
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// sweep sweeps the events index of partition part.
+func (i *Ingester) sweep(ctx context.Context, part int) (int, error) {
 	cutoff := i.copts.Clock.Now().Add(-i.opts.Retention)
 	removed, offset := 0, 0
 	for n := 0; n < sweepBatches; n++ {
-		r, looked, err := i.store.SweepEvents(ctx, cutoff, offset, sweepBatch)
+		r, looked, err := i.store.SweepEvents(ctx, part, cutoff, offset, sweepBatch)
 		if err != nil {
 			return removed, err
 		}

@@ -18,13 +18,14 @@ type subscriber interface {
 }
 
 // canceller cancels the context of a running handler as soon as its run is
-// cancelled or superseded, from the namespace's cancel notices. A notice
-// missed while the connection is re-established is caught by the next
-// heartbeat, which reports the run as ended (see heartbeater).
+// cancelled or superseded, from the namespace's cancel notices (one channel
+// per partition, all on one subscription). A notice missed while the
+// connection is re-established is caught by the next heartbeat, which
+// reports the run as ended (see heartbeater).
 type canceller struct {
 	startStop
 	sub       subscriber
-	channel   string
+	channels  []string
 	active    *activeRuns
 	opTimeout time.Duration
 	log       *slog.Logger
@@ -52,11 +53,15 @@ func (c *canceller) subscribe(ctx context.Context) (*redis.PubSub, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opTimeout)
 	defer cancel()
 	ps := c.sub.Subscribe(ctx)
-	if err := ps.Subscribe(ctx, c.channel); err != nil {
+	if err := ps.Subscribe(ctx, c.channels...); err != nil {
 		_ = ps.Close()
 		return nil, err
 	}
-	for {
+	waiting := make(map[string]bool, len(c.channels))
+	for _, ch := range c.channels {
+		waiting[ch] = true
+	}
+	for len(waiting) > 0 {
 		// The timeout bounds the read on a Redis client that does not
 		// heed the context's deadline (see Options.Redis).
 		m, err := ps.ReceiveTimeout(ctx, c.opTimeout)
@@ -65,12 +70,13 @@ func (c *canceller) subscribe(ctx context.Context) (*redis.PubSub, error) {
 		}
 		if err != nil {
 			_ = ps.Close()
-			return nil, fmt.Errorf("worker: confirm the subscription to %s: %w", c.channel, err)
+			return nil, fmt.Errorf("worker: confirm the subscription to %s: %w", strings.Join(c.channels, ", "), err)
 		}
-		if s, ok := m.(*redis.Subscription); ok && s.Kind == "subscribe" && s.Channel == c.channel {
-			return ps, nil
+		if s, ok := m.(*redis.Subscription); ok && s.Kind == "subscribe" {
+			delete(waiting, s.Channel)
 		}
 	}
+	return ps, nil
 }
 
 // listen reads the notices ps receives until quit closes, then closes ps.

@@ -20,7 +20,7 @@ func TestCancellerStartReturnsOnceSubscribed(t *testing.T) {
 	active := newActiveRuns()
 	_, cancelled := testRun(active, "r1", true, time.Now().Add(time.Minute))
 	_, superseded := testRun(active, "r2", true, time.Now().Add(time.Minute))
-	c := &canceller{sub: b.Client, channel: "cancels", active: active, opTimeout: time.Second, log: discard}
+	c := &canceller{sub: b.Client, channels: []string{"cancels"}, active: active, opTimeout: time.Second, log: discard}
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestCancellerStartFailsWithoutRedis(t *testing.T) {
 	t.Parallel()
 	b := redistest.Mini(t)
 	b.Mini.Close()
-	c := &canceller{sub: b.Client, channel: "cancels", active: newActiveRuns(), opTimeout: 200 * time.Millisecond, log: discard}
+	c := &canceller{sub: b.Client, channels: []string{"cancels"}, active: newActiveRuns(), opTimeout: 200 * time.Millisecond, log: discard}
 	err := c.Start(context.Background())
 	if err == nil {
 		c.Stop()

@@ -21,19 +21,21 @@ import (
 // is accepted again, and runs queued after the restart complete. Before,
 // the worker created its consumer groups again but registered its tasks
 // only at Start: every trigger by name failed with ErrTaskNotFound until
-// the worker was restarted.
+// the worker was restarted. The namespace's partition count is recorded
+// again too, so that a process opening it afterwards adopts the count the
+// running ones use.
 func TestWorkerRegistersAgainAfterRedisLosesItsData(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t, "--appendonly", "no")
 	ns := redistest.Namespace(t)
 	ctx := context.Background()
-	c, err := client.New(client.Options{RedisURL: srv.URL(), Namespace: ns, Logger: quiet, OperationTimeout: time.Second})
+	c, err := client.New(client.Options{RedisURL: srv.URL(), Namespace: ns, Partitions: 2, Logger: quiet, OperationTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	tk := task.Must[in, out]("after-loss", task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
-	w, err := worker.New(worker.Options{RedisURL: srv.URL(), Namespace: ns, Logger: quiet, FetchBlock: 200 * time.Millisecond})
+	w, err := worker.New(worker.Options{RedisURL: srv.URL(), Namespace: ns, Partitions: 2, Logger: quiet, FetchBlock: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +86,19 @@ func TestWorkerRegistersAgainAfterRedisLosesItsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	result(ref.RunHandle)
+	// Read, not opened: opening a namespace without a record records one.
+	meta := clientlink.Store(c).Keys().Meta()
+	eventually(t, "the partition count to be recorded again", func() bool {
+		return clientlink.Store(c).Redis().HGet(ctx, meta, "partitions").Val() == "2"
+	})
+	later, err := client.New(client.Options{RedisURL: srv.URL(), Namespace: ns, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close()
+	if n, err := later.Partitions(ctx); err != nil || n != 2 {
+		t.Fatalf("a client opened after the loss has %d partitions, %v; want the 2 in use", n, err)
+	}
 }
 
 // A registry entry that disappeared while the streams stayed (deleted,

@@ -28,8 +28,7 @@ type fakeStore struct {
 	autoClaim    func(task string, count int) ([]redisstore.Delivery, error)
 	heartbeat    func(task string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error)
 	runStates    func(ids []string) ([]redisstore.RunState, error)
-	promote      func(limit int) (int, error)
-	nextRetry    func() (time.Time, bool)
+	promote      func(part, limit int) (int, time.Time, error)
 	sweepRuns    func(offset, limit int) (removed, looked int, err error)
 	recover      func(now time.Time, grace time.Duration, limit int) (taken, finished int, err error)
 	registerTask func(name string, record []byte, replace bool) ([]byte, error)
@@ -70,7 +69,7 @@ func (f *fakeStore) enter() func() {
 	return func() { f.inFlight.Add(-1) }
 }
 
-func (f *fakeStore) ReadGroup(ctx context.Context, _ string, _ []string, count int, block time.Duration) ([]redisstore.Delivery, error) {
+func (f *fakeStore) ReadGroup(ctx context.Context, _ int, _ string, _ []string, count int, block time.Duration) ([]redisstore.Delivery, error) {
 	defer f.enter()()
 	if f.readGroup != nil {
 		return f.readGroup(ctx, count)
@@ -86,7 +85,7 @@ func (f *fakeStore) ReadGroup(ctx context.Context, _ string, _ []string, count i
 	}
 }
 
-func (f *fakeStore) AutoClaim(_ context.Context, task, _ string, _ time.Duration, count int) ([]redisstore.Delivery, error) {
+func (f *fakeStore) AutoClaim(_ context.Context, _ int, task, _ string, _ time.Duration, count int) ([]redisstore.Delivery, error) {
 	defer f.enter()()
 	if f.autoClaim != nil {
 		return f.autoClaim(task, count)
@@ -110,24 +109,15 @@ func (f *fakeStore) RunStates(_ context.Context, ids []string) ([]redisstore.Run
 	return make([]redisstore.RunState, len(ids)), nil
 }
 
-func (f *fakeStore) Promote(_ context.Context, _ time.Time, limit int) (int, error) {
+func (f *fakeStore) PromoteDue(_ context.Context, part int, _ time.Time, limit int) (int, time.Time, error) {
 	defer f.enter()()
 	if f.promote != nil {
-		return f.promote(limit)
+		return f.promote(part, limit)
 	}
-	return 0, nil
+	return 0, time.Time{}, nil
 }
 
-func (f *fakeStore) NextRetry(context.Context) (time.Time, bool, error) {
-	defer f.enter()()
-	if f.nextRetry != nil {
-		t, ok := f.nextRetry()
-		return t, ok, nil
-	}
-	return time.Time{}, false, nil
-}
-
-func (f *fakeStore) SweepRuns(_ context.Context, _ time.Time, offset, limit int) (int, int, error) {
+func (f *fakeStore) SweepRuns(_ context.Context, _ int, _ time.Time, offset, limit int) (int, int, error) {
 	defer f.enter()()
 	if f.sweepRuns != nil {
 		return f.sweepRuns(offset, limit)
@@ -141,6 +131,11 @@ func (f *fakeStore) RecoverFanouts(_ context.Context, now time.Time, grace time.
 		return f.recover(now, grace, limit)
 	}
 	return 0, 0, nil
+}
+
+func (f *fakeStore) RecordPartitions(context.Context) error {
+	defer f.enter()()
+	return nil
 }
 
 func (f *fakeStore) EnsureGroup(_ context.Context, task string) error {

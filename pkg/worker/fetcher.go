@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 // streamReader is what the fetcher reads from Redis.
 type streamReader interface {
-	ReadGroup(ctx context.Context, consumer string, tasks []string, count int, block time.Duration) ([]redisstore.Delivery, error)
+	ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]redisstore.Delivery, error)
 }
 
 // dispatcher takes deliveries, one handler slot taken for each (the
@@ -27,49 +28,103 @@ type restorer interface {
 	restore(ctx context.Context) error
 }
 
-// fetcher reads new deliveries of every registered task with one blocking
-// XREADGROUP, taking as many as there are free handler slots, and
-// dispatches them to the processor.
+// fetcher reads new deliveries of every registered task and dispatches
+// them to the processor. A namespace of one partition is read with one
+// blocking XREADGROUP over every task stream, taking as many deliveries as
+// there are free handler slots. With P partitions it runs one reader per
+// partition, each blocking on an XREADGROUP over its partition's task
+// streams (one slot, one command): an idle worker sends P reads per
+// FetchBlock and holds P blocking connections. The readers share the
+// handler slots fairly: a reader takes no slot before it reads (so none is
+// held idle by a reader waiting on an empty partition while another has
+// work), and its deliveries then queue for slots one at a time with the
+// other readers' (slots.takeOne serves waiters in turn), so under a backlog
+// in every partition each partition's runs start in turn. A reader asks
+// for as many deliveries as there are free slots, up to Concurrency/P
+// (rounded up), and one when none is free: a worker holds at most P
+// deliveries beyond those it runs.
 type fetcher struct {
 	startStop
-	store     streamReader
-	restorer  restorer
-	slots     slots
-	dispatch  dispatcher
-	consumer  string
-	tasks     []string
-	block     time.Duration
-	opTimeout time.Duration
-	log       *slog.Logger
-	// failing is set while the last read of the streams failed (for
-	// readiness: see Worker.Handler).
-	failing atomic.Bool
+	store      streamReader
+	restorer   restorer
+	slots      slots
+	dispatch   dispatcher
+	consumer   string
+	tasks      []string
+	partitions int
+	block      time.Duration
+	opTimeout  time.Duration
+	log        *slog.Logger
+	// failing counts the readers whose last read of the streams failed
+	// (for readiness: see Worker.Handler).
+	failing atomic.Int32
 }
 
 // Start starts fetching; it is ready at once.
 func (f *fetcher) Start(context.Context) error { return f.begin(f.loop) }
 
+// isFailing reports whether the last read of some partition failed.
+func (f *fetcher) isFailing() bool { return f.failing.Load() > 0 }
+
 func (f *fetcher) loop(quit <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-quit; cancel() }()
+	if f.partitions <= 1 {
+		f.read(ctx, quit, 0)
+		return
+	}
+	var wg sync.WaitGroup
+	for part := range f.partitions {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.read(ctx, quit, part) }()
+	}
+	wg.Wait()
+}
+
+// read reads partition part until quit closes.
+func (f *fetcher) read(ctx context.Context, quit <-chan struct{}, part int) {
+	share := (cap(f.slots) + f.partitions - 1) / max(f.partitions, 1)
+	failing := false
+	setFailing := func(v bool) {
+		if v != failing {
+			failing = v
+			if v {
+				f.failing.Add(1)
+			} else {
+				f.failing.Add(-1)
+			}
+		}
+	}
+	defer setFailing(false)
 	delay := backoff(0) / 2
 	for {
-		n := f.slots.take(quit)
-		if n == 0 {
-			return
+		// n slots are held for the read (one partition), or none.
+		n, count := 0, 0
+		if f.partitions <= 1 {
+			if n = f.slots.take(quit); n == 0 {
+				return
+			}
+			count = n
+		} else {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			count = min(max(len(f.slots), 1), share)
 		}
 		// Bounded, so that a stopped Redis holds Shutdown up no longer than
 		// this: go-redis itself allows a blocking read 10s past its block.
 		rctx, rcancel := context.WithTimeout(ctx, f.block+f.opTimeout)
-		ds, err := f.store.ReadGroup(rctx, f.consumer, f.tasks, n, f.block)
+		ds, err := f.store.ReadGroup(rctx, part, f.consumer, f.tasks, count, f.block)
 		rcancel()
 		if err != nil {
 			f.slots.release(n)
 			if ctx.Err() != nil {
 				return
 			}
-			f.failing.Store(true)
+			setFailing(true)
 			if strings.HasPrefix(err.Error(), "NOGROUP") {
 				// Redis lost its data (a restart without persistence, a
 				// flush): put back the groups and the registrations.
@@ -86,20 +141,21 @@ func (f *fetcher) loop(quit <-chan struct{}) {
 				}
 				f.log.Warn("taskq: restoring consumer groups and registrations failed", "err", rerr)
 			}
-			f.log.Warn("taskq: reading task streams failed; retrying", "err", err, "in", delay)
+			f.log.Warn("taskq: reading task streams failed; retrying", "err", err, "partition", part, "in", delay)
 			if !sleep(quit, delay) {
 				return
 			}
 			delay = backoff(delay)
 			continue
 		}
-		f.failing.Store(false)
+		setFailing(false)
 		delay = backoff(0) / 2
 		if len(ds) > n {
 			// XREADGROUP's COUNT applies to each stream, so one read of
 			// several task streams can bring more deliveries than free
-			// slots. The surplus waits here for slots: no more than
-			// Concurrency handlers run, and the slot count stays whole.
+			// slots (and a partition's reader holds none). The surplus
+			// waits here for slots: no more than Concurrency handlers run,
+			// and the slot count stays whole.
 			if !f.dispatchSurplus(quit, ds, n) {
 				return
 			}
@@ -111,16 +167,18 @@ func (f *fetcher) loop(quit <-chan struct{}) {
 }
 
 // dispatchSurplus dispatches the first n deliveries on the slots taken and
-// each further one as a slot frees up. It reports false when quit fired
-// first; the deliveries not dispatched stay pending and are reclaimed once
-// their lease lapses.
+// the others as slots free up, as many at once as are free. It reports
+// false when quit fired first; the deliveries not dispatched stay pending
+// and are reclaimed once their lease lapses.
 func (f *fetcher) dispatchSurplus(quit <-chan struct{}, ds []redisstore.Delivery, n int) bool {
-	f.dispatch.dispatch(ds[:n])
-	for _, d := range ds[n:] {
-		if !f.slots.takeOne(quit) {
+	if n > 0 {
+		f.dispatch.dispatch(ds[:n])
+	}
+	for ds = ds[n:]; len(ds) > 0; ds = ds[n:] {
+		if n = f.slots.takeUpTo(quit, len(ds)); n == 0 {
 			return false
 		}
-		f.dispatch.dispatch([]redisstore.Delivery{d})
+		f.dispatch.dispatch(ds[:n])
 	}
 	return true
 }

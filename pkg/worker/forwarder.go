@@ -16,19 +16,20 @@ const forwardBatch = 100
 
 // retryStore is what the forwarder reads and writes in Redis.
 type retryStore interface {
-	Promote(ctx context.Context, now time.Time, limit int) (int, error)
-	NextRetry(ctx context.Context) (time.Time, bool, error)
+	PromoteDue(ctx context.Context, part int, now time.Time, limit int) (moved int, next time.Time, err error)
 }
 
 // forwarder queues runs whose retry backoff has elapsed, and debounced
-// runs once due. It sleeps until the earliest scheduled one, at most
-// forwardInterval.
+// runs once due, from the retry zset of every partition. It sleeps until
+// the earliest scheduled one, at most forwardInterval: an idle worker
+// sends one script call per partition per forwardInterval.
 type forwarder struct {
 	startStop
-	store     retryStore
-	opTimeout time.Duration
-	clock     task.Clock
-	log       *slog.Logger
+	store      retryStore
+	partitions int
+	opTimeout  time.Duration
+	clock      task.Clock
+	log        *slog.Logger
 }
 
 // Start starts forwarding; it is ready at once, the first pass made now.
@@ -41,22 +42,31 @@ func (f *forwarder) loop(quit <-chan struct{}) {
 	}
 }
 
-// forward queues what is due and returns how long to wait for the next.
+// forward queues what is due in every partition and returns how long to
+// wait for the next.
 func (f *forwarder) forward() time.Duration {
+	wait := forwardInterval
+	for part := range max(f.partitions, 1) {
+		wait = min(wait, f.forwardPartition(part))
+	}
+	return wait
+}
+
+// forwardPartition queues what is due in partition part and returns how
+// long to wait for its next.
+func (f *forwarder) forwardPartition(part int) time.Duration {
 	wait := forwardInterval
 	ctx, cancel := context.WithTimeout(context.Background(), f.opTimeout)
 	defer cancel()
-	n, err := f.store.Promote(ctx, f.clock.Now(), forwardBatch)
+	n, next, err := f.store.PromoteDue(ctx, part, f.clock.Now(), forwardBatch)
 	switch {
 	case err != nil:
-		f.log.Warn("taskq: queueing due retries failed", "err", err)
+		f.log.Warn("taskq: queueing due retries failed", "partition", part, "err", err)
 	case n == forwardBatch:
 		wait = 0 // more are due
-	default:
-		if next, ok, _ := f.store.NextRetry(ctx); ok {
-			if d := next.Sub(f.clock.Now()); d < wait {
-				wait = max(d, time.Millisecond)
-			}
+	case !next.IsZero():
+		if d := next.Sub(f.clock.Now()); d < wait {
+			wait = max(d, time.Millisecond)
 		}
 	}
 	return wait

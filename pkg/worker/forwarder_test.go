@@ -7,7 +7,8 @@ import (
 
 // The forwarder goes again at once after a full batch, waits until the
 // next retry when it is sooner than forwardInterval (at least 1ms), and
-// waits forwardInterval otherwise or after a failure.
+// waits forwardInterval otherwise or after a failure; with several
+// partitions, for the soonest of them.
 func TestForwarderWait(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -27,12 +28,24 @@ func TestForwarderWait(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &fakeStore{
-				promote:   func(int) (int, error) { return tc.promoted, tc.err },
-				nextRetry: func() (time.Time, bool) { return tc.next, !tc.next.IsZero() },
+				promote: func(int, int) (int, time.Time, error) { return tc.promoted, tc.next, tc.err },
 			}
 			f := &forwarder{store: st, opTimeout: time.Second, clock: fixedClock{now}, log: discard}
 			if got := f.forward(); got != tc.want {
 				t.Fatalf("wait %s, want %s", got, tc.want)
+			}
+			// The same in partition 2 of 3, the others with nothing due.
+			var seen [3]bool
+			st.promote = func(part, _ int) (int, time.Time, error) {
+				seen[part] = true
+				if part == 2 {
+					return tc.promoted, tc.next, tc.err
+				}
+				return 0, time.Time{}, nil
+			}
+			f.partitions = 3
+			if got := f.forward(); got != tc.want || seen != [3]bool{true, true, true} {
+				t.Fatalf("3 partitions: wait %s, want %s; partitions promoted %v", got, tc.want, seen)
 			}
 		})
 	}

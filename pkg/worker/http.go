@@ -40,7 +40,7 @@ func (w *Worker) Ready(ctx context.Context) error {
 		return ErrShuttingDown
 	case life == nil:
 		return ErrNotStarted
-	case life.fetcher.failing.Load():
+	case life.fetcher.isFailing():
 		return ErrNotFetching
 	}
 	if err := w.store.Ping(ctx); err != nil {

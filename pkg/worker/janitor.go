@@ -27,7 +27,7 @@ const (
 
 // sweepStore is what the janitor writes in Redis.
 type sweepStore interface {
-	SweepRuns(ctx context.Context, cutoff time.Time, offset, limit int) (removed, looked int, err error)
+	SweepRuns(ctx context.Context, part int, cutoff time.Time, offset, limit int) (removed, looked int, err error)
 }
 
 // fanoutStore finishes fan-outs left pending.
@@ -35,9 +35,10 @@ type fanoutStore interface {
 	RecoverFanouts(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, finished int, err error)
 }
 
-// janitor removes index entries whose run records have expired, every
-// interval, in batches with a cursor, starting at a random offset in time
-// so a fleet of workers does not sweep in lockstep.
+// janitor removes index entries whose run records have expired, from the
+// runs index of every partition, every interval, in batches with a cursor,
+// starting at a random offset in time so a fleet of workers does not sweep
+// in lockstep.
 //
 // It also finishes the fan-outs of events whose ingester died (or whose
 // later steps Redis refused) between storing the event and recording what
@@ -52,12 +53,13 @@ type fanoutStore interface {
 // a recoverer and a late ingester) create no run twice.
 type janitor struct {
 	startStop
-	store     sweepStore
-	fanouts   fanoutStore
-	every     time.Duration
-	opTimeout time.Duration
-	clock     task.Clock
-	log       *slog.Logger
+	store      sweepStore
+	fanouts    fanoutStore
+	partitions int
+	every      time.Duration
+	opTimeout  time.Duration
+	clock      task.Clock
+	log        *slog.Logger
 }
 
 // Start starts sweeping; it is ready at once, the first look for pending
@@ -70,7 +72,9 @@ func (j *janitor) Start(context.Context) error {
 		for wait := time.Duration(0); sleep(quit, wait); {
 			j.recoverFanouts(quit)
 			if !time.Now().Before(nextSweep) {
-				j.sweep(quit)
+				for part := range max(j.partitions, 1) {
+					j.sweep(quit, part)
+				}
 				nextSweep = time.Now().Add(j.every)
 			}
 			wait = min(fanoutEvery, time.Until(nextSweep))
@@ -107,19 +111,19 @@ func (j *janitor) recoverFanouts(quit <-chan struct{}) {
 	}
 }
 
-// sweep makes one pass over the index, batch by batch, until it has looked
-// at every entry old enough or quit closes.
-func (j *janitor) sweep(quit <-chan struct{}) {
+// sweep makes one pass over the index of partition part, batch by batch,
+// until it has looked at every entry old enough or quit closes.
+func (j *janitor) sweep(quit <-chan struct{}, part int) {
 	// Entries younger than one interval belong to runs that cannot have
 	// expired yet; skipping them keeps each sweep short.
 	cutoff := j.clock.Now().Add(-j.every)
 	offset := 0
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), j.opTimeout)
-		removed, looked, err := j.store.SweepRuns(ctx, cutoff, offset, sweepBatch)
+		removed, looked, err := j.store.SweepRuns(ctx, part, cutoff, offset, sweepBatch)
 		cancel()
 		if err != nil {
-			j.log.Warn("taskq: sweeping runs index failed", "err", err)
+			j.log.Warn("taskq: sweeping runs index failed", "partition", part, "err", err)
 			return
 		}
 		offset += looked - removed

@@ -24,7 +24,7 @@ func TestJanitorSweepsInBatches(t *testing.T) {
 		return b.removed, b.looked, nil
 	}}
 	j := &janitor{store: st, every: time.Minute, opTimeout: time.Second, clock: systemClock{}, log: discard}
-	j.sweep(make(chan struct{}))
+	j.sweep(make(chan struct{}), 0)
 	want := []int{0, 300, 800}
 	if len(offsets) != len(want) {
 		t.Fatalf("offsets %v, want %v", offsets, want)

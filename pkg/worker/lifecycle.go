@@ -28,8 +28,12 @@ type lifecycle struct {
 
 // wire builds the components of w, with the tasks registered on it (which
 // no longer change once it starts), each given what it needs explicitly.
-func wire(w *Worker) (*lifecycle, error) {
+func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 	o, st := w.opts, w.store
+	cancels := make([]string, parts.Count())
+	for i := range cancels {
+		cancels[i] = parts.Keys(i).CancelChannel()
+	}
 	defs := make([]*task.Definition, len(w.names))
 	for i, n := range w.names {
 		defs[i] = w.tasks[n].def
@@ -74,7 +78,7 @@ func wire(w *Worker) (*lifecycle, error) {
 			},
 		},
 		canceller: &canceller{
-			sub: st.Redis(), channel: st.Keys().CancelChannel(), active: active,
+			sub: st.Redis(), channels: cancels, active: active,
 			opTimeout: o.OperationTimeout, log: w.log,
 		},
 		processor: p.setUp(),
@@ -82,16 +86,15 @@ func wire(w *Worker) (*lifecycle, error) {
 			store: st, active: active, consumer: o.Name, lease: o.LeaseDuration,
 			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics,
 		},
-		forwarder: &forwarder{store: st, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
-		janitor: &janitor{
-			store: st, fanouts: st, every: o.SweepInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
-		},
+		forwarder: &forwarder{store: st, partitions: parts.Count(), opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
+		janitor: &janitor{store: st, fanouts: st, partitions: parts.Count(), every: o.SweepInterval, opTimeout: o.OperationTimeout,
+			clock: o.Clock, log: w.log},
 		recoverer: &recoverer{
-			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names,
+			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts.Count(),
 			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log, metrics: w.metrics,
 		},
 		fetcher: &fetcher{
-			store: st, restorer: reg, slots: free, dispatch: p, consumer: o.Name, tasks: names,
+			store: st, restorer: reg, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts.Count(),
 			block: o.FetchBlock, opTimeout: o.OperationTimeout, log: w.log,
 		},
 	}, nil

@@ -10,7 +10,7 @@ import (
 
 // claimer is what the recoverer claims from Redis.
 type claimer interface {
-	AutoClaim(ctx context.Context, task, consumer string, minIdle time.Duration, count int) ([]redisstore.Delivery, error)
+	AutoClaim(ctx context.Context, part int, task, consumer string, minIdle time.Duration, count int) ([]redisstore.Delivery, error)
 }
 
 // recoverer takes over deliveries whose lease lapsed: their worker died or
@@ -18,20 +18,22 @@ type claimer interface {
 // takes free handler slots, as the fetcher does, claims up to as many
 // lapsed deliveries and dispatches them to the processor; it claims again
 // at once while it fills every slot it took, so a backlog of lapsed runs
-// (a worker died with many) is taken over as fast as slots free up.
+// (a worker died with many) is taken over as fast as slots free up. It
+// looks at every task's stream in every partition, one XAUTOCLAIM each.
 type recoverer struct {
 	startStop
-	store     claimer
-	slots     slots
-	dispatch  dispatcher
-	consumer  string
-	tasks     []string
-	lease     time.Duration
-	opTimeout time.Duration
-	log       *slog.Logger
-	metrics   *workerMetrics
+	store      claimer
+	slots      slots
+	dispatch   dispatcher
+	consumer   string
+	tasks      []string
+	partitions int
+	lease      time.Duration
+	opTimeout  time.Duration
+	log        *slog.Logger
+	metrics    *workerMetrics
 
-	next int // task to start with, so every stream gets its turn
+	next int // stream to start with, so every stream gets its turn
 }
 
 // Start starts recovering. It takes the slots free at that moment before
@@ -78,14 +80,17 @@ func (r *recoverer) loop(quit <-chan struct{}, held int) {
 // reclaim claims up to n lapsed deliveries.
 func (r *recoverer) reclaim(ctx context.Context, n int) []redisstore.Delivery {
 	var out []redisstore.Delivery
-	for i := 0; i < len(r.tasks) && len(out) < n; i++ {
-		t := r.tasks[(r.next+i)%len(r.tasks)]
+	parts := max(r.partitions, 1)
+	streams := len(r.tasks) * parts
+	for i := 0; i < streams && len(out) < n; i++ {
+		k := (r.next + i) % streams
+		t, part := r.tasks[k/parts], k%parts
 		cctx, cancel := context.WithTimeout(ctx, r.opTimeout)
-		ds, err := r.store.AutoClaim(cctx, t, r.consumer, r.lease, n-len(out))
+		ds, err := r.store.AutoClaim(cctx, part, t, r.consumer, r.lease, n-len(out))
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				r.log.Warn("taskq: reclaiming lapsed runs failed", "task", t, "err", err)
+				r.log.Warn("taskq: reclaiming lapsed runs failed", "task", t, "partition", part, "err", err)
 			}
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 // registryStore is what the registrar reads and writes in Redis.
 type registryStore interface {
+	RecordPartitions(ctx context.Context) error
 	EnsureGroup(ctx context.Context, task string) error
 	RegisterTask(ctx context.Context, name string, record []byte, replace bool) ([]byte, error)
 	MissingTasks(ctx context.Context, names []string) ([]string, error)
@@ -93,11 +94,14 @@ func (r *registrar) record(d *task.Definition) (task.Registered, []byte, error) 
 }
 
 // restore puts back what Redis lost of this worker's set-up, as after a
-// restart without persistence or a flush: each task's consumer group and
-// each missing registration. A registration present is left as it is,
+// restart without persistence or a flush: the namespace's partition count,
+// each task's consumer groups and each missing registration. A registration present is left as it is,
 // whoever made it, so workers of two versions in a rolling deploy do not
 // overwrite each other; only an entry that is gone is written again.
 func (r *registrar) restore(ctx context.Context) error {
+	if err := r.store.RecordPartitions(ctx); err != nil {
+		return fmt.Errorf("worker: record the namespace's partitions: %w", err)
+	}
 	for _, d := range r.defs {
 		if err := r.store.EnsureGroup(ctx, d.Name); err != nil {
 			return fmt.Errorf("worker: create consumer group for %q: %w", d.Name, err)
@@ -116,6 +120,12 @@ func (r *registrar) registerMissing(ctx context.Context) error {
 	missing, err := r.store.MissingTasks(ctx, names)
 	if err != nil {
 		return fmt.Errorf("worker: read task registry: %w", err)
+	}
+	if len(missing) > 0 {
+		// Redis may have lost the meta record with the registry.
+		if err := r.store.RecordPartitions(ctx); err != nil {
+			return fmt.Errorf("worker: record the namespace's partitions: %w", err)
+		}
 	}
 	for _, n := range missing {
 		d := byName[n]

@@ -33,6 +33,31 @@ func (s slots) take(quit <-chan struct{}) int {
 	return n
 }
 
+// takeUpTo waits for one free slot, then takes other free ones up to most
+// in all, and reports how many it took; 0 when quit closed first. Waiters
+// are served in the order they came (a channel's receivers are), so the
+// readers of several partitions waiting for slots get them in turn.
+func (s slots) takeUpTo(quit <-chan struct{}, most int) int {
+	if most <= 0 {
+		return 0
+	}
+	select {
+	case <-quit:
+		return 0
+	case <-s:
+	}
+	n := 1
+	for n < most {
+		select {
+		case <-s:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
 // takeFree takes every free slot without waiting and reports how many.
 func (s slots) takeFree() int {
 	n := 0

@@ -39,7 +39,7 @@ func testComponents(t *testing.T, st *fakeStore, sub subscriber) []struct {
 		{"registrar", reg},
 		{"presence", &presence{store: st, opTimeout: time.Second, clock: clock, log: discard,
 			record: redisstore.WorkerRecord{Name: "w", HeartbeatInterval: 10 * time.Millisecond}}},
-		{"canceller", &canceller{sub: sub, channel: "cancels", active: active, opTimeout: time.Second, log: discard}},
+		{"canceller", &canceller{sub: sub, channels: []string{"cancels"}, active: active, opTimeout: time.Second, log: discard}},
 		{"processor", p.setUp()},
 		{"heartbeater", &heartbeater{store: st, active: active, consumer: "w", lease: time.Second,
 			interval: 10 * time.Millisecond, clock: clock, log: discard}},

@@ -37,6 +37,15 @@ const (
 	OperationTimeoutDefault = 5 * time.Second
 )
 
+// PartitionsMismatchError says Options.Partitions is not the partition
+// count the namespace recorded when it was first used; Start refuses it.
+// It is client.PartitionsMismatchError too.
+type PartitionsMismatchError = redisstore.PartitionsMismatchError
+
+// InvalidNamespaceError says Options.Namespace is not a valid namespace
+// name; New refuses it. It is client.InvalidNamespaceError too.
+type InvalidNamespaceError = redisstore.InvalidNamespaceError
+
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -52,8 +61,17 @@ type Options struct {
 	// redis://127.0.0.1:6379/0). The client dialled from it heeds each
 	// call's deadline, and its dial, read and write timeouts are at most
 	// OperationTimeout, as a client's are.
-	RedisURL  string
+	RedisURL string
+	// Namespace scopes keys, runs and tasks (default "default"): 1 to 64
+	// characters of A-Z a-z 0-9 _ . : - (else New fails with an
+	// *InvalidNamespaceError).
 	Namespace string
+	// Partitions is the namespace's partition count: Start fails with a
+	// *PartitionsMismatchError when the namespace recorded another when it
+	// was first used. 0 (the default) adopts the recorded count, or, for a
+	// namespace never used, records 1 on a single Redis and 16 on a Redis
+	// Cluster. The worker reads every partition (docs/scaling.md).
+	Partitions int
 	// Name identifies this worker as a consumer (default host-pid-random).
 	Name string
 	// Version is the version of the program, shown in the list of workers
@@ -177,6 +195,12 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
+	if err := redisstore.ValidateNamespace(o.Namespace); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if err := redisstore.CheckPartitions(o.Partitions); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	switch {
 	case o.Concurrency < 1:
 		return fmt.Errorf("worker: Concurrency %d must be at least 1", o.Concurrency)
@@ -244,7 +268,7 @@ func New(opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{
-		opts: opts, store: redisstore.New(rdb, opts.Namespace), ownsRDB: owns,
+		opts: opts, store: redisstore.NewPartitioned(rdb, opts.Namespace, opts.Partitions), ownsRDB: owns,
 		log:   opts.Logger.With("worker", opts.Name),
 		tasks: map[string]*registration{},
 	}
@@ -344,13 +368,21 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.guard.Start(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	// The namespace's partitions: every duty covers each of them.
+	pctx, cancel := context.WithTimeout(ctx, w.opts.OperationTimeout)
+	parts, err := w.store.Partitions(pctx)
+	cancel()
+	if err != nil {
+		w.guard.Stop()
+		return fmt.Errorf("worker: %w", err)
+	}
 	w.mu.Lock()
 	if w.shutDown { // Shutdown ran while the guard read Redis
 		w.mu.Unlock()
 		w.guard.Stop()
 		return errors.New("worker: shut down before it started")
 	}
-	life, err := wire(w)
+	life, err := wire(w, parts)
 	w.life = life
 	w.mu.Unlock()
 	if err == nil {
@@ -365,7 +397,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.guard.Stop()
 		return err
 	}
-	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace)
+	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace,
+		"partitions", parts.Count())
 	return nil
 }
 

@@ -452,12 +452,12 @@ func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
 		wait(t, ref)
 	}
 	k := clientlink.Store(c).Keys()
-	// What stays: the stream, the task registry, and the running worker's
-	// presence record and its index.
+	// What stays: the stream, the task registry, the namespace's meta
+	// record, and the running worker's presence record and its index.
 	eventually(t, "records, keys, stream entries and index entries to go", func() bool {
 		keys, _, _ := b.Client.Scan(ctx, 0, "taskq:{"+b.Namespace+"}:*", 1000).Result()
 		for _, key := range keys {
-			if key != k.Stream("retention") && key != k.Tasks() && key != k.Worker(w.Name()) && key != k.Workers() {
+			if key != k.Stream("retention") && key != k.Tasks() && key != k.Worker(w.Name()) && key != k.Workers() && key != k.Meta() {
 				return false
 			}
 		}

@@ -7,11 +7,15 @@
 -- expression it returns, so that a script costs Redis no more than one
 -- written with literals and joined keys.
 
--- Key layout. Every key of a namespace lives under one prefix whose hash tag
--- is the namespace, taskq:{ns}:, so every script touches a single Redis
--- Cluster slot. Keys builds each of them in Go. The keys of this block the
--- scripts also build themselves, from the prefix they are given and a run ID
--- or task name of a record they read; they share the hash tag.
+-- Key layout. A namespace has P partitions (recorded in its meta record),
+-- each a key prefix with a hash tag of its own: partition 0, the home
+-- partition, is taskq:{ns}:, partition i >= 1 taskq:{ns#<i...>}: (see
+-- PartitionPrefix). Every key of a partition shares its hash tag, so every
+-- script, given one partition's prefix, touches a single Redis Cluster
+-- slot. Keys builds each of them in Go. The keys of this block the scripts
+-- also build themselves, from the prefix they are given and a run ID or
+-- task name of a record they read; they share the hash tag. Below,
+-- taskq:{ns}: stands for the prefix of the partition a key is in.
 -- string  taskq:{ns}:key:<idempotency key>: its owner run ID, expiring per strategy
 local function taskq_key_idempotency(prefix, id)
   return prefix .. 'key:' .. id

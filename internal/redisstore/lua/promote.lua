@@ -7,7 +7,9 @@
 --   ARGV[1] ARG_NOW     now (unix ms)
 --   ARGV[2] ARG_LIMIT   most runs to move in one call
 --   ARGV[3] ARG_PREFIX  key prefix taskq:{ns}:
--- Returns the number of runs queued again.
+-- Returns {the number of runs queued again, when the earliest run left in
+-- the zset is due (its score, unix ms; "" when none is left)}, so that a
+-- forwarder learns when to call again without a second command.
 -- Fails with READONLY on a read-only replica, nothing written. Runs at
 -- maxmemory (flag allow-oom): runs already accepted must reach their
 -- retries to end, and end to free memory.
@@ -24,4 +26,5 @@ for _, run_id in ipairs(due) do
   end
   redis.call('ZREM', retry, run_id)
 end
-return n
+local next = redis.call('ZRANGE', retry, 0, 0, 'WITHSCORES')
+return {n, next[2] or ''}

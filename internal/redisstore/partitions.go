@@ -1,0 +1,465 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Partitions. A namespace's keys are spread over P partitions, each a key
+// prefix with a hash tag of its own (PartitionPrefix), so that on a Redis
+// Cluster one namespace, even one busy task, spreads over many slots and so
+// many masters. P is fixed when the namespace is first used and recorded in
+// its meta record (Keys.Meta), which every client and worker reads once.
+//
+//   - An idempotency key's partition depends on (namespace, key) alone
+//     (KeyPartition), so keys stay namespace-wide across tasks; a run with a
+//     key lives in its key's partition, so that claim, release, supersede,
+//     attach and signal stay single-slot scripts.
+//   - A run without a key goes to the partition its (random) ID hashes to.
+//   - A run ID names its partition (RunPartition), so a lookup by ID touches
+//     one slot.
+//   - Namespace-wide records (meta, task registry, worker presence) stay in
+//     the home partition, partition 0.
+
+// Limits and defaults of a namespace's partition count.
+const (
+	// PartitionsMax bounds P: a partition costs every idle worker a
+	// blocking read and a few commands a second (docs/scaling.md).
+	PartitionsMax = 1024
+	// PartitionsDefault is P for a namespace first used on a single node.
+	PartitionsDefault = 1
+	// PartitionsClusterDefault is P for a namespace first used on a Redis
+	// Cluster (a *redis.ClusterClient).
+	PartitionsClusterDefault = 16
+	// NamespaceMaxLen bounds a namespace name.
+	NamespaceMaxLen = 64
+)
+
+// ErrInvalidNamespace matches every *InvalidNamespaceError.
+var ErrInvalidNamespace = errors.New("invalid namespace")
+
+// InvalidNamespaceError says a namespace name is not 1 to NamespaceMaxLen
+// characters of A-Z, a-z, 0-9, '_', '.', ':' and '-'. Names are held to
+// those so that a name can never hold the '{', '}' and '#' that make up
+// the partitions' hash tags.
+type InvalidNamespaceError struct {
+	Namespace string
+	// Problem says what is wrong ("is empty", "is 70 characters, over
+	// the limit of 64", "holds '{' at byte 3").
+	Problem string
+}
+
+func (e *InvalidNamespaceError) Error() string {
+	return fmt.Sprintf("namespace %q %s: a namespace is 1 to %d characters of A-Z a-z 0-9 _ . : -", e.Namespace, e.Problem, NamespaceMaxLen)
+}
+
+// Is makes errors.Is(err, ErrInvalidNamespace) hold.
+func (e *InvalidNamespaceError) Is(target error) bool { return target == ErrInvalidNamespace }
+
+// ValidateNamespace returns an *InvalidNamespaceError for a name that is
+// not a valid namespace, nil otherwise.
+func ValidateNamespace(ns string) error {
+	switch {
+	case ns == "":
+		return &InvalidNamespaceError{Namespace: ns, Problem: "is empty"}
+	case len(ns) > NamespaceMaxLen:
+		return &InvalidNamespaceError{Namespace: ns, Problem: fmt.Sprintf("is %d characters, over the limit of %d", len(ns), NamespaceMaxLen)}
+	}
+	for i := 0; i < len(ns); i++ {
+		c := ns[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-' {
+			continue
+		}
+		return &InvalidNamespaceError{Namespace: ns, Problem: fmt.Sprintf("holds %q at byte %d", c, i)}
+	}
+	return nil
+}
+
+// ErrPartitionsMismatch matches every *PartitionsMismatchError.
+var ErrPartitionsMismatch = errors.New("partition count differs from the namespace's")
+
+// PartitionsMismatchError says a client or worker was configured with a
+// partition count other than the one its namespace recorded when it was
+// first used. P cannot change once a namespace holds data: every key and
+// run would move.
+type PartitionsMismatchError struct {
+	Namespace  string
+	Configured int
+	Recorded   int
+}
+
+func (e *PartitionsMismatchError) Error() string {
+	return fmt.Sprintf("namespace %q has %d partitions, recorded when it was first used, not the %d configured: "+
+		"configure %d, or leave the partition count unset to adopt the recorded one", e.Namespace, e.Recorded, e.Configured, e.Recorded)
+}
+
+// Is makes errors.Is(err, ErrPartitionsMismatch) hold.
+func (e *PartitionsMismatchError) Is(target error) bool { return target == ErrPartitionsMismatch }
+
+// CheckPartitions says why n cannot be a configured partition count (0
+// means unset: adopt the recorded count, or the default).
+func CheckPartitions(n int) error {
+	if n < 0 || n > PartitionsMax {
+		return fmt.Errorf("partitions %d: must be from 1 to %d (0: adopt the namespace's)", n, PartitionsMax)
+	}
+	return nil
+}
+
+// DefaultPartitions is the partition count a namespace first used through
+// rdb records when none is configured: PartitionsClusterDefault on a Redis
+// Cluster, PartitionsDefault otherwise.
+func DefaultPartitions(rdb redis.UniversalClient) int {
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		return PartitionsClusterDefault
+	}
+	return PartitionsDefault
+}
+
+// PartitionPrefix is the key prefix of partition i of the n of namespace
+// ns, the one rule every key is built by. Partition 0, the home partition,
+// is taskq:{ns}: whatever n (a namespace with one partition has exactly the
+// keys it had before partitions existed). Partition i >= 1 is
+// taskq:{ns#<tag>}:, where tag is the decimal i, followed by ".<j>" for the
+// smallest j >= 1 that puts the hash tag's cluster slot in the i-th of n
+// equal ranges of the 16384 slots when i alone does not: masters own
+// contiguous ranges of slots, so each gets its share of partitions.
+func PartitionPrefix(ns string, i, n int) string {
+	if i <= 0 || n <= 1 {
+		return "taskq:{" + ns + "}:"
+	}
+	lo, hi := i*slotCount/n, (i+1)*slotCount/n
+	tag := ns + "#" + strconv.Itoa(i)
+	if s := tagSlot(tag); s >= lo && s < hi || lo >= hi {
+		return "taskq:{" + tag + "}:"
+	}
+	// Each try lands in the range with odds (hi-lo)/16384 >= 1/n; the bound
+	// is never reached in practice, and past it the tag stays valid.
+	for j := 1; j < 64*slotCount; j++ {
+		t := tag + "." + strconv.Itoa(j)
+		if s := tagSlot(t); s >= lo && s < hi {
+			return "taskq:{" + t + "}:"
+		}
+	}
+	return "taskq:{" + tag + "}:"
+}
+
+// KeyPartition is the partition of idempotency key key in namespace ns of
+// n partitions: FNV-1a (32 bits) of "<ns>\x00<key>", modulo n. It depends
+// on nothing else, so two tasks deriving the same key collide as they do
+// in one partition.
+func KeyPartition(ns, key string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ns))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// RunPartition reads the partition a run ID names: 0 for a plain ID (a
+// UUIDv7, as every run ID was before partitions), i for "<id>.<i>" with i a
+// decimal from 1 without leading zeros. ok is false for an ID whose suffix
+// is not one (such a run cannot exist: a lookup of it finds nothing). It
+// does not know P: Partitions.OfRun also checks the range. Event IDs name
+// their partition the same way.
+func RunPartition(id string) (partition int, ok bool) {
+	dot := strings.LastIndexByte(id, '.')
+	if dot < 0 {
+		return 0, true
+	}
+	s := id[dot+1:]
+	if s == "" || s[0] == '0' || len(s) > 6 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = 10*n + int(s[i]-'0')
+	}
+	return n, true
+}
+
+// InPartition returns the ID that names partition part for base, a plain
+// ID: base itself for partition 0, "<base>.<part>" otherwise.
+func InPartition(base string, part int) string {
+	if part <= 0 {
+		return base
+	}
+	return base + "." + strconv.Itoa(part)
+}
+
+// plainID strips the partition an ID names, if it names a valid one.
+func plainID(id string) string {
+	if dot := strings.LastIndexByte(id, '.'); dot >= 0 {
+		if _, ok := RunPartition(id); ok {
+			return id[:dot]
+		}
+	}
+	return id
+}
+
+// Partitions is the layout of one namespace's partitions: how many, and
+// the key builder of each. It is immutable.
+type Partitions struct {
+	ns   string
+	keys []Keys
+}
+
+// NewPartitions returns the layout of n partitions of namespace ns (n is
+// clamped to 1..PartitionsMax).
+func NewPartitions(ns string, n int) *Partitions {
+	n = min(max(n, 1), PartitionsMax)
+	p := &Partitions{ns: ns, keys: make([]Keys, n)}
+	for i := range p.keys {
+		p.keys[i] = partitionKeys(ns, i, n)
+	}
+	return p
+}
+
+// Count is P, the number of partitions.
+func (p *Partitions) Count() int { return len(p.keys) }
+
+// Keys is the key builder of partition i, which must be in 0..Count()-1.
+func (p *Partitions) Keys(i int) Keys { return p.keys[i] }
+
+// OfKey is the partition of an idempotency key (see KeyPartition).
+func (p *Partitions) OfKey(key string) int { return KeyPartition(p.ns, key, len(p.keys)) }
+
+// OfRun is the partition a run (or event) ID names; ok is false when it
+// names none of the namespace's partitions, so the run cannot exist.
+func (p *Partitions) OfRun(id string) (int, bool) {
+	i, ok := RunPartition(id)
+	return i, ok && i < len(p.keys)
+}
+
+// runKeys is the key builder of the partition id names, or an error
+// matching ErrRunNotFound.
+func (p *Partitions) runKeys(id string) (Keys, error) {
+	i, ok := p.OfRun(id)
+	if !ok {
+		return Keys{}, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+	}
+	return p.keys[i], nil
+}
+
+// place names the run's partition in its ID and returns it: its
+// idempotency key's partition, or for a run without a key the partition
+// its plain ID hashes to (a random one, as IDs are random). Placing a run
+// again changes nothing.
+func (p *Partitions) place(e *EnqueueParams) int {
+	base := plainID(e.RunID)
+	part := 0
+	switch n := len(p.keys); {
+	case n == 1:
+	case e.Strategy != "" && e.Strategy != StrategyNone:
+		part = p.OfKey(e.Key)
+	default:
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(base))
+		part = int(h.Sum32() % uint32(n))
+	}
+	e.RunID = InPartition(base, part)
+	return part
+}
+
+// NewPartitioned returns a Store for namespace ns on rdb configured with
+// partitions partitions: the namespace's recorded count must be that one
+// (0: adopt it, see Store.Partitions).
+func NewPartitioned(rdb redis.UniversalClient, ns string, partitions int) *Store {
+	s := New(rdb, ns)
+	s.want = partitions
+	return s
+}
+
+// Partitions returns the namespace's partition layout. The first call
+// reads the count from the namespace's meta record, one round trip; a
+// namespace that has none records it then: the configured count (see
+// NewPartitioned), 1 for a namespace holding data from before partitions
+// existed, or DefaultPartitions. Later calls return it at once. A
+// configured count other than the recorded one fails with a
+// *PartitionsMismatchError.
+func (s *Store) Partitions(ctx context.Context) (*Partitions, error) {
+	if p := s.parts.Load(); p != nil {
+		return p, nil
+	}
+	select {
+	case s.resolving <- struct{}{}:
+		defer func() { <-s.resolving }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if p := s.parts.Load(); p != nil {
+		return p, nil
+	}
+	n, err := s.readPartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := NewPartitions(s.keys.ns, n)
+	s.parts.Store(p)
+	return p, nil
+}
+
+// KnownPartitions returns the layout once Partitions has read it, and nil
+// before.
+func (s *Store) KnownPartitions() *Partitions { return s.parts.Load() }
+
+// readPartitions reads the recorded count, recording one first if there
+// is none.
+func (s *Store) readPartitions(ctx context.Context) (int, error) {
+	meta := s.keys.Meta()
+	var (
+		get    *redis.StringCmd
+		exists *redis.IntCmd
+	)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.HGet(ctx, meta, metaPartitions)
+		// Keys of the home partition, which share one slot.
+		exists = p.Exists(ctx, s.keys.Runs(), s.keys.Tasks(), s.keys.Events())
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	if v, err := get.Result(); err == nil {
+		return s.recorded(v)
+	}
+	n := s.want
+	switch {
+	case exists.Val() > 0:
+		// Data from before partitions: all of it is in the home partition.
+		if n != 0 && n != 1 {
+			return 0, &PartitionsMismatchError{Namespace: s.keys.ns, Configured: n, Recorded: 1}
+		}
+		n = 1
+	case n == 0:
+		n = DefaultPartitions(s.rdb)
+	}
+	var set *redis.BoolCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.HSetNX(ctx, meta, metaPartitions, n)
+		get = p.HGet(ctx, meta, metaPartitions)
+		return nil
+	})
+	if v, gerr := get.Result(); gerr == nil {
+		// Recorded now, or by another process a moment before.
+		return s.recorded(v)
+	}
+	if err == nil {
+		err = set.Err()
+	}
+	if err = scriptError(err); errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrReadOnly) {
+		// Redis refuses writes (at maxmemory, or a replica) but serves
+		// reads: work with the count it would have recorded, so that a
+		// worker can still drain the queue; a process opening the
+		// namespace later records it.
+		return n, nil
+	}
+	return 0, err
+}
+
+// recorded checks the count the meta record holds against the configured
+// one.
+func (s *Store) recorded(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > PartitionsMax {
+		return 0, fmt.Errorf("redisstore: namespace %q: its meta record %s holds partitions %q, not a number from 1 to %d",
+			s.keys.ns, s.keys.Meta(), v, PartitionsMax)
+	}
+	if s.want != 0 && s.want != n {
+		return 0, &PartitionsMismatchError{Namespace: s.keys.ns, Configured: s.want, Recorded: n}
+	}
+	return n, nil
+}
+
+// RecordPartitions writes the namespace's partition count back into its
+// meta record if the record is gone (Redis lost its data while this
+// process ran), so that processes opening the namespace later adopt it. A
+// Redis that refuses writes (at maxmemory, a replica) is no error: the
+// count is recorded by a later call.
+func (s *Store) RecordPartitions(ctx context.Context) error {
+	p := s.parts.Load()
+	if p == nil {
+		_, err := s.Partitions(ctx)
+		return err
+	}
+	err := scriptError(s.rdb.HSetNX(ctx, s.keys.Meta(), metaPartitions, p.Count()).Err())
+	if errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrReadOnly) {
+		return nil
+	}
+	return err
+}
+
+// runPartition is the partition of run id, or an error matching
+// ErrRunNotFound when it names none of parts.
+func runPartition(parts *Partitions, id string) (int, error) {
+	if i, ok := parts.OfRun(id); ok {
+		return i, nil
+	}
+	return 0, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+}
+
+// mustPartition is the partition of a run ID already checked by
+// runPartition.
+func mustPartition(parts *Partitions, id string) int {
+	i, _ := parts.OfRun(id)
+	return i
+}
+
+// fillErr sets every error of errs to err and returns errs.
+func fillErr(errs []error, err error) []error {
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// keysOfRun is the key builder of the partition run (or event) id is in,
+// or an error matching ErrRunNotFound when it names none.
+func (s *Store) keysOfRun(ctx context.Context, id string) (Keys, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return Keys{}, err
+	}
+	return parts.runKeys(id)
+}
+
+// keysOfKey is the key builder of the partition idempotency key key is in.
+func (s *Store) keysOfKey(ctx context.Context, key string) (Keys, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return Keys{}, err
+	}
+	return parts.keys[parts.OfKey(key)], nil
+}
+
+// RunKeys is the key builder of the partition run id is in (reading the
+// namespace's partitions first if need be), or an error matching
+// ErrRunNotFound when it names none of them.
+func (s *Store) RunKeys(ctx context.Context, id string) (Keys, error) { return s.keysOfRun(ctx, id) }
+
+// KeyKeys is the key builder of the partition idempotency key key is in.
+func (s *Store) KeyKeys(ctx context.Context, key string) (Keys, error) { return s.keysOfKey(ctx, key) }
+
+// partitionKeys is the key builder of partition part, which must be one of
+// the namespace's.
+func (s *Store) partitionKeys(ctx context.Context, part int) (Keys, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return Keys{}, err
+	}
+	if part < 0 || part >= parts.Count() {
+		return Keys{}, fmt.Errorf("redisstore: partition %d: namespace %q has %d", part, s.keys.ns, parts.Count())
+	}
+	return parts.keys[part], nil
+}
