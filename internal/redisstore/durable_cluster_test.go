@@ -77,7 +77,12 @@ func TestDurableTriggerFollowsAMovedSlot(t *testing.T) {
 			t.Fatal("no namespace in the first master's slots")
 		}
 	}
-	s := redisstore.New(cc, ns)
+	// One partition, so that every key of the namespace is in that slot
+	// (a cluster's default is PartitionsClusterDefault).
+	s := redisstore.NewPartitioned(cc, ns, 1)
+	if _, err := s.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
 	f := newFixture(t, &redistest.Backend{Client: cc, Namespace: ns})
 	first := f.params("ship", "a", redisstore.StrategyStatus)
 	first.Durability = redisstore.Durability{Replicas: 1, Timeout: 20 * time.Millisecond}
@@ -90,7 +95,11 @@ func TestDurableTriggerFollowsAMovedSlot(t *testing.T) {
 
 	// Move the (then empty) slot to the second master behind the client's
 	// back: its map still names the first.
-	if err := ca.Del(ctx, f.k.Run(first.RunID), f.k.IdempotencyKey("a"), f.k.Runs(), f.k.Stream("ship"), "taskq:{"+ns+"}:ackmark").Err(); err != nil {
+	inSlot, err := ca.ClusterGetKeysInSlot(ctx, int(slot), 1000).Result()
+	if err != nil || len(inSlot) == 0 {
+		t.Fatalf("keys in slot %d: %v, %v", slot, inSlot, err)
+	}
+	if err := ca.Del(ctx, inSlot...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	bid, err := cb.Do(ctx, "cluster", "myid").Text()
