@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,18 +23,109 @@ type ConnectOptions struct {
 }
 
 // Connect returns the Redis client a taskq client or worker works with:
-// o.Redis, or else a new client for o.URL made with ClientOptions. owned
-// says whether the caller made it here and so must close it. It is the one
-// place the constructors set Redis up.
+// o.Redis, or else a new client for o.URL: a *redis.ClusterClient for a
+// cluster URL (see IsClusterURL), a *redis.Client otherwise, made with
+// ClusterOptions or ClientOptions. owned says whether the caller made it
+// here and so must close it. It is the one place the constructors set
+// Redis up.
 func Connect(o ConnectOptions) (rdb redis.UniversalClient, owned bool, err error) {
 	if o.Redis != nil {
 		return o.Redis, false, nil
+	}
+	if IsClusterURL(o.URL) {
+		co, err := ClusterOptions(o.URL, o.OperationTimeout)
+		if err != nil {
+			return nil, false, err
+		}
+		return redis.NewClusterClient(co), true, nil
 	}
 	ro, err := ClientOptions(o.URL, o.OperationTimeout)
 	if err != nil {
 		return nil, false, err
 	}
 	return redis.NewClient(ro), true, nil
+}
+
+// The schemes of a cluster URL: redis+cluster://, and rediss+cluster://
+// for TLS.
+const (
+	ClusterScheme    = "redis+cluster"
+	ClusterTLSScheme = "rediss+cluster"
+)
+
+// IsClusterURL reports whether rawURL names a Redis Cluster: its scheme is
+// redis+cluster or rediss+cluster, and its host part one or more seed
+// addresses separated by commas:
+//
+//	redis+cluster://user:password@10.0.0.1:7000,10.0.0.2:7000/?dial_timeout=2s
+//
+// The seeds need not be all the masters: the client reads the cluster's
+// map from the first that answers. User, password and the query's options
+// (go-redis's, as on one node) apply to every node.
+func IsClusterURL(rawURL string) bool {
+	scheme, _, ok := strings.Cut(rawURL, "://")
+	return ok && (strings.EqualFold(scheme, ClusterScheme) || strings.EqualFold(scheme, ClusterTLSScheme))
+}
+
+// ClusterOptions parses a cluster URL (see IsClusterURL) into go-redis
+// cluster options, with the same timeouts as ClientOptions gives one node.
+// A cluster has no databases: a path other than "" or "/" or "/0" is
+// refused. Errors do not repeat the URL, which may hold a password.
+func ClusterOptions(rawURL string, opTimeout time.Duration) (*redis.ClusterOptions, error) {
+	if !IsClusterURL(rawURL) {
+		return nil, errors.New("redis cluster URL: the scheme must be " + ClusterScheme + ":// or " + ClusterTLSScheme + "://")
+	}
+	scheme, rest, _ := strings.Cut(rawURL, "://")
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	userinfo, hosts := "", authority
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		userinfo, hosts = authority[:i+1], authority[i+1:]
+	}
+	seeds := strings.Split(hosts, ",")
+	for i, h := range seeds {
+		if h == "" {
+			return nil, fmt.Errorf("redis cluster URL: seed address %d of %d is empty", i+1, len(seeds))
+		}
+	}
+	path, query := tail, ""
+	if i := strings.IndexByte(tail, '?'); i >= 0 {
+		path, query = tail[:i], tail[i+1:]
+	}
+	if path != "" && path != "/" && path != "/0" {
+		return nil, errors.New("redis cluster URL: a cluster has only database 0, so the URL's path must be empty")
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("redis cluster URL: query: %w", err)
+	}
+	if q.Has("addr") {
+		return nil, errors.New("redis cluster URL: give the seed addresses in the host part, separated by commas, not as addr=")
+	}
+	for _, h := range seeds[1:] {
+		q.Add("addr", h)
+	}
+	plain := "redis"
+	if strings.EqualFold(scheme, ClusterTLSScheme) {
+		plain = "rediss"
+	}
+	u := plain + "://" + userinfo + seeds[0]
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	co, err := redis.ParseClusterURL(u)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("redis cluster URL: %w", err)
+	}
+	co.ContextTimeoutEnabled = true
+	capTimeouts(opTimeout, &co.DialTimeout, &co.ReadTimeout, &co.WriteTimeout)
+	return co, nil
 }
 
 // ClientOptions parses a Redis URL into go-redis options under which no
@@ -60,12 +152,19 @@ func ClientOptions(rawURL string, opTimeout time.Duration) (*redis.Options, erro
 		return nil, fmt.Errorf("redis URL: %w", err)
 	}
 	ro.ContextTimeoutEnabled = true
-	if opTimeout > 0 {
-		for _, d := range []*time.Duration{&ro.DialTimeout, &ro.ReadTimeout, &ro.WriteTimeout} {
-			if *d == 0 || *d > opTimeout {
-				*d = opTimeout
-			}
+	capTimeouts(opTimeout, &ro.DialTimeout, &ro.ReadTimeout, &ro.WriteTimeout)
+	return ro, nil
+}
+
+// capTimeouts lowers each of ds to opTimeout, when opTimeout is set and d
+// is unset or higher.
+func capTimeouts(opTimeout time.Duration, ds ...*time.Duration) {
+	if opTimeout <= 0 {
+		return
+	}
+	for _, d := range ds {
+		if *d == 0 || *d > opTimeout {
+			*d = opTimeout
 		}
 	}
-	return ro, nil
 }

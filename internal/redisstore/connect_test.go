@@ -35,3 +35,42 @@ func TestClientOptionsErrorHidesTheURL(t *testing.T) {
 		t.Fatalf("error %q: want one naming the Redis URL without its password", err)
 	}
 }
+
+// A cluster URL names its seeds in the host part; user, password, TLS and
+// go-redis's options apply to every node, with the timeouts capped as on
+// one node.
+func TestClusterOptionsFromURL(t *testing.T) {
+	co, err := redisstore.ClusterOptions("rediss+cluster://app:s3cret@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002/?read_timeout=200ms&pool_size=7", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(co.Addrs, " "); got != "10.0.0.1:7000 10.0.0.2:7001 [::1]:7002" {
+		t.Errorf("seeds %q", got)
+	}
+	if co.Username != "app" || co.Password != "s3cret" || co.TLSConfig == nil || co.PoolSize != 7 {
+		t.Errorf("user %q, password set %v, TLS %v, pool %d", co.Username, co.Password != "", co.TLSConfig != nil, co.PoolSize)
+	}
+	if !co.ContextTimeoutEnabled || co.ReadTimeout != 200*time.Millisecond || co.DialTimeout != time.Second {
+		t.Errorf("context timeouts %v, read %s, dial %s", co.ContextTimeoutEnabled, co.ReadTimeout, co.DialTimeout)
+	}
+	if !redisstore.IsClusterURL("redis+cluster://h:1") || redisstore.IsClusterURL("redis://h:1/0") {
+		t.Error("IsClusterURL tells a cluster URL from a node's wrongly")
+	}
+}
+
+// A cluster URL that cannot name a cluster is refused, saying why, and
+// without the password.
+func TestClusterOptionsRefusals(t *testing.T) {
+	for url, want := range map[string]string{
+		"redis+cluster://u:s3cret@h:7000/3":        "only database 0",
+		"redis+cluster://u:s3cret@h:7000,,h:7001":  "seed address 2 of 3 is empty",
+		"redis+cluster://u:s3cret@h:7000?addr=h:2": "not as addr=",
+		"redis+cluster://u:s3cret@h:7000?nosuch=1": "nosuch",
+		"redis://u:s3cret@h:7000":                  "scheme must be",
+	} {
+		_, err := redisstore.ClusterOptions(url, time.Second)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: %v, want an error saying %q without the password", url, err, want)
+		}
+	}
+}

@@ -94,8 +94,19 @@ func Real(t testing.TB) *Backend {
 }
 
 // DeleteNamespace removes every key of namespace ns, in all its
-// partitions, with SCAN and UNLINK.
+// partitions, with SCAN and UNLINK: on every master of a cluster.
 func DeleteNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			deleteNamespaceOn(ctx, m, ns)
+			return nil
+		})
+		return
+	}
+	deleteNamespaceOn(ctx, rdb, ns)
+}
+
+func deleteNamespaceOn(ctx context.Context, rdb redis.UniversalClient, ns string) {
 	// redisstore.NamespacePatterns, which this package cannot import (the
 	// store's own tests import this package): the home partition and the
 	// others.

@@ -119,11 +119,18 @@ func startPrivateOnce() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return startTiedServer(port, os.TempDir())
+}
+
+// startTiedServer starts a redis-server tied to this process (see
+// startTied) on loopback port port, without persistence, with extra
+// config args, and returns its URL once it answers.
+func startTiedServer(port int, dir string, extra ...string) (string, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command("redis-server",
+	cmd := exec.Command("redis-server", append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", os.TempDir(),
-		"--logfile", "", "--loglevel", "warning")
+		"--save", "", "--appendonly", "no", "--dir", dir,
+		"--logfile", "", "--loglevel", "warning"}, extra...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := startTied(cmd); err != nil {
