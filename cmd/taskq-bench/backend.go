@@ -168,6 +168,15 @@ func (b *backend) close() {
 	}
 }
 
+// scale is how many times the single node's callers and workers the
+// backend gets: its masters with -cluster-per-master, else 1.
+func (b *backend) scale(cfg *config) int {
+	if cfg.perMaster {
+		return b.masters
+	}
+	return 1
+}
+
 // label names the backend with its partition count ("cluster P=24").
 func (b *backend) label() string { return fmt.Sprintf("%s P=%d", b.name, b.partitions) }
 
@@ -178,6 +187,7 @@ type nodeStats struct {
 	evalshaUsec int64   // µs the server spent in them
 	calls       int64   // every command
 	clients     int64   // connected_clients
+	reads       int64   // XREADGROUP calls
 }
 
 // stats reads every node's counters.
@@ -211,8 +221,11 @@ func parseStats(info string) nodeStats {
 		case strings.HasPrefix(name, "cmdstat_"):
 			calls, usec := statField(v, "calls"), statField(v, "usec")
 			s.calls += calls
-			if name == "cmdstat_evalsha" {
+			switch name {
+			case "cmdstat_evalsha":
 				s.evalsha, s.evalshaUsec = calls, usec
+			case "cmdstat_xreadgroup":
+				s.reads = calls
 			}
 		}
 	}
@@ -238,7 +251,7 @@ func delta(before, after []nodeStats) []nodeStats {
 		out[i] = nodeStats{
 			cpu: after[i].cpu - before[i].cpu, evalsha: after[i].evalsha - before[i].evalsha,
 			evalshaUsec: after[i].evalshaUsec - before[i].evalshaUsec, calls: after[i].calls - before[i].calls,
-			clients: after[i].clients - before[i].clients,
+			clients: after[i].clients - before[i].clients, reads: after[i].reads - before[i].reads,
 		}
 	}
 	return out

@@ -71,6 +71,9 @@ type config struct {
 	clusterReplicas   int
 	clusterRounds     int
 	clusterLatency    time.Duration
+	// perMaster gives each backend -concurrency callers and -workers
+	// workers per master, so each master serves what the single node does.
+	perMaster bool
 }
 
 var allScenarios = []string{"trigger", "dup", "e2e", "latency", "keys", "memory"}
@@ -102,6 +105,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.clusterMasters, "cluster-masters", 3, "masters of the private cluster (cluster mode)")
 	fs.IntVar(&c.clusterReplicas, "cluster-replicas", 1, "replicas per master of the private cluster (cluster mode)")
 	fs.IntVar(&c.clusterRounds, "cluster-rounds", 3, "rounds of the trigger and e2e measurements (cluster mode)")
+	fs.BoolVar(&c.perMaster, "cluster-per-master", true, "give each backend -concurrency callers and -workers workers per master, so that each cluster master serves the load the single node serves (cluster mode; false: the same callers and workers on both)")
 	fs.DurationVar(&c.clusterLatency, "cluster-latency", 5*time.Second, "measured time at the offered rate on each backend (cluster mode)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -30,7 +30,13 @@ import (
 //   - e2e: n runs triggered while workers process them, until every run has
 //     ended: the same, per completed run (its trigger included);
 //   - latency: triggers paced at -rate per second, the time from when each
-//     was due to its handler's start.
+//     was due to its handler's start (the same workers on each backend: the
+//     rate does not grow with the masters).
+//
+// With -cluster-per-master (the default) the cluster gets -concurrency
+// callers and -workers workers per master in trigger and e2e, so that each
+// master serves what the single node serves, as it would on hardware with
+// a core per master.
 //
 // Trigger and e2e run in rounds, single node and cluster alternating, the
 // order swapped each round; the median of the rounds is reported. The
@@ -85,7 +91,7 @@ type scaleFigures struct {
 	// coalesced, one script call per partition per batch); unbatched send
 	// one trigger per script call, on every backend alike.
 	triggers, unbatched, e2es []phase
-	latency        []time.Duration // sorted
+	latency                   []time.Duration // sorted
 	// workerConns is the connections each worker held on each master after
 	// the e2e phase, averaged over the workers.
 	workerConns []float64
@@ -120,8 +126,12 @@ func benchScale(ctx context.Context, e *env, rep *report, backends []*backend) e
 		}
 		e.printf("  %s: %s\n", b.label(), strings.Join(ms, "; "))
 	}
-	e.printf("\n== cluster mode, trigger: %d triggers with distinct keys, one task, %d callers, no worker; %d rounds\n",
-		cfg.n, cfg.concurrency, cfg.clusterRounds)
+	per := ""
+	if cfg.perMaster {
+		per = " per master"
+	}
+	e.printf("\n== cluster mode, trigger: %d triggers with distinct keys, one task, %d callers%s, no worker; %d rounds\n",
+		cfg.n, cfg.concurrency, per, cfg.clusterRounds)
 	for r := 0; r < cfg.clusterRounds; r++ {
 		for k := range 2 * len(backends) {
 			i, batching := (r+k)%len(backends), (r+k/len(backends))%2 == 0
@@ -139,8 +149,8 @@ func benchScale(ctx context.Context, e *env, rep *report, backends []*backend) e
 			printPhase(e, backends[i], what, r, p)
 		}
 	}
-	e.printf("\n== cluster mode, e2e: %d runs triggered by %d callers while %d workers x %d slots process them; %d rounds\n",
-		cfg.e2eN, cfg.concurrency, cfg.workers, cfg.workerConcurrency, cfg.clusterRounds)
+	e.printf("\n== cluster mode, e2e: %d runs triggered by %d callers%s while %d workers%s x %d slots process them; %d rounds\n",
+		cfg.e2eN, cfg.concurrency, per, cfg.workers, per, cfg.workerConcurrency, cfg.clusterRounds)
 	for r := 0; r < cfg.clusterRounds; r++ {
 		for k := range backends {
 			i := (r + k) % len(backends)
@@ -155,7 +165,7 @@ func benchScale(ctx context.Context, e *env, rep *report, backends []*backend) e
 			printPhase(e, backends[i], "e2e", r, p)
 		}
 	}
-	e.printf("\n== cluster mode, latency: %d triggers/s for %s (+%s warm-up), paced, %d workers x %d slots\n",
+	e.printf("\n== cluster mode, latency: %d triggers/s for %s (+%s warm-up), paced, %d workers x %d slots on each backend\n",
 		cfg.rate, cfg.clusterLatency, cfg.warmup, cfg.workers, cfg.workerConcurrency)
 	for i, b := range backends {
 		lat, err := scaleLatency(ctx, e, b)
@@ -179,9 +189,17 @@ func printPhase(e *env, b *backend, what string, r int, p phase) {
 		}
 		per = append(per, fmt.Sprintf("%s%d %.0fms/%d", role, i+1, n.cpu*1e3, n.evalsha))
 	}
-	e.printf("  round %d %-16s %-22s %s in %s (%s): redis cpu %.1fµs/op on masters (+%.1fµs replicas), %.2f EVALSHA/op; cpu/EVALSHA per node: %s\n",
+	var reads int64
+	for _, n := range p.nodes[:b.masters] {
+		reads += n.reads
+	}
+	rr := ""
+	if reads > 0 {
+		rr = fmt.Sprintf(", %.1f runs/XREADGROUP", float64(p.n)/float64(reads))
+	}
+	e.printf("  round %d %-16s %-22s %s in %s (%s): redis cpu %.1fµs/op on masters (+%.1fµs replicas), %.2f EVALSHA/op%s; cpu/EVALSHA per node: %s\n",
 		r+1, b.label(), what, group(int64(p.n)), p.elapsed.Round(time.Millisecond), rate(float64(p.n)/p.elapsed.Seconds()),
-		perOp(p.masterCPU(b.masters), p.n), perOp(p.replicaCPU(b.masters), p.n), float64(p.masterEvalsha(b.masters))/float64(p.n),
+		perOp(p.masterCPU(b.masters), p.n), perOp(p.replicaCPU(b.masters), p.n), float64(p.masterEvalsha(b.masters))/float64(p.n), rr,
 		strings.Join(per, " "))
 }
 
@@ -192,8 +210,8 @@ func scaleClient(e *env, b *backend, ns string, batching bool) (*client.Client, 
 		DisableTriggerBatching: !batching})
 }
 
-// scaleWorkers starts cfg.workers workers of namespace ns running handler.
-func scaleWorkers(ctx context.Context, e *env, b *backend, ns string, handler func(worker.Context, benchInput) (benchResult, error)) (func(), error) {
+// scaleWorkers starts n workers of namespace ns running handler.
+func scaleWorkers(ctx context.Context, e *env, b *backend, ns string, n int, handler func(worker.Context, benchInput) (benchResult, error)) (func(), error) {
 	var ws []*worker.Worker
 	stop := func() {
 		for _, w := range ws {
@@ -202,7 +220,7 @@ func scaleWorkers(ctx context.Context, e *env, b *backend, ns string, handler fu
 			cancel()
 		}
 	}
-	for i := 0; i < e.cfg.workers; i++ {
+	for i := 0; i < n; i++ {
 		w, err := worker.New(worker.Options{
 			RedisURL: b.url, Namespace: ns, Partitions: b.partitions, Name: fmt.Sprintf("%s-w%d", ns, i),
 			Concurrency: e.cfg.workerConcurrency, Logger: e.log,
@@ -239,7 +257,8 @@ func scaleTrigger(ctx context.Context, e *env, b *backend, r int, batching bool)
 		}
 	}
 	// Warm-up: dial every node's pool and load the script on every master.
-	if _, err := drive(ctx, e, "warm-up", 20*cfg.concurrency, cfg.concurrency, 1, trigger("warm-")); err != nil {
+	callers := cfg.concurrency * b.scale(cfg)
+	if _, err := drive(ctx, e, "warm-up", 20*callers, callers, 1, trigger("warm-")); err != nil {
 		return phase{}, err
 	}
 	s0, err := b.stats(ctx)
@@ -247,7 +266,7 @@ func scaleTrigger(ctx context.Context, e *env, b *backend, r int, batching bool)
 		return phase{}, err
 	}
 	label := fmt.Sprintf("trigger %s round %d", b.label(), r+1)
-	elapsed, err := drive(ctx, e, label, cfg.n, cfg.concurrency, 1, trigger("k-"))
+	elapsed, err := drive(ctx, e, label, cfg.n, callers, 1, trigger("k-"))
 	if err != nil {
 		return phase{}, err
 	}
@@ -270,7 +289,7 @@ func scaleEndToEnd(ctx context.Context, e *env, b *backend, r int) (phase, []flo
 		return phase{}, nil, err
 	}
 	var handled atomic.Int64
-	stopWorkers, err := scaleWorkers(ctx, e, b, ns, func(worker.Context, benchInput) (benchResult, error) {
+	stopWorkers, err := scaleWorkers(ctx, e, b, ns, cfg.workers*b.scale(cfg), func(worker.Context, benchInput) (benchResult, error) {
 		handled.Add(1)
 		return benchResult{}, nil
 	})
@@ -318,8 +337,9 @@ func scaleEndToEnd(ctx context.Context, e *env, b *backend, r int) (phase, []flo
 			}
 		}
 	}
-	warm := 10 * cfg.concurrency
-	if _, err := drive(ctx, e, "warm-up", warm, cfg.concurrency, 1, trigger("warm-")); err != nil {
+	callers := cfg.concurrency * b.scale(cfg)
+	warm := 10 * callers
+	if _, err := drive(ctx, e, "warm-up", warm, callers, 1, trigger("warm-")); err != nil {
 		return phase{}, nil, err
 	}
 	if err := waitEnded(int64(warm)); err != nil {
@@ -331,7 +351,7 @@ func scaleEndToEnd(ctx context.Context, e *env, b *backend, r int) (phase, []flo
 	}
 	began := time.Now()
 	label := fmt.Sprintf("e2e %s round %d", b.label(), r+1)
-	if _, err := drive(ctx, e, label, cfg.e2eN, cfg.concurrency, 1, trigger("k-")); err != nil {
+	if _, err := drive(ctx, e, label, cfg.e2eN, callers, 1, trigger("k-")); err != nil {
 		return phase{}, nil, err
 	}
 	if err := waitEnded(int64(warm + cfg.e2eN)); err != nil {
@@ -355,7 +375,7 @@ func scaleEndToEnd(ctx context.Context, e *env, b *backend, r int) (phase, []flo
 	}
 	conns := make([]float64, b.masters)
 	for i := range conns {
-		conns[i] = float64(s2[i].clients-base[i].clients) / float64(cfg.workers)
+		conns[i] = float64(s2[i].clients-base[i].clients) / float64(cfg.workers*b.scale(cfg))
 	}
 	return phase{n: cfg.e2eN, elapsed: elapsed, nodes: delta(s0, s1)}, conns, nil
 }
@@ -373,7 +393,7 @@ func scaleLatency(ctx context.Context, e *env, b *backend) ([]time.Duration, err
 	var mu sync.Mutex
 	starts := make([]time.Duration, 0, total)
 	var handled atomic.Int64
-	stopWorkers, err := scaleWorkers(ctx, e, b, ns, func(_ worker.Context, in benchInput) (benchResult, error) {
+	stopWorkers, err := scaleWorkers(ctx, e, b, ns, cfg.workers, func(_ worker.Context, in benchInput) (benchResult, error) {
 		d := time.Since(time.Unix(0, in.T))
 		if i, _ := strconv.Atoi(in.ID[len("lat-"):]); i >= skip {
 			mu.Lock()
