@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
@@ -37,6 +39,13 @@ func runCluster(ctx context.Context, cfg *config, log *slog.Logger, out io.Write
 		if clusterURL, err = sv.startCluster(ctx, cfg.clusterMasters, cfg.clusterReplicas); err != nil {
 			return err
 		}
+	}
+	if cfg.clusterPoolSize > 0 && !strings.Contains(clusterURL, "pool_size=") {
+		sep := "?"
+		if strings.Contains(clusterURL, "?") {
+			sep = "&"
+		}
+		clusterURL += sep + "pool_size=" + strconv.Itoa(cfg.clusterPoolSize)
 	}
 	single, err := openBackend(ctx, "single", singleURL, 1)
 	if err != nil {

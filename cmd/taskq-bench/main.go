@@ -74,6 +74,10 @@ type config struct {
 	// perMaster gives each backend -concurrency callers and -workers
 	// workers per master, so each master serves what the single node does.
 	perMaster bool
+	// clusterPoolSize is the per-node pool_size given to the cluster URL
+	// the clients and workers dial, when the URL sets none (0: go-redis's
+	// default).
+	clusterPoolSize int
 }
 
 var allScenarios = []string{"trigger", "dup", "e2e", "latency", "keys", "memory"}
@@ -106,6 +110,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.clusterReplicas, "cluster-replicas", 1, "replicas per master of the private cluster (cluster mode)")
 	fs.IntVar(&c.clusterRounds, "cluster-rounds", 3, "rounds of the trigger and e2e measurements (cluster mode)")
 	fs.BoolVar(&c.perMaster, "cluster-per-master", true, "give each backend -concurrency callers and -workers workers per master, so that each cluster master serves the load the single node serves (cluster mode; false: the same callers and workers on both)")
+	fs.IntVar(&c.clusterPoolSize, "cluster-pool-size", 0, "pool_size per node for the cluster's clients and workers when the URL sets none (cluster mode; 0: go-redis's default, 5 x GOMAXPROCS per node)")
 	fs.DurationVar(&c.clusterLatency, "cluster-latency", 5*time.Second, "measured time at the offered rate on each backend (cluster mode)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -137,8 +142,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("-rate and -duration must be positive, -warmup not negative")
 	case c.retention < time.Second:
 		return nil, fmt.Errorf("-retention %s is below 1s", c.retention)
-	case c.clusterPartitions < 1, c.clusterMasters < 1, c.clusterReplicas < 0, c.clusterRounds < 1, c.clusterLatency <= 0:
-		return nil, fmt.Errorf("-cluster-partitions, -cluster-masters and -cluster-rounds must be at least 1, -cluster-replicas not negative, -cluster-latency positive")
+	case c.clusterPartitions < 1, c.clusterMasters < 1, c.clusterReplicas < 0, c.clusterRounds < 1, c.clusterLatency <= 0, c.clusterPoolSize < 0:
+		return nil, fmt.Errorf("-cluster-partitions, -cluster-masters and -cluster-rounds must be at least 1, -cluster-replicas and -cluster-pool-size not negative, -cluster-latency positive")
 	}
 	return c, nil
 }
