@@ -44,60 +44,64 @@ func TestNodeCost(t *testing.T) {
 		name             string
 		cluster, replica bool
 	}{{"single", false, false}, {"single + replica", false, true}, {"cluster", true, false}, {"cluster + replica", true, true}} {
-		m := startCounted(t, kind.cluster, true)
-		url := "redis://" + m.addr + "/0"
-		if kind.cluster {
-			if err := m.rdb.ClusterAddSlotsRange(ctx, 0, 16383).Err(); err != nil {
-				t.Fatal(err)
-			}
-			url = "redis+cluster://" + m.addr + "/"
-		}
-		if kind.replica {
-			m.addReplica(t)
-		}
-		if kind.cluster {
-			waitFor(t, "cluster_state:ok", func() bool {
-				info, _ := m.rdb.ClusterInfo(ctx).Result()
-				return strings.Contains(info, "cluster_state:ok")
-			})
-		}
-		measure := func(label string, partitions, batch int) {
-			ns := fmt.Sprintf("cost-%d-%d", partitions, batch)
-			c, err := client.New(client.Options{RedisURL: url, Namespace: ns, Partitions: partitions,
-				DisableTriggerBatching: true, OperationTimeout: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			for i := 0; i < 50; i++ { // loads the script, records the namespace
-				if _, err := client.RunNoWait(ctx, c, noop, benchInput{ID: fmt.Sprintf("warm-%d", i)}); err != nil {
+		// A subtest each, so that each kind's servers stop before the next
+		// starts.
+		t.Run(kind.name, func(t *testing.T) {
+			m := startCounted(t, kind.cluster, true)
+			url := "redis://" + m.addr + "/0"
+			if kind.cluster {
+				if err := m.rdb.ClusterAddSlotsRange(ctx, 0, 16383).Err(); err != nil {
 					t.Fatal(err)
 				}
+				url = "redis+cluster://" + m.addr + "/"
 			}
-			ins := m.count(t, func() {
-				for i := 0; i < n; i += batch {
-					in := make([]benchInput, 0, batch)
-					for j := i; j < i+batch; j++ {
-						in = append(in, benchInput{ID: fmt.Sprintf("k-%d", j)})
-					}
-					var err error
-					if batch == 1 {
-						_, err = client.RunNoWait(ctx, c, noop, in[0])
-					} else {
-						_, err = client.RunMany(ctx, c, noop, in)
-					}
-					if err != nil {
+			if kind.replica {
+				m.addReplica(t)
+			}
+			if kind.cluster {
+				waitFor(t, "cluster_state:ok", func() bool {
+					info, _ := m.rdb.ClusterInfo(ctx).Result()
+					return strings.Contains(info, "cluster_state:ok")
+				})
+			}
+			measure := func(label string, partitions, batch int) {
+				ns := fmt.Sprintf("cost-%d-%d", partitions, batch)
+				c, err := client.New(client.Options{RedisURL: url, Namespace: ns, Partitions: partitions,
+					DisableTriggerBatching: true, OperationTimeout: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				for i := 0; i < 50; i++ { // loads the script, records the namespace
+					if _, err := client.RunNoWait(ctx, c, noop, benchInput{ID: fmt.Sprintf("warm-%d", i)}); err != nil {
 						t.Fatal(err)
 					}
 				}
-			})
-			lines = append(lines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins/n))
-		}
-		measure("P=1, one trigger per call", 1, 1)
-		measure("P=1, RunMany x16", 1, 16)
-		if kind.cluster {
-			measure("P=24, RunMany x16", 24, 16)
-		}
+				ins := m.count(t, func() {
+					for i := 0; i < n; i += batch {
+						in := make([]benchInput, 0, batch)
+						for j := i; j < i+batch; j++ {
+							in = append(in, benchInput{ID: fmt.Sprintf("k-%d", j)})
+						}
+						var err error
+						if batch == 1 {
+							_, err = client.RunNoWait(ctx, c, noop, in[0])
+						} else {
+							_, err = client.RunMany(ctx, c, noop, in)
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+					}
+				})
+				lines = append(lines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins/n))
+			}
+			measure("P=1, one trigger per call", 1, 1)
+			measure("P=1, RunMany x16", 1, 16)
+			if kind.cluster {
+				measure("P=24, RunMany x16", 24, 16)
+			}
+		})
 	}
 	t.Logf("instructions per trigger in the node, %d triggers:\n%s", n, strings.Join(lines, "\n"))
 }
