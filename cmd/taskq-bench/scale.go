@@ -74,6 +74,16 @@ func (p phase) replicaCPU(masters int) float64 {
 	return s
 }
 
+// masterScriptTime is the seconds the masters spent inside script calls
+// (commandstats usec of EVALSHA), summed.
+func (p phase) masterScriptTime(masters int) float64 {
+	var s int64
+	for _, n := range p.nodes[:masters] {
+		s += n.evalshaUsec
+	}
+	return float64(s) / 1e6
+}
+
 func (p phase) masterEvalsha(masters int) int64 {
 	var s int64
 	for _, n := range p.nodes[:masters] {
@@ -472,7 +482,7 @@ func shares(parts []float64) (share, dev []float64) {
 	return share, dev
 }
 
-// balanceRow is one master's share of a phase's script calls and CPU,
+// balanceRows add each master's share of a phase's script calls and CPU,
 // summed over the rounds.
 func balanceRows(rep *report, b *backend, what string, ps []phase, perMaster []int, home int) {
 	calls := make([]float64, b.masters)
@@ -509,16 +519,17 @@ func abs(x float64) float64 {
 // connections.
 func scaleReport(rep *report, backends []*backend, figs []*scaleFigures) {
 	single, singleFig := backends[0], figs[0]
-	type cost struct{ master, replica, evalsha, rate float64 }
+	type cost struct{ master, replica, evalsha, rate, script float64 }
 	costOf := func(b *backend, ps []phase) cost {
-		var m, rp, ev, rt []float64
+		var m, rp, ev, rt, sc []float64
 		for _, p := range ps {
 			m = append(m, perOp(p.masterCPU(b.masters), p.n))
+			sc = append(sc, perOp(p.masterScriptTime(b.masters), p.n))
 			rp = append(rp, perOp(p.replicaCPU(b.masters), p.n))
 			ev = append(ev, float64(p.masterEvalsha(b.masters))/float64(p.n))
 			rt = append(rt, float64(p.n)/p.elapsed.Seconds())
 		}
-		return cost{median(m), median(rp), median(ev), median(rt)}
+		return cost{median(m), median(rp), median(ev), median(rt), median(sc)}
 	}
 	for _, what := range []string{"trigger", "trigger, one per call", "e2e"} {
 		pick := func(f *scaleFigures) []phase {
@@ -538,8 +549,8 @@ func scaleReport(rep *report, backends []*backend, figs []*scaleFigures) {
 		for i, b := range backends {
 			c := costOf(b, pick(figs[i]))
 			x := row{scenario: "cluster", variant: what + " " + b.label(),
-				figure: fmt.Sprintf("redis CPU %.1fµs per %s (masters' sum; replicas +%.1fµs), %.2f EVALSHA per %s; %s (wall clock, shared cores)",
-					c.master, unit, c.replica, c.evalsha, unit, rate(c.rate))}
+				figure: fmt.Sprintf("redis CPU %.1fµs per %s (masters' sum; replicas +%.1fµs; in scripts %.1fµs), %.2f EVALSHA per %s; %s (wall clock, shared cores)",
+					c.master, unit, c.replica, c.script, c.evalsha, unit, rate(c.rate))}
 			if i > 0 {
 				x.ratio = ratio(c.master, ref.master) + " of single"
 				x.target, x.verdict = "<=1.2x", verdict(c.master <= costRatioTarget*ref.master)
