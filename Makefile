@@ -8,7 +8,7 @@ STRESS_RUNS        ?= 10
 STRESS_RUN_TIMEOUT ?= 20m
 STRESS_TIMEOUT     ?= 90m
 
-.PHONY: all help build test test-short test-stress bench script-cost lint fmt soak dev clean fuzz fuzz-http
+.PHONY: all help build test test-short test-stress bench bench-cluster cluster-cost script-cost lint fmt soak dev clean fuzz fuzz-http
 
 ## all: build, then test
 all: build test
@@ -44,6 +44,14 @@ bench:
 	@mkdir -p $(BIN)
 	@$(GO) test -run '^$$' -bench . -benchmem ./pkg/idempotency/ > $(BIN)/keybench.txt; status=$$?; cat $(BIN)/keybench.txt; exit $$status
 	$(GO) run ./cmd/taskq-bench -key-bench $(BIN)/keybench.txt $(BENCH_FLAGS)
+
+## bench-cluster: a single node and a private 3-master, 3-replica Redis Cluster side by side: Redis CPU per trigger and per run, each master's share, paced latency (cmd/taskq-bench -cluster; BENCH_FLAGS="-cluster-partitions 48")
+bench-cluster:
+	$(GO) run ./cmd/taskq-bench -cluster $(BENCH_FLAGS)
+
+## cluster-cost: instructions per trigger in a redis-server under callgrind: a single node and a cluster-mode node, each alone and feeding a replica, one trigger per call, batches of 16, and batches split over 24 partitions (valgrind must be installed)
+cluster-cost:
+	$(GO) test -tags nodecost -run '^TestNodeCost$$' -count=1 -v ./cmd/taskq-bench/
 
 ## fuzz-http: the HTTP API against api/openapi.yaml under schema-driven fuzzing, longer than in make test (FUZZ_HTTP_REQUESTS=20000, FUZZ_HTTP_SEED=<n> to replay a run)
 FUZZ_HTTP_REQUESTS ?= 20000

@@ -13,6 +13,11 @@
 //   - memory: Redis bytes per queued run, held key and completed run record,
 //     and whether the namespace returns to its baseline after retention.
 //
+// With -cluster it measures instead a single node and a Redis Cluster side
+// by side, for what decides how the cluster scales (see scale.go): Redis
+// CPU per trigger and per completed run on each, each master's share of
+// the script calls and CPU, and trigger → handler start at a paced rate.
+//
 // It only talks to a Redis on the loopback interface (default the shared
 // 127.0.0.1:6379), in a namespace of its own that it deletes when done.
 // Defaults finish in under two minutes on two cores.
@@ -57,6 +62,22 @@ type config struct {
 	keyBench   string
 	profileDir string
 	verbose    bool
+
+	// The cluster mode (see scale.go).
+	cluster           bool
+	redisSet          bool // -redis was given
+	clusterPartitions int
+	clusterMasters    int
+	clusterReplicas   int
+	clusterRounds     int
+	clusterLatency    time.Duration
+	// perMaster gives each backend -concurrency callers and -workers
+	// workers per master, so each master serves what the single node does.
+	perMaster bool
+	// clusterPoolSize is the per-node pool_size given to the cluster URL
+	// the clients and workers dial, when the URL sets none (0: go-redis's
+	// default).
+	clusterPoolSize int
 }
 
 var allScenarios = []string{"trigger", "dup", "e2e", "latency", "keys", "memory"}
@@ -82,9 +103,19 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.keyBench, "key-bench", "", `key-derivation results: a file of "go test -bench" output, "" to run it, "off" to skip`)
 	fs.StringVar(&c.profileDir, "cpuprofile", "", "write CPU and allocation profiles of each measured variant into this directory")
 	fs.BoolVar(&c.verbose, "v", false, "log taskq's own warnings")
+	fs.BoolVar(&c.cluster, "cluster", false, "cluster mode: a single node and a Redis Cluster side by side (cost per trigger and per run, each master's share, latency); "+
+		"starts private servers, or measures the cluster -redis names when it is a redis+cluster:// URL")
+	fs.IntVar(&c.clusterPartitions, "cluster-partitions", 24, "partitions of the namespace on the cluster (cluster mode; the single node has 1)")
+	fs.IntVar(&c.clusterMasters, "cluster-masters", 3, "masters of the private cluster (cluster mode)")
+	fs.IntVar(&c.clusterReplicas, "cluster-replicas", 1, "replicas per master of the private cluster (cluster mode)")
+	fs.IntVar(&c.clusterRounds, "cluster-rounds", 3, "rounds of the trigger and e2e measurements (cluster mode)")
+	fs.BoolVar(&c.perMaster, "cluster-per-master", true, "give each backend -concurrency callers and -workers workers per master, so that each cluster master serves the load the single node serves (cluster mode; false: the same callers and workers on both)")
+	fs.IntVar(&c.clusterPoolSize, "cluster-pool-size", 0, "pool_size per node for the cluster's clients and workers when the URL sets none (cluster mode; 0: go-redis's default, 5 x GOMAXPROCS per node)")
+	fs.DurationVar(&c.clusterLatency, "cluster-latency", 5*time.Second, "measured time at the offered rate on each backend (cluster mode)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(f *flag.Flag) { c.redisSet = c.redisSet || f.Name == "redis" })
 	for _, s := range strings.Split(*scen, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
@@ -111,6 +142,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("-rate and -duration must be positive, -warmup not negative")
 	case c.retention < time.Second:
 		return nil, fmt.Errorf("-retention %s is below 1s", c.retention)
+	case c.clusterPartitions < 1, c.clusterMasters < 1, c.clusterReplicas < 0, c.clusterRounds < 1, c.clusterLatency <= 0, c.clusterPoolSize < 0:
+		return nil, fmt.Errorf("-cluster-partitions, -cluster-masters and -cluster-rounds must be at least 1, -cluster-replicas and -cluster-pool-size not negative, -cluster-latency positive")
 	}
 	return c, nil
 }
@@ -147,6 +180,9 @@ func run(ctx context.Context, cfg *config, out io.Writer) error {
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.cluster {
+		return runCluster(ctx, cfg, log, out)
+	}
 	env, err := newEnv(ctx, cfg, log, out)
 	if err != nil {
 		return err
