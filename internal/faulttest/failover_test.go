@@ -1,0 +1,628 @@
+package faulttest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/faulttest"
+	"github.com/taskq/taskq/internal/history"
+	"github.com/taskq/taskq/internal/httpapi"
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// recoveryBound is how soon after a replica's promotion triggers, workers
+// and the HTTP API must work again on the partitions it took over.
+const recoveryBound = 15 * time.Second
+
+// failoverRig is a namespace on a private Redis Cluster: worker processes
+// and an in-process client on cluster clients of their own, and the
+// history they record.
+type failoverRig struct {
+	t     *testing.T
+	pc    *redistest.PrivateCluster
+	ns    string
+	dir   string
+	rdb   redis.UniversalClient
+	rec   *history.Recorder
+	c     *client.Client
+	defs  map[string]*task.Definition
+	parts int
+	procs faulttest.Procs
+
+	mu       sync.Mutex
+	accepted []acceptedTrigger
+	failed   []string // ops of triggers that returned an error
+	// shortfalls are the triggers that were written but not acknowledged
+	// by a replica in time (a *client.DurabilityError naming the run).
+	shortfalls []acceptedTrigger
+	workers    []*faulttest.Proc
+	starts     []workerStart
+}
+
+// acceptedTrigger is a trigger that returned a run without error.
+type acceptedTrigger struct {
+	op, run string
+	at      time.Time
+}
+
+// workerStart is a "started" line of a worker process.
+type workerStart struct {
+	worker, run string
+	at          time.Time
+}
+
+func newFailoverRig(t *testing.T, pc *redistest.PrivateCluster, ns string, d task.Durability) *failoverRig {
+	t.Helper()
+	r := &failoverRig{t: t, pc: pc, ns: ns, dir: t.TempDir()}
+	t.Cleanup(r.procs.KillAll)
+	rec, f, err := history.Create(r.dir, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	r.rec = rec
+	if r.rdb, err = faulttest.Dial(pc.URL()); err != nil {
+		t.Fatal(err)
+	}
+	faulttest.AddHook(r.rdb, history.NewHook(rec))
+	r.c, err = client.New(client.Options{Redis: r.rdb, Namespace: ns, Logger: quiet, OperationTimeout: 2 * time.Second,
+		Durability: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.c.Close(); r.rdb.Close() })
+	defs, err := faulttest.Definitions(faulttest.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.defs = map[string]*task.Definition{}
+	for _, d := range defs {
+		r.defs[d.Name] = d
+	}
+	parts, err := clientlink.Store(r.c).Partitions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.parts = parts.Count()
+	return r
+}
+
+// worker starts a worker process, waits until it consumes, and records
+// the runs it starts.
+func (r *failoverRig) worker(name string) *faulttest.Proc {
+	r.t.Helper()
+	cfg := faulttest.WorkerConfig{
+		RedisURL: r.pc.URL(), Namespace: r.ns, Name: name, Concurrency: 6,
+		Lease: 2 * time.Second, HistoryDir: r.dir, PrintStarts: true,
+		Verbose: os.Getenv("TASKQ_FAULT_VERBOSE") != "",
+	}
+	p, err := faulttest.StartWorker(os.Args[0], []string{"-test.run=^$"}, cfg, os.Stderr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.procs.Add(p)
+	r.workers = append(r.workers, p)
+	if _, err := p.WaitLine("ready", 30*time.Second); err != nil {
+		r.t.Fatal(err)
+	}
+	go func() {
+		for {
+			f, err := p.WaitLine("started ", time.Hour)
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			r.starts = append(r.starts, workerStart{worker: name, run: f[0], at: time.Now()})
+			r.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// masterOf is the index in the cluster's Nodes of the node serving
+// partition part now.
+func (r *failoverRig) masterOf(part int) int {
+	r.t.Helper()
+	cc := r.rdb.(*redis.ClusterClient)
+	cc.ReloadState(context.Background())
+	m, err := cc.MasterForKey(context.Background(), redisstore.PartitionPrefix(r.ns, part, r.parts)+"x")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	i := slices.Index(r.pc.Addrs(), m.Options().Addr)
+	if i < 0 {
+		r.t.Fatalf("partition %d's master %s is not a node of the cluster", part, m.Options().Addr)
+	}
+	return i
+}
+
+// partitionsOn lists the partitions whose slot node serves.
+func (r *failoverRig) partitionsOn(node int) []int {
+	var out []int
+	for p := range r.parts {
+		if r.masterOf(p) == node {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// keyIn returns a key of the status task, "s:<base>-<n>", in one of parts.
+func (r *failoverRig) keyIn(parts []int, base string) string {
+	for n := 0; ; n++ {
+		k := fmt.Sprintf("%s-%d", base, n)
+		if slices.Contains(parts, redisstore.KeyPartition(r.ns, faulttest.KeyPrefix[faulttest.TaskStatus]+k, r.parts)) {
+			return k
+		}
+	}
+}
+
+// trigger triggers taskName with in, recording it.
+func (r *failoverRig) trigger(ctx context.Context, taskName string, in faulttest.Input) (string, error) {
+	raw, _ := json.Marshal(in)
+	key := ""
+	if p, ok := faulttest.KeyPrefix[taskName]; ok {
+		key = p + in.Key
+	}
+	id, err := r.rec.Trigger(history.Op{Task: taskName, Key: key, Token: in.Op}, func() (string, error) {
+		h, err := r.c.TriggerJSON(ctx, r.defs[taskName], raw)
+		if err != nil {
+			return "", err
+		}
+		return h.ID(), nil
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.failed = append(r.failed, in.Op)
+		var de *client.DurabilityError
+		if errors.As(err, &de) {
+			r.shortfalls = append(r.shortfalls, acceptedTrigger{op: in.Op, run: de.RunID(), at: time.Now()})
+		}
+	} else {
+		r.accepted = append(r.accepted, acceptedTrigger{op: in.Op, run: id, at: time.Now()})
+	}
+	return id, err
+}
+
+// burst triggers from several goroutines until stop closes or each has
+// made max triggers: unique keys over the status, ttl and plain tasks,
+// some runs failing once, some sleeping. It returns once every goroutine
+// has stopped.
+func (r *failoverRig) burst(stop <-chan struct{}, goroutines, max int, fired *atomic.Int64) {
+	tasks := []string{faulttest.TaskStatus, faulttest.TaskTTL, faulttest.TaskPlain}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := 0; i < max; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				fired.Add(1)
+				in := faulttest.Input{Op: fmt.Sprintf("b%d-%d", g, i), Key: fmt.Sprintf("k%d-%d", g, i)}
+				switch i % 5 {
+				case 1:
+					in.Mode, in.FailTimes = faulttest.ModeFlaky, 1
+				case 2:
+					in.Mode, in.SleepMs = faulttest.ModeSleep, 30
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				_, _ = r.trigger(ctx, tasks[(g+i)%len(tasks)], in)
+				cancel()
+				time.Sleep(15 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// startBurst starts a burst of four goroutines and returns the function
+// that stops it and waits for it (also called when the test ends).
+func (r *failoverRig) startBurst(fired *atomic.Int64) func() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); r.burst(stop, 4, 2000, fired) }()
+	var once sync.Once
+	f := func() { once.Do(func() { close(stop) }); <-done }
+	r.t.Cleanup(f)
+	return f
+}
+
+// firstAccepted is the first trigger accepted after t whose run lives in
+// one of parts; with shortfalls, a trigger that wrote its run but fell
+// short of its durability counts too.
+func (r *failoverRig) firstAccepted(after time.Time, parts []int, shortfalls bool) (acceptedTrigger, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := r.accepted
+	if shortfalls {
+		all = append(slices.Clip(all), r.shortfalls...)
+		slices.SortFunc(all, func(a, b acceptedTrigger) int { return a.at.Compare(b.at) })
+	}
+	for _, a := range all {
+		if p, _ := redisstore.RunPartition(a.run); a.at.After(after) && slices.Contains(parts, p) {
+			return a, true
+		}
+	}
+	return acceptedTrigger{}, false
+}
+
+// firstStart is the first run of one of parts that worker started after t.
+func (r *failoverRig) firstStart(worker string, after time.Time, parts []int) (workerStart, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.starts {
+		if p, _ := redisstore.RunPartition(s.run); s.worker == worker && s.at.After(after) && slices.Contains(parts, p) {
+			return s, true
+		}
+	}
+	return workerStart{}, false
+}
+
+// killMaster kills node victim, a master, with SIGKILL and waits until
+// its replica has taken over its slots and the cluster is ok again; it
+// returns when the promoted replica said so, and which node it is.
+func (r *failoverRig) killMaster(victim int) (promoted int, at time.Time) {
+	r.t.Helper()
+	ctx := context.Background()
+	nodes := r.pc.Nodes
+	vc := redis.NewClient(&redis.Options{Addr: nodes[victim].Addr()})
+	id, err := vc.ClusterMyID(ctx).Result()
+	vc.Close()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	replica := -1
+	for i, n := range nodes {
+		if i == victim {
+			continue
+		}
+		c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+		info, err := c.Info(ctx, "replication").Result()
+		myID, _ := c.ClusterMyID(ctx).Result()
+		nodesTxt, _ := c.ClusterNodes(ctx).Result()
+		c.Close()
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(nodesTxt, "\n") {
+			f := strings.Fields(l)
+			if len(f) > 3 && f[0] == myID && f[3] == id && strings.Contains(info, "role:slave") {
+				replica = i
+			}
+		}
+	}
+	if replica < 0 {
+		r.t.Fatalf("node %d (%s) has no replica", victim, nodes[victim].Addr())
+	}
+	nodes[victim].Kill()
+	rc := redis.NewClient(&redis.Options{Addr: nodes[replica].Addr()})
+	defer rc.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		info, err := rc.Info(cctx, "replication").Result()
+		cinfo, cerr := rc.ClusterInfo(cctx).Result()
+		cancel()
+		if err == nil && cerr == nil && strings.Contains(info, "role:master") && strings.Contains(cinfo, "cluster_state:ok") {
+			return replica, time.Now()
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("node %d's replica %s was not promoted within a minute: %v %s", victim, nodes[replica].Addr(), err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runsByOp reads every run of the namespace and groups their IDs by the
+// op of their input.
+func (r *failoverRig) runsByOp() (map[string][]*redisstore.Run, int) {
+	r.t.Helper()
+	ctx := context.Background()
+	st := clientlink.Store(r.c)
+	ids, err := st.ListRunIDs(ctx, 0, 1<<20)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string][]*redisstore.Run{}
+	for _, id := range ids {
+		run, err := st.GetRun(ctx, id)
+		if err != nil {
+			r.t.Fatalf("run %s: %v", id, err)
+		}
+		var in faulttest.Input
+		_ = json.Unmarshal(run.Input, &in)
+		out[in.Op] = append(out[in.Op], run)
+	}
+	return out, len(ids)
+}
+
+// waitEnded waits until every run of the namespace has ended.
+func (r *failoverRig) waitEnded(within time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		byOp, _ := r.runsByOp()
+		var active []string
+		for _, runs := range byOp {
+			for _, run := range runs {
+				if !slices.Contains([]string{"succeeded", "failed", "cancelled"}, run.Status) {
+					active = append(active, run.ID+" "+run.Status)
+				}
+			}
+		}
+		if len(active) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%d runs did not end within %s, among them %v", len(active), within, active[:min(len(active), 5)])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// check reads back every run and key and checks the whole history.
+func (r *failoverRig) check() *history.Report {
+	r.t.Helper()
+	ctx := context.Background()
+	st := clientlink.Store(r.c)
+	ids, err := st.ListRunIDs(ctx, 0, 1<<20)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := history.ReadRuns(ctx, r.rec, st, ids); err != nil {
+		r.t.Fatal(err)
+	}
+	ops, err := history.ReadDir(r.dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var keys []string
+	for _, op := range ops {
+		if op.Kind == history.KindTrigger && op.Key != "" {
+			keys = append(keys, op.Key)
+		}
+	}
+	if err := history.ReadKeys(ctx, r.rec, st, keys); err != nil {
+		r.t.Fatal(err)
+	}
+	if ops, err = history.ReadDir(r.dir); err != nil {
+		r.t.Fatal(err)
+	}
+	return history.Check(ops, history.Options{Timeout: 20 * time.Second, VisualizeDir: filepath.Join(r.dir, "illegal")})
+}
+
+// httpTrigger triggers the status task with key over the HTTP API at
+// base, with durability d (nil: none), and returns the status code.
+func httpTrigger(base, op, key string, d map[string]any) (int, error) {
+	req := map[string]any{"input": faulttest.Input{Op: op, Key: key}}
+	if d != nil {
+		req["durability"] = d
+	}
+	body, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/tasks/"+faulttest.TaskStatus+"/runs", bytes.NewReader(body))
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// failoverEnv enables TestFailoverOfAMaster.
+const failoverEnv = "TASKQ_TEST_FAILOVER"
+
+// With a cluster of three masters and three replicas, the master serving
+// the namespace's home partition (and others) is killed with SIGKILL in
+// the middle of a burst of durable triggers while two worker processes run
+// them, and its replica is promoted. Within recoveryBound of the
+// promotion, without restarting any client or worker, triggers in the
+// partitions it took over write their runs again (they fall short of
+// their durability: the promoted master has no replica yet), each worker
+// starts runs of those partitions, and the HTTP API, on a client of its
+// own, accepts a trigger there. Once the killed node is back, as the new
+// master's replica, durable triggers there are acknowledged again within
+// recoveryBound. Every trigger that returned success (durably
+// acknowledged) has exactly one run, which succeeded, no trigger has two,
+// and the history checker passes.
+//
+// Then the same is done with durability off in another namespace: the
+// triggers that returned a run whose run is gone after the failover are
+// counted and logged (docs/scaling.md, "What a failover does"), not
+// asserted.
+func TestFailoverOfAMaster(t *testing.T) {
+	if os.Getenv(failoverEnv) == "" {
+		t.Skipf("set %s=1 (make test-failover) to run the failover test", failoverEnv)
+	}
+	pc := redistest.StartCluster(t, 3, 1)
+	failoverDurable(t, pc)
+	failoverFast(t, pc)
+}
+
+// failoverDurable is the durable phase. It leaves the cluster whole: three
+// masters, each with its replica.
+func failoverDurable(t *testing.T, pc *redistest.PrivateCluster) {
+	r := newFailoverRig(t, pc, "fo-durable", task.Durability{Replicas: 1, Timeout: 500 * time.Millisecond})
+	workers := []string{"w1", "w2"}
+	for _, w := range workers {
+		r.worker(w)
+	}
+	victim := r.masterOf(0)
+	lost := r.partitionsOn(victim)
+	t.Logf("killing node %d (%s), serving partitions %v of %d", victim, pc.Nodes[victim].Addr(), lost, r.parts)
+
+	// taskq serve's HTTP API, on a client of its own dialled from the
+	// cluster URL, has sent a trigger to the victim before it dies.
+	hc, err := client.New(client.Options{RedisURL: pc.URL(), Namespace: r.ns, Logger: quiet, OperationTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hc.Close() })
+	api, err := httpapi.New(httpapi.Options{Client: hc, Insecure: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	durable := map[string]any{"replicas": 1, "timeoutMs": 500}
+	if code, err := httpTrigger(srv.URL, "http-before", r.keyIn(lost, "http-before"), durable); err != nil || code != http.StatusCreated {
+		t.Fatalf("HTTP trigger before the failover: %d %v", code, err)
+	}
+
+	var fired atomic.Int64
+	stopBurst := r.startBurst(&fired)
+	eventually(t, 30*time.Second, "the burst under way", func() bool { return fired.Load() >= 200 })
+	killedAt := time.Now()
+	promoted, promotedAt := r.killMaster(victim)
+	t.Logf("node %d promoted %s after the kill, %d triggers so far", promoted, promotedAt.Sub(killedAt).Round(time.Millisecond), fired.Load())
+
+	// The HTTP API recovers. The promoted master has no replica, so the
+	// trigger asks for none.
+	var httpAt time.Time
+	for n := 0; httpAt.IsZero(); n++ {
+		op := fmt.Sprintf("http-after-%d", n)
+		code, err := httpTrigger(srv.URL, op, r.keyIn(lost, op), nil)
+		switch {
+		case err == nil && code == http.StatusCreated:
+			httpAt = time.Now()
+		case time.Since(promotedAt) > recoveryBound:
+			t.Fatalf("the HTTP API did not accept a trigger within %s of the promotion: %d %v", recoveryBound, code, err)
+		default:
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// Triggers and every worker recover.
+	var trigAt time.Time
+	startAt := map[string]time.Time{}
+	eventually(t, recoveryBound-time.Since(promotedAt), "triggers and every worker working on the promoted master", func() bool {
+		if a, ok := r.firstAccepted(promotedAt, lost, true); ok {
+			trigAt = a.at
+		}
+		for _, w := range workers {
+			if s, ok := r.firstStart(w, promotedAt, lost); ok {
+				startAt[w] = s.at
+			}
+		}
+		return !trigAt.IsZero() && len(startAt) == len(workers)
+	})
+	t.Logf("after the promotion: a trigger over HTTP accepted in %s, a trigger written in %s, first starts %v",
+		httpAt.Sub(promotedAt).Round(time.Millisecond), trigAt.Sub(promotedAt).Round(time.Millisecond), sinceEach(startAt, promotedAt))
+
+	// The killed node comes back as the new master's replica; durable
+	// triggers there are acknowledged again.
+	pc.Nodes[victim].Start()
+	if err := redistest.WaitClusterOK(pc.Addrs(), 3, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rejoinedAt := time.Now()
+	eventually(t, recoveryBound, "a durable trigger acknowledged on the promoted master", func() bool {
+		_, ok := r.firstAccepted(rejoinedAt, lost, false)
+		return ok
+	})
+	a, _ := r.firstAccepted(rejoinedAt, lost, false)
+	t.Logf("the killed node rejoined as a replica %s after the promotion; a durable trigger acknowledged %s later",
+		rejoinedAt.Sub(promotedAt).Round(time.Millisecond), a.at.Sub(rejoinedAt).Round(time.Millisecond))
+	time.Sleep(time.Second) // the burst goes on a while on the recovered cluster
+	stopBurst()
+
+	r.waitEnded(60 * time.Second)
+	byOp, nruns := r.runsByOp()
+	r.mu.Lock()
+	accepted, failed, shortfalls := append([]acceptedTrigger(nil), r.accepted...), len(r.failed), len(r.shortfalls)
+	r.mu.Unlock()
+	for _, a := range accepted {
+		runs := byOp[a.op]
+		switch {
+		case len(runs) != 1:
+			t.Errorf("trigger %s returned run %s, durably acknowledged, but %d runs have its input", a.op, a.run, len(runs))
+		case runs[0].ID != a.run:
+			t.Errorf("trigger %s returned run %s, but its run is %s", a.op, a.run, runs[0].ID)
+		case runs[0].Status != "succeeded":
+			t.Errorf("run %s of trigger %s ended %s (%s); want succeeded", a.run, a.op, runs[0].Status, runs[0].Error)
+		}
+	}
+	for op, runs := range byOp {
+		if len(runs) > 1 {
+			t.Errorf("trigger %s has %d runs", op, len(runs))
+		}
+	}
+	t.Logf("durable: %d triggers, %d acknowledged (each completed once), %d failed (%d of them written but not acknowledged), %d runs",
+		fired.Load(), len(accepted), failed, shortfalls, nruns)
+	for _, p := range r.workers {
+		p.Stop(5 * time.Second)
+	}
+	if err := r.check().Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failoverFast is the phase with durability off: it counts the accepted
+// triggers whose run the failover lost.
+func failoverFast(t *testing.T, pc *redistest.PrivateCluster) {
+	r := newFailoverRig(t, pc, "fo-fast", task.Durability{})
+	for _, w := range []string{"f1", "f2"} {
+		r.worker(w)
+	}
+	victim := r.masterOf(0)
+	lost := r.partitionsOn(victim)
+	var fired atomic.Int64
+	stopBurst := r.startBurst(&fired)
+	eventually(t, 30*time.Second, "the burst under way", func() bool { return fired.Load() >= 200 })
+	killedAt := time.Now()
+	_, promotedAt := r.killMaster(victim)
+	eventually(t, recoveryBound, "a trigger accepted on the promoted master", func() bool {
+		_, ok := r.firstAccepted(promotedAt, lost, false)
+		return ok
+	})
+	a, _ := r.firstAccepted(promotedAt, lost, false)
+	time.Sleep(time.Second)
+	stopBurst()
+	r.waitEnded(60 * time.Second)
+
+	byOp, _ := r.runsByOp()
+	r.mu.Lock()
+	accepted := append([]acceptedTrigger(nil), r.accepted...)
+	failed := len(r.failed)
+	r.mu.Unlock()
+	var gone []string
+	for _, a := range accepted {
+		if len(byOp[a.op]) == 0 {
+			gone = append(gone, a.op+" "+a.run)
+		}
+	}
+	t.Logf("durability off: promoted %s after the kill, a trigger accepted there %s later; %d triggers, %d accepted, %d failed; %d accepted triggers lost %v",
+		promotedAt.Sub(killedAt).Round(time.Millisecond), a.at.Sub(promotedAt).Round(time.Millisecond),
+		fired.Load(), len(accepted), failed, len(gone), gone)
+}
+
+// sinceEach gives each time of m as the duration since t.
+func sinceEach(m map[string]time.Time, t time.Time) map[string]time.Duration {
+	out := make(map[string]time.Duration, len(m))
+	for k, v := range m {
+		out[k] = v.Sub(t).Round(time.Millisecond)
+	}
+	return out
+}
