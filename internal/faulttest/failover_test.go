@@ -139,11 +139,11 @@ func (r *failoverRig) worker(name string) *faulttest.Proc {
 }
 
 // masterOf is the index in the cluster's Nodes of the node serving
-// partition part now.
+// partition part, as the rig's client sees it: call it while the cluster
+// is stable.
 func (r *failoverRig) masterOf(part int) int {
 	r.t.Helper()
 	cc := r.rdb.(*redis.ClusterClient)
-	cc.ReloadState(context.Background())
 	m, err := cc.MasterForKey(context.Background(), redisstore.PartitionPrefix(r.ns, part, r.parts)+"x")
 	if err != nil {
 		r.t.Fatal(err)
