@@ -147,8 +147,11 @@ func failoverDurable(t *testing.T, pc *redistest.PrivateCluster) {
 	}
 	t.Logf("durable: %d triggers, %d acknowledged (each completed once), %d failed (%d of them written but not acknowledged), %d runs",
 		fired.Load(), len(accepted), failed, shortfalls, nruns)
+	// Every worker still shuts down when asked: none is stuck.
 	for _, p := range r.workers {
-		p.Stop(5 * time.Second)
+		if !p.Stop(10 * time.Second) {
+			t.Errorf("worker %s did not shut down within 10s of SIGTERM", p.Name)
+		}
 	}
 	if err := r.check().Err(); err != nil {
 		t.Fatal(err)
@@ -202,6 +205,11 @@ func failoverFast(t *testing.T, pc *redistest.PrivateCluster) {
 	t.Logf("durability off: promoted %s after the kill, then a trigger accepted there in %s, over HTTP in %s; %d triggers, %d accepted, %d failed; %d accepted triggers lost %v",
 		promotedAt.Sub(killedAt).Round(time.Millisecond), a.at.Sub(promotedAt).Round(time.Millisecond), httpAt.Round(time.Millisecond),
 		fired.Load(), len(accepted), failed, len(gone), gone)
+	for _, p := range r.workers {
+		if !p.Stop(10 * time.Second) {
+			t.Errorf("worker %s did not shut down within 10s of SIGTERM", p.Name)
+		}
+	}
 }
 
 // serveHTTP serves the HTTP API on c, as taskq serve does, and checks
