@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
@@ -42,11 +40,10 @@ type IngesterConfig struct {
 // id>" just before it kills the process, or "pushed <event id>" once the
 // push has finished.
 func RunIngester(ctx context.Context, cfg IngesterConfig, out io.Writer) error {
-	opt, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := Dial(cfg.RedisURL)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	c, err := client.New(client.Options{Redis: rdb, Namespace: cfg.Namespace, Logger: workerLog(WorkerConfig{}),
 		OperationTimeout: 5 * time.Second})

@@ -108,14 +108,16 @@ func (p *Proc) Pause() error { return p.cmd.Process.Signal(syscall.SIGSTOP) }
 func (p *Proc) Resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Stop asks the process to shut down (SIGTERM) and waits up to timeout
-// before killing it.
-func (p *Proc) Stop(timeout time.Duration) {
+// before killing it. It reports whether the process ended by itself.
+func (p *Proc) Stop(timeout time.Duration) bool {
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
+		return true
 	case <-time.After(timeout):
 		p.Kill()
+		return false
 	}
 }
 

@@ -102,11 +102,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, out io.Writer) error {
 	if cfg.Lease == 0 {
 		cfg.Lease = time.Second
 	}
-	opt, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := Dial(cfg.RedisURL)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	var printMu sync.Mutex
 	say := func(format string, args ...any) {
@@ -141,7 +140,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, out io.Writer) error {
 				return context.WithoutCancel(ctx)
 			}
 		}
-		rdb.AddHook(hook)
+		AddHook(rdb, hook)
 	}
 	log := workerLog(cfg)
 	defs, err := Definitions(cfg.Tasks)
@@ -170,7 +169,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, out io.Writer) error {
 	return w.Shutdown(context.Background())
 }
 
-func newWorker(cfg WorkerConfig, rdb *redis.Client, log *slog.Logger, defs []*task.Definition, say func(string, ...any)) (*worker.Worker, error) {
+func newWorker(cfg WorkerConfig, rdb redis.UniversalClient, log *slog.Logger, defs []*task.Definition, say func(string, ...any)) (*worker.Worker, error) {
 	w, err := worker.New(worker.Options{
 		Redis: rdb, Namespace: cfg.Namespace, Name: cfg.Name, Concurrency: cfg.Concurrency,
 		LeaseDuration: cfg.Lease, ShutdownTimeout: 500 * time.Millisecond, FetchBlock: 200 * time.Millisecond,

@@ -1,6 +1,8 @@
 package history
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +107,27 @@ func TestTwoOwnersAtOnceFail(t *testing.T) {
 		add("c2", 5, 6, enq("R2", "k", "status", 60000), created).
 		completed("w1", "R1", 10).completed("w1", "R2", 20)
 	mustFail(t, h, RuleLinearizable, RuleDoubleOwner)
+}
+
+// A partition found not linearizable is drawn in VisualizeDir, which
+// describes each of the model's states.
+func TestIllegalPartitionIsVisualized(t *testing.T) {
+	h := &hb{}
+	h.add("c1", 0, 1, enq("R1", "k", "status", 60000), created).
+		add("c2", 5, 6, enq("R2", "k", "status", 60000), created).
+		completed("w1", "R1", 10).completed("w1", "R2", 20)
+	dir := t.TempDir()
+	if r := Check(h.ops, Options{Timeout: 5 * time.Second, VisualizeDir: dir}); !r.Has(RuleLinearizable) {
+		t.Fatalf("want a %s violation; got %v", RuleLinearizable, r.Err())
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.html"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("visualizations: %v %v; want one", files, err)
+	}
+	html, err := os.ReadFile(files[0])
+	if err != nil || !strings.Contains(string(html), `owner=\"R1\"`) {
+		t.Fatalf("the visualization does not describe the state owned by R1 (%v)", err)
+	}
 }
 
 func TestCollisionNamingAnEndedRunFails(t *testing.T) {

@@ -159,22 +159,19 @@ func model(slack int64) porcupine.Model {
 	return nm.ToModel()
 }
 
+// describe describes one state of the model: porcupine's nondeterministic
+// model calls it for each state of a set, and joins them itself.
 func describe(st any) string {
 	var b strings.Builder
-	for i, x := range st.([]any) {
-		s := x.(state)
-		if i > 0 {
-			b.WriteString(" | ")
-		}
-		fmt.Fprintf(&b, "owner=%q", s.owner)
-		ids := make([]string, 0, len(s.runs))
-		for id := range s.runs {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
-			fmt.Fprintf(&b, " %s:%s/%d", short(id), s.runs[id].status, s.runs[id].attempt)
-		}
+	s := st.(state)
+	fmt.Fprintf(&b, "owner=%q", s.owner)
+	ids := make([]string, 0, len(s.runs))
+	for id := range s.runs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(&b, " %s:%s/%d", short(id), s.runs[id].status, s.runs[id].attempt)
 	}
 	return b.String()
 }

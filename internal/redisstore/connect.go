@@ -26,10 +26,12 @@ type ConnectOptions struct {
 // o.Redis, or else a new client for o.URL: a *redis.ClusterClient for a
 // cluster URL (see IsClusterURL), a *redis.Client otherwise, made with
 // ClusterOptions or ClientOptions. owned says whether the caller made it
-// here and so must close it. It is the one place the constructors set
-// Redis up.
+// here and so must close it. A cluster client, given or made, gets the
+// hook that follows failovers (FollowFailovers). It is the one place the
+// constructors set Redis up.
 func Connect(o ConnectOptions) (rdb redis.UniversalClient, owned bool, err error) {
 	if o.Redis != nil {
+		FollowFailovers(o.Redis)
 		return o.Redis, false, nil
 	}
 	if IsClusterURL(o.URL) {
@@ -37,7 +39,9 @@ func Connect(o ConnectOptions) (rdb redis.UniversalClient, owned bool, err error
 		if err != nil {
 			return nil, false, err
 		}
-		return redis.NewClusterClient(co), true, nil
+		cc := redis.NewClusterClient(co)
+		FollowFailovers(cc)
+		return cc, true, nil
 	}
 	ro, err := ClientOptions(o.URL, o.OperationTimeout)
 	if err != nil {
