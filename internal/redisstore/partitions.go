@@ -124,16 +124,20 @@ func DefaultPartitions(rdb redis.UniversalClient) int {
 // PartitionPrefix is the key prefix of partition i of the n of namespace
 // ns, the one rule every key is built by. Partition 0, the home partition,
 // is taskq:{ns}: whatever n (a namespace with one partition has exactly the
-// keys it had before partitions existed). Partition i >= 1 is
+// keys it had before partitions existed); its slot falls in one of n equal
+// ranges of the 16384 slots, range h (HomeRange). Partition i >= 1 is
 // taskq:{ns#<tag>}:, where tag is the decimal i, followed by ".<j>" for the
-// smallest j >= 1 that puts the hash tag's cluster slot in the i-th of n
-// equal ranges of the 16384 slots when i alone does not: masters own
-// contiguous ranges of slots, so each gets its share of partitions.
+// smallest j >= 1 that puts the hash tag's cluster slot in range
+// (h + i) mod n when i alone does not. So each range holds exactly one
+// partition, and since masters own contiguous ranges of slots, a cluster of
+// M masters with P a multiple of M gives each master P/M partitions,
+// wherever the namespace's name hashes.
 func PartitionPrefix(ns string, i, n int) string {
 	if i <= 0 || n <= 1 {
 		return "taskq:{" + ns + "}:"
 	}
-	lo, hi := i*slotCount/n, (i+1)*slotCount/n
+	r := (HomeRange(ns, n) + i) % n
+	lo, hi := r*slotCount/n, (r+1)*slotCount/n
 	tag := ns + "#" + strconv.Itoa(i)
 	if s := tagSlot(tag); s >= lo && s < hi || lo >= hi {
 		return "taskq:{" + tag + "}:"
@@ -147,6 +151,22 @@ func PartitionPrefix(ns string, i, n int) string {
 		}
 	}
 	return "taskq:{" + tag + "}:"
+}
+
+// HomeRange is the range, of n equal ranges of the 16384 slots, that
+// namespace ns's home partition falls in (see PartitionPrefix).
+func HomeRange(ns string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	r := n * tagSlot(ns) / slotCount
+	for r > 0 && r*slotCount/n > tagSlot(ns) { // integer ranges: [r*16384/n, (r+1)*16384/n)
+		r--
+	}
+	for (r+1)*slotCount/n <= tagSlot(ns) {
+		r++
+	}
+	return r
 }
 
 // KeyPartition is the partition of idempotency key key in namespace ns of

@@ -35,10 +35,15 @@ func TestSlotIsRedisClusterSlot(t *testing.T) {
 
 // Partition 0 is the home prefix whatever P; partition i >= 1 has a hash
 // tag of its own, starting with the namespace, '#' and i, whose slot is in
-// the i-th of P equal ranges of the slots.
+// the range i after the home partition's of P equal ranges of the slots:
+// every range holds one partition.
 func TestPartitionPrefixes(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4, 16, 100, redisstore.PartitionsMax} {
 		seen := map[string]bool{}
+		home := redisstore.HomeRange("orders", n)
+		if s := redisstore.Slot("taskq:{orders}:x"); n > 1 && (s < home*16384/n || s >= (home+1)*16384/n) {
+			t.Fatalf("P=%d: home slot %d not in its range %d", n, s, home)
+		}
 		for i := range n {
 			p := redisstore.PartitionPrefix("orders", i, n)
 			if i == 0 {
@@ -52,7 +57,8 @@ func TestPartitionPrefixes(t *testing.T) {
 			if !strings.HasPrefix(tag, "orders#") || num != strconv.Itoa(i) || !strings.HasSuffix(p, "}:") {
 				t.Fatalf("P=%d: partition %d prefix %q", n, i, p)
 			}
-			lo, hi := i*16384/n, (i+1)*16384/n
+			r := (home + i) % n
+			lo, hi := r*16384/n, (r+1)*16384/n
 			if s := redisstore.Slot(p + "run:x"); s < lo || s >= hi {
 				t.Fatalf("P=%d: partition %d slot %d, want in [%d, %d)", n, i, s, lo, hi)
 			}
