@@ -170,18 +170,17 @@ func (u *UI) tokenRole(token string) string {
 }
 
 // sameOrigin reports whether a state-changing request comes from the
-// dashboard's own pages, by the headers browsers set on every POST
-// (Sec-Fetch-Site, Origin). A request with neither (not from a browser) is
-// let through to the CSRF check.
+// dashboard's own pages, by the headers browsers set on every POST:
+// Sec-Fetch-Site when the browser sends it (every current one does), else
+// Origin. A request with neither (not from a browser) is let through to
+// the CSRF check.
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return false
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		ou, err := url.Parse(o)
-		if err != nil || ou.Host != r.Host {
-			return false
-		}
+		return err == nil && ou.Host == r.Host
 	}
 	return true
 }

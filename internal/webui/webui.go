@@ -186,7 +186,9 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// no frame: an injected tag could not run even if it escaped.
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer a browser sends
+	// "Origin: null" on a form POST, which sameOrigin could not check.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	if !strings.HasPrefix(r.URL.Path, "/ui/static/") {
 		h.Set("Cache-Control", "no-store")
