@@ -157,7 +157,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		u.failErr(w, r, s, "read the run", err)
 		return
 	}
-	d := &runData{Run: run, SearchedKey: r.URL.Query().Get("key"), MaxAttempts: run.Retries + 1}
+	d := &runData{Run: run, MaxAttempts: run.Retries + 1}
 	if run.IdempotencyKey != "" {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
 		var nh *client.KeyNotHeldError
@@ -169,6 +169,9 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		default:
 			d.Key, d.KeyHeldByRun = k, k.OwnerRunID == run.ID
 		}
+	}
+	if key := r.URL.Query().Get("key"); key != "" && key == run.IdempotencyKey && d.KeyHeldByRun {
+		d.SearchedKey = key // said only when true: a link cannot make the page claim it
 	}
 	d.Timeline = append(d.Timeline, moment{run.CreatedAt, "accepted and queued"})
 	if run.StartedAt != nil {

@@ -272,3 +272,67 @@ func TestOptionsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+func TestTheAPIKeepsItsTokenBesideTheDashboard(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Mini(t), envOptions{})
+	b := e.browser()
+	b.signIn(testToken)
+	if p := b.get("/ui"); p.status != http.StatusMovedPermanently || p.header.Get("Location") != "/ui/" {
+		t.Errorf("GET /ui: %d to %q, want 301 to /ui/", p.status, p.header.Get("Location"))
+	}
+	// The session cookie is the dashboard's only: the API wants its bearer
+	// token (and the cookie's path keeps it off /api/ anyway).
+	req, _ := http.NewRequest(http.MethodGet, e.url+"/api/v1/tasks", nil)
+	for _, c := range b.jar.Cookies(mustURL(t, e.url+"/ui/")) {
+		req.AddCookie(c)
+	}
+	if p := b.do(req); p.status != http.StatusUnauthorized {
+		t.Errorf("the API with the dashboard's cookie and no bearer token: %d, want 401", p.status)
+	}
+	if p := b.get("/ui/static/app.js"); p.status != http.StatusOK || !strings.Contains(p.header.Get("Content-Type"), "javascript") {
+		t.Errorf("the script: %d %q", p.status, p.header.Get("Content-Type"))
+	}
+}
+
+func TestALinkCannotMakeTheRunPageClaimAKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, redistest.Mini(t), envOptions{})
+	run := e.trigger(ctx, order{ID: "claim-1"})
+	b := e.browser()
+	b.signIn(testToken)
+	if p := b.get("/ui/runs/" + run + "?key=" + url.QueryEscape("order:claim-1")); !strings.Contains(p.body, `id="via-key"`) {
+		t.Error("the run page does not confirm the key searched for")
+	}
+	if p := b.get("/ui/runs/" + run + "?key=" + url.QueryEscape("order:someone-else")); strings.Contains(p.body, `id="via-key"`) {
+		t.Error("the run page claims a key the run does not hold, because a link said so")
+	}
+}
+
+func TestWithoutATokenEveryVisitorMayAct(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, redistest.Mini(t), envOptions{ui: Options{Insecure: true}})
+	run := e.trigger(ctx, order{ID: "insecure-1"})
+	b := e.browser()
+	p := b.get("/ui/runs/" + run)
+	if p.status != http.StatusOK || !strings.Contains(p.body, "Serving without authentication") || !strings.Contains(p.body, `id="cancel"`) {
+		t.Fatalf("run page without a token: %d; want it served, saying so, with the cancel action", p.status)
+	}
+	if p := b.post("/ui/runs/"+run+"/cancel", url.Values{}); p.status != http.StatusForbidden {
+		t.Errorf("a cancel without the CSRF token, insecure mode: %d, want 403 still", p.status)
+	}
+	if p := b.post("/ui/runs/"+run+"/cancel", url.Values{"csrf": {b.csrf("/ui/runs/" + run + "/cancel")}}); p.status != http.StatusSeeOther {
+		t.Errorf("a cancel with the CSRF token, insecure mode: %d, want 303", p.status)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
