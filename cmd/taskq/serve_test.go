@@ -24,6 +24,10 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{args: []string{"serve"}, env: map[string]string{envToken: "a-long-enough-secret\n"}, msg: "starts or ends with whitespace"},
 		{args: []string{"serve", "--token", " a-long-enough-secret"}, msg: "starts or ends with whitespace"},
 		{args: []string{"serve", "--token", "a long enough secret"}, msg: "byte 0x20 at offset 1"},
+		{args: []string{"serve", "--token", "a-long-enough-secret", "--read-only-token", "a-long-enough-secret"}, msg: "--read-only-token must differ from --token"},
+		{args: []string{"serve", "--insecure", "--addr", "127.0.0.1:0", "--read-only-token", "a-long-enough-secret"}, msg: "--read-only-token needs --token"},
+		{args: []string{"serve", "--token", "a-long-enough-secret", "--read-only-token", "short-secret"}, msg: "the read-only token (--read-only-token or $TASKQ_READONLY_TOKEN) is 12 bytes long"},
+		{args: []string{"serve", "--token", "a-long-enough-secret"}, env: map[string]string{envReadOnlyToken: "short-secret"}, msg: "the read-only token"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -44,6 +48,7 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{"serve", "--insecure", "--addr", "127.0.0.1:0"},
 		{"serve", "--insecure", "--addr", "[::1]:0"},
 		{"serve", "--token", "a-long-enough-secret", "--addr", ":0"},
+		{"serve", "--token", "a-long-enough-secret", "--read-only-token", "another-long-enough-secret", "--addr", ":0"},
 	} {
 		if r := runWith(ctx, invocation{}, append([]string{"--redis", "redis://127.0.0.1:1/0"}, args...)...); r.code == exitUsage {
 			t.Errorf("%s: usage error %s", strings.Join(args, " "), r.stderr)
