@@ -42,7 +42,7 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, s *session) {
 		u.failErr(w, r, s, "read the runs", err)
 		return
 	}
-	u.render(w, r, s, http.StatusOK, "overview", &view{Title: "Overview", Nav: "overview", Poll: pollURL(r), Data: d})
+	u.render(w, r, s, http.StatusOK, "overview", &view{Title: "Overview", Nav: "overview", Poll: pollURL(r), SlowPoll: true, Data: d})
 }
 
 // runsData is the runs page.
@@ -123,7 +123,7 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 			d.Tasks = append(d.Tasks, t.Spec.Name)
 		}
 	}
-	u.render(w, r, s, http.StatusOK, "runs", &view{Title: "Runs", Nav: "runs", Poll: pollURL(r), Flash: done(r), Data: d})
+	u.render(w, r, s, http.StatusOK, "runs", &view{Title: "Runs", Nav: "runs", Poll: pollURL(r), SlowPoll: d.Filter != "", Flash: done(r), Data: d})
 }
 
 // moment is one line of a run's timeline.

@@ -33,6 +33,9 @@ const (
 	SearchRunsDefault = 1000
 	// PollIntervalDefault is how often a page refreshes its live parts.
 	PollIntervalDefault = 3 * time.Second
+	// SlowPollFactor slows the refresh of the pages that read many runs
+	// each time (the overview, a key or field search).
+	SlowPollFactor = 4
 )
 
 //go:embed templates/*.html
@@ -208,9 +211,11 @@ type view struct {
 	CSRF     string
 	Insecure bool
 	// Poll is the URL of the page's live fragment ("" for a page that
-	// does not refresh) and PollMs its interval.
-	Poll   string
-	PollMs int64
+	// does not refresh) and PollMs its interval; SlowPoll makes it
+	// SlowPollFactor times the PollInterval, for pages that read many runs.
+	Poll     string
+	PollMs   int64
+	SlowPoll bool
 	Now    time.Time
 	Flash  string
 	Error  string
@@ -233,6 +238,9 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, s *session, status i
 	}
 	if v.Poll != "" {
 		v.PollMs = u.opts.PollInterval.Milliseconds()
+		if v.SlowPoll {
+			v.PollMs *= SlowPollFactor
+		}
 	}
 	which := "page"
 	if fragment(r) {
