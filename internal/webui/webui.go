@@ -216,10 +216,10 @@ type view struct {
 	Poll     string
 	PollMs   int64
 	SlowPoll bool
-	Now    time.Time
-	Flash  string
-	Error  string
-	Data   any
+	Now      time.Time
+	Flash    string
+	Error    string
+	Data     any
 }
 
 // fragment reports whether the request asks only for a page's live part.
