@@ -173,6 +173,7 @@ func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 	fmt.Fprintf(out, "taskq dev: taskq on %s. Ctrl-C stops it.\n\n", where)
 	if url != "" {
 		fmt.Fprintf(out, "  HTTP API   %s\n", url)
+		fmt.Fprintf(out, "  Dashboard  %s/ui/ (sign in with the token)\n", url)
 		fmt.Fprintf(out, "  Token      %s\n", token)
 	}
 	fmt.Fprintf(out, "  Redis      %s %s\n", redactURL(a.redisURL), redisNote)

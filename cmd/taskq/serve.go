@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/taskq/taskq/internal/httpapi"
+	"github.com/taskq/taskq/internal/webui"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
@@ -30,7 +32,14 @@ type serveOptions struct {
 	maxConns       int
 	logLevel       string
 	logFormat      string
+	// readOnlyToken signs in to the dashboard to see but not act; noUI
+	// serves the API without the dashboard.
+	readOnlyToken string
+	noUI          bool
 }
+
+// envReadOnlyToken is the default of --read-only-token.
+const envReadOnlyToken = "TASKQ_READONLY_TOKEN"
 
 func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level
@@ -57,6 +66,7 @@ func (a *app) serveCmd() *cobra.Command {
   GET  /api/v1/events/{id}         an event and the runs it created
   GET  /healthz, /readyz           liveness and readiness (no token)
   GET  /metrics                    Prometheus metrics
+  GET  /ui/                        the web dashboard (sign in with the token)
 
 Requests need "Authorization: Bearer <token>" with the token from --token or
 $TASKQ_TOKEN: at least 16 visible ASCII characters, no whitespace.
@@ -82,6 +92,12 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 			}
 			if err := httpapi.CheckToken(o.token); err != nil {
 				return usageErrorf("%s", strings.TrimPrefix(err.Error(), "httpapi: "))
+			}
+			if o.readOnlyToken == "" {
+				o.readOnlyToken = a.getenv(envReadOnlyToken)
+			}
+			if err := checkReadOnlyToken(o); err != nil {
+				return err
 			}
 			if o.token == "" {
 				if err := httpapi.CheckInsecureAddr(o.addr); err != nil {
@@ -127,8 +143,27 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 	f.DurationVar(&o.writeTimeout, "write-timeout", 0, "longest an answer may take, a result's ?wait= on top (0: the server's default, 30s)")
 	f.IntVar(&o.maxConns, "max-connections", 0, "most connections served at once; more wait their turn (0: the server's default, 1024)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.readOnlyToken, "read-only-token", "", "a second token that signs in to the dashboard (/ui/) to see but not act (default $"+envReadOnlyToken+")")
+	f.BoolVar(&o.noUI, "no-ui", false, "serve the HTTP API without the web dashboard under /ui/")
 	logFormatFlag(f, &o.logFormat)
 	return cmd
+}
+
+// checkReadOnlyToken checks --read-only-token as the token is checked.
+func checkReadOnlyToken(o serveOptions) error {
+	switch {
+	case o.readOnlyToken == "":
+		return nil
+	case o.token == "":
+		return usageErrorf("--read-only-token needs --token: without a token, every visitor may act")
+	case o.readOnlyToken == o.token:
+		return usageErrorf("--read-only-token must differ from --token")
+	}
+	if err := httpapi.CheckToken(o.readOnlyToken); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "httpapi: ")
+		return usageErrorf("%s", strings.Replace(msg, "the API token ("+httpapi.TokenFlag+" or "+httpapi.TokenEnv+")", "the read-only token (--read-only-token or $"+envReadOnlyToken+")", 1))
+	}
+	return nil
 }
 
 // newServer builds the HTTP API on client c.
@@ -137,10 +172,16 @@ func newServer(c *client.Client, o serveOptions, log *slog.Logger) (*httpapi.Ser
 	if err != nil {
 		return nil, err
 	}
+	var ui http.Handler
+	if !o.noUI {
+		if ui, err = webui.New(webui.Options{Client: c, Token: o.token, ReadOnlyToken: o.readOnlyToken, Insecure: o.insecure, Logger: log}); err != nil {
+			return nil, err
+		}
+	}
 	return httpapi.New(httpapi.Options{
 		Client: c, Events: ing, Token: o.token, Insecure: o.insecure,
 		MaxBodyBytes: o.maxBodyBytes, MaxBatch: o.maxBatch, MaxWait: o.maxWait, ShutdownTimeout: o.shutdown,
-		ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, MaxConnections: o.maxConns, Logger: log,
+		ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, MaxConnections: o.maxConns, UI: ui, Logger: log,
 	})
 }
 

@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/redistest"
 )
 
 // serve refuses, as usage errors before touching Redis, --insecure on an
@@ -24,6 +29,10 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{args: []string{"serve"}, env: map[string]string{envToken: "a-long-enough-secret\n"}, msg: "starts or ends with whitespace"},
 		{args: []string{"serve", "--token", " a-long-enough-secret"}, msg: "starts or ends with whitespace"},
 		{args: []string{"serve", "--token", "a long enough secret"}, msg: "byte 0x20 at offset 1"},
+		{args: []string{"serve", "--token", "a-long-enough-secret", "--read-only-token", "a-long-enough-secret"}, msg: "--read-only-token must differ from --token"},
+		{args: []string{"serve", "--insecure", "--addr", "127.0.0.1:0", "--read-only-token", "a-long-enough-secret"}, msg: "--read-only-token needs --token"},
+		{args: []string{"serve", "--token", "a-long-enough-secret", "--read-only-token", "short-secret"}, msg: "the read-only token (--read-only-token or $TASKQ_READONLY_TOKEN) is 12 bytes long"},
+		{args: []string{"serve", "--token", "a-long-enough-secret"}, env: map[string]string{envReadOnlyToken: "short-secret"}, msg: "the read-only token"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -44,9 +53,70 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{"serve", "--insecure", "--addr", "127.0.0.1:0"},
 		{"serve", "--insecure", "--addr", "[::1]:0"},
 		{"serve", "--token", "a-long-enough-secret", "--addr", ":0"},
+		{"serve", "--token", "a-long-enough-secret", "--read-only-token", "another-long-enough-secret", "--addr", ":0"},
 	} {
 		if r := runWith(ctx, invocation{}, append([]string{"--redis", "redis://127.0.0.1:1/0"}, args...)...); r.code == exitUsage {
 			t.Errorf("%s: usage error %s", strings.Join(args, " "), r.stderr)
 		}
+	}
+}
+
+// serve mounts the dashboard under /ui/, where the read-only token signs
+// in; --no-ui leaves it out.
+func TestServeMountsTheDashboard(t *testing.T) {
+	t.Parallel()
+	cl := newCLI(t, redistest.Mini(t))
+	serve := func(t *testing.T, extra ...string) (url string, stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		stderr := &syncBuffer{}
+		done := make(chan result, 1)
+		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--token", "s3cret-s3cret-s3cret", "--read-only-token", "r3ader-r3ader-r3ader"}, extra...)
+		go func() { done <- runWith(ctx, invocation{stderr: stderr}, cl.args(args)...) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if m := serveURL.FindStringSubmatch(stderr.String()); m != nil {
+				var once sync.Once
+				return "http://" + m[1], func() { once.Do(func() { cancel(); <-done }) }
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatalf("serve did not log its address: %s", stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	base, stop := serve(t)
+	defer stop()
+	resp, err := noRedirect.Get(base + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/ui/login") {
+		t.Fatalf("GET /ui/: %d to %q, want 303 to the sign-in page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/ui/login", strings.NewReader("token=r3ader-r3ader-r3ader"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Errorf("sign in with the read-only token: %d, cookies %v; want 303 and a session", resp.StatusCode, resp.Cookies())
+	}
+	stop()
+
+	base, stopNoUI := serve(t, "--no-ui")
+	defer stopNoUI()
+	resp, err = noRedirect.Get(base + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /ui/ with --no-ui: %d, want 404", resp.StatusCode)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -102,7 +103,11 @@ type Options struct {
 	// until one closes, so that a flood of slow clients cannot use up the
 	// process's file descriptors.
 	MaxConnections int
-	Logger         *slog.Logger
+	// UI, when set, is served under /ui/ (the web dashboard,
+	// internal/webui), which signs its visitors in itself: the bearer
+	// token of the API routes does not apply there.
+	UI     http.Handler
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -204,11 +209,30 @@ func New(opts Options) (*Server, error) {
 		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(opts.Client.RedisGuard().Collector(), opts.Client.MetricsCollector()),
 	}
 	s.routes = s.routeTable()
-	s.handler = s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.dispatch))))
+	s.handler = s.logRequests(s.recoverPanics(s.mountUI(s.authenticate(http.HandlerFunc(s.dispatch)))))
 	if opts.Insecure && opts.Token == "" {
 		s.log.Warn("taskq: the HTTP API serves without authentication (insecure development mode)")
 	}
 	return s, nil
+}
+
+// mountUI serves /ui/ with Options.UI, and everything else with next.
+func (s *Server) mountUI(next http.Handler) http.Handler {
+	ui := s.opts.UI
+	if ui == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/ui":
+			http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
+		case strings.HasPrefix(r.URL.Path, "/ui/"):
+			r.Pattern = "/ui/" // the request log's route, unless the UI names a finer one
+			ui.ServeHTTP(w, r)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 // Handler returns the server's HTTP handler.

@@ -1,0 +1,21 @@
+// Package webui is taskq's web dashboard, served by `taskq serve` and
+// `taskq dev` under /ui/ beside the HTTP API.
+//
+// Pages are rendered on the server with html/template, which escapes every
+// value (a run's input, an idempotency key, an error) for the place it is
+// written in; the templates, the stylesheet and the one small script are
+// embedded in the binary, so the dashboard works without a network and
+// needs no build step. The script only refreshes the parts of a page marked
+// data-poll every few seconds: without it every page still works, reloaded
+// by hand.
+//
+// The dashboard reads and acts only through pkg/client's Inspector, as the
+// CLI and the HTTP API do. Where to look next:
+//
+//   - webui.go: Options, New and the routes.
+//   - session.go: signing in with the API token or the read-only token, the
+//     session cookie (an HMAC-signed record, never the token) and the CSRF
+//     token every state-changing form carries.
+//   - pages.go, overview.go, search.go: what each page reads.
+//   - templates/, static/: the markup, style and the polling script.
+package webui

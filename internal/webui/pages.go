@@ -1,0 +1,337 @@
+package webui
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/taskq/taskq/pkg/client"
+)
+
+// pageSize is how many rows a list page shows.
+const pageSize = 50
+
+// pollURL is the request's URL asking for its live fragment.
+func pollURL(r *http.Request) string {
+	q := r.URL.Query()
+	q.Del("done")
+	q.Set("fragment", "1")
+	return r.URL.Path + "?" + q.Encode()
+}
+
+// done is the confirmation of an action the page was sent back to, chosen
+// from fixed texts (a link cannot make the page say something else).
+func done(r *http.Request) string {
+	switch r.URL.Query().Get("done") {
+	case "cancelled":
+		return "The run was cancelled."
+	case "cancel-ended":
+		return "The run had already ended: nothing was cancelled."
+	case "released":
+		return "The key was released: the next trigger with it creates a run."
+	}
+	return ""
+}
+
+func (u *UI) overview(w http.ResponseWriter, r *http.Request, s *session) {
+	d, err := u.countRuns(r.Context())
+	if err != nil {
+		u.failErr(w, r, s, "read the runs", err)
+		return
+	}
+	u.render(w, r, s, http.StatusOK, "overview", &view{Title: "Overview", Nav: "overview", Poll: pollURL(r), SlowPoll: true, Data: d})
+}
+
+// runsData is the runs page.
+type runsData struct {
+	Task, Status, Q string
+	Tasks           []string
+	Statuses        []client.Status
+	Runs            []*client.RunInfo
+	NextCursor      string
+	// NextURL continues the listing.
+	NextURL string
+	// Filter says what a search kept, Looked how many runs it read.
+	Filter string
+	Looked int
+	// NoMatch is set when q named no run and no held key.
+	NoMatch bool
+}
+
+func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	d := &runsData{Task: q.Get("task"), Status: q.Get("status"), Q: strings.TrimSpace(q.Get("q")), Statuses: statuses()}
+	if d.Status != "" && !slices.Contains(d.Statuses, client.Status(d.Status)) {
+		u.fail(w, r, s, http.StatusBadRequest, "There is no status "+quote(d.Status)+".")
+		return
+	}
+	cursor := q.Get("cursor")
+	if d.Q != "" && cursor == "" && !fragment(r) {
+		id, via, err := u.lookup(ctx, d.Q)
+		if err != nil {
+			u.failErr(w, r, s, "search", err)
+			return
+		}
+		if id != "" {
+			to := "/ui/runs/" + url.PathEscape(id)
+			if via == "key" {
+				to += "?key=" + url.QueryEscape(d.Q)
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
+			return
+		}
+	}
+	o := client.ListRunsOptions{Task: d.Task, Status: client.Status(d.Status), Cursor: cursor}
+	if d.Q != "" {
+		f := parseSearch(d.Q)
+		fp, err := u.listFiltered(ctx, o, f, pageSize)
+		if err != nil {
+			u.failErr(w, r, s, "search the runs", err)
+			return
+		}
+		d.Runs, d.NextCursor, d.Filter, d.Looked = fp.Runs, fp.NextCursor, f.Describe, fp.Looked
+		d.NoMatch = !strings.Contains(d.Q, "=")
+	} else {
+		o.Limit = pageSize
+		page, err := u.in.ListRuns(ctx, o)
+		if err != nil {
+			u.failErr(w, r, s, "list the runs", err)
+			return
+		}
+		d.Runs, d.NextCursor = page.Runs, page.NextCursor
+	}
+	if d.NextCursor != "" {
+		nq := url.Values{}
+		for k, v := range map[string]string{"task": d.Task, "status": d.Status, "q": d.Q, "cursor": d.NextCursor} {
+			if v != "" {
+				nq.Set(k, v)
+			}
+		}
+		d.NextURL = "/ui/runs?" + nq.Encode()
+	}
+	if !fragment(r) {
+		tasks, err := u.in.ListTasks(ctx)
+		if err != nil {
+			u.failErr(w, r, s, "list the tasks", err)
+			return
+		}
+		for _, t := range tasks {
+			d.Tasks = append(d.Tasks, t.Spec.Name)
+		}
+	}
+	u.render(w, r, s, http.StatusOK, "runs", &view{Title: "Runs", Nav: "runs", Poll: pollURL(r), SlowPoll: d.Filter != "", Flash: done(r), Data: d})
+}
+
+// moment is one line of a run's timeline.
+type moment struct {
+	At   time.Time
+	What string
+}
+
+// runData is the run page.
+type runData struct {
+	Run *client.RunInfo
+	// Key is the run's idempotency key as it stands now: nil when nobody
+	// holds it.
+	Key *client.KeyInfo
+	// KeyHeldByRun says the run itself holds its key.
+	KeyHeldByRun bool
+	// SearchedKey is the key the visitor searched for to come here.
+	SearchedKey string
+	Timeline    []moment
+	MaxAttempts int
+}
+
+func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx := r.Context()
+	run, err := u.in.GetRun(ctx, r.PathValue("id"))
+	if errors.Is(err, client.ErrRunNotFound) {
+		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(r.PathValue("id"))+" (its record may have expired after its retention).")
+		return
+	}
+	if err != nil {
+		u.failErr(w, r, s, "read the run", err)
+		return
+	}
+	d := &runData{Run: run, MaxAttempts: run.Retries + 1}
+	if run.IdempotencyKey != "" {
+		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
+		var nh *client.KeyNotHeldError
+		switch {
+		case errors.As(err, &nh):
+		case err != nil:
+			u.failErr(w, r, s, "read the run's key", err)
+			return
+		default:
+			d.Key, d.KeyHeldByRun = k, k.OwnerRunID == run.ID
+		}
+	}
+	if key := r.URL.Query().Get("key"); key != "" && key == run.IdempotencyKey && d.KeyHeldByRun {
+		d.SearchedKey = key // said only when true: a link cannot make the page claim it
+	}
+	d.Timeline = append(d.Timeline, moment{run.CreatedAt, "accepted and queued"})
+	if run.StartedAt != nil {
+		what := "started"
+		if run.Attempt > 1 {
+			what = "attempt " + itoa(run.Attempt) + " started"
+		}
+		d.Timeline = append(d.Timeline, moment{*run.StartedAt, what})
+	}
+	if run.ScheduledAt != nil {
+		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due again (retry or debounce window)"})
+	}
+	if run.FinishedAt != nil {
+		d.Timeline = append(d.Timeline, moment{*run.FinishedAt, string(run.Status)})
+	}
+	slices.SortStableFunc(d.Timeline, func(a, b moment) int { return a.At.Compare(b.At) })
+	u.render(w, r, s, http.StatusOK, "run", &view{Title: "Run " + run.ID, Nav: "runs", Poll: pollURL(r), Flash: done(r), Data: d})
+}
+
+func (u *UI) confirmCancel(w http.ResponseWriter, r *http.Request, s *session) {
+	run, err := u.in.GetRun(r.Context(), r.PathValue("id"))
+	if errors.Is(err, client.ErrRunNotFound) {
+		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(r.PathValue("id"))+".")
+		return
+	}
+	if err != nil {
+		u.failErr(w, r, s, "read the run", err)
+		return
+	}
+	u.render(w, r, s, http.StatusOK, "cancel", &view{Title: "Cancel run " + run.ID, Nav: "runs", Data: run})
+}
+
+func (u *UI) cancel(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	st, err := u.in.CancelRun(r.Context(), id)
+	if errors.Is(err, client.ErrRunNotFound) {
+		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(id)+".")
+		return
+	}
+	if err != nil {
+		u.failErr(w, r, s, "cancel the run", err)
+		return
+	}
+	u.log.Info("taskq: run cancelled from the dashboard", "run", id, "status", st, "remote", r.RemoteAddr)
+	outcome := "cancelled"
+	if st != client.StatusCancelled {
+		outcome = "cancel-ended"
+	}
+	http.Redirect(w, r, "/ui/runs/"+url.PathEscape(id)+"?done="+outcome, http.StatusSeeOther)
+}
+
+// keysData is the keys page.
+type keysData struct {
+	Match   string
+	Keys    []*client.KeyInfo
+	NextURL string
+}
+
+func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	d := &keysData{Match: q.Get("match")}
+	page, err := u.in.ListKeys(r.Context(), client.ListKeysOptions{Match: d.Match, Cursor: q.Get("cursor"), Limit: pageSize * 2})
+	if err != nil {
+		u.failErr(w, r, s, "list the keys", err)
+		return
+	}
+	d.Keys = page.Keys
+	slices.SortFunc(d.Keys, func(a, b *client.KeyInfo) int { return strings.Compare(a.Key, b.Key) })
+	if page.NextCursor != "" {
+		nq := url.Values{"cursor": {page.NextCursor}}
+		if d.Match != "" {
+			nq.Set("match", d.Match)
+		}
+		d.NextURL = "/ui/keys?" + nq.Encode()
+	}
+	u.render(w, r, s, http.StatusOK, "keys", &view{Title: "Keys", Nav: "keys", Poll: pollURL(r), Flash: done(r), Data: d})
+}
+
+func (u *UI) confirmRelease(w http.ResponseWriter, r *http.Request, s *session) {
+	key := r.URL.Query().Get("key")
+	k, err := u.in.GetKey(r.Context(), key)
+	var nh *client.KeyNotHeldError
+	if errors.As(err, &nh) {
+		u.fail(w, r, s, http.StatusNotFound, "No run holds the key "+quote(key)+" now: there is nothing to release.")
+		return
+	}
+	if err != nil {
+		u.failErr(w, r, s, "read the key", err)
+		return
+	}
+	u.render(w, r, s, http.StatusOK, "release", &view{Title: "Release key", Nav: "keys", Data: k})
+}
+
+func (u *UI) release(w http.ResponseWriter, r *http.Request, s *session) {
+	key, owner := r.PostForm.Get("key"), r.PostForm.Get("owner")
+	if key == "" || owner == "" {
+		u.fail(w, r, s, http.StatusBadRequest, "A release names the key and the run that holds it.")
+		return
+	}
+	_, err := u.in.ReleaseKey(r.Context(), key, owner)
+	var nh *client.KeyNotHeldError
+	switch {
+	case errors.As(err, &nh):
+		u.fail(w, r, s, http.StatusConflict, "No run holds the key "+quote(key)+" any more: nothing was released.")
+		return
+	case errors.Is(err, client.ErrKeyOwnerChanged):
+		u.fail(w, r, s, http.StatusConflict, err.Error()+": nothing was released.")
+		return
+	case err != nil:
+		u.failErr(w, r, s, "release the key", err)
+		return
+	}
+	u.log.Info("taskq: idempotency key released from the dashboard", "key", key, "run", owner, "remote", r.RemoteAddr)
+	http.Redirect(w, r, "/ui/keys?done=released", http.StatusSeeOther)
+}
+
+// eventsData is the events page.
+type eventsData struct {
+	Key     string
+	Events  []*client.EventInfo
+	NextURL string
+}
+
+func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	d := &eventsData{Key: q.Get("key")}
+	page, err := u.in.ListEvents(r.Context(), client.ListEventsOptions{Key: d.Key, Cursor: q.Get("cursor"), Limit: pageSize})
+	if err != nil {
+		u.failErr(w, r, s, "list the events", err)
+		return
+	}
+	d.Events = page.Events
+	if page.NextCursor != "" {
+		nq := url.Values{"cursor": {page.NextCursor}}
+		if d.Key != "" {
+			nq.Set("key", d.Key)
+		}
+		d.NextURL = "/ui/events?" + nq.Encode()
+	}
+	u.render(w, r, s, http.StatusOK, "events", &view{Title: "Events", Nav: "events", Poll: pollURL(r), Data: d})
+}
+
+func (u *UI) event(w http.ResponseWriter, r *http.Request, s *session) {
+	e, err := u.in.GetEvent(r.Context(), r.PathValue("id"))
+	if errors.Is(err, client.ErrEventNotFound) {
+		u.fail(w, r, s, http.StatusNotFound, "There is no event "+quote(r.PathValue("id"))+" (it may have expired after its retention).")
+		return
+	}
+	if err != nil {
+		u.failErr(w, r, s, "read the event", err)
+		return
+	}
+	u.render(w, r, s, http.StatusOK, "event", &view{Title: "Event " + e.ID, Nav: "events", Data: e})
+}
+
+func (u *UI) workers(w http.ResponseWriter, r *http.Request, s *session) {
+	ws, err := u.in.ListWorkers(r.Context())
+	if err != nil {
+		u.failErr(w, r, s, "list the workers", err)
+		return
+	}
+	u.render(w, r, s, http.StatusOK, "workers", &view{Title: "Workers", Nav: "workers", Poll: pollURL(r), Data: ws})
+}
