@@ -135,3 +135,75 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		}
 	})
 }
+
+// Bulk actions count on a dry run, refuse past their cap naming both
+// numbers, and act on the runs of the filter they apply to.
+func TestInspectorBulkCancelAndRetry(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		in := c.Inspector()
+		registerDef(t, c, retryFree.Definition())
+		var web []string
+		for i := range 6 {
+			src := "api"
+			if i%2 == 0 {
+				src = "web"
+			}
+			h, err := c.TriggerJSON(ctx, retryFree.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`{"source":"`+src+`"}`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src == "web" {
+				web = append([]string{h.ID()}, web...)
+			}
+		}
+		webOnly, err := client.ParseFieldFilter("metadata.source=web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := client.ListRunsOptions{Task: retryFree.Name()}
+		dry, err := in.CancelRuns(ctx, client.BulkOptions{Filter: all, DryRun: true, Max: 1})
+		if err != nil || dry.Matched != 6 || dry.Done != 0 || len(dry.Runs) != 0 {
+			t.Fatalf("dry run = %+v, %v; want 6 matched, nothing done", dry, err)
+		}
+		var tm *client.TooManyRunsError
+		if _, err := in.CancelRuns(ctx, client.BulkOptions{Filter: all, Max: 5}); !errors.As(err, &tm) || tm.Matched != 6 || tm.Max != 5 ||
+			err.Error() != "6 runs match, more than the max of 5; narrow the filter or raise max (up to 1000)" {
+			t.Fatalf("over the cap: %v, want *TooManyRunsError for 6 over 5", err)
+		}
+		if got, _ := in.CountRuns(ctx, client.CountRunsOptions{}); got.Tasks[retryFree.Name()][client.StatusQueued] != 6 {
+			t.Fatalf("a refused bulk cancel cancelled runs: %v", got.Tasks)
+		}
+		res, err := in.CancelRuns(ctx, client.BulkOptions{Filter: client.ListRunsOptions{Where: []client.FieldFilter{webOnly}}})
+		if err != nil || res.Matched != 3 || res.Done != 3 {
+			t.Fatalf("cancel of the web runs = %+v, %v; want 3 done", res, err)
+		}
+		for i, r := range res.Runs {
+			if r.RunID != web[i] || r.Status != client.StatusCancelled {
+				t.Fatalf("run %d: %+v, want %s cancelled", i, r, web[i])
+			}
+		}
+		if res, err := in.RetryRuns(ctx, client.BulkOptions{Filter: all, DryRun: true}); err != nil || res.Matched != 3 {
+			t.Fatalf("retry dry run = %+v, %v; want the 3 cancelled runs", res, err)
+		}
+		res, err = in.RetryRuns(ctx, client.BulkOptions{Filter: all})
+		if err != nil || res.Done != 3 {
+			t.Fatalf("retry = %+v, %v; want 3 done", res, err)
+		}
+		for _, r := range res.Runs {
+			if got, err := in.GetRun(ctx, r.RetryRunID); err != nil || got.RetryOf != r.RunID {
+				t.Fatalf("retry %s of %s: %+v, %v", r.RetryRunID, r.RunID, got, err)
+			}
+		}
+		if res, err := in.RetryRuns(ctx, client.BulkOptions{Filter: all}); err != nil || res.Matched != 0 {
+			t.Fatalf("retry again = %+v, %v; want nothing left to retry", res, err)
+		}
+		var oe *client.ListOptionError
+		for _, o := range []client.BulkOptions{{Max: client.BulkMaxMax + 1}, {Max: -1}, {Filter: client.ListRunsOptions{Limit: 5}}} {
+			if _, err := in.CancelRuns(ctx, o); !errors.As(err, &oe) {
+				t.Errorf("CancelRuns(%+v) = %v, want a *ListOptionError", o, err)
+			}
+		}
+	})
+}
