@@ -76,6 +76,12 @@ namespace does not block Redis; on a terminal a progress line counts them.`,
 			if err != nil {
 				return err
 			}
+			// As for runs ls: a --task that names nothing is a typo, exit 3.
+			if taskName != "" && len(views) == 0 {
+				if err := a.taskExists(ctx, c, taskName); err != nil {
+					return err
+				}
+			}
 			return a.printKeys(views)
 		}),
 	}

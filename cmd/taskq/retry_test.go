@@ -126,6 +126,12 @@ func TestRunsLsCursorAndFilters(t *testing.T) {
 				t.Errorf("runs ls %v: exit %d, %v, want %v (%q)", tc.args, r.code, got, tc.want, r.stderr)
 			}
 		}
+		if r := cl.run("keys", "ls", "--task", "nosuch"); r.code != exitNotFound || !strings.Contains(r.stderr, `no task "nosuch"`) {
+			t.Errorf("keys ls --task nosuch: exit %d, %q", r.code, r.stderr)
+		}
+		if r := cl.run("keys", "ls", "--task", leaseTask.Name()); r.code != exitOK {
+			t.Errorf("keys ls --task %s: exit %d, %q", leaseTask.Name(), r.code, r.stderr)
+		}
 		for _, args := range [][]string{{"--where", "id=3"}, {"--cursor", "nope"}, {"--since", "yesterday"}, {"--since", "1h", "--until", "2h"}} {
 			if _, _, r := list(args...); r.code != exitUsage {
 				t.Errorf("runs ls %v: exit %d, want %d (%q)", args, r.code, exitUsage, r.stderr)
