@@ -154,7 +154,7 @@ func (in *Inspector) CancelRuns(ctx context.Context, o BulkOptions) (*BulkResult
 	return in.bulk(ctx, o, func(r *RunInfo) bool { return !r.Status.Terminal() }, func(r *RunInfo) BulkRun {
 		st, err := in.CancelRun(ctx, r.ID)
 		if err == nil && st != StatusCancelled {
-			err = fmt.Errorf("run %s had already ended: %s", r.ID, st)
+			err = fmt.Errorf("client: run %s had already ended: %s", r.ID, st)
 		}
 		return BulkRun{RunID: r.ID, Status: st, Err: err}
 	})
