@@ -285,7 +285,9 @@ func (in *Inspector) GetKey(ctx context.Context, key string) (*KeyInfo, error) {
 }
 
 // ListKeys returns a page of the held idempotency keys with their owners.
-// A key released between finding it and reading it is left out.
+// A key released between finding it and reading it is left out, and so is
+// one whose owner does not pass the Task and Status filters: a filtered
+// page may hold fewer keys (even none) and still have a NextCursor.
 func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage, error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
