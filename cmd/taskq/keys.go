@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -74,6 +75,12 @@ namespace does not block Redis; on a terminal a progress line counts them.`,
 			views, err := a.listKeys(ctx, c, match, taskName)
 			if err != nil {
 				return err
+			}
+			// As for runs ls: a --task that names nothing is a typo, exit 3.
+			if taskName != "" && len(views) == 0 {
+				if err := a.taskExists(ctx, c, taskName); err != nil {
+					return err
+				}
 			}
 			return a.printKeys(views)
 		}),
@@ -191,14 +198,6 @@ left before the key expires. Exits with code 3 when nobody holds the key.`,
 	}
 }
 
-// releaseView is the outcome of keys release: the key and the run that
-// held it.
-type releaseView struct {
-	Key      string `json:"key"`
-	RunID    string `json:"runId"`
-	Released bool   `json:"released"`
-}
-
 // keyNotHeldError says nobody holds a key (exit code 3).
 type keyNotHeldError struct{ key, ns string }
 
@@ -280,7 +279,7 @@ that is still active could then run alongside a duplicate.`,
 			}
 			p := a.printer()
 			if p.json() {
-				return p.JSON(releaseView{Key: key, RunID: v.OwnerRunID, Released: true})
+				return p.JSON(wire.Release{Key: key, RunID: v.OwnerRunID, Released: true})
 			}
 			_, err = fmt.Fprintf(a.stdout, "Released key %q (was held by run %s).\n", key, clean(v.OwnerRunID))
 			return err

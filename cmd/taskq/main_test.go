@@ -164,6 +164,7 @@ var (
 	chargeID   = regexp.MustCompile(`ch_[0-9a-f]{16}`)
 	workerName = regexp.MustCompile(`taskq-dev-[0-9a-f]{4}`)
 	trailingWS = regexp.MustCompile(`(?m)[ \t]+$`)
+	nextCursor = regexp.MustCompile(`--cursor [A-Za-z0-9_-]+`)
 )
 
 func pad(label string, width int) string {
@@ -211,6 +212,7 @@ func (n *normalizer) apply(s string, padded bool) string {
 	s = timeLeft.ReplaceAllString(s, ", <ttl> left)")
 	s = chargeID.ReplaceAllString(s, "ch_<charge>")
 	s = workerName.ReplaceAllString(s, "taskq-dev-<id>")
+	s = nextCursor.ReplaceAllString(s, "--cursor <cursor>")
 	if n.ns != "" {
 		s = strings.ReplaceAll(s, n.ns, "<namespace>")
 	}

@@ -47,7 +47,7 @@ func (a *app) runsCmd() *cobra.Command {
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRun,
 	}
-	cmd.AddCommand(a.runsGetCmd(), a.runsLsCmd(), a.runsResultCmd(), a.runsCancelCmd(), a.runsTriggerCmd())
+	cmd.AddCommand(a.runsGetCmd(), a.runsLsCmd(), a.runsResultCmd(), a.runsCancelCmd(), a.runsTriggerCmd(), a.runsRetryCmd())
 	return cmd
 }
 
@@ -79,6 +79,7 @@ func (a *app) runsGetCmd() *cobra.Command {
 				{"Finished", formatTimePtr(info.FinishedAt)},
 				{"Input", compactJSON(info.Input)}, {"Metadata", metaCell(info.Metadata)},
 				{"Result", compactJSON(info.Result)}, {"Error", info.Error},
+				{"Retry of", info.RetryOf}, {"Retried by", info.RetriedBy},
 			})
 		}),
 	}
@@ -100,7 +101,7 @@ func (a *app) taskExists(ctx context.Context, c *client.Client, name string) err
 	if !errors.Is(err, client.ErrTaskNotFound) {
 		return err
 	}
-	runs, err := a.listRuns(ctx, c, name, "", 1)
+	runs, _, err := a.listRuns(ctx, c, client.ListRunsOptions{Task: name}, 1)
 	if err != nil || len(runs) > 0 {
 		return err
 	}
@@ -108,13 +109,23 @@ func (a *app) taskExists(ctx context.Context, c *client.Client, name string) err
 }
 
 func (a *app) runsLsCmd() *cobra.Command {
-	var taskName, status string
+	var taskName, status, key, cursor, since, until string
+	var where []string
 	var limit int
+	var o client.ListRunsOptions
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List runs, newest first",
+		Long: `List runs newest first (default 20). --task, --status, --key and --where
+(input.<field>=<value> or metadata.<field>=<value>, repeatable) keep the runs
+that match them all; --since and --until (RFC 3339, or a duration such as 1h
+meaning that long ago) bound their creation time. When more runs follow, the
+cursor of the next page is printed on stderr ("next page: --cursor ..."):
+pass it with --cursor and the same filters to go on.`,
 		Example: `  taskq runs ls
   taskq runs ls --task process-order --status failed --limit 100
+  taskq runs ls --where input.customer=42 --where metadata.source=web --since 24h
+  taskq runs ls --limit 50 --cursor MTc2NDYxNjQ3NTAwMDowMWEy...
   taskq runs ls -o json | jq -r '.[].id'`,
 		Args: argNames(nil),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
@@ -124,6 +135,21 @@ func (a *app) runsLsCmd() *cobra.Command {
 			if limit < 1 {
 				return usageErrorf("invalid --limit %d: must be at least 1", limit)
 			}
+			o = client.ListRunsOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor}
+			var err error
+			if o.Since, err = timeFlag("--since", since, time.Now()); err != nil {
+				return err
+			}
+			if o.Until, err = timeFlag("--until", until, time.Now()); err != nil {
+				return err
+			}
+			for _, w := range where {
+				f, err := client.ParseFieldFilter(w)
+				if err != nil {
+					return usageErrorf("invalid --where: %v", err)
+				}
+				o.Where = append(o.Where, f)
+			}
 			return nil
 		},
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
@@ -132,16 +158,22 @@ func (a *app) runsLsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			runs, err := a.listRuns(ctx, c, taskName, status, limit)
+			runs, next, err := a.listRuns(ctx, c, o, limit)
+			if errors.Is(err, client.ErrInvalidListOption) || errors.Is(err, client.ErrInvalidCursor) {
+				return withCode(exitUsage, err)
+			}
 			if err != nil {
 				return err
 			}
 			// A --task that names no registered task and no run is more
 			// likely a typo than an empty queue: say so, exit 3.
-			if taskName != "" && len(runs) == 0 {
+			if taskName != "" && len(runs) == 0 && cursor == "" {
 				if err := a.taskExists(ctx, c, taskName); err != nil {
 					return err
 				}
+			}
+			if next != "" {
+				fmt.Fprintf(a.stderr, "next page: --cursor %s\n", next)
 			}
 			p := a.printer()
 			if p.json() {
@@ -165,24 +197,44 @@ func (a *app) runsLsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&taskName, "task", "", "only runs of this task")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: "+strings.Join(runStatuses, ", "))
+	cmd.Flags().StringVar(&key, "key", "", "only runs of this idempotency key")
+	cmd.Flags().StringArrayVar(&where, "where", nil, "only runs whose input or metadata field has this value: input.<field>=<value> or metadata.<field>=<value> (repeatable)")
+	cmd.Flags().StringVar(&since, "since", "", "only runs created at or after this time (RFC 3339, or a duration ago such as 1h)")
+	cmd.Flags().StringVar(&until, "until", "", "only runs created before this time (RFC 3339, or a duration ago)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "go on from where a listing stopped (the cursor it printed on stderr)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "list at most this many runs")
 	_ = cmd.RegisterFlagCompletionFunc("task", a.completeTasks)
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(runStatuses, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
+// timeFlag reads a time flag: RFC 3339, or a duration meaning that long
+// before now ("" is no bound).
+func timeFlag(flag, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usageErrorf("invalid %s %q: give an RFC 3339 time (2026-03-01T12:00:00Z) or a duration ago (1h)", flag, v)
+}
+
 // listRuns pages through the runs newest first, by the client's
-// Inspector, until limit runs match or the runs end.
-func (a *app) listRuns(ctx context.Context, c *client.Client, taskName, status string, limit int) ([]*client.RunInfo, error) {
+// Inspector, until limit runs match or the runs end, and returns the
+// cursor of the page after them ("" when none follows).
+func (a *app) listRuns(ctx context.Context, c *client.Client, o client.ListRunsOptions, limit int) ([]*client.RunInfo, string, error) {
 	var out []*client.RunInfo
 	prog := a.newProgress("reading runs:", 0)
 	defer prog.Done()
-	o := client.ListRunsOptions{Task: taskName, Status: client.Status(status)}
 	for len(out) < limit {
 		o.Limit = min(limit-len(out), client.ListLimitMax)
 		page, err := c.Inspector().ListRuns(ctx, o)
 		if err != nil {
-			return nil, fmt.Errorf("listing runs: %w", err)
+			return nil, "", fmt.Errorf("listing runs: %w", err)
 		}
 		out = append(out, page.Runs...)
 		prog.Add(len(page.Runs))
@@ -190,7 +242,7 @@ func (a *app) listRuns(ctx context.Context, c *client.Client, taskName, status s
 			break
 		}
 	}
-	return out, nil
+	return out, o.Cursor, nil
 }
 
 // notFinishedError says a run has not reached a terminal status.

@@ -88,7 +88,7 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		{name: "empty key path", method: "GET", path: "/api/v1/keys/", status: 400, code: CodeInvalidParameter, message: "empty"},
 		{name: "unknown route", method: "GET", path: "/api/v1/nothing-here", status: 404, code: CodeNotFound, message: "no route GET /api/v1/nothing-here"},
 		{name: "unknown top-level route", method: "GET", path: "/favicon.ico", status: 404, code: CodeNotFound, message: "no route"},
-		{name: "wrong method", method: "DELETE", path: "/api/v1/events", status: 405, code: CodeMethodNotAllowed, message: "DELETE is not allowed on /api/v1/events; allowed: POST"},
+		{name: "wrong method", method: "DELETE", path: "/api/v1/events", status: 405, code: CodeMethodNotAllowed, message: "DELETE is not allowed on /api/v1/events; allowed: GET, POST"},
 		{name: "GET on the trigger route", method: "GET", path: "/api/v1/tasks/charge/runs", status: 405, code: CodeMethodNotAllowed, message: "allowed: POST"},
 	}
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {

@@ -63,7 +63,7 @@ func TestContractFuzz(t *testing.T) {
 	e := newEnv(t, redistest.Real(t), envOptions{server: Options{MaxBodyBytes: 256 << 10, MaxBatch: 5, MaxWait: 20 * time.Millisecond}})
 	e.register(task.Spec{Name: "fz-ttl", Expression: `"fz:" + string(input.id)`, Strategy: task.StrategyTTL, TTLMs: 600000, OnEvents: []string{"fz.evt"}})
 	e.register(task.Spec{Name: "fz-status", Expression: `"fzs:" + string(input.id)`, Strategy: task.StrategyStatus, FallbackTTLMs: 600000})
-	f := &fuzzer{t: t, e: e, doc: doc, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), created: map[string]bool{}}
+	f := &fuzzer{t: t, e: e, doc: doc, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), created: map[string]bool{}, released: map[string]bool{}}
 	for _, p := range doc.Paths.InMatchingOrder() {
 		for method, op := range doc.Paths.Value(p).Operations() {
 			// Operations that take a body or parameters have more to try.
@@ -116,6 +116,9 @@ type fuzzer struct {
 	// created holds the runs answered 201 without superseding another
 	// (true), or created by an event.
 	created map[string]bool
+	// released holds the keys a DELETE /keys/{key} released: a later run
+	// may claim them again.
+	released map[string]bool
 }
 
 func (f *fuzzer) pick(options ...string) string { return options[f.rnd.IntN(len(options))] }
@@ -214,6 +217,9 @@ func (f *fuzzer) learn(method, path string, r response) {
 	}
 	if r.status < 300 {
 		walk(v, 0)
+	}
+	if method == http.MethodDelete && r.status == http.StatusOK && r.str("key") != "" {
+		f.released[r.str("key")] = true
 	}
 }
 
@@ -369,7 +375,7 @@ func (f *fuzzer) checkOneOwnerPerKey() {
 		r := f.e.call(http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil).expect(f.t, http.StatusOK)
 		// Cancelling releases a status key (not a ttl one).
 		released := r.str("status") == "cancelled" && r.str("strategy") == string(task.StrategyStatus)
-		if k := r.str("idempotencyKey"); plain && k != "" && !released {
+		if k := r.str("idempotencyKey"); plain && k != "" && !released && !f.released[k] {
 			byKey[k] = append(byKey[k], id)
 		}
 	}

@@ -169,6 +169,16 @@ func otherMethod(router routers.Router, req *http.Request) bool {
 func findRoute(router routers.Router, req *http.Request) (*routers.Route, map[string]string, error) {
 	route, params, err := router.FindRoute(req)
 	if err == nil && strings.Count(req.URL.Path, "/") != strings.Count(route.Path, "/") {
+		// A path ending in "/" whose list route the router preferred
+		// ("/api/v1/keys/" for "/api/v1/keys") is the operation whose last
+		// parameter is empty, as the server matches it.
+		if strings.HasSuffix(req.URL.Path, "/") {
+			probe := req.Clone(context.Background())
+			probe.URL.Path += "_"
+			if r, p, err := router.FindRoute(probe); err == nil && strings.Count(probe.URL.Path, "/") == strings.Count(r.Path, "/") {
+				return r, p, nil
+			}
+		}
 		return nil, nil, &routers.RouteError{Reason: routers.ErrPathNotFound.Error()}
 	}
 	return route, params, err

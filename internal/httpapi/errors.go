@@ -40,6 +40,9 @@ const (
 	CodeIdempotencyKeyError  = wire.CodeIdempotencyKeyError
 	CodeDurabilityNotReached = wire.CodeDurabilityNotReached
 	CodeTaskDefinitionError  = "task_definition_error"
+	CodeRunNotRetryable      = "run_not_retryable"
+	CodeKeyOwnerChanged      = "key_owner_changed"
+	CodeTooManyRuns          = "too_many_runs"
 	CodeRedisUnavailable     = "redis_unavailable"
 	CodeRedisOutOfMemory     = "redis_out_of_memory"
 	CodeRedisEvictionPolicy  = "redis_eviction_policy"

@@ -29,7 +29,21 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
+// listTasks answers GET /api/v1/tasks: the registered definitions and the
+// counts of the runs by task and status (of a window, with since and
+// until; the newest client.CountRunsMax runs at most).
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	q, e := readQuery(r, []string{"since", "until"})
+	var o client.CountRunsOptions
+	if e == nil {
+		if o.Since, e = q.time("since"); e == nil {
+			o.Until, e = q.time("until")
+		}
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
 	regs, err := s.c.Inspector().ListTasks(r.Context())
 	if err != nil {
 		writeError(w, storeError(err))
@@ -38,5 +52,10 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	if regs == nil {
 		regs = []task.Registered{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": regs})
+	counts, err := s.c.Inspector().CountRuns(r.Context(), o)
+	if err != nil {
+		writeError(w, listError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": regs, "runCounts": counts})
 }

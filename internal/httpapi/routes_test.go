@@ -46,7 +46,7 @@ func TestPathsAreNeverCleanedOrRedirected(t *testing.T) {
 		{"POST", "/api/v1/tasks//runs", 400, CodeInvalidParameter},
 		{"GET", "/api/v1/runs/../result", 404, CodeRunNotFound},
 		{"GET", "/api/v1/runs/./x", 404, CodeNotFound},
-		{"GET", "/api/v1/keys", 404, CodeNotFound},
+		{"GET", "/api/v1/key", 404, CodeNotFound},
 		{"GET", "/api/v1/keys/", 400, CodeInvalidParameter},
 		{"GET", "/api/v1/tasks/", 404, CodeNotFound},
 		{"GET", "//api/v1/tasks", 404, CodeNotFound},

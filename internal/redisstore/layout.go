@@ -113,6 +113,8 @@ const (
 	runResult         = "result"   // result (JSON) of a succeeded run
 	runError          = "error"    // why the run failed, is retried or was cancelled
 	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, w watched
+	runRetryOf        = "retryof"  // the run this run retries (set by link_retry.lua)
+	runRetriedBy      = "retried"  // the run that retried this run (set by link_retry.lua)
 )
 
 // Fields of an entry of a task stream (a delivery). A delivery carries what
@@ -382,6 +384,17 @@ const (
 	releaseKeyCount       = 1
 	releaseArgOwner       = 1 // expected owner run ID
 	releaseArgCount       = 1
+)
+
+// link_retry.lua.
+//
+//taskq:lua script link_retry
+const (
+	linkRetryKeyRun   = 1 // run hash
+	linkRetryKeyCount = 1
+	linkRetryArgField = 1 // the link to write: runRetryOf or runRetriedBy
+	linkRetryArgRunID = 2 // the linked run's ID
+	linkRetryArgCount = 2
 )
 
 // register.lua.

@@ -326,6 +326,26 @@ var scriptCases = []scriptCase{
 			done:  func() bool { return !f.exists(f.k.IdempotencyKey("k")) },
 		}
 	}},
+	{"link_retry", false, func(f *fixture) prepared {
+		of := f.params("t", "k1", redisstore.StrategyStatus)
+		retry := f.params("t", "k2", redisstore.StrategyStatus)
+		f.enqueue(of)
+		f.enqueue(retry)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				existing, err := s.LinkRetry(f.ctx, of.RunID, retry.RunID)
+				if err == nil && existing != "" {
+					err = fmt.Errorf("link already names %s", existing)
+				}
+				return err
+			},
+			wrong: f.k.Run(retry.RunID),
+			done: func() bool {
+				return f.b.Client.HGet(f.ctx, f.k.Run(retry.RunID), "retryof").Val() == of.RunID &&
+					f.b.Client.HGet(f.ctx, f.k.Run(of.RunID), "retried").Val() == retry.RunID
+			},
+		}
+	}},
 	{"register", true, func(f *fixture) prepared {
 		return prepared{
 			call: func(s *redisstore.Store) error {

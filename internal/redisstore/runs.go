@@ -28,9 +28,13 @@ type Run struct {
 	Result   []byte
 	Error    string
 	Consumer string
-	Created  time.Time
-	Started  time.Time
-	Finished time.Time
+	// RetryOf is the run this run retries, RetriedBy the run that retried
+	// it ("" when none).
+	RetryOf   string
+	RetriedBy string
+	Created   time.Time
+	Started   time.Time
+	Finished  time.Time
 }
 
 func parseRun(id string, h map[string]string) *Run {
@@ -40,7 +44,7 @@ func parseRun(id string, h map[string]string) *Run {
 		Hold: time.Duration(i(runHold)) * time.Millisecond, Retain: time.Duration(i(runRetain)) * time.Millisecond,
 		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(i(runRetries)),
 		Timeout: time.Duration(i(runTimeout)) * time.Millisecond,
-		Error:   h[runError], Consumer: h[runConsumer],
+		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
 		Created: fromMS(i(runCreated)), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
 	}
 	if v, ok := h[runInput]; ok {

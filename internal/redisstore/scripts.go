@@ -42,7 +42,7 @@ type script struct {
 var allScripts = []*script{
 	enqueueScript, startScript, finishScript, cancelScript, heartbeatScript, promoteScript, requeueScript,
 	sweepScript, releaseScript, registerScript, signalScript, pushEventScript, saveStepScript, watchScript,
-	ensureGroupScript, storeEventScript, triggerEventScript, recordEventScript, takeFanoutsScript,
+	ensureGroupScript, storeEventScript, triggerEventScript, recordEventScript, takeFanoutsScript, linkRetryScript,
 }
 
 // loadScript loads lua/<name>.lua with the modules it calls.

@@ -81,6 +81,9 @@ type TriggerResult struct {
 	// Durability is how far the trigger's write reached, when it asked
 	// for durable acknowledgement.
 	Durability *Acknowledgement `json:"durability,omitempty"`
+	// RetryOf is the run a retry retries (POST /runs/{id}/retry, runs
+	// retry).
+	RetryOf string `json:"retryOf,omitempty"`
 }
 
 // Acknowledgement is how far a durable trigger's write reached: the
@@ -133,6 +136,16 @@ type EventResult struct {
 	Runs      []client.EventTaskRun `json:"runs"`
 	Error     string                `json:"error,omitempty"`
 	Message   string                `json:"message,omitempty"`
+	// ReplayOf is the event a replay pushed again.
+	ReplayOf string `json:"replayOf,omitempty"`
+}
+
+// Release is the outcome of releasing an idempotency key: the key and
+// the run that held it (DELETE /keys/{key}, keys release).
+type Release struct {
+	Key      string `json:"key"`
+	RunID    string `json:"runId"`
+	Released bool   `json:"released"`
 }
 
 // EventResultOf is ev without its payload and metadata.

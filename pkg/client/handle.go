@@ -44,6 +44,10 @@ type RunInfo struct {
 	// ScheduledAt is when a queued run waiting for a retry or a debounce
 	// window falls due; set by the Inspector's reads only.
 	ScheduledAt *time.Time `json:"scheduledAt,omitempty"`
+	// RetryOf is the run this run retries (Inspector.RetryRun), RetriedBy
+	// the run that retried this one.
+	RetryOf   string `json:"retryOf,omitempty"`
+	RetriedBy string `json:"retriedBy,omitempty"`
 }
 
 func optTime(t time.Time) *time.Time {
@@ -58,7 +62,7 @@ func runInfo(r *redisstore.Run) *RunInfo {
 		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries,
 		IdempotencyKey: r.Key, Error: r.Error, CreatedAt: r.Created,
 		StartedAt: optTime(r.Started), FinishedAt: optTime(r.Finished),
-		Input: r.Input, Metadata: r.Meta, Result: r.Result,
+		Input: r.Input, Metadata: r.Meta, Result: r.Result, RetryOf: r.RetryOf, RetriedBy: r.RetriedBy,
 	}
 	if r.Strategy != redisstore.StrategyNone {
 		info.Strategy = string(r.Strategy)

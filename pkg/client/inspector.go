@@ -65,14 +65,25 @@ func (c *Client) Inspector() *Inspector { return &Inspector{c: c} }
 
 // --- runs -------------------------------------------------------------------
 
-// ListRunsOptions select runs for ListRuns and ListRunIDs.
+// ListRunsOptions select runs for ListRuns and ListRunIDs. Every filter
+// given must hold.
 type ListRunsOptions struct {
 	// Task and Status keep only the runs of this task and in this status
 	// ("" keeps all).
 	Task   string
 	Status Status
+	// Key keeps only the runs of this idempotency key ("" keeps all).
+	Key string
+	// Since and Until keep the runs created at or after Since and before
+	// Until (zero: no bound). They are applied to the runs index, so they
+	// cost no reads of records.
+	Since, Until time.Time
+	// Where keeps the runs whose input or metadata fields have the values
+	// given (at most WhereMax; see FieldFilter).
+	Where []FieldFilter
 	// Cursor continues a listing where the page that returned it ended
-	// ("" starts from the newest run).
+	// ("" starts from the newest run, or from Until). A cursor goes with
+	// the filters it was returned for.
 	Cursor string
 	// Limit is the most runs one page holds (default ListLimitDefault, at
 	// most ListLimitMax).
@@ -119,52 +130,79 @@ func inspected(r *redisstore.Run, due time.Time) *RunInfo {
 // and so the pages, are the same whatever the namespace's partition count.
 // A cursor names the last run of its page, so a listing walked page by page
 // while runs are added lists every run that existed when it started once,
-// and none twice. With a Task or Status it looks at no more than
-// ListScanMax runs per call, so a page may hold fewer than Limit runs and
-// still have a NextCursor. Runs whose records expired after their
-// retention are left out.
+// and none twice. With a Task, Status, Key or Where filter it reads no more
+// than ListScanMax run records per call, so a page may hold fewer than
+// Limit runs and still have a NextCursor. Runs whose records expired after
+// their retention are left out.
 func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage, error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
 		return nil, err
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
 	page := &RunPage{Runs: []*RunInfo{}}
-	for looked := 0; len(page.Runs) < limit && looked < ListScanMax; {
-		es, err := in.c.store.PageRuns(ctx, pos, limit)
-		if err != nil {
-			return nil, in.c.unavailable(ctx, err)
-		}
-		if len(es) == 0 {
-			return page, nil
-		}
-		runs, due, err := in.c.store.GetRuns(ctx, entryIDs(es))
-		if err != nil {
-			return nil, in.c.unavailable(ctx, err)
-		}
-		for i, r := range runs {
-			pos, looked = &es[i], looked+1
-			if r != nil && (o.Task == "" || r.Task == o.Task) && (o.Status == "" || Status(r.Status) == o.Status) {
-				page.Runs = append(page.Runs, inspected(r, due[i]))
-				if len(page.Runs) == limit {
-					break
-				}
-			}
-		}
-		if len(es) < limit && pos == &es[len(es)-1] {
-			return page, nil // the index has ended
-		}
+	next, err := in.scanRuns(ctx, &o, pos, limit, ListScanMax, func(r *RunInfo) bool {
+		page.Runs = append(page.Runs, r)
+		return len(page.Runs) < limit
+	})
+	if err != nil {
+		return nil, err
 	}
-	page.NextCursor = encodeCursor(pos)
+	page.NextCursor = next
 	return page, nil
 }
 
-// ListRunIDs is ListRuns returning only the IDs; without a Task or Status
-// it reads the runs index alone, and may list a run whose record has just
-// expired.
+// scanRuns walks the runs from pos (nil: the newest, or Until), newest
+// first, reading at most budget records, and calls keep with each run that
+// passes o's filters until it returns false. It returns the cursor of the
+// run looked at last, or "" once the runs (or the window) have ended.
+// Pages of size are read at a time (more when filtering: most records may
+// not pass).
+func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *redisstore.IndexEntry, size, budget int, keep func(*RunInfo) bool) (string, error) {
+	w := windowOf(pos, o.Since, o.Until)
+	pos = w.pos
+	if o.filtered() {
+		size = min(max(size, 100), ListLimitMax)
+	}
+	for looked := 0; looked < budget; {
+		es, err := in.c.store.PageRuns(ctx, pos, min(size, budget-looked))
+		if err != nil {
+			return "", in.c.unavailable(ctx, err)
+		}
+		ended := len(es) < min(size, budget-looked)
+		es, cut := w.cut(es)
+		if ended = ended || cut; len(es) == 0 {
+			return "", nil
+		}
+		runs, due, err := in.c.store.GetRuns(ctx, entryIDs(es))
+		if err != nil {
+			return "", in.c.unavailable(ctx, err)
+		}
+		for i, r := range runs {
+			pos, looked = &es[i], looked+1
+			if o.keeps(r) && !keep(inspected(r, due[i])) {
+				if ended && i == len(es)-1 {
+					return "", nil
+				}
+				return encodeCursor(pos), nil
+			}
+		}
+		if ended {
+			return "", nil
+		}
+	}
+	return encodeCursor(pos), nil
+}
+
+// ListRunIDs is ListRuns returning only the IDs; without a Task, Status,
+// Key or Where filter it reads the runs index alone, and may list a run
+// whose record has just expired.
 func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDPage, error) {
-	if o.Task != "" || o.Status != "" {
+	if o.filtered() {
 		rp, err := in.ListRuns(ctx, o)
 		if err != nil {
 			return nil, err
@@ -179,11 +217,15 @@ func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDP
 	if err != nil {
 		return nil, err
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
+	w := windowOf(pos, o.Since, o.Until)
 	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]redisstore.IndexEntry, error) {
-		return in.c.store.PageRuns(ctx, pos, limit)
-	}, limit)
+		return in.c.store.PageRuns(ctx, w.pos, limit)
+	}, limit, w)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +256,11 @@ type ListKeysOptions struct {
 	// Match keeps the keys matching this glob (Redis MATCH syntax: * ?
 	// [abc]); "" keeps all.
 	Match string
+	// Task and Status keep the keys whose owner is a run of this task,
+	// in this status ("" keeps all). A key whose owner's record has
+	// expired has neither.
+	Task   string
+	Status Status
 	// Cursor continues a listing where the page that returned it ended.
 	Cursor string
 	// Limit is how many keys one page asks Redis to look at (default
@@ -238,11 +285,16 @@ func (in *Inspector) GetKey(ctx context.Context, key string) (*KeyInfo, error) {
 }
 
 // ListKeys returns a page of the held idempotency keys with their owners.
-// A key released between finding it and reading it is left out.
+// A key released between finding it and reading it is left out, and so is
+// one whose owner does not pass the Task and Status filters: a filtered
+// page may hold fewer keys (even none) and still have a NextCursor.
 func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage, error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
+	}
+	if o.Status != "" && !o.Status.valid() {
+		return nil, (&ListRunsOptions{Status: o.Status}).check()
 	}
 	sctx, cancel := in.c.opCtx(ctx)
 	names, next, err := in.c.store.ScanKeys(sctx, o.Match, o.Cursor, int64(limit))
@@ -282,8 +334,11 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage,
 		if !held[i] {
 			continue // released since the scan
 		}
-		page.Keys = append(page.Keys, in.c.keyInfo(ks, runs[0]))
+		k := in.c.keyInfo(ks, runs[0])
 		runs = runs[1:]
+		if (o.Task == "" || k.Task == o.Task) && (o.Status == "" || k.OwnerStatus == o.Status) {
+			page.Keys = append(page.Keys, k)
+		}
 	}
 	return page, nil
 }
@@ -346,15 +401,17 @@ func pageStart(limit int, cursor string) (int, *redisstore.IndexEntry, error) {
 	return limit, pos, err
 }
 
-// indexPage reads a page of limit entries with read, and the cursor of the
-// next page ("" once a page comes back short: the indexes have ended).
-func (in *Inspector) indexPage(ctx context.Context, read func(context.Context) ([]redisstore.IndexEntry, error), limit int) ([]redisstore.IndexEntry, string, error) {
+// indexPage reads a page of limit entries with read, cut to the window,
+// and the cursor of the next page ("" once a page comes back short or
+// reaches the window's start: the listing has ended).
+func (in *Inspector) indexPage(ctx context.Context, read func(context.Context) ([]redisstore.IndexEntry, error), limit int, w window) ([]redisstore.IndexEntry, string, error) {
 	es, err := read(ctx)
 	if err != nil {
 		return nil, "", in.c.unavailable(ctx, err)
 	}
+	es, cut := w.cut(es)
 	next := ""
-	if len(es) == limit {
+	if len(es) == limit && !cut {
 		next = encodeCursor(&es[len(es)-1])
 	}
 	return es, next, nil
@@ -363,11 +420,11 @@ func (in *Inspector) indexPage(ctx context.Context, read func(context.Context) (
 func pageLimit(n int) (int, error) {
 	switch {
 	case n < 0:
-		return 0, fmt.Errorf("list: limit %d must not be negative", n)
+		return 0, &ListOptionError{Option: "limit", Problem: fmt.Sprintf("%d must not be negative", n)}
 	case n == 0:
 		return ListLimitDefault, nil
 	case n > ListLimitMax:
-		return 0, fmt.Errorf("list: limit %d is over the maximum of %d", n, ListLimitMax)
+		return 0, &ListOptionError{Option: "limit", Problem: fmt.Sprintf("%d is over the maximum of %d", n, ListLimitMax)}
 	}
 	return n, nil
 }

@@ -54,6 +54,9 @@ func eventInfo(r *redisstore.Event) *EventInfo {
 type ListEventsOptions struct {
 	// Key lists only the events of this event key ("" lists all).
 	Key string
+	// Since and Until keep the events ingested at or after Since and
+	// before Until (zero: no bound).
+	Since, Until time.Time
 	// Cursor continues a listing where the page that returned it ended.
 	Cursor string
 	// Limit is the most events one page holds (default ListLimitDefault,
@@ -88,11 +91,15 @@ func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*Even
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRange(o.Since, o.Until); err != nil {
+		return nil, err
+	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
+	w := windowOf(pos, o.Since, o.Until)
 	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]redisstore.IndexEntry, error) {
-		return in.c.store.PageEvents(ctx, o.Key, pos, limit)
-	}, limit)
+		return in.c.store.PageEvents(ctx, o.Key, w.pos, limit)
+	}, limit, w)
 	if err != nil {
 		return nil, err
 	}

@@ -228,6 +228,19 @@ func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 	return out, errors.Join(failed...)
 }
 
+// Replay pushes a stored event again, as Push would with its key, payload
+// and metadata: a new event, whose subscribed tasks derive their keys
+// anew, so a task whose key is still held is deduplicated to its owner and
+// the others get new runs. The event replayed is not changed. A missing
+// (or expired) event fails with ErrEventNotFound.
+func (i *Ingester) Replay(ctx context.Context, id string) (*Event, error) {
+	ev, err := i.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return i.Push(ctx, ev.Key, ev.Payload, ev.Metadata)
+}
+
 // Get reads an event, or fails with ErrEventNotFound.
 func (i *Ingester) Get(ctx context.Context, id string) (*Event, error) {
 	return i.c.Inspector().GetEvent(ctx, id)

@@ -77,6 +77,8 @@ local RUN_FINISHED = 'finished' -- when the run ended
 local RUN_RESULT = 'result' -- result (JSON) of a succeeded run
 local RUN_ERROR = 'error' -- why the run failed, is retried or was cancelled
 local RUN_FLAGS = 'x' -- one letter per optional part the run has: s signals, t steps, w watched
+local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lua)
+local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
 
 -- Fields of an entry of a task stream (a delivery). A delivery carries what
 -- its worker needs to run the run and record its outcome, so that the
@@ -207,6 +209,14 @@ local ITEM_ARG_ENTRY = 0 -- stream entry ID
 local ITEM_ARG_RUN_ID = 1 -- run ID
 local ITEM_ARG_ATTEMPT = 2 -- attempt (fencing token)
 local ITEM_ARG_COUNT = 3
+
+-- @script link_retry
+-- link_retry.lua.
+local KEY_RUN = 1 -- run hash
+local KEY_COUNT = 1
+local ARG_FIELD = 1 -- the link to write: runRetryOf or runRetriedBy
+local ARG_RUN_ID = 2 -- the linked run's ID
+local ARG_COUNT = 2
 
 -- @script promote
 -- promote.lua.

@@ -1,0 +1,86 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// ErrNotRetryable matches every *NotRetryableError.
+var ErrNotRetryable = errors.New("run cannot be retried")
+
+// NotRetryableError says RetryRun refused a run: only a failed or
+// cancelled run that was not retried yet can be retried. Nothing was
+// created.
+type NotRetryableError struct {
+	RunID string
+	// Status is the run's status.
+	Status Status
+	// RetriedBy is the run that already retried it ("" when none did).
+	RetriedBy string
+}
+
+func (e *NotRetryableError) Error() string {
+	switch {
+	case e.RetriedBy != "":
+		return fmt.Sprintf("run %s was already retried by run %s; retry that run instead", e.RunID, e.RetriedBy)
+	case e.Status.Terminal():
+		return fmt.Sprintf("run %s %s: only a failed or cancelled run can be retried", e.RunID, e.Status)
+	}
+	return fmt.Sprintf("run %s is %s: only a failed or cancelled run can be retried; cancel it first", e.RunID, e.Status)
+}
+
+// Is makes errors.Is(err, ErrNotRetryable) hold.
+func (e *NotRetryableError) Is(target error) bool { return target == ErrNotRetryable }
+
+// Retryable reports whether RetryRun would retry the run: it failed or was
+// cancelled, and was not retried yet.
+func (i *RunInfo) Retryable() bool {
+	return (i.Status == StatusFailed || i.Status == StatusCancelled) && i.RetriedBy == ""
+}
+
+// RetryRun triggers a failed or cancelled run again: a new run of the same
+// task with the same input and metadata, through the same path as any
+// trigger, so the task's idempotency key is derived and claimed anew. A
+// key still held (by retention, or by another run) fails it with an
+// *IdempotencyCollisionError naming the owner, whatever the task's conflict
+// policy: a retry never attaches to, supersedes or signals another run. The
+// new run's RetryOf names the original, and the original's RetriedBy the
+// new run. A run that is queued, running or succeeded, or was already
+// retried, fails with *NotRetryableError; one whose task no worker
+// registered, with an error matching ErrTaskNotFound. The registered
+// definition of the task is used, as it is now.
+//
+// Under the debounce strategy a queued owner of the key may take the input
+// instead (the handle's Outcome is OutcomeDebounced): no run is created and
+// nothing is linked.
+func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, error) {
+	orig, err := in.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if !orig.Retryable() {
+		return nil, &NotRetryableError{RunID: runID, Status: orig.Status, RetriedBy: orig.RetriedBy}
+	}
+	def, err := in.c.Definition(ctx, orig.Task)
+	if err != nil {
+		return nil, fmt.Errorf("retry run %s: %w", runID, err)
+	}
+	h, err := in.c.TriggerJSON(ctx, def, orig.Input, WithMetadataJSON(orig.Metadata), OnConflict(task.ConflictReject))
+	if err != nil {
+		return h, err
+	}
+	if o := h.Outcome(); o != OutcomeCreated && o != "" {
+		return h, nil
+	}
+	lctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	// A retry of the same run at the same moment may have linked first:
+	// its link is kept, and this run still names the run it retries.
+	if _, err := in.c.store.LinkRetry(lctx, runID, h.ID()); err != nil {
+		return h, fmt.Errorf("retry run %s: run %s was created, but linking the two failed: %w", runID, h.ID(), in.c.unavailable(lctx, err))
+	}
+	return h, nil
+}
