@@ -68,8 +68,10 @@ type Notices struct {
 
 	mu     sync.Mutex
 	closed bool
-	// channels are the channels subscribed on one Redis.
+	// channels are the channels subscribed on one Redis; reading is set
+	// once a goroutine reads its connection.
 	channels map[string]struct{}
+	reading  bool
 	// shards are the cluster's connections, by master; where says which
 	// carries each channel subscribed, nil while it is being placed again.
 	shards map[*redis.Client]*noticeShard
@@ -104,8 +106,6 @@ func (s *Store) Notices() *Notices {
 	// Not the caller's ctx: the connection outlives the call.
 	n.single = s.rdb.Subscribe(context.Background())
 	n.channels = map[string]struct{}{}
-	n.wg.Add(1)
-	go n.receiveSingle()
 	return n
 }
 
@@ -127,6 +127,12 @@ func (n *Notices) Subscribe(ctx context.Context, channels ...string) error {
 		return redis.ErrClosed
 	}
 	if n.single != nil {
+		if !n.reading {
+			// Its first read dials: not before a channel is asked for.
+			n.reading = true
+			n.wg.Add(1)
+			go n.receiveSingle()
+		}
 		for _, ch := range channels {
 			n.channels[ch] = struct{}{}
 		}
@@ -254,7 +260,10 @@ func (n *Notices) receiveSingle() {
 		default:
 		}
 		if err != nil {
-			if !n.send(Notice{Kind: NoticeInterrupted, Channels: n.singleChannels()}) || !n.sleep(100*time.Millisecond) {
+			if chs := n.singleChannels(); len(chs) > 0 && !n.send(Notice{Kind: NoticeInterrupted, Channels: chs}) {
+				return
+			}
+			if !n.sleep(100 * time.Millisecond) {
 				return
 			}
 			continue

@@ -368,3 +368,24 @@ func enqueueRetrying(t *testing.T, s *redisstore.Store, p *redisstore.EnqueuePar
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// On one Redis, a subscription whose server restarts says its channels
+// were interrupted, subscribes them again by itself once the server is
+// back (go-redis dials again), and receives what is published then.
+func TestNoticesResubscribeAfterARestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := redisstore.New(rdb, redistest.Namespace(t))
+	chans := []string{s.Keys().CancelChannel(), s.Keys().FinishedChannel()}
+	n := subscribeNotices(t, s, chans...)
+	srv.Restart()
+	waitNotice(t, n, redisstore.NoticeInterrupted, 20*time.Second, chans...)
+	waitNotice(t, n, redisstore.NoticeSubscribed, 20*time.Second, chans...)
+	b := &redistest.Backend{Client: rdb}
+	publishNotice(t, b, chans[0], "r1")
+	if got := receive(t, n, 1); fmt.Sprint(got[chans[0]]) != "[r1]" {
+		t.Fatalf("notices after the restart = %v", got)
+	}
+}
