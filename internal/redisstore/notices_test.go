@@ -389,3 +389,46 @@ func TestNoticesResubscribeAfterARestart(t *testing.T) {
 		t.Fatalf("notices after the restart = %v", got)
 	}
 }
+
+// On a cluster, the sharded forms of the scripts that supersede and end
+// runs (enqueue.lua's takeover, finish.lua) publish their notices where a
+// sharded subscriber gets them: the superseded owner on the cancel
+// channel, the counts on the finished channel, the watched run's status on
+// its done channel.
+func TestSupersedeAndFinishPublishShardedOnACluster(t *testing.T) {
+	b := redistest.Cluster(t)
+	ctx := context.Background()
+	s := redisstore.NewPartitioned(b.Client, b.Namespace, 1)
+	if _, err := s.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, b: b, s: s, k: s.Keys(), ctx: ctx, now: time.Now()}
+	old := f.params("t", "k", redisstore.StrategyStatus)
+	f.running(old, "c")
+	newer := f.params("t", "k", redisstore.StrategyStatus)
+	newer.Policy = redisstore.PolicySupersede
+	n := subscribeNotices(t, s, f.k.CancelChannel(), f.k.FinishedChannel(), f.k.DoneChannel(newer.RunID))
+	if r := f.enqueue(newer); !r.Accepted || r.Superseded != old.RunID {
+		t.Fatalf("supersede = %+v", r)
+	}
+	got := receive(t, n, 2)
+	if fmt.Sprint(got[f.k.CancelChannel()]) != "["+old.RunID+"|"+newer.RunID+"]" ||
+		fmt.Sprint(got[f.k.FinishedChannel()]) != "[cancelled 1]" {
+		t.Fatalf("notices of the takeover = %v", got)
+	}
+	if st, err := s.WatchRun(ctx, newer.RunID); err != nil || st != "queued" {
+		t.Fatalf("watch = %q, %v", st, err)
+	}
+	ds := f.read("t", "c")
+	if len(ds) != 1 || ds[0].RunID != newer.RunID {
+		t.Fatalf("deliveries = %+v", ds)
+	}
+	st := f.start(ds[0], "c")
+	if r := f.finish(newer.RunID, st.Attempt, redisstore.OutcomeSucceeded, "{}"); !r.Written {
+		t.Fatalf("finish = %+v", r)
+	}
+	got = receive(t, n, 2)
+	if fmt.Sprint(got[f.k.DoneChannel(newer.RunID)]) != "[succeeded]" || fmt.Sprint(got[f.k.FinishedChannel()]) != "[succeeded 1]" {
+		t.Fatalf("notices of the finish = %v", got)
+	}
+}
