@@ -163,11 +163,11 @@ func (w *waiter) subscribe(ctx context.Context, ch string) (*subscription, error
 		err := w.n.Subscribe(sctx, ch)
 		cancel()
 		if err != nil {
+			// The subscription keeps the channel, to be subscribed once
+			// Redis answers, until a later waiter on it is done. Not
+			// here: on a broken connection that would dial again, and
+			// fail this call later than it must.
 			delete(w.subs, ch)
-			// Not to be subscribed later for nobody.
-			uctx, cancel := context.WithTimeout(context.Background(), w.timeout)
-			_ = w.n.Unsubscribe(uctx, ch)
-			cancel()
 			return nil, w.unavailable(sctx, err)
 		}
 	}
