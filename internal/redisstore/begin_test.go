@@ -268,11 +268,7 @@ func TestCancelOfAQueuedRunNotifiesWorkers(t *testing.T) {
 		f := newFixture(t, b)
 		p := f.params("t", "k", redisstore.StrategyStatus)
 		f.enqueue(p)
-		ps := b.Client.Subscribe(f.ctx, f.k.CancelChannel())
-		defer ps.Close()
-		if _, err := ps.Receive(f.ctx); err != nil {
-			t.Fatal(err)
-		}
+		ps := subscribeNotices(t, f.s, f.k.CancelChannel())
 		if r, err := f.s.Cancel(f.ctx, p.RunID, "by test", f.now); err != nil || !r.Written {
 			t.Fatalf("cancel = %+v, %v", r, err)
 		}

@@ -333,10 +333,7 @@ func (s *Store) loadOn(ctx context.Context, node *redis.Client, sc *script) erro
 	if _, ok := s.loaded.Load(loadedKey{node, sc}); ok {
 		return nil
 	}
-	run := sc.Script
-	if sc.plain != nil && s.plain.Load() {
-		run = sc.plain
-	}
+	run := s.variant(sc)
 	err := run.Load(ctx, node).Err()
 	if run != sc.plain && sc.plain != nil && shebangUnsupported(err) {
 		s.plain.Store(true)
@@ -390,10 +387,7 @@ func (s *Store) durableNodes(ctx context.Context, calls []durableCall, pending [
 func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, calls []durableCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
 	pipe := node.Pipeline()
 	cmds := make([]*redis.Cmd, len(idx))
-	run := sc.Script
-	if sc.plain != nil && s.plain.Load() {
-		run = sc.plain
-	}
+	run := s.variant(sc)
 	for j, i := range idx {
 		if source[i] {
 			cmds[j] = run.Eval(ctx, pipe, calls[i].keys, calls[i].args...)

@@ -141,8 +141,9 @@ func (s *Store) ListEventIDs(ctx context.Context, key string, offset, limit int6
 // SubscribeFinished subscribes to the namespace's notices of runs reaching
 // a terminal status, for counting them by status (see ParseFinished): to
 // the finished channel of every partition, channels in all (Redis confirms
-// each). The caller closes the returned PubSub.
-func (s *Store) SubscribeFinished(ctx context.Context) (ps *redis.PubSub, channels int, err error) {
+// each with a NoticeSubscribed). The caller closes the returned Notices,
+// which is nil only when the partitions could not be read.
+func (s *Store) SubscribeFinished(ctx context.Context) (n *Notices, channels int, err error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -151,7 +152,9 @@ func (s *Store) SubscribeFinished(ctx context.Context) (ps *redis.PubSub, channe
 	for i := range names {
 		names[i] = parts.keys[i].FinishedChannel()
 	}
-	return s.rdb.Subscribe(ctx, names...), len(names), nil
+	n = s.Notices()
+	// On an error n still subscribes once Redis answers.
+	return n, len(names), n.Subscribe(ctx, names...)
 }
 
 // ParseFinished reads a notice of the finished channel: how many runs

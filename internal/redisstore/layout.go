@@ -60,6 +60,18 @@ const (
 	keyCancel      = "cancel"   // channel taskq:{ns}:cancel: IDs of runs cancelled while a worker may hold them
 )
 
+// The command a script publishes a notice with, on the channels above:
+// PUBLISH, which reaches every node of a cluster. A store on a Redis
+// Cluster runs every script in a second form, with SPUBLISH (see
+// shardedSource): a sharded notice goes to the shard of the channel's slot
+// only, the one the script runs on, as the channel carries the
+// partition's hash tag.
+//
+//taskq:lua const
+const (
+	cmdPublish = "PUBLISH" // PUBLISH, or SPUBLISH in a script's sharded form
+)
+
 // Keys only Go builds: the scripts that touch them are given them in KEYS.
 const (
 	keyRuns          = "runs"      // zset  taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping

@@ -5,13 +5,18 @@ package redisstore
 // a Store sends, such as the history recorder of the fault tests, use it to
 // tell the scripts apart. A script with a shebang line is there twice: as
 // ScriptSource gives it, and without its first line, as the store sends it
-// to a server that cannot compile a shebang. Each call returns a fresh map.
+// to a server that cannot compile a shebang; a script that publishes
+// notices is there once more, in the sharded form a store on a cluster
+// sends. Each call returns a fresh map.
 func ScriptNames() map[string]string {
-	m := make(map[string]string, 2*len(allScripts))
+	m := make(map[string]string, 3*len(allScripts))
 	for _, sc := range allScripts {
 		m[sc.Hash()] = sc.name
 		if sc.plain != nil {
 			m[sc.plain.Hash()] = sc.name
+		}
+		if sc.sharded != nil {
+			m[sc.sharded.Hash()] = sc.name
 		}
 	}
 	return m

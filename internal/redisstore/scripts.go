@@ -36,6 +36,10 @@ type script struct {
 	// cannot compile one (Redis before 7.0, miniredis); nil for a script
 	// that has none.
 	plain *redis.Script
+	// sharded is the script as a store on a Redis Cluster runs it, its
+	// notices sent with SPUBLISH (see shardedSource); nil for a script
+	// that publishes nothing.
+	sharded *redis.Script
 }
 
 // allScripts lists every script the store runs.
@@ -55,7 +59,33 @@ func loadScript(name string, modules ...string) *script {
 	if plain != "" {
 		sc.plain = redis.NewScript(plain)
 	}
+	if sharded := shardedSource(src); sharded != src {
+		sc.sharded = redis.NewScript(sharded)
+	}
 	return sc
+}
+
+// shardedSource returns src, an assembled script, with its notices sent
+// with SPUBLISH rather than PUBLISH. The layout's CMD_PUBLISH is folded
+// into every use as the literal 'PUBLISH' (see foldLayout), so the form for
+// one node costs what a script written with PUBLISH would, and this one is
+// the same source with that literal changed: one script file, two forms,
+// no flag for Redis to test on every call. Only a cluster with Redis 7.0
+// or later (which the sharded form needs) runs it.
+func shardedSource(src string) string {
+	return strings.ReplaceAll(src, "redis.call('"+cmdPublish+"', ", "redis.call('S"+cmdPublish+"', ")
+}
+
+// variant returns the form of sc the store sends: sharded on a cluster,
+// without its shebang once the server turned out unable to compile one.
+func (s *Store) variant(sc *script) *redis.Script {
+	switch {
+	case s.sharded && sc.sharded != nil:
+		return sc.sharded
+	case sc.plain != nil && s.plain.Load():
+		return sc.plain
+	}
+	return sc.Script
 }
 
 // assembleScript returns the source of script name as Redis runs it: the

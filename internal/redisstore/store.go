@@ -25,6 +25,9 @@ type Store struct {
 	// plain is set once the server turned out unable to compile a
 	// script's shebang line: scripts are sent without it from then on.
 	plain atomic.Bool
+	// sharded is set on a Redis Cluster: scripts publish their notices
+	// with SPUBLISH and subscribers use SSUBSCRIBE (see Notices).
+	sharded bool
 	// fanoutHooks are set by tests only (SetFanoutHooks).
 	fanoutHooks atomic.Pointer[FanoutHooks]
 	// version is the server's, once read (see ServerVersion).
@@ -43,7 +46,8 @@ type Store struct {
 // New returns a Store for namespace ns on rdb, which adopts the
 // namespace's partition count (see NewPartitioned).
 func New(rdb redis.UniversalClient, ns string) *Store {
-	return &Store{rdb: rdb, keys: NewKeys(ns), addr: Addr(rdb), resolving: make(chan struct{}, 1)}
+	_, sharded := rdb.(*redis.ClusterClient)
+	return &Store{rdb: rdb, keys: NewKeys(ns), addr: Addr(rdb), sharded: sharded, resolving: make(chan struct{}, 1)}
 }
 
 // Addr names the server (or, for a cluster, the seed servers) rdb talks
@@ -144,10 +148,7 @@ func asString(v any) string {
 // script whose shebang the server cannot compile is sent without it, then
 // and from then on: it runs as it would there without the flags.
 func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
-	run := sc.Script
-	if sc.plain != nil && s.plain.Load() {
-		run = sc.plain
-	}
+	run := s.variant(sc)
 	v, err := run.Run(ctx, s.rdb, keys, args...).Result()
 	if run != sc.plain && sc.plain != nil && shebangUnsupported(err) {
 		s.plain.Store(true)
@@ -260,10 +261,7 @@ func (s *Store) runScripts(ctx context.Context, sc *script, calls []scriptCall) 
 	if len(calls) == 0 {
 		return
 	}
-	run := sc.Script
-	if sc.plain != nil && s.plain.Load() {
-		run = sc.plain
-	}
+	run := s.variant(sc)
 	cmds := make([]*redis.Cmd, len(calls))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {

@@ -376,13 +376,7 @@ func TestCancelReleasesAndPublishes(t *testing.T) {
 		p := f.params("t", "k", redisstore.StrategyStatus)
 		f.running(p, "c")
 		chans := []string{f.k.CancelChannel(), f.k.DoneChannel(p.RunID), f.k.FinishedChannel()}
-		ps := b.Client.Subscribe(f.ctx, chans...)
-		defer ps.Close()
-		for range chans { // confirmations
-			if _, err := ps.Receive(f.ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ps := subscribeNotices(t, f.s, chans...)
 		if st, err := f.s.WatchRun(f.ctx, p.RunID); err != nil || st != "running" {
 			t.Fatalf("watch = %q, %v", st, err)
 		}
@@ -587,13 +581,7 @@ func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 			t.Fatalf("watch = %q, %v", st, err)
 		}
 		chans := []string{f.k.DoneChannel(watched.RunID), f.k.DoneChannel(unwatched.RunID), f.k.FinishedChannel()}
-		ps := b.Client.Subscribe(f.ctx, chans...)
-		defer ps.Close()
-		for range chans {
-			if _, err := ps.Receive(f.ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ps := subscribeNotices(t, f.s, chans...)
 		var batch []*redisstore.FinishParams
 		for _, d := range f.read("t", "w1") {
 			o := redisstore.OutcomeSucceeded
@@ -609,7 +597,7 @@ func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 		}
 		// Messages on one connection arrive in order: a notice for the
 		// unwatched run would come before this one.
-		b.Client.Publish(f.ctx, f.k.DoneChannel(unwatched.RunID), "sentinel")
+		publishNotice(t, b, f.k.DoneChannel(unwatched.RunID), "sentinel")
 		got := receive(t, ps, len(chans))
 		if fmt.Sprint(got[f.k.DoneChannel(watched.RunID)]) != "[succeeded]" ||
 			fmt.Sprint(got[f.k.DoneChannel(unwatched.RunID)]) != "[sentinel]" ||
@@ -630,20 +618,4 @@ func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 			t.Errorf("watch of a missing run: %v, want ErrRunNotFound", err)
 		}
 	})
-}
-
-// receive returns the next n messages of ps, by channel.
-func receive(t *testing.T, ps *redis.PubSub, n int) map[string][]string {
-	t.Helper()
-	got := map[string][]string{}
-	for range n {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		m, err := ps.ReceiveMessage(ctx)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[m.Channel] = append(got[m.Channel], m.Payload)
-	}
-	return got
 }

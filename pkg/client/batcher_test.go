@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -35,11 +37,14 @@ type enqueueCounter struct {
 
 func newEnqueueCounter() *enqueueCounter {
 	c := &enqueueCounter{hold: make(chan struct{})}
-	for sha, name := range redisstore.ScriptNames() {
-		if name == "enqueue" {
-			c.sha = sha
-		}
+	// The form a store on one Redis sends (ScriptNames also holds the
+	// cluster's, with SPUBLISH).
+	src, err := redisstore.ScriptSource("enqueue")
+	if err != nil {
+		panic(err)
 	}
+	sum := sha1.Sum([]byte(src))
+	c.sha = hex.EncodeToString(sum[:])
 	return c
 }
 

@@ -268,7 +268,7 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard, metrics: metrics}
-	c.waiter = newWaiter(rdb, c)
+	c.waiter = newWaiter(c)
 	return c, nil
 }
 

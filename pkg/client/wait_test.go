@@ -3,11 +3,13 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -39,5 +41,84 @@ func TestWaitReportsRedisUnavailable(t *testing.T) {
 	var ue *client.UnavailableError
 	if !errors.As(err, &ue) || !errors.Is(err, client.ErrUnavailable) {
 		t.Fatalf("waiting with Redis gone: %v; want an *UnavailableError", err)
+	}
+}
+
+// A waiter blocked while Redis is down for a while (longer than go-redis
+// retries a call) and restarts does not fail: once its subscription is
+// made again it reads the run's status, and it gets the result of the run
+// finished after the restart. Before, the broken connection woke it at
+// once to read the status of a Redis not back yet, and the wait failed.
+func TestWaitSurvivesARedisRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ns := redistest.Namespace(t)
+	c, err := client.New(client.Options{Redis: rdb, Namespace: ns, OperationTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tk := task.Must[orderInput, orderResult]("wait-restart", task.Options{})
+	ctx := context.Background()
+	ref, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		got, err := ref.Result(wctx)
+		if err == nil && got.Charged != "yes" {
+			err = fmt.Errorf("result %+v", got)
+		}
+		results <- err
+	}()
+	st := redisstore.New(rdb, ns)
+	done := st.Keys().DoneChannel(ref.ID())
+	waitFor(t, "the waiter's subscription", func() bool { return rdb.PubSubNumSub(ctx, done).Val()[done] == 1 })
+	srv.Kill()
+	time.Sleep(2 * time.Second) // down for longer than a call's retries
+	srv.Start()
+	waitFor(t, "the waiter to subscribe again", func() bool { return rdb.PubSubNumSub(ctx, done).Val()[done] == 1 })
+
+	// The run is started and finished, as a worker would.
+	if err := st.EnsureGroup(ctx, tk.Name()); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := st.ReadGroup(ctx, 0, "w", []string{tk.Name()}, 1, 0)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("read: %v, %v", ds, err)
+	}
+	now := time.Now()
+	started, err := st.Start(ctx, &redisstore.StartParams{RunID: ds[0].RunID, Task: ds[0].Task, EntryID: ds[0].EntryID, Consumer: "w", Now: now})
+	if err != nil || !started.Started {
+		t.Fatalf("start: %+v, %v", started, err)
+	}
+	if r, err := st.Finish(ctx, &redisstore.FinishParams{RunID: ds[0].RunID, Attempt: started.Attempt, Outcome: redisstore.OutcomeSucceeded,
+		Payload: []byte(`{"charged":"yes"}`), Now: now, RetryAt: now}); err != nil || !r.Written {
+		t.Fatalf("finish: %+v, %v", r, err)
+	}
+	select {
+	case err := <-results:
+		if err != nil {
+			t.Fatalf("waiter across the restart: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter did not return within 20s of the run's end")
+	}
+}
+
+// waitFor waits up to 20 s until cond holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

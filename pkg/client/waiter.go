@@ -8,21 +8,29 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
 // recheckInterval is a safety net only: waiters are woken by the run's
-// completion notice; this catches a notice lost while the subscription
-// connection was being re-established.
+// completion notice; this catches a notice lost some other way.
 const recheckInterval = 5 * time.Second
 
-// waiter shares one Pub/Sub connection among every goroutine of a Client
-// that waits for a run, subscribing to each run's completion channel while
-// somebody waits on it.
+// resubscribeWithin bounds how long a waiter whose subscription broke
+// waits for it to be made again before it checks the run's status anyway:
+// a notice published meanwhile may be lost, so the waiter checks once
+// Redis confirms the subscription again, which on a Redis Cluster is once
+// the master of the run's partition answers again (after a failover, its
+// replica promoted; Redis Cluster's node timeout is 15 s by default).
+// Checking sooner would ask a master that is gone, and fail the wait.
+const resubscribeWithin = 30 * time.Second
+
+// waiter shares one subscription (redisstore.Notices: one Pub/Sub
+// connection, one per master on a cluster) among every goroutine of a
+// Client that waits for a run, subscribing to each run's completion
+// channel while somebody waits on it.
 type waiter struct {
-	rdb redis.UniversalClient
+	// open makes the subscription, when a first waiter needs it.
+	open func() *redisstore.Notices
 	// channel names a run's completion channel, in its partition.
 	channel func(ctx context.Context, runID string) (string, error)
 	log     *slog.Logger
@@ -34,10 +42,9 @@ type waiter struct {
 	unavailable func(ctx context.Context, err error) error
 
 	mu     sync.Mutex
-	ps     *redis.PubSub
+	n      *redisstore.Notices
 	subs   map[string]*subscription
 	closed bool
-	stop   chan struct{}
 	done   chan struct{}
 }
 
@@ -47,14 +54,17 @@ type subscription struct {
 	notified  chan struct{} // closed when the completion notice arrived
 	readyOnce sync.Once
 	doneOnce  sync.Once
+	// broke is when the connection carrying the subscription broke, zero
+	// while it holds (guarded by waiter.mu).
+	broke time.Time
 }
 
 // newWaiter returns a waiter of client c; c.watch asks for a run's
 // completion notice (the store's WatchRun), which is published only for
 // runs watched, and returns the run's status.
-func newWaiter(rdb redis.UniversalClient, c *Client) *waiter {
+func newWaiter(c *Client) *waiter {
 	return &waiter{
-		rdb: rdb, channel: c.doneChannel, log: c.opts.Logger, timeout: c.opts.OperationTimeout,
+		open: c.store.Notices, channel: c.doneChannel, log: c.opts.Logger, timeout: c.opts.OperationTimeout,
 		watch: c.watch, unavailable: c.unavailable, subs: map[string]*subscription{},
 	}
 }
@@ -111,13 +121,27 @@ func (w *waiter) waitOnce(ctx context.Context, ch string, first, check func(cont
 		return ok, err
 	}
 	timer.Reset(recheckInterval)
-	select {
-	case <-s.notified:
-	case <-timer.C:
-	case <-ctx.Done():
-		return false, ctx.Err()
+	for {
+		select {
+		case <-s.notified:
+		case <-timer.C:
+			if w.resubscribing(s) {
+				timer.Reset(recheckInterval)
+				continue
+			}
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		return check(ctx)
 	}
-	return check(ctx)
+}
+
+// resubscribing reports whether s's connection broke and is being made
+// again, for less than resubscribeWithin.
+func (w *waiter) resubscribing(s *subscription) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !s.broke.IsZero() && time.Since(s.broke) < resubscribeWithin
 }
 
 func (w *waiter) subscribe(ctx context.Context, ch string) (*subscription, error) {
@@ -126,21 +150,23 @@ func (w *waiter) subscribe(ctx context.Context, ch string) (*subscription, error
 	if w.closed {
 		return nil, errors.New("client: closed")
 	}
-	if w.ps == nil {
-		// Not the caller's ctx: the connection outlives this waiter.
-		w.ps = w.rdb.Subscribe(context.Background())
-		w.stop = make(chan struct{})
+	if w.n == nil {
+		w.n = w.open()
 		w.done = make(chan struct{})
-		go w.receive(w.ps, w.stop, w.done)
+		go w.receive(w.n, w.done)
 	}
 	s := w.subs[ch]
 	if s == nil {
 		s = &subscription{ready: make(chan struct{}), notified: make(chan struct{})}
 		w.subs[ch] = s
 		sctx, cancel := boundCtx(ctx, w.timeout)
-		err := w.ps.Subscribe(sctx, ch)
+		err := w.n.Subscribe(sctx, ch)
 		cancel()
 		if err != nil {
+			// The subscription keeps the channel, to be subscribed once
+			// Redis answers, until a later waiter on it is done. Not
+			// here: on a broken connection that would dial again, and
+			// fail this call later than it must.
 			delete(w.subs, ch)
 			return nil, w.unavailable(sctx, err)
 		}
@@ -158,42 +184,55 @@ func (w *waiter) unsubscribe(ch string, s *subscription) {
 		return // still in use, or a newer subscription took the channel over
 	}
 	delete(w.subs, ch)
-	if w.ps != nil && !w.closed {
+	if w.n != nil && !w.closed {
 		ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 		defer cancel()
-		_ = w.ps.Unsubscribe(ctx, ch)
+		_ = w.n.Unsubscribe(ctx, ch)
 	}
 }
 
-func (w *waiter) receive(ps *redis.PubSub, stop, done chan struct{}) {
+// receive hands the notices of n to the waiters until n closes. A channel
+// whose connection broke is marked so; once Redis confirms it again, its
+// waiters check the run, since its notice may have been lost meanwhile.
+func (w *waiter) receive(n *redisstore.Notices, done chan struct{}) {
 	defer close(done)
-	for {
-		msg, err := ps.Receive(context.Background())
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		if err != nil {
-			// The connection broke; go-redis resubscribes on the next
-			// Receive. Wake every waiter to re-check, since a notice may
-			// have been lost meanwhile.
-			w.log.Debug("taskq: result subscription interrupted", "err", err)
-			w.wakeAll()
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				if s := w.lookup(m.Channel); s != nil {
-					s.readyOnce.Do(func() { close(s.ready) })
-				}
-			}
-		case *redis.Message:
-			if s := w.lookup(m.Channel); s != nil {
+	for nt := range n.C() {
+		switch nt.Kind {
+		case redisstore.NoticeSubscribed:
+			w.subscribed(nt.Channel)
+		case redisstore.NoticeMessage:
+			if s := w.lookup(nt.Channel); s != nil {
 				s.doneOnce.Do(func() { close(s.notified) })
 			}
+		case redisstore.NoticeInterrupted:
+			w.log.Debug("taskq: result subscription interrupted", "channels", len(nt.Channels))
+			w.broken(nt.Channels)
+		}
+	}
+}
+
+func (w *waiter) subscribed(ch string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.subs[ch]
+	if s == nil {
+		return
+	}
+	s.readyOnce.Do(func() { close(s.ready) })
+	if !s.broke.IsZero() {
+		s.doneOnce.Do(func() { close(s.notified) })
+		// Later waiters start a fresh subscription on this channel.
+		delete(w.subs, ch)
+	}
+}
+
+func (w *waiter) broken(chs []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	for _, ch := range chs {
+		if s := w.subs[ch]; s != nil && s.broke.IsZero() {
+			s.broke = now
 		}
 	}
 }
@@ -204,29 +243,17 @@ func (w *waiter) lookup(ch string) *subscription {
 	return w.subs[ch]
 }
 
-func (w *waiter) wakeAll() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for ch, s := range w.subs {
-		s.readyOnce.Do(func() { close(s.ready) })
-		s.doneOnce.Do(func() { close(s.notified) })
-		// Later waiters start a fresh subscription on this channel.
-		delete(w.subs, ch)
-	}
-}
-
 func (w *waiter) close() error {
 	w.mu.Lock()
-	if w.closed || w.ps == nil {
+	if w.closed || w.n == nil {
 		w.closed = true
 		w.mu.Unlock()
 		return nil
 	}
 	w.closed = true
-	close(w.stop)
-	ps, done := w.ps, w.done
+	n, done := w.n, w.done
 	w.mu.Unlock()
-	err := ps.Close()
+	err := n.Close()
 	<-done
 	return err
 }

@@ -7,21 +7,24 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/task"
 )
 
-// subscriber opens a Pub/Sub connection (a redis.UniversalClient does).
+// subscriber makes a subscription to notices (a *redisstore.Store does:
+// SUBSCRIBE on one Redis, SSUBSCRIBE on the master of each channel's slot
+// on a cluster).
 type subscriber interface {
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+	Notices() *redisstore.Notices
 }
 
 // canceller cancels the context of a running handler as soon as its run is
 // cancelled or superseded, from the namespace's cancel notices (one channel
-// per partition, all on one subscription). A notice missed while the
-// connection is re-established is caught by the next heartbeat, which
-// reports the run as ended (see heartbeater).
+// per partition, all on one subscription; on a cluster, one connection per
+// master). The subscription is made again by itself after its connection
+// breaks or, on a cluster, its master fails over; a notice missed
+// meanwhile is caught by the next heartbeat, which reports the run as
+// ended (see heartbeater).
 type canceller struct {
 	startStop
 	sub       subscriber
@@ -38,23 +41,23 @@ func (c *canceller) Start(ctx context.Context) error {
 	if err := c.canStart(); err != nil {
 		return err
 	}
-	ps, err := c.subscribe(ctx)
+	n, err := c.subscribe(ctx)
 	if err != nil {
 		return fmt.Errorf("worker: subscribe to cancel notices: %w", err)
 	}
-	if err := c.begin(func(quit <-chan struct{}) { c.listen(quit, ps) }); err != nil {
-		_ = ps.Close()
+	if err := c.begin(func(quit <-chan struct{}) { c.listen(quit, n) }); err != nil {
+		_ = n.Close()
 		return err
 	}
 	return nil
 }
 
-func (c *canceller) subscribe(ctx context.Context) (*redis.PubSub, error) {
+func (c *canceller) subscribe(ctx context.Context) (*redisstore.Notices, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opTimeout)
 	defer cancel()
-	ps := c.sub.Subscribe(ctx)
-	if err := ps.Subscribe(ctx, c.channels...); err != nil {
-		_ = ps.Close()
+	n := c.sub.Notices()
+	if err := n.Subscribe(ctx, c.channels...); err != nil {
+		_ = n.Close()
 		return nil, err
 	}
 	waiting := make(map[string]bool, len(c.channels))
@@ -62,52 +65,33 @@ func (c *canceller) subscribe(ctx context.Context) (*redis.PubSub, error) {
 		waiting[ch] = true
 	}
 	for len(waiting) > 0 {
-		// The timeout bounds the read on a Redis client that does not
-		// heed the context's deadline (see Options.Redis).
-		m, err := ps.ReceiveTimeout(ctx, c.opTimeout)
-		if err == nil && ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			_ = ps.Close()
-			return nil, fmt.Errorf("worker: confirm the subscription to %s: %w", strings.Join(c.channels, ", "), err)
-		}
-		if s, ok := m.(*redis.Subscription); ok && s.Kind == "subscribe" {
-			delete(waiting, s.Channel)
+		select {
+		case nt := <-n.C():
+			if nt.Kind == redisstore.NoticeSubscribed {
+				delete(waiting, nt.Channel)
+			}
+		case <-ctx.Done():
+			_ = n.Close()
+			return nil, fmt.Errorf("worker: confirm the subscription to %s: %w", strings.Join(c.channels, ", "), ctx.Err())
 		}
 	}
-	return ps, nil
+	return n, nil
 }
 
-// listen reads the notices ps receives until quit closes, then closes ps.
-func (c *canceller) listen(quit <-chan struct{}, ps *redis.PubSub) {
-	defer ps.Close()
-	msgs := make(chan *redis.Message)
-	go func() {
-		for {
-			m, err := ps.ReceiveMessage(context.Background())
-			if err != nil {
-				select {
-				case <-quit:
-					return
-				default:
-				}
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			select {
-			case msgs <- m:
-			case <-quit:
-				return
-			}
-		}
-	}()
+// listen reads the notices n receives until quit closes, then closes n.
+func (c *canceller) listen(quit <-chan struct{}, n *redisstore.Notices) {
+	defer n.Close()
 	for {
 		select {
 		case <-quit:
 			return
-		case m := <-msgs:
-			c.notice(m.Payload)
+		case nt := <-n.C():
+			switch nt.Kind {
+			case redisstore.NoticeMessage:
+				c.notice(nt.Payload)
+			case redisstore.NoticeInterrupted:
+				c.log.Debug("taskq: cancel subscription interrupted; subscribing again", "channels", len(nt.Channels))
+			}
 		}
 	}
 }

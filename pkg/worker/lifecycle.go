@@ -78,7 +78,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 			},
 		},
 		canceller: &canceller{
-			sub: st.Redis(), channels: cancels, active: active,
+			sub: st, channels: cancels, active: active,
 			opTimeout: o.OperationTimeout, log: w.log,
 		},
 		processor: p.setUp(),

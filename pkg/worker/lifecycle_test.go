@@ -29,7 +29,7 @@ func TestLifecycleStartFailureStopsWhatStarted(t *testing.T) {
 	b := redistest.Mini(t)
 	b.Mini.Close()
 	st := &fakeStore{}
-	l := testLifecycle(t, st, b.Client)
+	l := testLifecycle(t, st, redisstore.New(b.Client, b.Namespace))
 	l.canceller.opTimeout = 200 * time.Millisecond
 	if err := l.start(context.Background()); err == nil {
 		t.Fatal("start succeeded with Redis gone")
@@ -54,7 +54,7 @@ func TestLifecycleStartFailureStopsWhatStarted(t *testing.T) {
 func TestLifecycleStoppedBeforeStart(t *testing.T) {
 	t.Parallel()
 	b := redistest.Mini(t)
-	l := testLifecycle(t, &fakeStore{}, b.Client)
+	l := testLifecycle(t, &fakeStore{}, redisstore.New(b.Client, b.Namespace))
 	within(t, "stop", func() { l.stop(context.Background(), time.Second) })
 	if err := l.start(context.Background()); err == nil || err.Error() != "worker: shut down before it started" {
 		t.Fatalf("start after stop = %v", err)
@@ -76,7 +76,7 @@ func TestLifecycleStopDrainsBeforeHeartbeatsStop(t *testing.T) {
 		}
 		return out, nil
 	}}
-	l := testLifecycle(t, st, b.Client)
+	l := testLifecycle(t, st, redisstore.New(b.Client, b.Namespace))
 	release := make(chan struct{})
 	running := make(chan struct{})
 	l.processor.tasks["t"].handler = func(Context, []byte) ([]byte, error) {

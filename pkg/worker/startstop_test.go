@@ -75,7 +75,7 @@ func TestEveryComponentSharesTheStartStopShape(t *testing.T) {
 	ctx := context.Background()
 	t.Run("stop before start", func(t *testing.T) {
 		st := &fakeStore{}
-		for _, tc := range testComponents(t, st, b.Client) {
+		for _, tc := range testComponents(t, st, redisstore.New(b.Client, b.Namespace)) {
 			within(t, tc.name+" Stop before Start", func() { tc.c.Stop(); tc.c.Stop() })
 			if err := tc.c.Start(ctx); !errors.Is(err, errStopped) {
 				t.Errorf("%s: Start after Stop = %v, want errStopped", tc.name, err)
@@ -87,7 +87,7 @@ func TestEveryComponentSharesTheStartStopShape(t *testing.T) {
 	})
 	t.Run("start twice, stop twice", func(t *testing.T) {
 		st := &fakeStore{}
-		cs := testComponents(t, st, b.Client)
+		cs := testComponents(t, st, redisstore.New(b.Client, b.Namespace))
 		for _, tc := range cs {
 			if err := tc.c.Start(ctx); err != nil {
 				t.Fatalf("%s: Start: %v", tc.name, err)

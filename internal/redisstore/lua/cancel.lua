@@ -29,5 +29,5 @@ end
 taskq_terminate(prefix, ARGV[ARG_GROUP], run_key, run_id, 'cancelled', ARGV[ARG_NOW], RUN_ERROR, ARGV[ARG_REASON])
 -- A queued run may be running too, in a handler whose attempt finish.lua
 -- would begin (see there): workers are told either way.
-redis.call('PUBLISH', taskq_key_cancel(prefix), run_id)
+redis.call(CMD_PUBLISH, taskq_key_cancel(prefix), run_id)
 return {1, 'cancelled'}

@@ -53,6 +53,14 @@ local function taskq_key_cancel(prefix)
   return prefix .. 'cancel'
 end
 
+-- The command a script publishes a notice with, on the channels above:
+-- PUBLISH, which reaches every node of a cluster. A store on a Redis
+-- Cluster runs every script in a second form, with SPUBLISH (see
+-- shardedSource): a sharded notice goes to the shard of the channel's slot
+-- only, the one the script runs on, as the channel carries the
+-- partition's hash tag.
+local CMD_PUBLISH = 'PUBLISH' -- PUBLISH, or SPUBLISH in a script's sharded form
+
 -- Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
 -- unix ms, durations ms.
 local RUN_TASK = 'task' -- task name

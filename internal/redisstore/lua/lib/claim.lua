@@ -52,7 +52,7 @@ local function taskq_supersede(r)
     taskq_terminate(r.prefix, r.group, old_key, old, 'cancelled', r.now, RUN_ERROR, 'superseded by run ' .. r.run_id)
     -- A queued owner may be running too, in a handler whose attempt
     -- finish.lua would begin (see there): workers are told either way.
-    redis.call('PUBLISH', taskq_key_cancel(r.prefix), old .. '|' .. r.run_id)
+    redis.call(CMD_PUBLISH, taskq_key_cancel(r.prefix), old .. '|' .. r.run_id)
     local sigs = redis.call('XRANGE', taskq_key_signals(r.prefix, old), '-', '+')
     local to = taskq_key_signals(r.prefix, r.run_id)
     for _, e in ipairs(sigs) do

@@ -45,7 +45,7 @@ local function taskq_batch_done(prefix, b)
   end
   if #msg > 0 then
     table.sort(msg)
-    redis.call('PUBLISH', taskq_key_finished(prefix), table.concat(msg, ' '))
+    redis.call(CMD_PUBLISH, taskq_key_finished(prefix), table.concat(msg, ' '))
   end
 end
 
@@ -101,7 +101,7 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, str
     end
   end
   if taskq_has(x, 'w') then
-    redis.call('PUBLISH', taskq_key_done(prefix, run_id), status)
+    redis.call(CMD_PUBLISH, taskq_key_done(prefix, run_id), status)
   end
 end
 
