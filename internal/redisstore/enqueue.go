@@ -10,7 +10,7 @@ import (
 )
 
 // enqueueScript triggers runs: lua/enqueue.lua.
-var enqueueScript = loadScript("enqueue", "errors", "record", "stream", "ending", "signals", "claim")
+var enqueueScript = loadScript("enqueue", "errors", "record", "stream", "ending", "signals", "claim", "suppressed")
 
 // Policy is the trigger's conflict policy (defined once, in package task),
 // as enqueue.lua reads it.
@@ -60,6 +60,9 @@ type EnqueueParams struct {
 	SignalID string
 	// MaxSignals bounds the owner's signals (default MaxSignalsDefault).
 	MaxSignals int
+	// Source says where the trigger came from, recorded when it creates
+	// no run ("" is SourceClient; see suppressed.go).
+	Source string
 	// Durability, when enabled, makes the trigger wait until replicas hold
 	// its write (see durable.go); its result's Ack says how far it got.
 	Durability Durability
@@ -131,16 +134,19 @@ func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]stri
 		enqueueItemArgPolicy:         string(policy),
 		enqueueItemArgSignalID:       p.SignalID,
 		enqueueItemArgMaxSignals:     maxSignals,
+		enqueueItemArgOrigin:         suppressedOriginOf(p.Input, p.Source),
 	}
 	return append(keys, k[:]...), append(args, a[:]...)
 }
 
 // enqueueHeader is the KEYS and ARGV every call of enqueue.lua in the
-// partition of ks starts with, with room for n triggers.
-func enqueueHeader(ks Keys, n int) ([]string, []any) {
+// partition of ks starts with, with room for n triggers; suppressedCap is
+// the partition's (Store.suppressedCap).
+func enqueueHeader(ks Keys, n int, suppressedCap string) ([]string, []any) {
 	a := [1 + enqueueArgCount]any{
-		enqueueArgPrefix: ks.Prefix(),
-		enqueueArgGroup:  GroupName,
+		enqueueArgPrefix:        ks.Prefix(),
+		enqueueArgGroup:         GroupName,
+		enqueueArgSuppressedCap: suppressedCap,
 	}
 	keys := make([]string, enqueueKeyCount, enqueueKeyCount+enqueueItemKeyCount*n)
 	return keys, append(make([]any, 0, enqueueArgCount+enqueueItemArgCount*n), a[1:]...)
@@ -225,10 +231,11 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 		return results, errs
 	}
 	errs := make([]error, len(ps))
+	capPer := s.suppressedCap(parts.Count())
 	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return parts.place(ps[i]), nil }, errs)
 	build := func(items []int) ([]string, []any) {
 		ks := parts.Keys(parts.place(ps[items[0]]))
-		keys, args := enqueueHeader(ks, len(items))
+		keys, args := enqueueHeader(ks, len(items), capPer)
 		for _, i := range items {
 			keys, args = appendEnqueue(ks, keys, args, ps[i])
 		}
@@ -303,6 +310,6 @@ func (s *Store) EnqueueCall(p *EnqueueParams) (keys []string, args []any) {
 		parts = NewPartitions(s.keys.ns, 1)
 	}
 	ks := parts.Keys(parts.place(p))
-	keys, args = enqueueHeader(ks, 1)
+	keys, args = enqueueHeader(ks, 1, s.suppressedCap(parts.Count()))
 	return appendEnqueue(ks, keys, args, p)
 }

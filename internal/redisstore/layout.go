@@ -60,6 +60,14 @@ const (
 	keyCancel      = "cancel"   // channel taskq:{ns}:cancel: IDs of runs cancelled while a worker may hold them
 )
 
+// The partition's suppressed-trigger stream, capped and trimmed by age
+// (see suppressed.go).
+//
+//taskq:lua keys
+const (
+	keySuppressed = "suppressed" // stream taskq:{ns}:suppressed: triggers that created no run because their key was held (fields suppressed*)
+)
+
 // Keys only Go builds: the scripts that touch them are given them in KEYS.
 const (
 	keyRuns          = "runs"      // zset  taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping
@@ -167,6 +175,23 @@ const (
 	eventFanout  = "fanout"  // the pending fan-out (JSON, see fanout.go), until the outcomes are in runs
 )
 
+// Fields of an entry of the suppressed-trigger stream (keySuppressed): a
+// trigger that created no run because another run held its key. The
+// entry's ID gives its time.
+//
+//taskq:lua const
+const (
+	suppressedKey     = "key"     // idempotency key
+	suppressedOwner   = "owner"   // the run holding the key
+	suppressedTask    = "task"    // the trigger's task
+	suppressedOrigin  = "origin"  // "<input digest> <source>" (see suppressedOriginOf)
+	suppressedOutcome = "outcome" // rejected | attached | signalled | debounced | deduplicated
+)
+
+// The source an event's suppressed trigger records in its origin:
+// "event:<event id>".
+const sourceEventPrefix = "event:"
+
 // MaxLingeringEntries bounds the acknowledged entries a task stream keeps
 // behind an older delivery still pending (a long-running handler): past
 // it, finishing runs deletes their entries at once instead of leaving them
@@ -179,10 +204,11 @@ const MaxLingeringEntries = 10000
 //
 //taskq:lua script enqueue
 const (
-	enqueueKeyCount  = 0 // KEYS before the first trigger's: none
-	enqueueArgPrefix = 1 // key prefix taskq:{ns}:
-	enqueueArgGroup  = 2 // consumer group
-	enqueueArgCount  = 2 // ARGV before the first trigger's
+	enqueueKeyCount         = 0 // KEYS before the first trigger's: none
+	enqueueArgPrefix        = 1 // key prefix taskq:{ns}:
+	enqueueArgGroup         = 2 // consumer group
+	enqueueArgSuppressedCap = 3 // most entries of the partition's suppressed-trigger stream (0: none recorded)
+	enqueueArgCount         = 3 // ARGV before the first trigger's
 )
 
 // enqueue.lua: KEYS of one trigger.
@@ -216,6 +242,7 @@ const (
 	enqueueItemArgPolicy                // conflict policy
 	enqueueItemArgSignalID              // signal ID (policy signal)
 	enqueueItemArgMaxSignals            // most signals a run may hold
+	enqueueItemArgOrigin                // "<input digest> <source>", recorded when the trigger creates no run
 	enqueueItemArgCount
 )
 
@@ -442,15 +469,17 @@ const (
 	pushEventKeyEventKeyIndex = 3 // events-by-key index
 	pushEventKeyRuns          = 4 // runs index
 	pushEventKeyCount         = 4
-	pushEventArgEventID       = 1 // event ID
-	pushEventArgEventKey      = 2 // event key
-	pushEventArgPayload       = 3 // payload (JSON object), every run's input
-	pushEventArgMeta          = 4 // metadata (JSON object), every run's
-	pushEventArgNow           = 5 // now (unix ms)
-	pushEventArgRetention     = 6 // event retention ms
-	pushEventArgPrefix        = 7 // key prefix taskq:{ns}:
-	pushEventArgTaskCount     = 8 // how many subscribed tasks follow
-	pushEventArgCount         = 8 // ARGV before the first task's
+	pushEventArgEventID       = 1  // event ID
+	pushEventArgEventKey      = 2  // event key
+	pushEventArgPayload       = 3  // payload (JSON object), every run's input
+	pushEventArgMeta          = 4  // metadata (JSON object), every run's
+	pushEventArgNow           = 5  // now (unix ms)
+	pushEventArgRetention     = 6  // event retention ms
+	pushEventArgPrefix        = 7  // key prefix taskq:{ns}:
+	pushEventArgTaskCount     = 8  // how many subscribed tasks follow
+	pushEventArgOrigin        = 9  // "<payload digest> event:<event id>", recorded for a task deduplicated
+	pushEventArgSuppressedCap = 10 // most entries of the suppressed-trigger stream (0: none recorded)
+	pushEventArgCount         = 10 // ARGV before the first task's
 )
 
 // push_event.lua: ARGV of one subscribed task.
@@ -496,13 +525,15 @@ const (
 //
 //taskq:lua script trigger_event
 const (
-	triggerEventKeyCount     = 0 // KEYS before the first task's: none
-	triggerEventArgPrefix    = 1 // key prefix of the tasks' runs
-	triggerEventArgPayload   = 2 // payload (JSON object), every run's input
-	triggerEventArgMeta      = 3 // metadata (JSON object), every run's
-	triggerEventArgNow       = 4 // the event's time (unix ms), every run's creation time
-	triggerEventArgRetention = 5 // event retention ms, the markers'
-	triggerEventArgCount     = 5 // ARGV before the first task's
+	triggerEventKeyCount         = 0 // KEYS before the first task's: none
+	triggerEventArgPrefix        = 1 // key prefix of the tasks' runs
+	triggerEventArgPayload       = 2 // payload (JSON object), every run's input
+	triggerEventArgMeta          = 3 // metadata (JSON object), every run's
+	triggerEventArgNow           = 4 // the event's time (unix ms), every run's creation time
+	triggerEventArgRetention     = 5 // event retention ms, the markers'
+	triggerEventArgOrigin        = 6 // "<payload digest> event:<event id>", recorded for a task deduplicated
+	triggerEventArgSuppressedCap = 7 // most entries of the suppressed-trigger stream (0: none recorded)
+	triggerEventArgCount         = 7 // ARGV before the first task's
 )
 
 // trigger_event.lua: KEYS of one task.

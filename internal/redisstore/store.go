@@ -25,6 +25,9 @@ type Store struct {
 	// plain is set once the server turned out unable to compile a
 	// script's shebang line: scripts are sent without it from then on.
 	plain atomic.Bool
+	// suppressed bounds the suppressed-trigger records (nil: the
+	// defaults; see suppressed.go).
+	suppressed atomic.Pointer[SuppressedLimits]
 	// fanoutHooks are set by tests only (SetFanoutHooks).
 	fanoutHooks atomic.Pointer[FanoutHooks]
 	// version is the server's, once read (see ServerVersion).

@@ -53,6 +53,13 @@ local function taskq_key_cancel(prefix)
   return prefix .. 'cancel'
 end
 
+-- The partition's suppressed-trigger stream, capped and trimmed by age
+-- (see suppressed.go).
+-- stream taskq:{ns}:suppressed: triggers that created no run because their key was held (fields suppressed*)
+local function taskq_key_suppressed(prefix)
+  return prefix .. 'suppressed'
+end
+
 -- Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
 -- unix ms, durations ms.
 local RUN_TASK = 'task' -- task name
@@ -107,6 +114,15 @@ local EVENT_CREATED = 'created' -- when the event was pushed (unix ms)
 local EVENT_RUNS = 'runs' -- what happened to each subscribed task (JSON array of EventRun)
 local EVENT_FANOUT = 'fanout' -- the pending fan-out (JSON, see fanout.go), until the outcomes are in runs
 
+-- Fields of an entry of the suppressed-trigger stream (keySuppressed): a
+-- trigger that created no run because another run held its key. The
+-- entry's ID gives its time.
+local SUPPRESSED_KEY = 'key' -- idempotency key
+local SUPPRESSED_OWNER = 'owner' -- the run holding the key
+local SUPPRESSED_TASK = 'task' -- the trigger's task
+local SUPPRESSED_ORIGIN = 'origin' -- "<input digest> <source>" (see suppressedOriginOf)
+local SUPPRESSED_OUTCOME = 'outcome' -- rejected | attached | signalled | debounced | deduplicated
+
 -- MaxLingeringEntries bounds the acknowledged entries a task stream keeps
 -- behind an older delivery still pending (a long-running handler): past
 -- it, finishing runs deletes their entries at once instead of leaving them
@@ -129,7 +145,8 @@ local ARG_COUNT = 5
 local KEY_COUNT = 0 -- KEYS before the first trigger's: none
 local ARG_PREFIX = 1 -- key prefix taskq:{ns}:
 local ARG_GROUP = 2 -- consumer group
-local ARG_COUNT = 2 -- ARGV before the first trigger's
+local ARG_SUPPRESSED_CAP = 3 -- most entries of the partition's suppressed-trigger stream (0: none recorded)
+local ARG_COUNT = 3 -- ARGV before the first trigger's
 
 -- enqueue.lua: KEYS of one trigger.
 local ITEM_KEY_RUN = 0 -- run hash
@@ -155,7 +172,8 @@ local ITEM_ARG_NOW = 12 -- now (unix ms)
 local ITEM_ARG_POLICY = 13 -- conflict policy
 local ITEM_ARG_SIGNAL_ID = 14 -- signal ID (policy signal)
 local ITEM_ARG_MAX_SIGNALS = 15 -- most signals a run may hold
-local ITEM_ARG_COUNT = 16
+local ITEM_ARG_ORIGIN = 16 -- "<input digest> <source>", recorded when the trigger creates no run
+local ITEM_ARG_COUNT = 17
 
 -- @script ensure_group
 -- ensure_group.lua.
@@ -232,7 +250,9 @@ local ARG_NOW = 5 -- now (unix ms)
 local ARG_RETENTION = 6 -- event retention ms
 local ARG_PREFIX = 7 -- key prefix taskq:{ns}:
 local ARG_TASK_COUNT = 8 -- how many subscribed tasks follow
-local ARG_COUNT = 8 -- ARGV before the first task's
+local ARG_ORIGIN = 9 -- "<payload digest> event:<event id>", recorded for a task deduplicated
+local ARG_SUPPRESSED_CAP = 10 -- most entries of the suppressed-trigger stream (0: none recorded)
+local ARG_COUNT = 10 -- ARGV before the first task's
 
 -- push_event.lua: ARGV of one subscribed task.
 local ITEM_ARG_TASK = 0 -- task name
@@ -371,7 +391,9 @@ local ARG_PAYLOAD = 2 -- payload (JSON object), every run's input
 local ARG_META = 3 -- metadata (JSON object), every run's
 local ARG_NOW = 4 -- the event's time (unix ms), every run's creation time
 local ARG_RETENTION = 5 -- event retention ms, the markers'
-local ARG_COUNT = 5 -- ARGV before the first task's
+local ARG_ORIGIN = 6 -- "<payload digest> event:<event id>", recorded for a task deduplicated
+local ARG_SUPPRESSED_CAP = 7 -- most entries of the suppressed-trigger stream (0: none recorded)
+local ARG_COUNT = 7 -- ARGV before the first task's
 
 -- trigger_event.lua: KEYS of one task.
 local ITEM_KEY_MARKER = 0 -- what the fan-out did to the task

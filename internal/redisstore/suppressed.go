@@ -1,0 +1,398 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Suppressed triggers: a trigger that created no run because another run
+// held its key (rejected, attached, signalled or debounced to the owner;
+// an event's task deduplicated) is recorded by the script that refused it
+// in its key's partition's stream taskq:{ns}:suppressed (lib/suppressed.lua):
+// key, owner, task, "<input digest> <source>" and outcome, the time being
+// the entry's ID. The owner lives in its key's partition, so a search by
+// key or by owner reads one partition's stream; a listing of all merges
+// them.
+//
+// The streams are bounded twice: each is capped at about SuppressedLimits.Cap
+// divided by the namespace's partition count (XADD MAXLEN ~, which trims
+// whole stream nodes: up to stream-node-max-entries, 100 by default, more
+// per partition), and entries older than the retention are left out of
+// every listing and trimmed by the workers' janitor (TrimSuppressed).
+
+// The defaults of SuppressedLimits.
+const (
+	// SuppressedCapDefault is about the most suppressed triggers a
+	// namespace keeps, over all its partitions.
+	SuppressedCapDefault = 10000
+	// SuppressedRetentionDefault is how long a suppressed trigger is kept.
+	SuppressedRetentionDefault = 24 * time.Hour
+)
+
+// The sources of a trigger, as a suppressed trigger records them; an
+// event's runs record SourceEventPrefix followed by the event's ID.
+const (
+	SourceClient      = "client"
+	SourceHTTP        = "http"
+	SourceCLI         = "cli"
+	SourceEventPrefix = sourceEventPrefix
+)
+
+// MaxSourceBytes bounds a trigger's Source.
+const MaxSourceBytes = 64
+
+// What a suppressed trigger did instead of creating a run.
+const (
+	SuppressedRejected     = "rejected"     // refused (policy reject): the caller got a collision
+	SuppressedAttached     = "attached"     // the caller got the owner (policy attach)
+	SuppressedSignalled    = "signalled"    // its input went to the owner as a signal (policy signal)
+	SuppressedDebounced    = "debounced"    // the owner, still waiting, took its input
+	SuppressedDeduplicated = "deduplicated" // an event's task: the event records the owner
+)
+
+// digestLen is how many hex digits of the input's SHA-256 a record keeps.
+const digestLen = 16
+
+// SuppressedLimits bound the suppressed-trigger records of a namespace.
+type SuppressedLimits struct {
+	// Cap is about the most records kept over all partitions (0: the
+	// default; negative: none recorded).
+	Cap int
+	// Retention is how long a record is kept (0: the default).
+	Retention time.Duration
+}
+
+// WithDefaults fills in the zero values.
+func (l SuppressedLimits) WithDefaults() SuppressedLimits {
+	if l.Cap == 0 {
+		l.Cap = SuppressedCapDefault
+	}
+	if l.Retention <= 0 {
+		l.Retention = SuppressedRetentionDefault
+	}
+	return l
+}
+
+// SetSuppressedLimits sets the store's limits on suppressed-trigger
+// records, before its first trigger.
+func (s *Store) SetSuppressedLimits(l SuppressedLimits) {
+	l = l.WithDefaults()
+	s.suppressed.Store(&l)
+}
+
+// SuppressedLimits returns the store's limits on suppressed-trigger
+// records.
+func (s *Store) SuppressedLimits() SuppressedLimits {
+	if l := s.suppressed.Load(); l != nil {
+		return *l
+	}
+	return SuppressedLimits{}.WithDefaults()
+}
+
+// suppressedCap is the cap of each partition's stream, of n, as the scripts
+// take it: the namespace's cap divided by n, rounded up; "0" records none.
+func (s *Store) suppressedCap(n int) string {
+	c := s.SuppressedLimits().Cap
+	if c < 0 {
+		return "0"
+	}
+	return strconv.Itoa((c + max(n, 1) - 1) / max(n, 1))
+}
+
+// InputDigest is the short digest of a trigger's input that a suppressed
+// trigger records: the first 16 hex digits of the SHA-256 of its bytes as
+// sent (equal JSON written in another key order digests differently).
+func InputDigest(input []byte) string {
+	sum := sha256.Sum256(input)
+	return hex.EncodeToString(sum[:digestLen/2])
+}
+
+// suppressedOriginOf is a record's origin field, "<input digest>
+// <source>", a client trigger's when source is "".
+func suppressedOriginOf(input []byte, source string) string {
+	if source == "" {
+		source = SourceClient
+	}
+	return InputDigest(input) + " " + source
+}
+
+// eventOrigin is the origin of an event's suppressed triggers.
+func eventOrigin(payload []byte, eventID string) string {
+	return suppressedOriginOf(payload, SourceEventPrefix+eventID)
+}
+
+// Suppressed is one recorded trigger that created no run.
+type Suppressed struct {
+	// ID is the record's stream entry ID, in its partition.
+	ID        string
+	Partition int
+	Time      time.Time
+	Key       string
+	// Owner is the run that held the key.
+	Owner string
+	Task  string
+	// Source says where the trigger came from: client, http, cli or
+	// event:<event id> (or what a client named with its trigger).
+	Source string
+	// InputDigest is InputDigest of the trigger's input.
+	InputDigest string
+	// Outcome is one of the Suppressed* outcomes.
+	Outcome string
+}
+
+// SuppressedQuery selects suppressed triggers.
+type SuppressedQuery struct {
+	// Key and Owner keep only the records of this idempotency key and of
+	// this owner run ("" keeps all).
+	Key, Owner string
+	// Limit is the most records returned (at least 1).
+	Limit int
+	// Cursor continues a listing after the record it names ("" starts
+	// from the newest).
+	Cursor string
+	// Now is the time the retention counts back from.
+	Now time.Time
+}
+
+// ErrInvalidSuppressedCursor is returned for a cursor ListSuppressed did
+// not make.
+var ErrInvalidSuppressedCursor = errors.New("invalid suppressed-trigger cursor")
+
+// suppressedScanBatch is how many entries one XREVRANGE reads while a
+// filter skips entries.
+const suppressedScanBatch = 500
+
+// ListSuppressed returns up to q.Limit suppressed triggers, newest first
+// (records of the same entry ID in several partitions by partition), and
+// the cursor of the next page ("" when the listing has ended). With a Key
+// or an Owner it reads the one partition their records live in; without,
+// it merges every partition's stream. It reads every entry of a stream at
+// most once per call, so a filter that matches little costs the stream's
+// length (bounded by the cap).
+func (s *Store) ListSuppressed(ctx context.Context, q SuppressedQuery) ([]Suppressed, string, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := max(q.Limit, 1)
+	after, err := parseSuppressedCursor(q.Cursor, parts.Count())
+	if err != nil {
+		return nil, "", err
+	}
+	var only []int
+	switch {
+	case q.Key != "":
+		only = []int{parts.OfKey(q.Key)}
+	case q.Owner != "":
+		i, ok := parts.OfRun(q.Owner)
+		if !ok {
+			return []Suppressed{}, "", nil
+		}
+		only = []int{i}
+	default:
+		for i := range parts.Count() {
+			only = append(only, i)
+		}
+	}
+	oldest := q.Now.Add(-s.SuppressedLimits().Retention).UnixMilli()
+	keep := func(e *Suppressed) bool {
+		return (q.Key == "" || e.Key == q.Key) && (q.Owner == "" || e.Owner == q.Owner)
+	}
+	var all []Suppressed
+	ended := true
+	for _, i := range only {
+		got, more, err := s.scanSuppressed(ctx, parts.Keys(i), i, after, limit, oldest, keep)
+		if err != nil {
+			return nil, "", err
+		}
+		all = append(all, got...)
+		ended = ended && !more
+	}
+	slices.SortFunc(all, newerFirst)
+	out := all[:min(limit, len(all))]
+	if len(out) == 0 || (ended && len(out) == len(all)) {
+		return out, "", nil
+	}
+	last := out[len(out)-1]
+	return out, formatSuppressedCursor(last.ID, last.Partition), nil
+}
+
+// scanSuppressed reads partition part's stream newest first from after,
+// keeping up to limit records that keep accepts and that are not older
+// than oldest (unix ms). more says whether the stream may hold more.
+func (s *Store) scanSuppressed(ctx context.Context, ks Keys, part int, after *suppressedPos, limit int,
+	oldest int64, keep func(*Suppressed) bool) (out []Suppressed, more bool, err error) {
+	end := "+"
+	if after != nil {
+		if part > after.part {
+			end = after.id.String()
+		} else {
+			prev, ok := after.id.prev()
+			if !ok {
+				return nil, false, nil
+			}
+			end = prev.String()
+		}
+	}
+	batch := int64(suppressedScanBatch)
+	if q := int64(limit) + 1; q > batch {
+		batch = q
+	}
+	for {
+		ms, err := s.rdb.XRevRangeN(ctx, ks.Prefix()+keySuppressed, end, "-", batch).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, false, err
+		}
+		for _, m := range ms {
+			id, ok := parseStreamID(m.ID)
+			if !ok {
+				continue
+			}
+			if int64(id.ms) < oldest {
+				return out, false, nil
+			}
+			e := suppressedOf(m, id, part)
+			if !keep(&e) {
+				continue
+			}
+			if len(out) == limit {
+				return out, true, nil
+			}
+			out = append(out, e)
+		}
+		if int64(len(ms)) < batch {
+			return out, false, nil
+		}
+		prev, ok := mustStreamID(ms[len(ms)-1].ID).prev()
+		if !ok {
+			return out, false, nil
+		}
+		end = prev.String()
+	}
+}
+
+func suppressedOf(m redis.XMessage, id streamID, part int) Suppressed {
+	str := func(f string) string { v, _ := m.Values[f].(string); return v }
+	e := Suppressed{
+		ID: m.ID, Partition: part, Time: time.UnixMilli(int64(id.ms)), Key: str(suppressedKey),
+		Owner: str(suppressedOwner), Task: str(suppressedTask), Outcome: str(suppressedOutcome),
+	}
+	origin := str(suppressedOrigin)
+	if d, src, ok := strings.Cut(origin, " "); ok {
+		e.InputDigest, e.Source = d, src
+	} else {
+		e.Source = origin
+	}
+	return e
+}
+
+// TrimSuppressed removes partition part's suppressed triggers recorded
+// before cutoff (XTRIM MINID ~: whole stream nodes, so a few older entries
+// may stay until the next trim; listings leave them out).
+func (s *Store) TrimSuppressed(ctx context.Context, part int, cutoff time.Time) (int64, error) {
+	ks, err := s.partitionKeys(ctx, part)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.rdb.XTrimMinIDApprox(ctx, ks.Prefix()+keySuppressed, strconv.FormatInt(cutoff.UnixMilli(), 10), 0).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	return n, nil
+}
+
+// streamID is a stream entry ID, <ms>-<seq>.
+type streamID struct{ ms, seq uint64 }
+
+func parseStreamID(s string) (streamID, bool) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return streamID{}, false
+	}
+	ms, err1 := strconv.ParseUint(a, 10, 64)
+	seq, err2 := strconv.ParseUint(b, 10, 64)
+	return streamID{ms, seq}, err1 == nil && err2 == nil
+}
+
+func mustStreamID(s string) streamID {
+	id, _ := parseStreamID(s)
+	return id
+}
+
+func (id streamID) String() string {
+	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
+}
+
+// prev is the ID just before id; ok is false for 0-0.
+func (id streamID) prev() (streamID, bool) {
+	switch {
+	case id.seq > 0:
+		return streamID{id.ms, id.seq - 1}, true
+	case id.ms > 0:
+		return streamID{id.ms - 1, ^uint64(0)}, true
+	}
+	return streamID{}, false
+}
+
+// suppressedPos is where a listing stopped: the last record's entry ID
+// and partition.
+type suppressedPos struct {
+	id   streamID
+	part int
+}
+
+// A cursor is "<entry id>.<partition>".
+func formatSuppressedCursor(id string, part int) string { return id + "." + strconv.Itoa(part) }
+
+func parseSuppressedCursor(c string, parts int) (*suppressedPos, error) {
+	if c == "" {
+		return nil, nil
+	}
+	bad := fmt.Errorf("%w: %q", ErrInvalidSuppressedCursor, c)
+	a, b, ok := strings.Cut(c, ".")
+	if !ok {
+		return nil, bad
+	}
+	id, ok := parseStreamID(a)
+	p, err := strconv.Atoi(b)
+	if !ok || err != nil || p < 0 || p >= parts || strconv.Itoa(p) != b {
+		return nil, bad
+	}
+	return &suppressedPos{id: id, part: p}, nil
+}
+
+// newerFirst orders records newest first, then by partition.
+func newerFirst(x, y Suppressed) int {
+	a, b := mustStreamID(x.ID), mustStreamID(y.ID)
+	switch {
+	case a.ms != b.ms:
+		return cmpDesc(a.ms, b.ms)
+	case a.seq != b.seq:
+		return cmpDesc(a.seq, b.seq)
+	}
+	return x.Partition - y.Partition
+}
+
+func cmpDesc(a, b uint64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
+// knownCount is the namespace's partition count once read, 1 before.
+func (s *Store) knownCount() int {
+	if p := s.KnownPartitions(); p != nil {
+		return p.Count()
+	}
+	return 1
+}
