@@ -175,17 +175,19 @@ const (
 	eventFanout  = "fanout"  // the pending fan-out (JSON, see fanout.go), until the outcomes are in runs
 )
 
-// Fields of an entry of the suppressed-trigger stream (keySuppressed): a
-// trigger that created no run because another run held its key. The
-// entry's ID gives its time.
+// Fields of an entry of the suppressed-trigger stream (keySuppressed). An
+// entry holds the triggers of one script call that created no run because
+// another run held their key (one, for a trigger sent alone): its source
+// once, then one record per trigger, each one value whose parts are
+// joined by single spaces, the key last as the only part that may hold a
+// space. One entry per call, rather than per trigger, keeps the cost of a
+// duplicate within a few percent (see docs/performance.md). The entry's ID
+// gives the time.
 //
 //taskq:lua const
 const (
-	suppressedKey     = "key"     // idempotency key
-	suppressedOwner   = "owner"   // the run holding the key
-	suppressedTask    = "task"    // the trigger's task
-	suppressedOrigin  = "origin"  // "<input digest> <source>" (see suppressedOriginOf)
-	suppressedOutcome = "outcome" // rejected | attached | signalled | debounced | deduplicated
+	suppressedSource = "src" // where the call's triggers came from (client | http | cli | event:<event id> | ...)
+	suppressedRecord = "rec" // one per trigger: "<outcome> <owner run> <input digest> <task> <key>" (see suppressedOf)
 )
 
 // The source an event's suppressed trigger records in its origin:
@@ -208,7 +210,8 @@ const (
 	enqueueArgPrefix        = 1 // key prefix taskq:{ns}:
 	enqueueArgGroup         = 2 // consumer group
 	enqueueArgSuppressedCap = 3 // most entries of the partition's suppressed-trigger stream (0: none recorded)
-	enqueueArgCount         = 3 // ARGV before the first trigger's
+	enqueueArgSource        = 4 // where the call's triggers come from, recorded when one creates no run
+	enqueueArgCount         = 4 // ARGV before the first trigger's
 )
 
 // enqueue.lua: KEYS of one trigger.
@@ -242,7 +245,7 @@ const (
 	enqueueItemArgPolicy                // conflict policy
 	enqueueItemArgSignalID              // signal ID (policy signal)
 	enqueueItemArgMaxSignals            // most signals a run may hold
-	enqueueItemArgOrigin                // "<input digest> <source>", recorded when the trigger creates no run
+	enqueueItemArgDigest                // input digest, recorded when the trigger creates no run
 	enqueueItemArgCount
 )
 
@@ -477,9 +480,10 @@ const (
 	pushEventArgRetention     = 6  // event retention ms
 	pushEventArgPrefix        = 7  // key prefix taskq:{ns}:
 	pushEventArgTaskCount     = 8  // how many subscribed tasks follow
-	pushEventArgOrigin        = 9  // "<payload digest> event:<event id>", recorded for a task deduplicated
-	pushEventArgSuppressedCap = 10 // most entries of the suppressed-trigger stream (0: none recorded)
-	pushEventArgCount         = 10 // ARGV before the first task's
+	pushEventArgSource        = 9  // "event:<event id>", recorded for a task deduplicated
+	pushEventArgDigest        = 10 // payload digest, recorded for a task deduplicated
+	pushEventArgSuppressedCap = 11 // most entries of the suppressed-trigger stream (0: none recorded)
+	pushEventArgCount         = 11 // ARGV before the first task's
 )
 
 // push_event.lua: ARGV of one subscribed task.
@@ -531,9 +535,10 @@ const (
 	triggerEventArgMeta          = 3 // metadata (JSON object), every run's
 	triggerEventArgNow           = 4 // the event's time (unix ms), every run's creation time
 	triggerEventArgRetention     = 5 // event retention ms, the markers'
-	triggerEventArgOrigin        = 6 // "<payload digest> event:<event id>", recorded for a task deduplicated
-	triggerEventArgSuppressedCap = 7 // most entries of the suppressed-trigger stream (0: none recorded)
-	triggerEventArgCount         = 7 // ARGV before the first task's
+	triggerEventArgSource        = 6 // "event:<event id>", recorded for a task deduplicated
+	triggerEventArgDigest        = 7 // payload digest, recorded for a task deduplicated
+	triggerEventArgSuppressedCap = 8 // most entries of the suppressed-trigger stream (0: none recorded)
+	triggerEventArgCount         = 8 // ARGV before the first task's
 )
 
 // trigger_event.lua: KEYS of one task.

@@ -89,7 +89,8 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 		pushEventArgRetention:     ms(p.Retention),
 		pushEventArgPrefix:        prefix,
 		pushEventArgTaskCount:     len(p.Tasks),
-		pushEventArgOrigin:        eventOrigin(p.Payload, p.ID),
+		pushEventArgSource:        SourceEventPrefix + p.ID,
+		pushEventArgDigest:        InputDigest(p.Payload),
 		pushEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
 	}
 	args := append(make([]any, 0, pushEventArgCount+pushEventItemArgCount*len(p.Tasks)), h[1:]...)

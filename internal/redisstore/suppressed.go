@@ -116,25 +116,85 @@ func InputDigest(input []byte) string {
 	return hex.EncodeToString(sum[:digestLen/2])
 }
 
-// suppressedOriginOf is a record's origin field, "<input digest>
-// <source>", a client trigger's when source is "".
-func suppressedOriginOf(input []byte, source string) string {
+// sourceOf is the source a trigger records: SourceClient for "".
+func sourceOf(source string) string {
 	if source == "" {
-		source = SourceClient
+		return SourceClient
 	}
-	return InputDigest(input) + " " + source
+	return source
 }
 
-// eventOrigin is the origin of an event's suppressed triggers.
-func eventOrigin(payload []byte, eventID string) string {
-	return suppressedOriginOf(payload, SourceEventPrefix+eventID)
+// ErrInvalidSource matches the error of CheckSource.
+var ErrInvalidSource = errors.New("invalid trigger source")
+
+// CheckSource reports whether source can be a trigger's Source: at most
+// MaxSourceBytes printable ASCII characters, no space. Its error matches
+// ErrInvalidSource.
+func CheckSource(source string) error {
+	if len(source) > MaxSourceBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalidSource, len(source), MaxSourceBytes)
+	}
+	for i := 0; i < len(source); i++ {
+		if c := source[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("%w: %q holds a space or a character that is not printable ASCII", ErrInvalidSource, source)
+		}
+	}
+	return nil
+}
+
+// sourceGroups splits a batch by Source, in the order each first appears;
+// nil when every trigger has the same, the common case.
+func sourceGroups(ps []*EnqueueParams) [][]int {
+	same := true
+	for _, p := range ps {
+		if sourceOf(p.Source) != sourceOf(ps[0].Source) {
+			same = false
+			break
+		}
+	}
+	if same {
+		return nil
+	}
+	var groups [][]int
+	index := map[string]int{}
+	for i, p := range ps {
+		src := sourceOf(p.Source)
+		g, ok := index[src]
+		if !ok {
+			g = len(groups)
+			index[src] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// splitEnqueue sends each group of ps with send and puts the results back
+// in the order of ps.
+func splitEnqueue(ps []*EnqueueParams, groups [][]int,
+	send func([]*EnqueueParams) ([]EnqueueResult, []error)) ([]EnqueueResult, []error) {
+	results, errs := make([]EnqueueResult, len(ps)), make([]error, len(ps))
+	for _, g := range groups {
+		sub := make([]*EnqueueParams, len(g))
+		for j, i := range g {
+			sub[j] = ps[i]
+		}
+		rs, es := send(sub)
+		for j, i := range g {
+			results[i], errs[i] = rs[j], es[j]
+		}
+	}
+	return results, errs
 }
 
 // Suppressed is one recorded trigger that created no run.
 type Suppressed struct {
-	// ID is the record's stream entry ID, in its partition.
+	// ID is the record's stream entry ID, in its partition, and Index its
+	// place among the entry's records (the triggers of one call).
 	ID        string
 	Partition int
+	Index     int
 	Time      time.Time
 	Key       string
 	// Owner is the run that held the key.
@@ -172,10 +232,11 @@ var ErrInvalidSuppressedCursor = errors.New("invalid suppressed-trigger cursor")
 const suppressedScanBatch = 500
 
 // ListSuppressed returns up to q.Limit suppressed triggers, newest first
-// (records of the same entry ID in several partitions by partition), and
-// the cursor of the next page ("" when the listing has ended). With a Key
-// or an Owner it reads the one partition their records live in; without,
-// it merges every partition's stream. It reads every entry of a stream at
+// (the records of one call's entry from its last trigger to its first;
+// entries of the same ID in several partitions by partition), and the
+// cursor of the next page ("" when the listing has ended). With a Key or
+// an Owner it reads the one partition their records live in; without, it
+// merges every partition's stream. It reads every entry of a stream at
 // most once per call, so a filter that matches little costs the stream's
 // length (bounded by the cap).
 func (s *Store) ListSuppressed(ctx context.Context, q SuppressedQuery) ([]Suppressed, string, error) {
@@ -223,7 +284,7 @@ func (s *Store) ListSuppressed(ctx context.Context, q SuppressedQuery) ([]Suppre
 		return out, "", nil
 	}
 	last := out[len(out)-1]
-	return out, formatSuppressedCursor(last.ID, last.Partition), nil
+	return out, formatSuppressedCursor(last), nil
 }
 
 // scanSuppressed reads partition part's stream newest first from after,
@@ -233,9 +294,8 @@ func (s *Store) scanSuppressed(ctx context.Context, ks Keys, part int, after *su
 	oldest int64, keep func(*Suppressed) bool) (out []Suppressed, more bool, err error) {
 	end := "+"
 	if after != nil {
-		if part > after.part {
-			end = after.id.String()
-		} else {
+		end = after.id.String()
+		if part < after.part {
 			prev, ok := after.id.prev()
 			if !ok {
 				return nil, false, nil
@@ -244,35 +304,40 @@ func (s *Store) scanSuppressed(ctx context.Context, ks Keys, part int, after *su
 		}
 	}
 	batch := int64(suppressedScanBatch)
-	if q := int64(limit) + 1; q > batch {
-		batch = q
-	}
 	for {
-		ms, err := s.rdb.XRevRangeN(ctx, ks.Prefix()+keySuppressed, end, "-", batch).Result()
+		v, err := s.rdb.Do(ctx, "XREVRANGE", ks.Prefix()+keySuppressed, end, "-", "COUNT", batch).Slice()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, false, err
 		}
-		for _, m := range ms {
-			id, ok := parseStreamID(m.ID)
+		var lastID streamID
+		for _, raw := range v {
+			id, recs, ok := suppressedEntry(raw)
 			if !ok {
 				continue
 			}
+			lastID = id
 			if int64(id.ms) < oldest {
 				return out, false, nil
 			}
-			e := suppressedOf(m, id, part)
-			if !keep(&e) {
-				continue
+			from := len(recs) - 1
+			if after != nil && part == after.part && id == after.id {
+				from = min(from, after.index-1)
 			}
-			if len(out) == limit {
-				return out, true, nil
+			for i := from; i >= 0; i-- {
+				e := suppressedOf(recs[i], id, part, i)
+				if !keep(&e) {
+					continue
+				}
+				if len(out) == limit {
+					return out, true, nil
+				}
+				out = append(out, e)
 			}
-			out = append(out, e)
 		}
-		if int64(len(ms)) < batch {
+		if int64(len(v)) < batch {
 			return out, false, nil
 		}
-		prev, ok := mustStreamID(ms[len(ms)-1].ID).prev()
+		prev, ok := lastID.prev()
 		if !ok {
 			return out, false, nil
 		}
@@ -280,30 +345,61 @@ func (s *Store) scanSuppressed(ctx context.Context, ks Keys, part int, after *su
 	}
 }
 
-func suppressedOf(m redis.XMessage, id streamID, part int) Suppressed {
-	str := func(f string) string { v, _ := m.Values[f].(string); return v }
-	e := Suppressed{
-		ID: m.ID, Partition: part, Time: time.UnixMilli(int64(id.ms)), Key: str(suppressedKey),
-		Owner: str(suppressedOwner), Task: str(suppressedTask), Outcome: str(suppressedOutcome),
+// suppressedEntry reads one entry of an XREVRANGE reply: its ID, source
+// and records (see the suppressed* fields in layout.go).
+func suppressedEntry(raw any) (streamID, []suppressedRec, bool) {
+	e, ok := raw.([]any)
+	if !ok || len(e) != 2 {
+		return streamID{}, nil, false
 	}
-	origin := str(suppressedOrigin)
-	if d, src, ok := strings.Cut(origin, " "); ok {
-		e.InputDigest, e.Source = d, src
-	} else {
-		e.Source = origin
+	idStr, _ := e[0].(string)
+	id, ok := parseStreamID(idStr)
+	fields, _ := e[1].([]any)
+	if !ok {
+		return streamID{}, nil, false
 	}
-	return e
+	var source string
+	recs := make([]suppressedRec, 0, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		f, _ := fields[i].(string)
+		v, _ := fields[i+1].(string)
+		switch f {
+		case suppressedSource:
+			source = v
+		case suppressedRecord:
+			recs = append(recs, suppressedRec{rec: v})
+		}
+	}
+	for i := range recs {
+		recs[i].source = source
+	}
+	return id, recs, true
+}
+
+// suppressedRec is one record of an entry, and the entry's source.
+type suppressedRec struct{ rec, source string }
+
+// suppressedOf reads record i of an entry (see suppressedRecord in
+// layout.go).
+func suppressedOf(r suppressedRec, id streamID, part, i int) Suppressed {
+	f := strings.SplitN(r.rec, " ", 5)
+	for len(f) < 5 {
+		f = append(f, "")
+	}
+	return Suppressed{
+		ID: id.String(), Partition: part, Index: i, Time: time.UnixMilli(int64(id.ms)), Source: r.source,
+		Outcome: f[0], Owner: f[1], InputDigest: f[2], Task: f[3], Key: f[4],
+	}
 }
 
 // TrimSuppressed removes partition part's suppressed triggers recorded
-// before cutoff (XTRIM MINID ~: whole stream nodes, so a few older entries
-// may stay until the next trim; listings leave them out).
+// before cutoff, and returns how many.
 func (s *Store) TrimSuppressed(ctx context.Context, part int, cutoff time.Time) (int64, error) {
 	ks, err := s.partitionKeys(ctx, part)
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.rdb.XTrimMinIDApprox(ctx, ks.Prefix()+keySuppressed, strconv.FormatInt(cutoff.UnixMilli(), 10), 0).Result()
+	n, err := s.rdb.XTrimMinID(ctx, ks.Prefix()+keySuppressed, strconv.FormatInt(cutoff.UnixMilli(), 10)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, err
 	}
@@ -343,34 +439,40 @@ func (id streamID) prev() (streamID, bool) {
 	return streamID{}, false
 }
 
-// suppressedPos is where a listing stopped: the last record's entry ID
-// and partition.
+// suppressedPos is where a listing stopped: the last record's entry ID,
+// partition and index.
 type suppressedPos struct {
-	id   streamID
-	part int
+	id    streamID
+	part  int
+	index int
 }
 
-// A cursor is "<entry id>.<partition>".
-func formatSuppressedCursor(id string, part int) string { return id + "." + strconv.Itoa(part) }
+// A cursor is "<entry id>.<partition>.<index>".
+func formatSuppressedCursor(e Suppressed) string {
+	return e.ID + "." + strconv.Itoa(e.Partition) + "." + strconv.Itoa(e.Index)
+}
 
 func parseSuppressedCursor(c string, parts int) (*suppressedPos, error) {
 	if c == "" {
 		return nil, nil
 	}
 	bad := fmt.Errorf("%w: %q", ErrInvalidSuppressedCursor, c)
-	a, b, ok := strings.Cut(c, ".")
-	if !ok {
+	f := strings.Split(c, ".")
+	if len(f) != 3 {
 		return nil, bad
 	}
-	id, ok := parseStreamID(a)
-	p, err := strconv.Atoi(b)
-	if !ok || err != nil || p < 0 || p >= parts || strconv.Itoa(p) != b {
+	id, ok := parseStreamID(f[0])
+	p, err1 := strconv.Atoi(f[1])
+	i, err2 := strconv.Atoi(f[2])
+	if !ok || err1 != nil || err2 != nil || p < 0 || p >= parts || i < 0 || i > MaxItemsPerCall ||
+		strconv.Itoa(p) != f[1] || strconv.Itoa(i) != f[2] {
 		return nil, bad
 	}
-	return &suppressedPos{id: id, part: p}, nil
+	return &suppressedPos{id: id, part: p, index: i}, nil
 }
 
-// newerFirst orders records newest first, then by partition.
+// newerFirst orders records newest first: by entry ID, then partition,
+// then the later trigger of a call first.
 func newerFirst(x, y Suppressed) int {
 	a, b := mustStreamID(x.ID), mustStreamID(y.ID)
 	switch {
@@ -378,8 +480,10 @@ func newerFirst(x, y Suppressed) int {
 		return cmpDesc(a.ms, b.ms)
 	case a.seq != b.seq:
 		return cmpDesc(a.seq, b.seq)
+	case x.Partition != y.Partition:
+		return x.Partition - y.Partition
 	}
-	return x.Partition - y.Partition
+	return y.Index - x.Index
 }
 
 func cmpDesc(a, b uint64) int {

@@ -23,7 +23,8 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 		triggerEventArgMeta:          j.meta,
 		triggerEventArgNow:           j.now,
 		triggerEventArgRetention:     j.f.Retention,
-		triggerEventArgOrigin:        eventOrigin(j.payload, j.id),
+		triggerEventArgSource:        SourceEventPrefix + j.id,
+		triggerEventArgDigest:        InputDigest(j.payload),
 		triggerEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
 	}
 	keys := make([]string, triggerEventKeyCount, triggerEventKeyCount+triggerEventItemKeyCount*len(tasks))

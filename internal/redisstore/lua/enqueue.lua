@@ -14,12 +14,14 @@
 --   +3 ITEM_KEY_IDEMPOTENCY  idempotency key   taskq:{ns}:key:<key>   (the runs
 --                                              index again when the strategy
 --                                              is "none")
--- ARGV: ARG_COUNT (3) first,
+-- ARGV: ARG_COUNT (4) first,
 --   ARGV[1] ARG_PREFIX          key prefix taskq:{ns}:
 --   ARGV[2] ARG_GROUP           consumer group
 --   ARGV[3] ARG_SUPPRESSED_CAP  most entries of the partition's suppressed-
 --                               trigger stream ('0' records none)
--- then ITEM_ARG_COUNT (17) per trigger i, at 17i+4 .. 17i+20:
+--   ARGV[4] ARG_SOURCE          where the call's triggers come from
+--                               (client | http | cli | ...)
+-- then ITEM_ARG_COUNT (17) per trigger i, at 17i+5 .. 17i+21:
 --   +0  ITEM_ARG_RUN_ID          run id
 --   +1  ITEM_ARG_TASK            task name
 --   +2  ITEM_ARG_INPUT           input (JSON)
@@ -41,8 +43,8 @@
 --                                signal
 --   +14 ITEM_ARG_SIGNAL_ID       signal id (policy "signal")
 --   +15 ITEM_ARG_MAX_SIGNALS     most signals a run may hold (0 = no limit)
---   +16 ITEM_ARG_ORIGIN          "<input digest> <source>", recorded when
---                                the trigger creates no run
+--   +16 ITEM_ARG_DIGEST          input digest, recorded when the trigger
+--                                creates no run
 -- Returns an array with one reply per trigger, in order:
 --   {1, entry id}                 accepted ('' when scheduled: debounce)
 --   {1, entry id, old owner}      accepted by superseding old owner
@@ -62,16 +64,17 @@
 -- The call as a whole fails with OOM or READONLY, nothing written, when its
 -- first write is a debounce or a signal to a key's owner, which are not
 -- written with pcall.
--- A trigger that creates no run because its key is held (replies 0, 2, 3
--- and 4) is recorded in the partition's suppressed-trigger stream
--- taskq:{ns}:suppressed (lib/suppressed.lua), a write Redis may refuse
--- without failing the trigger.
+-- The triggers that create no run because their key is held (replies 0,
+-- 2, 3 and 4) are recorded in one entry of the partition's suppressed-
+-- trigger stream taskq:{ns}:suppressed (lib/suppressed.lua), a write Redis
+-- may refuse without failing them.
 -- A resend of the same trigger (go-redis sends a command again when its
 -- reply was lost) finds the record the first send wrote, with this run ID,
 -- task and creation time, and answers {1, entry id} as the first send did.
 
 local prefix, group, suppressed_cap = ARGV[ARG_PREFIX], ARGV[ARG_GROUP], ARGV[ARG_SUPPRESSED_CAP]
 local retry_key = taskq_key_retry(prefix)
+local recs, nrecs = {}, 0 -- suppressed triggers' records
 
 -- One trigger, whose KEYS start at k and ARGV at a.
 local function trigger(k, a)
@@ -120,8 +123,7 @@ local function trigger(k, a)
         refused, outcome = {3, owner, signal_id}, 'signalled'
       end
     end
-    taskq_suppress(taskq_key_suppressed(prefix), suppressed_cap, r.key, owner, task, ARGV[a + ITEM_ARG_ORIGIN],
-      outcome)
+    nrecs = taskq_suppressed_add(recs, nrecs, outcome, owner, ARGV[a + ITEM_ARG_DIGEST], task, r.key)
     return refused
   end
   local entry = taskq_claim_write(r)
@@ -139,5 +141,8 @@ local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first trigger's KEYS and ARGV
 for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   out[i] = trigger(k, a)
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
+end
+if suppressed_cap ~= '0' then
+  taskq_suppressed_write(taskq_key_suppressed(prefix), suppressed_cap, ARGV[ARG_SOURCE], recs)
 end
 return out

@@ -20,7 +20,7 @@
 --   KEYS[2] KEY_EVENTS           events index         taskq:{ns}:events
 --   KEYS[3] KEY_EVENT_KEY_INDEX  events-by-key index  taskq:{ns}:eventkey:<event key>
 --   KEYS[4] KEY_RUNS             runs index           taskq:{ns}:runs
--- ARGV: ARG_COUNT (10) first,
+-- ARGV: ARG_COUNT (11) first,
 --   ARGV[1] ARG_EVENT_ID    event id
 --   ARGV[2] ARG_EVENT_KEY   event key
 --   ARGV[3] ARG_PAYLOAD     payload (JSON object): the input of every run
@@ -31,11 +31,12 @@
 --                           entries expire then
 --   ARGV[7] ARG_PREFIX      key prefix taskq:{ns}:
 --   ARGV[8] ARG_TASK_COUNT  number of subscribed tasks n
---   ARGV[9] ARG_ORIGIN      "<payload digest> event:<event id>", recorded for
---                           each task deduplicated
---   ARGV[10] ARG_SUPPRESSED_CAP  most entries of the suppressed-trigger
+--   ARGV[9] ARG_SOURCE      "event:<event id>", recorded for each task
+--                           deduplicated
+--   ARGV[10] ARG_DIGEST     payload digest, recorded likewise
+--   ARGV[11] ARG_SUPPRESSED_CAP  most entries of the suppressed-trigger
 --                           stream ('0' records none)
--- then ITEM_ARG_COUNT (11) per task i (i = 0 .. n-1), at 11i+11 .. 11i+21:
+-- then ITEM_ARG_COUNT (11) per task i (i = 0 .. n-1), at 11i+12 .. 11i+22:
 --   +0  ITEM_ARG_TASK             task name
 --   +1  ITEM_ARG_RUN_ID           run id
 --   +2  ITEM_ARG_IDEMPOTENCY_KEY  idempotency key ("" when not deduplicated)
@@ -49,9 +50,9 @@
 --   +10 ITEM_ARG_ERROR            "" or why no run is attempted (the
 --                                 expression failed)
 -- The run fields mean what they mean in enqueue.lua.
--- A task deduplicated or debounced is recorded in the suppressed-trigger
--- stream taskq:{ns}:suppressed (lib/suppressed.lua) once everything else
--- is written.
+-- The tasks deduplicated or debounced are recorded in one entry of the
+-- suppressed-trigger stream taskq:{ns}:suppressed (lib/suppressed.lua)
+-- once everything else is written.
 -- Returns a flat array, two entries per task in argument order:
 --   outcome ("created" | "deduplicated" | "debounced" | "error"), run id
 --   (the created run, or the run holding the key; "" for "error").
@@ -156,10 +157,11 @@ taskq_event_write(event)
 if #runs > 0 then
   redis.call('HSET', KEYS[KEY_EVENT], EVENT_RUNS, cjson.encode(runs))
 end
-if #swallowed > 0 then
-  local stream_key, cap, origin = taskq_key_suppressed(prefix), ARGV[ARG_SUPPRESSED_CAP], ARGV[ARG_ORIGIN]
+if #swallowed > 0 and ARGV[ARG_SUPPRESSED_CAP] ~= '0' then
+  local recs, nrecs = {}, 0
   for _, e in ipairs(swallowed) do
-    taskq_suppress(stream_key, cap, e.idempotencyKey, e.runId, e.task, origin, e.outcome)
+    nrecs = taskq_suppressed_add(recs, nrecs, e.outcome, e.runId, ARGV[ARG_DIGEST], e.task, e.idempotencyKey)
   end
+  taskq_suppressed_write(taskq_key_suppressed(prefix), ARGV[ARG_SUPPRESSED_CAP], ARGV[ARG_SOURCE], recs)
 end
 return reply
