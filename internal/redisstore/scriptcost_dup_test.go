@@ -13,8 +13,9 @@ import (
 
 // TestDuplicateScriptCost counts the instructions redis-server executes per
 // trigger rejected as a duplicate (its key already held, policy reject),
-// batched as the client batches them (16 per call), beside a trigger that
-// is accepted: the duplicate path a suppressed-trigger record adds to.
+// batched as the client batches them (16 per call) and one per call (as
+// with batching off), beside a trigger that is accepted: the duplicate
+// path a suppressed-trigger record adds to.
 func TestDuplicateScriptCost(t *testing.T) {
 	const n, batch = 2000, 16
 	s := startCallgrind(t)
@@ -52,7 +53,13 @@ func TestDuplicateScriptCost(t *testing.T) {
 			trigger(i, i+batch, "-dup", false)
 		}
 	})
+	single := s.measure("duplicate, one per call", func() {
+		for i := 0; i < n; i++ {
+			trigger(i, i+1, "-dup1", false)
+		}
+	})
 	t.Logf("instructions per trigger in redis-server, %d triggers, %d per call:", n, batch)
 	t.Logf("  trigger, accepted (enqueue.lua)        %8.0f", float64(enq)/n)
 	t.Logf("  trigger, rejected as a duplicate       %8.0f", float64(dup)/n)
+	t.Logf("  the same, one trigger per call         %8.0f", float64(single)/n)
 }

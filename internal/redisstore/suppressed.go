@@ -500,3 +500,6 @@ func (s *Store) knownCount() int {
 	}
 	return 1
 }
+
+// SuppressedRetention is how long a suppressed trigger is kept.
+func (s *Store) SuppressedRetention() time.Duration { return s.SuppressedLimits().Retention }
