@@ -36,7 +36,7 @@ type SuppressedTrigger struct {
 	// Source is client, http, cli, event:<event id>, or what the trigger
 	// named with WithSource.
 	Source string `json:"source"`
-	// InputDigest is the first 16 hex digits of the SHA-1 of the
+	// InputDigest is the first 16 hex digits of the SHA-256 of the
 	// trigger's input as sent (see InputDigest).
 	InputDigest string `json:"inputDigest"`
 	// Outcome is rejected, attached, signalled, debounced or
