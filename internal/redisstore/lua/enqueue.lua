@@ -123,7 +123,10 @@ local function trigger(k, a)
         refused, outcome = {3, owner, signal_id}, 'signalled'
       end
     end
-    nrecs = taskq_suppressed_add(recs, nrecs, outcome, owner, ARGV[a + ITEM_ARG_DIGEST], task, r.key)
+    -- taskq_suppressed_add, inlined: this is the duplicate path.
+    recs[nrecs + 1] = SUPPRESSED_RECORD
+    recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. r.key
+    nrecs = nrecs + 2
     return refused
   end
   local entry = taskq_claim_write(r)
