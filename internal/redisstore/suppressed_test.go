@@ -440,3 +440,24 @@ func TestCheckSource(t *testing.T) {
 		}
 	}
 }
+
+// A record Redis refuses costs the trigger nothing: with the stream's key
+// holding a string, a duplicate is still answered with its owner (at
+// maxmemory, see TestEnqueueAtMaxmemoryRefusesNewRunsAndAnswersDuplicates).
+func TestSuppressedRecordRefusedAnswersTheDuplicate(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		owner := f.params("charge", "order-1", redisstore.StrategyStatus)
+		f.enqueue(owner)
+		if err := b.Client.Set(f.ctx, f.k.Prefix()+"suppressed", "not a stream", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.s.Enqueue(f.ctx, f.params("charge", "order-1", redisstore.StrategyStatus))
+		if err != nil || res.Accepted || res.Owner != owner.RunID {
+			t.Fatalf("duplicate beside a wrong-typed stream: %+v, %v", res, err)
+		}
+		if _, _, err := f.s.ListSuppressed(f.ctx, redisstore.SuppressedQuery{Limit: 1, Now: time.Now()}); err == nil {
+			t.Error("listing a wrong-typed stream succeeded")
+		}
+	})
+}
