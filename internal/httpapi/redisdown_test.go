@@ -46,6 +46,7 @@ func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
 		"GET /api/v1/keys/{key...}":         {"GET", "/api/v1/keys/down:held", nil, http.StatusOK, true},
 		"POST /api/v1/keys/{key...}/signal": {"POST", "/api/v1/keys/down:held/signal", map[string]any{"payload": 1}, http.StatusAccepted, true},
 		"GET /api/v1/workers":               {"GET", "/api/v1/workers", nil, http.StatusOK, true},
+		"GET /api/v1/suppressed":            {"GET", "/api/v1/suppressed?key=down:held", nil, http.StatusOK, true},
 		"GET /healthz":                      {"GET", "/healthz", nil, http.StatusOK, false},
 		"GET /readyz":                       {"GET", "/readyz", nil, http.StatusOK, true},
 		"GET /metrics":                      {"GET", "/metrics", nil, http.StatusOK, false},

@@ -68,7 +68,8 @@ func InputDigest(input []byte) string { return redisstore.InputDigest(input) }
 // no run because another run held their key, newest first, with the run
 // that held it. With a Key or an Owner it searches the one partition their
 // records live in; without, it merges every partition's. Records are kept
-// for a day and about 10,000 per namespace (the oldest go first).
+// for a day, in about 10,000 stream entries per namespace (the oldest go
+// first; an entry holds the suppressed triggers of one call to Redis).
 func (in *Inspector) ListSuppressed(ctx context.Context, o ListSuppressedOptions) (*SuppressedPage, error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
