@@ -61,7 +61,7 @@ fuzz-http:
 
 ## script-cost: instructions redis-server executes per run for each script call, and per event push (redis-server under valgrind's callgrind: the same count on every run, whatever the machine's load)
 script-cost:
-	$(GO) test -tags scriptcost -run '^(TestScriptCost|TestEventScriptCost)$$' -count=1 -v ./internal/redisstore/
+	$(GO) test -tags scriptcost -run '^(TestScriptCost|TestEventScriptCost|TestDuplicateScriptCost)$$' -count=1 -v ./internal/redisstore/
 
 ## fuzz: search for CEL expressions and inputs that escape the evaluation limits (time, memory, typed errors) or make the fast paths disagree with CEL, FUZZTIME per target (FUZZTIME=10m); plain `go test` runs only the seeds
 fuzz:

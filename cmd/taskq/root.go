@@ -84,6 +84,7 @@ scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
 		a.serveCmd(), a.devCmd(), a.completionCmd(), a.versionCmd(),
 	)
 	root.AddCommand(a.workersCmd())
+	root.AddCommand(a.suppressedCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	// --version prints what `taskq version` prints.
 	root.Version = a.version

@@ -433,7 +433,7 @@ run was still written: the command prints it and exits 7.`,
 			if _, err := def.Key(in, md); err != nil {
 				return a.exprFailed(def.Idempotency.Expression, err)
 			}
-			opts := []client.RunOption{client.WithMetadataJSON(md)}
+			opts := []client.RunOption{client.WithMetadataJSON(md), client.WithSource(client.SourceCLI)}
 			if onConflict != "" {
 				opts = append(opts, client.OnConflict(task.ConflictPolicy(onConflict)))
 			}

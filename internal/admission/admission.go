@@ -84,6 +84,9 @@ type Trigger struct {
 	// Policy applies when another run holds the key ("" rejects).
 	Policy redisstore.Policy
 	Now    time.Time
+	// Source says where the trigger came from ("" is a client's), recorded
+	// when it creates no run because its key is held.
+	Source string
 }
 
 // Admit checks a trigger against every limit, derives its key and returns
@@ -133,7 +136,7 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 		RunID: id.String(), Task: def.Name, Input: tr.Input, Meta: tr.Metadata,
 		Strategy: redisstore.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
 		Timeout: def.Timeout, Retention: c.Retention, Now: tr.Now,
-		Policy: tr.Policy, MaxSignals: c.MaxSignals,
+		Policy: tr.Policy, MaxSignals: c.MaxSignals, Source: tr.Source,
 	}
 	if tr.Policy == redisstore.PolicySignal {
 		sid, err := uuid.NewV7()

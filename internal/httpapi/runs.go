@@ -113,7 +113,8 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	h, err := s.c.TriggerJSON(r.Context(), def, input, append(opts, client.WithMetadataJSON(req.AdditionalMetadata))...)
+	h, err := s.c.TriggerJSON(r.Context(), def, input,
+		append(opts, client.WithMetadataJSON(req.AdditionalMetadata), client.WithSource(client.SourceHTTP))...)
 	s.metrics.observeTrigger(sourceHTTP, start)
 	var notDurable *client.DurabilityError
 	if errors.As(err, &notDurable) {
@@ -201,7 +202,7 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		return
 	}
 	start := time.Now()
-	hs, err := s.c.TriggerManyJSON(r.Context(), def, triggers, opts...)
+	hs, err := s.c.TriggerManyJSON(r.Context(), def, triggers, append(opts, client.WithSource(client.SourceHTTP))...)
 	s.metrics.observeTrigger(sourceHTTP, start)
 	if hs == nil && err != nil {
 		// Nothing was written: the batch as a whole, or one item, is invalid.

@@ -10,7 +10,7 @@ import (
 )
 
 // enqueueScript triggers runs: lua/enqueue.lua.
-var enqueueScript = loadScript("enqueue", "errors", "record", "stream", "ending", "signals", "claim")
+var enqueueScript = loadScript("enqueue", "errors", "record", "stream", "ending", "signals", "claim", "suppressed")
 
 // Policy is the trigger's conflict policy (defined once, in package task),
 // as enqueue.lua reads it.
@@ -60,6 +60,10 @@ type EnqueueParams struct {
 	SignalID string
 	// MaxSignals bounds the owner's signals (default MaxSignalsDefault).
 	MaxSignals int
+	// Source says where the trigger came from, recorded when it creates
+	// no run ("" is SourceClient; see suppressed.go). EnqueueBatch sends
+	// the triggers of each source in calls of their own.
+	Source string
 	// Durability, when enabled, makes the trigger wait until replicas hold
 	// its write (see durable.go); its result's Ack says how far it got.
 	Durability Durability
@@ -131,16 +135,21 @@ func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]stri
 		enqueueItemArgPolicy:         string(policy),
 		enqueueItemArgSignalID:       p.SignalID,
 		enqueueItemArgMaxSignals:     maxSignals,
+		enqueueItemArgDigest:         InputDigest(p.Input),
 	}
 	return append(keys, k[:]...), append(args, a[:]...)
 }
 
 // enqueueHeader is the KEYS and ARGV every call of enqueue.lua in the
-// partition of ks starts with, with room for n triggers.
-func enqueueHeader(ks Keys, n int) ([]string, []any) {
+// partition of ks starts with, with room for n triggers; suppressedCap is
+// the partition's (Store.suppressedCap), source the triggers' (one for
+// the call: see EnqueueBatch).
+func enqueueHeader(ks Keys, n int, suppressedCap, source string) ([]string, []any) {
 	a := [1 + enqueueArgCount]any{
-		enqueueArgPrefix: ks.Prefix(),
-		enqueueArgGroup:  GroupName,
+		enqueueArgPrefix:        ks.Prefix(),
+		enqueueArgGroup:         GroupName,
+		enqueueArgSuppressedCap: suppressedCap,
+		enqueueArgSource:        sourceOf(source),
 	}
 	keys := make([]string, enqueueKeyCount, enqueueKeyCount+enqueueItemKeyCount*n)
 	return keys, append(make([]any, 0, enqueueArgCount+enqueueItemArgCount*n), a[1:]...)
@@ -194,6 +203,17 @@ func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, e
 // its run's partition first (the partition of its key, or one its ID
 // hashes to): the caller reads the run's ID from it afterwards.
 func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
+	if groups := sourceGroups(ps); groups != nil {
+		return splitEnqueue(ps, groups, func(sub []*EnqueueParams) ([]EnqueueResult, []error) {
+			return s.enqueueOneSource(ctx, sub)
+		})
+	}
+	return s.enqueueOneSource(ctx, ps)
+}
+
+// enqueueOneSource is EnqueueBatch for triggers of one Source, which the
+// calls name once (see enqueueHeader).
+func (s *Store) enqueueOneSource(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
 	groups := durabilityGroups(ps)
 	if groups == nil {
 		return s.enqueueBatch(ctx, ps, Durability{})
@@ -225,10 +245,11 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 		return results, errs
 	}
 	errs := make([]error, len(ps))
+	capPer := s.suppressedCap(parts.Count())
 	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return parts.place(ps[i]), nil }, errs)
 	build := func(items []int) ([]string, []any) {
 		ks := parts.Keys(parts.place(ps[items[0]]))
-		keys, args := enqueueHeader(ks, len(items))
+		keys, args := enqueueHeader(ks, len(items), capPer, ps[items[0]].Source)
 		for _, i := range items {
 			keys, args = appendEnqueue(ks, keys, args, ps[i])
 		}
@@ -303,6 +324,6 @@ func (s *Store) EnqueueCall(p *EnqueueParams) (keys []string, args []any) {
 		parts = NewPartitions(s.keys.ns, 1)
 	}
 	ks := parts.Keys(parts.place(p))
-	keys, args = enqueueHeader(ks, 1)
+	keys, args = enqueueHeader(ks, 1, s.suppressedCap(parts.Count()), p.Source)
 	return appendEnqueue(ks, keys, args, p)
 }

@@ -72,6 +72,14 @@ const (
 	cmdPublish = "PUBLISH" // PUBLISH, or SPUBLISH in a script's sharded form
 )
 
+// The partition's suppressed-trigger stream, capped and trimmed by age
+// (see suppressed.go).
+//
+//taskq:lua keys
+const (
+	keySuppressed = "suppressed" // stream taskq:{ns}:suppressed: triggers that created no run because their key was held (fields suppressed*)
+)
+
 // Keys only Go builds: the scripts that touch them are given them in KEYS.
 const (
 	keyRuns          = "runs"      // zset  taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping
@@ -181,6 +189,25 @@ const (
 	eventFanout  = "fanout"  // the pending fan-out (JSON, see fanout.go), until the outcomes are in runs
 )
 
+// Fields of an entry of the suppressed-trigger stream (keySuppressed). An
+// entry holds the triggers of one script call that created no run because
+// another run held their key (one, for a trigger sent alone): its source
+// once, then one record per trigger, each one value whose parts are
+// joined by single spaces, the key last as the only part that may hold a
+// space. One entry per call, rather than per trigger, keeps the cost of a
+// duplicate within a few percent (see docs/performance.md). The entry's ID
+// gives the time.
+//
+//taskq:lua const
+const (
+	suppressedSource = "src" // where the call's triggers came from (client | http | cli | event:<event id> | ...)
+	suppressedRecord = "rec" // one per trigger: "<outcome> <owner run> <input digest> <task> <key>" (see suppressedOf)
+)
+
+// The source an event's suppressed trigger records in its origin:
+// "event:<event id>".
+const sourceEventPrefix = "event:"
+
 // MaxLingeringEntries bounds the acknowledged entries a task stream keeps
 // behind an older delivery still pending (a long-running handler): past
 // it, finishing runs deletes their entries at once instead of leaving them
@@ -193,10 +220,12 @@ const MaxLingeringEntries = 10000
 //
 //taskq:lua script enqueue
 const (
-	enqueueKeyCount  = 0 // KEYS before the first trigger's: none
-	enqueueArgPrefix = 1 // key prefix taskq:{ns}:
-	enqueueArgGroup  = 2 // consumer group
-	enqueueArgCount  = 2 // ARGV before the first trigger's
+	enqueueKeyCount         = 0 // KEYS before the first trigger's: none
+	enqueueArgPrefix        = 1 // key prefix taskq:{ns}:
+	enqueueArgGroup         = 2 // consumer group
+	enqueueArgSuppressedCap = 3 // most entries of the partition's suppressed-trigger stream (0: none recorded)
+	enqueueArgSource        = 4 // where the call's triggers come from, recorded when one creates no run
+	enqueueArgCount         = 4 // ARGV before the first trigger's
 )
 
 // enqueue.lua: KEYS of one trigger.
@@ -230,6 +259,7 @@ const (
 	enqueueItemArgPolicy                // conflict policy
 	enqueueItemArgSignalID              // signal ID (policy signal)
 	enqueueItemArgMaxSignals            // most signals a run may hold
+	enqueueItemArgDigest                // input digest, recorded when the trigger creates no run
 	enqueueItemArgCount
 )
 
@@ -467,15 +497,18 @@ const (
 	pushEventKeyEventKeyIndex = 3 // events-by-key index
 	pushEventKeyRuns          = 4 // runs index
 	pushEventKeyCount         = 4
-	pushEventArgEventID       = 1 // event ID
-	pushEventArgEventKey      = 2 // event key
-	pushEventArgPayload       = 3 // payload (JSON object), every run's input
-	pushEventArgMeta          = 4 // metadata (JSON object), every run's
-	pushEventArgNow           = 5 // now (unix ms)
-	pushEventArgRetention     = 6 // event retention ms
-	pushEventArgPrefix        = 7 // key prefix taskq:{ns}:
-	pushEventArgTaskCount     = 8 // how many subscribed tasks follow
-	pushEventArgCount         = 8 // ARGV before the first task's
+	pushEventArgEventID       = 1  // event ID
+	pushEventArgEventKey      = 2  // event key
+	pushEventArgPayload       = 3  // payload (JSON object), every run's input
+	pushEventArgMeta          = 4  // metadata (JSON object), every run's
+	pushEventArgNow           = 5  // now (unix ms)
+	pushEventArgRetention     = 6  // event retention ms
+	pushEventArgPrefix        = 7  // key prefix taskq:{ns}:
+	pushEventArgTaskCount     = 8  // how many subscribed tasks follow
+	pushEventArgSource        = 9  // "event:<event id>", recorded for a task deduplicated
+	pushEventArgDigest        = 10 // payload digest, recorded for a task deduplicated
+	pushEventArgSuppressedCap = 11 // most entries of the suppressed-trigger stream (0: none recorded)
+	pushEventArgCount         = 11 // ARGV before the first task's
 )
 
 // push_event.lua: ARGV of one subscribed task.
@@ -521,13 +554,16 @@ const (
 //
 //taskq:lua script trigger_event
 const (
-	triggerEventKeyCount     = 0 // KEYS before the first task's: none
-	triggerEventArgPrefix    = 1 // key prefix of the tasks' runs
-	triggerEventArgPayload   = 2 // payload (JSON object), every run's input
-	triggerEventArgMeta      = 3 // metadata (JSON object), every run's
-	triggerEventArgNow       = 4 // the event's time (unix ms), every run's creation time
-	triggerEventArgRetention = 5 // event retention ms, the markers'
-	triggerEventArgCount     = 5 // ARGV before the first task's
+	triggerEventKeyCount         = 0 // KEYS before the first task's: none
+	triggerEventArgPrefix        = 1 // key prefix of the tasks' runs
+	triggerEventArgPayload       = 2 // payload (JSON object), every run's input
+	triggerEventArgMeta          = 3 // metadata (JSON object), every run's
+	triggerEventArgNow           = 4 // the event's time (unix ms), every run's creation time
+	triggerEventArgRetention     = 5 // event retention ms, the markers'
+	triggerEventArgSource        = 6 // "event:<event id>", recorded for a task deduplicated
+	triggerEventArgDigest        = 7 // payload digest, recorded for a task deduplicated
+	triggerEventArgSuppressedCap = 8 // most entries of the suppressed-trigger stream (0: none recorded)
+	triggerEventArgCount         = 8 // ARGV before the first task's
 )
 
 // trigger_event.lua: KEYS of one task.

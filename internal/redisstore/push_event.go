@@ -14,7 +14,7 @@ import (
 // pushEventScript stores an event and triggers its tasks' runs, the whole
 // fan-out at once: lua/push_event.lua. See fanout.go for the fan-out in
 // steps.
-var pushEventScript = loadScript("push_event", "errors", "record", "stream", "ending", "claim", "events")
+var pushEventScript = loadScript("push_event", "errors", "record", "stream", "ending", "claim", "events", "suppressed")
 
 // What push_event.lua records for each subscribed task.
 const (
@@ -81,14 +81,17 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 		meta = []byte("{}")
 	}
 	h := [1 + pushEventArgCount]any{
-		pushEventArgEventID:   p.ID,
-		pushEventArgEventKey:  p.Key,
-		pushEventArgPayload:   p.Payload,
-		pushEventArgMeta:      meta,
-		pushEventArgNow:       unixMS(p.Now),
-		pushEventArgRetention: ms(p.Retention),
-		pushEventArgPrefix:    prefix,
-		pushEventArgTaskCount: len(p.Tasks),
+		pushEventArgEventID:       p.ID,
+		pushEventArgEventKey:      p.Key,
+		pushEventArgPayload:       p.Payload,
+		pushEventArgMeta:          meta,
+		pushEventArgNow:           unixMS(p.Now),
+		pushEventArgRetention:     ms(p.Retention),
+		pushEventArgPrefix:        prefix,
+		pushEventArgTaskCount:     len(p.Tasks),
+		pushEventArgSource:        SourceEventPrefix + p.ID,
+		pushEventArgDigest:        InputDigest(p.Payload),
+		pushEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
 	}
 	args := append(make([]any, 0, pushEventArgCount+pushEventItemArgCount*len(p.Tasks)), h[1:]...)
 	for _, t := range p.Tasks {

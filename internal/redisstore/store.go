@@ -28,6 +28,9 @@ type Store struct {
 	// sharded is set on a Redis Cluster: scripts publish their notices
 	// with SPUBLISH and subscribers use SSUBSCRIBE (see Notices).
 	sharded bool
+	// suppressed bounds the suppressed-trigger records (nil: the
+	// defaults; see suppressed.go).
+	suppressed atomic.Pointer[SuppressedLimits]
 	// fanoutHooks are set by tests only (SetFanoutHooks).
 	fanoutHooks atomic.Pointer[FanoutHooks]
 	// version is the server's, once read (see ServerVersion).

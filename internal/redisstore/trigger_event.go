@@ -8,7 +8,7 @@ import (
 
 // triggerEventScript triggers the runs of an event's tasks under one
 // prefix, step 2 of a fan-out in steps: lua/trigger_event.lua.
-var triggerEventScript = loadScript("trigger_event", "errors", "record", "stream", "ending", "claim")
+var triggerEventScript = loadScript("trigger_event", "errors", "record", "stream", "ending", "claim", "suppressed")
 
 // triggerEvent runs step 2 of j for its tasks at the indexes tasks, whose
 // runs live under prefix, and puts their outcomes in runs. A task Redis
@@ -18,11 +18,14 @@ var triggerEventScript = loadScript("trigger_event", "errors", "record", "stream
 func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, tasks []int, runs []EventRun, refused []error) error {
 	k := s.keys.under(prefix)
 	h := [1 + triggerEventArgCount]any{
-		triggerEventArgPrefix:    prefix,
-		triggerEventArgPayload:   j.payload,
-		triggerEventArgMeta:      j.meta,
-		triggerEventArgNow:       j.now,
-		triggerEventArgRetention: j.f.Retention,
+		triggerEventArgPrefix:        prefix,
+		triggerEventArgPayload:       j.payload,
+		triggerEventArgMeta:          j.meta,
+		triggerEventArgNow:           j.now,
+		triggerEventArgRetention:     j.f.Retention,
+		triggerEventArgSource:        SourceEventPrefix + j.id,
+		triggerEventArgDigest:        InputDigest(j.payload),
+		triggerEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
 	}
 	keys := make([]string, triggerEventKeyCount, triggerEventKeyCount+triggerEventItemKeyCount*len(tasks))
 	args := append(make([]any, 0, triggerEventArgCount+triggerEventItemArgCount*len(tasks)), h[1:]...)

@@ -22,6 +22,8 @@ type runOptions struct {
 	// durability is the trigger's own level (WithDurability), nil when
 	// it has none.
 	durability *task.Durability
+	// source names where the trigger came from (WithSource).
+	source string
 }
 
 // OnConflict sets what the trigger does when another run holds its key,
@@ -140,6 +142,9 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, err
 	}
+	if err := redisstore.CheckSource(o.source); err != nil {
+		return nil, fmt.Errorf("task %q: %w", def.Name, err)
+	}
 	dur, err := c.resolveDurability(def, o.durability)
 	if err != nil {
 		return nil, err
@@ -148,7 +153,7 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 		if len(req.Triggers) != 1 {
 			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for one", def.Name, len(req.Triggers))
 		}
-		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy, dur)
+		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy, dur, o.source)
 		return []*RunHandle{h}, err
 	}
 	hs, err := chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, []Trigger{{Input: input}}, meta))
@@ -159,8 +164,8 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 }
 
 // triggerOne admits and enqueues one trigger.
-func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy redisstore.Policy, dur task.Durability) (*RunHandle, error) {
-	p, err := c.prepare(def, tr.Input, tr.Metadata, policy)
+func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy redisstore.Policy, dur task.Durability, source string) (*RunHandle, error) {
+	p, err := c.prepare(def, tr.Input, tr.Metadata, policy, source)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +229,9 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 	if err != nil {
 		return nil, err
 	}
+	if err := redisstore.CheckSource(o.source); err != nil {
+		return nil, fmt.Errorf("task %q: %w", def.Name, err)
+	}
 	dur, err := c.resolveDurability(def, o.durability)
 	if err != nil {
 		return nil, err
@@ -232,7 +240,7 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 		if len(req.Triggers) != len(triggers) {
 			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for %d", def.Name, len(req.Triggers), len(triggers))
 		}
-		return c.triggerMany(ctx, def, req.Triggers, policy, dur)
+		return c.triggerMany(ctx, def, req.Triggers, policy, dur, o.source)
 	}
 	return chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, triggers, meta))
 }
@@ -240,11 +248,11 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 // triggerMany admits every trigger of a batch, then enqueues them in one
 // call. A durable batch shares one WAIT (see redisstore.EnqueueBatch); the
 // triggers that fell short are listed in one *DurabilityError.
-func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy redisstore.Policy, dur task.Durability) ([]*RunHandle, error) {
+func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy redisstore.Policy, dur task.Durability, source string) ([]*RunHandle, error) {
 	ps := make([]*redisstore.EnqueueParams, len(triggers))
 	for i, tr := range triggers {
 		var err error
-		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy); err != nil {
+		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy, source); err != nil {
 			return nil, &BatchItemError{Index: i, Err: err}
 		}
 		ps[i].Durability = dur
@@ -291,8 +299,9 @@ func (c *Client) collision(def *task.Definition, key, owner string) *Idempotency
 // prepare admits a trigger (internal/admission: its limits, its key, the
 // parameters of the enqueue script) and words admission's errors as the
 // client's. It writes nothing.
-func (c *Client) prepare(def *task.Definition, input, meta []byte, policy redisstore.Policy) (*redisstore.EnqueueParams, error) {
-	p, err := c.admission().Admit(admission.Trigger{Def: def, Input: input, Metadata: meta, Policy: policy, Now: c.opts.Clock.Now()})
+func (c *Client) prepare(def *task.Definition, input, meta []byte, policy redisstore.Policy, source string) (*redisstore.EnqueueParams, error) {
+	p, err := c.admission().Admit(admission.Trigger{Def: def, Input: input, Metadata: meta, Policy: policy,
+		Now: c.opts.Clock.Now(), Source: source})
 	if err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, admissionError(err))
 	}

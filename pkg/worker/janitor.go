@@ -74,6 +74,7 @@ func (j *janitor) Start(context.Context) error {
 			if !time.Now().Before(nextSweep) {
 				for part := range max(j.partitions, 1) {
 					j.sweep(quit, part)
+					j.trimSuppressed(part)
 				}
 				nextSweep = time.Now().Add(j.every)
 			}

@@ -14,10 +14,14 @@
 --   +3 ITEM_KEY_IDEMPOTENCY  idempotency key   taskq:{ns}:key:<key>   (the runs
 --                                              index again when the strategy
 --                                              is "none")
--- ARGV: ARG_COUNT (2) first,
---   ARGV[1] ARG_PREFIX  key prefix taskq:{ns}:
---   ARGV[2] ARG_GROUP   consumer group
--- then ITEM_ARG_COUNT (16) per trigger i, at 16i+3 .. 16i+18:
+-- ARGV: ARG_COUNT (4) first,
+--   ARGV[1] ARG_PREFIX          key prefix taskq:{ns}:
+--   ARGV[2] ARG_GROUP           consumer group
+--   ARGV[3] ARG_SUPPRESSED_CAP  most entries of the partition's suppressed-
+--                               trigger stream ('0' records none)
+--   ARGV[4] ARG_SOURCE          where the call's triggers come from
+--                               (client | http | cli | ...)
+-- then ITEM_ARG_COUNT (17) per trigger i, at 17i+5 .. 17i+21:
 --   +0  ITEM_ARG_RUN_ID          run id
 --   +1  ITEM_ARG_TASK            task name
 --   +2  ITEM_ARG_INPUT           input (JSON)
@@ -39,6 +43,8 @@
 --                                signal
 --   +14 ITEM_ARG_SIGNAL_ID       signal id (policy "signal")
 --   +15 ITEM_ARG_MAX_SIGNALS     most signals a run may hold (0 = no limit)
+--   +16 ITEM_ARG_DIGEST          input digest, recorded when the trigger
+--                                creates no run
 -- Returns an array with one reply per trigger, in order:
 --   {1, entry id}                 accepted ('' when scheduled: debounce)
 --   {1, entry id, old owner}      accepted by superseding old owner
@@ -58,12 +64,17 @@
 -- The call as a whole fails with OOM or READONLY, nothing written, when its
 -- first write is a debounce or a signal to a key's owner, which are not
 -- written with pcall.
+-- The triggers that create no run because their key is held (replies 0,
+-- 2, 3 and 4) are recorded in one entry of the partition's suppressed-
+-- trigger stream taskq:{ns}:suppressed (lib/suppressed.lua), a write Redis
+-- may refuse without failing them.
 -- A resend of the same trigger (go-redis sends a command again when its
 -- reply was lost) finds the record the first send wrote, with this run ID,
 -- task and creation time, and answers {1, entry id} as the first send did.
 
-local prefix, group = ARGV[ARG_PREFIX], ARGV[ARG_GROUP]
+local prefix, group, suppressed_cap = ARGV[ARG_PREFIX], ARGV[ARG_GROUP], ARGV[ARG_SUPPRESSED_CAP]
 local retry_key = taskq_key_retry(prefix)
+local recs, nrecs = {}, 0 -- suppressed triggers' records
 
 -- One trigger, whose KEYS start at k and ARGV at a.
 local function trigger(k, a)
@@ -99,21 +110,23 @@ local function trigger(k, a)
     if refused.err or refused[1] ~= 0 then
       return refused
     end
-    local owner = refused[2]
+    local owner, outcome = refused[2], 'rejected'
     if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
       taskq_debounce(prefix, owner, r.idem_key, input, meta, hold, now)
-      return {4, owner}
-    end
-    if policy == 'attach' then
-      return {2, owner}
-    end
-    if policy == 'signal' then
+      refused, outcome = {4, owner}, 'debounced'
+    elseif policy == 'attach' then
+      refused, outcome = {2, owner}, 'attached'
+    elseif policy == 'signal' then
       local signal_id = ARGV[a + ITEM_ARG_SIGNAL_ID]
       local s = taskq_signal(prefix, owner, signal_id, input, tonumber(ARGV[a + ITEM_ARG_MAX_SIGNALS]) or 0)
       if s[1] == 1 then
-        return {3, owner, signal_id}
+        refused, outcome = {3, owner, signal_id}, 'signalled'
       end
     end
+    -- taskq_suppressed_add, inlined: this is the duplicate path.
+    recs[nrecs + 1] = SUPPRESSED_RECORD
+    recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. r.key
+    nrecs = nrecs + 2
     return refused
   end
   local entry = taskq_claim_write(r)
@@ -131,5 +144,8 @@ local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first trigger's KEYS and ARGV
 for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   out[i] = trigger(k, a)
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
+end
+if suppressed_cap ~= '0' then
+  taskq_suppressed_write(taskq_key_suppressed(prefix), suppressed_cap, ARGV[ARG_SOURCE], recs)
 end
 return out

@@ -61,6 +61,13 @@ end
 -- partition's hash tag.
 local CMD_PUBLISH = 'PUBLISH' -- PUBLISH, or SPUBLISH in a script's sharded form
 
+-- The partition's suppressed-trigger stream, capped and trimmed by age
+-- (see suppressed.go).
+-- stream taskq:{ns}:suppressed: triggers that created no run because their key was held (fields suppressed*)
+local function taskq_key_suppressed(prefix)
+  return prefix .. 'suppressed'
+end
+
 -- Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
 -- unix ms, durations ms.
 local RUN_TASK = 'task' -- task name
@@ -117,6 +124,17 @@ local EVENT_CREATED = 'created' -- when the event was pushed (unix ms)
 local EVENT_RUNS = 'runs' -- what happened to each subscribed task (JSON array of EventRun)
 local EVENT_FANOUT = 'fanout' -- the pending fan-out (JSON, see fanout.go), until the outcomes are in runs
 
+-- Fields of an entry of the suppressed-trigger stream (keySuppressed). An
+-- entry holds the triggers of one script call that created no run because
+-- another run held their key (one, for a trigger sent alone): its source
+-- once, then one record per trigger, each one value whose parts are
+-- joined by single spaces, the key last as the only part that may hold a
+-- space. One entry per call, rather than per trigger, keeps the cost of a
+-- duplicate within a few percent (see docs/performance.md). The entry's ID
+-- gives the time.
+local SUPPRESSED_SOURCE = 'src' -- where the call's triggers came from (client | http | cli | event:<event id> | ...)
+local SUPPRESSED_RECORD = 'rec' -- one per trigger: "<outcome> <owner run> <input digest> <task> <key>" (see suppressedOf)
+
 -- MaxLingeringEntries bounds the acknowledged entries a task stream keeps
 -- behind an older delivery still pending (a long-running handler): past
 -- it, finishing runs deletes their entries at once instead of leaving them
@@ -139,7 +157,9 @@ local ARG_COUNT = 5
 local KEY_COUNT = 0 -- KEYS before the first trigger's: none
 local ARG_PREFIX = 1 -- key prefix taskq:{ns}:
 local ARG_GROUP = 2 -- consumer group
-local ARG_COUNT = 2 -- ARGV before the first trigger's
+local ARG_SUPPRESSED_CAP = 3 -- most entries of the partition's suppressed-trigger stream (0: none recorded)
+local ARG_SOURCE = 4 -- where the call's triggers come from, recorded when one creates no run
+local ARG_COUNT = 4 -- ARGV before the first trigger's
 
 -- enqueue.lua: KEYS of one trigger.
 local ITEM_KEY_RUN = 0 -- run hash
@@ -165,7 +185,8 @@ local ITEM_ARG_NOW = 12 -- now (unix ms)
 local ITEM_ARG_POLICY = 13 -- conflict policy
 local ITEM_ARG_SIGNAL_ID = 14 -- signal ID (policy signal)
 local ITEM_ARG_MAX_SIGNALS = 15 -- most signals a run may hold
-local ITEM_ARG_COUNT = 16
+local ITEM_ARG_DIGEST = 16 -- input digest, recorded when the trigger creates no run
+local ITEM_ARG_COUNT = 17
 
 -- @script ensure_group
 -- ensure_group.lua.
@@ -250,7 +271,10 @@ local ARG_NOW = 5 -- now (unix ms)
 local ARG_RETENTION = 6 -- event retention ms
 local ARG_PREFIX = 7 -- key prefix taskq:{ns}:
 local ARG_TASK_COUNT = 8 -- how many subscribed tasks follow
-local ARG_COUNT = 8 -- ARGV before the first task's
+local ARG_SOURCE = 9 -- "event:<event id>", recorded for a task deduplicated
+local ARG_DIGEST = 10 -- payload digest, recorded for a task deduplicated
+local ARG_SUPPRESSED_CAP = 11 -- most entries of the suppressed-trigger stream (0: none recorded)
+local ARG_COUNT = 11 -- ARGV before the first task's
 
 -- push_event.lua: ARGV of one subscribed task.
 local ITEM_ARG_TASK = 0 -- task name
@@ -389,7 +413,10 @@ local ARG_PAYLOAD = 2 -- payload (JSON object), every run's input
 local ARG_META = 3 -- metadata (JSON object), every run's
 local ARG_NOW = 4 -- the event's time (unix ms), every run's creation time
 local ARG_RETENTION = 5 -- event retention ms, the markers'
-local ARG_COUNT = 5 -- ARGV before the first task's
+local ARG_SOURCE = 6 -- "event:<event id>", recorded for a task deduplicated
+local ARG_DIGEST = 7 -- payload digest, recorded for a task deduplicated
+local ARG_SUPPRESSED_CAP = 8 -- most entries of the suppressed-trigger stream (0: none recorded)
+local ARG_COUNT = 8 -- ARGV before the first task's
 
 -- trigger_event.lua: KEYS of one task.
 local ITEM_KEY_MARKER = 0 -- what the fan-out did to the task

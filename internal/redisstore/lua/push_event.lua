@@ -20,7 +20,7 @@
 --   KEYS[2] KEY_EVENTS           events index         taskq:{ns}:events
 --   KEYS[3] KEY_EVENT_KEY_INDEX  events-by-key index  taskq:{ns}:eventkey:<event key>
 --   KEYS[4] KEY_RUNS             runs index           taskq:{ns}:runs
--- ARGV: ARG_COUNT (8) first,
+-- ARGV: ARG_COUNT (11) first,
 --   ARGV[1] ARG_EVENT_ID    event id
 --   ARGV[2] ARG_EVENT_KEY   event key
 --   ARGV[3] ARG_PAYLOAD     payload (JSON object): the input of every run
@@ -31,7 +31,12 @@
 --                           entries expire then
 --   ARGV[7] ARG_PREFIX      key prefix taskq:{ns}:
 --   ARGV[8] ARG_TASK_COUNT  number of subscribed tasks n
--- then ITEM_ARG_COUNT (11) per task i (i = 0 .. n-1), at 11i+9 .. 11i+19:
+--   ARGV[9] ARG_SOURCE      "event:<event id>", recorded for each task
+--                           deduplicated
+--   ARGV[10] ARG_DIGEST     payload digest, recorded likewise
+--   ARGV[11] ARG_SUPPRESSED_CAP  most entries of the suppressed-trigger
+--                           stream ('0' records none)
+-- then ITEM_ARG_COUNT (11) per task i (i = 0 .. n-1), at 11i+12 .. 11i+22:
 --   +0  ITEM_ARG_TASK             task name
 --   +1  ITEM_ARG_RUN_ID           run id
 --   +2  ITEM_ARG_IDEMPOTENCY_KEY  idempotency key ("" when not deduplicated)
@@ -45,6 +50,9 @@
 --   +10 ITEM_ARG_ERROR            "" or why no run is attempted (the
 --                                 expression failed)
 -- The run fields mean what they mean in enqueue.lua.
+-- The tasks deduplicated or debounced are recorded in one entry of the
+-- suppressed-trigger stream taskq:{ns}:suppressed (lib/suppressed.lua)
+-- once everything else is written.
 -- Returns a flat array, two entries per task in argument order:
 --   outcome ("created" | "deduplicated" | "debounced" | "error"), run id
 --   (the created run, or the run holding the key; "" for "error").
@@ -78,6 +86,7 @@ local reply = {}
 local writes = {}   -- runs to create, written after every check passed
 local debounce = {} -- owners to hand this payload to
 local claimed = {}  -- idempotency key -> run created by this event
+local swallowed = {} -- tasks deduplicated or debounced, to record
 
 for i = 0, n - 1 do
   local a = ARG_COUNT + ITEM_ARG_COUNT * i + 1
@@ -123,6 +132,9 @@ for i = 0, n - 1 do
       end
     end
   end
+  if entry.outcome == 'deduplicated' or entry.outcome == 'debounced' then
+    swallowed[#swallowed + 1] = entry
+  end
   runs[#runs + 1] = entry
   reply[#reply + 1] = entry.outcome
   reply[#reply + 1] = entry.runId
@@ -144,5 +156,12 @@ end
 taskq_event_write(event)
 if #runs > 0 then
   redis.call('HSET', KEYS[KEY_EVENT], EVENT_RUNS, cjson.encode(runs))
+end
+if #swallowed > 0 and ARGV[ARG_SUPPRESSED_CAP] ~= '0' then
+  local recs, nrecs = {}, 0
+  for _, e in ipairs(swallowed) do
+    nrecs = taskq_suppressed_add(recs, nrecs, e.outcome, e.runId, ARGV[ARG_DIGEST], e.task, e.idempotencyKey)
+  end
+  taskq_suppressed_write(taskq_key_suppressed(prefix), ARGV[ARG_SUPPRESSED_CAP], ARGV[ARG_SOURCE], recs)
 end
 return reply

@@ -20,14 +20,19 @@
 --   +4 ITEM_KEY_IDEMPOTENCY  idempotency key    taskq:{ns}:key:<key>  (the runs
 --                                               index again when the strategy
 --                                               is "none")
--- ARGV: ARG_COUNT (5) first,
+-- ARGV: ARG_COUNT (8) first,
 --   ARGV[1] ARG_PREFIX     key prefix taskq:{ns}: of the runs
 --   ARGV[2] ARG_PAYLOAD    payload (JSON object): the input of every run
 --   ARGV[3] ARG_META       metadata (JSON object): the additional metadata
 --                          of every run
 --   ARGV[4] ARG_NOW        the event's time (unix ms): every run's creation
 --   ARGV[5] ARG_RETENTION  event retention ms: the markers expire then
--- then ITEM_ARG_COUNT (10) per task i, at 10i+6 .. 10i+15:
+--   ARGV[6] ARG_SOURCE     "event:<event id>", recorded for each task
+--                          deduplicated
+--   ARGV[7] ARG_DIGEST     payload digest, recorded likewise
+--   ARGV[8] ARG_SUPPRESSED_CAP  most entries of the suppressed-trigger
+--                          stream ('0' records none)
+-- then ITEM_ARG_COUNT (10) per task i, at 10i+9 .. 10i+18:
 --   +0 ITEM_ARG_TASK             task name
 --   +1 ITEM_ARG_RUN_ID           run id
 --   +2 ITEM_ARG_IDEMPOTENCY_KEY  idempotency key ("" when not deduplicated)
@@ -39,6 +44,9 @@
 --   +8 ITEM_ARG_TIMEOUT          timeout ms
 --   +9 ITEM_ARG_RETENTION        run record retention ms
 -- The run fields mean what they mean in enqueue.lua.
+-- The tasks deduplicated or debounced are recorded in one entry of the
+-- suppressed-trigger stream taskq:{ns}:suppressed (lib/suppressed.lua),
+-- once: a replay that finds the marker records nothing again.
 -- Returns an array with one reply per task, in order:
 --   {outcome, run id}  outcome "created" (run id: the run created),
 --                      "deduplicated" or "debounced" (run id: the run
@@ -56,6 +64,7 @@
 local prefix, payload, meta = ARGV[ARG_PREFIX], ARGV[ARG_PAYLOAD], ARGV[ARG_META]
 local now, retention = ARGV[ARG_NOW], ARGV[ARG_RETENTION]
 local retry_key = taskq_key_retry(prefix)
+local recs, nrecs = {}, 0 -- suppressed triggers' records
 
 -- One task, whose KEYS start at k and ARGV at a.
 local function trigger(k, a)
@@ -94,6 +103,7 @@ local function trigger(k, a)
       taskq_debounce(prefix, owner, r.idem_key, payload, meta, hold, now)
       outcome = 'debounced'
     end
+    nrecs = taskq_suppressed_add(recs, nrecs, outcome, owner, ARGV[ARG_DIGEST], task, r.key)
   else
     local entry = taskq_claim_write(r)
     if type(entry) == 'table' then
@@ -113,5 +123,8 @@ local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first task's KEYS and ARGV
 for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   out[i] = trigger(k, a)
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
+end
+if ARGV[ARG_SUPPRESSED_CAP] ~= '0' then
+  taskq_suppressed_write(taskq_key_suppressed(prefix), ARGV[ARG_SUPPRESSED_CAP], ARGV[ARG_SOURCE], recs)
 end
 return out

@@ -1,0 +1,505 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Suppressed triggers: a trigger that created no run because another run
+// held its key (rejected, attached, signalled or debounced to the owner;
+// an event's task deduplicated) is recorded by the script that refused it
+// in its key's partition's stream taskq:{ns}:suppressed (lib/suppressed.lua):
+// key, owner, task, "<input digest> <source>" and outcome, the time being
+// the entry's ID. The owner lives in its key's partition, so a search by
+// key or by owner reads one partition's stream; a listing of all merges
+// them.
+//
+// The streams are bounded twice: each is capped at about SuppressedLimits.Cap
+// divided by the namespace's partition count (XADD MAXLEN ~, which trims
+// whole stream nodes: up to stream-node-max-entries, 100 by default, more
+// per partition), and entries older than the retention are left out of
+// every listing and trimmed by the workers' janitor (TrimSuppressed).
+
+// The defaults of SuppressedLimits.
+const (
+	// SuppressedCapDefault is about the most suppressed triggers a
+	// namespace keeps, over all its partitions.
+	SuppressedCapDefault = 10000
+	// SuppressedRetentionDefault is how long a suppressed trigger is kept.
+	SuppressedRetentionDefault = 24 * time.Hour
+)
+
+// The sources of a trigger, as a suppressed trigger records them; an
+// event's runs record SourceEventPrefix followed by the event's ID.
+const (
+	SourceClient      = "client"
+	SourceHTTP        = "http"
+	SourceCLI         = "cli"
+	SourceEventPrefix = sourceEventPrefix
+)
+
+// MaxSourceBytes bounds a trigger's Source.
+const MaxSourceBytes = 64
+
+// What a suppressed trigger did instead of creating a run.
+const (
+	SuppressedRejected     = "rejected"     // refused (policy reject): the caller got a collision
+	SuppressedAttached     = "attached"     // the caller got the owner (policy attach)
+	SuppressedSignalled    = "signalled"    // its input went to the owner as a signal (policy signal)
+	SuppressedDebounced    = "debounced"    // the owner, still waiting, took its input
+	SuppressedDeduplicated = "deduplicated" // an event's task: the event records the owner
+)
+
+// digestLen is how many hex digits of the input's SHA-256 a record keeps.
+const digestLen = 16
+
+// SuppressedLimits bound the suppressed-trigger records of a namespace.
+type SuppressedLimits struct {
+	// Cap is about the most records kept over all partitions (0: the
+	// default; negative: none recorded).
+	Cap int
+	// Retention is how long a record is kept (0: the default).
+	Retention time.Duration
+}
+
+// WithDefaults fills in the zero values.
+func (l SuppressedLimits) WithDefaults() SuppressedLimits {
+	if l.Cap == 0 {
+		l.Cap = SuppressedCapDefault
+	}
+	if l.Retention <= 0 {
+		l.Retention = SuppressedRetentionDefault
+	}
+	return l
+}
+
+// SetSuppressedLimits sets the store's limits on suppressed-trigger
+// records, before its first trigger.
+func (s *Store) SetSuppressedLimits(l SuppressedLimits) {
+	l = l.WithDefaults()
+	s.suppressed.Store(&l)
+}
+
+// SuppressedLimits returns the store's limits on suppressed-trigger
+// records.
+func (s *Store) SuppressedLimits() SuppressedLimits {
+	if l := s.suppressed.Load(); l != nil {
+		return *l
+	}
+	return SuppressedLimits{}.WithDefaults()
+}
+
+// suppressedCap is the cap of each partition's stream, of n, as the scripts
+// take it: the namespace's cap divided by n, rounded up; "0" records none.
+func (s *Store) suppressedCap(n int) string {
+	c := s.SuppressedLimits().Cap
+	if c < 0 {
+		return "0"
+	}
+	return strconv.Itoa((c + max(n, 1) - 1) / max(n, 1))
+}
+
+// InputDigest is the short digest of a trigger's input that a suppressed
+// trigger records: the first 16 hex digits of the SHA-256 of its bytes as
+// sent (equal JSON written in another key order digests differently).
+func InputDigest(input []byte) string {
+	sum := sha256.Sum256(input)
+	return hex.EncodeToString(sum[:digestLen/2])
+}
+
+// sourceOf is the source a trigger records: SourceClient for "".
+func sourceOf(source string) string {
+	if source == "" {
+		return SourceClient
+	}
+	return source
+}
+
+// ErrInvalidSource matches the error of CheckSource.
+var ErrInvalidSource = errors.New("invalid trigger source")
+
+// CheckSource reports whether source can be a trigger's Source: at most
+// MaxSourceBytes printable ASCII characters, no space. Its error matches
+// ErrInvalidSource.
+func CheckSource(source string) error {
+	if len(source) > MaxSourceBytes {
+		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalidSource, len(source), MaxSourceBytes)
+	}
+	for i := 0; i < len(source); i++ {
+		if c := source[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("%w: %q holds a space or a character that is not printable ASCII", ErrInvalidSource, source)
+		}
+	}
+	return nil
+}
+
+// sourceGroups splits a batch by Source, in the order each first appears;
+// nil when every trigger has the same, the common case.
+func sourceGroups(ps []*EnqueueParams) [][]int {
+	same := true
+	for _, p := range ps {
+		if sourceOf(p.Source) != sourceOf(ps[0].Source) {
+			same = false
+			break
+		}
+	}
+	if same {
+		return nil
+	}
+	var groups [][]int
+	index := map[string]int{}
+	for i, p := range ps {
+		src := sourceOf(p.Source)
+		g, ok := index[src]
+		if !ok {
+			g = len(groups)
+			index[src] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// splitEnqueue sends each group of ps with send and puts the results back
+// in the order of ps.
+func splitEnqueue(ps []*EnqueueParams, groups [][]int,
+	send func([]*EnqueueParams) ([]EnqueueResult, []error)) ([]EnqueueResult, []error) {
+	results, errs := make([]EnqueueResult, len(ps)), make([]error, len(ps))
+	for _, g := range groups {
+		sub := make([]*EnqueueParams, len(g))
+		for j, i := range g {
+			sub[j] = ps[i]
+		}
+		rs, es := send(sub)
+		for j, i := range g {
+			results[i], errs[i] = rs[j], es[j]
+		}
+	}
+	return results, errs
+}
+
+// Suppressed is one recorded trigger that created no run.
+type Suppressed struct {
+	// ID is the record's stream entry ID, in its partition, and Index its
+	// place among the entry's records (the triggers of one call).
+	ID        string
+	Partition int
+	Index     int
+	Time      time.Time
+	Key       string
+	// Owner is the run that held the key.
+	Owner string
+	Task  string
+	// Source says where the trigger came from: client, http, cli or
+	// event:<event id> (or what a client named with its trigger).
+	Source string
+	// InputDigest is InputDigest of the trigger's input.
+	InputDigest string
+	// Outcome is one of the Suppressed* outcomes.
+	Outcome string
+}
+
+// SuppressedQuery selects suppressed triggers.
+type SuppressedQuery struct {
+	// Key and Owner keep only the records of this idempotency key and of
+	// this owner run ("" keeps all).
+	Key, Owner string
+	// Limit is the most records returned (at least 1).
+	Limit int
+	// Cursor continues a listing after the record it names ("" starts
+	// from the newest).
+	Cursor string
+	// Now is the time the retention counts back from.
+	Now time.Time
+}
+
+// ErrInvalidSuppressedCursor is returned for a cursor ListSuppressed did
+// not make.
+var ErrInvalidSuppressedCursor = errors.New("invalid suppressed-trigger cursor")
+
+// suppressedScanBatch is how many entries one XREVRANGE reads while a
+// filter skips entries.
+const suppressedScanBatch = 500
+
+// ListSuppressed returns up to q.Limit suppressed triggers, newest first
+// (the records of one call's entry from its last trigger to its first;
+// entries of the same ID in several partitions by partition), and the
+// cursor of the next page ("" when the listing has ended). With a Key or
+// an Owner it reads the one partition their records live in; without, it
+// merges every partition's stream. It reads every entry of a stream at
+// most once per call, so a filter that matches little costs the stream's
+// length (bounded by the cap).
+func (s *Store) ListSuppressed(ctx context.Context, q SuppressedQuery) ([]Suppressed, string, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := max(q.Limit, 1)
+	after, err := parseSuppressedCursor(q.Cursor, parts.Count())
+	if err != nil {
+		return nil, "", err
+	}
+	var only []int
+	switch {
+	case q.Key != "":
+		only = []int{parts.OfKey(q.Key)}
+	case q.Owner != "":
+		i, ok := parts.OfRun(q.Owner)
+		if !ok {
+			return []Suppressed{}, "", nil
+		}
+		only = []int{i}
+	default:
+		for i := range parts.Count() {
+			only = append(only, i)
+		}
+	}
+	oldest := q.Now.Add(-s.SuppressedLimits().Retention).UnixMilli()
+	keep := func(e *Suppressed) bool {
+		return (q.Key == "" || e.Key == q.Key) && (q.Owner == "" || e.Owner == q.Owner)
+	}
+	var all []Suppressed
+	ended := true
+	for _, i := range only {
+		got, more, err := s.scanSuppressed(ctx, parts.Keys(i), i, after, limit, oldest, keep)
+		if err != nil {
+			return nil, "", err
+		}
+		all = append(all, got...)
+		ended = ended && !more
+	}
+	slices.SortFunc(all, newerFirst)
+	out := all[:min(limit, len(all))]
+	if len(out) == 0 || (ended && len(out) == len(all)) {
+		return out, "", nil
+	}
+	last := out[len(out)-1]
+	return out, formatSuppressedCursor(last), nil
+}
+
+// scanSuppressed reads partition part's stream newest first from after,
+// keeping up to limit records that keep accepts and that are not older
+// than oldest (unix ms). more says whether the stream may hold more.
+func (s *Store) scanSuppressed(ctx context.Context, ks Keys, part int, after *suppressedPos, limit int,
+	oldest int64, keep func(*Suppressed) bool) (out []Suppressed, more bool, err error) {
+	end := "+"
+	if after != nil {
+		end = after.id.String()
+		if part < after.part {
+			prev, ok := after.id.prev()
+			if !ok {
+				return nil, false, nil
+			}
+			end = prev.String()
+		}
+	}
+	batch := int64(suppressedScanBatch)
+	for {
+		v, err := s.rdb.Do(ctx, "XREVRANGE", ks.Prefix()+keySuppressed, end, "-", "COUNT", batch).Slice()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, false, err
+		}
+		var lastID streamID
+		for _, raw := range v {
+			id, recs, ok := suppressedEntry(raw)
+			if !ok {
+				continue
+			}
+			lastID = id
+			if int64(id.ms) < oldest {
+				return out, false, nil
+			}
+			from := len(recs) - 1
+			if after != nil && part == after.part && id == after.id {
+				from = min(from, after.index-1)
+			}
+			for i := from; i >= 0; i-- {
+				e := suppressedOf(recs[i], id, part, i)
+				if !keep(&e) {
+					continue
+				}
+				if len(out) == limit {
+					return out, true, nil
+				}
+				out = append(out, e)
+			}
+		}
+		if int64(len(v)) < batch {
+			return out, false, nil
+		}
+		prev, ok := lastID.prev()
+		if !ok {
+			return out, false, nil
+		}
+		end = prev.String()
+	}
+}
+
+// suppressedEntry reads one entry of an XREVRANGE reply: its ID, source
+// and records (see the suppressed* fields in layout.go).
+func suppressedEntry(raw any) (streamID, []suppressedRec, bool) {
+	e, ok := raw.([]any)
+	if !ok || len(e) != 2 {
+		return streamID{}, nil, false
+	}
+	idStr, _ := e[0].(string)
+	id, ok := parseStreamID(idStr)
+	fields, _ := e[1].([]any)
+	if !ok {
+		return streamID{}, nil, false
+	}
+	var source string
+	recs := make([]suppressedRec, 0, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		f, _ := fields[i].(string)
+		v, _ := fields[i+1].(string)
+		switch f {
+		case suppressedSource:
+			source = v
+		case suppressedRecord:
+			recs = append(recs, suppressedRec{rec: v})
+		}
+	}
+	for i := range recs {
+		recs[i].source = source
+	}
+	return id, recs, true
+}
+
+// suppressedRec is one record of an entry, and the entry's source.
+type suppressedRec struct{ rec, source string }
+
+// suppressedOf reads record i of an entry (see suppressedRecord in
+// layout.go).
+func suppressedOf(r suppressedRec, id streamID, part, i int) Suppressed {
+	f := strings.SplitN(r.rec, " ", 5)
+	for len(f) < 5 {
+		f = append(f, "")
+	}
+	return Suppressed{
+		ID: id.String(), Partition: part, Index: i, Time: time.UnixMilli(int64(id.ms)), Source: r.source,
+		Outcome: f[0], Owner: f[1], InputDigest: f[2], Task: f[3], Key: f[4],
+	}
+}
+
+// TrimSuppressed removes partition part's suppressed triggers recorded
+// before cutoff, and returns how many.
+func (s *Store) TrimSuppressed(ctx context.Context, part int, cutoff time.Time) (int64, error) {
+	ks, err := s.partitionKeys(ctx, part)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.rdb.XTrimMinID(ctx, ks.Prefix()+keySuppressed, strconv.FormatInt(cutoff.UnixMilli(), 10)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	return n, nil
+}
+
+// streamID is a stream entry ID, <ms>-<seq>.
+type streamID struct{ ms, seq uint64 }
+
+func parseStreamID(s string) (streamID, bool) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return streamID{}, false
+	}
+	ms, err1 := strconv.ParseUint(a, 10, 64)
+	seq, err2 := strconv.ParseUint(b, 10, 64)
+	return streamID{ms, seq}, err1 == nil && err2 == nil
+}
+
+func mustStreamID(s string) streamID {
+	id, _ := parseStreamID(s)
+	return id
+}
+
+func (id streamID) String() string {
+	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
+}
+
+// prev is the ID just before id; ok is false for 0-0.
+func (id streamID) prev() (streamID, bool) {
+	switch {
+	case id.seq > 0:
+		return streamID{id.ms, id.seq - 1}, true
+	case id.ms > 0:
+		return streamID{id.ms - 1, ^uint64(0)}, true
+	}
+	return streamID{}, false
+}
+
+// suppressedPos is where a listing stopped: the last record's entry ID,
+// partition and index.
+type suppressedPos struct {
+	id    streamID
+	part  int
+	index int
+}
+
+// A cursor is "<entry id>.<partition>.<index>".
+func formatSuppressedCursor(e Suppressed) string {
+	return e.ID + "." + strconv.Itoa(e.Partition) + "." + strconv.Itoa(e.Index)
+}
+
+func parseSuppressedCursor(c string, parts int) (*suppressedPos, error) {
+	if c == "" {
+		return nil, nil
+	}
+	bad := fmt.Errorf("%w: %q", ErrInvalidSuppressedCursor, c)
+	f := strings.Split(c, ".")
+	if len(f) != 3 {
+		return nil, bad
+	}
+	id, ok := parseStreamID(f[0])
+	p, err1 := strconv.Atoi(f[1])
+	i, err2 := strconv.Atoi(f[2])
+	if !ok || err1 != nil || err2 != nil || p < 0 || p >= parts || i < 0 || i > MaxItemsPerCall ||
+		strconv.Itoa(p) != f[1] || strconv.Itoa(i) != f[2] {
+		return nil, bad
+	}
+	return &suppressedPos{id: id, part: p, index: i}, nil
+}
+
+// newerFirst orders records newest first: by entry ID, then partition,
+// then the later trigger of a call first.
+func newerFirst(x, y Suppressed) int {
+	a, b := mustStreamID(x.ID), mustStreamID(y.ID)
+	switch {
+	case a.ms != b.ms:
+		return cmpDesc(a.ms, b.ms)
+	case a.seq != b.seq:
+		return cmpDesc(a.seq, b.seq)
+	case x.Partition != y.Partition:
+		return x.Partition - y.Partition
+	}
+	return y.Index - x.Index
+}
+
+func cmpDesc(a, b uint64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
+// knownCount is the namespace's partition count once read, 1 before.
+func (s *Store) knownCount() int {
+	if p := s.KnownPartitions(); p != nil {
+		return p.Count()
+	}
+	return 1
+}
+
+// SuppressedRetention is how long a suppressed trigger is kept.
+func (s *Store) SuppressedRetention() time.Duration { return s.SuppressedLimits().Retention }
