@@ -36,8 +36,16 @@ type Backend struct {
 	Mini *miniredis.Miniredis
 }
 
-// Real reports whether the backend is a real Redis server.
+// Real reports whether the backend is a real Redis server (one node or a
+// cluster).
 func (b *Backend) Real() bool { return b.Mini == nil }
+
+// IsCluster reports whether the backend is a Redis Cluster, whose client
+// is a *redis.ClusterClient and whose keys are spread over its masters.
+func (b *Backend) IsCluster() bool {
+	_, ok := b.Client.(*redis.ClusterClient)
+	return ok
+}
 
 // Advance moves time forward: FastForward on miniredis, a sleep on a real
 // server (whose clock cannot be moved).
@@ -142,8 +150,17 @@ func Mini(t testing.TB) *Backend {
 	return &Backend{Name: "miniredis", Client: rdb, Namespace: Namespace(t), URL: "redis://" + m.Addr() + "/0", Mini: m}
 }
 
-// Each runs fn as a subtest against real Redis and against miniredis.
+// Each runs fn as a subtest against every backend: real Redis, the Redis
+// Cluster the tests share (see Cluster) and miniredis.
 func Each(t *testing.T, fn func(t *testing.T, b *Backend)) {
-	t.Run("redis", func(t *testing.T) { fn(t, Real(t)) })
+	EachReal(t, fn)
 	t.Run("miniredis", func(t *testing.T) { fn(t, Mini(t)) })
+}
+
+// EachReal runs fn as a subtest against the real backends only, one node
+// and the cluster: for tests of what miniredis does not do as Redis does
+// (blocking reads, Pub/Sub timing, WAIT, memory limits, script errors).
+func EachReal(t *testing.T, fn func(t *testing.T, b *Backend)) {
+	t.Run("redis", func(t *testing.T) { fn(t, Real(t)) })
+	t.Run("cluster", func(t *testing.T) { fn(t, Cluster(t)) })
 }
