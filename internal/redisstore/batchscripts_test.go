@@ -290,8 +290,7 @@ func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // with an earlier one of its key that an earlier call carried.
 func TestEnqueueBatchPastTheCallLimitIsSplitInOrder(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		rdb := redis.NewClient(b.Client.(*redis.Client).Options())
-		defer rdb.Close()
+		rdb := b.NewClient(t)
 		calls := &scriptCalls{}
 		rdb.AddHook(calls)
 		f := newFixture(t, b)

@@ -85,7 +85,7 @@ func Cluster(t testing.TB) *Backend {
 			t.Errorf("redistest: %d calls touched more than one cluster slot:\n%s", len(seen), strings.Join(seen, "\n"))
 		}
 	})
-	return &Backend{Name: "cluster", Client: rdb, Namespace: ns, URL: url}
+	return &Backend{Name: "cluster", Client: rdb, Namespace: ns, URL: url, slots: slots}
 }
 
 // ClusterClient returns a go-redis cluster client for a redis+cluster://

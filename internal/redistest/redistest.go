@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,31 @@ type Backend struct {
 	URL string
 	// Mini is set for miniredis backends; tests use it to move time.
 	Mini *miniredis.Miniredis
+	// slots, on a cluster backend, records calls refused for touching two
+	// slots, on Client and on every client NewClient makes.
+	slots *SlotErrors
+}
+
+// NewClient returns a client of its own to the backend's server, of the
+// same kind and with the same options as Client, for a test that adds
+// hooks to it or closes it; it is closed when the test ends.
+func (b *Backend) NewClient(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	var rdb redis.UniversalClient
+	switch c := b.Client.(type) {
+	case *redis.ClusterClient:
+		cc := redis.NewClusterClient(c.Options())
+		if b.slots != nil {
+			cc.AddHook(b.slots)
+		}
+		rdb = cc
+	case *redis.Client:
+		rdb = redis.NewClient(c.Options())
+	default:
+		t.Fatalf("redistest: backend %s: a client of type %T", b.Name, b.Client)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
 }
 
 // Real reports whether the backend is a real Redis server (one node or a
@@ -104,38 +130,55 @@ func Real(t testing.TB) *Backend {
 // DeleteNamespace removes every key of namespace ns, in all its
 // partitions, with SCAN and UNLINK: on every master of a cluster.
 func DeleteNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) {
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			deleteNamespaceOn(ctx, m, ns)
-			return nil
-		})
-		return
-	}
-	deleteNamespaceOn(ctx, rdb, ns)
-}
-
-func deleteNamespaceOn(ctx context.Context, rdb redis.UniversalClient, ns string) {
 	// redisstore.NamespacePatterns, which this package cannot import (the
 	// store's own tests import this package): the home partition and the
 	// others.
 	for _, pattern := range []string{"taskq:{" + ns + "}:*", "taskq:{" + ns + "#*"} {
-		var cursor uint64
-		for {
-			keys, next, err := rdb.Scan(ctx, cursor, pattern, 500).Result()
-			if err != nil {
-				break
+		keys, _ := Keys(ctx, rdb, pattern)
+		// One UNLINK per key, in one pipeline: the keys of several
+		// partitions are in several slots.
+		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Unlink(ctx, k)
 			}
-			// One UNLINK per key, in one pipeline: the keys of several
-			// partitions are in several slots.
-			_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, k := range keys {
-					p.Unlink(ctx, k)
-				}
-				return nil
-			})
-			if cursor = next; cursor == 0 {
-				break
-			}
+			return nil
+		})
+	}
+}
+
+// Keys returns every key that matches pattern, found with SCAN: on every
+// master of a cluster, where KEYS or SCAN would see one node's keys only.
+func Keys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return scanNode(ctx, rdb, pattern)
+	}
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		ks, err := scanNode(ctx, m, pattern)
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, ks...)
+		return err
+	})
+	return keys, err
+}
+
+// scanNode returns the keys of one node that match pattern.
+func scanNode(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	var keys []string
+	var cursor uint64
+	for {
+		ks, next, err := rdb.Scan(ctx, cursor, pattern, 500).Result()
+		if err != nil {
+			return keys, err
+		}
+		keys = append(keys, ks...)
+		if cursor = next; cursor == 0 {
+			return keys, nil
 		}
 	}
 }
