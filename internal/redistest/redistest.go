@@ -130,20 +130,32 @@ func Real(t testing.TB) *Backend {
 // DeleteNamespace removes every key of namespace ns, in all its
 // partitions, with SCAN and UNLINK: on every master of a cluster.
 func DeleteNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) {
+	keys, _ := NamespaceKeys(ctx, rdb, ns)
+	// One UNLINK per key, in one pipeline: the keys of several partitions
+	// are in several slots.
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
+}
+
+// NamespaceKeys returns every key of namespace ns, in all its partitions:
+// on every master of a cluster.
+func NamespaceKeys(ctx context.Context, rdb redis.UniversalClient, ns string) ([]string, error) {
 	// redisstore.NamespacePatterns, which this package cannot import (the
 	// store's own tests import this package): the home partition and the
 	// others.
+	var all []string
 	for _, pattern := range []string{"taskq:{" + ns + "}:*", "taskq:{" + ns + "#*"} {
-		keys, _ := Keys(ctx, rdb, pattern)
-		// One UNLINK per key, in one pipeline: the keys of several
-		// partitions are in several slots.
-		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range keys {
-				p.Unlink(ctx, k)
-			}
-			return nil
-		})
+		keys, err := Keys(ctx, rdb, pattern)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, keys...)
 	}
+	return all, nil
 }
 
 // Keys returns every key that matches pattern, found with SCAN: on every

@@ -311,8 +311,8 @@ func TestInvalidEventsWriteNothing(t *testing.T) {
 				t.Errorf("%s: error %v, want %v containing %q", tc.name, err, tc.is, tc.msg)
 			}
 		}
-		keys, _ := b.Client.Keys(ctx, "taskq:{"+b.Namespace+"}:*").Result()
-		if len(keys) != 0 {
+		keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace)
+		if err != nil || len(keys) != 0 {
 			t.Fatalf("rejected events left keys: %v", keys)
 		}
 	})
