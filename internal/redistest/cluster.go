@@ -97,8 +97,15 @@ func ClusterClient(url string) (*redis.ClusterClient, error) {
 	}
 	hosts, _, _ := strings.Cut(rest, "/")
 	hosts, _, _ = strings.Cut(hosts, "?")
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(hosts, ",")}), nil
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(hosts, ","), PoolSize: ClusterPoolSize}), nil
 }
+
+// ClusterPoolSize is the connection pool per node of a cluster backend's
+// client. Tests run several workers and clients on one client, and each
+// worker holds a connection per partition on that partition's master for
+// its blocking read: go-redis's default (5 per core) would leave their
+// other calls waiting for a connection until their leases lapse.
+const ClusterPoolSize = 64
 
 // startSharedCluster starts ClusterMasters × (1 + ClusterReplicas)
 // redis-servers tied to this process and forms a cluster of them.
