@@ -456,17 +456,34 @@ func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
 			}
 			wait(t, ref)
 		}
-		k := clientlink.Store(c).Keys()
-		// What stays: the stream, the task registry, the namespace's meta
-		// record, and the running worker's presence record and its index.
+		parts, err := clientlink.Store(c).Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := parts.Keys(0)
+		// What stays: the streams (one per partition), the task
+		// registry, the namespace's meta record, and the running worker's
+		// presence record and its index.
+		stays := map[string]bool{k.Tasks(): true, k.Worker(w.Name()): true, k.Workers(): true, k.Meta(): true}
+		for i := range parts.Count() {
+			stays[parts.Keys(i).Stream("retention")] = true
+		}
 		eventually(t, "records, keys, stream entries and index entries to go", func() bool {
-			keys, _, _ := b.Client.Scan(ctx, 0, "taskq:{"+b.Namespace+"}:*", 1000).Result()
+			keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace)
+			if err != nil {
+				return false
+			}
 			for _, key := range keys {
-				if key != k.Stream("retention") && key != k.Tasks() && key != k.Worker(w.Name()) && key != k.Workers() && key != k.Meta() {
+				if !stays[key] {
 					return false
 				}
 			}
-			return b.Client.XLen(ctx, k.Stream("retention")).Val() == 0
+			for i := range parts.Count() {
+				if b.Client.XLen(ctx, parts.Keys(i).Stream("retention")).Val() != 0 {
+					return false
+				}
+			}
+			return true
 		})
 	})
 }
