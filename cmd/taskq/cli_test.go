@@ -250,6 +250,7 @@ func TestUnreachableRedis(t *testing.T) {
 func TestProgressAndColourOnlyOnATerminal(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		onePartition(t, b)
 		c := newTestClient(t, b)
 		cl := newCLI(t, b)
 		for _, id := range []string{"a", "b", "c"} {
