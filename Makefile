@@ -25,7 +25,7 @@ build:
 dev:
 	$(GO) run ./cmd/taskq dev
 
-## test: every test, race detector on, against real Redis and miniredis (Redis at 127.0.0.1:6379 or TASKQ_TEST_REDIS_URL, else a redis-server each test binary starts for itself)
+## test: every test, race detector on, against real Redis, a Redis Cluster and miniredis (Redis at 127.0.0.1:6379 or TASKQ_TEST_REDIS_URL, else a redis-server each test binary starts for itself; the cluster at TASKQ_TEST_REDIS_CLUSTER_URL, else one each test binary starts)
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -parallel 8 -timeout 8m ./...

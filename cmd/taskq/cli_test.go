@@ -250,6 +250,7 @@ func TestUnreachableRedis(t *testing.T) {
 func TestProgressAndColourOnlyOnATerminal(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		onePartition(t, b)
 		c := newTestClient(t, b)
 		cl := newCLI(t, b)
 		for _, id := range []string{"a", "b", "c"} {
@@ -263,10 +264,15 @@ func TestProgressAndColourOnlyOnATerminal(t *testing.T) {
 		if tty.code != 0 {
 			t.Fatalf("exit %d: %s", tty.code, tty.stderr)
 		}
-		for _, want := range []string{"reading keys: 3"} {
-			if !strings.Contains(tty.stderr, want) {
-				t.Errorf("terminal stderr %q lacks progress %q", tty.stderr, want)
-			}
+		want := "reading keys: 3"
+		if b.IsCluster() {
+			// The keys are read from one master after another, and the
+			// line is redrawn at most every 100ms: the count it shows
+			// last depends on how fast the masters answer.
+			want = "reading keys: "
+		}
+		if !strings.Contains(tty.stderr, want) {
+			t.Errorf("terminal stderr %q lacks progress %q", tty.stderr, want)
 		}
 		if !strings.HasSuffix(tty.stderr, "\r\x1b[K") {
 			t.Errorf("the progress line is not erased at the end: %q", tty.stderr)

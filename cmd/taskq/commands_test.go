@@ -42,6 +42,21 @@ func newTestClient(t *testing.T, b *redistest.Backend) *client.Client {
 	return c
 }
 
+// onePartition records one partition for b's namespace, the cluster's
+// too (whose default is 16): golden files show the run IDs and column
+// widths of a namespace of one partition, whose IDs name no partition.
+func onePartition(t *testing.T, b *redistest.Backend) {
+	t.Helper()
+	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Partitions: 1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Inspector().ListTasks(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func startWorker(t *testing.T, b *redistest.Backend) *worker.Worker {
 	t.Helper()
 	w, err := worker.New(worker.Options{
@@ -142,6 +157,7 @@ func (f *fixture) check(t *testing.T, tc gcase) {
 func TestInspectCommandsGolden(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		onePartition(t, b)
 		f := seed(t, b)
 		paid, declined, queued := f.runs["paid"], f.runs["declined"], f.runs["queued"]
 		cases := []gcase{
@@ -190,6 +206,7 @@ func TestInspectCommandsGolden(t *testing.T) {
 func TestChangingCommandsGolden(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		onePartition(t, b)
 		f := seed(t, b)
 		cases := []gcase{
 			{name: "runs_trigger", args: []string{"runs", "trigger", "process-order", "--input", `{"orderId":"1005","amount":100}`}},

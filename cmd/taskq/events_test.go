@@ -86,7 +86,11 @@ func TestEventsPushBatchListsWhatWasStoredWhenRedisFailsSome(t *testing.T) {
 		ctx := context.Background()
 		// A wrong-typed idempotency key makes the push script refuse the
 		// event whose task derives that key, and only that event.
-		if err := b.Client.HSet(ctx, clientlink.Store(c).Keys().IdempotencyKey("webhook:b2"), "x", "y").Err(); err != nil {
+		ks, err := clientlink.Store(c).KeyKeys(ctx, "webhook:b2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Client.HSet(ctx, ks.IdempotencyKey("webhook:b2"), "x", "y").Err(); err != nil {
 			t.Fatal(err)
 		}
 

@@ -121,6 +121,9 @@ type cli struct {
 }
 
 func newCLI(t *testing.T, b *redistest.Backend) *cli {
+	if b.IsCluster() {
+		return &cli{t: t, url: b.URL, ns: b.Namespace}
+	}
 	opt := b.Client.(*redis.Client).Options()
 	return &cli{t: t, url: fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB), ns: b.Namespace}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,12 @@ func TestWorkersLs(t *testing.T) {
 		if err := st.EnsureGroup(ctx, "orphan"); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := st.ReadGroup(ctx, 0, "gone", []string{"orphan"}, 10, 0)
+		parts, err := st.Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, _ := parts.OfRun(orphan.ID())
+		ds, err := st.ReadGroup(ctx, part, "gone", []string{"orphan"}, 10, -1)
 		if err != nil || len(ds) != 1 || ds[0].RunID != orphan.ID() {
 			t.Fatalf("gone's delivery = %v, %v; want %s", ds, err, orphan.ID())
 		}
@@ -79,8 +85,11 @@ func TestWorkersLs(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("workers ls: %+v", r)
 		}
-		for _, want := range []string{`live\x1b[31m`, "v7", ref.ID() + "  held", orphan.ID() + "  orphan  gone", "lapsed, awaiting redelivery", "dead"} {
-			if !strings.Contains(r.stdout, want) {
+		// The run column is as wide as the longest ID, which names its
+		// partition when it is not the first.
+		for _, want := range []string{regexp.QuoteMeta(`live\x1b[31m`), "v7", regexp.QuoteMeta(ref.ID()) + " +held",
+			regexp.QuoteMeta(orphan.ID()) + " +orphan  gone", "lapsed, awaiting redelivery", "dead"} {
+			if !regexp.MustCompile(want).MatchString(r.stdout) {
 				t.Errorf("table lacks %q:\n%s", want, r.stdout)
 			}
 		}

@@ -33,40 +33,42 @@ func taskRuns(t *testing.T, r response) map[string]map[string]any {
 // to.
 func TestEventPushedTwiceGivesOneRun(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Real(t), envOptions{})
-	e.startWorker(echo, mustDef(t, "send-receipt", task.Options{
-		Idempotency: task.TTL(`"receipt:" + input.orderId`, time.Minute), OnEvents: []string{"order.paid"},
-	}))
-	ev := map[string]any{"key": "order.paid", "payload": map[string]any{"orderId": "o-1"}}
-	first := e.call("POST", "/api/v1/events", ev).expect(t, http.StatusAccepted)
-	second := e.call("POST", "/api/v1/events", ev).expect(t, http.StatusAccepted)
-	created := taskRuns(t, first)["send-receipt"]
-	dedup := taskRuns(t, second)["send-receipt"]
-	if created["outcome"] != "created" || created["runId"] == "" || created["idempotencyKey"] != "receipt:o-1" {
-		t.Fatalf("first event: %s", first.raw)
-	}
-	if dedup["outcome"] != "deduplicated" || dedup["runId"] != created["runId"] {
-		t.Fatalf("second event: %s, want deduplicated to %v", second.raw, created["runId"])
-	}
-	if first.str("id") == "" || first.str("id") == second.str("id") {
-		t.Fatalf("event IDs %q and %q", first.str("id"), second.str("id"))
-	}
-	if n := e.runCount(); n != 1 {
-		t.Fatalf("%d runs, want 1", n)
-	}
-	for _, r := range []response{first, second} {
-		stored := e.call("GET", "/api/v1/events/"+r.str("id"), nil).expect(t, http.StatusOK)
-		if got := taskRuns(t, stored)["send-receipt"]; got["runId"] != created["runId"] || got["outcome"] != taskRuns(t, r)["send-receipt"]["outcome"] {
-			t.Fatalf("stored event %s differs from the push answer %s", stored.raw, r.raw)
+	redistest.EachReal(t, func(t *testing.T, be *redistest.Backend) {
+		e := newEnv(t, be, envOptions{})
+		e.startWorker(echo, mustDef(t, "send-receipt", task.Options{
+			Idempotency: task.TTL(`"receipt:" + input.orderId`, time.Minute), OnEvents: []string{"order.paid"},
+		}))
+		ev := map[string]any{"key": "order.paid", "payload": map[string]any{"orderId": "o-1"}}
+		first := e.call("POST", "/api/v1/events", ev).expect(t, http.StatusAccepted)
+		second := e.call("POST", "/api/v1/events", ev).expect(t, http.StatusAccepted)
+		created := taskRuns(t, first)["send-receipt"]
+		dedup := taskRuns(t, second)["send-receipt"]
+		if created["outcome"] != "created" || created["runId"] == "" || created["idempotencyKey"] != "receipt:o-1" {
+			t.Fatalf("first event: %s", first.raw)
 		}
-		if p, _ := json.Marshal(stored.body["payload"]); string(p) != `{"orderId":"o-1"}` {
-			t.Fatalf("stored payload = %s", p)
+		if dedup["outcome"] != "deduplicated" || dedup["runId"] != created["runId"] {
+			t.Fatalf("second event: %s, want deduplicated to %v", second.raw, created["runId"])
 		}
-	}
-	res := e.result(created["runId"].(string))
-	if res.str("status") != "succeeded" {
-		t.Fatalf("run result: %s", res.raw)
-	}
+		if first.str("id") == "" || first.str("id") == second.str("id") {
+			t.Fatalf("event IDs %q and %q", first.str("id"), second.str("id"))
+		}
+		if n := e.runCount(); n != 1 {
+			t.Fatalf("%d runs, want 1", n)
+		}
+		for _, r := range []response{first, second} {
+			stored := e.call("GET", "/api/v1/events/"+r.str("id"), nil).expect(t, http.StatusOK)
+			if got := taskRuns(t, stored)["send-receipt"]; got["runId"] != created["runId"] || got["outcome"] != taskRuns(t, r)["send-receipt"]["outcome"] {
+				t.Fatalf("stored event %s differs from the push answer %s", stored.raw, r.raw)
+			}
+			if p, _ := json.Marshal(stored.body["payload"]); string(p) != `{"orderId":"o-1"}` {
+				t.Fatalf("stored payload = %s", p)
+			}
+		}
+		res := e.result(created["runId"].(string))
+		if res.str("status") != "succeeded" {
+			t.Fatalf("run result: %s", res.raw)
+		}
+	})
 }
 
 // Issue test 2: two tasks on one event key whose expressions yield the same
@@ -118,64 +120,68 @@ func TestTwoTasksOnOneEvent(t *testing.T) {
 // gets.
 func TestHTTPTriggerCollision(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Real(t), envOptions{})
-	e.startWorker(echo, mustDef(t, "charge", task.Options{Idempotency: task.TTL(`"charge:" + input.orderId`, time.Minute)}))
-	body := map[string]any{"input": map[string]any{"orderId": "o-9"}, "additionalMetadata": map[string]any{"tenant": "acme"}}
-	first := e.call("POST", "/api/v1/tasks/charge/runs", body).expect(t, http.StatusCreated)
-	runID := first.str("runId")
-	if runID == "" || first.str("outcome") != "created" {
-		t.Fatalf("first trigger: %s", first.raw)
-	}
-	second := e.call("POST", "/api/v1/tasks/charge/runs", body).expect(t, http.StatusConflict)
-	if second.str("error") != CodeIdempotencyCollision || second.str("existingRunId") != runID || second.str("idempotencyKey") != "charge:o-9" || second.str("existingStatus") == "" {
-		t.Fatalf("collision answer: %s", second.raw)
-	}
-	mine := e.result(runID)
-	theirs := e.result(second.str("existingRunId"))
-	a, _ := json.Marshal(mine.body["result"])
-	b, _ := json.Marshal(theirs.body["result"])
-	if string(a) != string(b) || mine.str("status") != "succeeded" || string(a) == "null" {
-		t.Fatalf("results differ: first caller %s, colliding caller %s", mine.raw, theirs.raw)
-	}
-	run := e.call("GET", "/api/v1/runs/"+runID, nil).expect(t, http.StatusOK)
-	if run.str("idempotencyKey") != "charge:o-9" || run.str("status") != "succeeded" || run.body["attempt"] != float64(1) {
-		t.Fatalf("run: %s", run.raw)
-	}
-	key := e.call("GET", "/api/v1/keys/charge:o-9", nil).expect(t, http.StatusOK)
-	if key.str("runId") != runID || key.str("task") != "charge" || key.str("strategy") != "ttl" || key.body["ttlMs"].(float64) <= 0 {
-		t.Fatalf("key: %s", key.raw)
-	}
+	redistest.EachReal(t, func(t *testing.T, be *redistest.Backend) {
+		e := newEnv(t, be, envOptions{})
+		e.startWorker(echo, mustDef(t, "charge", task.Options{Idempotency: task.TTL(`"charge:" + input.orderId`, time.Minute)}))
+		body := map[string]any{"input": map[string]any{"orderId": "o-9"}, "additionalMetadata": map[string]any{"tenant": "acme"}}
+		first := e.call("POST", "/api/v1/tasks/charge/runs", body).expect(t, http.StatusCreated)
+		runID := first.str("runId")
+		if runID == "" || first.str("outcome") != "created" {
+			t.Fatalf("first trigger: %s", first.raw)
+		}
+		second := e.call("POST", "/api/v1/tasks/charge/runs", body).expect(t, http.StatusConflict)
+		if second.str("error") != CodeIdempotencyCollision || second.str("existingRunId") != runID || second.str("idempotencyKey") != "charge:o-9" || second.str("existingStatus") == "" {
+			t.Fatalf("collision answer: %s", second.raw)
+		}
+		mine := e.result(runID)
+		theirs := e.result(second.str("existingRunId"))
+		a, _ := json.Marshal(mine.body["result"])
+		b, _ := json.Marshal(theirs.body["result"])
+		if string(a) != string(b) || mine.str("status") != "succeeded" || string(a) == "null" {
+			t.Fatalf("results differ: first caller %s, colliding caller %s", mine.raw, theirs.raw)
+		}
+		run := e.call("GET", "/api/v1/runs/"+runID, nil).expect(t, http.StatusOK)
+		if run.str("idempotencyKey") != "charge:o-9" || run.str("status") != "succeeded" || run.body["attempt"] != float64(1) {
+			t.Fatalf("run: %s", run.raw)
+		}
+		key := e.call("GET", "/api/v1/keys/charge:o-9", nil).expect(t, http.StatusOK)
+		if key.str("runId") != runID || key.str("task") != "charge" || key.str("strategy") != "ttl" || key.body["ttlMs"].(float64) <= 0 {
+			t.Fatalf("key: %s", key.raw)
+		}
+	})
 }
 
 // Issue test 6: a Go client trigger and an HTTP trigger of the same key
 // collide with each other, whichever comes first.
 func TestGoClientAndHTTPTriggersCollide(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Real(t), envOptions{})
-	charge := task.Must[map[string]string, map[string]any]("charge", task.Options{Idempotency: task.Status(`"charge:" + input.orderId`, time.Minute)})
-	e.register(charge.Definition().Spec())
-	ctx := context.Background()
+	redistest.EachReal(t, func(t *testing.T, be *redistest.Backend) {
+		e := newEnv(t, be, envOptions{})
+		charge := task.Must[map[string]string, map[string]any]("charge", task.Options{Idempotency: task.Status(`"charge:" + input.orderId`, time.Minute)})
+		e.register(charge.Definition().Spec())
+		ctx := context.Background()
 
-	ref, err := client.RunNoWait(ctx, e.c, charge, map[string]string{"orderId": "go-first"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := e.call("POST", "/api/v1/tasks/charge/runs", map[string]any{"input": map[string]any{"orderId": "go-first"}}).
-		expect(t, http.StatusConflict)
-	if r.str("existingRunId") != ref.ID() {
-		t.Fatalf("HTTP trigger after Go: %s, want existing run %s", r.raw, ref.ID())
-	}
+		ref, err := client.RunNoWait(ctx, e.c, charge, map[string]string{"orderId": "go-first"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.call("POST", "/api/v1/tasks/charge/runs", map[string]any{"input": map[string]any{"orderId": "go-first"}}).
+			expect(t, http.StatusConflict)
+		if r.str("existingRunId") != ref.ID() {
+			t.Fatalf("HTTP trigger after Go: %s, want existing run %s", r.raw, ref.ID())
+		}
 
-	created := e.call("POST", "/api/v1/tasks/charge/runs", map[string]any{"input": map[string]any{"orderId": "http-first"}}).
-		expect(t, http.StatusCreated)
-	_, err = client.RunNoWait(ctx, e.c, charge, map[string]string{"orderId": "http-first"})
-	var coll *client.IdempotencyCollisionError
-	if !errors.As(err, &coll) || coll.ExistingRunID != created.str("runId") || coll.Key != "charge:http-first" {
-		t.Fatalf("Go trigger after HTTP: %v, want a collision with %s", err, created.str("runId"))
-	}
-	if n := e.runCount(); n != 2 {
-		t.Fatalf("%d runs, want 2", n)
-	}
+		created := e.call("POST", "/api/v1/tasks/charge/runs", map[string]any{"input": map[string]any{"orderId": "http-first"}}).
+			expect(t, http.StatusCreated)
+		_, err = client.RunNoWait(ctx, e.c, charge, map[string]string{"orderId": "http-first"})
+		var coll *client.IdempotencyCollisionError
+		if !errors.As(err, &coll) || coll.ExistingRunID != created.str("runId") || coll.Key != "charge:http-first" {
+			t.Fatalf("Go trigger after HTTP: %v, want a collision with %s", err, created.str("runId"))
+		}
+		if n := e.runCount(); n != 2 {
+			t.Fatalf("%d runs, want 2", n)
+		}
+	})
 }
 
 // A bulk trigger answers per run, in order, with the status each would
@@ -303,15 +309,17 @@ func TestEventNullFieldsAreEmptyObjects(t *testing.T) {
 // JSON does.
 func TestKeyErrorSaysWhatFailed(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Real(t), envOptions{})
-	e.register(task.Spec{Name: "charge", Expression: `"charge:" + input.orderId`, Strategy: task.StrategyTTL, TTLMs: 60000})
-	e.register(task.Spec{Name: "count", Expression: `input.n`, Strategy: task.StrategyTTL, TTLMs: 60000})
-	missing := e.call("POST", "/api/v1/tasks/charge/runs", map[string]any{"input": map[string]any{"order": "1"}}).expect(t, http.StatusUnprocessableEntity)
-	if missing.str("error") != CodeIdempotencyKeyError || missing.str("kind") != "eval" || missing.str("field") != "input.orderId" {
-		t.Errorf("missing field: %s", missing.raw)
-	}
-	number := e.call("POST", "/api/v1/tasks/count/runs", map[string]any{"input": map[string]any{"n": 1}}).expect(t, http.StatusUnprocessableEntity)
-	if number.str("kind") != "result_type" || number.str("field") != "" {
-		t.Errorf("a number for a key: %s", number.raw)
-	}
+	redistest.EachReal(t, func(t *testing.T, be *redistest.Backend) {
+		e := newEnv(t, be, envOptions{})
+		e.register(task.Spec{Name: "charge", Expression: `"charge:" + input.orderId`, Strategy: task.StrategyTTL, TTLMs: 60000})
+		e.register(task.Spec{Name: "count", Expression: `input.n`, Strategy: task.StrategyTTL, TTLMs: 60000})
+		missing := e.call("POST", "/api/v1/tasks/charge/runs", map[string]any{"input": map[string]any{"order": "1"}}).expect(t, http.StatusUnprocessableEntity)
+		if missing.str("error") != CodeIdempotencyKeyError || missing.str("kind") != "eval" || missing.str("field") != "input.orderId" {
+			t.Errorf("missing field: %s", missing.raw)
+		}
+		number := e.call("POST", "/api/v1/tasks/count/runs", map[string]any{"input": map[string]any{"n": 1}}).expect(t, http.StatusUnprocessableEntity)
+		if number.str("kind") != "result_type" || number.str("field") != "" {
+			t.Errorf("a number for a key: %s", number.raw)
+		}
+	})
 }

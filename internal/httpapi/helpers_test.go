@@ -199,17 +199,9 @@ func mustDef(t *testing.T, name string, opts task.Options) *task.Definition {
 func (e *env) snapshot() string {
 	e.t.Helper()
 	ctx := context.Background()
-	var keys []string
-	var cursor uint64
-	for {
-		ks, next, err := e.b.Client.Scan(ctx, cursor, "taskq:{"+e.b.Namespace+"}:*", 500).Result()
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		keys = append(keys, ks...)
-		if cursor = next; cursor == 0 {
-			break
-		}
+	keys, err := redistest.NamespaceKeys(ctx, e.b.Client, e.b.Namespace)
+	if err != nil {
+		e.t.Fatal(err)
 	}
 	sort.Strings(keys)
 	var sb strings.Builder

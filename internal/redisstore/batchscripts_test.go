@@ -290,8 +290,7 @@ func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // with an earlier one of its key that an earlier call carried.
 func TestEnqueueBatchPastTheCallLimitIsSplitInOrder(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		rdb := redis.NewClient(b.Client.(*redis.Client).Options())
-		defer rdb.Close()
+		rdb := b.NewClient(t)
 		calls := &scriptCalls{}
 		rdb.AddHook(calls)
 		f := newFixture(t, b)
@@ -471,58 +470,59 @@ func TestFinishBoundsEntriesLingeringBehindALongRun(t *testing.T) {
 	if err != nil || !strings.Contains(src, fmt.Sprintf("> %d", redisstore.MaxLingeringEntries)) {
 		t.Fatalf("the scripts' bound is not MaxLingeringEntries (%d)", redisstore.MaxLingeringEntries)
 	}
-	b := redistest.Real(t)
-	f := newFixture(t, b)
-	long := f.params("t", "long", redisstore.StrategyStatus)
-	f.running(long, "w1") // runs on, pending, oldest
-	stream := f.k.Stream("t")
-	// Acknowledged entries behind it, one short of the bound.
-	pipe := b.Client.Pipeline()
-	for i := 0; i < redisstore.MaxLingeringEntries-1; i++ {
-		pipe.XAdd(f.ctx, &redis.XAddArgs{Stream: stream, Values: []any{"r", "done"}})
-	}
-	if _, err := pipe.Exec(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	read, err := b.Client.XReadGroup(f.ctx, &redis.XReadGroupArgs{Group: redisstore.GroupName, Consumer: "w1",
-		Streams: []string{stream, ">"}, Count: int64(redisstore.MaxLingeringEntries)}).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, m := range read[0].Messages {
-		ids = append(ids, m.ID)
-	}
-	b.Client.XAck(f.ctx, stream, redisstore.GroupName, ids...)
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		long := f.params("t", "long", redisstore.StrategyStatus)
+		f.running(long, "w1") // runs on, pending, oldest
+		stream := f.k.Stream("t")
+		// Acknowledged entries behind it, one short of the bound.
+		pipe := b.Client.Pipeline()
+		for i := 0; i < redisstore.MaxLingeringEntries-1; i++ {
+			pipe.XAdd(f.ctx, &redis.XAddArgs{Stream: stream, Values: []any{"r", "done"}})
+		}
+		if _, err := pipe.Exec(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		read, err := b.Client.XReadGroup(f.ctx, &redis.XReadGroupArgs{Group: redisstore.GroupName, Consumer: "w1",
+			Streams: []string{stream, ">"}, Count: int64(redisstore.MaxLingeringEntries)}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range read[0].Messages {
+			ids = append(ids, m.ID)
+		}
+		b.Client.XAck(f.ctx, stream, redisstore.GroupName, ids...)
 
-	finishOne := func(key string) {
-		t.Helper()
-		p := f.params("t", key, redisstore.StrategyStatus)
-		f.enqueue(p)
-		d := f.read("t", "w1")[0]
-		st, errs := f.s.StartBatch(f.ctx, "w1", f.now, []redisstore.Delivery{d})
-		if errs[0] != nil {
-			t.Fatal(errs[0])
+		finishOne := func(key string) {
+			t.Helper()
+			p := f.params("t", key, redisstore.StrategyStatus)
+			f.enqueue(p)
+			d := f.read("t", "w1")[0]
+			st, errs := f.s.StartBatch(f.ctx, "w1", f.now, []redisstore.Delivery{d})
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			_, ferrs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: p.RunID, Attempt: st[0].Attempt,
+				Outcome: redisstore.OutcomeSucceeded, Now: f.now, Task: d.Task, EntryID: d.EntryID, Spec: st[0].Spec}})
+			if ferrs[0] != nil {
+				t.Fatal(ferrs[0])
+			}
 		}
-		_, ferrs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: p.RunID, Attempt: st[0].Attempt,
-			Outcome: redisstore.OutcomeSucceeded, Now: f.now, Task: d.Task, EntryID: d.EntryID, Spec: st[0].Spec}})
-		if ferrs[0] != nil {
-			t.Fatal(ferrs[0])
+		// Up to the bound, a finished run's entry lingers too.
+		finishOne("a")
+		if n := b.Client.XLen(f.ctx, stream).Val(); n != int64(redisstore.MaxLingeringEntries)+1 {
+			t.Fatalf("stream holds %d entries, want the long run's and %d acknowledged", n, redisstore.MaxLingeringEntries)
 		}
-	}
-	// Up to the bound, a finished run's entry lingers too.
-	finishOne("a")
-	if n := b.Client.XLen(f.ctx, stream).Val(); n != int64(redisstore.MaxLingeringEntries)+1 {
-		t.Fatalf("stream holds %d entries, want the long run's and %d acknowledged", n, redisstore.MaxLingeringEntries)
-	}
-	// Past it, a finished run's entry is deleted at once.
-	finishOne("b")
-	if n := b.Client.XLen(f.ctx, stream).Val(); n != int64(redisstore.MaxLingeringEntries)+1 {
-		t.Fatalf("stream holds %d entries after one more finished, want no more", n)
-	}
-	// Once the long run ends, the whole acknowledged head goes.
-	f.finish(long.RunID, 1, redisstore.OutcomeSucceeded, `{}`)
-	if n := b.Client.XLen(f.ctx, stream).Val(); n != 0 {
-		t.Fatalf("stream holds %d entries after the long run ended, want none", n)
-	}
+		// Past it, a finished run's entry is deleted at once.
+		finishOne("b")
+		if n := b.Client.XLen(f.ctx, stream).Val(); n != int64(redisstore.MaxLingeringEntries)+1 {
+			t.Fatalf("stream holds %d entries after one more finished, want no more", n)
+		}
+		// Once the long run ends, the whole acknowledged head goes.
+		f.finish(long.RunID, 1, redisstore.OutcomeSucceeded, `{}`)
+		if n := b.Client.XLen(f.ctx, stream).Val(); n != 0 {
+			t.Fatalf("stream holds %d entries after the long run ended, want none", n)
+		}
+	})
 }

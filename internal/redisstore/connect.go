@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -129,6 +130,9 @@ func ClusterOptions(rawURL string, opTimeout time.Duration) (*redis.ClusterOptio
 	}
 	co.ContextTimeoutEnabled = true
 	capTimeouts(opTimeout, &co.DialTimeout, &co.ReadTimeout, &co.WriteTimeout)
+	if co.PoolSize == 0 {
+		co.PoolSize = 5*runtime.GOMAXPROCS(0) + PoolHeadroom // go-redis's default for a cluster node, and room
+	}
 	return co, nil
 }
 
@@ -157,8 +161,22 @@ func ClientOptions(rawURL string, opTimeout time.Duration) (*redis.Options, erro
 	}
 	ro.ContextTimeoutEnabled = true
 	capTimeouts(opTimeout, &ro.DialTimeout, &ro.ReadTimeout, &ro.WriteTimeout)
+	if ro.PoolSize == 0 {
+		ro.PoolSize = 10*runtime.GOMAXPROCS(0) + PoolHeadroom // go-redis's default, and room
+	}
 	return ro, nil
 }
+
+// PoolHeadroom is what a client made from a URL that sets no pool_size
+// adds to go-redis's default pool (10 connections per core on one node, 5
+// per core per node on a cluster). A worker holds one connection per
+// partition for its blocking read, on the partition's node, for up to
+// FetchBlock: at the cluster default of 16 partitions those alone could
+// take a node's whole default pool on a small machine, and the worker's
+// heartbeats and outcomes then waited for a connection until their leases
+// lapsed and other workers took their runs. A pool opens connections only
+// when they are needed, so the headroom costs nothing when idle.
+const PoolHeadroom = PartitionsClusterDefault
 
 // capTimeouts lowers each of ds to opTimeout, when opTimeout is set and d
 // is unset or higher.

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,22 @@ func TestClusterOptionsRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: %v, want an error saying %q without the password", url, err, want)
 		}
+	}
+}
+
+// A client made from a URL without pool_size has room above go-redis's
+// default pool for a worker's blocking read per partition, at the
+// cluster default; a URL's pool_size is kept.
+func TestURLClientsHaveRoomForAReaderPerPartition(t *testing.T) {
+	co, err := redisstore.ClusterOptions("redis+cluster://10.0.0.1:7000", 0)
+	if err != nil || co.PoolSize != 5*runtime.GOMAXPROCS(0)+redisstore.PartitionsClusterDefault {
+		t.Errorf("cluster pool %d, %v", co.PoolSize, err)
+	}
+	ro, err := redisstore.ClientOptions("redis://10.0.0.1:6379/0", 0)
+	if err != nil || ro.PoolSize != 10*runtime.GOMAXPROCS(0)+redisstore.PartitionsClusterDefault {
+		t.Errorf("pool %d, %v", ro.PoolSize, err)
+	}
+	if ro, err := redisstore.ClientOptions("redis://10.0.0.1:6379/0?pool_size=3", 0); err != nil || ro.PoolSize != 3 {
+		t.Errorf("pool_size=3 gives a pool of %d, %v", ro.PoolSize, err)
 	}
 }

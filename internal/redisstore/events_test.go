@@ -184,7 +184,7 @@ func TestPushEventWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 // snapshot maps every key of the namespace to its type.
 func (f *fixture) snapshot() map[string]string {
 	f.t.Helper()
-	keys, err := f.b.Client.Keys(f.ctx, "taskq:{"+f.b.Namespace+"}:*").Result()
+	keys, err := redistest.Keys(f.ctx, f.b.Client, "taskq:{"+f.b.Namespace+"}:*")
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func (f *fixture) fanoutScenario(id string) fanoutScenario {
 func (f *fixture) contents() string {
 	f.t.Helper()
 	c := f.b.Client
-	keys, err := c.Keys(f.ctx, "taskq:{"+f.b.Namespace+"}:*").Result()
+	keys, err := redistest.Keys(f.ctx, c, "taskq:{"+f.b.Namespace+"}:*")
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -174,11 +174,16 @@ func TestPartitionsAreRecordedOnFirstUse(t *testing.T) {
 			t.Fatalf("open with 8: %v; want a *PartitionsMismatchError naming 8 and 4", err)
 		}
 
-		// A namespace never used records the default: 1 on a single node.
+		// A namespace never used records the default: 1 on a single node,
+		// 16 on a cluster.
 		fresh := b.Namespace + "-fresh"
 		t.Cleanup(func() { redistest.DeleteNamespace(ctx, b.Client, fresh) })
+		want := redisstore.PartitionsDefault
+		if b.IsCluster() {
+			want = redisstore.PartitionsClusterDefault
+		}
 		def, err := redisstore.New(b.Client, fresh).Partitions(ctx)
-		if err != nil || def.Count() != redisstore.PartitionsDefault {
+		if err != nil || def.Count() != want {
 			t.Fatalf("fresh namespace: %v, %v", def, err)
 		}
 

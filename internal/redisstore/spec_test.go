@@ -65,7 +65,9 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 			finishes []string
 		}
 		run := func(ns string, withSpec bool) state {
-			s := redisstore.New(b.Client, ns)
+			// One partition, the cluster's too: the streams and keys
+			// compared are the home partition's.
+			s := redisstore.NewPartitioned(b.Client, ns, 1)
 			t.Cleanup(func() { redistest.DeleteNamespace(context.Background(), b.Client, ns) })
 			k := s.Keys()
 			now := time.UnixMilli(1_700_000_000_000)

@@ -24,7 +24,11 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, b *redistest.Backend) *fixture {
-	s := redisstore.New(b.Client, b.Namespace)
+	// One partition on every backend, the cluster's too (whose default is
+	// 16): these tests check keys of the home partition by name, so every
+	// run must live there. Partitioned namespaces, on one node and on the
+	// cluster, are the partitions tests' and the client's and worker's.
+	s := redisstore.NewPartitioned(b.Client, b.Namespace, 1)
 	// The namespace is in use: its partition count is recorded.
 	if _, err := s.Partitions(context.Background()); err != nil {
 		t.Fatal(err)

@@ -57,9 +57,11 @@ func sharedClusterURL() (string, error) {
 
 // Cluster connects to the Redis Cluster the tests share, with a namespace
 // of the test's own, and deletes every key of that namespace on every
-// master when the test ends. The cluster is the one ClusterURLEnv names,
-// else three masters and three replicas the harness starts on free
-// loopback ports for this test binary, which end with it.
+// master when the test ends. The test fails if any call on the client was
+// refused for touching more than one slot (see SlotErrors). The cluster is
+// the one ClusterURLEnv names, else three masters and three replicas the
+// harness starts on free loopback ports for this test binary, which end
+// with it.
 func Cluster(t testing.TB) *Backend {
 	t.Helper()
 	CaptureLibraryLog(t)
@@ -71,12 +73,19 @@ func Cluster(t testing.TB) *Backend {
 	if err != nil {
 		t.Fatalf("redistest: %s: %v", ClusterURLEnv, err)
 	}
+	slots := &SlotErrors{}
+	rdb.AddHook(slots)
 	ns := Namespace(t)
 	t.Cleanup(func() {
 		DeleteNamespace(context.Background(), rdb, ns)
 		_ = rdb.Close()
+		// After the test's own cleanups (registered later, run first),
+		// which stop what it started on this client.
+		if seen := slots.Seen(); len(seen) > 0 {
+			t.Errorf("redistest: %d calls touched more than one cluster slot:\n%s", len(seen), strings.Join(seen, "\n"))
+		}
 	})
-	return &Backend{Name: "cluster", Client: rdb, Namespace: ns, URL: url}
+	return &Backend{Name: "cluster", Client: rdb, Namespace: ns, URL: url, slots: slots}
 }
 
 // ClusterClient returns a go-redis cluster client for a redis+cluster://
@@ -88,8 +97,15 @@ func ClusterClient(url string) (*redis.ClusterClient, error) {
 	}
 	hosts, _, _ := strings.Cut(rest, "/")
 	hosts, _, _ = strings.Cut(hosts, "?")
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(hosts, ",")}), nil
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(hosts, ","), PoolSize: ClusterPoolSize}), nil
 }
+
+// ClusterPoolSize is the connection pool per node of a cluster backend's
+// client. Tests run several workers and clients on one client, and each
+// worker holds a connection per partition on that partition's master for
+// its blocking read: go-redis's default (5 per core) would leave their
+// other calls waiting for a connection until their leases lapse.
+const ClusterPoolSize = 64
 
 // startSharedCluster starts ClusterMasters × (1 + ClusterReplicas)
 // redis-servers tied to this process and forms a cluster of them.

@@ -2,9 +2,12 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The shared cluster has ClusterMasters masters, each with ClusterReplicas
@@ -85,5 +88,55 @@ func TestPrivateClusterFailsOver(t *testing.T) {
 		}
 		rdb.ReloadState(ctx)
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// SlotErrors sees every way a cluster refuses a call across slots: a
+// script's KEYS in two slots, a script reaching an undeclared key on
+// another node, a multi-key command, a transaction across slots; and not
+// a pipeline of single-slot calls in several slots.
+func TestSlotErrorsSeeCallsAcrossSlots(t *testing.T) {
+	b := Cluster(t)
+	rdb, err := ClusterClient(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	slots := &SlotErrors{}
+	rdb.AddHook(slots)
+	ctx := context.Background()
+	// Two keys on different masters, only read: the slots of tags "a" and
+	// "b" (15495 and 3300) are in the last and the first of three ranges.
+	a, other := "{a}x", "{b}x"
+	if err := rdb.Eval(ctx, "return redis.call('get', KEYS[2])", []string{a, other}).Err(); !IsSlotError(err) {
+		t.Fatalf("script with KEYS in two slots: %v", err)
+	}
+	if err := rdb.Eval(ctx, "return redis.call('get', ARGV[1])", []string{a}, other).Err(); !IsSlotError(err) {
+		t.Fatalf("script reaching a key on another node: %v", err)
+	}
+	if err := rdb.Do(ctx, "exists", a, other).Err(); !IsSlotError(err) {
+		t.Fatalf("EXISTS of two slots: %v", err)
+	}
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, a)
+		p.Get(ctx, other)
+		return nil
+	})
+	if !IsSlotError(err) {
+		t.Fatalf("transaction across slots: %v", err)
+	}
+	if n := len(slots.Seen()); n != 4 {
+		t.Fatalf("%d refusals seen, want 4: %q", n, slots.Seen())
+	}
+	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, a)
+		p.Get(ctx, other)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	if n := len(slots.Seen()); n != 4 {
+		t.Fatalf("a pipeline of single-slot calls was counted: %q", slots.Seen())
 	}
 }

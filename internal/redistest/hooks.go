@@ -2,7 +2,10 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -67,4 +70,83 @@ func (h *Cutoff) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// SlotErrors is a go-redis hook that records every reply by which a Redis
+// Cluster refuses a call for touching more than one slot: CROSSSLOT (a
+// command's or a script's keys in two slots, or a transaction go-redis
+// refuses to split) and a script reaching a key of another slot than its
+// KEYS'. Cluster adds one to the client it makes and fails the test if it
+// saw any: every call taskq makes touches one slot.
+type SlotErrors struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+// DialHook dials as usual.
+func (h *SlotErrors) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook records a command's slot error.
+func (h *SlotErrors) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.record(cmd)
+		return err
+	}
+}
+
+// ProcessPipelineHook records the slot errors of a pipeline's commands,
+// or a transaction's refusal once (go-redis gives each of its commands
+// the error).
+func (h *SlotErrors) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		tx := len(cmds) > 0 && cmds[0].Name() == "multi"
+		for _, cmd := range cmds {
+			if h.record(cmd) && tx {
+				break
+			}
+		}
+		return err
+	}
+}
+
+// record records cmd's error if it is a slot error, and says whether it
+// was.
+func (h *SlotErrors) record(cmd redis.Cmder) bool {
+	err := cmd.Err()
+	if err == nil || !IsSlotError(err) {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen = append(h.seen, fmt.Sprintf("%s: %v", cmdLine(cmd), err))
+	return true
+}
+
+// Seen returns the calls refused so far, each with its error.
+func (h *SlotErrors) Seen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.seen...)
+}
+
+// IsSlotError reports whether err is a cluster's refusal of a call that
+// touches more than one slot. Redis words it CROSSSLOT for a command's
+// keys, and otherwise for a script's access to an undeclared key: "non
+// local key" (a slot of another node) or "do not hash to the same slot".
+func IsSlotError(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "CROSSSLOT") || strings.Contains(msg, "non local key") ||
+		strings.Contains(msg, "do not hash to the same slot")
+}
+
+// cmdLine is a command's name and first arguments, enough to find the
+// call that was refused.
+func cmdLine(cmd redis.Cmder) string {
+	args := cmd.Args()
+	if len(args) > 6 {
+		args = args[:6]
+	}
+	return strings.TrimSuffix(fmt.Sprintln(args...), "\n")
 }

@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,10 +35,43 @@ type Backend struct {
 	URL string
 	// Mini is set for miniredis backends; tests use it to move time.
 	Mini *miniredis.Miniredis
+	// slots, on a cluster backend, records calls refused for touching two
+	// slots, on Client and on every client NewClient makes.
+	slots *SlotErrors
 }
 
-// Real reports whether the backend is a real Redis server.
+// NewClient returns a client of its own to the backend's server, of the
+// same kind and with the same options as Client, for a test that adds
+// hooks to it or closes it; it is closed when the test ends.
+func (b *Backend) NewClient(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	var rdb redis.UniversalClient
+	switch c := b.Client.(type) {
+	case *redis.ClusterClient:
+		cc := redis.NewClusterClient(c.Options())
+		if b.slots != nil {
+			cc.AddHook(b.slots)
+		}
+		rdb = cc
+	case *redis.Client:
+		rdb = redis.NewClient(c.Options())
+	default:
+		t.Fatalf("redistest: backend %s: a client of type %T", b.Name, b.Client)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// Real reports whether the backend is a real Redis server (one node or a
+// cluster).
 func (b *Backend) Real() bool { return b.Mini == nil }
+
+// IsCluster reports whether the backend is a Redis Cluster, whose client
+// is a *redis.ClusterClient and whose keys are spread over its masters.
+func (b *Backend) IsCluster() bool {
+	_, ok := b.Client.(*redis.ClusterClient)
+	return ok
+}
 
 // Advance moves time forward: FastForward on miniredis, a sleep on a real
 // server (whose clock cannot be moved).
@@ -96,38 +130,67 @@ func Real(t testing.TB) *Backend {
 // DeleteNamespace removes every key of namespace ns, in all its
 // partitions, with SCAN and UNLINK: on every master of a cluster.
 func DeleteNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) {
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			deleteNamespaceOn(ctx, m, ns)
-			return nil
-		})
-		return
-	}
-	deleteNamespaceOn(ctx, rdb, ns)
+	keys, _ := NamespaceKeys(ctx, rdb, ns)
+	// One UNLINK per key, in one pipeline: the keys of several partitions
+	// are in several slots.
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
 }
 
-func deleteNamespaceOn(ctx context.Context, rdb redis.UniversalClient, ns string) {
+// NamespaceKeys returns every key of namespace ns, in all its partitions:
+// on every master of a cluster.
+func NamespaceKeys(ctx context.Context, rdb redis.UniversalClient, ns string) ([]string, error) {
 	// redisstore.NamespacePatterns, which this package cannot import (the
 	// store's own tests import this package): the home partition and the
 	// others.
+	var all []string
 	for _, pattern := range []string{"taskq:{" + ns + "}:*", "taskq:{" + ns + "#*"} {
-		var cursor uint64
-		for {
-			keys, next, err := rdb.Scan(ctx, cursor, pattern, 500).Result()
-			if err != nil {
-				break
-			}
-			// One UNLINK per key, in one pipeline: the keys of several
-			// partitions are in several slots.
-			_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, k := range keys {
-					p.Unlink(ctx, k)
-				}
-				return nil
-			})
-			if cursor = next; cursor == 0 {
-				break
-			}
+		keys, err := Keys(ctx, rdb, pattern)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, keys...)
+	}
+	return all, nil
+}
+
+// Keys returns every key that matches pattern, found with SCAN: on every
+// master of a cluster, where KEYS or SCAN would see one node's keys only.
+func Keys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return scanNode(ctx, rdb, pattern)
+	}
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		ks, err := scanNode(ctx, m, pattern)
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, ks...)
+		return err
+	})
+	return keys, err
+}
+
+// scanNode returns the keys of one node that match pattern.
+func scanNode(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	var keys []string
+	var cursor uint64
+	for {
+		ks, next, err := rdb.Scan(ctx, cursor, pattern, 500).Result()
+		if err != nil {
+			return keys, err
+		}
+		keys = append(keys, ks...)
+		if cursor = next; cursor == 0 {
+			return keys, nil
 		}
 	}
 }
@@ -142,8 +205,17 @@ func Mini(t testing.TB) *Backend {
 	return &Backend{Name: "miniredis", Client: rdb, Namespace: Namespace(t), URL: "redis://" + m.Addr() + "/0", Mini: m}
 }
 
-// Each runs fn as a subtest against real Redis and against miniredis.
+// Each runs fn as a subtest against every backend: real Redis, the Redis
+// Cluster the tests share (see Cluster) and miniredis.
 func Each(t *testing.T, fn func(t *testing.T, b *Backend)) {
-	t.Run("redis", func(t *testing.T) { fn(t, Real(t)) })
+	EachReal(t, fn)
 	t.Run("miniredis", func(t *testing.T) { fn(t, Mini(t)) })
+}
+
+// EachReal runs fn as a subtest against the real backends only, one node
+// and the cluster: for tests of what miniredis does not do as Redis does
+// (blocking reads, Pub/Sub timing, WAIT, memory limits, script errors).
+func EachReal(t *testing.T, fn func(t *testing.T, b *Backend)) {
+	t.Run("redis", func(t *testing.T) { fn(t, Real(t)) })
+	t.Run("cluster", func(t *testing.T) { fn(t, Cluster(t)) })
 }

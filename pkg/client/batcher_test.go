@@ -219,7 +219,11 @@ func TestConcurrentTriggersKeepTheirOwnOutcomes(t *testing.T) {
 func TestBatchedTriggerErrorsStayWithTheirTrigger(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		c := newClient(t, b)
-		b.Client.HSet(context.Background(), clientlink.Store(c).Keys().IdempotencyKey("order:bad"), "x", "y")
+		ks, err := clientlink.Store(c).KeyKeys(context.Background(), "order:bad")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Client.HSet(context.Background(), ks.IdempotencyKey("order:bad"), "x", "y")
 		var wg sync.WaitGroup
 		results := make([]error, 20)
 		for i := range results {

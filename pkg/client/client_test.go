@@ -137,7 +137,10 @@ func TestBadExpressionsAndInputsCreateNothing(t *testing.T) {
 		}
 		n, _ := b.Client.DBSize(ctx).Result()
 		if b.Real() {
-			keys, _, _ := b.Client.Scan(ctx, 0, "taskq:{"+b.Namespace+"}:*", 1000).Result()
+			keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
 			n = int64(len(keys))
 		}
 		if n != 0 {

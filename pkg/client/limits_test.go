@@ -193,7 +193,7 @@ func TestEachLimitHasAClearError(t *testing.T) {
 			}
 		})
 	}
-	if keys, _, _ := b.Client.Scan(ctx, 0, "taskq:{"+b.Namespace+"}:*", 100).Result(); len(keys) != 0 {
+	if keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace); err != nil || len(keys) != 0 {
 		t.Fatalf("refused triggers left %v in Redis", keys)
 	}
 }

@@ -113,131 +113,134 @@ func countRuns(t *testing.T, c *client.Client) int {
 // The same event pushed twice inside the TTL gives one run; both events are
 // stored and the second names the run it was deduplicated to.
 func TestSameEventTwiceOneRun(t *testing.T) {
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b, nil)
-	startWorker(t, b, def(t, "send-receipt", task.Options{
-		Idempotency: task.TTL(`"receipt:" + input.orderId`, time.Minute), OnEvents: []string{"order.paid"},
-	}))
-	ing := newIngester(t, c, events.Options{})
-	payload := json.RawMessage(`{"orderId":"o-1"}`)
-	first, err := ing.Push(ctx, "order.paid", payload, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := ing.Push(ctx, "order.paid", payload, json.RawMessage(`{"source":"retry"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(first.Runs) != 1 || first.Runs[0].Outcome != events.OutcomeCreated || first.Runs[0].IdempotencyKey != "receipt:o-1" {
-		t.Fatalf("first event runs = %+v", first.Runs)
-	}
-	if len(second.Runs) != 1 || second.Runs[0].Outcome != events.OutcomeDeduplicated || second.Runs[0].RunID != first.Runs[0].RunID {
-		t.Fatalf("second event runs = %+v, want deduplicated to %s", second.Runs, first.Runs[0].RunID)
-	}
-	if n := countRuns(t, c); n != 1 {
-		t.Fatalf("%d runs, want 1", n)
-	}
-	for _, ev := range []*events.Event{first, second} {
-		got, err := ing.Get(ctx, ev.ID)
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, nil)
+		startWorker(t, b, def(t, "send-receipt", task.Options{
+			Idempotency: task.TTL(`"receipt:" + input.orderId`, time.Minute), OnEvents: []string{"order.paid"},
+		}))
+		ing := newIngester(t, c, events.Options{})
+		payload := json.RawMessage(`{"orderId":"o-1"}`)
+		first, err := ing.Push(ctx, "order.paid", payload, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(got.Runs) != fmt.Sprint(ev.Runs) || string(got.Payload) != string(payload) {
-			t.Fatalf("stored event %+v differs from pushed %+v", got, ev)
+		second, err := ing.Push(ctx, "order.paid", payload, json.RawMessage(`{"source":"retry"}`))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	res := waitResult(t, c, first.Runs[0].RunID)
-	if !strings.Contains(string(res), `"orderId":"o-1"`) {
-		t.Fatalf("result = %s", res)
-	}
+		if len(first.Runs) != 1 || first.Runs[0].Outcome != events.OutcomeCreated || first.Runs[0].IdempotencyKey != "receipt:o-1" {
+			t.Fatalf("first event runs = %+v", first.Runs)
+		}
+		if len(second.Runs) != 1 || second.Runs[0].Outcome != events.OutcomeDeduplicated || second.Runs[0].RunID != first.Runs[0].RunID {
+			t.Fatalf("second event runs = %+v, want deduplicated to %s", second.Runs, first.Runs[0].RunID)
+		}
+		if n := countRuns(t, c); n != 1 {
+			t.Fatalf("%d runs, want 1", n)
+		}
+		for _, ev := range []*events.Event{first, second} {
+			got, err := ing.Get(ctx, ev.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got.Runs) != fmt.Sprint(ev.Runs) || string(got.Payload) != string(payload) {
+				t.Fatalf("stored event %+v differs from pushed %+v", got, ev)
+			}
+		}
+		res := waitResult(t, c, first.Runs[0].RunID)
+		if !strings.Contains(string(res), `"orderId":"o-1"`) {
+			t.Fatalf("result = %s", res)
+		}
+	})
 }
 
 // Keys are namespace-wide: two subscribed tasks whose expressions yield the
 // same key share one run; prefixed expressions give each its own.
 func TestTwoTasksOneKey(t *testing.T) {
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b, nil)
-	on := []string{"user.signed-up"}
-	startWorker(t, b,
-		def(t, "welcome", task.Options{Idempotency: task.TTL(`input.userId`, time.Minute), OnEvents: on}),
-		def(t, "crm-sync", task.Options{Idempotency: task.TTL(`input.userId`, time.Minute), OnEvents: on}),
-		def(t, "audit", task.Options{Idempotency: task.TTL(`"audit:" + input.userId`, time.Minute), OnEvents: on}),
-		def(t, "billing", task.Options{Idempotency: task.TTL(`"billing:" + input.userId`, time.Minute), OnEvents: on}),
-	)
-	ing := newIngester(t, c, events.Options{})
-	ev, err := ing.Push(ctx, "user.signed-up", json.RawMessage(`{"userId":"u-7"}`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]events.TaskRun{}
-	for _, r := range ev.Runs {
-		got[r.Task] = r
-	}
-	// Tasks are taken by name: crm-sync claims "u-7" before welcome does.
-	if got["crm-sync"].Outcome != events.OutcomeCreated || got["welcome"].Outcome != events.OutcomeDeduplicated ||
-		got["welcome"].RunID != got["crm-sync"].RunID {
-		t.Fatalf("same-key tasks: %+v", ev.Runs)
-	}
-	if got["audit"].Outcome != events.OutcomeCreated || got["billing"].Outcome != events.OutcomeCreated ||
-		got["audit"].RunID == got["billing"].RunID {
-		t.Fatalf("prefixed tasks: %+v", ev.Runs)
-	}
-	if n := countRuns(t, c); n != 3 {
-		t.Fatalf("%d runs, want 3 (one shared, one per prefixed task)", n)
-	}
-	if res := waitResult(t, c, got["crm-sync"].RunID); !strings.Contains(string(res), `"task":"crm-sync"`) {
-		t.Fatalf("shared run result = %s", res)
-	}
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, nil)
+		on := []string{"user.signed-up"}
+		startWorker(t, b,
+			def(t, "welcome", task.Options{Idempotency: task.TTL(`input.userId`, time.Minute), OnEvents: on}),
+			def(t, "crm-sync", task.Options{Idempotency: task.TTL(`input.userId`, time.Minute), OnEvents: on}),
+			def(t, "audit", task.Options{Idempotency: task.TTL(`"audit:" + input.userId`, time.Minute), OnEvents: on}),
+			def(t, "billing", task.Options{Idempotency: task.TTL(`"billing:" + input.userId`, time.Minute), OnEvents: on}),
+		)
+		ing := newIngester(t, c, events.Options{})
+		ev, err := ing.Push(ctx, "user.signed-up", json.RawMessage(`{"userId":"u-7"}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]events.TaskRun{}
+		for _, r := range ev.Runs {
+			got[r.Task] = r
+		}
+		// Tasks are taken by name: crm-sync claims "u-7" before welcome does.
+		if got["crm-sync"].Outcome != events.OutcomeCreated || got["welcome"].Outcome != events.OutcomeDeduplicated ||
+			got["welcome"].RunID != got["crm-sync"].RunID {
+			t.Fatalf("same-key tasks: %+v", ev.Runs)
+		}
+		if got["audit"].Outcome != events.OutcomeCreated || got["billing"].Outcome != events.OutcomeCreated ||
+			got["audit"].RunID == got["billing"].RunID {
+			t.Fatalf("prefixed tasks: %+v", ev.Runs)
+		}
+		if n := countRuns(t, c); n != 3 {
+			t.Fatalf("%d runs, want 3 (one shared, one per prefixed task)", n)
+		}
+		if res := waitResult(t, c, got["crm-sync"].RunID); !strings.Contains(string(res), `"task":"crm-sync"`) {
+			t.Fatalf("shared run result = %s", res)
+		}
+	})
 }
 
 // A task whose expression fails on the payload is recorded with the error;
 // the event is stored and the other tasks run.
 func TestExpressionErrorIsRecorded(t *testing.T) {
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b, nil)
-	on := []string{"invoice.sent"}
-	startWorker(t, b,
-		def(t, "needs-customer", task.Options{Idempotency: task.TTL(`input.customer.id`, time.Minute), OnEvents: on}),
-		def(t, "by-invoice", task.Options{Idempotency: task.TTL(`"inv:" + input.invoice`, time.Minute), OnEvents: on}),
-		def(t, "no-key", task.Options{OnEvents: on}),
-	)
-	ing := newIngester(t, c, events.Options{})
-	ev, err := ing.Push(ctx, "invoice.sent", json.RawMessage(`{"invoice":"i-1"}`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ev.Runs) != 3 {
-		t.Fatalf("runs = %+v", ev.Runs)
-	}
-	byTask := map[string]events.TaskRun{}
-	for _, r := range ev.Runs {
-		byTask[r.Task] = r
-	}
-	bad := byTask["needs-customer"]
-	if bad.Outcome != events.OutcomeError || bad.RunID != "" || !strings.Contains(bad.Error, "customer") {
-		t.Fatalf("failing task = %+v", bad)
-	}
-	for _, name := range []string{"by-invoice", "no-key"} {
-		if r := byTask[name]; r.Outcome != events.OutcomeCreated {
-			t.Fatalf("%s = %+v", name, r)
-		} else {
-			waitResult(t, c, r.RunID)
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, nil)
+		on := []string{"invoice.sent"}
+		startWorker(t, b,
+			def(t, "needs-customer", task.Options{Idempotency: task.TTL(`input.customer.id`, time.Minute), OnEvents: on}),
+			def(t, "by-invoice", task.Options{Idempotency: task.TTL(`"inv:" + input.invoice`, time.Minute), OnEvents: on}),
+			def(t, "no-key", task.Options{OnEvents: on}),
+		)
+		ing := newIngester(t, c, events.Options{})
+		ev, err := ing.Push(ctx, "invoice.sent", json.RawMessage(`{"invoice":"i-1"}`), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	// A task without an expression is not deduplicated: it runs again.
-	again, _ := ing.Push(ctx, "invoice.sent", json.RawMessage(`{"invoice":"i-1"}`), nil)
-	for _, r := range again.Runs {
-		if r.Task == "no-key" && r.Outcome != events.OutcomeCreated {
-			t.Fatalf("no-key on the second event = %+v", r)
+		if len(ev.Runs) != 3 {
+			t.Fatalf("runs = %+v", ev.Runs)
 		}
-	}
-	stored, _ := ing.Get(ctx, ev.ID)
-	if fmt.Sprint(stored.Runs) != fmt.Sprint(ev.Runs) {
-		t.Fatalf("stored runs = %+v", stored.Runs)
-	}
+		byTask := map[string]events.TaskRun{}
+		for _, r := range ev.Runs {
+			byTask[r.Task] = r
+		}
+		bad := byTask["needs-customer"]
+		if bad.Outcome != events.OutcomeError || bad.RunID != "" || !strings.Contains(bad.Error, "customer") {
+			t.Fatalf("failing task = %+v", bad)
+		}
+		for _, name := range []string{"by-invoice", "no-key"} {
+			if r := byTask[name]; r.Outcome != events.OutcomeCreated {
+				t.Fatalf("%s = %+v", name, r)
+			} else {
+				waitResult(t, c, r.RunID)
+			}
+		}
+		// A task without an expression is not deduplicated: it runs again.
+		again, _ := ing.Push(ctx, "invoice.sent", json.RawMessage(`{"invoice":"i-1"}`), nil)
+		for _, r := range again.Runs {
+			if r.Task == "no-key" && r.Outcome != events.OutcomeCreated {
+				t.Fatalf("no-key on the second event = %+v", r)
+			}
+		}
+		stored, _ := ing.Get(ctx, ev.ID)
+		if fmt.Sprint(stored.Runs) != fmt.Sprint(ev.Runs) {
+			t.Fatalf("stored runs = %+v", stored.Runs)
+		}
+	})
 }
 
 // A registered definition this process cannot build (here: an expression
@@ -311,8 +314,8 @@ func TestInvalidEventsWriteNothing(t *testing.T) {
 				t.Errorf("%s: error %v, want %v containing %q", tc.name, err, tc.is, tc.msg)
 			}
 		}
-		keys, _ := b.Client.Keys(ctx, "taskq:{"+b.Namespace+"}:*").Result()
-		if len(keys) != 0 {
+		keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace)
+		if err != nil || len(keys) != 0 {
 			t.Fatalf("rejected events left keys: %v", keys)
 		}
 	})
@@ -425,45 +428,46 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // drift silently: the second replaces the registration with a warning (or
 // is refused), and ingestion follows the registered definition.
 func TestRedefinedTaskIsWarnedAboutAndFollowed(t *testing.T) {
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b, nil)
-	ing := newIngester(t, c, events.Options{RefreshInterval: -1})
-	on := []string{"user.updated"}
-	startWorker(t, b, def(t, "notify", task.Options{Idempotency: task.TTL(`"v1:" + input.id`, time.Minute), OnEvents: on}))
-	ev, err := ing.Push(ctx, "user.updated", json.RawMessage(`{"id":"u-1"}`), nil)
-	if err != nil || ev.Runs[0].IdempotencyKey != "v1:u-1" {
-		t.Fatalf("first definition: %+v, %v", ev, err)
-	}
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, nil)
+		ing := newIngester(t, c, events.Options{RefreshInterval: -1})
+		on := []string{"user.updated"}
+		startWorker(t, b, def(t, "notify", task.Options{Idempotency: task.TTL(`"v1:" + input.id`, time.Minute), OnEvents: on}))
+		ev, err := ing.Push(ctx, "user.updated", json.RawMessage(`{"id":"u-1"}`), nil)
+		if err != nil || ev.Runs[0].IdempotencyKey != "v1:u-1" {
+			t.Fatalf("first definition: %+v, %v", ev, err)
+		}
 
-	refused, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, DefinitionConflict: worker.DefinitionRefuse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2 := def(t, "notify", task.Options{Idempotency: task.TTL(`"v2:" + input.id`, time.Minute), OnEvents: on})
-	refused.HandleJSON(v2, echo("notify"))
-	if err := refused.Start(ctx); !errors.Is(err, worker.ErrDefinitionConflict) {
-		t.Fatalf("a refusing worker started over a different definition: %v", err)
-	}
+		refused, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, DefinitionConflict: worker.DefinitionRefuse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v2 := def(t, "notify", task.Options{Idempotency: task.TTL(`"v2:" + input.id`, time.Minute), OnEvents: on})
+		refused.HandleJSON(v2, echo("notify"))
+		if err := refused.Start(ctx); !errors.Is(err, worker.ErrDefinitionConflict) {
+			t.Fatalf("a refusing worker started over a different definition: %v", err)
+		}
 
-	logs := &syncBuffer{}
-	w, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		LeaseDuration: 2 * time.Second, FetchBlock: 100 * time.Millisecond, ShutdownTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.HandleJSON(v2, echo("notify"))
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
-	if !strings.Contains(logs.String(), "replaced a different registered definition") {
-		t.Fatalf("no warning about the replaced definition:\n%s", logs.String())
-	}
-	ev, err = ing.Push(ctx, "user.updated", json.RawMessage(`{"id":"u-1"}`), nil)
-	if err != nil || ev.Runs[0].IdempotencyKey != "v2:u-1" || ev.Runs[0].Outcome != events.OutcomeCreated {
-		t.Fatalf("after the replacement: %+v, %v", ev, err)
-	}
+		logs := &syncBuffer{}
+		w, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+			LeaseDuration: 2 * time.Second, FetchBlock: 100 * time.Millisecond, ShutdownTimeout: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.HandleJSON(v2, echo("notify"))
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
+		if !strings.Contains(logs.String(), "replaced a different registered definition") {
+			t.Fatalf("no warning about the replaced definition:\n%s", logs.String())
+		}
+		ev, err = ing.Push(ctx, "user.updated", json.RawMessage(`{"id":"u-1"}`), nil)
+		if err != nil || ev.Runs[0].IdempotencyKey != "v2:u-1" || ev.Runs[0].Outcome != events.OutcomeCreated {
+			t.Fatalf("after the replacement: %+v, %v", ev, err)
+		}
+	})
 }
 
 // In a namespace of several partitions an event's subscribed tasks get

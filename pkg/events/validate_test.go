@@ -38,7 +38,13 @@ func TestValidateNamesTheFirstBadEventAndWritesNothing(t *testing.T) {
 		le.What != "payload" || le.Size != len(big.Payload) || !errors.Is(err, client.ErrInputTooLarge) {
 		t.Fatalf("oversized payload: %v; want an *InvalidEventError for payload of event 1 wrapping a *client.LimitError", err)
 	}
-	if keys, _, _ := b.Client.Scan(context.Background(), 0, "taskq:{"+b.Namespace+"}:event*", 100).Result(); len(keys) != 0 {
-		t.Fatalf("Validate wrote %v", keys)
+	keys, err := redistest.NamespaceKeys(context.Background(), b.Client, b.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, "}:event") {
+			t.Fatalf("Validate wrote %v", k)
+		}
 	}
 }

@@ -118,7 +118,11 @@ func TestMissedCancelOfQueuedRunReachesItsHandlerAtTheNextHeartbeat(t *testing.T
 			t.Fatal(err)
 		}
 		id := receive(t, "the handler to run", running)
-		runKey := clientlink.Store(c).Keys().Run(id)
+		ks, err := clientlink.Store(c).RunKeys(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runKey := ks.Run(id)
 		if err := b.Client.HSet(ctx, runKey, "status", "cancelled", "error", "superseded by run newer").Err(); err != nil {
 			t.Fatal(err)
 		}

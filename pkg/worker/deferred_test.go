@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -290,55 +289,56 @@ func TestDeferredRunOfDeadWorkerCountsTheLostDelivery(t *testing.T) {
 // attempt 2 without waiting for the lease to lapse.
 func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	tk := task.Must[in, out]("deferred-shutdown", task.Options{})
-	started := make(chan client.Status, 1)
-	causes := make(chan error, 1)
-	w1 := startWorker(t, b, worker.Options{StartDelay: 5 * time.Second, LeaseDuration: time.Minute,
-		ShutdownTimeout: 100 * time.Millisecond}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-			st, _ := c.Handle(ctx.RunID()).Status(ctx)
-			started <- st
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-			return out{}, ctx.Err()
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		tk := task.Must[in, out]("deferred-shutdown", task.Options{})
+		started := make(chan client.Status, 1)
+		causes := make(chan error, 1)
+		w1 := startWorker(t, b, worker.Options{StartDelay: 5 * time.Second, LeaseDuration: time.Minute,
+			ShutdownTimeout: 100 * time.Millisecond}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				st, _ := c.Handle(ctx.RunID()).Status(ctx)
+				started <- st
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return out{}, ctx.Err()
+			})
 		})
-	})
-	ref, err := client.RunNoWait(ctx, c, tk, in{ID: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := receive(t, "the handler to run", started); st != client.StatusQueued {
-		t.Fatalf("status while the handler runs = %q, want queued", st)
-	}
-	if err := w1.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if cause := receive(t, "the handler's context to end", causes); !errors.Is(cause, worker.ErrShutdown) {
-		t.Fatalf("handler context cause = %v, want ErrShutdown", cause)
-	}
-	info, err := ref.Get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Status != client.StatusQueued || info.Attempt != 1 {
-		t.Fatalf("run after shutdown = %s with attempt %d, want queued with attempt 1 counted", info.Status, info.Attempt)
-	}
-	attempts := make(chan int, 1)
-	startWorker(t, b, worker.Options{LeaseDuration: time.Minute}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-			attempts <- ctx.Attempt()
-			return out{ID: x.ID}, nil
+		ref, err := client.RunNoWait(ctx, c, tk, in{ID: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := receive(t, "the handler to run", started); st != client.StatusQueued {
+			t.Fatalf("status while the handler runs = %q, want queued", st)
+		}
+		if err := w1.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if cause := receive(t, "the handler's context to end", causes); !errors.Is(cause, worker.ErrShutdown) {
+			t.Fatalf("handler context cause = %v, want ErrShutdown", cause)
+		}
+		info, err := ref.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status != client.StatusQueued || info.Attempt != 1 {
+			t.Fatalf("run after shutdown = %s with attempt %d, want queued with attempt 1 counted", info.Status, info.Attempt)
+		}
+		attempts := make(chan int, 1)
+		startWorker(t, b, worker.Options{LeaseDuration: time.Minute}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				attempts <- ctx.Attempt()
+				return out{ID: x.ID}, nil
+			})
 		})
+		if a := receive(t, "the second worker's handler", attempts); a != 2 {
+			t.Fatalf("second worker's Attempt() = %d, want 2", a)
+		}
+		if info := wait(t, ref); info.Status != client.StatusSucceeded || info.Attempt != 2 {
+			t.Fatalf("run after handover = %s attempt %d, want succeeded after attempt 2", info.Status, info.Attempt)
+		}
 	})
-	if a := receive(t, "the second worker's handler", attempts); a != 2 {
-		t.Fatalf("second worker's Attempt() = %d, want 2", a)
-	}
-	if info := wait(t, ref); info.Status != client.StatusSucceeded || info.Attempt != 2 {
-		t.Fatalf("run after handover = %s attempt %d, want succeeded after attempt 2", info.Status, info.Attempt)
-	}
 }
 
 // With a negative StartDelay every attempt is begun before its handler
@@ -438,7 +438,11 @@ func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				runKey := redisstore.NewKeys(b.Namespace).Run(ref.ID())
+				ks, err := clientlink.Store(c).RunKeys(ctx, ref.ID())
+				if err != nil {
+					t.Fatal(err)
+				}
+				runKey := ks.Run(ref.ID())
 				if err := b.Client.HSet(ctx, runKey, "status", "cancelled", "error", tc.reason).Err(); err != nil {
 					t.Fatal(err)
 				}

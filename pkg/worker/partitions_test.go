@@ -55,62 +55,63 @@ func keysIn(ns string, partitions, n int) [][]string {
 func TestWorkerServesEveryPartitionFairly(t *testing.T) {
 	t.Parallel()
 	const partitions, backlog, counted = 4, 100, 200
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newPartitionedClient(t, b, partitions)
-	tk := task.Must[in, out]("fair", task.Options{Idempotency: task.Status(`input.id`, time.Hour)})
-	// The backlog: as many runs in every partition, queued before any
-	// worker reads, in one batch (one script call per partition).
-	var inputs []in
-	for _, ks := range keysIn(b.Namespace, partitions, backlog) {
-		for _, k := range ks {
-			inputs = append(inputs, in{ID: k})
-		}
-	}
-	refs, err := client.RunMany(ctx, c, tk, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range refs {
-		if p, _ := redisstore.RunPartition(r.ID()); p != redisstore.KeyPartition(b.Namespace, r.IdempotencyKey(), partitions) {
-			t.Fatalf("run %s of key %s is not in its key's partition", r.ID(), r.IdempotencyKey())
-		}
-	}
-	var (
-		mu      sync.Mutex
-		started []int
-		enough  = make(chan struct{})
-	)
-	startWorker(t, b, worker.Options{Concurrency: 4}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-			p, _ := redisstore.RunPartition(ctx.RunID())
-			mu.Lock()
-			if started = append(started, p); len(started) == counted {
-				close(enough)
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newPartitionedClient(t, b, partitions)
+		tk := task.Must[in, out]("fair", task.Options{Idempotency: task.Status(`input.id`, time.Hour)})
+		// The backlog: as many runs in every partition, queued before any
+		// worker reads, in one batch (one script call per partition).
+		var inputs []in
+		for _, ks := range keysIn(b.Namespace, partitions, backlog) {
+			for _, k := range ks {
+				inputs = append(inputs, in{ID: k})
 			}
-			mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
-			return out{ID: x.ID}, nil
-		})
-	})
-	select {
-	case <-enough:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not start enough runs")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	share := make([]int, partitions)
-	for _, p := range started[:counted] {
-		share[p]++
-	}
-	even := counted / partitions
-	for _, n := range share {
-		if n < even*9/10 || n > even*11/10 {
-			t.Fatalf("runs started per partition, of the first %d: %v; want each within 10%% of %d", counted, share, even)
 		}
-	}
-	t.Logf("runs started per partition, of the first %d: %v", counted, share)
+		refs, err := client.RunMany(ctx, c, tk, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range refs {
+			if p, _ := redisstore.RunPartition(r.ID()); p != redisstore.KeyPartition(b.Namespace, r.IdempotencyKey(), partitions) {
+				t.Fatalf("run %s of key %s is not in its key's partition", r.ID(), r.IdempotencyKey())
+			}
+		}
+		var (
+			mu      sync.Mutex
+			started []int
+			enough  = make(chan struct{})
+		)
+		startWorker(t, b, worker.Options{Concurrency: 4}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				p, _ := redisstore.RunPartition(ctx.RunID())
+				mu.Lock()
+				if started = append(started, p); len(started) == counted {
+					close(enough)
+				}
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+				return out{ID: x.ID}, nil
+			})
+		})
+		select {
+		case <-enough:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the worker did not start enough runs")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		share := make([]int, partitions)
+		for _, p := range started[:counted] {
+			share[p]++
+		}
+		even := counted / partitions
+		for _, n := range share {
+			if n < even*9/10 || n > even*11/10 {
+				t.Fatalf("runs started per partition, of the first %d: %v; want each within 10%% of %d", counted, share, even)
+			}
+		}
+		t.Logf("runs started per partition, of the first %d: %v", counted, share)
+	})
 }
 
 // commandCounter counts the commands a client sends, alone or in

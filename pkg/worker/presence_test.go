@@ -82,30 +82,31 @@ func TestWorkerIsListedWhileItRuns(t *testing.T) {
 // still says running.
 func TestKilledWorkerIsListedDeadWithItsRunLapsed(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	helper := startHelperWorker(t, "hang", b.Namespace)
-	ref, err := client.RunNoWait(ctx, c, crashTask, in{ID: "crash-presence"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper.Next() // started
-	eventually(t, "the run begun", func() bool { st, _ := ref.Status(ctx); return st == client.StatusRunning })
-	v := listWorkers(t, c)
-	if len(v.Workers) != 1 || v.Workers[0].PID != helper.cmd.Process.Pid || v.Workers[0].Dead ||
-		len(v.Workers[0].Runs) != 1 || v.Workers[0].Runs[0].RunID != ref.ID() || v.Workers[0].Runs[0].Lapsed {
-		t.Fatalf("before the kill: %+v, want the helper live holding %s", v.Workers, ref.ID())
-	}
-	helper.Kill()
-	eventually(t, "the killed worker listed dead, its run lapsed", func() bool {
-		v = listWorkers(t, c)
-		return len(v.Workers) == 1 && v.Workers[0].Dead && len(v.Lapsed) == 1 && v.Lapsed[0].RunID == ref.ID()
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		helper := startHelperWorker(t, "hang", b)
+		ref, err := client.RunNoWait(ctx, c, crashTask, in{ID: "crash-presence"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		helper.Next() // started
+		eventually(t, "the run begun", func() bool { st, _ := ref.Status(ctx); return st == client.StatusRunning })
+		v := listWorkers(t, c)
+		if len(v.Workers) != 1 || v.Workers[0].PID != helper.cmd.Process.Pid || v.Workers[0].Dead ||
+			len(v.Workers[0].Runs) != 1 || v.Workers[0].Runs[0].RunID != ref.ID() || v.Workers[0].Runs[0].Lapsed {
+			t.Fatalf("before the kill: %+v, want the helper live holding %s", v.Workers, ref.ID())
+		}
+		helper.Kill()
+		eventually(t, "the killed worker listed dead, its run lapsed", func() bool {
+			v = listWorkers(t, c)
+			return len(v.Workers) == 1 && v.Workers[0].Dead && len(v.Lapsed) == 1 && v.Lapsed[0].RunID == ref.ID()
+		})
+		if !v.Workers[0].Runs[0].Lapsed {
+			t.Errorf("the dead worker's run is not marked lapsed: %+v", v.Workers[0].Runs)
+		}
+		if st, _ := ref.Status(ctx); st != client.StatusRunning {
+			t.Errorf("record status = %s; the record still says running until redelivery", st)
+		}
 	})
-	if !v.Workers[0].Runs[0].Lapsed {
-		t.Errorf("the dead worker's run is not marked lapsed: %+v", v.Workers[0].Runs)
-	}
-	if st, _ := ref.Status(ctx); st != client.StatusRunning {
-		t.Errorf("record status = %s; the record still says running until redelivery", st)
-	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -66,7 +67,7 @@ func durableHandler(b interface{ Incr(string) int64 }, want int, report func(str
 }
 
 type counter struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	key string
 }
 
@@ -86,8 +87,11 @@ func TestMain(m *testing.M) {
 // durableWorker runs durableTask, printing each stage, and waits for more
 // signals than will come, to be SIGKILLed.
 func durableWorker() int {
-	opt, _ := redis.ParseURL(os.Getenv(workerURLEnv))
-	rdb := redis.NewClient(opt)
+	// One node's URL or the cluster's.
+	rdb, _, err := redisstore.Connect(redisstore.ConnectOptions{URL: os.Getenv(workerURLEnv)})
+	if err != nil {
+		return 1
+	}
 	ns := os.Getenv(workerNSEnv)
 	w, err := worker.New(worker.Options{Redis: rdb, Namespace: ns, LeaseDuration: time.Second, Logger: quiet})
 	if err != nil {
@@ -106,9 +110,8 @@ func durableWorker() int {
 }
 
 func hangingWorker() int {
-	opt, _ := redis.ParseURL(os.Getenv(workerURLEnv))
 	w, err := worker.New(worker.Options{
-		Redis: redis.NewClient(opt), Namespace: os.Getenv(workerNSEnv),
+		RedisURL: os.Getenv(workerURLEnv), Namespace: os.Getenv(workerNSEnv),
 		LeaseDuration: time.Second, Logger: quiet,
 	})
 	if err != nil {
@@ -141,10 +144,10 @@ type helperWorker struct {
 	lines chan string
 }
 
-func startHelperWorker(t *testing.T, mode, ns string) *helperWorker {
+func startHelperWorker(t *testing.T, mode string, b *redistest.Backend) *helperWorker {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerHelperEnv+"="+mode, workerNSEnv+"="+ns, workerURLEnv+"="+redisURL())
+	cmd.Env = append(os.Environ(), workerHelperEnv+"="+mode, workerNSEnv+"="+b.Namespace, workerURLEnv+"="+b.URL)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -188,83 +191,85 @@ func (h *helperWorker) Kill() {
 // until then.
 func TestKilledWorkersRunIsRedelivered(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
 
-	helper := startHelperWorker(t, "hang", b.Namespace)
-	ref, err := client.RunNoWait(ctx, c, crashTask, in{ID: "crash-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(helper.Next())
-	if len(f) != 3 || f[1] != ref.ID() {
-		t.Fatalf("helper said %v", f)
-	}
-	firstStep := f[2]
-	helper.Kill()
-	killedAt := time.Now()
+		helper := startHelperWorker(t, "hang", b)
+		ref, err := client.RunNoWait(ctx, c, crashTask, in{ID: "crash-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(helper.Next())
+		if len(f) != 3 || f[1] != ref.ID() {
+			t.Fatalf("helper said %v", f)
+		}
+		firstStep := f[2]
+		helper.Kill()
+		killedAt := time.Now()
 
-	if _, err := client.RunNoWait(ctx, c, crashTask, in{ID: "crash-1"}); err == nil {
-		t.Fatal("key was free while the crashed run was still active")
-	}
-	startWorker(t, b, worker.Options{LeaseDuration: time.Second}, func(w *worker.Worker) {
-		worker.Handle(w, crashTask, func(ctx worker.Context, x in) (out, error) {
-			return out{ID: x.ID, StepID: ctx.StepID(), By: "survivor"}, nil
+		if _, err := client.RunNoWait(ctx, c, crashTask, in{ID: "crash-1"}); err == nil {
+			t.Fatal("key was free while the crashed run was still active")
+		}
+		startWorker(t, b, worker.Options{LeaseDuration: time.Second}, func(w *worker.Worker) {
+			worker.Handle(w, crashTask, func(ctx worker.Context, x in) (out, error) {
+				return out{ID: x.ID, StepID: ctx.StepID(), By: "survivor"}, nil
+			})
 		})
+		res, err := ref.Result(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StepID != firstStep || res.By != "survivor" {
+			t.Fatalf("redelivered result = %+v, want step ID %q from the survivor", res, firstStep)
+		}
+		if d := time.Since(killedAt); d < 900*time.Millisecond {
+			t.Fatalf("run redelivered after %v, before the 1s lease lapsed", d)
+		}
+		info, _ := ref.Get(ctx)
+		if info.Attempt != 2 {
+			t.Fatalf("attempt = %d, want 2", info.Attempt)
+		}
 	})
-	res, err := ref.Result(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StepID != firstStep || res.By != "survivor" {
-		t.Fatalf("redelivered result = %+v, want step ID %q from the survivor", res, firstStep)
-	}
-	if d := time.Since(killedAt); d < 900*time.Millisecond {
-		t.Fatalf("run redelivered after %v, before the 1s lease lapsed", d)
-	}
-	info, _ := ref.Get(ctx)
-	if info.Attempt != 2 {
-		t.Fatalf("attempt = %d, want 2", info.Attempt)
-	}
 }
 
 // A slow worker that keeps heartbeating keeps its run, however long it
 // takes, while another worker is idle and eager.
 func TestSlowLiveWorkerKeepsItsRun(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	tk := task.Must[in, out]("slow-live", task.Options{})
-	started := make(chan struct{})
-	startWorker(t, b, worker.Options{Name: "slow", LeaseDuration: 300 * time.Millisecond}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-			close(started)
-			time.Sleep(1500 * time.Millisecond) // five leases
-			return out{By: "slow"}, nil
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		tk := task.Must[in, out]("slow-live", task.Options{})
+		started := make(chan struct{})
+		startWorker(t, b, worker.Options{Name: "slow", LeaseDuration: 300 * time.Millisecond}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				close(started)
+				time.Sleep(1500 * time.Millisecond) // five leases
+				return out{By: "slow"}, nil
+			})
 		})
-	})
-	ref, err := client.RunNoWait(ctx, c, tk, in{ID: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	stolen := make(chan struct{}, 1)
-	startWorker(t, b, worker.Options{Name: "eager", LeaseDuration: 300 * time.Millisecond}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-			stolen <- struct{}{}
-			return out{By: "eager"}, nil
+		ref, err := client.RunNoWait(ctx, c, tk, in{ID: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		stolen := make(chan struct{}, 1)
+		startWorker(t, b, worker.Options{Name: "eager", LeaseDuration: 300 * time.Millisecond}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				stolen <- struct{}{}
+				return out{By: "eager"}, nil
+			})
 		})
+		res, err := ref.Result(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := ref.Get(ctx)
+		if res.By != "slow" || info.Attempt != 1 || len(stolen) != 0 {
+			t.Fatalf("result by %q after %d attempts (eager ran: %d); want the slow worker's only attempt", res.By, info.Attempt, len(stolen))
+		}
 	})
-	res, err := ref.Result(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _ := ref.Get(ctx)
-	if res.By != "slow" || info.Attempt != 1 || len(stolen) != 0 {
-		t.Fatalf("result by %q after %d attempts (eager ran: %d); want the slow worker's only attempt", res.By, info.Attempt, len(stolen))
-	}
 }
 
 // A redelivered run (its worker SIGKILLed) sees every signal in order,
@@ -272,61 +277,61 @@ func TestSlowLiveWorkerKeepsItsRun(t *testing.T) {
 // whose ID is the same on both attempts.
 func TestRedeliveredRunReplaysSignalsAndSkipsSteps(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	helper := startHelperWorker(t, "durable", b.Namespace)
-	next := helper.Next
-	ref, err := client.RunNoWait(ctx, c, durableTask, in{ID: "order-9"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(next())
-	if len(f) != 3 || f[0] != "step" || f[1] != "receipt-1" {
-		t.Fatalf("helper said %v", f)
-	}
-	chargeStep := f[2]
-	var sent []string
-	for i := 0; i < 2; i++ {
-		rec, err := c.Signal(ctx, "order-9", map[string]int{"n": i})
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		helper := startHelperWorker(t, "durable", b)
+		next := helper.Next
+		ref, err := client.RunNoWait(ctx, c, durableTask, in{ID: "order-9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(next())
+		if len(f) != 3 || f[0] != "step" || f[1] != "receipt-1" {
+			t.Fatalf("helper said %v", f)
+		}
+		chargeStep := f[2]
+		var sent []string
+		for i := 0; i < 2; i++ {
+			rec, err := c.Signal(ctx, "order-9", map[string]int{"n": i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent = append(sent, rec.SignalID)
+			if l := next(); l != "signal "+rec.SignalID {
+				t.Fatalf("helper said %q, want signal %s", l, rec.SignalID)
+			}
+		}
+		helper.Kill()
+		rec, err := c.Signal(ctx, "order-9", map[string]int{"n": 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sent = append(sent, rec.SignalID)
-		if l := next(); l != "signal "+rec.SignalID {
-			t.Fatalf("helper said %q, want signal %s", l, rec.SignalID)
-		}
-	}
-	helper.Kill()
-	rec, err := c.Signal(ctx, "order-9", map[string]int{"n": 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent = append(sent, rec.SignalID)
 
-	rdb := b.Client.(*redis.Client)
-	cnt := counter{rdb, "taskq:{" + b.Namespace + "}:test:"}
-	startWorker(t, b, worker.Options{LeaseDuration: time.Second}, func(w *worker.Worker) {
-		worker.Handle(w, durableTask, durableHandler(cnt, 3, func(string) {}))
+		cnt := counter{b.Client, "taskq:{" + b.Namespace + "}:test:"}
+		startWorker(t, b, worker.Options{LeaseDuration: time.Second}, func(w *worker.Worker) {
+			worker.Handle(w, durableTask, durableHandler(cnt, 3, func(string) {}))
+		})
+		res, err := client.Ref[durableOut](c, ref.ID()).Result(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(res.Signals) != fmt.Sprint(sent) {
+			t.Fatalf("redelivered attempt saw signals %v, want %v in order", res.Signals, sent)
+		}
+		if res.Receipt != "receipt-1" || b.Client.Get(ctx, cnt.key+"charges").Val() != "1" {
+			t.Fatalf("step ran again: receipt %q, charges %s", res.Receipt, b.Client.Get(ctx, cnt.key+"charges").Val())
+		}
+		info, _ := ref.Get(ctx)
+		if info.Attempt != 2 {
+			t.Fatalf("attempt %d, want 2", info.Attempt)
+		}
+		if res.ChargeStep != "" {
+			t.Fatalf("step function ran on the redelivered attempt (step %q)", res.ChargeStep)
+		}
+		if chargeStep != res.RunStep+"/charge" {
+			t.Fatalf("step ID on the first attempt %q, derived on the second %q", chargeStep, res.RunStep+"/charge")
+		}
 	})
-	res, err := client.Ref[durableOut](c, ref.ID()).Result(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(res.Signals) != fmt.Sprint(sent) {
-		t.Fatalf("redelivered attempt saw signals %v, want %v in order", res.Signals, sent)
-	}
-	if res.Receipt != "receipt-1" || rdb.Get(ctx, cnt.key+"charges").Val() != "1" {
-		t.Fatalf("step ran again: receipt %q, charges %s", res.Receipt, rdb.Get(ctx, cnt.key+"charges").Val())
-	}
-	info, _ := ref.Get(ctx)
-	if info.Attempt != 2 {
-		t.Fatalf("attempt %d, want 2", info.Attempt)
-	}
-	if res.ChargeStep != "" {
-		t.Fatalf("step function ran on the redelivered attempt (step %q)", res.ChargeStep)
-	}
-	if chargeStep != res.RunStep+"/charge" {
-		t.Fatalf("step ID on the first attempt %q, derived on the second %q", chargeStep, res.RunStep+"/charge")
-	}
 }

@@ -129,230 +129,230 @@ func commandKeys(cmd redis.Cmder) (keys []string, script bool) {
 // on a Redis Cluster none would fail with CROSSSLOT.
 func TestNoCallSpansTwoSlots(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	hook := &slotCheck{}
-	rdb := redis.NewClient(b.Client.(*redis.Client).Options())
-	rdb.AddHook(hook)
-	t.Cleanup(func() { _ = rdb.Close() })
-	ctx := context.Background()
-	c, err := client.New(client.Options{Redis: rdb, Namespace: b.Namespace, Partitions: 4, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-
-	keyed := task.Must[in, out]("keyed", task.Options{Idempotency: task.Status(`input.id`, time.Hour), Retries: 2,
-		Backoff: task.Backoff{Initial: 10 * time.Millisecond, Factor: 1}, OnEvents: []string{"order.paid"}})
-	plain := task.Must[in, out]("plain", task.Options{Retries: 2, Backoff: task.Backoff{Initial: 10 * time.Millisecond, Factor: 1}})
-	debounced := task.Must[in, out]("debounced", task.Options{Idempotency: task.Debounce(`input.id`, 50*time.Millisecond)})
-	ttl := task.Must[in, out]("ttl", task.Options{Idempotency: task.TTL(`"ttl:" + input.id`, time.Hour), OnEvents: []string{"order.paid"}})
-	var failedOnce sync.Map
-	handle := func(ctx worker.Context, x in) (out, error) {
-		switch x.Mode {
-		case "fail-once":
-			if _, again := failedOnce.LoadOrStore(ctx.RunID(), true); !again {
-				return out{}, errors.New("transient")
-			}
-		case "signal":
-			if _, err := ctx.NextSignal(); err != nil {
-				return out{}, err
-			}
-		case "block":
-			<-ctx.Done()
-			return out{}, context.Cause(ctx)
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		hook := &slotCheck{}
+		rdb := b.NewClient(t)
+		rdb.AddHook(hook)
+		ctx := context.Background()
+		c, err := client.New(client.Options{Redis: rdb, Namespace: b.Namespace, Partitions: 4, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
 		}
-		step, err := worker.Step(ctx, "s", func(context.Context, string) (string, error) { return ctx.StepID(), nil })
-		return out{ID: x.ID, StepID: step}, err
-	}
-	w := startWorker(t, &redistest.Backend{Client: rdb, Namespace: b.Namespace}, worker.Options{
-		Concurrency: 8, LeaseDuration: 600 * time.Millisecond, SweepInterval: 100 * time.Millisecond,
-	}, func(w *worker.Worker) {
-		worker.Handle(w, keyed, handle)
-		worker.Handle(w, plain, handle)
-		worker.Handle(w, debounced, handle)
-		worker.Handle(w, ttl, handle)
+		t.Cleanup(func() { c.Close() })
+
+		keyed := task.Must[in, out]("keyed", task.Options{Idempotency: task.Status(`input.id`, time.Hour), Retries: 2,
+			Backoff: task.Backoff{Initial: 10 * time.Millisecond, Factor: 1}, OnEvents: []string{"order.paid"}})
+		plain := task.Must[in, out]("plain", task.Options{Retries: 2, Backoff: task.Backoff{Initial: 10 * time.Millisecond, Factor: 1}})
+		debounced := task.Must[in, out]("debounced", task.Options{Idempotency: task.Debounce(`input.id`, 50*time.Millisecond)})
+		ttl := task.Must[in, out]("ttl", task.Options{Idempotency: task.TTL(`"ttl:" + input.id`, time.Hour), OnEvents: []string{"order.paid"}})
+		var failedOnce sync.Map
+		handle := func(ctx worker.Context, x in) (out, error) {
+			switch x.Mode {
+			case "fail-once":
+				if _, again := failedOnce.LoadOrStore(ctx.RunID(), true); !again {
+					return out{}, errors.New("transient")
+				}
+			case "signal":
+				if _, err := ctx.NextSignal(); err != nil {
+					return out{}, err
+				}
+			case "block":
+				<-ctx.Done()
+				return out{}, context.Cause(ctx)
+			}
+			step, err := worker.Step(ctx, "s", func(context.Context, string) (string, error) { return ctx.StepID(), nil })
+			return out{ID: x.ID, StepID: step}, err
+		}
+		w := startWorker(t, &redistest.Backend{Name: b.Name, Client: rdb, Namespace: b.Namespace}, worker.Options{
+			Concurrency: 8, LeaseDuration: 600 * time.Millisecond, SweepInterval: 100 * time.Millisecond,
+		}, func(w *worker.Worker) {
+			worker.Handle(w, keyed, handle)
+			worker.Handle(w, plain, handle)
+			worker.Handle(w, debounced, handle)
+			worker.Handle(w, ttl, handle)
+		})
+
+		// Batched and single triggers, with and without keys, waited for.
+		var ins []in
+		for i := range 24 {
+			ins = append(ins, in{ID: fmt.Sprint("b", i)})
+		}
+		ins[3].Mode, ins[7].Mode = "fail-once", "fail-once"
+		refs, err := client.RunMany(ctx, c, keyed, ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plainRefs, err := client.RunMany(ctx, c, plain, ins[:12])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range append(refs, plainRefs...) {
+			if _, err := r.Result(ctx); err != nil {
+				t.Fatalf("run %s: %v", r.ID(), err)
+			}
+		}
+		if r, err := client.Run(ctx, c, plain, in{ID: "one"}); err != nil || r.ID != "one" {
+			t.Fatalf("Run: %+v, %v", r, err)
+		}
+
+		// Collisions and the conflict policies.
+		blocked, err := client.RunNoWait(ctx, c, keyed, in{ID: "held", Mode: "block"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var coll *client.IdempotencyCollisionError
+		if _, err := client.RunNoWait(ctx, c, keyed, in{ID: "held"}); !errors.As(err, &coll) || coll.ExistingRunID != blocked.ID() {
+			t.Fatalf("duplicate: %v", err)
+		}
+		if _, err := coll.Owner.Get(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if att, err := client.RunNoWait(ctx, c, keyed, in{ID: "held"}, client.OnConflict(task.ConflictAttach)); err != nil || att.ID() != blocked.ID() {
+			t.Fatalf("attach: %v", err)
+		}
+		sup, err := client.RunNoWait(ctx, c, keyed, in{ID: "held", Mode: "signal"}, client.OnConflict(task.ConflictSupersede))
+		if err != nil || sup.Superseded() != blocked.ID() {
+			t.Fatalf("supersede: %v", err)
+		}
+		if _, err := blocked.Result(ctx); !errors.Is(err, task.ErrRunCancelled) {
+			t.Fatalf("superseded run: %v", err)
+		}
+		if _, err := client.RunNoWait(ctx, c, keyed, in{ID: "held"}, client.OnConflict(task.ConflictSignal)); err != nil {
+			t.Fatalf("signal policy: %v", err)
+		}
+		if _, err := sup.Result(ctx); err != nil {
+			t.Fatalf("signalled run: %v", err)
+		}
+		sig, err := client.RunNoWait(ctx, c, keyed, in{ID: "sig", Mode: "signal"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Signal(ctx, "sig", map[string]int{"n": 1}); err != nil {
+			t.Fatalf("signal by key: %v", err)
+		}
+		if _, err := sig.Result(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sig2, err := client.RunNoWait(ctx, c, plain, in{ID: "sig2", Mode: "signal"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sig2.Signal(ctx, "hi"); err != nil {
+			t.Fatalf("signal by run: %v", err)
+		}
+		if _, err := sig2.Result(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := client.RunNoWait(ctx, c, debounced, in{ID: "d"}); err != nil {
+				t.Fatalf("debounce: %v", err)
+			}
+		}
+
+		// Cancel a running run, with heartbeats renewing its lease meanwhile.
+		long, err := client.RunNoWait(ctx, c, plain, in{ID: "long", Mode: "block"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the long run to start", func() bool { s, _ := long.Status(ctx); return s == client.StatusRunning })
+		time.Sleep(500 * time.Millisecond) // heartbeats
+		if st, err := long.Cancel(ctx); err != nil || st != client.StatusCancelled {
+			t.Fatalf("cancel: %s, %v", st, err)
+		}
+
+		// The Inspector.
+		insp := c.Inspector()
+		seen := map[string]bool{}
+		for o := (client.ListRunsOptions{Limit: 7}); ; {
+			page, err := insp.ListRuns(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Runs {
+				seen[r.ID] = true
+			}
+			if o.Cursor = page.NextCursor; o.Cursor == "" {
+				break
+			}
+		}
+		if len(seen) < 40 {
+			t.Fatalf("listed %d runs", len(seen))
+		}
+		if _, err := insp.ListRuns(ctx, client.ListRunsOptions{Task: "keyed", Status: client.StatusSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := insp.ListRunIDs(ctx, client.ListRunsOptions{Limit: 5}); err != nil {
+			t.Fatal(err)
+		}
+		for o := (client.ListKeysOptions{Limit: 10}); ; {
+			page, err := insp.ListKeys(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Cursor = page.NextCursor; o.Cursor == "" {
+				break
+			}
+		}
+		held, err := client.RunNoWait(ctx, c, ttl, in{ID: "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, err := insp.GetKey(ctx, "ttl:1"); err != nil || k.OwnerRunID != held.ID() {
+			t.Fatalf("GetKey: %+v, %v", k, err)
+		}
+		if owner, err := insp.ReleaseKey(ctx, "ttl:1", held.ID()); err != nil || owner != held.ID() {
+			t.Fatalf("ReleaseKey: %s, %v", owner, err)
+		}
+		if _, err := insp.GetRun(ctx, refs[2].ID()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := insp.ListEvents(ctx, client.ListEventsOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := insp.ListTasks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := insp.ListWorkers(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f := insp.SubscribeFinished(ctx)
+		if err := f.Ready(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		// An event whose runs may live in other partitions than its own (in
+		// steps when they do), and a recovery pass over every partition.
+		ing, err := events.New(c, events.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := ing.Push(ctx, "order.paid", []byte(`{"id":"e1"}`), nil)
+		if err != nil || len(ev.Runs) != 2 || ev.Runs[0].Outcome != events.OutcomeCreated || ev.Runs[1].Outcome != events.OutcomeCreated {
+			t.Fatalf("push: %+v, %v", ev, err)
+		}
+		if _, err := ing.Get(ctx, ev.ID); err != nil {
+			t.Fatal(err)
+		}
+
+		// A shutdown gives a running run back to its queue.
+		if _, err := client.RunNoWait(ctx, c, plain, in{ID: "given-back", Mode: "block"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := w.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		if len(hook.bad) > 0 {
+			t.Fatalf("%d calls touch two slots:\n%s", len(hook.bad), strings.Join(hook.bad, "\n"))
+		}
+		if hook.scripts < 50 || hook.multi < 50 {
+			t.Fatalf("only %d script calls and %d calls of several keys seen", hook.scripts, hook.multi)
+		}
+		t.Logf("%d script calls, %d calls of several keys, every one in one slot", hook.scripts, hook.multi)
 	})
-
-	// Batched and single triggers, with and without keys, waited for.
-	var ins []in
-	for i := range 24 {
-		ins = append(ins, in{ID: fmt.Sprint("b", i)})
-	}
-	ins[3].Mode, ins[7].Mode = "fail-once", "fail-once"
-	refs, err := client.RunMany(ctx, c, keyed, ins)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plainRefs, err := client.RunMany(ctx, c, plain, ins[:12])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range append(refs, plainRefs...) {
-		if _, err := r.Result(ctx); err != nil {
-			t.Fatalf("run %s: %v", r.ID(), err)
-		}
-	}
-	if r, err := client.Run(ctx, c, plain, in{ID: "one"}); err != nil || r.ID != "one" {
-		t.Fatalf("Run: %+v, %v", r, err)
-	}
-
-	// Collisions and the conflict policies.
-	blocked, err := client.RunNoWait(ctx, c, keyed, in{ID: "held", Mode: "block"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var coll *client.IdempotencyCollisionError
-	if _, err := client.RunNoWait(ctx, c, keyed, in{ID: "held"}); !errors.As(err, &coll) || coll.ExistingRunID != blocked.ID() {
-		t.Fatalf("duplicate: %v", err)
-	}
-	if _, err := coll.Owner.Get(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if att, err := client.RunNoWait(ctx, c, keyed, in{ID: "held"}, client.OnConflict(task.ConflictAttach)); err != nil || att.ID() != blocked.ID() {
-		t.Fatalf("attach: %v", err)
-	}
-	sup, err := client.RunNoWait(ctx, c, keyed, in{ID: "held", Mode: "signal"}, client.OnConflict(task.ConflictSupersede))
-	if err != nil || sup.Superseded() != blocked.ID() {
-		t.Fatalf("supersede: %v", err)
-	}
-	if _, err := blocked.Result(ctx); !errors.Is(err, task.ErrRunCancelled) {
-		t.Fatalf("superseded run: %v", err)
-	}
-	if _, err := client.RunNoWait(ctx, c, keyed, in{ID: "held"}, client.OnConflict(task.ConflictSignal)); err != nil {
-		t.Fatalf("signal policy: %v", err)
-	}
-	if _, err := sup.Result(ctx); err != nil {
-		t.Fatalf("signalled run: %v", err)
-	}
-	sig, err := client.RunNoWait(ctx, c, keyed, in{ID: "sig", Mode: "signal"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Signal(ctx, "sig", map[string]int{"n": 1}); err != nil {
-		t.Fatalf("signal by key: %v", err)
-	}
-	if _, err := sig.Result(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sig2, err := client.RunNoWait(ctx, c, plain, in{ID: "sig2", Mode: "signal"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sig2.Signal(ctx, "hi"); err != nil {
-		t.Fatalf("signal by run: %v", err)
-	}
-	if _, err := sig2.Result(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if _, err := client.RunNoWait(ctx, c, debounced, in{ID: "d"}); err != nil {
-			t.Fatalf("debounce: %v", err)
-		}
-	}
-
-	// Cancel a running run, with heartbeats renewing its lease meanwhile.
-	long, err := client.RunNoWait(ctx, c, plain, in{ID: "long", Mode: "block"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the long run to start", func() bool { s, _ := long.Status(ctx); return s == client.StatusRunning })
-	time.Sleep(500 * time.Millisecond) // heartbeats
-	if st, err := long.Cancel(ctx); err != nil || st != client.StatusCancelled {
-		t.Fatalf("cancel: %s, %v", st, err)
-	}
-
-	// The Inspector.
-	insp := c.Inspector()
-	seen := map[string]bool{}
-	for o := (client.ListRunsOptions{Limit: 7}); ; {
-		page, err := insp.ListRuns(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range page.Runs {
-			seen[r.ID] = true
-		}
-		if o.Cursor = page.NextCursor; o.Cursor == "" {
-			break
-		}
-	}
-	if len(seen) < 40 {
-		t.Fatalf("listed %d runs", len(seen))
-	}
-	if _, err := insp.ListRuns(ctx, client.ListRunsOptions{Task: "keyed", Status: client.StatusSucceeded}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := insp.ListRunIDs(ctx, client.ListRunsOptions{Limit: 5}); err != nil {
-		t.Fatal(err)
-	}
-	for o := (client.ListKeysOptions{Limit: 10}); ; {
-		page, err := insp.ListKeys(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o.Cursor = page.NextCursor; o.Cursor == "" {
-			break
-		}
-	}
-	held, err := client.RunNoWait(ctx, c, ttl, in{ID: "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k, err := insp.GetKey(ctx, "ttl:1"); err != nil || k.OwnerRunID != held.ID() {
-		t.Fatalf("GetKey: %+v, %v", k, err)
-	}
-	if owner, err := insp.ReleaseKey(ctx, "ttl:1", held.ID()); err != nil || owner != held.ID() {
-		t.Fatalf("ReleaseKey: %s, %v", owner, err)
-	}
-	if _, err := insp.GetRun(ctx, refs[2].ID()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := insp.ListEvents(ctx, client.ListEventsOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := insp.ListTasks(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := insp.ListWorkers(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f := insp.SubscribeFinished(ctx)
-	if err := f.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
-	// An event whose runs may live in other partitions than its own (in
-	// steps when they do), and a recovery pass over every partition.
-	ing, err := events.New(c, events.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := ing.Push(ctx, "order.paid", []byte(`{"id":"e1"}`), nil)
-	if err != nil || len(ev.Runs) != 2 || ev.Runs[0].Outcome != events.OutcomeCreated || ev.Runs[1].Outcome != events.OutcomeCreated {
-		t.Fatalf("push: %+v, %v", ev, err)
-	}
-	if _, err := ing.Get(ctx, ev.ID); err != nil {
-		t.Fatal(err)
-	}
-
-	// A shutdown gives a running run back to its queue.
-	if _, err := client.RunNoWait(ctx, c, plain, in{ID: "given-back", Mode: "block"}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if err := w.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
-	if len(hook.bad) > 0 {
-		t.Fatalf("%d calls touch two slots:\n%s", len(hook.bad), strings.Join(hook.bad, "\n"))
-	}
-	if hook.scripts < 50 || hook.multi < 50 {
-		t.Fatalf("only %d script calls and %d calls of several keys seen", hook.scripts, hook.multi)
-	}
-	t.Logf("%d script calls, %d calls of several keys, every one in one slot", hook.scripts, hook.multi)
 }
 
 // The check itself sees a call across slots: a script's KEYS, a

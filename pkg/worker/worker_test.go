@@ -97,89 +97,90 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // the retries), and after cancellation.
 func TestStatusTimeline(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	tk := task.Must[in, out]("status-timeline", task.Options{
-		Idempotency: task.Status(`"job:" + input.id`, time.Minute),
-		Retries:     2,
-		Backoff:     task.Backoff{Initial: 100 * time.Millisecond, Factor: 1},
-	})
-	release := make(chan struct{})
-	var attempts atomic.Int32
-	startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-			attempts.Add(1)
-			switch x.Mode {
-			case "block":
-				select {
-				case <-release:
-				case <-ctx.Done():
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		tk := task.Must[in, out]("status-timeline", task.Options{
+			Idempotency: task.Status(`"job:" + input.id`, time.Minute),
+			Retries:     2,
+			Backoff:     task.Backoff{Initial: 100 * time.Millisecond, Factor: 1},
+		})
+		release := make(chan struct{})
+		var attempts atomic.Int32
+		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				attempts.Add(1)
+				switch x.Mode {
+				case "block":
+					select {
+					case <-release:
+					case <-ctx.Done():
+						return out{}, context.Cause(ctx)
+					}
+				case "fail":
+					return out{}, errors.New("always fails")
+				case "hold":
+					<-ctx.Done()
 					return out{}, context.Cause(ctx)
 				}
-			case "fail":
-				return out{}, errors.New("always fails")
-			case "hold":
-				<-ctx.Done()
-				return out{}, context.Cause(ctx)
-			}
-			return out{ID: x.ID}, nil
+				return out{ID: x.ID}, nil
+			})
 		})
-	})
-	expectCollision := func(owner string) {
-		t.Helper()
-		_, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "block"})
-		var coll *client.IdempotencyCollisionError
-		if !errors.As(err, &coll) || coll.ExistingRunID != owner {
-			t.Fatalf("duplicate: %v, want collision with %s", err, owner)
+		expectCollision := func(owner string) {
+			t.Helper()
+			_, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "block"})
+			var coll *client.IdempotencyCollisionError
+			if !errors.As(err, &coll) || coll.ExistingRunID != owner {
+				t.Fatalf("duplicate: %v, want collision with %s", err, owner)
+			}
 		}
-	}
 
-	// Success.
-	ref, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "block"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	expectCollision(ref.ID()) // queued
-	eventually(t, "run to start", func() bool { s, _ := ref.Status(ctx); return s == client.StatusRunning })
-	expectCollision(ref.ID()) // running
-	close(release)
-	if info := wait(t, ref); info.Status != client.StatusSucceeded {
-		t.Fatalf("status = %s", info.Status)
-	}
+		// Success.
+		ref, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "block"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectCollision(ref.ID()) // queued
+		eventually(t, "run to start", func() bool { s, _ := ref.Status(ctx); return s == client.StatusRunning })
+		expectCollision(ref.ID()) // running
+		close(release)
+		if info := wait(t, ref); info.Status != client.StatusSucceeded {
+			t.Fatalf("status = %s", info.Status)
+		}
 
-	// Failure after the last retry: the key is held through every retry.
-	failing, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "fail"})
-	if err != nil {
-		t.Fatalf("trigger after success: %v", err)
-	}
-	eventually(t, "a retry", func() bool { i, _ := failing.Get(ctx); return i.Attempt >= 2 && !i.Status.Terminal() })
-	expectCollision(failing.ID())
-	info := wait(t, failing)
-	if info.Status != client.StatusFailed || info.Attempt != 3 {
-		t.Fatalf("failing run = %s after %d attempts, want failed after 3", info.Status, info.Attempt)
-	}
-	if _, err := failing.Result(ctx); !errors.Is(err, client.ErrRunFailed) {
-		t.Fatalf("result of failed run: %v", err)
-	}
+		// Failure after the last retry: the key is held through every retry.
+		failing, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "fail"})
+		if err != nil {
+			t.Fatalf("trigger after success: %v", err)
+		}
+		eventually(t, "a retry", func() bool { i, _ := failing.Get(ctx); return i.Attempt >= 2 && !i.Status.Terminal() })
+		expectCollision(failing.ID())
+		info := wait(t, failing)
+		if info.Status != client.StatusFailed || info.Attempt != 3 {
+			t.Fatalf("failing run = %s after %d attempts, want failed after 3", info.Status, info.Attempt)
+		}
+		if _, err := failing.Result(ctx); !errors.Is(err, client.ErrRunFailed) {
+			t.Fatalf("result of failed run: %v", err)
+		}
 
-	// Cancellation of a running run.
-	held, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "hold"})
-	if err != nil {
-		t.Fatalf("trigger after failure: %v", err)
-	}
-	eventually(t, "held run to start", func() bool { s, _ := held.Status(ctx); return s == client.StatusRunning })
-	expectCollision(held.ID())
-	if _, err := held.Cancel(ctx); err != nil {
-		t.Fatal(err)
-	}
-	again, err := client.RunNoWait(ctx, c, tk, in{ID: "1"})
-	if err != nil {
-		t.Fatalf("trigger right after cancel: %v", err)
-	}
-	if info := wait(t, again); info.Status != client.StatusSucceeded {
-		t.Fatalf("run after cancel = %s", info.Status)
-	}
+		// Cancellation of a running run.
+		held, err := client.RunNoWait(ctx, c, tk, in{ID: "1", Mode: "hold"})
+		if err != nil {
+			t.Fatalf("trigger after failure: %v", err)
+		}
+		eventually(t, "held run to start", func() bool { s, _ := held.Status(ctx); return s == client.StatusRunning })
+		expectCollision(held.ID())
+		if _, err := held.Cancel(ctx); err != nil {
+			t.Fatal(err)
+		}
+		again, err := client.RunNoWait(ctx, c, tk, in{ID: "1"})
+		if err != nil {
+			t.Fatalf("trigger right after cancel: %v", err)
+		}
+		if info := wait(t, again); info.Status != client.StatusSucceeded {
+			t.Fatalf("run after cancel = %s", info.Status)
+		}
+	})
 }
 
 // A run that never finishes loses its key after fallback_ttl; a second run
@@ -187,42 +188,43 @@ func TestStatusTimeline(t *testing.T) {
 // run's key.
 func TestFallbackTTL(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	tk := task.Must[in, out]("fallback", task.Options{Idempotency: task.Status(`input.id`, 300*time.Millisecond)})
-	release := map[string]chan struct{}{"slow": make(chan struct{}), "second": make(chan struct{})}
-	startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-			<-release[x.Mode]
-			return out{ID: x.ID}, nil
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		tk := task.Must[in, out]("fallback", task.Options{Idempotency: task.Status(`input.id`, 300*time.Millisecond)})
+		release := map[string]chan struct{}{"slow": make(chan struct{}), "second": make(chan struct{})}
+		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				<-release[x.Mode]
+				return out{ID: x.ID}, nil
+			})
 		})
+		first, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "slow"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "second"}); !errors.Is(err, client.ErrIdempotencyCollision) {
+			t.Fatalf("duplicate inside fallback ttl: %v", err)
+		}
+		time.Sleep(400 * time.Millisecond)
+		second, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "second"})
+		if err != nil {
+			t.Fatalf("trigger after fallback ttl: %v", err)
+		}
+		close(release["slow"])
+		if info := wait(t, first); info.Status != client.StatusSucceeded {
+			t.Fatalf("first run = %s", info.Status)
+		}
+		ks, ok, _ := clientlink.Store(c).GetKey(ctx, "k")
+		if !ok || ks.Owner != second.ID() {
+			t.Fatalf("key after the first run ended = %+v (held %v), want still owned by %s", ks, ok, second.ID())
+		}
+		close(release["second"])
+		wait(t, second)
+		if _, ok, _ := clientlink.Store(c).GetKey(ctx, "k"); ok {
+			t.Fatal("second run did not release its key")
+		}
 	})
-	first, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "slow"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "second"}); !errors.Is(err, client.ErrIdempotencyCollision) {
-		t.Fatalf("duplicate inside fallback ttl: %v", err)
-	}
-	time.Sleep(400 * time.Millisecond)
-	second, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "second"})
-	if err != nil {
-		t.Fatalf("trigger after fallback ttl: %v", err)
-	}
-	close(release["slow"])
-	if info := wait(t, first); info.Status != client.StatusSucceeded {
-		t.Fatalf("first run = %s", info.Status)
-	}
-	ks, ok, _ := clientlink.Store(c).GetKey(ctx, "k")
-	if !ok || ks.Owner != second.ID() {
-		t.Fatalf("key after the first run ended = %+v (held %v), want still owned by %s", ks, ok, second.ID())
-	}
-	close(release["second"])
-	wait(t, second)
-	if _, ok, _ := clientlink.Store(c).GetKey(ctx, "k"); ok {
-		t.Fatal("second run did not release its key")
-	}
 }
 
 // The collision path users write: trigger, collide, fetch the existing run's
@@ -270,45 +272,46 @@ func TestCollisionGivesOwnersResult(t *testing.T) {
 
 func TestRetriesKeepStepIDAndTimeoutCancelsContext(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	flaky := task.Must[in, out]("flaky", task.Options{Retries: 3, Backoff: task.Backoff{Initial: 20 * time.Millisecond, Factor: 1}})
-	slow := task.Must[in, out]("slow", task.Options{Timeout: 100 * time.Millisecond})
-	var mu sync.Mutex
-	steps := map[int]string{}
-	var causes = make(chan error, 1)
-	startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
-		worker.Handle(w, flaky, func(ctx worker.Context, x in) (out, error) {
-			mu.Lock()
-			steps[ctx.Attempt()] = ctx.StepID()
-			mu.Unlock()
-			if ctx.Attempt() < 3 {
-				return out{}, fmt.Errorf("attempt %d fails", ctx.Attempt())
-			}
-			return out{StepID: ctx.StepID()}, nil
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		flaky := task.Must[in, out]("flaky", task.Options{Retries: 3, Backoff: task.Backoff{Initial: 20 * time.Millisecond, Factor: 1}})
+		slow := task.Must[in, out]("slow", task.Options{Timeout: 100 * time.Millisecond})
+		var mu sync.Mutex
+		steps := map[int]string{}
+		var causes = make(chan error, 1)
+		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+			worker.Handle(w, flaky, func(ctx worker.Context, x in) (out, error) {
+				mu.Lock()
+				steps[ctx.Attempt()] = ctx.StepID()
+				mu.Unlock()
+				if ctx.Attempt() < 3 {
+					return out{}, fmt.Errorf("attempt %d fails", ctx.Attempt())
+				}
+				return out{StepID: ctx.StepID()}, nil
+			})
+			worker.Handle(w, slow, func(ctx worker.Context, x in) (out, error) {
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return out{}, ctx.Err()
+			})
 		})
-		worker.Handle(w, slow, func(ctx worker.Context, x in) (out, error) {
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-			return out{}, ctx.Err()
-		})
-	})
-	res, err := client.Run(ctx, c, flaky, in{ID: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	if len(steps) != 3 || steps[1] != steps[2] || steps[2] != steps[3] || res.StepID != steps[1] {
-		t.Fatalf("step IDs per attempt = %v, result %q; want one ID on all 3 attempts", steps, res.StepID)
-	}
-	mu.Unlock()
+		res, err := client.Run(ctx, c, flaky, in{ID: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if len(steps) != 3 || steps[1] != steps[2] || steps[2] != steps[3] || res.StepID != steps[1] {
+			t.Fatalf("step IDs per attempt = %v, result %q; want one ID on all 3 attempts", steps, res.StepID)
+		}
+		mu.Unlock()
 
-	_, err = client.Run(ctx, c, slow, in{ID: "y"})
-	var rf *client.RunFailedError
-	if !errors.As(err, &rf) || !errors.Is(<-causes, worker.ErrTimeout) {
-		t.Fatalf("timed out run: %v", err)
-	}
+		_, err = client.Run(ctx, c, slow, in{ID: "y"})
+		var rf *client.RunFailedError
+		if !errors.As(err, &rf) || !errors.Is(<-causes, worker.ErrTimeout) {
+			t.Fatalf("timed out run: %v", err)
+		}
+	})
 }
 
 func TestCancelRunningRunCancelsHandlerContext(t *testing.T) {
@@ -354,113 +357,133 @@ func TestCancelRunningRunCancelsHandlerContext(t *testing.T) {
 
 func TestShutdownGivesUnfinishedRunsBack(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	tk := task.Must[in, out]("shutdown", task.Options{})
-	started := make(chan struct{}, 1)
-	w1 := startWorker(t, b, worker.Options{ShutdownTimeout: 100 * time.Millisecond, LeaseDuration: time.Minute}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-			started <- struct{}{}
-			<-ctx.Done()
-			return out{}, ctx.Err()
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		tk := task.Must[in, out]("shutdown", task.Options{})
+		started := make(chan struct{}, 1)
+		w1 := startWorker(t, b, worker.Options{ShutdownTimeout: 100 * time.Millisecond, LeaseDuration: time.Minute}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				started <- struct{}{}
+				<-ctx.Done()
+				return out{}, ctx.Err()
+			})
 		})
+		ref, err := client.RunNoWait(ctx, c, tk, in{ID: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if err := w1.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := ref.Status(ctx); st != client.StatusQueued {
+			t.Fatalf("status after shutdown = %s, want queued", st)
+		}
+		// A new worker picks it up at once, without waiting for the minute-long lease.
+		startWorker(t, b, worker.Options{LeaseDuration: time.Minute}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) { return out{ID: x.ID}, nil })
+		})
+		if info := wait(t, ref); info.Status != client.StatusSucceeded || info.Attempt != 2 {
+			t.Fatalf("run after handover = %s attempt %d", info.Status, info.Attempt)
+		}
 	})
-	ref, err := client.RunNoWait(ctx, c, tk, in{ID: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	if err := w1.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ := ref.Status(ctx); st != client.StatusQueued {
-		t.Fatalf("status after shutdown = %s, want queued", st)
-	}
-	// A new worker picks it up at once, without waiting for the minute-long lease.
-	startWorker(t, b, worker.Options{LeaseDuration: time.Minute}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) { return out{ID: x.ID}, nil })
-	})
-	if info := wait(t, ref); info.Status != client.StatusSucceeded || info.Attempt != 2 {
-		t.Fatalf("run after handover = %s attempt %d", info.Status, info.Attempt)
-	}
 }
 
 func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c := newClient(t, b)
-	v1 := task.Must[in, out]("registered", task.Options{Idempotency: task.TTL(`input.id`, time.Minute), OnEvents: []string{"order.created"}})
-	v2 := task.Must[in, out]("registered", task.Options{Idempotency: task.TTL(`"v2:" + input.id`, time.Minute)})
-	noop := func(ctx worker.Context, x in) (out, error) { return out{}, nil }
-	startWorker(t, b, worker.Options{Name: "w1"}, func(w *worker.Worker) { worker.Handle(w, v1, noop) })
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		v1 := task.Must[in, out]("registered", task.Options{Idempotency: task.TTL(`input.id`, time.Minute), OnEvents: []string{"order.created"}})
+		v2 := task.Must[in, out]("registered", task.Options{Idempotency: task.TTL(`"v2:" + input.id`, time.Minute)})
+		noop := func(ctx worker.Context, x in) (out, error) { return out{}, nil }
+		startWorker(t, b, worker.Options{Name: "w1"}, func(w *worker.Worker) { worker.Handle(w, v1, noop) })
 
-	reg, err := c.RegisteredTask(ctx, "registered")
-	if err != nil || reg.Spec.Expression != "input.id" || reg.Worker != "w1" || reg.Spec.OnEvents[0] != "order.created" {
-		t.Fatalf("registration = %+v, %v", reg, err)
-	}
-	def, err := c.Definition(ctx, "registered")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key, _ := def.Key([]byte(`{"id":"9"}`), nil); key != "9" {
-		t.Fatalf("registered definition derives %q", key)
-	}
+		reg, err := c.RegisteredTask(ctx, "registered")
+		if err != nil || reg.Spec.Expression != "input.id" || reg.Worker != "w1" || reg.Spec.OnEvents[0] != "order.created" {
+			t.Fatalf("registration = %+v, %v", reg, err)
+		}
+		def, err := c.Definition(ctx, "registered")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key, _ := def.Key([]byte(`{"id":"9"}`), nil); key != "9" {
+			t.Fatalf("registered definition derives %q", key)
+		}
 
-	// A worker that refuses conflicts fails to start and changes nothing.
-	w2, _ := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Name: "w2", Logger: quiet, DefinitionConflict: worker.DefinitionRefuse})
-	worker.Handle(w2, v2, noop)
-	err = w2.Start(ctx)
-	var conflict *worker.DefinitionConflictError
-	if !errors.As(err, &conflict) || conflict.RegisteredBy != "w1" {
-		t.Fatalf("conflicting start: %v", err)
-	}
-	if reg, _ := c.RegisteredTask(ctx, "registered"); reg.Worker != "w1" {
-		t.Fatal("a refused registration replaced the definition")
-	}
-	// The default replaces it (with a warning in the log).
-	startWorker(t, b, worker.Options{Name: "w3"}, func(w *worker.Worker) { worker.Handle(w, v2, noop) })
-	if reg, _ := c.RegisteredTask(ctx, "registered"); reg.Worker != "w3" || reg.Spec.Expression != `"v2:" + input.id` {
-		t.Fatalf("registration after replace = %+v", reg)
-	}
-	if _, err := c.Definition(ctx, "nope"); !errors.Is(err, client.ErrTaskNotFound) {
-		t.Fatalf("unknown task: %v", err)
-	}
+		// A worker that refuses conflicts fails to start and changes nothing.
+		w2, _ := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Name: "w2", Logger: quiet, DefinitionConflict: worker.DefinitionRefuse})
+		worker.Handle(w2, v2, noop)
+		err = w2.Start(ctx)
+		var conflict *worker.DefinitionConflictError
+		if !errors.As(err, &conflict) || conflict.RegisteredBy != "w1" {
+			t.Fatalf("conflicting start: %v", err)
+		}
+		if reg, _ := c.RegisteredTask(ctx, "registered"); reg.Worker != "w1" {
+			t.Fatal("a refused registration replaced the definition")
+		}
+		// The default replaces it (with a warning in the log).
+		startWorker(t, b, worker.Options{Name: "w3"}, func(w *worker.Worker) { worker.Handle(w, v2, noop) })
+		if reg, _ := c.RegisteredTask(ctx, "registered"); reg.Worker != "w3" || reg.Spec.Expression != `"v2:" + input.id` {
+			t.Fatalf("registration after replace = %+v", reg)
+		}
+		if _, err := c.Definition(ctx, "nope"); !errors.Is(err, client.ErrTaskNotFound) {
+			t.Fatalf("unknown task: %v", err)
+		}
+	})
 }
 
 // Finished runs leave nothing behind once their retention ends: the
 // record, its stream entry, its released key and its index entry.
 func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
-	ctx := context.Background()
-	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Retention: time.Second, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	tk := task.Must[in, out]("retention", task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
-	w := startWorker(t, b, worker.Options{SweepInterval: 200 * time.Millisecond}, func(w *worker.Worker) {
-		worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) { return out{ID: x.ID}, nil })
-	})
-	for i := 0; i < 20; i++ {
-		ref, err := client.RunNoWait(ctx, c, tk, in{ID: fmt.Sprint(i)})
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Retention: time.Second, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wait(t, ref)
-	}
-	k := clientlink.Store(c).Keys()
-	// What stays: the stream, the task registry, the namespace's meta
-	// record, and the running worker's presence record and its index.
-	eventually(t, "records, keys, stream entries and index entries to go", func() bool {
-		keys, _, _ := b.Client.Scan(ctx, 0, "taskq:{"+b.Namespace+"}:*", 1000).Result()
-		for _, key := range keys {
-			if key != k.Stream("retention") && key != k.Tasks() && key != k.Worker(w.Name()) && key != k.Workers() && key != k.Meta() {
+		defer c.Close()
+		tk := task.Must[in, out]("retention", task.Options{Idempotency: task.Status(`input.id`, time.Minute)})
+		w := startWorker(t, b, worker.Options{SweepInterval: 200 * time.Millisecond}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) { return out{ID: x.ID}, nil })
+		})
+		for i := 0; i < 20; i++ {
+			ref, err := client.RunNoWait(ctx, c, tk, in{ID: fmt.Sprint(i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wait(t, ref)
+		}
+		parts, err := clientlink.Store(c).Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := parts.Keys(0)
+		// What stays: the streams (one per partition), the task
+		// registry, the namespace's meta record, and the running worker's
+		// presence record and its index.
+		stays := map[string]bool{k.Tasks(): true, k.Worker(w.Name()): true, k.Workers(): true, k.Meta(): true}
+		for i := range parts.Count() {
+			stays[parts.Keys(i).Stream("retention")] = true
+		}
+		eventually(t, "records, keys, stream entries and index entries to go", func() bool {
+			keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace)
+			if err != nil {
 				return false
 			}
-		}
-		return b.Client.XLen(ctx, k.Stream("retention")).Val() == 0
+			for _, key := range keys {
+				if !stays[key] {
+					return false
+				}
+			}
+			for i := range parts.Count() {
+				if b.Client.XLen(ctx, parts.Keys(i).Stream("retention")).Val() != 0 {
+					return false
+				}
+			}
+			return true
+		})
 	})
 }
