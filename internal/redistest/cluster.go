@@ -254,11 +254,13 @@ func StartCluster(t testing.TB, masters, replicas int, extra ...string) *Private
 	pc := &PrivateCluster{Masters: masters}
 	addrs := make([]string, 0, masters*(1+replicas))
 	for range masters * (1 + replicas) {
-		_, bus, err := freePortPair()
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := StartServer(t, append(append(clusterArgs(bus), "--appendonly", "no"), extra...)...)
+		s := startServer(t, nil, func() []string {
+			bus, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(append(clusterArgs(bus), "--appendonly", "no"), extra...)
+		})
 		pc.Nodes = append(pc.Nodes, s)
 		addrs = append(addrs, s.Addr())
 	}

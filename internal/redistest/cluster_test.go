@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,22 @@ func TestSlotErrorsSeeCallsAcrossSlots(t *testing.T) {
 	}
 	if n := len(slots.Seen()); n != 4 {
 		t.Fatalf("a pipeline of single-slot calls was counted: %q", slots.Seen())
+	}
+}
+
+// A server whose port another process's Redis holds exits as it starts,
+// and is reported so, not taken for the other server; StartServer then
+// starts it on another port.
+func TestServerOnATakenPortIsNotTheOtherServer(t *testing.T) {
+	t.Parallel()
+	other := StartServer(t)
+	s := &Server{t: t, Port: other.Port, Dir: t.TempDir()}
+	s.Args = []string{"--port", strconv.Itoa(other.Port), "--bind", "127.0.0.1", "--dir", s.Dir, "--save", "", "--appendonly", "no"}
+	err := s.start()
+	if !errors.Is(err, errExitedAtStart) {
+		t.Fatalf("start on a taken port: %v; want errExitedAtStart", err)
+	}
+	if pid, err := serverPID(other.Addr()); err != nil || pid != other.Pid() {
+		t.Fatalf("the other server: pid %d, %v; want %d", pid, err, other.Pid())
 	}
 }

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -28,6 +29,7 @@ type Server struct {
 	// redis-server, such as valgrind.
 	Wrapper []string
 	cmd     *exec.Cmd
+	exited  chan struct{} // closed once cmd has ended
 }
 
 // StartServer starts redis-server with AOF (appendfsync always) in a
@@ -43,6 +45,16 @@ func StartServer(t testing.TB, extra ...string) *Server {
 // is the wrapper's (see Pid).
 func StartServerUnder(t testing.TB, wrapper []string, extra ...string) *Server {
 	t.Helper()
+	return startServer(t, wrapper, func() []string { return extra })
+}
+
+// startServer starts a server with the config args extra gives, on a
+// free port. A port found free can be taken by another process before the
+// server binds it (test binaries start many servers at once); the server
+// then exits at once, and it is started again on other ports, with args
+// extra gives anew (a cluster node's bus port, say).
+func startServer(t testing.TB, wrapper []string, extra func() []string) *Server {
+	t.Helper()
 	CaptureLibraryLog(t)
 	for _, tool := range append([]string{"redis-server"}, wrapper[:min(len(wrapper), 1)]...) {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -52,22 +64,34 @@ func StartServerUnder(t testing.TB, wrapper []string, extra ...string) *Server {
 			t.Fatalf("redistest: %s is not installed: %v", tool, err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	s := &Server{t: t, Port: port, Dir: t.TempDir(), Wrapper: wrapper}
-	s.Args = append([]string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", s.Dir,
-		"--appendonly", "yes", "--appendfsync", "always", "--save", "",
-		"--logfile", filepath.Join(s.Dir, "redis.log"),
-	}, extra...)
-	s.Start()
+	s := &Server{t: t, Dir: t.TempDir(), Wrapper: wrapper}
 	t.Cleanup(s.Stop)
-	return s
+	const tries = 5
+	for try := 1; ; try++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Port = port
+		s.Args = append([]string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", s.Dir,
+			"--appendonly", "yes", "--appendfsync", "always", "--save", "",
+			"--logfile", filepath.Join(s.Dir, "redis.log"),
+		}, extra()...)
+		err = s.start()
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errExitedAtStart) || try == tries {
+			t.Fatalf("redistest: %v", err)
+		}
+		t.Logf("redistest: %v; starting it on another port", err)
+	}
 }
+
+// errExitedAtStart is a server process that ended before it answered:
+// most often, its port was taken.
+var errExitedAtStart = errors.New("redis-server exited as it started")
 
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
@@ -81,45 +105,55 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 // Start (re)starts the process and waits until it answers.
 func (s *Server) Start() {
 	s.t.Helper()
-	argv := append(append(append([]string{}, s.Wrapper...), "redis-server"), s.Args...)
-	s.cmd = exec.Command(argv[0], argv[1:]...)
-	s.cmd.Stdout, s.cmd.Stderr = os.Stderr, os.Stderr
-	if err := startTied(s.cmd); err != nil {
-		s.t.Fatalf("redistest: start redis-server: %v", err)
+	if err := s.start(); err != nil {
+		s.t.Fatalf("redistest: %v", err)
 	}
-	// The port first: a client dialling a server still starting (slowly,
-	// under a wrapper) logs each failed dial.
+}
+
+// start starts the process and waits until it answers as itself: a
+// server that answers on the port with another process ID is another
+// test's, which took the port first.
+func (s *Server) start() error {
+	argv := append(append(append([]string{}, s.Wrapper...), "redis-server"), s.Args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := startTied(cmd); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.cmd, s.exited = cmd, exited
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
-		if err == nil {
+		select {
+		case <-exited:
+			s.cmd = nil
+			return fmt.Errorf("%w on port %d (see %s)", errExitedAtStart, s.Port, filepath.Join(s.Dir, "redis.log"))
+		default:
+		}
+		// The port first: a client dialling a server still starting
+		// (slowly, under a wrapper) logs each failed dial.
+		if c, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
 			_ = c.Close()
-			break
+			if pid, err := serverPID(s.Addr()); err == nil && (s.Wrapper != nil || pid == cmd.Process.Pid) {
+				return nil
+			}
+			// Another process's server may hold the port: ours cannot
+			// bind it, and exits.
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("redistest: redis-server on port %d did not listen", s.Port)
+			s.Kill()
+			return fmt.Errorf("redis-server on port %d did not answer within 30s", s.Port)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer rdb.Close()
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := rdb.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.t.Fatalf("redistest: redis-server on port %d did not answer", s.Port)
 }
 
 // Kill stops the process at once (SIGKILL), as a crash would.
 func (s *Server) Kill() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Kill()
-		_, _ = s.cmd.Process.Wait()
+		<-s.exited
 		s.cmd = nil
 	}
 }

@@ -3,6 +3,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -148,7 +149,9 @@ func startTiedServer(port int, dir string, extra ...string) (string, error) {
 		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			_ = c.Close()
-			if ping(url) == nil {
+			// Another process's server may hold the port (ours then
+			// exits): only ours answers with our process ID.
+			if pid, err := serverPID(addr); err == nil && pid == cmd.Process.Pid {
 				return url, nil
 			}
 		}
@@ -159,6 +162,25 @@ func startTiedServer(port int, dir string, extra ...string) (string, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// serverPID is the process ID the Redis at addr reports.
+func serverPID(addr string) (int, error) {
+	libLogOnce.Do(func() { redis.SetLogger(libLog) })
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server without process_id")
 }
 
 // freePort returns a loopback TCP port free at the time of the call.
