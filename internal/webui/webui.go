@@ -170,6 +170,9 @@ func (u *UI) routes() *http.ServeMux {
 	mux.HandleFunc("GET /ui/runs/{id}", u.see(u.run))
 	mux.HandleFunc("GET /ui/runs/{id}/cancel", u.see(u.confirmCancel))
 	mux.HandleFunc("POST /ui/runs/{id}/cancel", u.act(u.cancel, true))
+	mux.HandleFunc("GET /ui/runs/{id}/retry", u.see(u.confirmRetry))
+	mux.HandleFunc("POST /ui/runs/{id}/retry", u.act(u.retry, true))
+	mux.HandleFunc("GET /ui/suppressed", u.see(u.suppressed))
 	mux.HandleFunc("GET /ui/keys", u.see(u.keys))
 	mux.HandleFunc("GET /ui/keys/release", u.see(u.confirmRelease))
 	mux.HandleFunc("POST /ui/keys/release", u.act(u.release, true))
@@ -219,7 +222,16 @@ type view struct {
 	Now      time.Time
 	Flash    string
 	Error    string
-	Data     any
+	// ErrorLink, with Error, points to what the error names (the run that
+	// holds a key, the run that already retried another).
+	ErrorLink *link
+	Data      any
+}
+
+// link is a link a page offers, built by the server: Href is a dashboard
+// path made with url.PathEscape or url.Values, Text what it says.
+type link struct {
+	Href, Text string
 }
 
 // fragment reports whether the request asks only for a page's live part.
@@ -262,13 +274,19 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, s *session, status int
 	u.render(w, r, s, status, "error", &view{Title: http.StatusText(status), Error: message})
 }
 
+// failLink renders an error page (or fragment) with message and a link to
+// what it names.
+func (u *UI) failLink(w http.ResponseWriter, r *http.Request, s *session, status int, message string, l *link) {
+	u.render(w, r, s, status, "error", &view{Title: http.StatusText(status), Error: message, ErrorLink: l})
+}
+
 // failErr renders err, as a 503 when Redis did not answer.
 func (u *UI) failErr(w http.ResponseWriter, r *http.Request, s *session, what string, err error) {
 	status := http.StatusInternalServerError
 	var ue *client.UnavailableError
 	if errors.As(err, &ue) {
 		status = http.StatusServiceUnavailable
-	} else if errors.Is(err, client.ErrInvalidCursor) {
+	} else if errors.Is(err, client.ErrInvalidCursor) || errors.Is(err, client.ErrInvalidListOption) {
 		status = http.StatusBadRequest
 	}
 	if status >= 500 {
