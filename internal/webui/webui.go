@@ -24,17 +24,11 @@ const Prefix = "/ui/"
 const (
 	// SessionTTLDefault is how long a sign-in lasts.
 	SessionTTLDefault = 12 * time.Hour
-	// OverviewRunsDefault is how many of the newest runs the overview
-	// counts.
-	OverviewRunsDefault = 2000
-	// OverviewRunsMax bounds Options.OverviewRuns.
-	OverviewRunsMax = 20 * client.ListLimitMax
-	// SearchRunsDefault is how many runs one field=value search looks at.
-	SearchRunsDefault = 1000
 	// PollIntervalDefault is how often a page refreshes its live parts.
 	PollIntervalDefault = 3 * time.Second
-	// SlowPollFactor slows the refresh of the pages that read many runs
-	// each time (the overview, a key or field search).
+	// SlowPollFactor slows the refresh of the pages that read many records
+	// each time (the overview, a key or field search, a filtered list of
+	// suppressed triggers).
 	SlowPollFactor = 4
 )
 
@@ -66,12 +60,6 @@ type Options struct {
 	SecureCookie bool
 	// SessionTTL is how long a sign-in lasts (default SessionTTLDefault).
 	SessionTTL time.Duration
-	// OverviewRuns is how many of the newest runs the overview counts
-	// (default OverviewRunsDefault, at most OverviewRunsMax).
-	OverviewRuns int
-	// SearchRuns is how many runs one field=value search looks at (default
-	// SearchRunsDefault, at most client.ListLimitMax).
-	SearchRuns int
 	// PollInterval is how often pages refresh their live parts (default
 	// PollIntervalDefault).
 	PollInterval time.Duration
@@ -83,12 +71,6 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.SessionTTL == 0 {
 		o.SessionTTL = SessionTTLDefault
-	}
-	if o.OverviewRuns == 0 {
-		o.OverviewRuns = OverviewRunsDefault
-	}
-	if o.SearchRuns == 0 {
-		o.SearchRuns = SearchRunsDefault
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = PollIntervalDefault
@@ -114,10 +96,6 @@ func (o Options) validate() error {
 		return errors.New("webui: the read-only token must differ from the token")
 	case o.SessionTTL < 0 || o.PollInterval < 0:
 		return errors.New("webui: SessionTTL and PollInterval must not be negative")
-	case o.OverviewRuns < 0 || o.OverviewRuns > OverviewRunsMax:
-		return fmt.Errorf("webui: OverviewRuns %d must be between 0 and %d", o.OverviewRuns, OverviewRunsMax)
-	case o.SearchRuns < 0 || o.SearchRuns > client.ListLimitMax:
-		return fmt.Errorf("webui: SearchRuns %d must be between 0 and %d", o.SearchRuns, client.ListLimitMax)
 	}
 	return nil
 }
