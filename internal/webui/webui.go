@@ -44,8 +44,8 @@ type Options struct {
 	// Client reads and acts on the namespace, through its Inspector
 	// (required).
 	Client *client.Client
-	// Token signs in with every right: see and act (cancel runs, release
-	// keys). It is the HTTP API's bearer token.
+	// Token signs in with every right: see and act (cancel and retry runs,
+	// release keys). It is the HTTP API's bearer token.
 	Token string
 	// ReadOnlyToken, when set, signs in to see but not act: no action is
 	// offered, and a state-changing request is refused 403. It must differ
