@@ -31,7 +31,8 @@ type suppressedData struct {
 	NextURL    string
 }
 
-// EventID is the event a trigger came from, when its source is an event.
+// eventOf is the ID of the event a trigger came from, "" when its source
+// is not an event.
 func eventOf(source string) string {
 	id, ok := strings.CutPrefix(source, "event:")
 	if !ok {
