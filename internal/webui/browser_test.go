@@ -257,7 +257,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`nav a[href="/ui/suppressed"]`)), chromedp.WaitVisible(chromedp.ID("filter-key")))
 	admin.do("search the suppressed triggers by key",
 		chromedp.SendKeys(chromedp.ID("filter-key"), "order:browser-1"), chromedp.Click(chromedp.ID("filter-suppressed")),
-		chromedp.WaitVisible(chromedp.ID("suppressed")))
+		chromedp.WaitVisible(chromedp.ID("suppressed-filter"))) // on the filtered page only: #suppressed was on the last one too
 	admin.waitJS("the duplicate listed with its owner",
 		fmt.Sprintf(`(() => { const rows = [...document.querySelectorAll('#suppressed tr.suppressed')];
 			return rows.length === 1 && rows[0].querySelector('.key-text').textContent === 'order:browser-1' &&
