@@ -160,10 +160,12 @@ func jsString(s string) string {
 }
 
 // TestDashboardInABrowser drives the dashboard in a headless Chromium: sign
-// in, find a run by its key and follow it to the owner, cancel it and see
-// its key released, see a hostile key shown and not run, and check that a
-// read-only session cannot act and that a POST without the CSRF token is
-// refused.
+// in, trigger a run and its duplicate, find the duplicate by key under
+// suppressed triggers and follow it to the owner, cancel the owner and see
+// its key released, retry it and see the new run linked both ways and
+// holding the key again, see a hostile key shown and not run, and check
+// that a read-only session cannot act (cancel, release, retry) and that a
+// POST without the CSRF token is refused.
 func TestDashboardInABrowser(t *testing.T) {
 	exe := chromium(t)
 	dir := screenshots(t)
@@ -249,6 +251,27 @@ func TestDashboardInABrowser(t *testing.T) {
 		fmt.Sprintf(`document.querySelector('#events').textContent.includes('deduplicated to run ' + %s)`, jsString(first.Runs[0].RunID)))
 	admin.shot("events")
 
+	// The duplicate is under suppressed triggers, found by its key, and
+	// leads to the run that held the key.
+	admin.do("open the suppressed triggers from the menu",
+		chromedp.Click(chromedp.CSS(`nav a[href="/ui/suppressed"]`)), chromedp.WaitVisible(chromedp.ID("filter-key")))
+	admin.do("search the suppressed triggers by key",
+		chromedp.SendKeys(chromedp.ID("filter-key"), "order:browser-1"), chromedp.Click(chromedp.ID("filter-suppressed")),
+		chromedp.WaitVisible(chromedp.ID("suppressed-filter"))) // on the filtered page only: #suppressed was on the last one too
+	admin.waitJS("the duplicate listed with its owner",
+		fmt.Sprintf(`(() => { const rows = [...document.querySelectorAll('#suppressed tr.suppressed')];
+			return rows.length === 1 && rows[0].querySelector('.key-text').textContent === 'order:browser-1' &&
+				rows[0].textContent.includes('rejected') && rows[0].querySelector('a.owner-link').getAttribute('href') === %s })()`, jsString("/ui/runs/"+owner)))
+	admin.shot("suppressed")
+	admin.do("follow the duplicate to its owner",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#suppressed a.owner-link').click()`), chromedp.WaitVisible(chromedp.ID("run-status")))
+	if got := eval[string](admin, "read the run's ID", `document.querySelector('#run-id').textContent`); got != owner {
+		t.Fatalf("the suppressed trigger led to run %q, want its owner %s", got, owner)
+	}
+	if got := eval[string](admin, "read the suppressed count", `document.querySelector('#suppressed-count').textContent`); !strings.Contains(got, "1 suppressed trigger created no run") {
+		t.Errorf("the owner's page says %q, want its one suppressed trigger counted", got)
+	}
+
 	// Search by the key: the search box opens the run that holds it.
 	admin.do("search for the key",
 		chromedp.SendKeys(chromedp.ID("search"), "order:browser-1"), chromedp.Submit(chromedp.ID("search")),
@@ -261,6 +284,9 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	// Cancel the owner, with the confirmation step; its key is released.
 	admin.waitJS("the cancel action", `document.querySelector('#cancel') !== null`)
+	if n := eval[int](admin, "count retry actions", `document.querySelectorAll('#retry').length`); n != 0 {
+		t.Error("a queued run is offered a retry")
+	}
 	admin.do("ask to cancel", chromedp.Evaluate[chromedp.Void](`document.querySelector('#cancel').click()`), chromedp.WaitVisible(chromedp.ID("confirm")))
 	admin.shot("cancel-confirm")
 	if st, _ := e.c.Inspector().GetRun(ctx, owner); st == nil || st.Status != client.StatusQueued {
@@ -275,12 +301,53 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Errorf("after the cancel the key: %v, want released", err)
 	}
 
+	// Retry the cancelled owner, with the confirmation step: the new run
+	// is shown, linked to the owner, and holds the key again.
+	admin.waitJS("the retry action", `document.querySelector('#retry') !== null`)
+	admin.do("ask to retry", chromedp.Evaluate[chromedp.Void](`document.querySelector('#retry').click()`), chromedp.WaitVisible(chromedp.ID("confirm")))
+	admin.shot("retry-confirm")
+	if r, _ := e.c.Inspector().GetRun(ctx, owner); r == nil || r.RetriedBy != "" {
+		t.Fatalf("the confirmation page already retried the run: %+v", r)
+	}
+	admin.do("confirm the retry", chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("flash")))
+	admin.waitJS("the new run, a retry of the owner",
+		fmt.Sprintf(`document.querySelector('#retry-of a') !== null && document.querySelector('#retry-of a').getAttribute('href') === %s`, jsString("/ui/runs/"+owner)))
+	retried := eval[string](admin, "read the new run's ID", `document.querySelector('#run-id').textContent`)
+	if retried == owner || retried == "" {
+		t.Fatalf("after the retry the page shows run %q, want a new run", retried)
+	}
+	admin.waitJS("the key held again, by the retry", `document.querySelector('#key-now').textContent.includes('held by this run')`)
+	admin.shot("run-retried")
+	if k, err := e.c.Inspector().GetKey(ctx, "order:browser-1"); err != nil || k.OwnerRunID != retried {
+		t.Errorf("after the retry the key: %+v, %v; want held by the retry %s", k, err, retried)
+	}
+	admin.do("follow the link to the original",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#retry-of a').click()`), chromedp.WaitVisible(chromedp.ID("retried-by")))
+	admin.waitJS("the original linked to its retry",
+		fmt.Sprintf(`document.querySelector('#run-id').textContent === %s && document.querySelector('#retried-by a').getAttribute('href') === %s && document.querySelector('#retry') === null`,
+			jsString(owner), jsString("/ui/runs/"+retried)))
+
 	// A hostile key is shown as text and never runs.
 	hostile := e.trigger(ctx, order{ID: hostileKeyID, Amount: 1})
+	var extra []string
 	for i := 0; i < 3; i++ {
-		e.trigger(ctx, order{ID: fmt.Sprintf("browser-extra-%d", i), Amount: 100 * (i + 1)})
+		extra = append(extra, e.trigger(ctx, order{ID: fmt.Sprintf("browser-extra-%d", i), Amount: 100 * (i + 1)}))
+	}
+	// A cancelled run, retryable, for the read-only session to be refused.
+	cancelled := extra[0]
+	if _, err := e.c.Inspector().CancelRun(ctx, cancelled); err != nil {
+		t.Fatal(err)
 	}
 	hostileKey := "order:" + hostileKeyID
+	if _, err := client.RunNoWait(ctx, e.c, orderTask, order{ID: hostileKeyID, Amount: 2}); !errors.Is(err, client.ErrIdempotencyCollision) {
+		t.Fatalf("the hostile key's duplicate: %v, want a collision", err)
+	}
+	admin.do("open the suppressed triggers", chromedp.Navigate(e.url+"/ui/suppressed"), chromedp.WaitVisible(chromedp.ID("suppressed")))
+	admin.waitJS("the hostile key shown as text among the suppressed triggers",
+		fmt.Sprintf(`[...document.querySelectorAll('#suppressed .key-text')].some(el => el.textContent === %s)`, jsString(hostileKey)))
+	if got := eval[string](admin, "typeof window.pwned", `typeof window.pwned`); got != "undefined" {
+		t.Errorf("window.pwned is %s: the hostile key ran on the suppressed page", got)
+	}
 	admin.do("open the keys", chromedp.Navigate(e.url+"/ui/keys"), chromedp.WaitVisible(chromedp.ID("keys")))
 	admin.waitJS("the hostile key shown as text",
 		fmt.Sprintf(`[...document.querySelectorAll('#keys .key-text')].some(el => el.textContent === %s)`, jsString(hostileKey)))
@@ -344,6 +411,20 @@ func TestDashboardInABrowser(t *testing.T) {
 		body: 'key=' + encodeURIComponent(` + jsString(hostileKey) + `) + '&owner=' + encodeURIComponent(` + jsString(hostile) + `) + '&csrf=' + encodeURIComponent(document.querySelector('input[name=csrf]').value)}).then(r => r.status)`
 	if status := eval[int](reader, "forged release from the read-only session", forged); status != 403 {
 		t.Errorf("a forged release from the read-only session answered %d, want 403", status)
+	}
+	reader.do("open the retried run's original", chromedp.Navigate(e.url+"/ui/runs/"+cancelled), chromedp.WaitVisible(chromedp.ID("run-status")))
+	reader.waitJS("the cancelled run shown", `document.querySelector('#run-status').textContent.trim() === 'cancelled'`)
+	if n := eval[int](reader, "count actions", `document.querySelectorAll('.action, #retry, form[action$="/retry"]').length`); n != 0 {
+		t.Errorf("the read-only session is offered %d actions on a cancelled run", n)
+	}
+	reader.shot("run-reader")
+	forged = fmt.Sprintf(`fetch('/ui/runs/' + %s + '/retry', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
+		body: 'csrf=' + encodeURIComponent(document.querySelector('input[name=csrf]').value)}).then(r => r.status)`, jsString(cancelled))
+	if status := eval[int](reader, "forged retry from the read-only session", forged); status != 403 {
+		t.Errorf("a forged retry from the read-only session answered %d, want 403", status)
+	}
+	if r, err := e.c.Inspector().GetRun(ctx, cancelled); err != nil || r.RetriedBy != "" {
+		t.Errorf("after the refused retry the cancelled run is %+v (%v), want not retried", r, err)
 	}
 	if r, err := e.c.Inspector().GetRun(ctx, hostile); err != nil || r.Status != client.StatusQueued {
 		t.Errorf("after the refused POSTs the hostile run is %+v (%v), want queued", r, err)

@@ -16,6 +16,9 @@
 //   - session.go: signing in with the API token or the read-only token, the
 //     session cookie (an HMAC-signed record, never the token) and the CSRF
 //     token every state-changing form carries.
-//   - pages.go, overview.go, search.go: what each page reads.
+//   - pages.go, overview.go, search.go, suppressed.go: what each page reads
+//     (the overview counts with CountRuns, searches are ListRuns' Key and
+//     Where filters, suppressed triggers come from ListSuppressed).
+//   - retry.go: the retry of a failed or cancelled run (RetryRun).
 //   - templates/, static/: the markup, style and the polling script.
 package webui

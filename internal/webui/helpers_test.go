@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/httpapi"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -80,7 +82,21 @@ func newEnv(t testing.TB, b *redistest.Backend, o envOptions) *env {
 		hs.Start()
 	}
 	t.Cleanup(hs.Close)
-	return &env{t: t, c: c, ui: ui, hs: hs, url: hs.URL}
+	e := &env{t: t, c: c, ui: ui, hs: hs, url: hs.URL}
+	e.register(orderTask.Definition())
+	return e
+}
+
+// register publishes a task's definition as a worker would, without one
+// running it, so that its runs can be retried (RetryRun uses the
+// registered definition) while they stay queued.
+func (e *env) register(d *task.Definition) {
+	e.t.Helper()
+	spec := d.Spec()
+	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "ui-test", RegisteredAt: time.Now().UTC()})
+	if _, err := clientlink.Store(e.c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // browser is an HTTP client with a cookie jar that does not follow

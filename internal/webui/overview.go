@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/taskq/taskq/pkg/client"
@@ -14,52 +15,55 @@ func statuses() []client.Status {
 	return []client.Status{client.StatusQueued, client.StatusRunning, client.StatusSucceeded, client.StatusFailed, client.StatusCancelled}
 }
 
-// taskCounts are one task's runs among those the overview counted.
+// taskCounts are one task's runs, as Inspector.CountRuns counted them.
 type taskCounts struct {
 	Task       string
 	Registered bool
 	Expression string
 	Strategy   string
 	ByStatus   map[client.Status]int
-	Total      int
-	// Runs that ended in the last hour, by how they ended.
-	HourSucceeded, HourFailed, HourCancelled int
+	// Hour counts the runs created in the last hour, by status.
+	Hour map[client.Status]int
 }
 
-// Throughput is the runs that ended in the last hour.
-func (t *taskCounts) Throughput() int { return t.HourSucceeded + t.HourFailed + t.HourCancelled }
+// HourCreated is how many runs were created in the last hour.
+func (t *taskCounts) HourCreated() int {
+	n := 0
+	for _, c := range t.Hour {
+		n += c
+	}
+	return n
+}
 
-// FailureRate is the share of the last hour's ended runs that failed, as
-// text ("-" when none ended).
+// FailureRate is the share of the runs created in the last hour that have
+// ended and failed, as text ("-" when none ended).
 func (t *taskCounts) FailureRate() string {
-	n := t.Throughput()
-	if n == 0 {
+	ended := t.Hour[client.StatusSucceeded] + t.Hour[client.StatusFailed] + t.Hour[client.StatusCancelled]
+	if ended == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f%%", 100*float64(t.HourFailed)/float64(n))
+	return fmt.Sprintf("%.1f%%", 100*float64(t.Hour[client.StatusFailed])/float64(ended))
 }
 
-// overviewData is the overview page: per task, counts by status and the
-// last hour's throughput, counted from the newest runs. The Inspector has
-// no counters, so the overview reads run records; Limit bounds how many,
-// and Capped says when older runs were left uncounted.
+// overviewData is the overview page: per task, its runs by status and its
+// last hour, counted by the Inspector (CountRuns reads each record's task
+// and status only, the newest client.CountRunsMax runs at most).
 type overviewData struct {
 	Tasks    []*taskCounts
 	Statuses []client.Status
 	Counted  int
-	Limit    int
-	Capped   bool
-	// Oldest is the creation time of the oldest run counted.
-	Oldest time.Time
+	Max      int
+	// Truncated says older runs were left uncounted.
+	Truncated bool
 }
 
 func (u *UI) countRuns(ctx context.Context) (*overviewData, error) {
-	d := &overviewData{Statuses: statuses(), Limit: u.opts.OverviewRuns}
+	d := &overviewData{Statuses: statuses(), Max: client.CountRunsMax}
 	by := map[string]*taskCounts{}
 	get := func(name string) *taskCounts {
 		t, ok := by[name]
 		if !ok {
-			t = &taskCounts{Task: name, ByStatus: map[client.Status]int{}}
+			t = &taskCounts{Task: name, ByStatus: map[client.Status]int{}, Hour: map[client.Status]int{}}
 			by[name] = t
 		}
 		return t
@@ -72,46 +76,24 @@ func (u *UI) countRuns(ctx context.Context) (*overviewData, error) {
 		t := get(r.Spec.Name)
 		t.Registered, t.Expression, t.Strategy = true, r.Spec.Expression, string(r.Spec.Strategy)
 	}
-	hourAgo := u.opts.Clock.Now().Add(-time.Hour)
-	cursor := ""
-	for d.Counted < d.Limit {
-		page, err := u.in.ListRuns(ctx, client.ListRunsOptions{Cursor: cursor, Limit: min(client.ListLimitMax, d.Limit-d.Counted)})
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page.Runs {
-			t := get(r.Task)
-			t.ByStatus[r.Status]++
-			t.Total++
-			if r.FinishedAt != nil && r.FinishedAt.After(hourAgo) {
-				switch r.Status {
-				case client.StatusSucceeded:
-					t.HourSucceeded++
-				case client.StatusFailed:
-					t.HourFailed++
-				case client.StatusCancelled:
-					t.HourCancelled++
-				}
-			}
-			d.Oldest = r.CreatedAt
-		}
-		d.Counted += len(page.Runs)
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
+	all, err := u.in.CountRuns(ctx, client.CountRunsOptions{})
+	if err != nil {
+		return nil, err
 	}
-	d.Capped = cursor != ""
+	for name, m := range all.Tasks {
+		get(name).ByStatus = m
+	}
+	d.Counted, d.Truncated = all.Counted, all.Truncated
+	hour, err := u.in.CountRuns(ctx, client.CountRunsOptions{Since: u.opts.Clock.Now().Add(-time.Hour)})
+	if err != nil {
+		return nil, err
+	}
+	for name, m := range hour.Tasks {
+		get(name).Hour = m
+	}
 	for _, t := range by {
 		d.Tasks = append(d.Tasks, t)
 	}
-	slices.SortFunc(d.Tasks, func(a, b *taskCounts) int {
-		switch {
-		case a.Task < b.Task:
-			return -1
-		case a.Task > b.Task:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(d.Tasks, func(a, b *taskCounts) int { return strings.Compare(a.Task, b.Task) })
 	return d, nil
 }

@@ -30,6 +30,10 @@ func done(r *http.Request) string {
 		return "The run was cancelled."
 	case "cancel-ended":
 		return "The run had already ended: nothing was cancelled."
+	case "retried":
+		return "The run was retried: this is the new run, with the same input and metadata."
+	case "retry-debounced":
+		return "The retry's input was taken by this run, which was waiting in its debounce window: no run was created."
 	case "released":
 		return "The key was released: the next trigger with it creates a run."
 	}
@@ -54,11 +58,17 @@ type runsData struct {
 	NextCursor      string
 	// NextURL continues the listing.
 	NextURL string
-	// Filter says what a search kept, Looked how many runs it read.
+	// Filter says what a search kept.
 	Filter string
-	Looked int
+	// Metadata is the same field search on the metadata side, offered
+	// when the field was named without a side.
+	Metadata string
 	// NoMatch is set when q named no run and no held key.
 	NoMatch bool
+	// Suppressed counts the suppressed triggers of the key searched for
+	// (up to suppressedCountMax; SuppressedMore when there are more).
+	Suppressed     int
+	SuppressedMore bool
 }
 
 func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
@@ -85,18 +95,23 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 	}
-	o := client.ListRunsOptions{Task: d.Task, Status: client.Status(d.Status), Cursor: cursor}
+	o := client.ListRunsOptions{Task: d.Task, Status: client.Status(d.Status), Cursor: cursor, Limit: pageSize}
 	if d.Q != "" {
 		f := parseSearch(d.Q)
-		fp, err := u.listFiltered(ctx, o, f, pageSize)
-		if err != nil {
-			u.failErr(w, r, s, "search the runs", err)
-			return
+		d.Filter, d.Metadata, d.NoMatch = f.Describe, f.Metadata, f.Key != ""
+		o.Key, o.Where = f.Key, f.Where
+		if f.Key != "" && !fragment(r) && cursor == "" {
+			var err error
+			if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListSuppressedOptions{Key: f.Key}); err != nil {
+				u.failErr(w, r, s, "read the key's suppressed triggers", err)
+				return
+			}
 		}
-		d.Runs, d.NextCursor, d.Filter, d.Looked = fp.Runs, fp.NextCursor, f.Describe, fp.Looked
-		d.NoMatch = !strings.Contains(d.Q, "=")
-	} else {
-		o.Limit = pageSize
+		if f.None {
+			d.Runs = []*client.RunInfo{}
+		}
+	}
+	if d.Runs == nil {
 		page, err := u.in.ListRuns(ctx, o)
 		if err != nil {
 			u.failErr(w, r, s, "list the runs", err)
@@ -144,6 +159,11 @@ type runData struct {
 	SearchedKey string
 	Timeline    []moment
 	MaxAttempts int
+	// Suppressed counts the triggers that created no run because this run
+	// held their key (read on a full page load only, not on a refresh):
+	// up to suppressedCountMax, SuppressedMore when there are more.
+	Suppressed     int
+	SuppressedMore bool
 }
 
 func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
@@ -188,6 +208,12 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		d.Timeline = append(d.Timeline, moment{*run.FinishedAt, string(run.Status)})
 	}
 	slices.SortStableFunc(d.Timeline, func(a, b moment) int { return a.At.Compare(b.At) })
+	if run.IdempotencyKey != "" && !fragment(r) {
+		if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListSuppressedOptions{Owner: run.ID}); err != nil {
+			u.failErr(w, r, s, "read the run's suppressed triggers", err)
+			return
+		}
+	}
 	u.render(w, r, s, http.StatusOK, "run", &view{Title: "Run " + run.ID, Nav: "runs", Poll: pollURL(r), Flash: done(r), Data: d})
 }
 

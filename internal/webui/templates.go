@@ -21,7 +21,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("webui: templates: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "keys", "release", "events", "event", "workers"} {
+	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("webui: templates: %w", err)
@@ -46,6 +46,10 @@ func funcs() template.FuncMap {
 			return "/ui/keys/release?" + url.Values{"key": {key}, "owner": {owner}}.Encode()
 		},
 		"runsPath": func(k, v string) string { return "/ui/runs?" + url.Values{k: {v}}.Encode() },
+		"suppressedPath": func(k, v string) string {
+			return "/ui/suppressed?" + url.Values{k: {v}}.Encode()
+		},
+		"eventOf":  eventOf,
 		"plus1":    func(n int) int { return n + 1 },
 		"terminal": func(s client.Status) bool { return s.Terminal() },
 		"count":    func(m map[client.Status]int, s client.Status) int { return m[s] },

@@ -24,17 +24,11 @@ const Prefix = "/ui/"
 const (
 	// SessionTTLDefault is how long a sign-in lasts.
 	SessionTTLDefault = 12 * time.Hour
-	// OverviewRunsDefault is how many of the newest runs the overview
-	// counts.
-	OverviewRunsDefault = 2000
-	// OverviewRunsMax bounds Options.OverviewRuns.
-	OverviewRunsMax = 20 * client.ListLimitMax
-	// SearchRunsDefault is how many runs one field=value search looks at.
-	SearchRunsDefault = 1000
 	// PollIntervalDefault is how often a page refreshes its live parts.
 	PollIntervalDefault = 3 * time.Second
-	// SlowPollFactor slows the refresh of the pages that read many runs
-	// each time (the overview, a key or field search).
+	// SlowPollFactor slows the refresh of the pages that read many records
+	// each time (the overview, a key or field search, a filtered list of
+	// suppressed triggers).
 	SlowPollFactor = 4
 )
 
@@ -50,8 +44,8 @@ type Options struct {
 	// Client reads and acts on the namespace, through its Inspector
 	// (required).
 	Client *client.Client
-	// Token signs in with every right: see and act (cancel runs, release
-	// keys). It is the HTTP API's bearer token.
+	// Token signs in with every right: see and act (cancel and retry runs,
+	// release keys). It is the HTTP API's bearer token.
 	Token string
 	// ReadOnlyToken, when set, signs in to see but not act: no action is
 	// offered, and a state-changing request is refused 403. It must differ
@@ -66,12 +60,6 @@ type Options struct {
 	SecureCookie bool
 	// SessionTTL is how long a sign-in lasts (default SessionTTLDefault).
 	SessionTTL time.Duration
-	// OverviewRuns is how many of the newest runs the overview counts
-	// (default OverviewRunsDefault, at most OverviewRunsMax).
-	OverviewRuns int
-	// SearchRuns is how many runs one field=value search looks at (default
-	// SearchRunsDefault, at most client.ListLimitMax).
-	SearchRuns int
 	// PollInterval is how often pages refresh their live parts (default
 	// PollIntervalDefault).
 	PollInterval time.Duration
@@ -83,12 +71,6 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.SessionTTL == 0 {
 		o.SessionTTL = SessionTTLDefault
-	}
-	if o.OverviewRuns == 0 {
-		o.OverviewRuns = OverviewRunsDefault
-	}
-	if o.SearchRuns == 0 {
-		o.SearchRuns = SearchRunsDefault
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = PollIntervalDefault
@@ -114,10 +96,6 @@ func (o Options) validate() error {
 		return errors.New("webui: the read-only token must differ from the token")
 	case o.SessionTTL < 0 || o.PollInterval < 0:
 		return errors.New("webui: SessionTTL and PollInterval must not be negative")
-	case o.OverviewRuns < 0 || o.OverviewRuns > OverviewRunsMax:
-		return fmt.Errorf("webui: OverviewRuns %d must be between 0 and %d", o.OverviewRuns, OverviewRunsMax)
-	case o.SearchRuns < 0 || o.SearchRuns > client.ListLimitMax:
-		return fmt.Errorf("webui: SearchRuns %d must be between 0 and %d", o.SearchRuns, client.ListLimitMax)
 	}
 	return nil
 }
@@ -170,6 +148,9 @@ func (u *UI) routes() *http.ServeMux {
 	mux.HandleFunc("GET /ui/runs/{id}", u.see(u.run))
 	mux.HandleFunc("GET /ui/runs/{id}/cancel", u.see(u.confirmCancel))
 	mux.HandleFunc("POST /ui/runs/{id}/cancel", u.act(u.cancel, true))
+	mux.HandleFunc("GET /ui/runs/{id}/retry", u.see(u.confirmRetry))
+	mux.HandleFunc("POST /ui/runs/{id}/retry", u.act(u.retry, true))
+	mux.HandleFunc("GET /ui/suppressed", u.see(u.suppressed))
 	mux.HandleFunc("GET /ui/keys", u.see(u.keys))
 	mux.HandleFunc("GET /ui/keys/release", u.see(u.confirmRelease))
 	mux.HandleFunc("POST /ui/keys/release", u.act(u.release, true))
@@ -219,7 +200,16 @@ type view struct {
 	Now      time.Time
 	Flash    string
 	Error    string
-	Data     any
+	// ErrorLink, with Error, points to what the error names (the run that
+	// holds a key, the run that already retried another).
+	ErrorLink *link
+	Data      any
+}
+
+// link is a link a page offers, built by the server: Href is a dashboard
+// path made with url.PathEscape or url.Values, Text what it says.
+type link struct {
+	Href, Text string
 }
 
 // fragment reports whether the request asks only for a page's live part.
@@ -262,13 +252,19 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, s *session, status int
 	u.render(w, r, s, status, "error", &view{Title: http.StatusText(status), Error: message})
 }
 
+// failLink renders an error page (or fragment) with message and a link to
+// what it names.
+func (u *UI) failLink(w http.ResponseWriter, r *http.Request, s *session, status int, message string, l *link) {
+	u.render(w, r, s, status, "error", &view{Title: http.StatusText(status), Error: message, ErrorLink: l})
+}
+
 // failErr renders err, as a 503 when Redis did not answer.
 func (u *UI) failErr(w http.ResponseWriter, r *http.Request, s *session, what string, err error) {
 	status := http.StatusInternalServerError
 	var ue *client.UnavailableError
 	if errors.As(err, &ue) {
 		status = http.StatusServiceUnavailable
-	} else if errors.Is(err, client.ErrInvalidCursor) {
+	} else if errors.Is(err, client.ErrInvalidCursor) || errors.Is(err, client.ErrInvalidListOption) {
 		status = http.StatusBadRequest
 	}
 	if status >= 500 {

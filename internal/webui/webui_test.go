@@ -229,10 +229,16 @@ func TestSearchOpensARunByIDOrKeyAndFiltersByField(t *testing.T) {
 	if p := search("order:s-2"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/ui/runs/"+bID+"?") {
 		t.Errorf("search by key: %d to %q, want the owner %s", p.status, p.header.Get("Location"), bID)
 	}
-	for q, want := range map[string]string{"amount=20": bID, "input.id=s-1": a, "metadata.tenant=acme": a, "tenant=globex": bID} {
+	for q, want := range map[string]string{"amount=20": bID, "input.id=s-1": a, "metadata.tenant=acme": a, "metadata.tenant=globex": bID, "tenant=globex": ""} {
 		p := search(q)
 		if p.status != http.StatusOK {
 			t.Errorf("search %q: %d", q, p.status)
+			continue
+		}
+		if want == "" { // a field named without a side is the input's
+			if strings.Contains(p.body, a) || strings.Contains(p.body, bID) || !strings.Contains(p.body, `href="/ui/runs?q=metadata.tenant%3Dglobex" id="search-metadata"`) {
+				t.Errorf("search %q lists runs by their metadata, or does not offer the metadata search", q)
+			}
 			continue
 		}
 		other := a
@@ -265,7 +271,7 @@ func TestOptionsAreChecked(t *testing.T) {
 		"no token":              {Client: c},
 		"read-only alone":       {Client: c, Insecure: true, ReadOnlyToken: testReadOnly},
 		"read-only is the same": {Client: c, Token: testToken, ReadOnlyToken: testToken},
-		"overview too large":    {Client: c, Token: testToken, OverviewRuns: OverviewRunsMax + 1},
+		"negative poll":         {Client: c, Token: testToken, PollInterval: -time.Second},
 	} {
 		if _, err := New(o); err == nil || !strings.HasPrefix(err.Error(), "webui: ") {
 			t.Errorf("%s: New = %v, want a webui: error", name, err)

@@ -1,0 +1,48 @@
+package webui
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/redistest"
+)
+
+func TestTheOverviewCountsByTaskStatusAndTheLastHour(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &stepClock{now: time.Now()}
+	e := newEnv(t, redistest.Mini(t), envOptions{ui: Options{Clock: clock}})
+	e.trigger(ctx, order{ID: "ov-1"})
+	gone := e.trigger(ctx, order{ID: "ov-2"})
+	e.trigger(ctx, order{ID: "ov-3"})
+	if _, err := e.c.Inspector().CancelRun(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signIn(testToken)
+	row := func() string {
+		p := b.get("/ui/?fragment=1")
+		i := strings.Index(p.body, ">ui-order</a>")
+		if p.status != http.StatusOK || i < 0 {
+			t.Fatalf("the overview: %d without the order task:\n%s", p.status, p.body)
+		}
+		end := strings.Index(p.body[i:], "</tr>")
+		return cells.ReplaceAllString(p.body[i:i+end], "|")
+	}
+	// queued 2, running 0, succeeded 0, failed 0, cancelled 1; created in
+	// the last hour 3; failure rate 0 of 1 ended.
+	if got, want := row(), "|2|0|0|0|1|3|0.0%|"; !strings.Contains(got, want) {
+		t.Errorf("the order task's row reads %q, want %q", got, want)
+	}
+	clock.Add(2 * time.Hour)
+	if got, want := row(), "|2|0|0|0|1|0|-|"; !strings.Contains(got, want) {
+		t.Errorf("two hours later the order task's row reads %q, want %q", got, want)
+	}
+}
+
+// cells turns a table row's markup into its cells' text, "|" between them.
+var cells = regexp.MustCompile(`(?s)\s*(<[^>]*>\s*)+`)
