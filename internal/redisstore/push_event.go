@@ -241,21 +241,25 @@ func (s *Store) pushEventsAtOnce(ctx context.Context, ps []*PushEventParams, res
 	if len(ps) == 0 {
 		return
 	}
-	var cmds []*redis.Cmd
-	for try := 0; try < 2; try++ {
-		pipe := s.rdb.Pipeline()
-		cmds = make([]*redis.Cmd, len(ps))
-		for i, p := range ps {
-			k, a := s.pushEventArgs(p)
-			cmds[i] = pushEventScript.EvalSha(ctx, pipe, k, a...)
-		}
-		_, _ = pipe.Exec(ctx)
-		// A NOSCRIPT reply means that call did not run: load and send again.
-		if try > 0 || !isNoScript(cmds[0].Err()) {
-			break
-		}
-		if err := pushEventScript.Load(ctx, s.rdb).Err(); err != nil {
-			break
+	// One pipeline: a call whose script a node's cache lacks (each node
+	// has a cache of its own) did not run, and is sent again on its own
+	// with the script (see runScript). The form is the one the store
+	// sends (sharded on a cluster: see variant).
+	run := s.variant(pushEventScript)
+	cmds := make([]*redis.Cmd, len(ps))
+	pipe := s.rdb.Pipeline()
+	for i, p := range ps {
+		k, a := s.pushEventArgs(p)
+		cmds[i] = run.EvalSha(ctx, pipe, k, a...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, c := range cmds {
+		if isNoScript(c.Err()) {
+			k, a := s.pushEventArgs(ps[i])
+			cmds[i] = redis.NewCmd(ctx)
+			v, err := run.Run(ctx, s.rdb, k, a...).Result()
+			cmds[i].SetVal(v)
+			cmds[i].SetErr(err)
 		}
 	}
 	for i, c := range cmds {

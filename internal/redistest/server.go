@@ -135,7 +135,8 @@ func (s *Server) start() error {
 		// (slowly, under a wrapper) logs each failed dial.
 		if c, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
 			_ = c.Close()
-			if pid, err := serverPID(s.Addr()); err == nil && (s.Wrapper != nil || pid == cmd.Process.Pid) {
+			pid, err := serverPID(s.Addr())
+			if err == nil && (s.Wrapper != nil || pid == cmd.Process.Pid) || errors.Is(err, errNoInfo) {
 				return nil
 			}
 			// Another process's server may hold the port: ours cannot

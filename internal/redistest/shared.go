@@ -164,7 +164,11 @@ func startTiedServer(port int, dir string, extra ...string) (string, error) {
 	}
 }
 
-// serverPID is the process ID the Redis at addr reports.
+// errNoInfo is a server that answers but does not serve INFO, so cannot
+// say its process ID.
+var errNoInfo = errors.New("the server answers, without INFO")
+
+// serverPID is the process ID the Redis at addr reports, or errNoInfo.
 func serverPID(addr string) (int, error) {
 	libLogOnce.Do(func() { redis.SetLogger(libLog) })
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
@@ -172,6 +176,13 @@ func serverPID(addr string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil && strings.HasPrefix(err.Error(), "ERR unknown command") {
+		// A server started with INFO renamed away answers PING only.
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return 0, err
+		}
+		return 0, errNoInfo
+	}
 	if err != nil {
 		return 0, err
 	}
