@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -275,7 +276,7 @@ func (b *backend) queued(ctx context.Context, ns, task string) (int64, error) {
 	for _, s := range b.streams(ns, task) {
 		cmds = append(cmds, pipe.XLen(ctx, s))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, err
 	}
 	var n int64

@@ -372,8 +372,12 @@ func scaleEndToEnd(ctx context.Context, e *env, b *backend, r int) (phase, []flo
 	if err != nil {
 		return phase{}, nil, err
 	}
-	if held, err := b.countKeys(ctx, ns, "key:*"); err != nil || held != 0 {
-		return phase{}, nil, fmt.Errorf("after every run ended, %d idempotency keys are still held (%v)", held, err)
+	held, err := b.countKeys(ctx, ns, "key:*")
+	if err != nil {
+		return phase{}, nil, fmt.Errorf("count the idempotency keys still held: %w", err)
+	}
+	if held != 0 {
+		return phase{}, nil, fmt.Errorf("after every run ended, %d idempotency keys are still held", held)
 	}
 	// The workers' connections: what is connected now, with the client
 	// closed, beyond what was before the workers started.

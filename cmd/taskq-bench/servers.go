@@ -184,7 +184,7 @@ func (s *servers) startCluster(ctx context.Context, masters, replicas int) (stri
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("redis-cli --cluster create: %v: %s", err, lastLine(out.String()))
+		return "", fmt.Errorf("redis-cli --cluster create: %w: %s", err, lastLine(out.String()))
 	}
 	if err := waitClusterReady(ctx, addrs, masters, 60*time.Second); err != nil {
 		return "", err

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,16 +120,22 @@ func commandCalls(t *testing.T, c *redis.Client, cmds ...string) map[string]int 
 // test ends.
 func masters(t *testing.T, cc *redis.ClusterClient) []*redis.Client {
 	t.Helper()
-	slots, err := cc.ClusterSlots(context.Background()).Result()
+	var (
+		mu    sync.Mutex
+		addrs []string
+	)
+	err := cc.ForEachMaster(context.Background(), func(_ context.Context, m *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if a := m.Options().Addr; !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var addrs []string
-	for _, s := range slots {
-		if a := s.Nodes[0].Addr; !slices.Contains(addrs, a) {
-			addrs = append(addrs, a)
-		}
-	}
+	slices.Sort(addrs)
 	out := make([]*redis.Client, len(addrs))
 	for i, a := range addrs {
 		out[i] = redis.NewClient(&redis.Options{Addr: a})

@@ -198,7 +198,7 @@ func FormCluster(addrs []string, replicas int) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("redistest: redis-cli --cluster create: %v: %s", err, oneLine(out.String()))
+		return fmt.Errorf("redistest: redis-cli --cluster create: %w: %s", err, oneLine(out.String()))
 	}
 	return WaitClusterOK(addrs, len(addrs)/(1+replicas), 60*time.Second)
 }
@@ -224,7 +224,7 @@ func WaitClusterOK(addrs []string, masters int, within time.Duration) error {
 			}
 			if time.Now().After(deadline) {
 				_ = c.Close()
-				return fmt.Errorf("redistest: the cluster node at %s is not ready within %s: %v %s", a, within, err, oneLine(info))
+				return fmt.Errorf("redistest: the cluster node at %s is not ready within %s: %w %s", a, within, err, oneLine(info))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
