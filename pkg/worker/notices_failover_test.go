@@ -120,6 +120,18 @@ func TestNoticesSurviveAMasterFailover(t *testing.T) {
 	}
 	awaitFor(t, "a handler to run", running)
 	awaitFor(t, "the other handler to run", running)
+	// A handler runs before its attempt is begun in Redis (StartDelay):
+	// both must be begun, and so replicated by the WAIT below, before the
+	// kill, or the begin sent after it fails and the handler is told its
+	// lease is lost, which is not what this test is about.
+	until(t, "both attempts to be begun", func() bool {
+		for _, h := range []*client.RunHandle{c.Handle(waited.ID()), c.Handle(cancelled.ID())} {
+			if st, err := h.Status(ctx); err != nil || st != client.StatusRunning {
+				return false
+			}
+		}
+		return true
+	})
 	results := make(chan error, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

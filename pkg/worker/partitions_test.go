@@ -89,7 +89,10 @@ func TestWorkerServesEveryPartitionFairly(t *testing.T) {
 					close(enough)
 				}
 				mu.Unlock()
-				time.Sleep(2 * time.Millisecond)
+				// Long beside a read, so that a reader whose node answers
+				// a little late (a loaded machine) is back in the queue for
+				// slots before its turn comes round.
+				time.Sleep(20 * time.Millisecond)
 				return out{ID: x.ID}, nil
 			})
 		})
