@@ -36,8 +36,9 @@ func (q QueueStat) OldestQueuedAge(now time.Time) time.Duration {
 // when none is named, sorted by name. It reads each task stream's consumer
 // group (XINFO GROUPS) and its first undelivered entry, a few pipelined
 // commands per task and partition, so it is cheap enough to call at each
-// metrics scrape. A queue longer than redisstore.QueueCountMax may be
-// counted short on a Redis that cannot tell a group's lag.
+// metrics scrape. Where Redis cannot tell a group's lag (after some
+// deletions, and on miniredis) the undelivered entries are counted one by
+// one, at most 10,000 a stream and partition.
 func (in *Inspector) QueueStats(ctx context.Context, tasks ...string) ([]QueueStat, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
