@@ -404,3 +404,66 @@ func TestRunsLsOfATaskThatDoesNotExist(t *testing.T) {
 		}
 	})
 }
+
+// Shell completion offers recent run IDs for the commands that take one,
+// and held idempotency keys for keys get and release, filtered by what was
+// typed.
+func TestCompletionOfRunIDsAndKeys(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := seed(t, b)
+		complete := func(args ...string) []string {
+			t.Helper()
+			r := f.cli.run(append([]string{cobra.ShellCompRequestCmd}, args...)...)
+			if r.code != 0 {
+				t.Fatalf("completing %q: exit %d: %s", args, r.code, r.stderr)
+			}
+			var out []string
+			for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+				if !strings.HasPrefix(l, ":") {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+		queued, paid := f.runs["queued"], f.runs["paid"]
+		for _, cmd := range [][]string{{"runs", "get"}, {"runs", "cancel"}, {"runs", "result"}, {"runs", "retry"}} {
+			if got := complete(append(cmd, "")...); !slices.Contains(got, queued) || !slices.Contains(got, paid) {
+				t.Errorf("completing %q: %q lacks %s and %s", cmd, got, queued, paid)
+			}
+			got := complete(append(cmd, queued[:13])...)
+			if !slices.Contains(got, queued) {
+				t.Errorf("completing %q %s: %q lacks %s", cmd, queued[:13], got, queued)
+			}
+			for _, id := range got {
+				if !strings.HasPrefix(id, queued[:13]) {
+					t.Errorf("completing %q %s offers %s", cmd, queued[:13], id)
+				}
+			}
+			if got := complete(append(cmd, "no-such-")...); len(got) != 0 {
+				t.Errorf("completing %q no-such-: %q", cmd, got)
+			}
+			if got := complete(append(cmd, queued, "")...); len(got) != 0 {
+				t.Errorf("completing a second argument of %q: %q", cmd, got)
+			}
+		}
+		for _, cmd := range [][]string{{"keys", "get"}, {"keys", "release"}} {
+			got := complete(append(cmd, "order:100")...)
+			if !slices.Contains(got, "order:1001") || !slices.Contains(got, "order:1003") {
+				t.Errorf("completing %q order:100: %q", cmd, got)
+			}
+			for _, k := range got {
+				if !strings.HasPrefix(k, "order:100") {
+					t.Errorf("completing %q order:100 offers %q", cmd, k)
+				}
+			}
+			if got := complete(append(cmd, "order:1003")...); !slices.Equal(got, []string{"order:1003"}) {
+				t.Errorf("completing %q order:1003: %q", cmd, got)
+			}
+			// A glob character typed is matched as itself.
+			if got := complete(append(cmd, "order:*")...); len(got) != 0 {
+				t.Errorf("completing %q order:*: %q", cmd, got)
+			}
+		}
+	})
+}

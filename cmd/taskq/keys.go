@@ -159,7 +159,8 @@ func (a *app) keysGetCmd() *cobra.Command {
 left before the key expires. Exits with code 3 when nobody holds the key.`,
 		Example: `  taskq keys get order:1001
   taskq keys get 'webhook:evt_1' -o json`,
-		Args: argNames([]string{"KEY"}),
+		Args:              argNames([]string{"KEY"}),
+		ValidArgsFunction: a.completeKeys,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.client(ctx)
@@ -235,7 +236,8 @@ that is still active could then run alongside a duplicate.`,
 		Example: `  taskq keys release order:1001
   # release only if still held by the run seen in 'taskq keys ls'
   taskq keys release order:1001 --owner 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 --yes`,
-		Args: argNames([]string{"KEY"}),
+		Args:              argNames([]string{"KEY"}),
+		ValidArgsFunction: a.completeKeys,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			key := args[0]

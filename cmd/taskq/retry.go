@@ -23,7 +23,8 @@ A run that has not ended exits 6; one that succeeded or was already retried
 exits 1; an unknown run exits 3.`,
 		Example: `  taskq runs retry 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10
   taskq runs retry 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 -o json | jq -r .runId`,
-		Args: argNames([]string{"ID"}),
+		Args:              argNames([]string{"ID"}),
+		ValidArgsFunction: a.completeRunIDs,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id := args[0]

@@ -57,7 +57,8 @@ func (a *app) runsGetCmd() *cobra.Command {
 		Short: "Show a run: status, attempts, idempotency key, input and result",
 		Example: `  taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10
   taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 -o json | jq .status`,
-		Args: argNames([]string{"ID"}),
+		Args:              argNames([]string{"ID"}),
+		ValidArgsFunction: a.completeRunIDs,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.client(ctx)
@@ -270,7 +271,8 @@ with code 6. Waiting is woken by the run's completion, not by polling.`,
 		Example: `  taskq runs result 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10
   taskq runs result 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 --wait 30s
   taskq runs result 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 --wait 1m -o json`,
-		Args: argNames([]string{"ID"}),
+		Args:              argNames([]string{"ID"}),
+		ValidArgsFunction: a.completeRunIDs,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if wait < 0 {
 				return usageErrorf("invalid --wait %s: must not be negative", wait)
@@ -331,8 +333,9 @@ func (a *app) runsCancelCmd() *cobra.Command {
 		Long: `Cancel a run that has not ended: a queued run never starts, a running run's
 handler sees its context cancelled, and a status-strategy key is released.
 Cancelling a run that already ended changes nothing and says so.`,
-		Example: `  taskq runs cancel 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10`,
-		Args:    argNames([]string{"ID"}),
+		Example:           `  taskq runs cancel 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10`,
+		Args:              argNames([]string{"ID"}),
+		ValidArgsFunction: a.completeRunIDs,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id := args[0]

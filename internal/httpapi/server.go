@@ -206,7 +206,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, c: opts.Client, ing: opts.Events, log: opts.Logger,
-		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(opts.Client.RedisGuard().Collector(), opts.Client.MetricsCollector()),
+		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(opts.Client.RedisGuard().Collector(), opts.Client.MetricsCollector(),
+			newQueueCollector(opts.Client.Inspector(), opts.Logger)),
 	}
 	s.routes = s.routeTable()
 	s.handler = s.logRequests(s.recoverPanics(s.mountUI(s.authenticate(http.HandlerFunc(s.dispatch)))))

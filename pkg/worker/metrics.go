@@ -1,6 +1,9 @@
 package worker
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/taskq/taskq/internal/redisstore"
@@ -88,5 +91,48 @@ func (m *workerMetrics) leaseRenewed() {
 func (m *workerMetrics) redelivered(task string, n int) {
 	if m != nil && n > 0 {
 		m.redeliveries.WithLabelValues(task).Add(float64(n))
+	}
+}
+
+// queueReadTimeout bounds the Redis reads of one scrape's queue depths:
+// past it the scrape answers without them.
+const queueReadTimeout = 2 * time.Second
+
+// queueCollector reports the queue depth of the worker's own tasks, read
+// from Redis at scrape time (nothing is read while nobody scrapes).
+type queueCollector struct {
+	w     *Worker
+	depth *prometheus.Desc
+}
+
+func newQueueCollector(w *Worker) *queueCollector {
+	return &queueCollector{w: w, depth: prometheus.NewDesc("taskq_worker_queue_depth",
+		"Runs of this worker's tasks queued and not yet delivered to any worker, by task (all partitions).",
+		[]string{"task"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.depth }
+
+// Collect implements prometheus.Collector. Without Redis it reports
+// nothing, so that /metrics keeps answering.
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	defs := c.w.Definitions()
+	if len(defs) == 0 {
+		return
+	}
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), queueReadTimeout)
+	defer cancel()
+	stats, err := c.w.store.QueueStats(ctx, names)
+	if err != nil {
+		c.w.log.Debug("taskq: cannot read the queue depths for /metrics", "err", err)
+		return
+	}
+	for _, n := range names {
+		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(stats[n].Queued), n)
 	}
 }

@@ -275,7 +275,7 @@ func New(opts Options) (*Worker, error) {
 	w.guard = redisguard.New(rdb, redisguard.Options{AllowEvicting: opts.AllowEvictingRedis,
 		Interval: opts.RedisCheckInterval, Component: "worker", Logger: w.log})
 	w.metrics, w.registry = newWorkerMetrics(), prometheus.NewRegistry()
-	collectors := append(w.metrics.collectors(), w.guard.Collector())
+	collectors := append(w.metrics.collectors(), w.guard.Collector(), newQueueCollector(w))
 	for _, reg := range []prometheus.Registerer{w.registry, opts.Metrics} {
 		if reg == nil {
 			continue
