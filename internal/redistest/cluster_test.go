@@ -76,7 +76,36 @@ func TestPrivateClusterFailsOver(t *testing.T) {
 		t.Fatalf("no node at %s", addr)
 	}
 	victim.Kill()
-	deadline := time.Now().Add(30 * time.Second)
+	// First what the cluster says: a surviving node sees the victim failed
+	// and another master serving its slots. The election waits out the
+	// node timeout and may need a second round on a loaded machine.
+	var witness *Server
+	for _, n := range pc.Nodes {
+		if n != victim {
+			witness = n
+			break
+		}
+	}
+	wc := redis.NewClient(&redis.Options{Addr: witness.Addr()})
+	defer wc.Close()
+	slot, err := wc.ClusterKeySlot(ctx, "k").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	var nodes string
+	for {
+		nodes, err = wc.ClusterNodes(ctx).Result()
+		if err == nil && servedByOtherThan(nodes, int(slot), addr) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no replica took over from %s within 90s: %v\n%s", addr, err, nodes)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Then the client follows it.
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		m, err := rdb.MasterForKey(ctx, "k")
 		if err == nil && m.Options().Addr != addr {
@@ -85,11 +114,35 @@ func TestPrivateClusterFailsOver(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no replica took over from %s: %v", addr, err)
+			t.Fatalf("the client did not follow the promotion: %v\n%s", err, nodes)
 		}
 		rdb.ReloadState(ctx)
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// servedByOtherThan reports whether a CLUSTER NODES reply shows slot
+// served by a connected master other than the one at addr.
+func servedByOtherThan(nodes string, slot int, addr string) bool {
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || strings.HasPrefix(f[1], addr+"@") || !strings.Contains(f[2], "master") ||
+			strings.Contains(f[2], "fail") || f[7] != "connected" {
+			continue
+		}
+		for _, r := range f[8:] {
+			lo, hi, found := strings.Cut(r, "-")
+			if !found {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 == nil && err2 == nil && slot >= a && slot <= b {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SlotErrors sees every way a cluster refuses a call across slots: a
