@@ -166,15 +166,27 @@ type runData struct {
 	SuppressedMore bool
 }
 
-func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
-	ctx := r.Context()
-	run, err := u.in.GetRun(ctx, r.PathValue("id"))
+// pathRun reads the run the request's path names, or answers the request
+// (404 for a run that does not exist, or whose record expired after its
+// retention) and returns nil.
+func (u *UI) pathRun(w http.ResponseWriter, r *http.Request, s *session) *client.RunInfo {
+	id := r.PathValue("id")
+	run, err := u.in.GetRun(r.Context(), id)
 	if errors.Is(err, client.ErrRunNotFound) {
-		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(r.PathValue("id"))+" (its record may have expired after its retention).")
-		return
+		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(id)+" (its record may have expired after its retention).")
+		return nil
 	}
 	if err != nil {
 		u.failErr(w, r, s, "read the run", err)
+		return nil
+	}
+	return run
+}
+
+func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx := r.Context()
+	run := u.pathRun(w, r, s)
+	if run == nil {
 		return
 	}
 	d := &runData{Run: run, MaxAttempts: run.Retries + 1}
@@ -209,6 +221,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	slices.SortStableFunc(d.Timeline, func(a, b moment) int { return a.At.Compare(b.At) })
 	if run.IdempotencyKey != "" && !fragment(r) {
+		var err error
 		if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListSuppressedOptions{Owner: run.ID}); err != nil {
 			u.failErr(w, r, s, "read the run's suppressed triggers", err)
 			return
@@ -218,13 +231,8 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (u *UI) confirmCancel(w http.ResponseWriter, r *http.Request, s *session) {
-	run, err := u.in.GetRun(r.Context(), r.PathValue("id"))
-	if errors.Is(err, client.ErrRunNotFound) {
-		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(r.PathValue("id"))+".")
-		return
-	}
-	if err != nil {
-		u.failErr(w, r, s, "read the run", err)
+	run := u.pathRun(w, r, s)
+	if run == nil {
 		return
 	}
 	u.render(w, r, s, http.StatusOK, "cancel", &view{Title: "Cancel run " + run.ID, Nav: "runs", Data: run})

@@ -18,13 +18,8 @@ type retryData struct {
 
 func (u *UI) confirmRetry(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx := r.Context()
-	run, err := u.in.GetRun(ctx, r.PathValue("id"))
-	if errors.Is(err, client.ErrRunNotFound) {
-		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(r.PathValue("id"))+".")
-		return
-	}
-	if err != nil {
-		u.failErr(w, r, s, "read the run", err)
+	run := u.pathRun(w, r, s)
+	if run == nil {
 		return
 	}
 	d := &retryData{Run: run}
