@@ -14,10 +14,8 @@ package main
 // (valgrind must be installed); it is not part of the tests.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -194,28 +193,10 @@ func (s *counted) count(t *testing.T, fn func()) int64 {
 	var total int64
 	waitFor(t, "callgrind dump "+file, func() bool {
 		var ok bool
-		total, ok = callgrindTotal(file)
+		total, ok = redistest.CallgrindTotal(file)
 		return ok
 	})
 	return total
-}
-
-// callgrindTotal reads the "totals:" line a complete dump ends with.
-func callgrindTotal(name string) (int64, bool) {
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "totals: "); ok {
-			n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
 
 // waitFor polls cond for up to a minute (a server under valgrind is slow).

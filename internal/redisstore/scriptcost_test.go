@@ -12,14 +12,12 @@ package redisstore_test
 // test's own (redistest.StartServerUnder), never the shared one.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -83,7 +81,7 @@ func (s *callgrindServer) measure(name string, fn func()) int64 {
 	file := fmt.Sprintf("%s.%d", s.out, s.dump)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if n, ok := callgrindTotal(file); ok {
+		if n, ok := redistest.CallgrindTotal(file); ok {
 			s.t.Logf("%s: %s", name, file)
 			return n
 		}
@@ -92,24 +90,6 @@ func (s *callgrindServer) measure(name string, fn func()) int64 {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// callgrindTotal reads the "totals:" line a complete dump ends with.
-func callgrindTotal(name string) (int64, bool) {
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "totals: "); ok {
-			n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
 
 // TestScriptCost counts, per run, the instructions of each script call in
