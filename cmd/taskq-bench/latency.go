@@ -54,42 +54,26 @@ func benchLatency(ctx context.Context, e *env, rep *report) error {
 	defer stopWorkers()
 
 	stopProf := e.profile("latency")
-	var failed atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	var wg sync.WaitGroup
 	m := startMeter(e, "latency", int64(total))
 	began := time.Now()
-	interval := time.Second / time.Duration(cfg.rate)
-	for i := 0; i < total && ctx.Err() == nil; i++ {
-		due := began.Add(time.Duration(i) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
+	failed, firstErr := paced(ctx, total, cfg.rate, m, func(i int, due time.Time) error {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		ref, err := client.RunNoWait(wctx, c, e.noop, benchInput{ID: "lat-" + strconv.Itoa(i), T: due.UnixNano()})
+		if err != nil {
+			return err
 		}
-		wg.Add(1)
-		go func(i int, due time.Time) {
-			defer wg.Done()
-			defer m.done.Add(1)
-			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			ref, err := client.RunNoWait(wctx, c, e.noop, benchInput{ID: "lat-" + strconv.Itoa(i), T: due.UnixNano()})
-			if err == nil {
-				record(&toAccept, i, time.Since(due))
-				_, err = ref.Result(wctx)
-			}
-			if err != nil {
-				failed.Add(1)
-				errOnce.Do(func() { firstErr = err })
-				return
-			}
-			record(&toResult, i, time.Since(due))
-		}(i, due)
-	}
-	wg.Wait()
+		record(&toAccept, i, time.Since(due))
+		if _, err := ref.Result(wctx); err != nil {
+			return err
+		}
+		record(&toResult, i, time.Since(due))
+		return nil
+	})
 	m.stop()
 	stopProf()
 	if firstErr != nil {
-		return fmt.Errorf("%d triggers failed, first: %w", failed.Load(), firstErr)
+		return fmt.Errorf("%d triggers failed, first: %w", failed, firstErr)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -111,4 +95,35 @@ func benchLatency(ctx context.Context, e *env, rep *report) error {
 		rate(float64(cfg.rate)), rate(achieved), ms(quantile(toStart, 0.5)), ms(p99), ms(quantile(toStart, 0.999)),
 		ms(quantile(toResult, 0.5)), ms(quantile(toResult, 0.99)), ms(quantile(toResult, 0.999)))
 	return nil
+}
+
+// paced calls send(i, due) for i from 0 to total-1, each on a goroutine of
+// its own at its due time, rate a second from now (open loop: a slow call
+// does not hold up the next), counting each in m, until ctx ends; it waits
+// for every call and returns how many failed and the first error.
+func paced(ctx context.Context, total, rate int, m *meter, send func(i int, due time.Time) error) (failed int64, first error) {
+	var (
+		n    atomic.Int64
+		once sync.Once
+		wg   sync.WaitGroup
+	)
+	began := time.Now()
+	interval := time.Second / time.Duration(rate)
+	for i := 0; i < total && ctx.Err() == nil; i++ {
+		due := began.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer m.done.Add(1)
+			if err := send(i, due); err != nil {
+				n.Add(1)
+				once.Do(func() { first = err })
+			}
+		}()
+	}
+	wg.Wait()
+	return n.Load(), first
 }

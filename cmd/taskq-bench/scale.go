@@ -426,34 +426,16 @@ func scaleLatency(ctx context.Context, e *env, b *backend) ([]time.Duration, err
 		return nil, err
 	}
 	defer c.Close()
-	var failed atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
 	m := startMeter(e, "latency "+b.label(), int64(total))
-	began := time.Now()
-	interval := time.Second / time.Duration(cfg.rate)
-	for i := 0; i < total && ctx.Err() == nil; i++ {
-		due := began.Add(time.Duration(i) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
-		wg.Add(1)
-		go func(i int, due time.Time) {
-			defer wg.Done()
-			defer m.done.Add(1)
-			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			if _, err := client.RunNoWait(tctx, c, e.noop, benchInput{ID: "lat-" + strconv.Itoa(i), T: due.UnixNano()}); err != nil {
-				failed.Add(1)
-				once.Do(func() { firstErr = err })
-			}
-		}(i, due)
-	}
-	wg.Wait()
+	failed, firstErr := paced(ctx, total, cfg.rate, m, func(i int, due time.Time) error {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, err := client.RunNoWait(tctx, c, e.noop, benchInput{ID: "lat-" + strconv.Itoa(i), T: due.UnixNano()})
+		return err
+	})
 	m.stop()
 	if firstErr != nil {
-		return nil, fmt.Errorf("%d triggers failed, first: %w", failed.Load(), firstErr)
+		return nil, fmt.Errorf("%d triggers failed, first: %w", failed, firstErr)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for handled.Load() < int64(total) {
