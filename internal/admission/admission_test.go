@@ -115,3 +115,18 @@ func TestJSONKind(t *testing.T) {
 		}
 	}
 }
+
+// A trigger whose concurrency expression fails on it is refused with a
+// typed error naming the expression, which wraps the expression's own.
+func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
+	grouped := task.Must[in, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
+	_, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"id":"a"}`), Now: time.Unix(1, 0)})
+	var ge *admission.ConcurrencyGroupError
+	var ee *idempotency.EvalError
+	if !errors.As(err, &ge) || ge.Expression != "input.tenant" || !errors.As(err, &ee) || !strings.Contains(err.Error(), `"input.tenant"`) {
+		t.Fatalf("Admit = %v, want a ConcurrencyGroupError naming input.tenant", err)
+	}
+	if _, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"tenant":"acme"}`), Now: time.Unix(1, 0)}); err != nil {
+		t.Fatalf("Admit with a group = %v", err)
+	}
+}

@@ -31,6 +31,16 @@ type Spec struct {
 	// Durability is the task's own acknowledgement level (absent: the
 	// client's applies).
 	Durability *DurabilitySpec `json:"durability,omitempty"`
+
+	// Concurrency is the task's concurrency limit (absent: none).
+	Concurrency *ConcurrencySpec `json:"concurrency,omitempty"`
+}
+
+// ConcurrencySpec is a Concurrency as plain data.
+type ConcurrencySpec struct {
+	Expression string              `json:"expression"`
+	MaxRuns    int                 `json:"maxRuns"`
+	Strategy   ConcurrencyStrategy `json:"strategy"`
 }
 
 // Spec returns the definition as plain data.
@@ -41,6 +51,9 @@ func (d *Definition) Spec() Spec {
 		BackoffFactor: d.Backoff.Factor, BackoffJitter: d.Backoff.Jitter,
 		OnEvents: d.OnEvents, MaxDeliveries: d.MaxDeliveries, OnConflict: string(d.OnConflict),
 		Durability: durabilitySpec(d.Durability),
+	}
+	if c := d.Concurrency; c != nil {
+		s.Concurrency = &ConcurrencySpec{Expression: c.Expression, MaxRuns: c.MaxRuns, Strategy: c.Strategy}
 	}
 	if i := d.Idempotency; i != nil {
 		s.Expression, s.Strategy = i.Expression, i.Strategy
@@ -72,6 +85,9 @@ func FromSpec(s Spec, c *idempotency.Compiler) (*Definition, error) {
 			Expression: s.Expression, Strategy: s.Strategy,
 			TTL: ms(s.TTLMs), FallbackTTL: ms(s.FallbackTTLMs), Retain: ms(s.RetainMs),
 		}
+	}
+	if c := s.Concurrency; c != nil {
+		opts.Concurrency = &Concurrency{Expression: c.Expression, MaxRuns: c.MaxRuns, Strategy: c.Strategy}
 	}
 	return NewDefinition(s.Name, opts)
 }

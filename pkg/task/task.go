@@ -170,6 +170,10 @@ type Options struct {
 	Durability *Durability
 	// Compiler compiles the expression; nil uses a compiler with default limits.
 	Compiler *idempotency.Compiler
+
+	// Concurrency, when set, limits how many runs of a group (its
+	// expression's value) run at once, across every worker.
+	Concurrency *Concurrency
 }
 
 // ErrInvalidConfig matches every *ConfigError.
@@ -204,6 +208,9 @@ type Definition struct {
 	Name string
 	Options
 	expr *idempotency.Expression
+
+	// concExpr is the compiled Concurrency.Expression.
+	concExpr *idempotency.Expression
 }
 
 // NewDefinition validates opts and compiles the expression.
@@ -244,7 +251,14 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 		dur := *opts.Durability
 		opts.Durability = &dur
 	}
-	d := &Definition{Name: name, Options: opts}
+	var concExpr *idempotency.Expression
+	if opts.Concurrency != nil {
+		var err error
+		if opts.Concurrency, concExpr, err = compileConcurrency(opts.Concurrency, opts.Compiler, cfg); err != nil {
+			return nil, err
+		}
+	}
+	d := &Definition{Name: name, Options: opts, concExpr: concExpr}
 	if opts.Idempotency == nil {
 		return d, nil
 	}
