@@ -31,6 +31,8 @@ type heartbeater struct {
 	clock    task.Clock
 	log      *slog.Logger
 	metrics  *workerMetrics
+	// conc renews the concurrency slots this worker holds (nil: none can).
+	conc *concurrencyGate
 }
 
 // Start starts the heartbeats; it is ready at once, the first beat due
@@ -47,6 +49,7 @@ func (h *heartbeater) beat() {
 	began := h.clock.Now()
 	byTask, waiting := h.active.split()
 	h.checkWaiting(waiting)
+	h.conc.beat()
 	for t, runs := range byTask {
 		leases := make([]redisstore.Lease, len(runs))
 		for i, a := range runs {

@@ -50,6 +50,10 @@ type processor struct {
 	// finish script.
 	starts   *redisstore.Batcher[redisstore.Delivery, redisstore.StartResult]
 	finishes *redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult]
+	// conc asks concurrency groups for slots before runs start, and gives
+	// them back when they end (see concurrency.go); nil when no task has a
+	// concurrency limit.
+	conc *concurrencyGate
 
 	// base is the context of the starts sent before handlers run; Stop
 	// cancels it.
@@ -127,7 +131,7 @@ func (p *processor) Stop() {
 // the next trigger call, so it takes what one trigger batch queued
 // (docs/performance.md has the batch sizes measured).
 func (p *processor) dispatch(ds []redisstore.Delivery) {
-	if len(ds) == 0 {
+	if ds = p.conc.admit(ds); len(ds) == 0 {
 		return
 	}
 	p.inFlight.Add(len(ds))
@@ -164,6 +168,7 @@ func (p *processor) startBatch(ds []redisstore.Delivery) {
 			p.log.Warn("taskq: starting run failed", "run", d.RunID, "task", d.Task, "err", errs[i])
 		case !res[i].Started:
 			p.log.Debug("taskq: delivery skipped", "run", d.RunID, "reason", res[i].Reason)
+			p.conc.release(d.RunID)
 		default:
 			p.run(runJob{d: d, st: res[i], begun: begun})
 			continue
@@ -368,6 +373,7 @@ func (p *processor) end(a *attempt) {
 		a.stop()
 	}
 	a.cancel(nil)
+	p.conc.release(a.d.RunID)
 	p.slots.release(1)
 	p.inFlight.Done()
 }
