@@ -331,7 +331,7 @@ func (g *concurrencyGate) handOn(taskName, group string, maxRuns int, next []str
 		for i, id := range next {
 			ups[i] = redisstore.UnparkParams{RunID: id, Task: taskName}
 		}
-		res, errs := g.store.Unpark(ctx, ups)
+		res, errs := g.unpark(ctx, ups)
 		var back []redisstore.ReleaseParams
 		for i, id := range next {
 			switch {
@@ -355,6 +355,39 @@ func (g *concurrencyGate) handOn(taskName, group string, maxRuns int, next []str
 		}
 		cancel()
 	}
+}
+
+// unparkRetries are the pauses before asking again to unpark a run that
+// was not parked yet: a run is put in its group's line before its
+// delivery is parked, so a slot may be reserved for it in between, and
+// the park follows within a round trip.
+var unparkRetries = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond}
+
+// unpark is Store.Unpark that asks again, after each of unparkRetries,
+// for the runs that were not parked yet.
+func (g *concurrencyGate) unpark(ctx context.Context, ups []redisstore.UnparkParams) ([]string, []error) {
+	res, errs := g.store.Unpark(ctx, ups)
+	for _, pause := range unparkRetries {
+		var again []int
+		for i := range ups {
+			if errs[i] == nil && res[i] == redisstore.UnparkNotParked {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		time.Sleep(pause)
+		sub := make([]redisstore.UnparkParams, len(again))
+		for j, i := range again {
+			sub[j] = ups[i]
+		}
+		r, e := g.store.Unpark(ctx, sub)
+		for j, i := range again {
+			res[i], errs[i] = r[j], e[j]
+		}
+	}
+	return res, errs
 }
 
 // beat renews the slots this worker holds, and looks at the parked runs;
