@@ -394,6 +394,11 @@ func TestConcurrencySlotOfADeadHolderIsGivenBackAfterItsLease(t *testing.T) {
 		if reason != `concurrency group "acme" (1/1 running)` {
 			t.Fatalf("waiting = %q", reason)
 		}
+		// The Inspector says so (and through it the CLI, the HTTP API and
+		// the dashboard), while the run is queued.
+		if info, err := c.Inspector().GetRun(ctx, ref.ID()); err != nil || (info.Status == client.StatusQueued && info.Waiting != reason) {
+			t.Fatalf("inspector: %+v, %v", info, err)
+		}
 		bl.waitStart(t, ref.ID())
 		if started := time.Now(); started.Before(lapses) {
 			t.Fatalf("the run started at %v, before the dead holder's lease lapsed at %v", started, lapses)
