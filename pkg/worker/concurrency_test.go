@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -423,4 +424,87 @@ func mustConcKeys(t *testing.T, s *redisstore.Store, taskName, group string) red
 		t.Fatal(err)
 	}
 	return ks
+}
+
+// concKillTask allows one run per group at once.
+var concKillTask = task.Must[grouped, out]("conc-kill", task.Options{
+	Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1},
+})
+
+// concurrencyWorker runs concKillTask in a helper process, printing each
+// start, and hangs in every handler until it is SIGKILLed.
+func concurrencyWorker() int {
+	w, err := worker.New(worker.Options{
+		RedisURL: os.Getenv(workerURLEnv), Namespace: os.Getenv(workerNSEnv),
+		LeaseDuration: time.Second, Logger: quiet,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	worker.Handle(w, concKillTask, func(ctx worker.Context, x grouped) (out, error) {
+		fmt.Printf("started %s\n", ctx.RunID())
+		select {} // hang until killed
+	})
+	if err := w.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// A worker process SIGKILLed while its run holds its group's only slot:
+// the slot is given back once the run's lease lapses, not before; the
+// killed run is redelivered and the run that waited starts too, one at a
+// time.
+func TestKilledWorkersConcurrencySlotIsGivenBackAfterItsLease(t *testing.T) {
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		helper := startHelperWorker(t, "concurrency", b)
+		first, err := client.RunNoWait(ctx, c, concKillTask, grouped{ID: "a", Tenant: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(helper.Next()); len(f) != 2 || f[1] != first.ID() {
+			t.Fatalf("helper said %v", f)
+		}
+		helper.Kill()
+		killedAt := time.Now()
+		second, err := client.RunNoWait(ctx, c, concKillTask, grouped{ID: "b", Tenant: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var running, most atomic.Int32
+		var mu sync.Mutex
+		startedAt := map[string]time.Time{}
+		startWorker(t, b, worker.Options{LeaseDuration: time.Second}, func(w *worker.Worker) {
+			worker.Handle(w, concKillTask, func(ctx worker.Context, x grouped) (out, error) {
+				n := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				mu.Lock()
+				startedAt[ctx.RunID()] = time.Now()
+				mu.Unlock()
+				time.Sleep(50 * time.Millisecond)
+				return out{ID: x.ID}, nil
+			})
+		})
+		for _, ref := range []*client.RunRef[out]{first, second} {
+			if info := wait(t, ref); info.Status != client.StatusSucceeded {
+				t.Fatalf("run %s: %s", ref.ID(), info.Status)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for id, at := range startedAt {
+			if d := at.Sub(killedAt); d < 900*time.Millisecond {
+				t.Fatalf("run %s started %v after the kill, before the 1s lease lapsed", id, d)
+			}
+		}
+		if most.Load() != 1 || len(startedAt) != 2 {
+			t.Fatalf("%d runs started, up to %d at once; want 2, one at a time", len(startedAt), most.Load())
+		}
+	})
 }
