@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
@@ -142,8 +143,10 @@ type concurrencyGate struct {
 
 	mu   sync.Mutex
 	held map[string]*heldSlot
-	// handing counts the handOn goroutines, so that tests can wait for them.
-	handing sync.WaitGroup
+	// looking is set while a look at the parked runs is under way.
+	looking atomic.Bool
+	// bg counts the goroutines that hand slots on and look at parked runs.
+	bg sync.WaitGroup
 }
 
 // newConcurrencyGate returns the gate of the tasks registered on a worker,
@@ -300,22 +303,20 @@ func (g *concurrencyGate) release(runID string) {
 		return
 	}
 	p := redisstore.ReleaseParams{Task: h.task, Group: h.group, RunID: runID, Token: h.token, MaxRuns: h.maxRuns, Reserve: g.lease}
-	g.handing.Add(1)
 	g.releases.Go(context.Background(), p, func(r redisstore.ReleaseResult, err error) {
 		if err != nil {
 			// The slot lapses with its lease, no longer renewed.
 			g.log.Warn("taskq: giving a concurrency slot back failed; it is free once its lease lapses", "run", runID, "group", h.group, "err", err)
-			g.handing.Done()
 			return
 		}
-		if len(r.Next) == 0 {
-			g.handing.Done()
-			return
+		if len(r.Next) > 0 {
+			// Not on the goroutine that sent the batch.
+			g.bg.Add(1)
+			go func() {
+				defer g.bg.Done()
+				g.handOn(h.task, h.group, h.maxRuns, r.Next)
+			}()
 		}
-		go func() {
-			defer g.handing.Done()
-			g.handOn(h.task, h.group, h.maxRuns, r.Next)
-		}()
 	})
 }
 
@@ -390,14 +391,31 @@ func (g *concurrencyGate) unpark(ctx context.Context, ups []redisstore.UnparkPar
 	return res, errs
 }
 
-// beat renews the slots this worker holds, and looks at the parked runs;
-// the heartbeater calls it each interval.
+// beat renews the slots this worker holds, and starts a look at the
+// parked runs unless one is still under way; the heartbeater calls it
+// each interval, after renewing the leases.
 func (g *concurrencyGate) beat() {
 	if g == nil {
 		return
 	}
 	g.renew()
-	g.recoverParked()
+	if g.looking.CompareAndSwap(false, true) {
+		g.bg.Add(1)
+		go func() {
+			defer g.bg.Done()
+			defer g.looking.Store(false)
+			g.recoverParked()
+		}()
+	}
+}
+
+// wait returns once the goroutines the gate started have ended; the
+// heartbeater calls it as it stops, the last of the gate's users (the
+// processor, which gives slots back, stops before it).
+func (g *concurrencyGate) wait() {
+	if g != nil {
+		g.bg.Wait()
+	}
 }
 
 func (g *concurrencyGate) renew() {

@@ -42,6 +42,7 @@ func (h *heartbeater) Start(context.Context) error {
 		for sleep(quit, h.interval) {
 			h.beat()
 		}
+		h.conc.wait()
 	})
 }
 
@@ -49,7 +50,7 @@ func (h *heartbeater) beat() {
 	began := h.clock.Now()
 	byTask, waiting := h.active.split()
 	h.checkWaiting(waiting)
-	h.conc.beat()
+	defer h.conc.beat() // after the leases: it must never delay them
 	for t, runs := range byTask {
 		leases := make([]redisstore.Lease, len(runs))
 		for i, a := range runs {
