@@ -130,3 +130,18 @@ func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
 		t.Fatalf("Admit with a group = %v", err)
 	}
 }
+
+// An event whose payload gives a subscribed task no concurrency group
+// makes no run of that task and records why, as a failed key does; the
+// other tasks' runs are made.
+func TestBuildEventRecordsAFailedConcurrencyGroup(t *testing.T) {
+	grouped := task.Must[in, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
+	p, err := cfg.BuildEvent(admission.Event{Key: "e", Payload: []byte(`{"id":"a"}`), Metadata: []byte(`{}`), Now: time.Unix(1, 0)},
+		[]admission.Subscriber{{Name: "grouped", Def: grouped.Definition()}, {Name: "unkeyed", Def: unkeyed.Definition()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Tasks) != 2 || p.Tasks[0].Run != nil || !strings.Contains(p.Tasks[0].Error, `concurrency group "input.tenant"`) || p.Tasks[1].Run == nil {
+		t.Fatalf("tasks = %+v", p.Tasks)
+	}
+}
