@@ -199,6 +199,9 @@ func TestParkedRunWaitsOutOfItsStreamUntilUnparked(t *testing.T) {
 		if rec["status"] != "queued" || rec["entry"] != "" || rec["waiting"] != reason || rec["cgroup"] != "g" || rec["attempt"] != "" {
 			t.Fatalf("parked record = %v", rec)
 		}
+		if r, err := f.s.GetRun(f.ctx, p.RunID); err != nil || r.Waiting != reason || r.ConcurrencyGroup != "g" {
+			t.Fatalf("GetRun of a parked run = %+v, %v", r, err)
+		}
 		if n := f.b.Client.XLen(f.ctx, f.k.Stream("t")).Val(); n != 0 {
 			t.Fatalf("stream holds %d entries, want none", n)
 		}
