@@ -508,3 +508,62 @@ func TestKilledWorkersConcurrencySlotIsGivenBackAfterItsLease(t *testing.T) {
 		}
 	})
 }
+
+// A worker that died between the two steps of a release (its group
+// reserved the slot for the next run in line, but the run was never put
+// back in its stream) loses no run: once the reservation lapses, a
+// worker's look at the parked runs puts it back, and it runs.
+func TestParkedRunForgottenMidReleaseIsPutBack(t *testing.T) {
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		tk := task.Must[grouped, out]("conc-forgot", task.Options{
+			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1},
+		})
+		c := newClient(t, b)
+		ref, err := client.RunNoWait(ctx, c, tk, grouped{ID: "a", Tenant: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := redisstore.New(b.Client, b.Namespace)
+		parts, err := store.Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.EnsureGroup(ctx, tk.Name()); err != nil {
+			t.Fatal(err)
+		}
+		part, _ := parts.OfRun(ref.ID())
+		ds, err := store.ReadGroup(ctx, part, "dead", []string{tk.Name()}, 1, 0)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("read = %v, %v", ds, err)
+		}
+		now := time.Now()
+		ask := func(id, tok string) redisstore.AcquireResult {
+			res, errs := store.AcquireSlots(ctx, now, []redisstore.AcquireParams{{Task: tk.Name(), Group: "acme", RunID: id, Token: tok,
+				MaxRuns: 1, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: now}})
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			return res[0]
+		}
+		ask("holder", "dead holder")
+		if r := ask(ref.ID(), "dead "+ds[0].EntryID); r.Outcome != redisstore.AcquireWait {
+			t.Fatalf("acquire = %+v", r)
+		}
+		if res, errs := store.Park(ctx, now, []redisstore.ParkParams{{RunID: ref.ID(), Task: tk.Name(), EntryID: ds[0].EntryID, Reason: "full", Group: "acme"}}); errs[0] != nil || res[0] != redisstore.ParkHeldBack {
+			t.Fatalf("park = %v, %v", res, errs)
+		}
+		// The holder ends; its worker dies before it puts the next run back.
+		rres, errs := store.ReleaseSlots(ctx, now, []redisstore.ReleaseParams{{Task: tk.Name(), Group: "acme", RunID: "holder", Token: "dead holder",
+			MaxRuns: 1, Reserve: 300 * time.Millisecond}})
+		if errs[0] != nil || len(rres[0].Next) != 1 || rres[0].Next[0] != ref.ID() {
+			t.Fatalf("release = %+v, %v", rres, errs)
+		}
+		startWorker(t, b, worker.Options{LeaseDuration: 600 * time.Millisecond}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x grouped) (out, error) { return out{ID: x.ID}, nil })
+		})
+		if info := wait(t, ref); info.Status != client.StatusSucceeded || info.Attempt != 1 {
+			t.Fatalf("run: %s, attempt %d", info.Status, info.Attempt)
+		}
+	})
+}
