@@ -145,8 +145,10 @@ type concurrencyGate struct {
 	held map[string]*heldSlot
 	// looking is set while a look at the parked runs is under way.
 	looking atomic.Bool
-	// bg counts the goroutines that hand slots on and look at parked runs.
-	bg sync.WaitGroup
+	// bg counts the goroutines that hand slots on and look at parked
+	// runs; once stopped is set (under mu) no more start.
+	bg      sync.WaitGroup
+	stopped bool
 }
 
 // newConcurrencyGate returns the gate of the tasks registered on a worker,
@@ -310,12 +312,10 @@ func (g *concurrencyGate) release(runID string) {
 			return
 		}
 		if len(r.Next) > 0 {
-			// Not on the goroutine that sent the batch.
-			g.bg.Add(1)
-			go func() {
-				defer g.bg.Done()
-				g.handOn(h.task, h.group, h.maxRuns, r.Next)
-			}()
+			// Not on the goroutine that sent the batch. Once the worker
+			// stops, the reservations lapse and another worker's look at
+			// the parked runs puts them back.
+			g.goBackground(func() { g.handOn(h.task, h.group, h.maxRuns, r.Next) })
 		}
 	})
 }
@@ -399,23 +399,41 @@ func (g *concurrencyGate) beat() {
 		return
 	}
 	g.renew()
-	if g.looking.CompareAndSwap(false, true) {
-		g.bg.Add(1)
-		go func() {
-			defer g.bg.Done()
-			defer g.looking.Store(false)
-			g.recoverParked()
-		}()
+	if g.looking.CompareAndSwap(false, true) && !g.goBackground(func() {
+		defer g.looking.Store(false)
+		g.recoverParked()
+	}) {
+		g.looking.Store(false)
 	}
+}
+
+// goBackground runs fn on a goroutine of its own that wait waits for,
+// unless wait was called already; it reports whether fn runs.
+func (g *concurrencyGate) goBackground(fn func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return false
+	}
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		fn()
+	}()
+	return true
 }
 
 // wait returns once the goroutines the gate started have ended; the
 // heartbeater calls it as it stops, the last of the gate's users (the
 // processor, which gives slots back, stops before it).
 func (g *concurrencyGate) wait() {
-	if g != nil {
-		g.bg.Wait()
+	if g == nil {
+		return
 	}
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+	g.bg.Wait()
 }
 
 func (g *concurrencyGate) renew() {
