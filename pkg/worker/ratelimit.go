@@ -59,48 +59,60 @@ type limited struct {
 // admitRateLimited returns the deliveries of ds that may start now: those
 // of tasks without rate limits, and those every limit of their task
 // admitted. The others are held back until their limit has room (or, when
-// Redis failed, stay pending until their lease lapses), and their handler
-// slots are given back.
+// Redis failed, stay pending until their lease lapses) on a goroutine of
+// their own, so that the admitted ones start at once, and their handler
+// slots are given back once that is done.
 func (p *processor) admitRateLimited(ds []redisstore.Delivery) []redisstore.Delivery {
 	if p.limiter == nil {
 		return ds
 	}
-	ok := p.limiter.admit(p.base, ds)
-	if n := len(ds) - len(ok); n > 0 {
-		p.slots.release(n)
+	ok, rest := p.limiter.admit(p.base, ds)
+	if len(rest) > 0 {
+		p.inFlight.Add(1)
+		go func() {
+			defer p.inFlight.Done()
+			p.limiter.holdBack(p.base, rest)
+			p.slots.release(len(rest))
+		}()
 	}
 	return ok
 }
 
-// admit returns the deliveries of ds that may start now, in their order;
-// the rest it holds back.
-func (r *rateLimiter) admit(base context.Context, ds []redisstore.Delivery) []redisstore.Delivery {
-	var (
-		out  = make([]redisstore.Delivery, 0, len(ds))
-		lims []*limited
-	)
+// admit returns the deliveries of ds that may start now, and the others,
+// for holdBack.
+func (r *rateLimiter) admit(base context.Context, ds []redisstore.Delivery) (ok []redisstore.Delivery, rest []*limited) {
+	var lims []*limited
 	for _, d := range ds {
 		reg := r.tasks[d.Task]
 		if reg == nil || len(reg.def.RateLimits) == 0 {
-			out = append(out, d)
+			ok = append(ok, d)
 			continue
 		}
 		lims = append(lims, r.prepare(reg.def, d))
 	}
 	if len(lims) == 0 {
-		return out
+		return ds, nil
 	}
 	ctx, cancel := context.WithTimeout(base, r.opTimeout)
 	defer cancel()
 	r.take(ctx, lims)
-	r.giveBack(ctx, lims)
-	r.hold(ctx, lims)
 	for _, l := range lims {
 		if l.refused < 0 && !l.failed {
-			out = append(out, l.d)
+			ok = append(ok, l.d)
+		} else {
+			rest = append(rest, l)
 		}
 	}
-	return out
+	return ok, rest
+}
+
+// holdBack gives back what the runs admit refused had taken, and holds
+// back those a limit refused.
+func (r *rateLimiter) holdBack(base context.Context, rest []*limited) {
+	ctx, cancel := context.WithTimeout(base, r.opTimeout)
+	defer cancel()
+	r.giveBack(ctx, rest)
+	r.hold(ctx, rest)
 }
 
 // prepare evaluates the keys of def's rate limits on d's input. A key that
@@ -108,7 +120,9 @@ func (r *rateLimiter) admit(base context.Context, ds []redisstore.Delivery) []re
 // evaluated it) falls back to the limit's units without a key, so that the
 // run is still limited.
 func (r *rateLimiter) prepare(def *task.Definition, d redisstore.Delivery) *limited {
-	l := &limited{d: d, limits: def.RateLimits, refused: -1, token: strconv.FormatUint(rand.Uint64(), 36)}
+	// The token names the run, so that a limit's log says which runs took
+	// its units, and is unique to this request.
+	l := &limited{d: d, limits: def.RateLimits, refused: -1, token: d.RunID + "/" + strconv.FormatUint(rand.Uint64(), 36)}
 	var input, meta []byte
 	if d.Spec != nil {
 		input, meta = d.Spec.Input, d.Spec.Meta
