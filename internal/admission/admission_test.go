@@ -115,3 +115,19 @@ func TestJSONKind(t *testing.T) {
 		}
 	}
 }
+
+// A rate limit key that fails refuses the trigger with a
+// *task.RateLimitKeyError naming the limit, before anything is built.
+func TestAdmitRefusesAFailingRateLimitKey(t *testing.T) {
+	tk := task.Must[map[string]any, struct{}]("limited", task.Options{
+		RateLimits: []task.RateLimit{{Name: "per-tenant", Limit: 5, Period: time.Second, Key: "input.tenant"}},
+	})
+	p, err := cfg.Admit(admission.Trigger{Def: tk.Definition(), Input: []byte(`{"id":"1"}`)})
+	var rk *task.RateLimitKeyError
+	if p != nil || !errors.As(err, &rk) || rk.Limit != "per-tenant" {
+		t.Fatalf("Admit without a tenant = %v, %v; want a *task.RateLimitKeyError", p, err)
+	}
+	if p, err := cfg.Admit(admission.Trigger{Def: tk.Definition(), Input: []byte(`{"tenant":"acme"}`)}); err != nil || p == nil {
+		t.Fatalf("Admit with a tenant = %v, %v", p, err)
+	}
+}
