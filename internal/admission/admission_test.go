@@ -131,3 +131,22 @@ func TestAdmitRefusesAFailingRateLimitKey(t *testing.T) {
 		t.Fatalf("Admit with a tenant = %v, %v", p, err)
 	}
 }
+
+// An event whose payload a subscribed task's rate limit key fails on
+// records the error for that task, as a failed idempotency key is, and
+// still makes the other tasks' runs.
+func TestBuildEventRecordsAFailingRateLimitKey(t *testing.T) {
+	limited := task.Must[map[string]any, struct{}]("limited", task.Options{
+		RateLimits: []task.RateLimit{{Name: "per-tenant", Limit: 5, Period: time.Second, Key: "input.tenant"}},
+	})
+	plain := task.Must[map[string]any, struct{}]("plain", task.Options{})
+	p, err := cfg.BuildEvent(admission.Event{Key: "order.paid", Payload: []byte(`{"id":"1"}`)},
+		[]admission.Subscriber{{Name: "limited", Def: limited.Definition()}, {Name: "plain", Def: plain.Definition()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Tasks) != 2 || p.Tasks[0].Run != nil || !strings.HasPrefix(p.Tasks[0].Error, `rate limit "per-tenant" key: `) ||
+		p.Tasks[1].Run == nil {
+		t.Fatalf("tasks = %+v; want the limited task's error recorded and the plain task's run", p.Tasks)
+	}
+}
