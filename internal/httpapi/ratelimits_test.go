@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,14 @@ func TestRateLimitsAndAWaitingRun(t *testing.T) {
 			t.Fatalf("limits for acme: %s", r.raw)
 		}
 		e.call("GET", "/api/v1/ratelimits?keys=acme", nil).expect(t, http.StatusBadRequest)
+		// A trigger the keyed limit's expression fails on is refused, the
+		// limit named, nothing created.
+		bad := e.call("POST", "/api/v1/tasks/hourly/runs", map[string]any{"input": map[string]any{}}).
+			expect(t, http.StatusUnprocessableEntity)
+		if bad.str("error") != CodeIdempotencyKeyError ||
+			!strings.HasPrefix(bad.str("message"), `a rate limit's key expression cannot be evaluated on this input: task "hourly": rate limit "per-tenant" key: `) {
+			t.Fatalf("trigger without a tenant: %s", bad.raw)
+		}
 	})
 }
 
