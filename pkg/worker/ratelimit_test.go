@@ -126,6 +126,9 @@ func TestRateLimitHoldsStartsToTheLimitInEveryWindow(t *testing.T) {
 		RateLimits: []task.RateLimit{{Name: "steady", Limit: limit, Period: period}},
 	})
 	stop := make(chan struct{})
+	var stopOnce sync.Once
+	stopReading := func() { stopOnce.Do(func() { close(stop) }) }
+	t.Cleanup(stopReading)
 	admitted := admissions(t, b, "steady", stop)
 	var rec starts
 	for i := range 3 {
@@ -166,7 +169,7 @@ func TestRateLimitHoldsStartsToTheLimitInEveryWindow(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	handled := rec.snapshot()
-	close(stop)
+	stopReading()
 	let := admitted()
 
 	var late []time.Duration
