@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,24 +21,25 @@ import (
 
 // starts records when handlers began, by run.
 type starts struct {
-	mu sync.Mutex
-	at map[string]time.Time
+	mu    sync.Mutex
+	times map[string]time.Time
 }
 
-func (s *starts) add(run string) {
-	now := time.Now()
+func (s *starts) add(run string) { s.at(run, time.Now()) }
+
+func (s *starts) at(run string, t time.Time) {
 	s.mu.Lock()
-	if s.at == nil {
-		s.at = map[string]time.Time{}
+	if s.times == nil {
+		s.times = map[string]time.Time{}
 	}
-	s.at[run] = now
+	s.times[run] = t
 	s.mu.Unlock()
 }
 
 func (s *starts) snapshot() map[string]time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.at)
+	return maps.Clone(s.times)
 }
 
 func sortedTimes(m map[string]time.Time) []time.Time {
@@ -103,8 +106,39 @@ func admissions(t *testing.T, b *redistest.Backend, name string, stop <-chan str
 	}
 }
 
-// A limit of 50 runs per second, shared by three workers with a backlog
-// of queued runs: over 10 seconds, no window of one second holds more
+// steadyTask is the task of the 10-second test, run by worker processes
+// of their own too (rateLimitedWorker).
+var steadyTask = task.Must[in, out]("rl-steady", task.Options{
+	RateLimits: []task.RateLimit{{Name: "steady", Limit: 50, Period: time.Second}},
+})
+
+// rateLimitedWorker is a worker process (see TestMain) that runs
+// steadyTask, printing "started <run> <unix ns>" as each handler begins.
+func rateLimitedWorker() int {
+	w, err := worker.New(worker.Options{
+		RedisURL: os.Getenv(workerURLEnv), Namespace: os.Getenv(workerNSEnv), Concurrency: 16,
+		LeaseDuration: 2 * time.Second, Logger: quiet,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := worker.Handle(w, steadyTask, func(ctx worker.Context, x in) (out, error) {
+		fmt.Printf("started %s %d\n", ctx.RunID(), time.Now().UnixNano())
+		return out{ID: x.ID}, nil
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := w.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// A limit of 50 runs per second, shared by three workers (one in this
+// process, two in processes of their own) with a backlog of queued runs: over 10 seconds, no window of one second holds more
 // than 50 starts, and they average at least 45 a second. The runs held
 // back wait in Redis, their handler slots free, and come back when the
 // limit has room.
@@ -122,24 +156,42 @@ func TestRateLimitHoldsStartsToTheLimitInEveryWindow(t *testing.T) {
 		span   = 10 * time.Second
 	)
 	b := redistest.Real(t)
-	tk := task.Must[in, out]("rl-steady", task.Options{
-		RateLimits: []task.RateLimit{{Name: "steady", Limit: limit, Period: period}},
-	})
+	tk := steadyTask
 	stop := make(chan struct{})
 	var stopOnce sync.Once
 	stopReading := func() { stopOnce.Do(func() { close(stop) }) }
 	t.Cleanup(stopReading)
 	admitted := admissions(t, b, "steady", stop)
-	var rec starts
-	for i := range 3 {
-		startWorker(t, b, worker.Options{Name: fmt.Sprint("w", i), Concurrency: 16}, func(w *worker.Worker) {
-			if err := worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				rec.add(ctx.RunID())
-				return out{ID: x.ID}, nil
-			}); err != nil {
-				t.Fatal(err)
+	var (
+		rec       starts
+		elsewhere atomic.Int64 // handlers begun in the other processes
+	)
+	// One worker in this process, two in processes of their own.
+	startWorker(t, b, worker.Options{Concurrency: 16}, func(w *worker.Worker) {
+		if err := worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+			rec.add(ctx.RunID())
+			return out{ID: x.ID}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for range 2 {
+		h := startHelperWorker(t, "ratelimit", b)
+		go func() {
+			for {
+				select {
+				case l := <-h.lines:
+					var run string
+					var ns int64
+					if _, err := fmt.Sscanf(l, "started %s %d", &run, &ns); err == nil {
+						rec.at(run, time.Unix(0, ns))
+						elsewhere.Add(1)
+					}
+				case <-stop:
+					return
+				}
 			}
-		})
+		}()
 	}
 	// More than the limit lets start in span, so that the queue never
 	// runs dry while it is measured.
@@ -191,8 +243,11 @@ func TestRateLimitHoldsStartsToTheLimitInEveryWindow(t *testing.T) {
 	}
 	rate := float64(n) / span.Seconds()
 	hmost, _ := mostInAnyWindow(hs, period)
-	t.Logf("%d handlers began in %s (%.1f/s); at most %d runs let through in any %s window (%d by the handlers' times); handler began after its run was let through by %s (median), %s (max)",
-		n, span, rate, most, period, hmost, late[len(late)/2], late[len(late)-1])
+	t.Logf("%d handlers began in %s (%.1f/s), %d of all %d in the other processes; at most %d runs let through in any %s window (%d by the handlers' times); handler began after its run was let through by %s (median), %s (max)",
+		n, span, rate, elsewhere.Load(), len(handled), most, period, hmost, late[len(late)/2], late[len(late)-1])
+	if elsewhere.Load() == 0 {
+		t.Error("no run started in the other worker processes: the limit was not shared across processes")
+	}
 	if most > limit {
 		t.Errorf("%d runs let through in the window of %s from %s, over the limit of %d", most, period, at.Format("15:04:05.000000"), limit)
 	}
