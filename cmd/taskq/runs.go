@@ -81,6 +81,7 @@ func (a *app) runsGetCmd() *cobra.Command {
 				{"Input", compactJSON(info.Input)}, {"Metadata", metaCell(info.Metadata)},
 				{"Result", compactJSON(info.Result)}, {"Error", info.Error},
 				{"Retry of", info.RetryOf}, {"Retried by", info.RetriedBy},
+				{"Waiting", info.Waiting},
 			})
 		}),
 	}

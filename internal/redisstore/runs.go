@@ -32,9 +32,12 @@ type Run struct {
 	// it ("" when none).
 	RetryOf   string
 	RetriedBy string
-	Created   time.Time
-	Started   time.Time
-	Finished  time.Time
+	// Waiting is why a queued run is held back before its start (a rate
+	// limit), "" when it is not.
+	Waiting  string
+	Created  time.Time
+	Started  time.Time
+	Finished time.Time
 }
 
 func parseRun(id string, h map[string]string) *Run {
@@ -45,6 +48,7 @@ func parseRun(id string, h map[string]string) *Run {
 		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(i(runRetries)),
 		Timeout: time.Duration(i(runTimeout)) * time.Millisecond,
 		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
+		Waiting: h[runWaiting],
 		Created: fromMS(i(runCreated)), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
 	}
 	if v, ok := h[runInput]; ok {

@@ -48,6 +48,9 @@ type RunInfo struct {
 	// the run that retried this one.
 	RetryOf   string `json:"retryOf,omitempty"`
 	RetriedBy string `json:"retriedBy,omitempty"`
+	// Waiting says why a queued run is held back before its start, such
+	// as `rate limit "emails" key "acme"`; "" when it is not held back.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 func optTime(t time.Time) *time.Time {
@@ -66,6 +69,9 @@ func runInfo(r *redisstore.Run) *RunInfo {
 	}
 	if r.Strategy != redisstore.StrategyNone {
 		info.Strategy = string(r.Strategy)
+	}
+	if r.Status == redisstore.StatusQueued {
+		info.Waiting = r.Waiting
 	}
 	return info
 }

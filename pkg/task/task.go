@@ -170,6 +170,11 @@ type Options struct {
 	Durability *Durability
 	// Compiler compiles the expression; nil uses a compiler with default limits.
 	Compiler *idempotency.Compiler
+
+	// RateLimits cap how many runs of the task start per period: a run
+	// starts only once every one of them admits it, and waits queued
+	// until then (see RateLimit).
+	RateLimits []RateLimit
 }
 
 // ErrInvalidConfig matches every *ConfigError.
@@ -204,6 +209,9 @@ type Definition struct {
 	Name string
 	Options
 	expr *idempotency.Expression
+	// rateKeys are the compiled keys of RateLimits (nil for a limit
+	// without one).
+	rateKeys []*idempotency.Expression
 }
 
 // NewDefinition validates opts and compiles the expression.
@@ -244,7 +252,12 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 		dur := *opts.Durability
 		opts.Durability = &dur
 	}
-	d := &Definition{Name: name, Options: opts}
+	// Rate limits: see ratelimit.go.
+	rateKeys, err := rateLimits(name, &opts)
+	if err != nil {
+		return nil, err
+	}
+	d := &Definition{Name: name, Options: opts, rateKeys: rateKeys}
 	if opts.Idempotency == nil {
 		return d, nil
 	}

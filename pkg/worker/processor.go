@@ -50,6 +50,9 @@ type processor struct {
 	// finish script.
 	starts   *redisstore.Batcher[redisstore.Delivery, redisstore.StartResult]
 	finishes *redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult]
+	// limiter holds back the deliveries their task's rate limits refuse
+	// (see ratelimit.go); nil admits everything.
+	limiter *rateLimiter
 
 	// base is the context of the starts sent before handlers run; Stop
 	// cancels it.
@@ -127,6 +130,7 @@ func (p *processor) Stop() {
 // the next trigger call, so it takes what one trigger batch queued
 // (docs/performance.md has the batch sizes measured).
 func (p *processor) dispatch(ds []redisstore.Delivery) {
+	ds = p.admitRateLimited(ds)
 	if len(ds) == 0 {
 		return
 	}
