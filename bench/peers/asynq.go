@@ -34,6 +34,10 @@ func (s *asynqSystem) open(ctx context.Context, label string) (round, error) {
 		if err != nil {
 			return nil, fmt.Errorf("asynq redis URL: %w", err)
 		}
+		if o, ok := opt.(asynq.RedisClientOpt); ok && s.h.cfg.asynqPool > 0 {
+			o.PoolSize = s.h.cfg.asynqPool
+			opt = o
+		}
 		s.opt = opt
 	}
 	r := &asynqRound{s: s, queue: s.h.run + "-" + label, c: asynq.NewClient(s.opt), in: asynq.NewInspector(s.opt)}

@@ -149,6 +149,10 @@ type sample struct {
 
 func (s sample) rate() float64 { return float64(s.ops) / s.elapsed.Seconds() }
 
+// drainRate is, for the end-to-end scenario, the rate from the consumer's
+// start until the last run finished.
+func (s sample) drainRate() float64 { return float64(s.ops) / (s.elapsed - s.triggered).Seconds() }
+
 // redisPerOp and goPerOp are the CPU per operation in µs.
 func (s sample) redisPerOp() float64 { return s.redisCPU / float64(s.ops) * 1e6 }
 func (s sample) goPerOp() float64    { return s.goCPU / float64(s.ops) * 1e6 }

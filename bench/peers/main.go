@@ -31,9 +31,11 @@ type config struct {
 	callers  int
 	slots    int
 	warmup   int
-	ttl      time.Duration
-	timeout  time.Duration
-	verbose  bool
+	// asynqPool is asynq's connection pool size (0: asynq's default).
+	asynqPool int
+	ttl       time.Duration
+	timeout   time.Duration
+	verbose   bool
 }
 
 func parseFlags(args []string, errOut io.Writer) (*config, error) {
@@ -46,6 +48,7 @@ func parseFlags(args []string, errOut io.Writer) (*config, error) {
 	fs.IntVar(&cfg.callers, "callers", 50, "concurrent callers making the triggers")
 	fs.IntVar(&cfg.slots, "slots", 50, "handler slots in the end-to-end scenario (taskq worker Concurrency, asynq server Concurrency)")
 	fs.IntVar(&cfg.warmup, "warmup", 0, "triggers per scenario in the warm-up round of each system, not counted (default: n/10, at least 500; -1: no warm-up)")
+	fs.IntVar(&cfg.asynqPool, "asynq-pool", 0, "connection pool size of asynq's client and server (default: asynq's, 10 per CPU; taskq's client from a URL has go-redis's 10 per GOMAXPROCS plus 16)")
 	fs.DurationVar(&cfg.ttl, "ttl", time.Hour, "TTL of the idempotency key (taskq) and of the uniqueness lock (asynq)")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "bound on the whole benchmark")
 	fs.BoolVar(&cfg.verbose, "v", false, "log the systems' warnings and errors to stderr")
