@@ -164,7 +164,8 @@ type results struct {
 	samples [scenarios]map[string][]sample
 }
 
-// measureAll runs a warm-up round of each system (not counted), then
+// measureAll runs a warm-up round of each system, every scenario (not
+// counted), then
 // cfg.rounds rounds, each measuring trigger and duplicate rejection for
 // taskq then asynq, then end to end for taskq then asynq.
 func (h *harness) measureAll(ctx context.Context, systems []system) (*results, error) {
@@ -180,6 +181,11 @@ func (h *harness) measureAll(ctx context.Context, systems []system) (*results, e
 		for _, s := range systems {
 			if _, err := h.roundOf(ctx, s, "warm", h.cfg.warmup); err != nil {
 				return nil, fmt.Errorf("%s: warm-up: %w", s.name(), err)
+			}
+		}
+		for _, s := range systems {
+			if _, err := h.endToEnd(ctx, s, "e2e-warm", h.cfg.warmup); err != nil {
+				return nil, fmt.Errorf("%s: warm-up: end to end: %w", s.name(), err)
 			}
 		}
 	}

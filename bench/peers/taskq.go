@@ -80,6 +80,7 @@ func (r *taskqRound) consumer(ctx context.Context, n int) (consumer, error) {
 		c.handled.Add(1)
 		return struct{}{}, nil
 	}); err != nil {
+		_ = w.Shutdown(ctx)
 		return nil, err
 	}
 	c.finished = r.c.Inspector().SubscribeFinished(ctx)
@@ -87,6 +88,7 @@ func (r *taskqRound) consumer(ctx context.Context, n int) (consumer, error) {
 	defer cancel()
 	if err := c.finished.Ready(rctx); err != nil {
 		_ = c.finished.Close()
+		_ = w.Shutdown(ctx)
 		return nil, fmt.Errorf("subscribe to finished runs: %w", err)
 	}
 	go c.count()
