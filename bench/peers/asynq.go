@@ -25,7 +25,10 @@ type asynqSystem struct {
 
 func newAsynq(h *harness) *asynqSystem { return &asynqSystem{h: h} }
 
-func (s *asynqSystem) name() string { return "asynq" }
+// nameAsynq names asynq in the report.
+const nameAsynq = "asynq"
+
+func (s *asynqSystem) name() string { return nameAsynq }
 
 // open makes a client and an inspector for a queue of the round's own.
 func (s *asynqSystem) open(ctx context.Context, label string) (round, error) {

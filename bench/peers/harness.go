@@ -160,21 +160,16 @@ func (s sample) goPerOp() float64    { return s.goCPU / float64(s.ops) * 1e6 }
 // results holds every measured round: samples[scenario][system] has one
 // sample per round, in order.
 type results struct {
-	systems []string
 	samples [scenarios]map[string][]sample
 }
 
 // measureAll runs a warm-up round of each system, every scenario (not
-// counted), then
-// cfg.rounds rounds, each measuring trigger and duplicate rejection for
-// taskq then asynq, then end to end for taskq then asynq.
+// counted), then cfg.rounds rounds, each measuring trigger and duplicate
+// rejection for taskq then asynq, then end to end for taskq then asynq.
 func (h *harness) measureAll(ctx context.Context, systems []system) (*results, error) {
 	res := &results{}
 	for i := range res.samples {
 		res.samples[i] = map[string][]sample{}
-	}
-	for _, s := range systems {
-		res.systems = append(res.systems, s.name())
 	}
 	if h.cfg.warmup > 0 {
 		h.printf("warm-up round, %d triggers per scenario (not counted)\n", h.cfg.warmup)

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// figureNames are the table's first column, by scenario.
+// figureName is the table's first column, by scenario.
 func figureName(sc scenario, slots int) string {
 	switch sc {
 	case scenTrigger:
@@ -93,7 +93,7 @@ func µs(x float64) string { return fmt.Sprintf("%.1f µs", x) }
 // roundRatio is the median of the rounds' own ratios taskq/asynq of
 // scenario sc: each round's two figures were measured a few seconds apart.
 func roundRatio(res *results, sc scenario) float64 {
-	as, ts := res.samples[sc]["asynq"], res.samples[sc]["taskq"]
+	as, ts := res.samples[sc][nameAsynq], res.samples[sc][nameTaskq]
 	var rs []float64
 	for r := range min(len(as), len(ts)) {
 		rs = append(rs, ts[r].rate()/as[r].rate())
@@ -104,7 +104,7 @@ func roundRatio(res *results, sc scenario) float64 {
 // printReport prints the table of medians, the targets and every round's
 // figures, as Markdown tables.
 func printReport(out io.Writer, cfg *config, res *results) {
-	const tq, aq = "taskq", "asynq"
+	const tq, aq = nameTaskq, nameAsynq
 	rates := func(sc scenario, sys string) float64 { return median(each(res.samples[sc][sys], sample.rate)) }
 	cpu := func(sc scenario, sys string) float64 { return median(each(res.samples[sc][sys], sample.redisPerOp)) }
 	goCPU := func(sc scenario, sys string) float64 { return median(each(res.samples[sc][sys], sample.goPerOp)) }

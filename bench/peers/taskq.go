@@ -28,7 +28,10 @@ func newTaskq(h *harness) *taskqSystem {
 	})}
 }
 
-func (s *taskqSystem) name() string { return "taskq" }
+// nameTaskq names taskq in the report.
+const nameTaskq = "taskq"
+
+func (s *taskqSystem) name() string { return nameTaskq }
 
 // open makes a client on a namespace of the round's own.
 func (s *taskqSystem) open(ctx context.Context, label string) (round, error) {
