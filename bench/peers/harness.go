@@ -6,7 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -219,13 +222,13 @@ func (h *harness) roundOf(ctx context.Context, s system, label string, n int) ([
 			h.printf("  %s %s: cleanup: %v\n", s.name(), label, err)
 		}
 	}()
-	out[scenTrigger], err = h.phase(ctx, n, func(ctx context.Context) error {
+	out[scenTrigger], err = h.phase(ctx, s.name()+"-trigger-"+label, n, func(ctx context.Context) error {
 		return drive(ctx, n, h.cfg.callers, rd.trigger)
 	})
 	if err != nil {
 		return out, fmt.Errorf("trigger: %w", err)
 	}
-	out[scenDuplicate], err = h.phase(ctx, n, func(ctx context.Context) error {
+	out[scenDuplicate], err = h.phase(ctx, s.name()+"-duplicate-"+label, n, func(ctx context.Context) error {
 		return drive(ctx, n, h.cfg.callers, rd.duplicate)
 	})
 	if err != nil {
@@ -259,7 +262,7 @@ func (h *harness) endToEnd(ctx context.Context, s system, label string, n int) (
 		}
 	}()
 	var triggered time.Duration
-	got, err := h.phase(ctx, n, func(ctx context.Context) error {
+	got, err := h.phase(ctx, s.name()+"-"+label, n, func(ctx context.Context) error {
 		began := time.Now()
 		if err := drive(ctx, n, h.cfg.callers, rd.trigger); err != nil {
 			return err
@@ -290,25 +293,55 @@ func (s sample) String() string {
 
 // phase measures fn, which does ops operations: its time and the CPU the
 // redis-server (INFO's used_cpu_sys + used_cpu_user) and this process
-// spent meanwhile.
-func (h *harness) phase(ctx context.Context, ops int, fn func(context.Context) error) (sample, error) {
+// spent meanwhile. With -cpuprofile, the phase's CPU profile is written
+// to name.pprof there.
+func (h *harness) phase(ctx context.Context, name string, ops int, fn func(context.Context) error) (sample, error) {
 	runtime.GC()
 	cpu0, err := h.redisCPU(ctx)
 	if err != nil {
 		return sample{}, err
 	}
-	own0 := processCPU()
-	began := time.Now()
-	if err := fn(ctx); err != nil {
+	stopProfile, err := h.profile(name)
+	if err != nil {
 		return sample{}, err
 	}
+	own0 := processCPU()
+	began := time.Now()
+	err = fn(ctx)
 	elapsed := time.Since(began)
 	own1 := processCPU()
+	stopProfile()
+	if err != nil {
+		return sample{}, err
+	}
 	cpu1, err := h.redisCPU(ctx)
 	if err != nil {
 		return sample{}, err
 	}
 	return sample{ops: ops, elapsed: elapsed, redisCPU: cpu1 - cpu0, goCPU: own1 - own0}, nil
+}
+
+// profile starts a CPU profile written to name.pprof in the -cpuprofile
+// directory, if one is set; the function it returns stops it.
+func (h *harness) profile(name string) (func(), error) {
+	if h.cfg.profileDir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(h.cfg.profileDir, 0o755); err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	f, err := os.Create(filepath.Join(h.cfg.profileDir, name+".pprof"))
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 // redisCPU is the CPU the redis-server has spent, in seconds.

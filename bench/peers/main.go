@@ -36,6 +36,9 @@ type config struct {
 	ttl       time.Duration
 	timeout   time.Duration
 	verbose   bool
+	// profileDir, when set, receives a CPU profile of every measured
+	// phase.
+	profileDir string
 }
 
 func parseFlags(args []string, errOut io.Writer) (*config, error) {
@@ -51,6 +54,7 @@ func parseFlags(args []string, errOut io.Writer) (*config, error) {
 	fs.IntVar(&cfg.asynqPool, "asynq-pool", 0, "connection pool size of asynq's client and server (default: asynq's, 10 per CPU; taskq's client from a URL has go-redis's 10 per GOMAXPROCS plus 16)")
 	fs.DurationVar(&cfg.ttl, "ttl", time.Hour, "TTL of the idempotency key (taskq) and of the uniqueness lock (asynq)")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "bound on the whole benchmark")
+	fs.StringVar(&cfg.profileDir, "cpuprofile", "", "directory for a CPU profile of this process in every measured phase (<system>-<scenario>-<round>.pprof; read with go tool pprof)")
 	fs.BoolVar(&cfg.verbose, "v", false, "log the systems' warnings and errors to stderr")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
