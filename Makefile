@@ -8,7 +8,7 @@ STRESS_RUNS        ?= 10
 STRESS_RUN_TIMEOUT ?= 20m
 STRESS_TIMEOUT     ?= 90m
 
-.PHONY: all help build test test-short test-stress bench bench-cluster cluster-cost script-cost lint fmt soak dev clean fuzz fuzz-http
+.PHONY: all help build test test-short test-stress bench bench-cluster bench-peers cluster-cost script-cost lint fmt soak dev clean fuzz fuzz-http
 
 ## all: build, then test
 all: build test
@@ -44,6 +44,10 @@ bench:
 	@mkdir -p $(BIN)
 	@$(GO) test -run '^$$' -bench . -benchmem ./pkg/idempotency/ > $(BIN)/keybench.txt; status=$$?; cat $(BIN)/keybench.txt; exit $$status
 	$(GO) run ./cmd/taskq-bench -key-bench $(BIN)/keybench.txt $(BENCH_FLAGS)
+
+## bench-peers: taskq beside asynq v0.26 on one redis-server (a private one unless -redis), each through its public API, alternating rounds: trigger, duplicate rejection, end to end, with medians, ratios and redis-server CPU per op (bench/peers, a module of its own; BENCH_FLAGS="-n 50000 -rounds 5")
+bench-peers:
+	cd bench/peers && $(GO) run . $(BENCH_FLAGS)
 
 ## bench-cluster: a single node and a private 3-master, 3-replica Redis Cluster side by side: Redis CPU per trigger and per run, each master's share, paced latency (cmd/taskq-bench -cluster; BENCH_FLAGS="-cluster-partitions 48")
 bench-cluster:

@@ -109,6 +109,9 @@ func TestCLIAndHTTPSpeakTheSameJSON(t *testing.T) {
 				http: func(t *testing.T) map[string]any {
 					return call(t, "POST", "/api/v1/events", `{"key":"webhook.received","payload":{"id":"evt_1"}}`, 202)
 				}},
+			{name: "rate limits",
+				cli:  func(t *testing.T) map[string]any { return cli(t, 0, "ratelimits", "ls") },
+				http: func(t *testing.T) map[string]any { return call(t, "GET", "/api/v1/ratelimits", "", 200) }},
 			{name: "task",
 				cli: func(t *testing.T) map[string]any { return cli(t, 0, "tasks", "get", "handle-webhook") },
 				http: func(t *testing.T) map[string]any {

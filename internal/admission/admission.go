@@ -105,7 +105,7 @@ type Trigger struct {
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *KeyError or *ConcurrencyGroupError. It writes nothing.
+// *KeyError, *task.RateLimitKeyError or *ConcurrencyGroupError. It writes nothing.
 func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	if err := c.checkLimits(tr.Input, tr.Metadata); err != nil {
@@ -134,14 +134,21 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 
 // Build derives the trigger's key and returns the parameters of the
 // enqueue script, for input and metadata already checked (Admit,
-// CheckEvent). A failed expression is a *KeyError, a failed concurrency
-// expression a *ConcurrencyGroupError.
+// CheckEvent). A failed expression is a *KeyError, a failed rate limit
+// key a *task.RateLimitKeyError, a failed concurrency expression a
+// *ConcurrencyGroupError.
 func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	def := tr.Def
 	key, err := def.Key(tr.Input, tr.Metadata)
 	if err != nil {
 		return nil, &KeyError{Err: err}
+	}
+	// Rate limit keys: evaluated here only to refuse an input they fail
+	// on (a *task.RateLimitKeyError) before anything is written; the
+	// worker evaluates them again when the run starts.
+	if _, err := def.RateLimitKeys(tr.Input, tr.Metadata); err != nil {
+		return nil, err
 	}
 	// The worker derives the group again when the run starts; nothing of
 	// it is stored with the run.

@@ -116,6 +116,41 @@ func TestJSONKind(t *testing.T) {
 	}
 }
 
+// A rate limit key that fails refuses the trigger with a
+// *task.RateLimitKeyError naming the limit, before anything is built.
+func TestAdmitRefusesAFailingRateLimitKey(t *testing.T) {
+	tk := task.Must[map[string]any, struct{}]("limited", task.Options{
+		RateLimits: []task.RateLimit{{Name: "per-tenant", Limit: 5, Period: time.Second, Key: "input.tenant"}},
+	})
+	p, err := cfg.Admit(admission.Trigger{Def: tk.Definition(), Input: []byte(`{"id":"1"}`)})
+	var rk *task.RateLimitKeyError
+	if p != nil || !errors.As(err, &rk) || rk.Limit != "per-tenant" {
+		t.Fatalf("Admit without a tenant = %v, %v; want a *task.RateLimitKeyError", p, err)
+	}
+	if p, err := cfg.Admit(admission.Trigger{Def: tk.Definition(), Input: []byte(`{"tenant":"acme"}`)}); err != nil || p == nil {
+		t.Fatalf("Admit with a tenant = %v, %v", p, err)
+	}
+}
+
+// An event whose payload a subscribed task's rate limit key fails on
+// records the error for that task, as a failed idempotency key is, and
+// still makes the other tasks' runs.
+func TestBuildEventRecordsAFailingRateLimitKey(t *testing.T) {
+	limited := task.Must[map[string]any, struct{}]("limited", task.Options{
+		RateLimits: []task.RateLimit{{Name: "per-tenant", Limit: 5, Period: time.Second, Key: "input.tenant"}},
+	})
+	plain := task.Must[map[string]any, struct{}]("plain", task.Options{})
+	p, err := cfg.BuildEvent(admission.Event{Key: "order.paid", Payload: []byte(`{"id":"1"}`)},
+		[]admission.Subscriber{{Name: "limited", Def: limited.Definition()}, {Name: "plain", Def: plain.Definition()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Tasks) != 2 || p.Tasks[0].Run != nil || !strings.HasPrefix(p.Tasks[0].Error, `rate limit "per-tenant" key: `) ||
+		p.Tasks[1].Run == nil {
+		t.Fatalf("tasks = %+v; want the limited task's error recorded and the plain task's run", p.Tasks)
+	}
+}
+
 // A trigger whose concurrency expression fails on it is refused with a
 // typed error naming the expression, which wraps the expression's own.
 func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {

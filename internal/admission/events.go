@@ -89,9 +89,16 @@ func (c Config) BuildEvent(ev Event, subs []Subscriber) (*EventParams, error) {
 			continue
 		}
 		run, err := c.Build(Trigger{Def: s.Def, Input: ev.Payload, Metadata: ev.Metadata, Now: ev.Now})
-		var ke *KeyError
-		if errors.As(err, &ke) {
+		var (
+			ke *KeyError
+			rk *task.RateLimitKeyError
+		)
+		switch {
+		case errors.As(err, &ke):
 			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: ke.Err.Error()})
+			continue
+		case errors.As(err, &rk):
+			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: rk.Error()})
 			continue
 		}
 		var ge *ConcurrencyGroupError

@@ -15,6 +15,7 @@ import (
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // Machine-readable error codes, the "error" field of every error answer.
@@ -198,8 +199,12 @@ func triggerError(err error) *apiError {
 		e.Field = fieldOfLimit(limit.What)
 		return e
 	case isKeyError(err):
+		what := "the task's idempotency expression"
+		if errors.As(err, new(*task.RateLimitKeyError)) {
+			what = "a rate limit's key expression"
+		}
 		e := newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyError,
-			"the task's idempotency expression cannot be evaluated on this input: %v", err)
+			"%s cannot be evaluated on this input: %v", what, err)
 		// What failed and where, as the command line's JSON says it.
 		if k, ok := wire.KeyErrorKind(err); ok {
 			e.Kind, e.Line, e.Column, e.Field = k.Kind, k.Line, k.Column, k.Field

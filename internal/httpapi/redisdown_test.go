@@ -55,6 +55,7 @@ func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
 		"POST /api/v1/events/{id}/replay":   {"POST", "/api/v1/events/no-such-event/replay", nil, http.StatusNotFound, true},
 		"DELETE /api/v1/keys/{key...}":      {"DELETE", "/api/v1/keys/no-such-key", nil, http.StatusNotFound, true},
 		"GET /api/v1/suppressed":            {"GET", "/api/v1/suppressed?key=down:held", nil, http.StatusOK, true},
+		"GET /api/v1/ratelimits":            {"GET", "/api/v1/ratelimits", nil, http.StatusOK, true},
 		"GET /healthz":                      {"GET", "/healthz", nil, http.StatusOK, false},
 		"GET /readyz":                       {"GET", "/readyz", nil, http.StatusOK, true},
 		"GET /metrics":                      {"GET", "/metrics", nil, http.StatusOK, false},

@@ -50,6 +50,7 @@ func (s *Server) routeTable() []route {
 		{method: http.MethodPost, pattern: "/api/v1/keys/{key...}/signal", handler: s.signalKey},
 		{method: http.MethodGet, pattern: "/api/v1/workers", handler: s.listWorkers},
 		{method: http.MethodGet, pattern: "/api/v1/suppressed", handler: s.listSuppressed},
+		{method: http.MethodGet, pattern: "/api/v1/ratelimits", handler: s.listRateLimits},
 		{method: http.MethodGet, pattern: "/healthz", open: true, handler: s.healthz},
 		{method: http.MethodGet, pattern: "/readyz", open: true, handler: s.readyz},
 		{method: http.MethodGet, pattern: "/metrics", handler: s.serveMetrics},

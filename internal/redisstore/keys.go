@@ -152,3 +152,9 @@ func escapeGlob(s string) string {
 func NamespacePatterns(ns string) []string {
 	return []string{escapeGlob("taskq:{"+ns+"}:") + "*", escapeGlob("taskq:{"+ns+"#") + "*"}
 }
+
+// RateLimit is the sorted set of the units a rate limit gave out in its
+// last period, for one value of its key ("" for a limit without one). It
+// lives in the partition RateLimitPartition names, whatever partition k is
+// of: use the key builder of that partition.
+func (k Keys) RateLimit(name, key string) string { return k.prefix + keyRateLimit + name + ":" + key }

@@ -82,17 +82,18 @@ const (
 
 // Keys only Go builds: the scripts that touch them are given them in KEYS.
 const (
-	keyRuns          = "runs"      // zset  taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping
-	keyTasks         = "tasks"     // hash  taskq:{ns}:tasks: registered task definitions by name
-	keyEvent         = "event:"    // hash  taskq:{ns}:event:<event id>: an ingested event (fields event*)
-	keyEvents        = "events"    // zset  taskq:{ns}:events: events by time (ms)
-	keyEventKeyIndex = "eventkey:" // zset  taskq:{ns}:eventkey:<event key>: the events of one event key, by time (ms)
-	keyFanouts       = "fanouts"   // zset  taskq:{ns}:fanouts: events whose fan-out is pending, by when a recoverer may take it over (ms)
-	keyEventTrigger  = "evtrig:"   // string taskq:{ns}:evtrig:<event id>:<task>: what an event's fan-out did to the task ("<outcome> <run id>")
-	keyWorker        = "worker:"   // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
-	keyWorkers       = "workers"   // zset  taskq:{ns}:workers: worker records by when each expires (ms)
-	keyAckMark       = "ackmark"   // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
-	keyMeta          = "meta"      // hash  taskq:{ns}:meta: the namespace's settings (fields meta*)
+	keyRuns          = "runs"       // zset  taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping
+	keyTasks         = "tasks"      // hash  taskq:{ns}:tasks: registered task definitions by name
+	keyEvent         = "event:"     // hash  taskq:{ns}:event:<event id>: an ingested event (fields event*)
+	keyEvents        = "events"     // zset  taskq:{ns}:events: events by time (ms)
+	keyEventKeyIndex = "eventkey:"  // zset  taskq:{ns}:eventkey:<event key>: the events of one event key, by time (ms)
+	keyFanouts       = "fanouts"    // zset  taskq:{ns}:fanouts: events whose fan-out is pending, by when a recoverer may take it over (ms)
+	keyEventTrigger  = "evtrig:"    // string taskq:{ns}:evtrig:<event id>:<task>: what an event's fan-out did to the task ("<outcome> <run id>")
+	keyWorker        = "worker:"    // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
+	keyWorkers       = "workers"    // zset  taskq:{ns}:workers: worker records by when each expires (ms)
+	keyAckMark       = "ackmark"    // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
+	keyMeta          = "meta"       // hash  taskq:{ns}:meta: the namespace's settings (fields meta*)
+	keyRateLimit     = "ratelimit:" // zset taskq:{ns}:ratelimit:<name>:<key>: the units a rate limit gave out in its last period (members <token> or <token>:<n>, scores unix µs), in the partition of its name and key (see RateLimitPartition)
 )
 
 // Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
@@ -135,7 +136,7 @@ const (
 	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, w watched
 	runRetryOf        = "retryof"  // the run this run retries (set by link_retry.lua)
 	runRetriedBy      = "retried"  // the run that retried this run (set by link_retry.lua)
-	runWaiting        = "waiting"  // why a queued run is held back before it starts (absent when it is not)
+	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
 )
 
 // Fields of an entry of a task stream (a delivery). A delivery carries what
@@ -620,6 +621,90 @@ const (
 	takeFanoutsArgLimit       = 3 // most fan-outs to take
 	takeFanoutsArgEventPrefix = 4 // key prefix of the event records (taskq:{ns}:event:)
 	takeFanoutsArgCount       = 4
+)
+
+// ratelimit_take.lua: requests for units of rate limits, any number per call.
+//
+//taskq:lua script ratelimit_take
+const (
+	ratelimitTakeKeyCount = 0 // KEYS before the first request's: none
+	ratelimitTakeArgNow   = 1 // now (unix µs), or "" for the server's clock
+	ratelimitTakeArgCount = 1 // ARGV before the first request's
+)
+
+// ratelimit_take.lua: KEYS of one request.
+//
+//taskq:lua script ratelimit_take
+const (
+	ratelimitTakeItemKeyLimit = iota // the limit's log
+	ratelimitTakeItemKeyCount
+)
+
+// ratelimit_take.lua: ARGV of one request.
+//
+//taskq:lua script ratelimit_take
+const (
+	ratelimitTakeItemArgToken  = iota // token unique to the request
+	ratelimitTakeItemArgUnits         // units to take
+	ratelimitTakeItemArgLimit         // most units in any period
+	ratelimitTakeItemArgPeriod        // the period (µs)
+	ratelimitTakeItemArgCount
+)
+
+// ratelimit_return.lua: units given back, any number of requests per call.
+//
+//taskq:lua script ratelimit_return
+const (
+	ratelimitReturnKeyCount = 0 // KEYS before the first request's: none
+	ratelimitReturnArgCount = 0 // ARGV before the first request's: none
+)
+
+// ratelimit_return.lua: KEYS of one request.
+//
+//taskq:lua script ratelimit_return
+const (
+	ratelimitReturnItemKeyLimit = iota // the limit's log
+	ratelimitReturnItemKeyCount
+)
+
+// ratelimit_return.lua: ARGV of one request.
+//
+//taskq:lua script ratelimit_return
+const (
+	ratelimitReturnItemArgToken = iota // the token the units were taken with
+	ratelimitReturnItemArgUnits        // units taken
+	ratelimitReturnItemArgCount
+)
+
+// ratelimit_defer.lua: deliveries held back by a rate limit, any number
+// per call.
+//
+//taskq:lua script ratelimit_defer
+const (
+	ratelimitDeferKeyRetry = 1 // retry zset
+	ratelimitDeferKeyCount = 1 // KEYS before the first delivery's
+	ratelimitDeferArgGroup = 1 // consumer group
+	ratelimitDeferArgCount = 1 // ARGV before the first delivery's
+)
+
+// ratelimit_defer.lua: KEYS of one delivery.
+//
+//taskq:lua script ratelimit_defer
+const (
+	ratelimitDeferItemKeyRun    = iota // run hash
+	ratelimitDeferItemKeyStream        // task stream
+	ratelimitDeferItemKeyCount
+)
+
+// ratelimit_defer.lua: ARGV of one delivery.
+//
+//taskq:lua script ratelimit_defer
+const (
+	ratelimitDeferItemArgRunID  = iota // run ID
+	ratelimitDeferItemArgEntry         // stream entry ID of the delivery
+	ratelimitDeferItemArgDue           // when to queue the run again (unix ms)
+	ratelimitDeferItemArgReason        // why it waits (the run's waiting field)
+	ratelimitDeferItemArgCount
 )
 
 // Concurrency groups (see concurrency.go). A group's state lives in one

@@ -32,8 +32,8 @@ type Run struct {
 	// it ("" when none).
 	RetryOf   string
 	RetriedBy string
-	// Waiting is why a queued run is held back before it starts ("" when
-	// it is not), e.g. `concurrency group "acme" (2/2 running)`.
+	// Waiting is why a queued run is held back before its start (a rate
+	// limit, a concurrency group), "" when it is not.
 	Waiting string
 	// ConcurrencyGroup is the group a parked run waits in ("" once it is
 	// back in its stream, or for a run never parked).

@@ -49,6 +49,7 @@ var allScripts = []*script{
 	enqueueScript, startScript, finishScript, cancelScript, heartbeatScript, promoteScript, requeueScript,
 	sweepScript, releaseScript, registerScript, signalScript, pushEventScript, saveStepScript, watchScript,
 	ensureGroupScript, storeEventScript, triggerEventScript, recordEventScript, takeFanoutsScript, linkRetryScript,
+	ratelimitTakeScript, ratelimitReturnScript, ratelimitDeferScript,
 	concurrencyAcquireScript, concurrencyReleaseScript, concurrencyRenewScript, concurrencyParkScript,
 	concurrencyUnparkScript, takeParkedScript,
 }

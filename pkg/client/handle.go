@@ -48,8 +48,9 @@ type RunInfo struct {
 	// the run that retried this one.
 	RetryOf   string `json:"retryOf,omitempty"`
 	RetriedBy string `json:"retriedBy,omitempty"`
-	// Waiting says why a queued run is held back before it starts, such as
-	// `concurrency group "acme" (2/2 running)`; "" when it is not.
+	// Waiting says why a queued run is held back before its start, such
+	// as `rate limit "emails" key "acme"` or `concurrency group "acme" (2/2
+	// running)`; "" when it is not held back.
 	Waiting string `json:"waiting,omitempty"`
 }
 
@@ -70,7 +71,7 @@ func runInfo(r *redisstore.Run) *RunInfo {
 	if r.Strategy != redisstore.StrategyNone {
 		info.Strategy = string(r.Strategy)
 	}
-	if info.Status == StatusQueued {
+	if r.Status == redisstore.StatusQueued {
 		info.Waiting = r.Waiting
 	}
 	return info

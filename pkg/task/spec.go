@@ -31,6 +31,8 @@ type Spec struct {
 	// Durability is the task's own acknowledgement level (absent: the
 	// client's applies).
 	Durability *DurabilitySpec `json:"durability,omitempty"`
+	// RateLimits are the task's rate limits (see RateLimit).
+	RateLimits []RateLimitSpec `json:"rateLimits,omitempty"`
 
 	// Concurrency is the task's concurrency limit (absent: none).
 	Concurrency *ConcurrencySpec `json:"concurrency,omitempty"`
@@ -51,6 +53,7 @@ func (d *Definition) Spec() Spec {
 		BackoffFactor: d.Backoff.Factor, BackoffJitter: d.Backoff.Jitter,
 		OnEvents: d.OnEvents, MaxDeliveries: d.MaxDeliveries, OnConflict: string(d.OnConflict),
 		Durability: durabilitySpec(d.Durability),
+		RateLimits: rateLimitSpecs(d.RateLimits),
 	}
 	if c := d.Concurrency; c != nil {
 		s.Concurrency = &ConcurrencySpec{Expression: c.Expression, MaxRuns: c.MaxRuns, Strategy: c.Strategy}
@@ -77,8 +80,9 @@ func FromSpec(s Spec, c *idempotency.Compiler) (*Definition, error) {
 	opts := Options{
 		Retries: s.Retries, Timeout: ms(s.TimeoutMs), OnEvents: s.OnEvents, MaxDeliveries: s.MaxDeliveries,
 		OnConflict: ConflictPolicy(s.OnConflict), Durability: s.Durability.durability(),
-		Backoff:  Backoff{Initial: ms(s.BackoffInitialMs), Max: ms(s.BackoffMaxMs), Factor: s.BackoffFactor, Jitter: s.BackoffJitter},
-		Compiler: c,
+		Backoff:    Backoff{Initial: ms(s.BackoffInitialMs), Max: ms(s.BackoffMaxMs), Factor: s.BackoffFactor, Jitter: s.BackoffJitter},
+		Compiler:   c,
+		RateLimits: fromRateLimitSpecs(s.RateLimits),
 	}
 	if s.Strategy != "" {
 		opts.Idempotency = &Idempotency{

@@ -171,6 +171,11 @@ type Options struct {
 	// Compiler compiles the expression; nil uses a compiler with default limits.
 	Compiler *idempotency.Compiler
 
+	// RateLimits cap how many runs of the task start per period: a run
+	// starts only once every one of them admits it, and waits queued
+	// until then (see RateLimit).
+	RateLimits []RateLimit
+
 	// Concurrency, when set, limits how many runs of a group (its
 	// expression's value) run at once, across every worker.
 	Concurrency *Concurrency
@@ -208,6 +213,9 @@ type Definition struct {
 	Name string
 	Options
 	expr *idempotency.Expression
+	// rateKeys are the compiled keys of RateLimits (nil for a limit
+	// without one).
+	rateKeys []*idempotency.Expression
 
 	// concExpr is the compiled Concurrency.Expression.
 	concExpr *idempotency.Expression
@@ -251,6 +259,11 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 		dur := *opts.Durability
 		opts.Durability = &dur
 	}
+	// Rate limits: see ratelimit.go.
+	rateKeys, err := rateLimits(name, &opts)
+	if err != nil {
+		return nil, err
+	}
 	var concExpr *idempotency.Expression
 	if opts.Concurrency != nil {
 		var err error
@@ -258,7 +271,7 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 			return nil, err
 		}
 	}
-	d := &Definition{Name: name, Options: opts, concExpr: concExpr}
+	d := &Definition{Name: name, Options: opts, rateKeys: rateKeys, concExpr: concExpr}
 	if opts.Idempotency == nil {
 		return d, nil
 	}

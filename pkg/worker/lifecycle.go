@@ -47,6 +47,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 		consumer: o.Name, ns: o.Namespace, lease: o.LeaseDuration, startDelay: o.StartDelay,
 		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log, metrics: w.metrics,
 	}
+	p.limiter = &rateLimiter{store: st, tasks: w.tasks, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log, metrics: w.metrics}
 	// One call of each script in flight, and each batch bounded by
 	// LeaseDuration: the handlers of a fetched batch end at about the same
 	// time, and with a second sender their outcomes would go out in three

@@ -20,6 +20,10 @@ type workerMetrics struct {
 	inFlight     *prometheus.GaugeVec
 	renewals     prometheus.Counter
 	redeliveries *prometheus.CounterVec
+
+	// Rate limits: see ratelimit.go.
+	rateLimitedRuns *prometheus.CounterVec
+	rateLimitWait   *prometheus.CounterVec
 }
 
 func newWorkerMetrics() *workerMetrics {
@@ -42,11 +46,25 @@ func newWorkerMetrics() *workerMetrics {
 			Help: "Leases this worker's heartbeats renewed."}),
 		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_redeliveries_total",
 			Help: "Runs whose lease lapsed on another (or an earlier) worker and that this worker took over, by task."}, byTask),
+		rateLimitedRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_rate_limited_total",
+			Help: "Deliveries this worker held back because a rate limit refused them, by task and limit."}, []string{"task", "limit"}),
+		rateLimitWait: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_rate_limit_wait_seconds_total",
+			Help: "Time the runs this worker held back were told to wait for their rate limit, summed, by task and limit."}, []string{"task", "limit"}),
 	}
 }
 
 func (m *workerMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.started, m.succeeded, m.failed, m.retried, m.duration, m.inFlight, m.renewals, m.redeliveries}
+	return []prometheus.Collector{m.started, m.succeeded, m.failed, m.retried, m.duration, m.inFlight, m.renewals, m.redeliveries,
+		m.rateLimitedRuns, m.rateLimitWait}
+}
+
+// rateLimited counts a run held back by limit, told to wait for wait.
+func (m *workerMetrics) rateLimited(task, limit string, wait time.Duration) {
+	if m == nil {
+		return
+	}
+	m.rateLimitedRuns.WithLabelValues(task, limit).Inc()
+	m.rateLimitWait.WithLabelValues(task, limit).Add(wait.Seconds())
 }
 
 // runStarted counts an attempt whose handler is about to run.

@@ -50,6 +50,9 @@ type processor struct {
 	// finish script.
 	starts   *redisstore.Batcher[redisstore.Delivery, redisstore.StartResult]
 	finishes *redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult]
+	// limiter holds back the deliveries their task's rate limits refuse
+	// (see ratelimit.go); nil admits everything.
+	limiter *rateLimiter
 	// conc asks concurrency groups for slots before runs start, and gives
 	// them back when they end (see concurrency.go); nil when no task has a
 	// concurrency limit.
@@ -131,6 +134,9 @@ func (p *processor) Stop() {
 // the next trigger call, so it takes what one trigger batch queued
 // (docs/performance.md has the batch sizes measured).
 func (p *processor) dispatch(ds []redisstore.Delivery) {
+	// Rate limits first: a run they hold back never takes a concurrency
+	// slot it would hold while it waits.
+	ds = p.admitRateLimited(ds)
 	if ds = p.conc.admit(ds); len(ds) == 0 {
 		return
 	}

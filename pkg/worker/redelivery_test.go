@@ -79,6 +79,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "durable":
 		os.Exit(durableWorker())
+	case "ratelimit":
+		os.Exit(rateLimitedWorker())
 	case "concurrency":
 		os.Exit(concurrencyWorker())
 	default:

@@ -94,7 +94,7 @@ local RUN_ERROR = 'error' -- why the run failed, is retried or was cancelled
 local RUN_FLAGS = 'x' -- one letter per optional part the run has: s signals, t steps, w watched
 local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lua)
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
-local RUN_WAITING = 'waiting' -- why a queued run is held back before it starts (absent when it is not)
+local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
 
 -- Fields of an entry of a task stream (a delivery). A delivery carries what
 -- its worker needs to run the run and record its outcome, so that the
@@ -389,6 +389,57 @@ local ITEM_ARG_TIMEOUT = 8 -- handler timeout ms
 local ITEM_ARG_RETENTION = 9 -- record retention ms
 local ITEM_ARG_ERROR = 10 -- why no run is attempted ("" to attempt one)
 local ITEM_ARG_COUNT = 11
+
+-- @script ratelimit_defer
+-- ratelimit_defer.lua: deliveries held back by a rate limit, any number
+-- per call.
+local KEY_RETRY = 1 -- retry zset
+local KEY_COUNT = 1 -- KEYS before the first delivery's
+local ARG_GROUP = 1 -- consumer group
+local ARG_COUNT = 1 -- ARGV before the first delivery's
+
+-- ratelimit_defer.lua: KEYS of one delivery.
+local ITEM_KEY_RUN = 0 -- run hash
+local ITEM_KEY_STREAM = 1 -- task stream
+local ITEM_KEY_COUNT = 2
+
+-- ratelimit_defer.lua: ARGV of one delivery.
+local ITEM_ARG_RUN_ID = 0 -- run ID
+local ITEM_ARG_ENTRY = 1 -- stream entry ID of the delivery
+local ITEM_ARG_DUE = 2 -- when to queue the run again (unix ms)
+local ITEM_ARG_REASON = 3 -- why it waits (the run's waiting field)
+local ITEM_ARG_COUNT = 4
+
+-- @script ratelimit_return
+-- ratelimit_return.lua: units given back, any number of requests per call.
+local KEY_COUNT = 0 -- KEYS before the first request's: none
+local ARG_COUNT = 0 -- ARGV before the first request's: none
+
+-- ratelimit_return.lua: KEYS of one request.
+local ITEM_KEY_LIMIT = 0 -- the limit's log
+local ITEM_KEY_COUNT = 1
+
+-- ratelimit_return.lua: ARGV of one request.
+local ITEM_ARG_TOKEN = 0 -- the token the units were taken with
+local ITEM_ARG_UNITS = 1 -- units taken
+local ITEM_ARG_COUNT = 2
+
+-- @script ratelimit_take
+-- ratelimit_take.lua: requests for units of rate limits, any number per call.
+local KEY_COUNT = 0 -- KEYS before the first request's: none
+local ARG_NOW = 1 -- now (unix µs), or "" for the server's clock
+local ARG_COUNT = 1 -- ARGV before the first request's
+
+-- ratelimit_take.lua: KEYS of one request.
+local ITEM_KEY_LIMIT = 0 -- the limit's log
+local ITEM_KEY_COUNT = 1
+
+-- ratelimit_take.lua: ARGV of one request.
+local ITEM_ARG_TOKEN = 0 -- token unique to the request
+local ITEM_ARG_UNITS = 1 -- units to take
+local ITEM_ARG_LIMIT = 2 -- most units in any period
+local ITEM_ARG_PERIOD = 3 -- the period (µs)
+local ITEM_ARG_COUNT = 4
 
 -- @script record_event
 -- record_event.lua: step 3, the outcomes of a fan-out.
