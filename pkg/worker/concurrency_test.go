@@ -567,3 +567,47 @@ func TestParkedRunForgottenMidReleaseIsPutBack(t *testing.T) {
 		}
 	})
 }
+
+// A task with a rate limit and a concurrency group: deliveries pass the
+// rate limit first, then the group; every run ends, never more than
+// MaxRuns of the group run at once, and no slot is left held.
+func TestConcurrencyWithARateLimit(t *testing.T) {
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		tk := task.Must[grouped, out]("conc-rated", task.Options{
+			RateLimits:  []task.RateLimit{{Name: "conc-rated", Limit: 4, Period: 300 * time.Millisecond}},
+			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 2},
+		})
+		var running, most atomic.Int32
+		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x grouped) (out, error) {
+				n := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(20 * time.Millisecond)
+				return out{ID: x.ID}, nil
+			})
+		})
+		c := newClient(t, b)
+		inputs := make([]grouped, 10)
+		for i := range inputs {
+			inputs[i] = grouped{ID: fmt.Sprint(i), Tenant: "acme"}
+		}
+		refs, err := client.RunMany(ctx, c, tk, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ref := range refs {
+			if info := wait(t, ref); info.Status != client.StatusSucceeded {
+				t.Fatalf("run %s: %s", ref.ID(), info.Status)
+			}
+		}
+		if most.Load() > 2 {
+			t.Fatalf("%d runs of the group ran at once; MaxRuns is 2", most.Load())
+		}
+		store := redisstore.New(b.Client, b.Namespace)
+		key := mustConcKeys(t, store, tk.Name(), "acme").ConcurrencyHolders(tk.Name(), "acme")
+		eventually(t, "the group's slots to be given back", func() bool { return b.Client.ZCard(ctx, key).Val() == 0 })
+	})
+}
