@@ -105,7 +105,8 @@ type RunIDPage struct {
 }
 
 // GetRun reads one run, or fails with an error matching ErrRunNotFound.
-// A queued run waiting for a retry or a debounce window has ScheduledAt.
+// A queued run waiting for a retry, a debounce window or its scheduled
+// time has ScheduledAt (and Scheduled for the last).
 func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
@@ -122,6 +123,10 @@ func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error)
 func inspected(r *redisstore.Run, due time.Time) *RunInfo {
 	info := runInfo(r)
 	info.ScheduledAt = optTime(due)
+	// Waiting in the retry set before any attempt: a run scheduled with
+	// RunAt or RunIn, unless its debounce window is what it waits for.
+	info.Scheduled = !due.IsZero() && info.Status == StatusQueued && r.Attempt == 0 && r.Fails == 0 &&
+		r.Strategy != redisstore.StrategyDebounce
 	return info
 }
 
