@@ -111,10 +111,13 @@ func scheduled(ps []*EnqueueParams) bool {
 }
 
 // appendDelays appends, after the last trigger's ARGV, the delay of each
-// of ps, as the scheduled form of enqueue.lua reads them.
+// of ps, as the scheduled form of enqueue.lua reads them: in whole
+// milliseconds from the trigger's Now as the script reads it, so that the
+// due time is Now + Delay to the millisecond.
 func appendDelays(args []any, ps []*EnqueueParams, items []int) []any {
 	for _, i := range items {
-		args = append(args, max(ms(ps[i].Delay), 0))
+		p := ps[i]
+		args = append(args, max(unixMS(p.Now.Add(p.Delay))-unixMS(p.Now), 0))
 	}
 	return args
 }
