@@ -44,7 +44,7 @@ func (c Config) delay(def *task.Definition, s *Schedule, now time.Time) (time.Du
 	}
 	if idem := def.Idempotency; idem != nil && idem.Strategy == task.StrategyDebounce {
 		return 0, &ScheduleError{Field: field, Problem: fmt.Sprintf(
-			"cannot schedule a run of task %q: its debounce strategy queues each run when its window has passed", def.Name)}
+			"is set for task %q, whose debounce strategy queues each run when its window has passed: its runs cannot be scheduled", def.Name)}
 	}
 	return d, nil
 }
