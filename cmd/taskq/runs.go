@@ -114,6 +114,7 @@ func (a *app) runsLsCmd() *cobra.Command {
 	var taskName, status, key, cursor, since, until string
 	var where []string
 	var limit int
+	var scheduled bool
 	var o client.ListRunsOptions
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -137,7 +138,7 @@ pass it with --cursor and the same filters to go on.`,
 			if limit < 1 {
 				return usageErrorf("invalid --limit %d: must be at least 1", limit)
 			}
-			o = client.ListRunsOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor}
+			o = client.ListRunsOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor, Scheduled: scheduled}
 			var err error
 			if o.Since, err = timeFlag("--since", since, time.Now()); err != nil {
 				return err
@@ -204,6 +205,7 @@ pass it with --cursor and the same filters to go on.`,
 	cmd.Flags().StringVar(&taskName, "task", "", "only runs of this task")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: "+strings.Join(runStatuses, ", "))
 	cmd.Flags().StringVar(&key, "key", "", "only runs of this idempotency key")
+	cmd.Flags().BoolVar(&scheduled, "scheduled", false, "only runs waiting for the time they were scheduled at (--at, --in)")
 	cmd.Flags().StringArrayVar(&where, "where", nil, "only runs whose input or metadata field has this value: input.<field>=<value> or metadata.<field>=<value> (repeatable)")
 	cmd.Flags().StringVar(&since, "since", "", "only runs created at or after this time (RFC 3339, or a duration ago such as 1h)")
 	cmd.Flags().StringVar(&until, "until", "", "only runs created before this time (RFC 3339, or a duration ago)")

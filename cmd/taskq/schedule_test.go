@@ -49,6 +49,17 @@ func TestRunsTriggerScheduledAndReschedule(t *testing.T) {
 		if r := cl.run("runs", "ls", "--status", "queued"); r.code != exitOK || strings.Count(r.stdout, "waiting until") != 2 {
 			t.Fatalf("runs ls --status queued:\n%s", r.stdout)
 		}
+		unscheduled := triggerLease(t, c, "unscheduled")
+		r = cl.run("runs", "ls", "--scheduled", "-o", "json")
+		var listed []client.RunInfo
+		if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &listed) != nil || len(listed) != 2 {
+			t.Fatalf("runs ls --scheduled: exit %d\n%s", r.code, r.stdout)
+		}
+		for _, l := range listed {
+			if !l.Scheduled || l.ID == unscheduled {
+				t.Fatalf("runs ls --scheduled lists %+v", l)
+			}
+		}
 
 		later := at.Add(time.Hour)
 		r = cl.run("runs", "reschedule", v.RunID, "--at", later.Format(time.RFC3339), "-o", "json")

@@ -42,6 +42,11 @@ func TestScheduledTriggerOverHTTP(t *testing.T) {
 				t.Fatalf("a run of the scheduled batch: %s", got.raw)
 			}
 		}
+		list := e.call("GET", "/api/v1/runs?scheduled=true", nil).expect(t, http.StatusOK)
+		if n := len(list.body["runs"].([]any)); n != 3 {
+			t.Fatalf("GET /api/v1/runs?scheduled=true lists %d runs, want the 3 scheduled: %s", n, list.raw)
+		}
+		e.call("GET", "/api/v1/runs?scheduled=maybe", nil).expect(t, http.StatusBadRequest)
 		before := e.runCount()
 		for _, tc := range []struct {
 			body  map[string]any

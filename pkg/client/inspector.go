@@ -81,6 +81,9 @@ type ListRunsOptions struct {
 	// Where keeps the runs whose input or metadata fields have the values
 	// given (at most WhereMax; see FieldFilter).
 	Where []FieldFilter
+	// Scheduled keeps only the runs waiting for the time they were
+	// scheduled at (RunAt, RunIn): queued, with RunInfo.Scheduled.
+	Scheduled bool
 	// Cursor continues a listing where the page that returned it ended
 	// ("" starts from the newest run, or from Until). A cursor goes with
 	// the filters it was returned for.
@@ -137,8 +140,8 @@ func inspected(r *redisstore.Run, due time.Time) *RunInfo {
 // while runs are added lists every run that existed when it started once,
 // and none twice. With a Task, Status, Key or Where filter it reads no more
 // than ListScanMax run records per call, so a page may hold fewer than
-// Limit runs and still have a NextCursor. Runs whose records expired after
-// their retention are left out.
+// Limit runs and still have a NextCursor (Scheduled filters so too). Runs
+// whose records expired after their retention are left out.
 func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage, error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
@@ -189,7 +192,7 @@ func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *redi
 		}
 		for i, r := range runs {
 			pos, looked = &es[i], looked+1
-			if o.keeps(r) && !keep(inspected(r, due[i])) {
+			if info := inspected(r, due[i]); o.keeps(r) && (!o.Scheduled || info.Scheduled) && !keep(info) {
 				if ended && i == len(es)-1 {
 					return "", nil
 				}

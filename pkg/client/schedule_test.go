@@ -67,10 +67,18 @@ func TestRunInCreatesAScheduledRunThatHoldsItsKey(t *testing.T) {
 		if err != nil || k.OwnerRunID != ref.ID() || k.TTL <= time.Hour || k.TTL > time.Hour+time.Minute {
 			t.Fatalf("key = %+v, %v; want held by %s for an hour and a minute", k, err, ref.ID())
 		}
-		// Listed among the queued runs.
+		// Listed among the queued runs, and alone by the Scheduled filter.
+		now, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "2"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		page, err := in.ListRuns(ctx, client.ListRunsOptions{Status: client.StatusQueued, Task: "sched-ttl"})
-		if err != nil || len(page.Runs) != 1 || !page.Runs[0].Scheduled {
-			t.Fatalf("queued runs = %+v, %v", page, err)
+		if err != nil || len(page.Runs) != 2 {
+			t.Fatalf("queued runs = %+v, %v; want both", page, err)
+		}
+		page, err = in.ListRuns(ctx, client.ListRunsOptions{Scheduled: true})
+		if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != ref.ID() || !page.Runs[0].Scheduled {
+			t.Fatalf("scheduled runs = %+v, %v; want only %s, not %s", page, err, ref.ID(), now.ID())
 		}
 	})
 }
