@@ -192,7 +192,10 @@ func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *redi
 		}
 		for i, r := range runs {
 			pos, looked = &es[i], looked+1
-			if info := inspected(r, due[i]); o.keeps(r) && (!o.Scheduled || info.Scheduled) && !keep(info) {
+			if !o.keeps(r) {
+				continue
+			}
+			if info := inspected(r, due[i]); (!o.Scheduled || info.Scheduled) && !keep(info) {
 				if ended && i == len(es)-1 {
 					return "", nil
 				}
