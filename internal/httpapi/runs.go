@@ -97,8 +97,8 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		opts = append(opts, o)
 	}
-	if req.scheduleRequest.given() {
-		o, e := req.scheduleRequest.options()
+	if req.given() {
+		o, e := req.options()
 		if e != nil {
 			writeError(w, e)
 			return
