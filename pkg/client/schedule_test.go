@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -309,6 +310,56 @@ func TestRunManyScheduled(t *testing.T) {
 			if err != nil || !info.Scheduled {
 				t.Fatalf("run of the batch = %+v, %v; want scheduled", info, err)
 			}
+		}
+	})
+}
+
+// Scheduled triggers of one key made at once, from many goroutines and
+// two clients, create exactly one run; every other is told its ID.
+func TestConcurrentScheduledDuplicatesCreateOneRun(t *testing.T) {
+	t.Parallel()
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		clients := []*client.Client{partitionedClient(t, b), partitionedClient(t, b)}
+		tk := task.Must[orderInput, orderResult]("sched-race", task.Options{Idempotency: task.TTL(`"race:" + input.id`, time.Minute)})
+		const n = 40
+		ids, errs := make([]string, n), make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				ref, err := client.RunNoWait(ctx, clients[i%2], tk, orderInput{ID: "1"}, client.RunIn(time.Duration(i+1)*time.Minute))
+				if err == nil {
+					ids[i] = ref.ID()
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		owner := ""
+		for i := range n {
+			if errs[i] == nil {
+				if owner != "" {
+					t.Fatalf("two scheduled runs created for one key: %s and %s", owner, ids[i])
+				}
+				owner = ids[i]
+			}
+		}
+		if owner == "" {
+			t.Fatal("no run created")
+		}
+		for i, err := range errs {
+			var coll *client.IdempotencyCollisionError
+			if err != nil && (!errors.As(err, &coll) || coll.ExistingRunID != owner) {
+				t.Fatalf("trigger %d: %v; want a collision naming %s", i, err, owner)
+			}
+		}
+		if info, err := clients[0].Inspector().GetRun(ctx, owner); err != nil || !info.Scheduled {
+			t.Fatalf("the one run = %+v, %v; want scheduled", info, err)
 		}
 	})
 }
