@@ -50,6 +50,7 @@ func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
 		"GET /api/v1/keys":                  {"GET", "/api/v1/keys?match=down:*", nil, http.StatusOK, true},
 		"GET /api/v1/events":                {"GET", "/api/v1/events?key=down.evt", nil, http.StatusOK, true},
 		"POST /api/v1/runs/{id}/retry":      {"POST", "/api/v1/runs/no-such-run/retry", nil, http.StatusNotFound, true},
+		"POST /api/v1/runs/{id}/reschedule": {"POST", "/api/v1/runs/" + runID + "/reschedule", map[string]any{"runIn": "1h"}, http.StatusConflict, true},
 		"POST /api/v1/runs/cancel":          {"POST", "/api/v1/runs/cancel", map[string]any{"filter": map[string]any{"task": "nosuch"}}, http.StatusOK, true},
 		"POST /api/v1/runs/retry":           {"POST", "/api/v1/runs/retry", map[string]any{"filter": map[string]any{"task": "nosuch"}}, http.StatusOK, true},
 		"POST /api/v1/events/{id}/replay":   {"POST", "/api/v1/events/no-such-event/replay", nil, http.StatusNotFound, true},

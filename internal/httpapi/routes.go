@@ -42,6 +42,7 @@ func (s *Server) routeTable() []route {
 		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/result", handler: s.getResult},
 		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/cancel", handler: s.cancelRun},
 		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/retry", handler: s.retryRun},
+		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/reschedule", handler: s.rescheduleRun},
 		{method: http.MethodPost, pattern: "/api/v1/runs/cancel", handler: s.bulkCancel},
 		{method: http.MethodPost, pattern: "/api/v1/runs/retry", handler: s.bulkRetry},
 		{method: http.MethodPost, pattern: "/api/v1/events/{id}/replay", handler: s.replayEvent},

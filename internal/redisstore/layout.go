@@ -52,7 +52,7 @@ const (
 	keyIdempotency = "key:"     // string  taskq:{ns}:key:<idempotency key>: its owner run ID, expiring per strategy
 	keyRun         = "run:"     // hash    taskq:{ns}:run:<run id>: the run record (fields run*)
 	keyStream      = "stream:"  // stream  taskq:{ns}:stream:<task>: queued deliveries of a task (group GroupName, fields entry*)
-	keyRetry       = "retry"    // zset    taskq:{ns}:retry: runs waiting for a retry or a debounce window, by due time (ms)
+	keyRetry       = "retry"    // zset    taskq:{ns}:retry: runs waiting for a retry, a debounce window or their scheduled time, by due time (ms)
 	keySignals     = "signals:" // stream  taskq:{ns}:signals:<run id>: signals sent to the run, in order (fields signalEntry*)
 	keySteps       = "steps:"   // hash    taskq:{ns}:steps:<run id>: results of the run's completed durable steps
 	keyDone        = "done:"    // channel taskq:{ns}:done:<run id>: published when a watched run reaches a terminal status
@@ -405,6 +405,19 @@ const (
 	promoteArgLimit  = 2 // most runs to move
 	promoteArgPrefix = 3 // key prefix taskq:{ns}:
 	promoteArgCount  = 3
+)
+
+// reschedule.lua.
+//
+//taskq:lua script reschedule
+const (
+	rescheduleKeyRun    = 1 // run hash
+	rescheduleKeyRetry  = 2 // retry zset
+	rescheduleKeyCount  = 2
+	rescheduleArgRunID  = 1 // run ID
+	rescheduleArgDue    = 2 // new due time (unix ms)
+	rescheduleArgPrefix = 3 // key prefix taskq:{ns}:
+	rescheduleArgCount  = 3
 )
 
 // sweep.lua.

@@ -283,6 +283,22 @@ var scriptCases = []scriptCase{
 			},
 		}
 	}},
+	{"reschedule", false, func(f *fixture) prepared {
+		p := f.scheduledParams("k", redisstore.StrategyStatus, time.Hour)
+		f.enqueue(p)
+		due := f.now.Add(2 * time.Hour)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				r, err := s.Reschedule(f.ctx, p.RunID, due)
+				if err == nil && !r.Moved {
+					err = fmt.Errorf("not moved: %+v", r)
+				}
+				return err
+			},
+			wrong: f.k.Run(p.RunID),
+			done:  func() bool { return f.due(p.RunID).UnixMilli() == due.UnixMilli() },
+		}
+	}},
 	{"requeue", true, func(f *fixture) prepared {
 		p := f.params("t", "k", redisstore.StrategyStatus)
 		st := f.running(p, "w")

@@ -28,7 +28,7 @@ end
 local function taskq_key_stream(prefix, id)
   return prefix .. 'stream:' .. id
 end
--- zset    taskq:{ns}:retry: runs waiting for a retry or a debounce window, by due time (ms)
+-- zset    taskq:{ns}:retry: runs waiting for a retry, a debounce window or their scheduled time, by due time (ms)
 local function taskq_key_retry(prefix)
   return prefix .. 'retry'
 end
@@ -375,6 +375,16 @@ local KEY_COUNT = 2
 local ARG_RUN_ID = 1 -- run ID
 local ARG_ATTEMPT = 2 -- attempt (fencing token)
 local ARG_GROUP = 3 -- consumer group
+local ARG_COUNT = 3
+
+-- @script reschedule
+-- reschedule.lua.
+local KEY_RUN = 1 -- run hash
+local KEY_RETRY = 2 -- retry zset
+local KEY_COUNT = 2
+local ARG_RUN_ID = 1 -- run ID
+local ARG_DUE = 2 -- new due time (unix ms)
+local ARG_PREFIX = 3 -- key prefix taskq:{ns}:
 local ARG_COUNT = 3
 
 -- @script save_step
