@@ -48,6 +48,7 @@ var allScripts = []*script{
 	enqueueScript, startScript, finishScript, cancelScript, heartbeatScript, promoteScript, requeueScript,
 	sweepScript, releaseScript, registerScript, signalScript, pushEventScript, saveStepScript, watchScript,
 	ensureGroupScript, storeEventScript, triggerEventScript, recordEventScript, takeFanoutsScript, linkRetryScript,
+	saveScheduleScript, pauseScheduleScript, deleteScheduleScript, advanceScheduleScript,
 }
 
 // loadScript loads lua/<name>.lua with the modules it calls.
