@@ -83,7 +83,7 @@ type Schedule struct {
 	// Seconds makes Cron six fields, seconds first.
 	Seconds bool
 	// Input and Metadata are the JSON objects every run gets as its input
-	// and additional_metadata (empty: {}).
+	// and additional_metadata (empty or null: {}).
 	Input    json.RawMessage
 	Metadata json.RawMessage
 	// KeyExpression is a CEL expression over input, additional_metadata and
@@ -153,10 +153,11 @@ func (s Schedule) Compile(c *idempotency.Compiler) (*CompiledSchedule, error) {
 	}
 	for _, f := range []struct {
 		name string
-		data json.RawMessage
-	}{{"input", s.Input}, {"additional_metadata", s.Metadata}} {
-		t := bytes.TrimSpace(f.data)
-		if len(t) == 0 {
+		data *json.RawMessage
+	}{{"input", &cs.s.Input}, {"additional_metadata", &cs.s.Metadata}} {
+		t := bytes.TrimSpace(*f.data)
+		if len(t) == 0 || string(t) == "null" {
+			*f.data = nil // an empty object, as JSON null says too
 			continue
 		}
 		if !json.Valid(t) || t[0] != '{' {
