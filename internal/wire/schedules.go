@@ -24,8 +24,8 @@ type Schedule struct {
 	Misfire            ScheduleMisfire `json:"misfire"`
 	Paused             bool            `json:"paused"`
 	// Set in answers: the latest tick fired (or when the schedule was
-	// registered or resumed, if later), the next tick after it, and when
-	// the schedule was registered and last written.
+	// registered or resumed, if later), the next tick after it and now,
+	// and when the schedule was registered and last written.
 	CursorAt  *time.Time `json:"cursorAt,omitempty"`
 	NextAt    *time.Time `json:"nextAt,omitempty"`
 	CreatedAt *time.Time `json:"createdAt,omitempty"`

@@ -56,7 +56,9 @@ type ScheduleInfo struct {
 	Cursor  time.Time
 	Created time.Time
 	Updated time.Time
-	// Next is the first tick after Cursor (zero when there is none).
+	// Next is the first tick after the later of Cursor and now: when the
+	// schedule fires next, unless its misfire policy catches up missed
+	// ticks first (zero when there is none).
 	Next time.Time
 
 	compiled *task.CompiledSchedule
@@ -166,9 +168,13 @@ func (s *Schedules) info(r *redisstore.ScheduleRecord) (*ScheduleInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	from := s.c.opts.Clock.Now()
+	if r.Cursor.After(from) {
+		from = r.Cursor
+	}
 	return &ScheduleInfo{
 		Schedule: cs.Schedule(), Paused: r.Paused, Cursor: r.Cursor, Created: r.Created, Updated: r.Updated,
-		Next: cs.Next(r.Cursor), compiled: cs,
+		Next: cs.Next(from), compiled: cs,
 	}, nil
 }
 
