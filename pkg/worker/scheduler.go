@@ -58,9 +58,12 @@ func (s *scheduler) Start(ctx context.Context) error {
 	}
 	c, err := client.New(client.Options{
 		Redis: s.redis, Namespace: s.namespace, Partitions: s.partitions, OperationTimeout: s.opTimeout,
-		// The worker's guard watches this Redis already.
+		// The worker's guard watches this Redis already, refused it at
+		// Start if it may evict keys and the worker does not accept the
+		// risk, and warned of it if it does: this client's guard says
+		// nothing more (its warnings are below errorsOnly's level).
 		AllowEvictingRedis: true, RedisCheckInterval: -1,
-		Clock: s.clock, Logger: s.log,
+		Clock: s.clock, Logger: slog.New(errorsOnly{s.log.Handler()}),
 	})
 	if err != nil {
 		return err
@@ -138,6 +141,12 @@ func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
 		switch {
 		case errors.As(err, &coll):
 			// Another scheduler fired it first: its run is the tick's.
+		case errors.Is(err, client.ErrTaskNotFound):
+			// No worker registered the task yet: try again at the next
+			// refresh, while the tick is within its horizon.
+			cancel()
+			s.log.Warn("taskq: a cron tick's task is not registered", "schedule", name, "task", info.Schedule.Task, "tick", tick)
+			return s.refresh
 		case err != nil && h == nil:
 			cancel()
 			s.log.Warn("taskq: firing a cron tick failed", "schedule", name, "tick", tick, "err", err)
@@ -192,3 +201,20 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// errorsOnly passes on the records of its handler at level error and
+// above.
+type errorsOnly struct{ slog.Handler }
+
+// Enabled reports whether the level is error or above, and the handler's.
+func (h errorsOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelError && h.Handler.Enabled(ctx, l)
+}
+
+// WithAttrs keeps the filter on the handler with attrs.
+func (h errorsOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return errorsOnly{h.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup keeps the filter on the handler with the group.
+func (h errorsOnly) WithGroup(name string) slog.Handler { return errorsOnly{h.Handler.WithGroup(name)} }

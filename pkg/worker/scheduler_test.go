@@ -239,3 +239,32 @@ func TestSchedulerPauseResumeDelete(t *testing.T) {
 		}
 	})
 }
+
+// A tick whose task no worker has registered fires nothing and is tried
+// again at the next refresh; once the task is registered, it fires.
+func TestSchedulerWaitsForTheTaskToBeRegistered(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		start := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+		r := newCronRig(t, b, start)
+		if _, err := r.c.Schedules().Put(context.Background(), task.Schedule{Name: "orphan", Task: "cron-later", Cron: "* * * * *"}); err != nil {
+			t.Fatal(err)
+		}
+		s := r.scheduler()
+		r.clock.set(start.Add(time.Minute + time.Second))
+		if wait := s.pass(nil); wait != s.refresh {
+			t.Fatalf("pass with the task unregistered waits %s, want the refresh %s", wait, s.refresh)
+		}
+		later := task.Must[json.RawMessage, json.RawMessage]("cron-later", task.Options{})
+		spec := later.Definition().Spec()
+		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: start})
+		if _, err := clientlink.Store(r.c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
+			t.Fatal(err)
+		}
+		r.clock.set(start.Add(time.Minute + 5*time.Second))
+		s.pass(nil)
+		page, err := r.c.Inspector().ListRuns(context.Background(), client.ListRunsOptions{Task: "cron-later"})
+		if err != nil || len(page.Runs) != 1 || page.Runs[0].IdempotencyKey != tickKeys("orphan", start.Add(time.Minute))[0] {
+			t.Fatalf("runs once the task is registered: %+v, %v", page, err)
+		}
+	})
+}
