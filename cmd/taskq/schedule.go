@@ -56,7 +56,7 @@ func (f *scheduleFlags) options(cmd *cobra.Command, at *time.Time) []client.RunO
 // scheduleUsage makes a schedule the client refused (too far ahead, a
 // negative --in, a debounced task) a usage error, naming the flag.
 func scheduleUsage(err error) error {
-	var se *client.ScheduleError
+	var se *client.RunAtError
 	if !errors.As(err, &se) {
 		return err
 	}

@@ -96,7 +96,7 @@ type Trigger struct {
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *ScheduleError, *KeyError or *task.RateLimitKeyError. It writes nothing.
+// *RunAtError, *KeyError or *task.RateLimitKeyError. It writes nothing.
 func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	if err := c.checkLimits(tr.Input, tr.Metadata); err != nil {
@@ -127,7 +127,7 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 // enqueue script, for input and metadata already checked (Admit,
 // CheckEvent). A failed expression is a *KeyError, a failed rate limit
 // key a *task.RateLimitKeyError, a schedule that cannot be accepted a
-// *ScheduleError.
+// *RunAtError.
 func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	def := tr.Def

@@ -26,14 +26,14 @@ type Schedule struct {
 	In *time.Duration
 }
 
-// ScheduleError says a trigger's schedule cannot be accepted; Field is
+// RunAtError says a trigger's schedule cannot be accepted; Field is
 // FieldRunAt or FieldRunIn.
-type ScheduleError struct {
+type RunAtError struct {
 	Field   string
 	Problem string
 }
 
-func (e *ScheduleError) Error() string { return e.Field + " " + e.Problem }
+func (e *RunAtError) Error() string { return e.Field + " " + e.Problem }
 
 // delay checks a trigger's schedule and returns how long after now its run
 // is due (0: at once).
@@ -43,7 +43,7 @@ func (c Config) delay(def *task.Definition, s *Schedule, now time.Time) (time.Du
 		return 0, err
 	}
 	if idem := def.Idempotency; idem != nil && idem.Strategy == task.StrategyDebounce {
-		return 0, &ScheduleError{Field: field, Problem: fmt.Sprintf(
+		return 0, &RunAtError{Field: field, Problem: fmt.Sprintf(
 			"is set for task %q, whose debounce strategy queues each run when its window has passed: its runs cannot be scheduled", def.Name)}
 	}
 	return d, nil
@@ -51,7 +51,7 @@ func (c Config) delay(def *task.Definition, s *Schedule, now time.Time) (time.Du
 
 // ScheduleDelay checks a schedule against the limits and returns how long
 // after now it is due (0: at once, for no schedule or a time already
-// passed) and the field it was given in, or a *ScheduleError.
+// passed) and the field it was given in, or a *RunAtError.
 func (c Config) ScheduleDelay(s *Schedule, now time.Time) (field string, d time.Duration, err error) {
 	if s == nil || (s.At == nil && s.In == nil) {
 		return "", 0, nil
@@ -62,23 +62,23 @@ func (c Config) ScheduleDelay(s *Schedule, now time.Time) (field string, d time.
 	}
 	switch {
 	case s.At != nil && s.In != nil:
-		return FieldRunAt, 0, &ScheduleError{Field: FieldRunAt, Problem: "and " + FieldRunIn + " are both set: give one of them"}
+		return FieldRunAt, 0, &RunAtError{Field: FieldRunAt, Problem: "and " + FieldRunIn + " are both set: give one of them"}
 	case s.At != nil:
 		if s.At.IsZero() {
-			return FieldRunAt, 0, &ScheduleError{Field: FieldRunAt, Problem: "is the zero time"}
+			return FieldRunAt, 0, &RunAtError{Field: FieldRunAt, Problem: "is the zero time"}
 		}
 		field, d = FieldRunAt, s.At.Sub(now)
 		if d > limit {
-			return FieldRunAt, 0, &ScheduleError{Field: FieldRunAt, Problem: fmt.Sprintf("is %s, %s ahead: over the limit of %s",
+			return FieldRunAt, 0, &RunAtError{Field: FieldRunAt, Problem: fmt.Sprintf("is %s, %s ahead: over the limit of %s",
 				s.At.UTC().Format(time.RFC3339), d.Round(time.Second), limit)}
 		}
 	default:
 		field, d = FieldRunIn, *s.In
 		if d < 0 {
-			return FieldRunIn, 0, &ScheduleError{Field: FieldRunIn, Problem: fmt.Sprintf("is %s: must not be negative", d)}
+			return FieldRunIn, 0, &RunAtError{Field: FieldRunIn, Problem: fmt.Sprintf("is %s: must not be negative", d)}
 		}
 		if d > limit {
-			return FieldRunIn, 0, &ScheduleError{Field: FieldRunIn, Problem: fmt.Sprintf("is %s, over the limit of %s", d, limit)}
+			return FieldRunIn, 0, &RunAtError{Field: FieldRunIn, Problem: fmt.Sprintf("is %s, over the limit of %s", d, limit)}
 		}
 	}
 	if d < time.Millisecond {

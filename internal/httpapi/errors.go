@@ -182,12 +182,12 @@ func triggerError(err error) *apiError {
 		limit *client.LimitError
 		ae    *apiError
 	)
-	var se *client.ScheduleError
+	var se *client.RunAtError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &se):
-		return scheduleError(se)
+		return runAtError(se)
 	case errors.As(err, &coll):
 		return collisionError(coll, "")
 	case errors.Is(err, client.ErrFsyncUnsupported):

@@ -218,10 +218,10 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		// Nothing was written: the batch as a whole, or one item, is invalid.
 		var (
 			item *client.BatchItemError
-			se   *client.ScheduleError
+			se   *client.RunAtError
 		)
 		if errors.As(err, &se) {
-			writeError(w, scheduleError(se)) // the batch's, not one run's
+			writeError(w, runAtError(se)) // the batch's, not one run's
 			return
 		}
 		if errors.As(err, &item) {

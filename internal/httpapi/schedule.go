@@ -22,7 +22,7 @@ func (q *scheduleRequest) given() bool { return q.RunAt != "" || q.RunIn != "" }
 
 // parse reads runAt and runIn, naming the field at fault. The limits (how
 // far ahead, both given, a negative delay) are the client's, answered as
-// a *client.ScheduleError when the trigger is made (see triggerError).
+// a *client.RunAtError when the trigger is made (see triggerError).
 func (q *scheduleRequest) parse() (at *time.Time, in *time.Duration, e *apiError) {
 	bad := func(field, format string, args ...any) *apiError {
 		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q "+format, append([]any{field}, args...)...)
@@ -62,8 +62,8 @@ func (q *scheduleRequest) options() ([]client.RunOption, *apiError) {
 	return opts, nil
 }
 
-// scheduleError answers a *client.ScheduleError: 400 naming the field.
-func scheduleError(se *client.ScheduleError) *apiError {
+// runAtError answers a *client.RunAtError: 400 naming the field.
+func runAtError(se *client.RunAtError) *apiError {
 	e := newError(http.StatusBadRequest, CodeInvalidField, "%s", se.Error())
 	e.Field = se.Field
 	return e
@@ -96,7 +96,7 @@ func (s *Server) rescheduleRun(w http.ResponseWriter, r *http.Request) {
 	)
 	switch {
 	case at != nil && in != nil:
-		writeError(w, scheduleError(&client.ScheduleError{Field: "runAt", Problem: "and runIn are both set: give one of them"}))
+		writeError(w, runAtError(&client.RunAtError{Field: "runAt", Problem: "and runIn are both set: give one of them"}))
 		return
 	case at != nil:
 		info, err = s.c.Inspector().Reschedule(r.Context(), id, *at)
@@ -104,12 +104,12 @@ func (s *Server) rescheduleRun(w http.ResponseWriter, r *http.Request) {
 		info, err = s.c.Inspector().RescheduleIn(r.Context(), id, *in)
 	}
 	var (
-		se *client.ScheduleError
+		se *client.RunAtError
 		ns *client.NotScheduledError
 	)
 	switch {
 	case errors.As(err, &se):
-		writeError(w, scheduleError(se))
+		writeError(w, runAtError(se))
 	case errors.As(err, &ns):
 		writeError(w, newError(http.StatusConflict, CodeRunNotScheduled, "%s", ns.Error()))
 	case err != nil:

@@ -94,10 +94,12 @@ const (
 	keyAckMark       = "ackmark"    // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
 	keyMeta          = "meta"       // hash  taskq:{ns}:meta: the namespace's settings (fields meta*)
 	keyRateLimit     = "ratelimit:" // zset taskq:{ns}:ratelimit:<name>:<key>: the units a rate limit gave out in its last period (members <token> or <token>:<n>, scores unix µs), in the partition of its name and key (see RateLimitPartition)
+	keySchedule      = "schedule:"  // hash  taskq:{ns}:schedule:<name>: a cron schedule and its cursor (fields schedule*)
+	keySchedules     = "schedules"  // set   taskq:{ns}:schedules: the names of the namespace's cron schedules
 )
 
 // Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
-// keyWorkers and keyMeta. Every other key is per partition: a run, its key,
+// keyWorkers, keyMeta, keySchedule and keySchedules. Every other key is per partition: a run, its key,
 // signals, steps and notices live in the run's partition (see RunPartition),
 // and every partition has its own task streams, retry zset, runs and events
 // indexes.
@@ -105,6 +107,18 @@ const (
 // Fields of the meta record, the hash at taskq:{ns}:meta (home partition).
 const (
 	metaPartitions = "partitions" // the namespace's partition count, written once when first used
+)
+
+// Fields of a schedule record, the hash at taskq:{ns}:schedule:<name>
+// (home partition). Times are unix ms.
+//
+//taskq:lua const
+const (
+	scheduleDefinition = "def"     // the schedule (JSON, written by the client)
+	schedulePaused     = "paused"  // "1" while the schedule is paused, absent otherwise
+	scheduleCursor     = "cursor"  // the latest tick fired, or when the schedule was registered or resumed if later
+	scheduleCreated    = "created" // when the schedule was first registered
+	scheduleUpdated    = "updated" // when its definition was last written
 )
 
 // Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
@@ -717,4 +731,51 @@ const (
 	ratelimitDeferItemArgDue           // when to queue the run again (unix ms)
 	ratelimitDeferItemArgReason        // why it waits (the run's waiting field)
 	ratelimitDeferItemArgCount
+)
+
+// save_schedule.lua: registers a cron schedule.
+//
+//taskq:lua script save_schedule
+const (
+	saveScheduleKeySchedule   = 1 // schedule hash
+	saveScheduleKeySchedules  = 2 // schedules index
+	saveScheduleKeyCount      = 2
+	saveScheduleArgName       = 1 // schedule name
+	saveScheduleArgDefinition = 2 // the schedule (JSON)
+	saveScheduleArgMode       = 3 // create | replace
+	saveScheduleArgPaused     = 4 // "1" to register a new schedule paused
+	saveScheduleArgNow        = 5 // now (unix ms)
+	saveScheduleArgCount      = 5
+)
+
+// pause_schedule.lua: pauses or resumes a cron schedule.
+//
+//taskq:lua script pause_schedule
+const (
+	pauseScheduleKeySchedule = 1 // schedule hash
+	pauseScheduleKeyCount    = 1
+	pauseScheduleArgPaused   = 1 // "1" to pause, "0" to resume
+	pauseScheduleArgNow      = 2 // now (unix ms)
+	pauseScheduleArgCount    = 2
+)
+
+// delete_schedule.lua: deletes a cron schedule and its cursor.
+//
+//taskq:lua script delete_schedule
+const (
+	deleteScheduleKeySchedule  = 1 // schedule hash
+	deleteScheduleKeySchedules = 2 // schedules index
+	deleteScheduleKeyCount     = 2
+	deleteScheduleArgName      = 1 // schedule name
+	deleteScheduleArgCount     = 1
+)
+
+// advance_schedule.lua: moves a schedule's cursor to a tick fired.
+//
+//taskq:lua script advance_schedule
+const (
+	advanceScheduleKeySchedule = 1 // schedule hash
+	advanceScheduleKeyCount    = 1
+	advanceScheduleArgTick     = 1 // the tick fired (unix ms)
+	advanceScheduleArgCount    = 1
 )

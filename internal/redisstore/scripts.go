@@ -50,6 +50,7 @@ var allScripts = []*script{
 	ensureGroupScript, storeEventScript, triggerEventScript, recordEventScript, takeFanoutsScript, linkRetryScript,
 	ratelimitTakeScript, ratelimitReturnScript, ratelimitDeferScript,
 	rescheduleScript,
+	saveScheduleScript, pauseScheduleScript, deleteScheduleScript, advanceScheduleScript,
 }
 
 // scriptForms lists the second forms of scripts of allScripts (see

@@ -205,6 +205,8 @@ type Client struct {
 	guard *redisguard.Guard
 	// metrics count durable triggers.
 	metrics *clientMetrics
+	// scheds compiles the key expressions of cron schedules.
+	scheds schedCompiler
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.

@@ -17,11 +17,11 @@ import (
 // Options.MaxScheduleAhead says otherwise.
 const MaxScheduleAheadDefault = admission.MaxScheduleAheadDefault
 
-// ScheduleError says a RunAt or RunIn (or the HTTP API's runAt or runIn)
+// RunAtError says a RunAt or RunIn (or the HTTP API's runAt or runIn)
 // cannot be accepted: Field names which, Problem what is wrong with it
 // (over MaxScheduleAhead, a negative delay, both given, a task with the
 // debounce strategy). Nothing was created.
-type ScheduleError = admission.ScheduleError
+type RunAtError = admission.RunAtError
 
 // ErrNotScheduled matches every *NotScheduledError.
 var ErrNotScheduled = errors.New("run is not waiting for a scheduled time")
@@ -46,13 +46,13 @@ func (e *NotScheduledError) Is(target error) bool { return target == ErrNotSched
 // idempotency key claimed, when the trigger is made, and it waits, queued
 // with RunInfo.ScheduledAt = t, until t. A t at or before now queues it at
 // once; one further ahead than Options.MaxScheduleAhead is refused with a
-// *ScheduleError, as is the zero time. A ttl or fallback ttl counts from t.
+// *RunAtError, as is the zero time. A ttl or fallback ttl counts from t.
 func RunAt(t time.Time) RunOption {
 	return func(o *runOptions) { o.schedule = &admission.Schedule{At: &t, In: scheduleIn(o)} }
 }
 
 // RunIn queues the run d after the trigger; see RunAt. A negative d is
-// refused with a *ScheduleError.
+// refused with a *RunAtError.
 func RunIn(d time.Duration) RunOption {
 	return func(o *runOptions) { o.schedule = &admission.Schedule{At: scheduleAt(o), In: &d} }
 }
@@ -77,7 +77,7 @@ func scheduleIn(o *runOptions) *time.Duration {
 // at, earlier or later, and returns the run afterwards. Its idempotency
 // key's expiry moves by as much, so the key covers it as long after its
 // new due time as it did after the old. An at already passed queues it at
-// once; the limits are RunAt's (*ScheduleError). A run that no longer
+// once; the limits are RunAt's (*RunAtError). A run that no longer
 // waits (its time came, it is running or ended) or that is waiting for a
 // retry or a debounce window gets a *NotScheduledError, a run that does
 // not exist an error matching ErrRunNotFound.

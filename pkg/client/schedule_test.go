@@ -222,9 +222,9 @@ func TestRescheduleAScheduledRun(t *testing.T) {
 		if k, err := in.GetKey(ctx, "m:1"); err != nil || k.TTL > 11*time.Minute+time.Second {
 			t.Fatalf("key after moving earlier = %+v, %v; want ten minutes and the ttl (within the skew of the two clocks)", k, err)
 		}
-		var se *client.ScheduleError
+		var se *client.RunAtError
 		if _, err := in.RescheduleIn(ctx, ref.ID(), -time.Second); !errors.As(err, &se) || se.Field != "runIn" {
-			t.Fatalf("negative reschedule: %v; want a *ScheduleError naming runIn", err)
+			t.Fatalf("negative reschedule: %v; want a *RunAtError naming runIn", err)
 		}
 		now, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "2"})
 		if err != nil {
@@ -274,9 +274,9 @@ func TestScheduleValidation(t *testing.T) {
 		}
 		for _, tc := range cases {
 			_, err := client.RunNoWait(ctx, c, tc.tk, orderInput{ID: tc.name}, tc.opts...)
-			var se *client.ScheduleError
+			var se *client.RunAtError
 			if !errors.As(err, &se) || se.Field != tc.field || !strings.Contains(err.Error(), tc.says) {
-				t.Errorf("%s: %v; want a *ScheduleError on %s saying %q", tc.name, err, tc.field, tc.says)
+				t.Errorf("%s: %v; want a *RunAtError on %s saying %q", tc.name, err, tc.field, tc.says)
 			}
 		}
 		if ids, err := c.Inspector().ListRunIDs(ctx, client.ListRunsOptions{}); err != nil || len(ids.IDs) != 0 {

@@ -68,6 +68,14 @@ local function taskq_key_suppressed(prefix)
   return prefix .. 'suppressed'
 end
 
+-- Fields of a schedule record, the hash at taskq:{ns}:schedule:<name>
+-- (home partition). Times are unix ms.
+local SCHEDULE_DEFINITION = 'def' -- the schedule (JSON, written by the client)
+local SCHEDULE_PAUSED = 'paused' -- "1" while the schedule is paused, absent otherwise
+local SCHEDULE_CURSOR = 'cursor' -- the latest tick fired, or when the schedule was registered or resumed if later
+local SCHEDULE_CREATED = 'created' -- when the schedule was first registered
+local SCHEDULE_UPDATED = 'updated' -- when its definition was last written
+
 -- Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
 -- unix ms, durations ms.
 local RUN_TASK = 'task' -- task name
@@ -142,6 +150,13 @@ local SUPPRESSED_RECORD = 'rec' -- one per trigger: "<outcome> <owner run> <inpu
 -- to be trimmed (see taskq_trim_acked in lua/lib/stream.lua).
 local MAX_LINGERING_ENTRIES = 10000
 
+-- @script advance_schedule
+-- advance_schedule.lua: moves a schedule's cursor to a tick fired.
+local KEY_SCHEDULE = 1 -- schedule hash
+local KEY_COUNT = 1
+local ARG_TICK = 1 -- the tick fired (unix ms)
+local ARG_COUNT = 1
+
 -- @script cancel
 -- cancel.lua.
 local KEY_RUN = 1 -- run hash
@@ -152,6 +167,14 @@ local ARG_REASON = 3 -- reason, stored as the run's error
 local ARG_GROUP = 4 -- consumer group
 local ARG_PREFIX = 5 -- key prefix taskq:{ns}:
 local ARG_COUNT = 5
+
+-- @script delete_schedule
+-- delete_schedule.lua: deletes a cron schedule and its cursor.
+local KEY_SCHEDULE = 1 -- schedule hash
+local KEY_SCHEDULES = 2 -- schedules index
+local KEY_COUNT = 2
+local ARG_NAME = 1 -- schedule name
+local ARG_COUNT = 1
 
 -- @script enqueue
 -- enqueue.lua: triggers, any number per call.
@@ -246,6 +269,14 @@ local KEY_RUN = 1 -- run hash
 local KEY_COUNT = 1
 local ARG_FIELD = 1 -- the link to write: runRetryOf or runRetriedBy
 local ARG_RUN_ID = 2 -- the linked run's ID
+local ARG_COUNT = 2
+
+-- @script pause_schedule
+-- pause_schedule.lua: pauses or resumes a cron schedule.
+local KEY_SCHEDULE = 1 -- schedule hash
+local KEY_COUNT = 1
+local ARG_PAUSED = 1 -- "1" to pause, "0" to resume
+local ARG_NOW = 2 -- now (unix ms)
 local ARG_COUNT = 2
 
 -- @script promote
@@ -386,6 +417,18 @@ local ARG_RUN_ID = 1 -- run ID
 local ARG_DUE = 2 -- new due time (unix ms)
 local ARG_PREFIX = 3 -- key prefix taskq:{ns}:
 local ARG_COUNT = 3
+
+-- @script save_schedule
+-- save_schedule.lua: registers a cron schedule.
+local KEY_SCHEDULE = 1 -- schedule hash
+local KEY_SCHEDULES = 2 -- schedules index
+local KEY_COUNT = 2
+local ARG_NAME = 1 -- schedule name
+local ARG_DEFINITION = 2 -- the schedule (JSON)
+local ARG_MODE = 3 -- create | replace
+local ARG_PAUSED = 4 -- "1" to register a new schedule paused
+local ARG_NOW = 5 -- now (unix ms)
+local ARG_COUNT = 5
 
 -- @script save_step
 -- save_step.lua.
