@@ -59,7 +59,8 @@ func exitCode(err error) int {
 		return ce.code
 	}
 	if errors.Is(err, errNotFound) || errors.Is(err, client.ErrRunNotFound) ||
-		errors.Is(err, client.ErrTaskNotFound) || errors.Is(err, events.ErrEventNotFound) {
+		errors.Is(err, client.ErrTaskNotFound) || errors.Is(err, events.ErrEventNotFound) ||
+		errors.Is(err, client.ErrScheduleNotFound) {
 		return exitNotFound
 	}
 	if errors.Is(err, client.ErrIdempotencyCollision) {

@@ -86,6 +86,7 @@ scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
 	root.AddCommand(a.workersCmd())
 	root.AddCommand(a.suppressedCmd())
 	root.AddCommand(a.rateLimitsCmd())
+	root.AddCommand(a.schedulesCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	// --version prints what `taskq version` prints.
 	root.Version = a.version

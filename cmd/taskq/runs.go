@@ -28,7 +28,7 @@ var runStatuses = []string{
 func runJSON(info *client.RunInfo) *client.RunInfo {
 	c := *info
 	c.CreatedAt = c.CreatedAt.UTC()
-	c.StartedAt, c.FinishedAt = utcPtr(c.StartedAt), utcPtr(c.FinishedAt)
+	c.StartedAt, c.FinishedAt, c.ScheduledAt = utcPtr(c.StartedAt), utcPtr(c.FinishedAt), utcPtr(c.ScheduledAt)
 	return &c
 }
 
@@ -47,7 +47,8 @@ func (a *app) runsCmd() *cobra.Command {
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRun,
 	}
-	cmd.AddCommand(a.runsGetCmd(), a.runsLsCmd(), a.runsResultCmd(), a.runsCancelCmd(), a.runsTriggerCmd(), a.runsRetryCmd())
+	cmd.AddCommand(a.runsGetCmd(), a.runsLsCmd(), a.runsResultCmd(), a.runsCancelCmd(), a.runsTriggerCmd(), a.runsRetryCmd(),
+		a.runsRescheduleCmd())
 	return cmd
 }
 
@@ -65,7 +66,7 @@ func (a *app) runsGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			info, err := c.GetRun(ctx, args[0])
+			info, err := c.Inspector().GetRun(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -74,7 +75,7 @@ func (a *app) runsGetCmd() *cobra.Command {
 				return p.JSON(runJSON(info))
 			}
 			return p.Fields([][2]string{
-				{"ID", info.ID}, {"Task", info.Task}, {"Status", string(info.Status)},
+				{"ID", info.ID}, {"Task", info.Task}, {"Status", string(info.Status)}, {"Due", dueText(info)},
 				{"Attempt", attempts(info)}, {"Key", info.IdempotencyKey}, {"Strategy", info.Strategy},
 				{"Created", formatTime(info.CreatedAt)}, {"Started", formatTimePtr(info.StartedAt)},
 				{"Finished", formatTimePtr(info.FinishedAt)},
@@ -114,6 +115,7 @@ func (a *app) runsLsCmd() *cobra.Command {
 	var taskName, status, key, cursor, since, until string
 	var where []string
 	var limit int
+	var scheduled bool
 	var o client.ListRunsOptions
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -137,7 +139,7 @@ pass it with --cursor and the same filters to go on.`,
 			if limit < 1 {
 				return usageErrorf("invalid --limit %d: must be at least 1", limit)
 			}
-			o = client.ListRunsOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor}
+			o = client.ListRunsOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor, Scheduled: scheduled}
 			var err error
 			if o.Since, err = timeFlag("--since", since, time.Now()); err != nil {
 				return err
@@ -192,7 +194,11 @@ pass it with --cursor and the same filters to go on.`,
 			}
 			rows := make([][]string, len(runs))
 			for i, r := range runs {
-				rows[i] = []string{r.ID, r.Task, string(r.Status), attempts(r), orDash(r.IdempotencyKey), formatTime(r.CreatedAt)}
+				status := string(r.Status)
+				if due := dueText(r); due != "" {
+					status += ", " + due
+				}
+				rows[i] = []string{r.ID, r.Task, status, attempts(r), orDash(r.IdempotencyKey), formatTime(r.CreatedAt)}
 			}
 			return p.Table([]string{"ID", "TASK", "STATUS", "ATTEMPT", "KEY", "CREATED"}, rows)
 		}),
@@ -200,6 +206,7 @@ pass it with --cursor and the same filters to go on.`,
 	cmd.Flags().StringVar(&taskName, "task", "", "only runs of this task")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status: "+strings.Join(runStatuses, ", "))
 	cmd.Flags().StringVar(&key, "key", "", "only runs of this idempotency key")
+	cmd.Flags().BoolVar(&scheduled, "scheduled", false, "only runs waiting for the time they were scheduled at (--at, --in)")
 	cmd.Flags().StringArrayVar(&where, "where", nil, "only runs whose input or metadata field has this value: input.<field>=<value> or metadata.<field>=<value> (repeatable)")
 	cmd.Flags().StringVar(&since, "since", "", "only runs created at or after this time (RFC 3339, or a duration ago such as 1h)")
 	cmd.Flags().StringVar(&until, "until", "", "only runs created before this time (RFC 3339, or a duration ago)")
@@ -380,6 +387,8 @@ func (a *app) runsTriggerCmd() *cobra.Command {
 	var replicas int
 	var replicasTimeout time.Duration
 	var fsync bool
+	var sf scheduleFlags
+	var at *time.Time
 	cmd := &cobra.Command{
 		Use:   "trigger TASK",
 		Short: "Trigger a run of a registered task",
@@ -391,12 +400,16 @@ policy for this trigger (attach, supersede or signal instead of reject).
 --replicas N returns only once N replicas acknowledged the run (Redis WAIT),
 within --replicas-timeout; --fsync also waits for the master's append-only
 file on disk (WAITAOF, Redis 7.2+). When that level is not reached in time the
-run was still written: the command prints it and exits 7.`,
+run was still written: the command prints it and exits 7. --at (an RFC 3339
+time) or --in (a duration) schedules the run: it is created now, its key
+claimed now, and it waits queued until then (see taskq runs reschedule).`,
 		Example: `  taskq runs trigger process-order --input '{"orderId":"1001","amount":4200}'
   taskq runs trigger process-order --input @order.json --meta tenant=acme
   echo '{"orderId":"1002"}' | taskq runs trigger process-order --input -
   taskq runs trigger process-order --input '{"orderId":"1001"}' --on-conflict attach -o json
-  taskq runs trigger process-order --input '{"orderId":"1001"}' --replicas 1 --replicas-timeout 100ms`,
+  taskq runs trigger process-order --input '{"orderId":"1001"}' --replicas 1 --replicas-timeout 100ms
+  taskq runs trigger send-reminder --input '{"userId":"7"}' --in 24h
+  taskq runs trigger send-reminder --input '{"userId":"7"}' --at 2030-01-02T09:00:00Z`,
 		Args: argNames([]string{"TASK"}),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
@@ -412,7 +425,9 @@ run was still written: the command prints it and exits 7.`,
 			if err := d.Validate(); err != nil {
 				return usageErrorf("invalid --replicas, --replicas-timeout or --fsync: %v", err)
 			}
-			return nil
+			var err error
+			at, err = sf.check(cmd)
+			return err
 		},
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -444,7 +459,9 @@ run was still written: the command prints it and exits 7.`,
 			if cmd.Flags().Changed("replicas") || cmd.Flags().Changed("replicas-timeout") || fsync {
 				opts = append(opts, client.WithDurability(task.Durability{Replicas: replicas, Timeout: replicasTimeout, LocalFsync: fsync}))
 			}
+			opts = append(opts, sf.options(cmd, at)...)
 			h, err := c.TriggerJSON(ctx, def, in, opts...)
+			err = scheduleUsage(err)
 			var nd *client.DurabilityError
 			if errors.As(err, &nd) {
 				if p := a.printer(); p.json() {
@@ -480,10 +497,23 @@ run was still written: the command prints it and exits 7.`,
 			if p.json() {
 				return p.JSON(v)
 			}
-			_, err = fmt.Fprintln(a.stdout, clean(describeTrigger(v)))
+			line := describeTrigger(v)
+			if sf.given(cmd) && h.Outcome() == client.OutcomeCreated {
+				// Said from the run as stored: its due time, or none when
+				// the time given had passed.
+				if info, err := c.Inspector().GetRun(ctx, h.ID()); err == nil {
+					if due := dueText(info); due != "" {
+						line += " It is " + due + "."
+					} else {
+						line += " Its time had come: it is queued now."
+					}
+				}
+			}
+			_, err = fmt.Fprintln(a.stdout, clean(line))
 			return err
 		}),
 	}
+	sf.add(cmd, "queue the run")
 	cmd.Flags().StringVar(&input, "input", "{}", "run input: JSON object, @file or - for stdin")
 	cmd.Flags().StringArrayVar(&meta, "meta", nil, "additional metadata key=value (repeatable; values are strings)")
 	cmd.Flags().StringVar(&metaJSON, "meta-json", "", "additional metadata as a JSON object, @file or -")

@@ -46,6 +46,9 @@ type Config struct {
 	// MaxSignals bounds the signals the owner of a key may hold when a
 	// trigger signals it.
 	MaxSignals int
+	// MaxScheduleAhead bounds how far ahead a trigger may schedule its
+	// run (0: MaxScheduleAheadDefault).
+	MaxScheduleAhead time.Duration
 }
 
 // LimitError says an input or its metadata is over its size limit.
@@ -101,11 +104,14 @@ type Trigger struct {
 	// Source says where the trigger came from ("" is a client's), recorded
 	// when it creates no run because its key is held.
 	Source string
+	// Schedule, when set, queues the run later (see Schedule).
+	Schedule *Schedule
 }
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *KeyError, *task.RateLimitKeyError or *ConcurrencyGroupError. It writes nothing.
+// *RunAtError, *KeyError, *task.RateLimitKeyError or *ConcurrencyGroupError.
+// It writes nothing.
 func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	if err := c.checkLimits(tr.Input, tr.Metadata); err != nil {
@@ -136,10 +142,15 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 // enqueue script, for input and metadata already checked (Admit,
 // CheckEvent). A failed expression is a *KeyError, a failed rate limit
 // key a *task.RateLimitKeyError, a failed concurrency expression a
-// *ConcurrencyGroupError.
+// *ConcurrencyGroupError, a schedule that cannot be accepted a
+// *RunAtError.
 func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	def := tr.Def
+	delay, err := c.delay(def, tr.Schedule, tr.Now)
+	if err != nil {
+		return nil, err
+	}
 	key, err := def.Key(tr.Input, tr.Metadata)
 	if err != nil {
 		return nil, &KeyError{Err: err}
@@ -178,6 +189,7 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 		p.Hold = idem.Hold()
 		p.Retain = idem.Retain
 	}
+	schedule(p, delay)
 	return p, nil
 }
 

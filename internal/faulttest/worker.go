@@ -44,6 +44,9 @@ type WorkerConfig struct {
 	PauseBeforeFinish bool
 	// Verbose logs the worker's warnings to stderr.
 	Verbose bool
+	// Schedules are registered by the worker's scheduler when it starts
+	// (worker.Options.Schedules).
+	Schedules []task.Schedule
 }
 
 // MaybeRunRole runs the worker process and exits when RoleEnv is set, or
@@ -173,7 +176,7 @@ func newWorker(cfg WorkerConfig, rdb redis.UniversalClient, log *slog.Logger, de
 	w, err := worker.New(worker.Options{
 		Redis: rdb, Namespace: cfg.Namespace, Name: cfg.Name, Concurrency: cfg.Concurrency,
 		LeaseDuration: cfg.Lease, ShutdownTimeout: 500 * time.Millisecond, FetchBlock: 200 * time.Millisecond,
-		Logger: log,
+		Logger: log, Schedules: cfg.Schedules,
 	})
 	if err != nil {
 		return nil, err

@@ -44,6 +44,7 @@ const (
 	CodeRunNotRetryable      = "run_not_retryable"
 	CodeKeyOwnerChanged      = "key_owner_changed"
 	CodeTooManyRuns          = "too_many_runs"
+	CodeRunNotScheduled      = "run_not_scheduled"
 	CodeRedisUnavailable     = "redis_unavailable"
 	CodeRedisOutOfMemory     = "redis_out_of_memory"
 	CodeRedisEvictionPolicy  = "redis_eviction_policy"
@@ -181,9 +182,12 @@ func triggerError(err error) *apiError {
 		limit *client.LimitError
 		ae    *apiError
 	)
+	var se *client.RunAtError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &se):
+		return runAtError(se)
 	case errors.As(err, &coll):
 		return collisionError(coll, "")
 	case errors.Is(err, client.ErrFsyncUnsupported):

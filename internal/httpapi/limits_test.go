@@ -203,7 +203,18 @@ func TestLongPollOutlivesWriteTimeout(t *testing.T) {
 	t.Parallel()
 	s := serve(t, redistest.Mini(t), envOptions{server: Options{WriteTimeout: 200 * time.Millisecond}})
 	s.register(task.Spec{Name: "idle", Expression: `input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
-	id := s.call("POST", "/api/v1/tasks/idle/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusCreated).str("runId")
+	// The run is triggered through the client: a trigger over HTTP is
+	// bounded by the 200ms WriteTimeout too, which a loaded machine running
+	// -race can miss.
+	def, err := s.c.Definition(context.Background(), "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.c.TriggerJSON(context.Background(), def, []byte(`{"id":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := h.ID()
 	start := time.Now()
 	r := s.call("GET", "/api/v1/runs/"+id+"/result?wait=600ms", nil).expect(t, http.StatusAccepted)
 	if r.str("status") != "queued" || time.Since(start) < 600*time.Millisecond {

@@ -130,7 +130,7 @@ func listError(err error) *apiError {
 }
 
 // runsQuery lists the parameters of GET /api/v1/runs.
-var runsQuery = []string{"task", "status", "key", "since", "until", "where", "cursor", "limit"}
+var runsQuery = []string{"task", "status", "key", "since", "until", "where", "cursor", "limit", "scheduled"}
 
 // runListItem is a run as a listing shows it: without its input, metadata
 // and result (GET /api/v1/runs/{id} has them), as `taskq runs ls -o json`
@@ -162,6 +162,14 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	if e != nil {
 		writeError(w, e)
+		return
+	}
+	switch v := q.v.Get("scheduled"); v {
+	case "", "false":
+	case "true":
+		o.Scheduled = true
+	default:
+		writeError(w, badParam("scheduled", "is %s; use true or false", quote(v)))
 		return
 	}
 	o.Cursor = q.v.Get("cursor")

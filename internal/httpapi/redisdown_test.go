@@ -27,6 +27,8 @@ func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
 	e.register(task.Spec{Name: "down", Expression: `"down:" + input.id`, Strategy: task.StrategyStatus, FallbackTTLMs: 600000, OnEvents: []string{"down.evt"}})
 	runID := e.call("POST", "/api/v1/tasks/down/runs", map[string]any{"input": map[string]any{"id": "held"}}).expect(t, http.StatusCreated).str("runId")
 	eventID := e.call("POST", "/api/v1/events", map[string]any{"key": "down.evt", "payload": map[string]any{"id": "ev"}}).expect(t, http.StatusAccepted).str("id")
+	sched := map[string]any{"name": "down-sched", "task": "down", "cron": "@daily", "input": map[string]any{"id": "cron"}}
+	e.call("POST", "/api/v1/schedules", sched).expect(t, http.StatusCreated)
 
 	type op struct {
 		method, path string
@@ -36,29 +38,38 @@ func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
 	}
 	trigger := func(id string) map[string]any { return map[string]any{"input": map[string]any{"id": id}} }
 	ops := map[string]op{
-		"POST /api/v1/events":               {"POST", "/api/v1/events", map[string]any{"key": "down.evt", "payload": map[string]any{"id": "x"}}, http.StatusAccepted, true},
-		"GET /api/v1/events/{id}":           {"GET", "/api/v1/events/" + eventID, nil, http.StatusOK, true},
-		"POST /api/v1/tasks/{task}/runs":    {"POST", "/api/v1/tasks/down/runs", trigger("held"), http.StatusConflict, true},
-		"GET /api/v1/tasks":                 {"GET", "/api/v1/tasks", nil, http.StatusOK, true},
-		"GET /api/v1/runs/{id}":             {"GET", "/api/v1/runs/" + runID, nil, http.StatusOK, true},
-		"GET /api/v1/runs/{id}/result":      {"GET", "/api/v1/runs/" + runID + "/result?wait=100ms", nil, http.StatusAccepted, true},
-		"POST /api/v1/runs/{id}/cancel":     {"POST", "/api/v1/runs/no-such-run/cancel", nil, http.StatusNotFound, true},
-		"GET /api/v1/keys/{key...}":         {"GET", "/api/v1/keys/down:held", nil, http.StatusOK, true},
-		"POST /api/v1/keys/{key...}/signal": {"POST", "/api/v1/keys/down:held/signal", map[string]any{"payload": 1}, http.StatusAccepted, true},
-		"GET /api/v1/workers":               {"GET", "/api/v1/workers", nil, http.StatusOK, true},
-		"GET /api/v1/runs":                  {"GET", "/api/v1/runs?where=input.id=held", nil, http.StatusOK, true},
-		"GET /api/v1/keys":                  {"GET", "/api/v1/keys?match=down:*", nil, http.StatusOK, true},
-		"GET /api/v1/events":                {"GET", "/api/v1/events?key=down.evt", nil, http.StatusOK, true},
-		"POST /api/v1/runs/{id}/retry":      {"POST", "/api/v1/runs/no-such-run/retry", nil, http.StatusNotFound, true},
-		"POST /api/v1/runs/cancel":          {"POST", "/api/v1/runs/cancel", map[string]any{"filter": map[string]any{"task": "nosuch"}}, http.StatusOK, true},
-		"POST /api/v1/runs/retry":           {"POST", "/api/v1/runs/retry", map[string]any{"filter": map[string]any{"task": "nosuch"}}, http.StatusOK, true},
-		"POST /api/v1/events/{id}/replay":   {"POST", "/api/v1/events/no-such-event/replay", nil, http.StatusNotFound, true},
-		"DELETE /api/v1/keys/{key...}":      {"DELETE", "/api/v1/keys/no-such-key", nil, http.StatusNotFound, true},
-		"GET /api/v1/suppressed":            {"GET", "/api/v1/suppressed?key=down:held", nil, http.StatusOK, true},
-		"GET /api/v1/ratelimits":            {"GET", "/api/v1/ratelimits", nil, http.StatusOK, true},
-		"GET /healthz":                      {"GET", "/healthz", nil, http.StatusOK, false},
-		"GET /readyz":                       {"GET", "/readyz", nil, http.StatusOK, true},
-		"GET /metrics":                      {"GET", "/metrics", nil, http.StatusOK, false},
+		"POST /api/v1/events":                   {"POST", "/api/v1/events", map[string]any{"key": "down.evt", "payload": map[string]any{"id": "x"}}, http.StatusAccepted, true},
+		"GET /api/v1/events/{id}":               {"GET", "/api/v1/events/" + eventID, nil, http.StatusOK, true},
+		"POST /api/v1/tasks/{task}/runs":        {"POST", "/api/v1/tasks/down/runs", trigger("held"), http.StatusConflict, true},
+		"GET /api/v1/tasks":                     {"GET", "/api/v1/tasks", nil, http.StatusOK, true},
+		"GET /api/v1/runs/{id}":                 {"GET", "/api/v1/runs/" + runID, nil, http.StatusOK, true},
+		"GET /api/v1/runs/{id}/result":          {"GET", "/api/v1/runs/" + runID + "/result?wait=100ms", nil, http.StatusAccepted, true},
+		"POST /api/v1/runs/{id}/cancel":         {"POST", "/api/v1/runs/no-such-run/cancel", nil, http.StatusNotFound, true},
+		"GET /api/v1/keys/{key...}":             {"GET", "/api/v1/keys/down:held", nil, http.StatusOK, true},
+		"POST /api/v1/keys/{key...}/signal":     {"POST", "/api/v1/keys/down:held/signal", map[string]any{"payload": 1}, http.StatusAccepted, true},
+		"GET /api/v1/workers":                   {"GET", "/api/v1/workers", nil, http.StatusOK, true},
+		"GET /api/v1/runs":                      {"GET", "/api/v1/runs?where=input.id=held", nil, http.StatusOK, true},
+		"GET /api/v1/keys":                      {"GET", "/api/v1/keys?match=down:*", nil, http.StatusOK, true},
+		"GET /api/v1/events":                    {"GET", "/api/v1/events?key=down.evt", nil, http.StatusOK, true},
+		"POST /api/v1/runs/{id}/retry":          {"POST", "/api/v1/runs/no-such-run/retry", nil, http.StatusNotFound, true},
+		"POST /api/v1/runs/{id}/reschedule":     {"POST", "/api/v1/runs/" + runID + "/reschedule", map[string]any{"runIn": "1h"}, http.StatusConflict, true},
+		"POST /api/v1/runs/cancel":              {"POST", "/api/v1/runs/cancel", map[string]any{"filter": map[string]any{"task": "nosuch"}}, http.StatusOK, true},
+		"POST /api/v1/runs/retry":               {"POST", "/api/v1/runs/retry", map[string]any{"filter": map[string]any{"task": "nosuch"}}, http.StatusOK, true},
+		"POST /api/v1/events/{id}/replay":       {"POST", "/api/v1/events/no-such-event/replay", nil, http.StatusNotFound, true},
+		"DELETE /api/v1/keys/{key...}":          {"DELETE", "/api/v1/keys/no-such-key", nil, http.StatusNotFound, true},
+		"GET /api/v1/suppressed":                {"GET", "/api/v1/suppressed?key=down:held", nil, http.StatusOK, true},
+		"GET /api/v1/ratelimits":                {"GET", "/api/v1/ratelimits", nil, http.StatusOK, true},
+		"GET /api/v1/schedules":                 {"GET", "/api/v1/schedules", nil, http.StatusOK, true},
+		"POST /api/v1/schedules":                {"POST", "/api/v1/schedules", sched, http.StatusConflict, true},
+		"GET /api/v1/schedules/{name}":          {"GET", "/api/v1/schedules/down-sched", nil, http.StatusOK, true},
+		"PUT /api/v1/schedules/{name}":          {"PUT", "/api/v1/schedules/down-sched", sched, http.StatusOK, true},
+		"DELETE /api/v1/schedules/{name}":       {"DELETE", "/api/v1/schedules/no-such-schedule", nil, http.StatusNotFound, true},
+		"POST /api/v1/schedules/{name}/pause":   {"POST", "/api/v1/schedules/down-sched/pause", nil, http.StatusOK, true},
+		"POST /api/v1/schedules/{name}/resume":  {"POST", "/api/v1/schedules/down-sched/resume", nil, http.StatusOK, true},
+		"POST /api/v1/schedules/{name}/trigger": {"POST", "/api/v1/schedules/down-sched/trigger", nil, http.StatusCreated, true},
+		"GET /healthz":                          {"GET", "/healthz", nil, http.StatusOK, false},
+		"GET /readyz":                           {"GET", "/readyz", nil, http.StatusOK, true},
+		"GET /metrics":                          {"GET", "/metrics", nil, http.StatusOK, false},
 	}
 	for _, rt := range e.s.routes {
 		if _, ok := ops[rt.method+" "+rt.pattern]; !ok {

@@ -33,6 +33,8 @@ type triggerRequest struct {
 	// Durability asks the trigger (every run of a batch) to wait until
 	// replicas hold it, in place of the task's level.
 	Durability *durabilityRequest `json:"durability"`
+	// RunAt or RunIn schedule the run (every run of a batch) for later.
+	scheduleRequest
 }
 
 // durabilityRequest is the acknowledgement a trigger asks for.
@@ -94,6 +96,14 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		opts = append(opts, o)
+	}
+	if req.given() {
+		o, e := req.options()
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		opts = append(opts, o...)
 	}
 	if req.Runs != nil {
 		s.triggerBatch(w, r, req.Runs, opts)
@@ -206,7 +216,14 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 	s.metrics.observeTrigger(sourceHTTP, start)
 	if hs == nil && err != nil {
 		// Nothing was written: the batch as a whole, or one item, is invalid.
-		var item *client.BatchItemError
+		var (
+			item *client.BatchItemError
+			se   *client.RunAtError
+		)
+		if errors.As(err, &se) {
+			writeError(w, runAtError(se)) // the batch's, not one run's
+			return
+		}
 		if errors.As(err, &item) {
 			ae := triggerError(item.Err).at(item.Index)
 			ae.Message = "runs[" + strconv.Itoa(item.Index) + "]: " + ae.Message
@@ -303,7 +320,8 @@ func (s *Server) definition(ctx context.Context, name string) (*task.Definition,
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	info, err := s.c.GetRun(r.Context(), id)
+	// The Inspector's read: with scheduledAt for a run that waits.
+	info, err := s.c.Inspector().GetRun(r.Context(), id)
 	if err != nil {
 		writeError(w, runError(id, err))
 		return

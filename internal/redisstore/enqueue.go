@@ -4,13 +4,42 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/taskq/taskq/pkg/task"
 )
 
+// enqueueModules are the lua/lib modules enqueue.lua calls.
+var enqueueModules = []string{"errors", "record", "stream", "ending", "signals", "claim", "suppressed"}
+
 // enqueueScript triggers runs: lua/enqueue.lua.
-var enqueueScript = loadScript("enqueue", "errors", "record", "stream", "ending", "signals", "claim", "suppressed")
+var enqueueScript = loadScript("enqueue", enqueueModules...)
+
+// enqueueScheduledMark is the line of enqueue.lua where its scheduled form
+// reads a trigger's delay, and enqueueScheduledRead what it reads there:
+// the i-th of the delays that follow the last trigger's ARGV (see the
+// script's header), unless the trigger is debounced, whose delay is its
+// window.
+const (
+	enqueueScheduledMark = "  -- @scheduled: the scheduled form reads the trigger's delay here\n"
+	enqueueScheduledRead = "  r.delay = r.delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT" +
+		" + (a - ARG_COUNT - 1) / ITEM_ARG_COUNT + 1]\n"
+)
+
+// enqueueScheduledScript is the form of enqueue.lua sent for a call in
+// which some trigger asks to run later (EnqueueParams.Delay): the same
+// script, taking one more ARGV per trigger, its delay. Keeping it apart
+// keeps the common call, whose triggers all run now, as cheap as it was: no
+// ARGV more per trigger and nothing more for Redis to read or test. It has
+// the name of the script it is a form of, so errors and recorded histories
+// name it "enqueue".
+var enqueueScheduledScript = loadScriptForm("enqueue", func(body string) string {
+	if !strings.Contains(body, enqueueScheduledMark) {
+		panic("redisstore: enqueue.lua has lost the line its scheduled form reads a delay at")
+	}
+	return strings.Replace(body, enqueueScheduledMark, enqueueScheduledRead, 1)
+}, enqueueModules...)
 
 // Policy is the trigger's conflict policy (defined once, in package task),
 // as enqueue.lua reads it.
@@ -67,6 +96,30 @@ type EnqueueParams struct {
 	// Durability, when enabled, makes the trigger wait until replicas hold
 	// its write (see durable.go); its result's Ack says how far it got.
 	Durability Durability
+	// Delay schedules the run: it is created queued, with its key claimed
+	// at once, and waits in the partition's retry zset until Now + Delay,
+	// when the workers' forwarder (promote.lua) puts it in its task
+	// stream. Zero (or less) queues it at once. Hold should cover the
+	// wait: admission adds Delay to it. Not for StrategyDebounce, whose
+	// runs wait for their window.
+	Delay time.Duration
+}
+
+// scheduled reports whether any of ps asks to run later.
+func scheduled(ps []*EnqueueParams) bool {
+	return slices.ContainsFunc(ps, func(p *EnqueueParams) bool { return p.Delay > 0 })
+}
+
+// appendDelays appends, after the last trigger's ARGV, the delay of each
+// of ps, as the scheduled form of enqueue.lua reads them: in whole
+// milliseconds from the trigger's Now as the script reads it, so that the
+// due time is Now + Delay to the millisecond.
+func appendDelays(args []any, ps []*EnqueueParams, items []int) []any {
+	for _, i := range items {
+		p := ps[i]
+		args = append(args, max(unixMS(p.Now.Add(p.Delay))-unixMS(p.Now), 0))
+	}
+	return args
 }
 
 // EnqueueResult is the outcome of one trigger.
@@ -247,11 +300,18 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 	errs := make([]error, len(ps))
 	capPer := s.suppressedCap(parts.Count())
 	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return parts.place(ps[i]), nil }, errs)
+	sc, later := enqueueScript, scheduled(ps)
+	if later {
+		sc = enqueueScheduledScript
+	}
 	build := func(items []int) ([]string, []any) {
 		ks := parts.Keys(parts.place(ps[items[0]]))
 		keys, args := enqueueHeader(ks, len(items), capPer, ps[items[0]].Source)
 		for _, i := range items {
 			keys, args = appendEnqueue(ks, keys, args, ps[i])
+		}
+		if later {
+			args = appendDelays(args, ps, items)
 		}
 		return keys, args
 	}
@@ -260,10 +320,10 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 		return 1, err
 	}
 	if !d.Enabled() {
-		keepFirst(errs, s.evalBatch(ctx, enqueueScript, groups, len(ps), build, parse))
+		keepFirst(errs, s.evalBatch(ctx, sc, groups, len(ps), build, parse))
 		return results, errs
 	}
-	sent, acks := s.evalBatchDurable(ctx, enqueueScript, groups, len(ps), d, build, parse)
+	sent, acks := s.evalBatchDurable(ctx, sc, groups, len(ps), d, build, parse)
 	keepFirst(errs, sent)
 	for i := range results {
 		if errs[i] == nil {

@@ -113,6 +113,14 @@ func (k Keys) Meta() string { return k.home + keyMeta }
 // partition.
 func (k Keys) Tasks() string { return k.home + keyTasks }
 
+// Schedule is the hash of one cron schedule and its cursor: always in the
+// home partition.
+func (k Keys) Schedule(name string) string { return k.home + keySchedule + name }
+
+// Schedules is the set of the namespace's schedule names: always in the
+// home partition.
+func (k Keys) Schedules() string { return k.home + keySchedules }
+
 // Worker is the hash holding the presence record of one worker: always in
 // the home partition.
 func (k Keys) Worker(name string) string { return k.home + keyWorker + name }

@@ -52,7 +52,7 @@ const (
 	keyIdempotency = "key:"     // string  taskq:{ns}:key:<idempotency key>: its owner run ID, expiring per strategy
 	keyRun         = "run:"     // hash    taskq:{ns}:run:<run id>: the run record (fields run*)
 	keyStream      = "stream:"  // stream  taskq:{ns}:stream:<task>: queued deliveries of a task (group GroupName, fields entry*)
-	keyRetry       = "retry"    // zset    taskq:{ns}:retry: runs waiting for a retry or a debounce window, by due time (ms)
+	keyRetry       = "retry"    // zset    taskq:{ns}:retry: runs waiting for a retry, a debounce window or their scheduled time, by due time (ms)
 	keySignals     = "signals:" // stream  taskq:{ns}:signals:<run id>: signals sent to the run, in order (fields signalEntry*)
 	keySteps       = "steps:"   // hash    taskq:{ns}:steps:<run id>: results of the run's completed durable steps
 	keyDone        = "done:"    // channel taskq:{ns}:done:<run id>: published when a watched run reaches a terminal status
@@ -94,10 +94,12 @@ const (
 	keyAckMark       = "ackmark"    // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
 	keyMeta          = "meta"       // hash  taskq:{ns}:meta: the namespace's settings (fields meta*)
 	keyRateLimit     = "ratelimit:" // zset taskq:{ns}:ratelimit:<name>:<key>: the units a rate limit gave out in its last period (members <token> or <token>:<n>, scores unix µs), in the partition of its name and key (see RateLimitPartition)
+	keySchedule      = "schedule:"  // hash  taskq:{ns}:schedule:<name>: a cron schedule and its cursor (fields schedule*)
+	keySchedules     = "schedules"  // set   taskq:{ns}:schedules: the names of the namespace's cron schedules
 )
 
 // Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
-// keyWorkers and keyMeta. Every other key is per partition: a run, its key,
+// keyWorkers, keyMeta, keySchedule and keySchedules. Every other key is per partition: a run, its key,
 // signals, steps and notices live in the run's partition (see RunPartition),
 // and every partition has its own task streams, retry zset, runs and events
 // indexes.
@@ -105,6 +107,18 @@ const (
 // Fields of the meta record, the hash at taskq:{ns}:meta (home partition).
 const (
 	metaPartitions = "partitions" // the namespace's partition count, written once when first used
+)
+
+// Fields of a schedule record, the hash at taskq:{ns}:schedule:<name>
+// (home partition). Times are unix ms.
+//
+//taskq:lua const
+const (
+	scheduleDefinition = "def"     // the schedule (JSON, written by the client)
+	schedulePaused     = "paused"  // "1" while the schedule is paused, absent otherwise
+	scheduleCursor     = "cursor"  // the latest tick fired, or when the schedule was registered or resumed if later
+	scheduleCreated    = "created" // when the schedule was first registered
+	scheduleUpdated    = "updated" // when its definition was last written
 )
 
 // Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
@@ -408,6 +422,19 @@ const (
 	promoteArgCount  = 3
 )
 
+// reschedule.lua.
+//
+//taskq:lua script reschedule
+const (
+	rescheduleKeyRun    = 1 // run hash
+	rescheduleKeyRetry  = 2 // retry zset
+	rescheduleKeyCount  = 2
+	rescheduleArgRunID  = 1 // run ID
+	rescheduleArgDue    = 2 // new due time (unix ms)
+	rescheduleArgPrefix = 3 // key prefix taskq:{ns}:
+	rescheduleArgCount  = 3
+)
+
 // sweep.lua.
 //
 //taskq:lua script sweep
@@ -705,6 +732,53 @@ const (
 	ratelimitDeferItemArgDue           // when to queue the run again (unix ms)
 	ratelimitDeferItemArgReason        // why it waits (the run's waiting field)
 	ratelimitDeferItemArgCount
+)
+
+// save_schedule.lua: registers a cron schedule.
+//
+//taskq:lua script save_schedule
+const (
+	saveScheduleKeySchedule   = 1 // schedule hash
+	saveScheduleKeySchedules  = 2 // schedules index
+	saveScheduleKeyCount      = 2
+	saveScheduleArgName       = 1 // schedule name
+	saveScheduleArgDefinition = 2 // the schedule (JSON)
+	saveScheduleArgMode       = 3 // create | replace
+	saveScheduleArgPaused     = 4 // "1" to register a new schedule paused
+	saveScheduleArgNow        = 5 // now (unix ms)
+	saveScheduleArgCount      = 5
+)
+
+// pause_schedule.lua: pauses or resumes a cron schedule.
+//
+//taskq:lua script pause_schedule
+const (
+	pauseScheduleKeySchedule = 1 // schedule hash
+	pauseScheduleKeyCount    = 1
+	pauseScheduleArgPaused   = 1 // "1" to pause, "0" to resume
+	pauseScheduleArgNow      = 2 // now (unix ms)
+	pauseScheduleArgCount    = 2
+)
+
+// delete_schedule.lua: deletes a cron schedule and its cursor.
+//
+//taskq:lua script delete_schedule
+const (
+	deleteScheduleKeySchedule  = 1 // schedule hash
+	deleteScheduleKeySchedules = 2 // schedules index
+	deleteScheduleKeyCount     = 2
+	deleteScheduleArgName      = 1 // schedule name
+	deleteScheduleArgCount     = 1
+)
+
+// advance_schedule.lua: moves a schedule's cursor to a tick fired.
+//
+//taskq:lua script advance_schedule
+const (
+	advanceScheduleKeySchedule = 1 // schedule hash
+	advanceScheduleKeyCount    = 1
+	advanceScheduleArgTick     = 1 // the tick fired (unix ms)
+	advanceScheduleArgCount    = 1
 )
 
 // Concurrency groups (see concurrency.go). A group's state lives in one

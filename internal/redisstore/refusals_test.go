@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +284,22 @@ var scriptCases = []scriptCase{
 			},
 		}
 	}},
+	{"reschedule", false, func(f *fixture) prepared {
+		p := f.scheduledParams("k", redisstore.StrategyStatus, time.Hour)
+		f.enqueue(p)
+		due := f.now.Add(2 * time.Hour)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				r, err := s.Reschedule(f.ctx, p.RunID, due)
+				if err == nil && !r.Moved {
+					err = fmt.Errorf("not moved: %+v", r)
+				}
+				return err
+			},
+			wrong: f.k.Run(p.RunID),
+			done:  func() bool { return f.due(p.RunID).UnixMilli() == due.UnixMilli() },
+		}
+	}},
 	{"requeue", true, func(f *fixture) prepared {
 		p := f.params("t", "k", redisstore.StrategyStatus)
 		st := f.running(p, "w")
@@ -354,6 +371,58 @@ var scriptCases = []scriptCase{
 			},
 			wrong: f.k.Tasks(),
 			done:  func() bool { return f.b.Client.HExists(f.ctx, f.k.Tasks(), "t").Val() },
+		}
+	}},
+	{"save_schedule", true, func(f *fixture) prepared {
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				_, _, err := s.SaveSchedule(f.ctx, "nightly", []byte(`{"name":"nightly"}`), true, false, f.now)
+				return err
+			},
+			wrong: f.k.Schedule("nightly"),
+			done:  func() bool { return f.b.Client.HExists(f.ctx, f.k.Schedule("nightly"), "def").Val() },
+		}
+	}},
+	{"pause_schedule", true, func(f *fixture) prepared {
+		f.schedule("nightly")
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				ok, err := s.SetSchedulePaused(f.ctx, "nightly", true, f.now)
+				if err == nil && !ok {
+					err = errors.New("no schedule")
+				}
+				return err
+			},
+			wrong: f.k.Schedule("nightly"),
+			done:  func() bool { return f.b.Client.HGet(f.ctx, f.k.Schedule("nightly"), "paused").Val() == "1" },
+		}
+	}},
+	{"delete_schedule", true, func(f *fixture) prepared {
+		f.schedule("nightly")
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				_, err := s.DeleteSchedule(f.ctx, "nightly")
+				return err
+			},
+			wrong: f.k.Schedules(),
+			done: func() bool {
+				return f.b.Client.Exists(f.ctx, f.k.Schedule("nightly")).Val() == 0 &&
+					!f.b.Client.SIsMember(f.ctx, f.k.Schedules(), "nightly").Val()
+			},
+		}
+	}},
+	{"advance_schedule", true, func(f *fixture) prepared {
+		f.schedule("nightly")
+		tick := f.now.Add(time.Minute)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				_, _, err := s.AdvanceSchedule(f.ctx, "nightly", tick)
+				return err
+			},
+			wrong: f.k.Schedule("nightly"),
+			done: func() bool {
+				return f.b.Client.HGet(f.ctx, f.k.Schedule("nightly"), "cursor").Val() == strconv.FormatInt(tick.UnixMilli(), 10)
+			},
 		}
 	}},
 	{"signal", false, func(f *fixture) prepared {

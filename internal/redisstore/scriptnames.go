@@ -7,10 +7,11 @@ package redisstore
 // ScriptSource gives it, and without its first line, as the store sends it
 // to a server that cannot compile a shebang; a script that publishes
 // notices is there once more, in the sharded form a store on a cluster
-// sends. Each call returns a fresh map.
+// sends. The second forms of a script (scriptForms) have its name too.
+// Each call returns a fresh map.
 func ScriptNames() map[string]string {
-	m := make(map[string]string, 3*len(allScripts))
-	for _, sc := range allScripts {
+	m := make(map[string]string, 3*len(allScripts)+3)
+	for _, sc := range append(allScripts[:len(allScripts):len(allScripts)], scriptForms...) {
 		m[sc.Hash()] = sc.name
 		if sc.plain != nil {
 			m[sc.plain.Hash()] = sc.name

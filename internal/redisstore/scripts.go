@@ -50,13 +50,28 @@ var allScripts = []*script{
 	sweepScript, releaseScript, registerScript, signalScript, pushEventScript, saveStepScript, watchScript,
 	ensureGroupScript, storeEventScript, triggerEventScript, recordEventScript, takeFanoutsScript, linkRetryScript,
 	ratelimitTakeScript, ratelimitReturnScript, ratelimitDeferScript,
+	rescheduleScript,
+	saveScheduleScript, pauseScheduleScript, deleteScheduleScript, advanceScheduleScript,
 	concurrencyAcquireScript, concurrencyReleaseScript, concurrencyRenewScript, concurrencyParkScript,
 	concurrencyUnparkScript, takeParkedScript,
 }
 
+// scriptForms lists the second forms of scripts of allScripts (see
+// loadScriptForm), which have the name of the script they are a form of.
+var scriptForms = []*script{enqueueScheduledScript}
+
 // loadScript loads lua/<name>.lua with the modules it calls.
 func loadScript(name string, modules ...string) *script {
-	src, plain, err := assembleScript(name, modules)
+	return loadScriptForm(name, nil, modules...)
+}
+
+// loadScriptForm loads a form of lua/<name>.lua: its file with edit
+// applied (before the layout is folded in, so the edited text may name the
+// layout's constants), for a script that has a second form for calls that
+// need more than the common one, so that the common calls pay nothing for
+// it (see enqueueScheduledScript). A nil edit loads the file as it is.
+func loadScriptForm(name string, edit func(string) string, modules ...string) *script {
+	src, plain, err := assembleScript(name, modules, edit)
 	if err != nil {
 		panic(err) // embedded at build time: the tests load every script
 	}
@@ -103,10 +118,13 @@ func (s *Store) variant(sc *script) *redis.Script {
 // triggers are refused (see docs/operations.md). The shebang must open the
 // source Redis compiles, so it goes first; plain is the source without it
 // ("" for a script that has none).
-func assembleScript(name string, modules []string) (src, plain string, err error) {
+func assembleScript(name string, modules []string, edit func(string) string) (src, plain string, err error) {
 	body, err := luaFS.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		return "", "", err
+	}
+	if edit != nil {
+		body = []byte(edit(string(body)))
 	}
 	gen, err := luaFS.ReadFile("lua/layout_gen.lua")
 	if err != nil {

@@ -15,3 +15,17 @@ func ScriptSource(name string) (string, error) {
 	}
 	return "", fmt.Errorf("redisstore: no script named %q", name)
 }
+
+// ScriptFormSources returns the full sources of the second forms of the
+// named script (see loadScriptForm: the scheduled form of "enqueue"), each
+// as the store loads it; none for most scripts. ScriptNames gives their
+// SHA1s the name of the script they are a form of.
+func ScriptFormSources(name string) []string {
+	var out []string
+	for _, sc := range scriptForms {
+		if sc.name == name {
+			out = append(out, sc.src)
+		}
+	}
+	return out
+}

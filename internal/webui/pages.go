@@ -205,7 +205,11 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	if key := r.URL.Query().Get("key"); key != "" && key == run.IdempotencyKey && d.KeyHeldByRun {
 		d.SearchedKey = key // said only when true: a link cannot make the page claim it
 	}
-	d.Timeline = append(d.Timeline, moment{run.CreatedAt, "accepted and queued"})
+	accepted := "accepted and queued"
+	if run.Scheduled {
+		accepted = "accepted, key claimed; waiting for its scheduled time"
+	}
+	d.Timeline = append(d.Timeline, moment{run.CreatedAt, accepted})
 	if run.StartedAt != nil {
 		what := "started"
 		if run.Attempt > 1 {
@@ -213,7 +217,10 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		d.Timeline = append(d.Timeline, moment{*run.StartedAt, what})
 	}
-	if run.ScheduledAt != nil {
+	switch {
+	case run.Scheduled:
+		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due: queued at its scheduled time (RunAt, RunIn)"})
+	case run.ScheduledAt != nil:
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due again (retry or debounce window)"})
 	}
 	if run.FinishedAt != nil {

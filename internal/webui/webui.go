@@ -157,6 +157,7 @@ func (u *UI) routes() *http.ServeMux {
 	mux.HandleFunc("GET /ui/events", u.see(u.events))
 	mux.HandleFunc("GET /ui/events/{id}", u.see(u.event))
 	mux.HandleFunc("GET /ui/workers", u.see(u.workers))
+	mux.HandleFunc("GET /ui/schedules", u.see(u.schedules))
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})

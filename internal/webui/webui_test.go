@@ -342,3 +342,23 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// The run page of a scheduled run says it waits, and until when.
+func TestTheRunPageShowsAScheduledRunsDueTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, redistest.Mini(t), envOptions{})
+	due := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Second)
+	run := e.trigger(ctx, order{ID: "later-1"}, client.RunAt(due))
+	b := e.browser()
+	b.signIn(testToken)
+	p := b.get("/ui/runs/" + run)
+	if !strings.Contains(p.body, `id="run-scheduled"`) || !strings.Contains(p.body, due.Format("2006-01-02 15:04:05 UTC")) ||
+		!strings.Contains(p.body, "waiting for its scheduled time") {
+		t.Errorf("the run page of a scheduled run does not show its due time:\n%s", p.body)
+	}
+	now := e.trigger(ctx, order{ID: "now-1"})
+	if p := b.get("/ui/runs/" + now); strings.Contains(p.body, `id="run-scheduled"`) {
+		t.Error("the run page of a run queued now says it is scheduled")
+	}
+}

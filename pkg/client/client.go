@@ -83,6 +83,9 @@ type Options struct {
 	MaxInputDepth int
 	// MaxSignals bounds the signals one run may hold (default 10,000).
 	MaxSignals int
+	// MaxScheduleAhead bounds how far ahead RunAt and RunIn may schedule
+	// a run (default MaxScheduleAheadDefault, 366 days).
+	MaxScheduleAhead time.Duration
 	// OperationTimeout bounds every call to Redis that has no earlier
 	// deadline of its own (default 5s), so an unreachable or stopped Redis
 	// gives a prompt *UnavailableError: a call returns within about this
@@ -202,6 +205,8 @@ type Client struct {
 	guard *redisguard.Guard
 	// metrics count durable triggers.
 	metrics *clientMetrics
+	// scheds compiles the key expressions of cron schedules.
+	scheds schedCompiler
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.

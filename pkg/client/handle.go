@@ -41,9 +41,14 @@ type RunInfo struct {
 	CreatedAt      time.Time       `json:"createdAt"`
 	StartedAt      *time.Time      `json:"startedAt,omitempty"`
 	FinishedAt     *time.Time      `json:"finishedAt,omitempty"`
-	// ScheduledAt is when a queued run waiting for a retry or a debounce
-	// window falls due; set by the Inspector's reads only.
+	// ScheduledAt is when a queued run waiting for a retry, a debounce
+	// window or its scheduled time (RunAt, RunIn) falls due; set by the
+	// Inspector's reads only.
 	ScheduledAt *time.Time `json:"scheduledAt,omitempty"`
+	// Scheduled is true for a queued run waiting for the time it was
+	// scheduled at (RunAt, RunIn) and not yet due; set by the Inspector's
+	// reads only.
+	Scheduled bool `json:"scheduled,omitempty"`
 	// RetryOf is the run this run retries (Inspector.RetryRun), RetriedBy
 	// the run that retried this one.
 	RetryOf   string `json:"retryOf,omitempty"`

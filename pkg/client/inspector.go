@@ -81,6 +81,9 @@ type ListRunsOptions struct {
 	// Where keeps the runs whose input or metadata fields have the values
 	// given (at most WhereMax; see FieldFilter).
 	Where []FieldFilter
+	// Scheduled keeps only the runs waiting for the time they were
+	// scheduled at (RunAt, RunIn): queued, with RunInfo.Scheduled.
+	Scheduled bool
 	// Cursor continues a listing where the page that returned it ended
 	// ("" starts from the newest run, or from Until). A cursor goes with
 	// the filters it was returned for.
@@ -105,7 +108,8 @@ type RunIDPage struct {
 }
 
 // GetRun reads one run, or fails with an error matching ErrRunNotFound.
-// A queued run waiting for a retry or a debounce window has ScheduledAt.
+// A queued run waiting for a retry, a debounce window or its scheduled
+// time has ScheduledAt (and Scheduled for the last).
 func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
@@ -122,6 +126,10 @@ func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error)
 func inspected(r *redisstore.Run, due time.Time) *RunInfo {
 	info := runInfo(r)
 	info.ScheduledAt = optTime(due)
+	// Waiting in the retry set before any attempt: a run scheduled with
+	// RunAt or RunIn, unless its debounce window is what it waits for.
+	info.Scheduled = !due.IsZero() && info.Status == StatusQueued && r.Attempt == 0 && r.Fails == 0 &&
+		r.Strategy != redisstore.StrategyDebounce
 	return info
 }
 
@@ -132,8 +140,8 @@ func inspected(r *redisstore.Run, due time.Time) *RunInfo {
 // while runs are added lists every run that existed when it started once,
 // and none twice. With a Task, Status, Key or Where filter it reads no more
 // than ListScanMax run records per call, so a page may hold fewer than
-// Limit runs and still have a NextCursor. Runs whose records expired after
-// their retention are left out.
+// Limit runs and still have a NextCursor (Scheduled filters so too). Runs
+// whose records expired after their retention are left out.
 func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage, error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
@@ -184,7 +192,10 @@ func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *redi
 		}
 		for i, r := range runs {
 			pos, looked = &es[i], looked+1
-			if o.keeps(r) && !keep(inspected(r, due[i])) {
+			if !o.keeps(r) {
+				continue
+			}
+			if info := inspected(r, due[i]); (!o.Scheduled || info.Scheduled) && !keep(info) {
 				if ended && i == len(es)-1 {
 					return "", nil
 				}

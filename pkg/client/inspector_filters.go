@@ -159,7 +159,7 @@ func clipText(s string) string {
 // filtered reports whether the options keep runs by what their records
 // hold (not only by when they were created).
 func (o *ListRunsOptions) filtered() bool {
-	return o.Task != "" || o.Status != "" || o.Key != "" || len(o.Where) > 0
+	return o.Task != "" || o.Status != "" || o.Key != "" || len(o.Where) > 0 || o.Scheduled
 }
 
 func (o *ListRunsOptions) check() error {

@@ -24,6 +24,8 @@ type runOptions struct {
 	durability *task.Durability
 	// source names where the trigger came from (WithSource).
 	source string
+	// schedule queues the run later (RunAt, RunIn); nil: at once.
+	schedule *admission.Schedule
 }
 
 // OnConflict sets what the trigger does when another run holds its key,
@@ -153,7 +155,7 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 		if len(req.Triggers) != 1 {
 			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for one", def.Name, len(req.Triggers))
 		}
-		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy, dur, o.source)
+		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy, dur, o.source, o.schedule)
 		return []*RunHandle{h}, err
 	}
 	hs, err := chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, []Trigger{{Input: input}}, meta))
@@ -164,8 +166,8 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 }
 
 // triggerOne admits and enqueues one trigger.
-func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy redisstore.Policy, dur task.Durability, source string) (*RunHandle, error) {
-	p, err := c.prepare(def, tr.Input, tr.Metadata, policy, source)
+func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy redisstore.Policy, dur task.Durability, source string, sched *admission.Schedule) (*RunHandle, error) {
+	p, err := c.prepare(def, tr.Input, tr.Metadata, policy, source, sched)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +242,7 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 		if len(req.Triggers) != len(triggers) {
 			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for %d", def.Name, len(req.Triggers), len(triggers))
 		}
-		return c.triggerMany(ctx, def, req.Triggers, policy, dur, o.source)
+		return c.triggerMany(ctx, def, req.Triggers, policy, dur, o.source, o.schedule)
 	}
 	return chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, triggers, meta))
 }
@@ -248,11 +250,11 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 // triggerMany admits every trigger of a batch, then enqueues them in one
 // call. A durable batch shares one WAIT (see redisstore.EnqueueBatch); the
 // triggers that fell short are listed in one *DurabilityError.
-func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy redisstore.Policy, dur task.Durability, source string) ([]*RunHandle, error) {
+func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy redisstore.Policy, dur task.Durability, source string, sched *admission.Schedule) ([]*RunHandle, error) {
 	ps := make([]*redisstore.EnqueueParams, len(triggers))
 	for i, tr := range triggers {
 		var err error
-		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy, source); err != nil {
+		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy, source, sched); err != nil {
 			return nil, &BatchItemError{Index: i, Err: err}
 		}
 		ps[i].Durability = dur
@@ -299,9 +301,9 @@ func (c *Client) collision(def *task.Definition, key, owner string) *Idempotency
 // prepare admits a trigger (internal/admission: its limits, its key, the
 // parameters of the enqueue script) and words admission's errors as the
 // client's. It writes nothing.
-func (c *Client) prepare(def *task.Definition, input, meta []byte, policy redisstore.Policy, source string) (*redisstore.EnqueueParams, error) {
+func (c *Client) prepare(def *task.Definition, input, meta []byte, policy redisstore.Policy, source string, sched *admission.Schedule) (*redisstore.EnqueueParams, error) {
 	p, err := c.admission().Admit(admission.Trigger{Def: def, Input: input, Metadata: meta, Policy: policy,
-		Now: c.opts.Clock.Now(), Source: source})
+		Now: c.opts.Clock.Now(), Source: source, Schedule: sched})
 	if err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, admissionError(err))
 	}
@@ -313,7 +315,7 @@ func (c *Client) admission() admission.Config {
 	return admission.Config{
 		Limits: admission.Limits{MaxInputBytes: c.opts.MaxInputBytes, MaxMetadataBytes: c.opts.MaxMetadataBytes,
 			MaxInputDepth: c.opts.MaxInputDepth},
-		Retention: c.opts.Retention, MaxSignals: c.opts.MaxSignals,
+		Retention: c.opts.Retention, MaxSignals: c.opts.MaxSignals, MaxScheduleAhead: c.opts.MaxScheduleAhead,
 	}
 }
 

@@ -78,10 +78,11 @@ func (o Options) withDefaults() (Options, error) {
 // environment is costly, so one Compiler is meant to be shared; it is safe
 // for concurrent use.
 type Compiler struct {
-	env     *cel.Env
-	opts    Options
-	limits  *evalLimits
-	prgOpts []cel.ProgramOption
+	env      *cel.Env
+	schedule bool // the environment declares schedule (NewScheduleCompiler)
+	opts     Options
+	limits   *evalLimits
+	prgOpts  []cel.ProgramOption
 
 	mu    sync.Mutex
 	lru   *list.List               // of *Expression, most recently used first
@@ -91,6 +92,24 @@ type Compiler struct {
 // NewCompiler builds the CEL environment shared by every expression it
 // compiles.
 func NewCompiler(opts Options) (*Compiler, error) {
+	return newCompiler(opts, false)
+}
+
+// NewScheduleCompiler is NewCompiler for the key expressions of cron
+// schedules: their environment declares, beside input and
+// additional_metadata, the variable schedule, a map<string, dyn> with
+// schedule.name (string, the schedule's name) and schedule.time
+// (google.protobuf.Timestamp, the tick's nominal time, in UTC). So
+// string(schedule.time) is the tick in RFC 3339, as in the default
+// `schedule.name + "@" + string(schedule.time)`, and
+// schedule.time.getHours("Europe/Paris") is its hour in a zone. The limits
+// and typed errors are a task compiler's; evaluate with
+// Expression.ScheduleKeyJSON.
+func NewScheduleCompiler(opts Options) (*Compiler, error) {
+	return newCompiler(opts, true)
+}
+
+func newCompiler(opts Options, schedule bool) (*Compiler, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -100,17 +119,18 @@ func NewCompiler(opts Options) (*Compiler, error) {
 		maxString: uint64(opts.MaxStringBytes),
 		maxList:   uint64(opts.MaxListElements),
 	}
-	env, err := newEnv(limits)
+	env, err := newEnv(limits, schedule)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: building CEL environment: %w", err)
 	}
 	return &Compiler{
-		env:     env,
-		opts:    opts,
-		limits:  limits,
-		prgOpts: programOptions(limits),
-		lru:     list.New(),
-		index:   make(map[string]*list.Element),
+		schedule: schedule,
+		env:      env,
+		opts:     opts,
+		limits:   limits,
+		prgOpts:  programOptions(limits),
+		lru:      list.New(),
+		index:    make(map[string]*list.Element),
 	}, nil
 }
 
@@ -172,6 +192,7 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	}
 	root := checked.NativeRep().Expr()
 	e = &Expression{
+		schedule:     c.schedule,
 		src:          expr,
 		prg:          prg,
 		bound:        newCostBound(root),

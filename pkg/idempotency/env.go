@@ -20,6 +20,9 @@ import (
 const (
 	varInput    = "input"
 	varMetadata = "additional_metadata"
+	// varSchedule is declared only by a schedule compiler (see
+	// NewScheduleCompiler): the schedule and the tick being fired.
+	varSchedule = "schedule"
 )
 
 const (
@@ -31,7 +34,11 @@ const (
 // standard library, the CEL strings extension and checksum(), with every
 // function that can build large values or work long bounded by l (see
 // limits.go).
-func newEnv(l *evalLimits) (*cel.Env, error) {
+//
+// With schedule set, the environment also declares the variable schedule
+// (see NewScheduleCompiler); a task's environment never does, so a task's
+// expression that names it fails to compile as before.
+func newEnv(l *evalLimits, schedule bool) (*cel.Env, error) {
 	// _+_ and matches come out of the standard library and back in with
 	// bounded implementations; see redeclare.
 	replaced := map[string]cel.FunctionOpt{
@@ -60,6 +67,9 @@ func newEnv(l *evalLimits) (*cel.Env, error) {
 		cel.Function(checksumFunction,
 			cel.Overload(checksumOverload, []*cel.Type{cel.StringType}, cel.StringType,
 				cel.UnaryBinding(l.checksum))),
+	}
+	if schedule {
+		opts = append(opts, cel.Variable(varSchedule, cel.MapType(cel.StringType, cel.DynType)))
 	}
 	opts = append(opts, redeclared...)
 	opts = append(opts, strs...)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -13,6 +14,7 @@ import (
 // Expression is a compiled key expression. It is immutable and safe for
 // concurrent use.
 type Expression struct {
+	schedule     bool // compiled by a schedule compiler: schedule is declared
 	src          string
 	prg          cel.Program // tracks cost and stops at the limit
 	maxKeyLength int
@@ -83,6 +85,8 @@ func (e *Expression) keyDecoded(input, meta []byte) (string, error) {
 // map per evaluation.
 type activation struct {
 	input, meta map[string]any
+	// schedule is set for a schedule's key (ScheduleKeyJSON) only.
+	schedule map[string]any
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -91,6 +95,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.input, true
 	case varMetadata:
 		return a.meta, true
+	case varSchedule:
+		if a.schedule != nil {
+			return a.schedule, true
+		}
 	}
 	return nil, false
 }
@@ -117,11 +125,16 @@ func (e *Expression) celKey(input, meta map[string]any) (string, error) {
 
 // eval runs prg on non-nil input and meta.
 func (e *Expression) eval(prg cel.Program, input, meta map[string]any) (string, error) {
+	return e.evalWith(prg, input, meta, nil)
+}
+
+// evalWith is eval with the schedule variable bound (nil: unbound).
+func (e *Expression) evalWith(prg cel.Program, input, meta, schedule map[string]any) (string, error) {
 	act := activations.Get().(*activation)
-	act.input, act.meta = input, meta
+	act.input, act.meta, act.schedule = input, meta, schedule
 	out, _, err := prg.Eval(act)
 	// The activation must not keep the run's data alive in the pool.
-	act.input, act.meta = nil, nil
+	act.input, act.meta, act.schedule = nil, nil, nil
 	activations.Put(act)
 	if err != nil {
 		return "", e.evalError(err, input, meta)
@@ -196,4 +209,33 @@ func (e *Expression) fieldForKey(key string) string {
 		return key
 	}
 	return field
+}
+
+// ScheduleKeyJSON derives the key of one tick of a cron schedule from the
+// schedule's JSON input and metadata (as KeyJSON), its name and the tick's
+// nominal time, bound to schedule.name and schedule.time (see
+// NewScheduleCompiler). The errors are KeyJSON's. An expression compiled
+// by a task compiler, which has no schedule variable, gets an *EvalError.
+func (e *Expression) ScheduleKeyJSON(input, meta []byte, name string, tick time.Time) (string, error) {
+	if !e.schedule {
+		return "", &EvalError{Expr: e.src, Message: "the expression was not compiled for a schedule (NewScheduleCompiler)"}
+	}
+	in, err := decodeObject(varInput, input, e.maxDepth)
+	if err != nil {
+		return "", err
+	}
+	md, err := decodeObject(varMetadata, meta, e.maxDepth)
+	if err != nil {
+		return "", err
+	}
+	if in == nil {
+		in = emptyObject
+	}
+	if md == nil {
+		md = emptyObject
+	}
+	sched := map[string]any{"name": name, "time": tick.UTC()}
+	// The cost bound and the fast path know input and metadata only: the
+	// tracked program bounds what schedule adds.
+	return e.evalWith(e.prg, in, md, sched)
 }

@@ -22,6 +22,7 @@ type lifecycle struct {
 	heartbeater *heartbeater
 	forwarder   *forwarder
 	janitor     *janitor
+	scheduler   component // *scheduler, or a component doing nothing under NoScheduler
 	recoverer   *recoverer
 	fetcher     *fetcher
 }
@@ -74,7 +75,15 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 		interval: o.HeartbeatInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
 	}
 	host, _ := os.Hostname()
+	var sched component = &idle{}
+	if !o.NoScheduler {
+		sched = &scheduler{
+			redis: st.Redis(), namespace: o.Namespace, partitions: parts.Count(), register: o.Schedules,
+			refresh: o.ScheduleRefresh, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
+		}
+	}
 	return &lifecycle{
+		scheduler: sched,
 		registrar: reg,
 		presence: &presence{
 			store: st, keep: redisstore.WorkerKeepDefault, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
@@ -121,14 +130,16 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 //     is missed.
 //  4. processor: takes deliveries before anything dispatches them.
 //  5. heartbeater: renews leases before the first attempt begins.
-//  6. forwarder, janitor: they need nothing from the others and nothing
-//     needs them; they only have to run by the time Start returns.
+//  6. forwarder, janitor, scheduler: they need nothing from the others
+//     and nothing needs them; they only have to run by the time Start
+//     returns. The scheduler comes after the registrar, so that a tick of
+//     one of this worker's tasks finds the task registered.
 //  7. recoverer, then fetcher: they deliver work, so they come last. The
 //     recoverer goes first and takes the free slots as it starts, so that
 //     on a worker started after a crash the runs whose lease lapsed are
 //     taken over before new ones are read.
 func (l *lifecycle) startOrder() []component {
-	return []component{l.registrar, l.presence, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.recoverer, l.fetcher}
+	return []component{l.registrar, l.presence, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.scheduler, l.recoverer, l.fetcher}
 }
 
 // start starts every component in startOrder; if one fails, it stops those
@@ -157,7 +168,7 @@ func (l *lifecycle) start(ctx context.Context) error {
 //     attempt has ended and its outcome is recorded. The heartbeater and
 //     the canceller run on meanwhile: a lease must be renewed, and a
 //     cancel must reach its handler, until the last handler has returned.
-//  3. heartbeater, canceller, forwarder, janitor, registrar, presence:
+//  3. heartbeater, canceller, forwarder, janitor, scheduler, registrar, presence:
 //     nothing needs them any more. The presence goes with them, after the
 //     processor, so the worker stays listed while it holds a run; its
 //     record is removed then (a worker that dies keeps it, listed as dead).
@@ -168,7 +179,7 @@ func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
 	stopTogether(l.fetcher, l.recoverer)
 	l.processor.drain(ctx, grace)
 	l.processor.Stop()
-	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.registrar, l.presence)
+	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.presence)
 }
 
 // stopTogether stops cs at the same time and returns once all have
@@ -181,3 +192,9 @@ func stopTogether(cs ...component) {
 	}
 	wg.Wait()
 }
+
+// idle is a component with no duty, in the place of one turned off.
+type idle struct{ startStop }
+
+// Start marks it started.
+func (i *idle) Start(context.Context) error { return i.begin(nil) }

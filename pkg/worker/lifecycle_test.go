@@ -17,7 +17,7 @@ func testLifecycle(t *testing.T, st *fakeStore, sub subscriber) *lifecycle {
 	return &lifecycle{
 		registrar: cs[0].c.(*registrar), presence: cs[1].c.(*presence), canceller: cs[2].c.(*canceller),
 		processor: cs[3].c.(*processor), heartbeater: cs[4].c.(*heartbeater), forwarder: cs[5].c.(*forwarder),
-		janitor: cs[6].c.(*janitor), recoverer: cs[7].c.(*recoverer), fetcher: cs[8].c.(*fetcher),
+		janitor: cs[6].c.(*janitor), scheduler: &idle{}, recoverer: cs[7].c.(*recoverer), fetcher: cs[8].c.(*fetcher),
 	}
 }
 

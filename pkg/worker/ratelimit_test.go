@@ -19,7 +19,8 @@ import (
 	"github.com/taskq/taskq/pkg/worker"
 )
 
-// starts records when handlers began, by run.
+// starts records when handlers began, by run (shared by the tests of
+// rate limits and of scheduled runs).
 type starts struct {
 	mu    sync.Mutex
 	times map[string]time.Time
@@ -34,6 +35,27 @@ func (s *starts) at(run string, t time.Time) {
 	}
 	s.times[run] = t
 	s.mu.Unlock()
+}
+
+// record notes the first time a handler saw run; later deliveries keep it.
+func (s *starts) record(run string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.times[run]; ok {
+		return
+	}
+	if s.times == nil {
+		s.times = map[string]time.Time{}
+	}
+	s.times[run] = time.Now()
+}
+
+// of returns when run was first seen, if it was.
+func (s *starts) of(run string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.times[run]
+	return t, ok
 }
 
 func (s *starts) snapshot() map[string]time.Time {

@@ -137,6 +137,17 @@ type Options struct {
 	Logger   *slog.Logger
 	// Clock tells the worker the time (time.Now when nil).
 	Clock task.Clock
+	// Schedules are cron schedules the worker registers when it starts
+	// (client.Schedules.Put: one already registered gets this definition
+	// and keeps its cursor and paused state). See docs/cron.md.
+	Schedules []task.Schedule
+	// NoScheduler turns off the worker's scheduler, which by default fires
+	// the ticks of the namespace's cron schedules. Any number of workers
+	// may run one: each tick fires once.
+	NoScheduler bool
+	// ScheduleRefresh is how often the scheduler reads the schedules again
+	// when no tick is due sooner (default ScheduleRefreshDefault).
+	ScheduleRefresh time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -191,6 +202,9 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = systemClock{}
 	}
+	if o.ScheduleRefresh == 0 {
+		o.ScheduleRefresh = ScheduleRefreshDefault
+	}
 	return o
 }
 
@@ -217,8 +231,12 @@ func (o Options) validate() error {
 		// after its attempt is begun must renew it in time.
 		return fmt.Errorf("worker: StartDelay %s plus HeartbeatInterval %s must be below LeaseDuration %s",
 			o.StartDelay, o.HeartbeatInterval, o.LeaseDuration)
+	case o.ScheduleRefresh < 0:
+		return errors.New("worker: ScheduleRefresh must not be negative")
+	case len(o.Schedules) > 0 && o.NoScheduler:
+		return errors.New("worker: Schedules are registered by the scheduler, which NoScheduler turns off")
 	}
-	return nil
+	return validateSchedules(o.Schedules)
 }
 
 type handlerFunc func(ctx Context, input []byte) ([]byte, error)

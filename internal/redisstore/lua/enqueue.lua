@@ -45,8 +45,17 @@
 --   +15 ITEM_ARG_MAX_SIGNALS     most signals a run may hold (0 = no limit)
 --   +16 ITEM_ARG_DIGEST          input digest, recorded when the trigger
 --                                creates no run
+-- The scheduled form of this script (enqueueScheduledScript, see
+-- enqueue.go), sent only for calls with a trigger that asks to run later,
+-- takes one more ARGV per trigger after the last trigger's: the delay in ms
+-- of trigger i (0 queues it at once), at ARG_COUNT + ITEM_ARG_COUNT * n + i
+-- for n triggers. A delayed run is created queued, in the partition's retry
+-- zset taskq:{ns}:retry at now + delay instead of its task stream, with its
+-- key claimed at once; promote.lua queues it when it is due. Every other
+-- call sends the form without it, which pays nothing for scheduling.
 -- Returns an array with one reply per trigger, in order:
---   {1, entry id}                 accepted ('' when scheduled: debounce)
+--   {1, entry id}                 accepted ('' when scheduled: a delay or
+--                                 debounce)
 --   {1, entry id, old owner}      accepted by superseding old owner
 --   {0, owner run id, pttl ms}    rejected: the key is held; nothing written
 --   {2, owner run id}             attached to the owner; nothing written
@@ -105,6 +114,7 @@ local function trigger(k, a)
   if strat == 'debounce' then
     r.delay = hold
   end
+  -- @scheduled: the scheduled form reads the trigger's delay here
   local refused = taskq_claim_check(r)
   if refused then
     if refused.err or refused[1] ~= 0 then

@@ -28,7 +28,7 @@ end
 local function taskq_key_stream(prefix, id)
   return prefix .. 'stream:' .. id
 end
--- zset    taskq:{ns}:retry: runs waiting for a retry or a debounce window, by due time (ms)
+-- zset    taskq:{ns}:retry: runs waiting for a retry, a debounce window or their scheduled time, by due time (ms)
 local function taskq_key_retry(prefix)
   return prefix .. 'retry'
 end
@@ -67,6 +67,14 @@ local CMD_PUBLISH = 'PUBLISH' -- PUBLISH, or SPUBLISH in a script's sharded form
 local function taskq_key_suppressed(prefix)
   return prefix .. 'suppressed'
 end
+
+-- Fields of a schedule record, the hash at taskq:{ns}:schedule:<name>
+-- (home partition). Times are unix ms.
+local SCHEDULE_DEFINITION = 'def' -- the schedule (JSON, written by the client)
+local SCHEDULE_PAUSED = 'paused' -- "1" while the schedule is paused, absent otherwise
+local SCHEDULE_CURSOR = 'cursor' -- the latest tick fired, or when the schedule was registered or resumed if later
+local SCHEDULE_CREATED = 'created' -- when the schedule was first registered
+local SCHEDULE_UPDATED = 'updated' -- when its definition was last written
 
 -- Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
 -- unix ms, durations ms.
@@ -144,6 +152,13 @@ local MAX_LINGERING_ENTRIES = 10000
 
 -- Fields of a parked run's record.
 local RUN_CONCURRENCY_GROUP = 'cgroup' -- the concurrency group a parked run waits in (absent once it is back in its stream)
+
+-- @script advance_schedule
+-- advance_schedule.lua: moves a schedule's cursor to a tick fired.
+local KEY_SCHEDULE = 1 -- schedule hash
+local KEY_COUNT = 1
+local ARG_TICK = 1 -- the tick fired (unix ms)
+local ARG_COUNT = 1
 
 -- @script cancel
 -- cancel.lua.
@@ -252,6 +267,14 @@ local ITEM_KEY_COUNT = 2
 local ITEM_ARG_RUN_ID = 0 -- run ID
 local ITEM_ARG_COUNT = 1
 
+-- @script delete_schedule
+-- delete_schedule.lua: deletes a cron schedule and its cursor.
+local KEY_SCHEDULE = 1 -- schedule hash
+local KEY_SCHEDULES = 2 -- schedules index
+local KEY_COUNT = 2
+local ARG_NAME = 1 -- schedule name
+local ARG_COUNT = 1
+
 -- @script enqueue
 -- enqueue.lua: triggers, any number per call.
 local KEY_COUNT = 0 -- KEYS before the first trigger's: none
@@ -345,6 +368,14 @@ local KEY_RUN = 1 -- run hash
 local KEY_COUNT = 1
 local ARG_FIELD = 1 -- the link to write: runRetryOf or runRetriedBy
 local ARG_RUN_ID = 2 -- the linked run's ID
+local ARG_COUNT = 2
+
+-- @script pause_schedule
+-- pause_schedule.lua: pauses or resumes a cron schedule.
+local KEY_SCHEDULE = 1 -- schedule hash
+local KEY_COUNT = 1
+local ARG_PAUSED = 1 -- "1" to pause, "0" to resume
+local ARG_NOW = 2 -- now (unix ms)
 local ARG_COUNT = 2
 
 -- @script promote
@@ -475,6 +506,28 @@ local ARG_RUN_ID = 1 -- run ID
 local ARG_ATTEMPT = 2 -- attempt (fencing token)
 local ARG_GROUP = 3 -- consumer group
 local ARG_COUNT = 3
+
+-- @script reschedule
+-- reschedule.lua.
+local KEY_RUN = 1 -- run hash
+local KEY_RETRY = 2 -- retry zset
+local KEY_COUNT = 2
+local ARG_RUN_ID = 1 -- run ID
+local ARG_DUE = 2 -- new due time (unix ms)
+local ARG_PREFIX = 3 -- key prefix taskq:{ns}:
+local ARG_COUNT = 3
+
+-- @script save_schedule
+-- save_schedule.lua: registers a cron schedule.
+local KEY_SCHEDULE = 1 -- schedule hash
+local KEY_SCHEDULES = 2 -- schedules index
+local KEY_COUNT = 2
+local ARG_NAME = 1 -- schedule name
+local ARG_DEFINITION = 2 -- the schedule (JSON)
+local ARG_MODE = 3 -- create | replace
+local ARG_PAUSED = 4 -- "1" to register a new schedule paused
+local ARG_NOW = 5 -- now (unix ms)
+local ARG_COUNT = 5
 
 -- @script save_step
 -- save_step.lua.

@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/taskq/taskq/pkg/client"
+)
+
+// scheduleRequest is when a trigger's run, or a rescheduled run, is due:
+// runAt, an RFC 3339 time, or runIn, a Go duration ("90s", "2h30m") from
+// the request; at most one of them.
+type scheduleRequest struct {
+	RunAt string `json:"runAt"`
+	RunIn string `json:"runIn"`
+}
+
+// given reports whether the request names a due time.
+func (q *scheduleRequest) given() bool { return q.RunAt != "" || q.RunIn != "" }
+
+// parse reads runAt and runIn, naming the field at fault. The limits (how
+// far ahead, both given, a negative delay) are the client's, answered as
+// a *client.RunAtError when the trigger is made (see triggerError).
+func (q *scheduleRequest) parse() (at *time.Time, in *time.Duration, e *apiError) {
+	bad := func(field, format string, args ...any) *apiError {
+		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q "+format, append([]any{field}, args...)...)
+		e.Field = field
+		return e
+	}
+	if q.RunAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, q.RunAt)
+		if err != nil {
+			return nil, nil, bad("runAt", "is %s; use an RFC 3339 time such as 2030-01-02T15:04:05Z", quote(q.RunAt))
+		}
+		at = &t
+	}
+	if q.RunIn != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(q.RunIn))
+		if err != nil {
+			return nil, nil, bad("runIn", "is %s; use a duration such as 90s or 2h30m", quote(q.RunIn))
+		}
+		in = &d
+	}
+	return at, in, nil
+}
+
+// options turns the request into trigger options.
+func (q *scheduleRequest) options() ([]client.RunOption, *apiError) {
+	at, in, e := q.parse()
+	if e != nil {
+		return nil, e
+	}
+	var opts []client.RunOption
+	if at != nil {
+		opts = append(opts, client.RunAt(*at))
+	}
+	if in != nil {
+		opts = append(opts, client.RunIn(*in))
+	}
+	return opts, nil
+}
+
+// runAtError answers a *client.RunAtError: 400 naming the field.
+func runAtError(se *client.RunAtError) *apiError {
+	e := newError(http.StatusBadRequest, CodeInvalidField, "%s", se.Error())
+	e.Field = se.Field
+	return e
+}
+
+// rescheduleRun moves a scheduled run not yet due to a new due time
+// (POST /api/v1/runs/{id}/reschedule, body {"runAt": ...} or
+// {"runIn": ...}) and answers with the run.
+func (s *Server) rescheduleRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req scheduleRequest
+	if e := s.decodeBody(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if !req.given() {
+		e := newError(http.StatusBadRequest, CodeInvalidField, `send "runAt" (an RFC 3339 time) or "runIn" (a duration such as 90s)`)
+		e.Field = "runAt"
+		writeError(w, e)
+		return
+	}
+	at, in, e := req.parse()
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var (
+		info *client.RunInfo
+		err  error
+	)
+	switch {
+	case at != nil && in != nil:
+		writeError(w, runAtError(&client.RunAtError{Field: "runAt", Problem: "and runIn are both set: give one of them"}))
+		return
+	case at != nil:
+		info, err = s.c.Inspector().Reschedule(r.Context(), id, *at)
+	default:
+		info, err = s.c.Inspector().RescheduleIn(r.Context(), id, *in)
+	}
+	var (
+		se *client.RunAtError
+		ns *client.NotScheduledError
+	)
+	switch {
+	case errors.As(err, &se):
+		writeError(w, runAtError(se))
+	case errors.As(err, &ns):
+		writeError(w, newError(http.StatusConflict, CodeRunNotScheduled, "%s", ns.Error()))
+	case err != nil:
+		writeError(w, runError(id, err))
+	default:
+		writeJSON(w, http.StatusOK, info)
+	}
+}

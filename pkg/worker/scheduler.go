@@ -1,0 +1,220 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// ScheduleRefreshDefault is how often a scheduler reads the namespace's
+// schedules again when no tick is due sooner, so that schedules made,
+// paused or deleted elsewhere (the CLI, the HTTP API) are followed.
+const ScheduleRefreshDefault = 5 * time.Second
+
+// scheduleRetry is how soon a scheduler tries again after a failed call.
+const scheduleRetry = time.Second
+
+// scheduler fires the ticks of the namespace's cron schedules. Any number
+// of workers run one: each tick is fired with a key derived from the
+// schedule and the tick, claimed in the script that creates the run, so
+// only the first scheduler to fire a tick creates its run and the others
+// meet its key. After a tick fires, the schedule's cursor moves to it
+// (never back), which bounds what a scheduler tries: only ticks after the
+// cursor, and of those only what the misfire policy lets fire. It reads
+// the schedules on every wake, so a scheduler that was stopped (SIGSTOP)
+// sees the cursor as it is now, and sleeps until the next tick of any
+// schedule or ScheduleRefresh, whichever comes first.
+type scheduler struct {
+	startStop
+	redis      redis.UniversalClient
+	namespace  string
+	partitions int
+	register   []task.Schedule
+	refresh    time.Duration
+	opTimeout  time.Duration
+	clock      task.Clock
+	log        *slog.Logger
+
+	c      *client.Client
+	scheds *client.Schedules
+	closed sync.Once
+}
+
+// Start registers the worker's schedules (Put: a schedule registered
+// before keeps its cursor and paused state) and starts the loop, the first
+// pass made now.
+func (s *scheduler) Start(ctx context.Context) error {
+	if err := s.canStart(); err != nil {
+		return err
+	}
+	c, err := client.New(client.Options{
+		Redis: s.redis, Namespace: s.namespace, Partitions: s.partitions, OperationTimeout: s.opTimeout,
+		// The worker's guard watches this Redis already, refused it at
+		// Start if it may evict keys and the worker does not accept the
+		// risk, and warned of it if it does: this client's guard says
+		// nothing more (its warnings are below errorsOnly's level).
+		AllowEvictingRedis: true, RedisCheckInterval: -1,
+		Clock: s.clock, Logger: slog.New(errorsOnly{s.log.Handler()}),
+	})
+	if err != nil {
+		return err
+	}
+	s.c, s.scheds = c, c.Schedules()
+	for _, sc := range s.register {
+		if _, err := s.scheds.Put(ctx, sc); err != nil {
+			_ = c.Close()
+			return err
+		}
+	}
+	if err := s.begin(s.loop); err != nil {
+		_ = c.Close()
+		return err
+	}
+	return nil
+}
+
+// Stop ends the loop, then closes the scheduler's client.
+func (s *scheduler) Stop() {
+	s.startStop.Stop()
+	s.closed.Do(func() {
+		if s.c != nil {
+			_ = s.c.Close()
+		}
+	})
+}
+
+func (s *scheduler) loop(quit <-chan struct{}) {
+	wait := time.Duration(0)
+	for sleep(quit, wait) {
+		wait = s.pass(quit)
+	}
+}
+
+// pass fires what is due in every schedule and returns how long to wait
+// for the next tick of any of them, at most refresh.
+func (s *scheduler) pass(quit <-chan struct{}) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+	infos, err := s.scheds.List(ctx)
+	cancel()
+	if err != nil {
+		s.log.Warn("taskq: reading the cron schedules failed", "err", err)
+		return scheduleRetry
+	}
+	wait := s.refresh
+	for _, info := range infos {
+		select {
+		case <-quit:
+			return 0
+		default:
+		}
+		if info.Paused {
+			continue
+		}
+		wait = min(wait, s.fire(info))
+	}
+	return max(wait, time.Millisecond)
+}
+
+// fire fires the ticks of one schedule that are due and returns how long
+// until its next tick.
+func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
+	cs, name := info.Compiled(), info.Schedule.Name
+	now := s.clock.Now()
+	for _, tick := range cs.Due(info.Cursor, now) {
+		// Checked again just before the trigger: a tick older than the
+		// horizon may have a key that expired, and is never tried.
+		if !cs.Fresh(tick, s.clock.Now()) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+		h, err := s.scheds.Fire(ctx, info, tick)
+		var coll *client.IdempotencyCollisionError
+		switch {
+		case errors.As(err, &coll):
+			// Another scheduler fired it first: its run is the tick's.
+		case errors.Is(err, client.ErrTaskNotFound):
+			// No worker registered the task yet: try again at the next
+			// refresh, while the tick is within its horizon.
+			cancel()
+			s.log.Warn("taskq: a cron tick's task is not registered", "schedule", name, "task", info.Schedule.Task, "tick", tick)
+			return s.refresh
+		case err != nil && h == nil:
+			cancel()
+			s.log.Warn("taskq: firing a cron tick failed", "schedule", name, "tick", tick, "err", err)
+			return scheduleRetry
+		}
+		_, err = s.scheds.Advance(ctx, name, tick)
+		cancel()
+		if errors.Is(err, client.ErrScheduleNotFound) {
+			return s.refresh
+		}
+		if err != nil {
+			s.log.Warn("taskq: recording a cron tick failed", "schedule", name, "tick", tick, "err", err)
+			return scheduleRetry
+		}
+		if info.Cursor.Before(tick) {
+			info.Cursor = tick
+		}
+	}
+	next := cs.Next(maxTime(info.Cursor, now))
+	if next.IsZero() {
+		return s.refresh
+	}
+	return next.Sub(s.clock.Now())
+}
+
+// validateSchedules checks Options.Schedules before anything starts: each
+// compiles (a *task.ScheduleError otherwise), and no name comes twice.
+func validateSchedules(ss []task.Schedule) error {
+	if len(ss) == 0 {
+		return nil
+	}
+	comp, err := idempotency.NewScheduleCompiler(idempotency.Options{})
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, sc := range ss {
+		if _, err := sc.Compile(comp); err != nil {
+			return err
+		}
+		if seen[sc.Name] {
+			return fmt.Errorf("worker: schedule %q is in Schedules twice", sc.Name)
+		}
+		seen[sc.Name] = true
+	}
+	return nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// errorsOnly passes on the records of its handler at level error and
+// above.
+type errorsOnly struct{ slog.Handler }
+
+// Enabled reports whether the level is error or above, and the handler's.
+func (h errorsOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelError && h.Handler.Enabled(ctx, l)
+}
+
+// WithAttrs keeps the filter on the handler with attrs.
+func (h errorsOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return errorsOnly{h.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup keeps the filter on the handler with the group.
+func (h errorsOnly) WithGroup(name string) slog.Handler { return errorsOnly{h.Handler.WithGroup(name)} }
