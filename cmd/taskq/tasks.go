@@ -147,12 +147,21 @@ func (a *app) tasksGetCmd() *cobra.Command {
 				[2]string{"Retries", fmt.Sprint(s.Retries)}, [2]string{"Backoff", backoff},
 				[2]string{"Timeout", timeout}, [2]string{"Max deliveries", fmt.Sprint(s.MaxDeliveries)},
 				[2]string{"Events", strings.Join(s.OnEvents, ", ")},
+				[2]string{"Concurrency", concurrencyCell(s.Concurrency)},
 				[2]string{"Hash", r.Hash}, [2]string{"Worker", r.Worker},
 				[2]string{"Registered", formatTime(r.RegisteredAt)},
 			)
 			return p.Fields(f)
 		}),
 	}
+}
+
+// concurrencyCell shows a task's concurrency limit ("" for none).
+func concurrencyCell(c *task.ConcurrencySpec) string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s, at most %d at once, %s", c.Expression, c.MaxRuns, c.Strategy)
 }
 
 // completeTasks completes task names from the registry; it stays silent

@@ -79,6 +79,20 @@ func (e *KeyError) Error() string { return "idempotency key: " + e.Err.Error() }
 // Unwrap returns the expression's error.
 func (e *KeyError) Unwrap() error { return e.Err }
 
+// ConcurrencyGroupError says the task's concurrency expression failed on
+// the trigger; Err is the expression's typed error (package idempotency).
+type ConcurrencyGroupError struct {
+	Expression string
+	Err        error
+}
+
+func (e *ConcurrencyGroupError) Error() string {
+	return fmt.Sprintf("concurrency group %q: %v", e.Expression, e.Err)
+}
+
+// Unwrap returns the expression's error.
+func (e *ConcurrencyGroupError) Unwrap() error { return e.Err }
+
 // Trigger is one trigger to admit.
 type Trigger struct {
 	Def      *task.Definition
@@ -96,7 +110,8 @@ type Trigger struct {
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *RunAtError, *KeyError or *task.RateLimitKeyError. It writes nothing.
+// *RunAtError, *KeyError, *task.RateLimitKeyError or *ConcurrencyGroupError.
+// It writes nothing.
 func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	if err := c.checkLimits(tr.Input, tr.Metadata); err != nil {
@@ -126,7 +141,8 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 // Build derives the trigger's key and returns the parameters of the
 // enqueue script, for input and metadata already checked (Admit,
 // CheckEvent). A failed expression is a *KeyError, a failed rate limit
-// key a *task.RateLimitKeyError, a schedule that cannot be accepted a
+// key a *task.RateLimitKeyError, a failed concurrency expression a
+// *ConcurrencyGroupError, a schedule that cannot be accepted a
 // *RunAtError.
 func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
@@ -144,6 +160,11 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	// worker evaluates them again when the run starts.
 	if _, err := def.RateLimitKeys(tr.Input, tr.Metadata); err != nil {
 		return nil, err
+	}
+	// The worker derives the group again when the run starts; nothing of
+	// it is stored with the run.
+	if _, err := def.ConcurrencyGroup(tr.Input, tr.Metadata); err != nil {
+		return nil, &ConcurrencyGroupError{Expression: def.Concurrency.Expression, Err: err}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -150,3 +150,33 @@ func TestBuildEventRecordsAFailingRateLimitKey(t *testing.T) {
 		t.Fatalf("tasks = %+v; want the limited task's error recorded and the plain task's run", p.Tasks)
 	}
 }
+
+// A trigger whose concurrency expression fails on it is refused with a
+// typed error naming the expression, which wraps the expression's own.
+func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
+	grouped := task.Must[in, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
+	_, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"id":"a"}`), Now: time.Unix(1, 0)})
+	var ge *admission.ConcurrencyGroupError
+	var ee *idempotency.EvalError
+	if !errors.As(err, &ge) || ge.Expression != "input.tenant" || !errors.As(err, &ee) || !strings.Contains(err.Error(), `"input.tenant"`) {
+		t.Fatalf("Admit = %v, want a ConcurrencyGroupError naming input.tenant", err)
+	}
+	if _, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"tenant":"acme"}`), Now: time.Unix(1, 0)}); err != nil {
+		t.Fatalf("Admit with a group = %v", err)
+	}
+}
+
+// An event whose payload gives a subscribed task no concurrency group
+// makes no run of that task and records why, as a failed key does; the
+// other tasks' runs are made.
+func TestBuildEventRecordsAFailedConcurrencyGroup(t *testing.T) {
+	grouped := task.Must[in, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
+	p, err := cfg.BuildEvent(admission.Event{Key: "e", Payload: []byte(`{"id":"a"}`), Metadata: []byte(`{}`), Now: time.Unix(1, 0)},
+		[]admission.Subscriber{{Name: "grouped", Def: grouped.Definition()}, {Name: "unkeyed", Def: unkeyed.Definition()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Tasks) != 2 || p.Tasks[0].Run != nil || !strings.Contains(p.Tasks[0].Error, `concurrency group "input.tenant"`) || p.Tasks[1].Run == nil {
+		t.Fatalf("tasks = %+v", p.Tasks)
+	}
+}

@@ -101,6 +101,11 @@ func (c Config) BuildEvent(ev Event, subs []Subscriber) (*EventParams, error) {
 			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: rk.Error()})
 			continue
 		}
+		var ge *ConcurrencyGroupError
+		if errors.As(err, &ge) {
+			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: ge.Error()})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

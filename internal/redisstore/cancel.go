@@ -13,6 +13,13 @@ var cancelScript = loadScript("cancel", "record", "stream", "ending")
 // A run ID that names no partition of the namespace is a run that does
 // not exist: the result is "missing".
 func (s *Store) Cancel(ctx context.Context, runID, reason string, now time.Time) (FinishResult, error) {
+	return s.CancelWithNotice(ctx, runID, reason, "", now)
+}
+
+// CancelWithNotice is Cancel whose cancel notice carries notice after the
+// run ID and a "|", for the handler to learn why (see
+// ConcurrencyCancelReason).
+func (s *Store) CancelWithNotice(ctx context.Context, runID, reason, notice string, now time.Time) (FinishResult, error) {
 	ks, err := s.keysOfRun(ctx, runID)
 	if errors.Is(err, ErrRunNotFound) {
 		return FinishResult{Status: "missing"}, nil
@@ -27,6 +34,7 @@ func (s *Store) Cancel(ctx context.Context, runID, reason string, now time.Time)
 		cancelArgReason: reason,
 		cancelArgGroup:  GroupName,
 		cancelArgPrefix: ks.Prefix(),
+		cancelArgNotice: notice,
 	}
 	v, err := s.runScript(ctx, cancelScript, k[1:], a[1:]...)
 	if err != nil {

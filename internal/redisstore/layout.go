@@ -362,7 +362,8 @@ const (
 	cancelArgReason = 3 // reason, stored as the run's error
 	cancelArgGroup  = 4 // consumer group
 	cancelArgPrefix = 5 // key prefix taskq:{ns}:
-	cancelArgCount  = 5
+	cancelArgNotice = 6 // what the cancel notice says after the run ID and a "|" ("" for nothing)
+	cancelArgCount  = 6
 )
 
 // requeue.lua.
@@ -778,4 +779,187 @@ const (
 	advanceScheduleKeyCount    = 1
 	advanceScheduleArgTick     = 1 // the tick fired (unix ms)
 	advanceScheduleArgCount    = 1
+)
+
+// Concurrency groups (see concurrency.go). A group's state lives in one
+// partition, the one its task and group name hash to
+// (ConcurrencyPartition): the runs holding its slots, what each holder is,
+// and the runs waiting for a slot. A run held back (parked) stays in its
+// own partition, out of its task stream, listed in the partition's parked
+// index until a slot is free for it.
+const (
+	keyConcurrencyHolders = "conc:h:" // zset taskq:{ns}:conc:h:<task>|<group>: runs holding a slot of the group, by lease deadline (ms)
+	keyConcurrencyOwners  = "conc:o:" // hash taskq:{ns}:conc:o:<task>|<group>: each holder's "<acquired ms> <token>" (token "" while reserved)
+	keyConcurrencyWaiting = "conc:w:" // zset taskq:{ns}:conc:w:<task>|<group>: runs waiting for a slot, by creation time (ms)
+	keyParked             = "parked"  // zset taskq:{ns}:parked: runs parked by their concurrency group, by when a recoverer next looks at them (ms)
+)
+
+// Fields of a parked run's record.
+//
+//taskq:lua const
+const (
+	runConcurrencyGroup = "cgroup" // the concurrency group a parked run waits in (absent once it is back in its stream)
+)
+
+// concurrency_acquire.lua: slots asked for by deliveries, any number per
+// call, each with its group's keys (all of one partition).
+//
+//taskq:lua script concurrency_acquire
+const (
+	concurrencyAcquireKeyCount = 0 // KEYS before the first item's: none
+	concurrencyAcquireArgNow   = 1 // now (unix ms)
+	concurrencyAcquireArgCount = 1 // ARGV before the first item's
+)
+
+// concurrency_acquire.lua: KEYS of one item.
+//
+//taskq:lua script concurrency_acquire
+const (
+	concurrencyAcquireItemKeyHolders = iota // the group's holders
+	concurrencyAcquireItemKeyOwners         // the group's owners
+	concurrencyAcquireItemKeyWaiting        // the group's waiting runs
+	concurrencyAcquireItemKeyCount
+)
+
+// concurrency_acquire.lua: ARGV of one item.
+//
+//taskq:lua script concurrency_acquire
+const (
+	concurrencyAcquireItemArgRunID    = iota // run ID
+	concurrencyAcquireItemArgToken           // the holder's token (worker and delivery)
+	concurrencyAcquireItemArgMaxRuns         // most runs of the group at once
+	concurrencyAcquireItemArgStrategy        // group_round_robin | cancel_in_progress | cancel_newest
+	concurrencyAcquireItemArgLease           // lease ms of the slot
+	concurrencyAcquireItemArgCreated         // the run's creation time (unix ms), its place in the waiting line
+	concurrencyAcquireItemArgCount
+)
+
+// concurrency_release.lua: slots given back, any number per call.
+//
+//taskq:lua script concurrency_release
+const (
+	concurrencyReleaseKeyCount = 0 // KEYS before the first item's: none
+	concurrencyReleaseArgNow   = 1 // now (unix ms)
+	concurrencyReleaseArgCount = 1 // ARGV before the first item's
+)
+
+// concurrency_release.lua: KEYS of one item.
+//
+//taskq:lua script concurrency_release
+const (
+	concurrencyReleaseItemKeyHolders = iota // the group's holders
+	concurrencyReleaseItemKeyOwners         // the group's owners
+	concurrencyReleaseItemKeyWaiting        // the group's waiting runs
+	concurrencyReleaseItemKeyCount
+)
+
+// concurrency_release.lua: ARGV of one item.
+//
+//taskq:lua script concurrency_release
+const (
+	concurrencyReleaseItemArgRunID   = iota // run ID ("" to only hand free slots to waiting runs)
+	concurrencyReleaseItemArgToken          // the holder's token
+	concurrencyReleaseItemArgMaxRuns        // most runs of the group at once
+	concurrencyReleaseItemArgReserve        // how long a slot is reserved for a waiting run (ms)
+	concurrencyReleaseItemArgCount
+)
+
+// concurrency_renew.lua: slot leases renewed, any number per call.
+//
+//taskq:lua script concurrency_renew
+const (
+	concurrencyRenewKeyCount = 0 // KEYS before the first item's: none
+	concurrencyRenewArgNow   = 1 // now (unix ms)
+	concurrencyRenewArgCount = 1 // ARGV before the first item's
+)
+
+// concurrency_renew.lua: KEYS of one item.
+//
+//taskq:lua script concurrency_renew
+const (
+	concurrencyRenewItemKeyHolders = iota // the group's holders
+	concurrencyRenewItemKeyOwners         // the group's owners
+	concurrencyRenewItemKeyCount
+)
+
+// concurrency_renew.lua: ARGV of one item.
+//
+//taskq:lua script concurrency_renew
+const (
+	concurrencyRenewItemArgRunID = iota // run ID
+	concurrencyRenewItemArgToken        // the holder's token
+	concurrencyRenewItemArgLease        // lease ms from now
+	concurrencyRenewItemArgCount
+)
+
+// concurrency_park.lua: deliveries held back by their group, any number
+// per call (all of one partition).
+//
+//taskq:lua script concurrency_park
+const (
+	concurrencyParkKeyParked  = 1 // parked index
+	concurrencyParkKeyCount   = 1 // KEYS before the first item's
+	concurrencyParkArgGroup   = 1 // consumer group
+	concurrencyParkArgRecheck = 2 // when a recoverer first looks at the runs (unix ms)
+	concurrencyParkArgCount   = 2 // ARGV before the first item's
+)
+
+// concurrency_park.lua: KEYS of one item.
+//
+//taskq:lua script concurrency_park
+const (
+	concurrencyParkItemKeyRun    = iota // run hash
+	concurrencyParkItemKeyStream        // task stream
+	concurrencyParkItemKeyCount
+)
+
+// concurrency_park.lua: ARGV of one item.
+//
+//taskq:lua script concurrency_park
+const (
+	concurrencyParkItemArgRunID     = iota // run ID
+	concurrencyParkItemArgEntry            // stream entry ID of the delivery
+	concurrencyParkItemArgReason           // why it waits, stored in the record
+	concurrencyParkItemArgGroupName        // the concurrency group
+	concurrencyParkItemArgCount
+)
+
+// concurrency_unpark.lua: parked runs given a slot, back to their task
+// streams, any number per call (all of one partition).
+//
+//taskq:lua script concurrency_unpark
+const (
+	concurrencyUnparkKeyParked = 1 // parked index
+	concurrencyUnparkKeyCount  = 1 // KEYS before the first item's
+	concurrencyUnparkArgCount  = 0 // ARGV before the first item's
+)
+
+// concurrency_unpark.lua: KEYS of one item.
+//
+//taskq:lua script concurrency_unpark
+const (
+	concurrencyUnparkItemKeyRun    = iota // run hash
+	concurrencyUnparkItemKeyStream        // task stream
+	concurrencyUnparkItemKeyCount
+)
+
+// concurrency_unpark.lua: ARGV of one item.
+//
+//taskq:lua script concurrency_unpark
+const (
+	concurrencyUnparkItemArgRunID = iota // run ID
+	concurrencyUnparkItemArgCount
+)
+
+// take_parked.lua: parked runs a recoverer looks at.
+//
+//taskq:lua script take_parked
+const (
+	takeParkedKeyParked = 1 // parked index
+	takeParkedKeyCount  = 1
+	takeParkedArgNow    = 1 // now (unix ms): runs due at or before it are taken
+	takeParkedArgNext   = 2 // when the runs taken are due again (unix ms)
+	takeParkedArgLimit  = 3 // most runs to take
+	takeParkedArgPrefix = 4 // key prefix taskq:{ns}:
+	takeParkedArgCount  = 4
 )

@@ -462,6 +462,100 @@ var scriptCases = []scriptCase{
 			},
 		}
 	}},
+	{"concurrency_acquire", true, func(f *fixture) prepared {
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				_, errs := s.AcquireSlots(f.ctx, f.now, []redisstore.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
+					MaxRuns: 1, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}})
+				return errs[0]
+			},
+			wrong: f.k.ConcurrencyHolders("t", "g"),
+			done:  func() bool { return f.b.Client.ZCard(f.ctx, f.k.ConcurrencyHolders("t", "g")).Val() == 1 },
+		}
+	}},
+	{"concurrency_release", true, func(f *fixture) prepared {
+		if _, errs := f.s.AcquireSlots(f.ctx, f.now, []redisstore.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
+			MaxRuns: 1, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}}); errs[0] != nil {
+			f.t.Fatal(errs[0])
+		}
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				_, errs := s.ReleaseSlots(f.ctx, f.now, []redisstore.ReleaseParams{{Task: "t", Group: "g", RunID: "r1", Token: "w", MaxRuns: 1, Reserve: time.Minute}})
+				return errs[0]
+			},
+			wrong: f.k.ConcurrencyHolders("t", "g"),
+			done:  func() bool { return f.b.Client.ZCard(f.ctx, f.k.ConcurrencyHolders("t", "g")).Val() == 0 },
+		}
+	}},
+	{"concurrency_renew", true, func(f *fixture) prepared {
+		if _, errs := f.s.AcquireSlots(f.ctx, f.now, []redisstore.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
+			MaxRuns: 1, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}}); errs[0] != nil {
+			f.t.Fatal(errs[0])
+		}
+		later := f.now.Add(time.Minute)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				_, errs := s.RenewSlots(f.ctx, f.now, []redisstore.RenewParams{{Task: "t", Group: "g", RunID: "r1", Token: "w", Lease: 2 * time.Minute}})
+				return errs[0]
+			},
+			wrong: f.k.ConcurrencyHolders("t", "g"),
+			done: func() bool {
+				return int64(f.b.Client.ZScore(f.ctx, f.k.ConcurrencyHolders("t", "g"), "r1").Val()) > later.UnixMilli()
+			},
+		}
+	}},
+	{"concurrency_park", true, func(f *fixture) prepared {
+		p := f.params("t", "k", redisstore.StrategyStatus)
+		d := f.delivered(p)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				res, errs := s.Park(f.ctx, f.now, []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}})
+				if errs[0] == nil && res[0] != redisstore.ParkHeldBack {
+					return fmt.Errorf("not held back: %s", res[0])
+				}
+				return errs[0]
+			},
+			wrong: f.k.Run(p.RunID),
+			done:  func() bool { return f.b.Client.ZCard(f.ctx, f.k.Parked()).Val() == 1 },
+		}
+	}},
+	{"concurrency_unpark", true, func(f *fixture) prepared {
+		p := f.params("t", "k", redisstore.StrategyStatus)
+		d := f.delivered(p)
+		if _, errs := f.s.Park(f.ctx, f.now, []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}}); errs[0] != nil {
+			f.t.Fatal(errs[0])
+		}
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				res, errs := s.Unpark(f.ctx, []redisstore.UnparkParams{{RunID: p.RunID, Task: "t"}})
+				if errs[0] == nil && res[0] != redisstore.UnparkQueued {
+					return fmt.Errorf("not queued: %s", res[0])
+				}
+				return errs[0]
+			},
+			wrong: f.k.Run(p.RunID),
+			done:  func() bool { return f.b.Client.XLen(f.ctx, f.k.Stream("t")).Val() == 1 },
+		}
+	}},
+	{"take_parked", true, func(f *fixture) prepared {
+		p := f.params("t", "k", redisstore.StrategyStatus)
+		d := f.delivered(p)
+		if _, errs := f.s.Park(f.ctx, f.now, []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}}); errs[0] != nil {
+			f.t.Fatal(errs[0])
+		}
+		next := f.now.Add(time.Minute)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				got, err := s.TakeParked(f.ctx, 0, f.now, next, 10)
+				if err == nil && len(got) != 1 {
+					err = fmt.Errorf("took %v", got)
+				}
+				return err
+			},
+			wrong: f.k.Parked(),
+			done:  func() bool { return int64(f.b.Client.ZScore(f.ctx, f.k.Parked(), p.RunID).Val()) == next.UnixMilli() },
+		}
+	}},
 	{"watch", true, func(f *fixture) prepared {
 		p := f.params("t", "k", redisstore.StrategyStatus)
 		f.enqueue(p)

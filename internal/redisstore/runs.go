@@ -33,11 +33,14 @@ type Run struct {
 	RetryOf   string
 	RetriedBy string
 	// Waiting is why a queued run is held back before its start (a rate
-	// limit), "" when it is not.
-	Waiting  string
-	Created  time.Time
-	Started  time.Time
-	Finished time.Time
+	// limit, a concurrency group), "" when it is not.
+	Waiting string
+	// ConcurrencyGroup is the group a parked run waits in ("" once it is
+	// back in its stream, or for a run never parked).
+	ConcurrencyGroup string
+	Created          time.Time
+	Started          time.Time
+	Finished         time.Time
 }
 
 func parseRun(id string, h map[string]string) *Run {
@@ -48,7 +51,7 @@ func parseRun(id string, h map[string]string) *Run {
 		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(i(runRetries)),
 		Timeout: time.Duration(i(runTimeout)) * time.Millisecond,
 		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
-		Waiting: h[runWaiting],
+		Waiting: h[runWaiting], ConcurrencyGroup: h[runConcurrencyGroup],
 		Created: fromMS(i(runCreated)), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
 	}
 	if v, ok := h[runInput]; ok {

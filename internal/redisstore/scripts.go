@@ -15,14 +15,15 @@ var luaFS embed.FS
 // The modules of lua/lib/, in the order they go before a script: each may
 // call those before it.
 var luaModules = []string{
-	"errors",     // error replies
-	"record",     // a run record's status and flags
-	"stream",     // a task stream's deliveries
-	"ending",     // ending runs
-	"signals",    // appending a signal
-	"claim",      // claiming an idempotency key for a new run
-	"events",     // an event record and its indexes
-	"suppressed", // the record of a trigger that created no run
+	"errors",      // error replies
+	"record",      // a run record's status and flags
+	"stream",      // a task stream's deliveries
+	"ending",      // ending runs
+	"concurrency", // a concurrency group's slots
+	"signals",     // appending a signal
+	"claim",       // claiming an idempotency key for a new run
+	"events",      // an event record and its indexes
+	"suppressed",  // the record of a trigger that created no run
 }
 
 // script is one Lua script of lua/, as the store sends it: assembled from
@@ -51,6 +52,8 @@ var allScripts = []*script{
 	ratelimitTakeScript, ratelimitReturnScript, ratelimitDeferScript,
 	rescheduleScript,
 	saveScheduleScript, pauseScheduleScript, deleteScheduleScript, advanceScheduleScript,
+	concurrencyAcquireScript, concurrencyReleaseScript, concurrencyRenewScript, concurrencyParkScript,
+	concurrencyUnparkScript, takeParkedScript,
 }
 
 // scriptForms lists the second forms of scripts of allScripts (see

@@ -54,7 +54,8 @@ type RunInfo struct {
 	RetryOf   string `json:"retryOf,omitempty"`
 	RetriedBy string `json:"retriedBy,omitempty"`
 	// Waiting says why a queued run is held back before its start, such
-	// as `rate limit "emails" key "acme"`; "" when it is not held back.
+	// as `rate limit "emails" key "acme"` or `concurrency group "acme" (2/2
+	// running)`; "" when it is not held back.
 	Waiting string `json:"waiting,omitempty"`
 }
 

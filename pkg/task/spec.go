@@ -33,6 +33,16 @@ type Spec struct {
 	Durability *DurabilitySpec `json:"durability,omitempty"`
 	// RateLimits are the task's rate limits (see RateLimit).
 	RateLimits []RateLimitSpec `json:"rateLimits,omitempty"`
+
+	// Concurrency is the task's concurrency limit (absent: none).
+	Concurrency *ConcurrencySpec `json:"concurrency,omitempty"`
+}
+
+// ConcurrencySpec is a Concurrency as plain data.
+type ConcurrencySpec struct {
+	Expression string              `json:"expression"`
+	MaxRuns    int                 `json:"maxRuns"`
+	Strategy   ConcurrencyStrategy `json:"strategy"`
 }
 
 // Spec returns the definition as plain data.
@@ -44,6 +54,9 @@ func (d *Definition) Spec() Spec {
 		OnEvents: d.OnEvents, MaxDeliveries: d.MaxDeliveries, OnConflict: string(d.OnConflict),
 		Durability: durabilitySpec(d.Durability),
 		RateLimits: rateLimitSpecs(d.RateLimits),
+	}
+	if c := d.Concurrency; c != nil {
+		s.Concurrency = &ConcurrencySpec{Expression: c.Expression, MaxRuns: c.MaxRuns, Strategy: c.Strategy}
 	}
 	if i := d.Idempotency; i != nil {
 		s.Expression, s.Strategy = i.Expression, i.Strategy
@@ -76,6 +89,9 @@ func FromSpec(s Spec, c *idempotency.Compiler) (*Definition, error) {
 			Expression: s.Expression, Strategy: s.Strategy,
 			TTL: ms(s.TTLMs), FallbackTTL: ms(s.FallbackTTLMs), Retain: ms(s.RetainMs),
 		}
+	}
+	if c := s.Concurrency; c != nil {
+		opts.Concurrency = &Concurrency{Expression: c.Expression, MaxRuns: c.MaxRuns, Strategy: c.Strategy}
 	}
 	return NewDefinition(s.Name, opts)
 }

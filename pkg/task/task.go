@@ -175,6 +175,10 @@ type Options struct {
 	// starts only once every one of them admits it, and waits queued
 	// until then (see RateLimit).
 	RateLimits []RateLimit
+
+	// Concurrency, when set, limits how many runs of a group (its
+	// expression's value) run at once, across every worker.
+	Concurrency *Concurrency
 }
 
 // ErrInvalidConfig matches every *ConfigError.
@@ -212,6 +216,9 @@ type Definition struct {
 	// rateKeys are the compiled keys of RateLimits (nil for a limit
 	// without one).
 	rateKeys []*idempotency.Expression
+
+	// concExpr is the compiled Concurrency.Expression.
+	concExpr *idempotency.Expression
 }
 
 // NewDefinition validates opts and compiles the expression.
@@ -257,7 +264,14 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Definition{Name: name, Options: opts, rateKeys: rateKeys}
+	var concExpr *idempotency.Expression
+	if opts.Concurrency != nil {
+		var err error
+		if opts.Concurrency, concExpr, err = compileConcurrency(opts.Concurrency, opts.Compiler, cfg); err != nil {
+			return nil, err
+		}
+	}
+	d := &Definition{Name: name, Options: opts, rateKeys: rateKeys, concExpr: concExpr}
 	if opts.Idempotency == nil {
 		return d, nil
 	}

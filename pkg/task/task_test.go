@@ -160,3 +160,47 @@ func TestNoExpressionMeansNoKey(t *testing.T) {
 		t.Fatalf("key = %q, %v", k, err)
 	}
 }
+
+// A concurrency limit is validated and compiled with the task, carried by
+// its spec and rebuilt from it; its expression yields the group.
+func TestConcurrencyOption(t *testing.T) {
+	for _, c := range []struct {
+		c     task.Concurrency
+		field string
+	}{
+		{task.Concurrency{Expression: "input.tenant", MaxRuns: 0}, "concurrency.max_runs"},
+		{task.Concurrency{Expression: "input.tenant", MaxRuns: task.ConcurrencyMaxRunsMax + 1}, "concurrency.max_runs"},
+		{task.Concurrency{Expression: "input.tenant", MaxRuns: 1, Strategy: "fifo"}, "concurrency.strategy"},
+		{task.Concurrency{Expression: "input.", MaxRuns: 1}, "concurrency.expression"},
+	} {
+		_, err := task.NewDefinition("t", task.Options{Concurrency: &c.c})
+		var ce *task.ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field {
+			t.Errorf("%+v: %v, want a task.ConfigError on %s", c.c, err, c.field)
+		}
+	}
+	d, err := task.NewDefinition("t", task.Options{Concurrency: &task.Concurrency{Expression: `"t:" + input.tenant`, MaxRuns: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Concurrency.Strategy != task.GroupRoundRobin {
+		t.Fatalf("default strategy = %q", d.Concurrency.Strategy)
+	}
+	if g, err := d.ConcurrencyGroup([]byte(`{"tenant":"acme"}`), nil); err != nil || g != "t:acme" {
+		t.Fatalf("group = %q, %v", g, err)
+	}
+	if _, err := d.ConcurrencyGroup([]byte(`{}`), nil); err == nil {
+		t.Fatal("a missing field gave a group")
+	}
+	back, err := task.FromSpec(d.Spec(), nil)
+	if err != nil || *back.Concurrency != *d.Concurrency || back.Spec().Hash() != d.Spec().Hash() {
+		t.Fatalf("from spec: %+v, %v", back, err)
+	}
+	plain, _ := task.NewDefinition("t", task.Options{})
+	if g, err := plain.ConcurrencyGroup([]byte(`{}`), nil); g != "" || err != nil || plain.Spec().Concurrency != nil {
+		t.Fatalf("a task without concurrency: %q, %v", g, err)
+	}
+	if !errors.Is(task.ErrConcurrencyCancelled, task.ErrRunCancelled) {
+		t.Fatal("task.ErrConcurrencyCancelled must match task.ErrRunCancelled")
+	}
+}

@@ -97,12 +97,16 @@ func (c *canceller) listen(quit <-chan struct{}, n *redisstore.Notices) {
 }
 
 // notice cancels the handler of the run a notice names. The payload is the
-// run ID, or "<run id>|<new owner>" when a newer run superseded it.
+// run ID, "<run id>|<new owner>" when a newer run superseded it, or
+// "<run id>|<reason>" when its concurrency group cancelled it.
 func (c *canceller) notice(payload string) {
 	runID, by, superseded := strings.Cut(payload, "|")
 	a := c.active.get(runID)
+	cause, byGroup := concurrencyCause(runID, by)
 	switch {
 	case a == nil:
+	case superseded && byGroup:
+		a.cancel(cause)
 	case superseded:
 		a.cancel(&SupersededError{RunID: runID, By: by})
 	default:

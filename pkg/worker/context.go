@@ -55,6 +55,9 @@ func endedCause(runID, runError string) error {
 	if by, ok := strings.CutPrefix(runError, supersededPrefix); ok {
 		return &SupersededError{RunID: runID, By: by}
 	}
+	if cause, ok := concurrencyCause(runID, runError); ok {
+		return cause
+	}
 	return task.ErrRunCancelled
 }
 

@@ -31,6 +31,8 @@ type heartbeater struct {
 	clock    task.Clock
 	log      *slog.Logger
 	metrics  *workerMetrics
+	// conc renews the concurrency slots this worker holds (nil: none can).
+	conc *concurrencyGate
 }
 
 // Start starts the heartbeats; it is ready at once, the first beat due
@@ -40,6 +42,7 @@ func (h *heartbeater) Start(context.Context) error {
 		for sleep(quit, h.interval) {
 			h.beat()
 		}
+		h.conc.wait()
 	})
 }
 
@@ -47,6 +50,7 @@ func (h *heartbeater) beat() {
 	began := h.clock.Now()
 	byTask, waiting := h.active.split()
 	h.checkWaiting(waiting)
+	defer h.conc.beat() // after the leases: it must never delay them
 	for t, runs := range byTask {
 		leases := make([]redisstore.Lease, len(runs))
 		for i, a := range runs {

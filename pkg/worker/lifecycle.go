@@ -61,6 +61,12 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 				return st.StartBatch(ctx, o.Name, o.Clock.Now(), ds)
 			})
 	}
+	if err == nil {
+		p.conc, err = newConcurrencyGate(&concurrencyGate{
+			store: st, tasks: w.tasks, slots: free, consumer: o.Name, lease: o.LeaseDuration,
+			opTimeout: o.OperationTimeout, partitions: parts.Count(), clock: o.Clock, log: w.log,
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -94,7 +100,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 		processor: p.setUp(),
 		heartbeater: &heartbeater{
 			store: st, active: active, consumer: o.Name, lease: o.LeaseDuration,
-			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics,
+			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics, conc: p.conc,
 		},
 		forwarder: &forwarder{store: st, partitions: parts.Count(), opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
 		janitor: &janitor{store: st, fanouts: st, partitions: parts.Count(), every: o.SweepInterval, opTimeout: o.OperationTimeout,

@@ -53,6 +53,10 @@ type processor struct {
 	// limiter holds back the deliveries their task's rate limits refuse
 	// (see ratelimit.go); nil admits everything.
 	limiter *rateLimiter
+	// conc asks concurrency groups for slots before runs start, and gives
+	// them back when they end (see concurrency.go); nil when no task has a
+	// concurrency limit.
+	conc *concurrencyGate
 
 	// base is the context of the starts sent before handlers run; Stop
 	// cancels it.
@@ -130,8 +134,10 @@ func (p *processor) Stop() {
 // the next trigger call, so it takes what one trigger batch queued
 // (docs/performance.md has the batch sizes measured).
 func (p *processor) dispatch(ds []redisstore.Delivery) {
+	// Rate limits first: a run they hold back never takes a concurrency
+	// slot it would hold while it waits.
 	ds = p.admitRateLimited(ds)
-	if len(ds) == 0 {
+	if ds = p.conc.admit(ds); len(ds) == 0 {
 		return
 	}
 	p.inFlight.Add(len(ds))
@@ -168,6 +174,7 @@ func (p *processor) startBatch(ds []redisstore.Delivery) {
 			p.log.Warn("taskq: starting run failed", "run", d.RunID, "task", d.Task, "err", errs[i])
 		case !res[i].Started:
 			p.log.Debug("taskq: delivery skipped", "run", d.RunID, "reason", res[i].Reason)
+			p.conc.release(d.RunID)
 		default:
 			p.run(runJob{d: d, st: res[i], begun: begun})
 			continue
@@ -372,6 +379,7 @@ func (p *processor) end(a *attempt) {
 		a.stop()
 	}
 	a.cancel(nil)
+	p.conc.release(a.d.RunID)
 	p.slots.release(1)
 	p.inFlight.Done()
 }

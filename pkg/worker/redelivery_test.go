@@ -81,6 +81,8 @@ func TestMain(m *testing.M) {
 		os.Exit(durableWorker())
 	case "ratelimit":
 		os.Exit(rateLimitedWorker())
+	case "concurrency":
+		os.Exit(concurrencyWorker())
 	default:
 		os.Exit(hangingWorker())
 	}

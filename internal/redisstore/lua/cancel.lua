@@ -6,12 +6,15 @@
 --
 -- KEYS: KEY_COUNT (1)
 --   KEYS[1] KEY_RUN  run hash  taskq:{ns}:run:<run id>
--- ARGV: ARG_COUNT (5)
+-- ARGV: ARG_COUNT (6)
 --   ARGV[1] ARG_RUN_ID  run id
 --   ARGV[2] ARG_NOW     now (unix ms)
 --   ARGV[3] ARG_REASON  reason (stored as the run's error)
 --   ARGV[4] ARG_GROUP   consumer group
 --   ARGV[5] ARG_PREFIX  key prefix taskq:{ns}:
+--   ARGV[6] ARG_NOTICE  what the cancel notice says after the run id and a
+--                       "|" (why, for the handler; "" for nothing: the
+--                       notice is the run id alone)
 -- Returns:
 --   {1, "cancelled"}
 --   {0, "missing"} or {0, terminal status}: nothing written
@@ -29,5 +32,11 @@ end
 taskq_terminate(prefix, ARGV[ARG_GROUP], run_key, run_id, 'cancelled', ARGV[ARG_NOW], RUN_ERROR, ARGV[ARG_REASON])
 -- A queued run may be running too, in a handler whose attempt finish.lua
 -- would begin (see there): workers are told either way.
-redis.call(CMD_PUBLISH, taskq_key_cancel(prefix), run_id)
+local notice = ARGV[ARG_NOTICE]
+if notice ~= '' then
+  notice = run_id .. '|' .. notice
+else
+  notice = run_id
+end
+redis.call(CMD_PUBLISH, taskq_key_cancel(prefix), notice)
 return {1, 'cancelled'}

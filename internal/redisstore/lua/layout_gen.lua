@@ -150,6 +150,9 @@ local SUPPRESSED_RECORD = 'rec' -- one per trigger: "<outcome> <owner run> <inpu
 -- to be trimmed (see taskq_trim_acked in lua/lib/stream.lua).
 local MAX_LINGERING_ENTRIES = 10000
 
+-- Fields of a parked run's record.
+local RUN_CONCURRENCY_GROUP = 'cgroup' -- the concurrency group a parked run waits in (absent once it is back in its stream)
+
 -- @script advance_schedule
 -- advance_schedule.lua: moves a schedule's cursor to a tick fired.
 local KEY_SCHEDULE = 1 -- schedule hash
@@ -166,7 +169,103 @@ local ARG_NOW = 2 -- now (unix ms)
 local ARG_REASON = 3 -- reason, stored as the run's error
 local ARG_GROUP = 4 -- consumer group
 local ARG_PREFIX = 5 -- key prefix taskq:{ns}:
-local ARG_COUNT = 5
+local ARG_NOTICE = 6 -- what the cancel notice says after the run ID and a "|" ("" for nothing)
+local ARG_COUNT = 6
+
+-- @script concurrency_acquire
+-- concurrency_acquire.lua: slots asked for by deliveries, any number per
+-- call, each with its group's keys (all of one partition).
+local KEY_COUNT = 0 -- KEYS before the first item's: none
+local ARG_NOW = 1 -- now (unix ms)
+local ARG_COUNT = 1 -- ARGV before the first item's
+
+-- concurrency_acquire.lua: KEYS of one item.
+local ITEM_KEY_HOLDERS = 0 -- the group's holders
+local ITEM_KEY_OWNERS = 1 -- the group's owners
+local ITEM_KEY_WAITING = 2 -- the group's waiting runs
+local ITEM_KEY_COUNT = 3
+
+-- concurrency_acquire.lua: ARGV of one item.
+local ITEM_ARG_RUN_ID = 0 -- run ID
+local ITEM_ARG_TOKEN = 1 -- the holder's token (worker and delivery)
+local ITEM_ARG_MAX_RUNS = 2 -- most runs of the group at once
+local ITEM_ARG_STRATEGY = 3 -- group_round_robin | cancel_in_progress | cancel_newest
+local ITEM_ARG_LEASE = 4 -- lease ms of the slot
+local ITEM_ARG_CREATED = 5 -- the run's creation time (unix ms), its place in the waiting line
+local ITEM_ARG_COUNT = 6
+
+-- @script concurrency_park
+-- concurrency_park.lua: deliveries held back by their group, any number
+-- per call (all of one partition).
+local KEY_PARKED = 1 -- parked index
+local KEY_COUNT = 1 -- KEYS before the first item's
+local ARG_GROUP = 1 -- consumer group
+local ARG_RECHECK = 2 -- when a recoverer first looks at the runs (unix ms)
+local ARG_COUNT = 2 -- ARGV before the first item's
+
+-- concurrency_park.lua: KEYS of one item.
+local ITEM_KEY_RUN = 0 -- run hash
+local ITEM_KEY_STREAM = 1 -- task stream
+local ITEM_KEY_COUNT = 2
+
+-- concurrency_park.lua: ARGV of one item.
+local ITEM_ARG_RUN_ID = 0 -- run ID
+local ITEM_ARG_ENTRY = 1 -- stream entry ID of the delivery
+local ITEM_ARG_REASON = 2 -- why it waits, stored in the record
+local ITEM_ARG_GROUP_NAME = 3 -- the concurrency group
+local ITEM_ARG_COUNT = 4
+
+-- @script concurrency_release
+-- concurrency_release.lua: slots given back, any number per call.
+local KEY_COUNT = 0 -- KEYS before the first item's: none
+local ARG_NOW = 1 -- now (unix ms)
+local ARG_COUNT = 1 -- ARGV before the first item's
+
+-- concurrency_release.lua: KEYS of one item.
+local ITEM_KEY_HOLDERS = 0 -- the group's holders
+local ITEM_KEY_OWNERS = 1 -- the group's owners
+local ITEM_KEY_WAITING = 2 -- the group's waiting runs
+local ITEM_KEY_COUNT = 3
+
+-- concurrency_release.lua: ARGV of one item.
+local ITEM_ARG_RUN_ID = 0 -- run ID ("" to only hand free slots to waiting runs)
+local ITEM_ARG_TOKEN = 1 -- the holder's token
+local ITEM_ARG_MAX_RUNS = 2 -- most runs of the group at once
+local ITEM_ARG_RESERVE = 3 -- how long a slot is reserved for a waiting run (ms)
+local ITEM_ARG_COUNT = 4
+
+-- @script concurrency_renew
+-- concurrency_renew.lua: slot leases renewed, any number per call.
+local KEY_COUNT = 0 -- KEYS before the first item's: none
+local ARG_NOW = 1 -- now (unix ms)
+local ARG_COUNT = 1 -- ARGV before the first item's
+
+-- concurrency_renew.lua: KEYS of one item.
+local ITEM_KEY_HOLDERS = 0 -- the group's holders
+local ITEM_KEY_OWNERS = 1 -- the group's owners
+local ITEM_KEY_COUNT = 2
+
+-- concurrency_renew.lua: ARGV of one item.
+local ITEM_ARG_RUN_ID = 0 -- run ID
+local ITEM_ARG_TOKEN = 1 -- the holder's token
+local ITEM_ARG_LEASE = 2 -- lease ms from now
+local ITEM_ARG_COUNT = 3
+
+-- @script concurrency_unpark
+-- concurrency_unpark.lua: parked runs given a slot, back to their task
+-- streams, any number per call (all of one partition).
+local KEY_PARKED = 1 -- parked index
+local KEY_COUNT = 1 -- KEYS before the first item's
+local ARG_COUNT = 0 -- ARGV before the first item's
+
+-- concurrency_unpark.lua: KEYS of one item.
+local ITEM_KEY_RUN = 0 -- run hash
+local ITEM_KEY_STREAM = 1 -- task stream
+local ITEM_KEY_COUNT = 2
+
+-- concurrency_unpark.lua: ARGV of one item.
+local ITEM_ARG_RUN_ID = 0 -- run ID
+local ITEM_ARG_COUNT = 1
 
 -- @script delete_schedule
 -- delete_schedule.lua: deletes a cron schedule and its cursor.
@@ -507,6 +606,16 @@ local ARG_CUTOFF = 1 -- take those last taken (or stored) at or before it (unix 
 local ARG_NOW = 2 -- now (unix ms)
 local ARG_LIMIT = 3 -- most fan-outs to take
 local ARG_EVENT_PREFIX = 4 -- key prefix of the event records (taskq:{ns}:event:)
+local ARG_COUNT = 4
+
+-- @script take_parked
+-- take_parked.lua: parked runs a recoverer looks at.
+local KEY_PARKED = 1 -- parked index
+local KEY_COUNT = 1
+local ARG_NOW = 1 -- now (unix ms): runs due at or before it are taken
+local ARG_NEXT = 2 -- when the runs taken are due again (unix ms)
+local ARG_LIMIT = 3 -- most runs to take
+local ARG_PREFIX = 4 -- key prefix taskq:{ns}:
 local ARG_COUNT = 4
 
 -- @script trigger_event

@@ -1,0 +1,140 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Concurrency groups: at most MaxRuns runs of a group hold a slot at once,
+// across every worker. A group's state lives in one partition, the one
+// ConcurrencyPartition names, and is changed there by one script each:
+// concurrency_acquire.lua (a delivery asks for a slot), concurrency_renew.lua
+// (the worker's heartbeats), concurrency_release.lua (a run's attempt
+// ended: the slot goes to the first run in the waiting line). A run whose
+// group is full waits out of its stream, in its own partition
+// (concurrency_park.lua), until it is given a slot (concurrency_unpark.lua)
+// or a recoverer finds it forgotten (take_parked.lua, ParkedStates).
+
+// Concurrency strategies as the scripts take them (task.ConcurrencyStrategy
+// has the same values).
+const (
+	ConcurrencyRoundRobin       = "group_round_robin"
+	ConcurrencyCancelInProgress = "cancel_in_progress"
+	ConcurrencyCancelNewest     = "cancel_newest"
+)
+
+// ConcurrencyPartition is the partition of namespace ns, of n, that holds
+// the state of task's concurrency group group: FNV-1a (32 bits) of
+// "<ns>\x00<task>\x00<group>", modulo n.
+func ConcurrencyPartition(ns, task, group string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ns))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(task))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(group))
+	return int(h.Sum32() % uint32(n))
+}
+
+// ConcurrencyHolders is the zset of the runs holding a slot of task's group
+// group, by lease deadline (ms).
+func (k Keys) ConcurrencyHolders(task, group string) string {
+	return k.prefix + keyConcurrencyHolders + task + "|" + group
+}
+
+// ConcurrencyOwners is the hash of what each holder of a slot of task's
+// group group is.
+func (k Keys) ConcurrencyOwners(task, group string) string {
+	return k.prefix + keyConcurrencyOwners + task + "|" + group
+}
+
+// ConcurrencyWaiting is the zset of the runs waiting for a slot of task's
+// group group, by creation time (ms).
+func (k Keys) ConcurrencyWaiting(task, group string) string {
+	return k.prefix + keyConcurrencyWaiting + task + "|" + group
+}
+
+// Parked is the partition's index of parked runs.
+func (k Keys) Parked() string { return k.prefix + keyParked }
+
+// ConcurrencyKeys returns the key builder of the partition holding task's
+// group group.
+func (s *Store) ConcurrencyKeys(ctx context.Context, task, group string) (Keys, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return Keys{}, err
+	}
+	return parts.keys[ConcurrencyPartition(parts.ns, task, group, parts.Count())], nil
+}
+
+// groupSlots groups items 0..n-1 by the partition of the group at(i) names.
+func groupSlots(parts *Partitions, n int, at func(i int) (task, group string), errs []error) [][]int {
+	return groupByPartition(n, parts.Count(), func(i int) (int, error) {
+		t, g := at(i)
+		return ConcurrencyPartition(parts.ns, t, g, parts.Count()), nil
+	}, errs)
+}
+
+// slotKeys is the key builder of the partition of the group of item items[0].
+func slotKeys(parts *Partitions, task, group string) Keys {
+	return parts.keys[ConcurrencyPartition(parts.ns, task, group, parts.Count())]
+}
+
+// ParkedState is what a group's state says of a parked run.
+type ParkedState struct {
+	// Holding: the run holds a slot (or one is reserved for it) whose lease
+	// has not lapsed.
+	Holding bool
+	// Waiting: the run is in the group's waiting line.
+	Waiting bool
+}
+
+// ParkedRun is a parked run a recoverer took (TakeParked).
+type ParkedRun struct {
+	RunID, Task, Group string
+}
+
+// ParkedStates reads, for each parked run, whether its group holds a slot
+// for it or has it in its waiting line: a run that is neither was
+// forgotten (its reservation lapsed, or its worker died between the two
+// steps of a release) and is put back in its stream (Unpark). It reads
+// only; one pipeline.
+func (s *Store) ParkedStates(ctx context.Context, now time.Time, runs []ParkedRun) ([]ParkedState, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ParkedState, len(runs))
+	if len(runs) == 0 {
+		return out, nil
+	}
+	type pair struct{ h, w *redis.FloatCmd }
+	cmds := make([]pair, len(runs))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range runs {
+			ks := slotKeys(parts, r.Task, r.Group)
+			cmds[i] = pair{p.ZScore(ctx, ks.ConcurrencyHolders(r.Task, r.Group), r.RunID), p.ZScore(ctx, ks.ConcurrencyWaiting(r.Task, r.Group), r.RunID)}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: read concurrency groups: %w", err)
+	}
+	for i, c := range cmds {
+		if v, err := c.h.Result(); err == nil && int64(v) >= unixMS(now) {
+			out[i].Holding = true
+		}
+		if _, err := c.w.Result(); err == nil {
+			out[i].Waiting = true
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,95 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// concurrencyAcquireScript asks for slots: lua/concurrency_acquire.lua.
+var concurrencyAcquireScript = loadScript("concurrency_acquire", "errors", "concurrency")
+
+// AcquireParams ask for a slot of a concurrency group for one delivery.
+type AcquireParams struct {
+	Task, Group string
+	RunID       string
+	// Token names the holder (the worker and the delivery): only it renews
+	// and releases the slot.
+	Token    string
+	MaxRuns  int
+	Strategy string // ConcurrencyRoundRobin, ConcurrencyCancelInProgress or ConcurrencyCancelNewest
+	// Lease is how long the slot is held without a renewal.
+	Lease time.Duration
+	// Created is the run's creation time, its place in the waiting line.
+	Created time.Time
+}
+
+// AcquireOutcome is what a group answered a delivery.
+type AcquireOutcome string
+
+// The answers of AcquireSlots.
+const (
+	AcquireHeld  AcquireOutcome = "held"  // the run holds a slot: start it
+	AcquireWait  AcquireOutcome = "wait"  // the group is full: park the run
+	AcquireEvict AcquireOutcome = "evict" // the run took the slot of the oldest holder, Evicted: cancel that one
+	AcquireFull  AcquireOutcome = "full"  // the group is full: cancel this run
+)
+
+// AcquireResult is the answer to one AcquireParams.
+type AcquireResult struct {
+	Outcome AcquireOutcome
+	// Holders is how many runs hold a slot of the group now.
+	Holders int
+	// Evicted is the run whose slot this one took (AcquireEvict).
+	Evicted string
+}
+
+// AcquireSlots asks for the slots of ps at now, one script call per
+// partition the groups are in (sent in one pipeline). The i-th result and
+// error belong to the i-th params.
+func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []AcquireParams) ([]AcquireResult, []error) {
+	res := make([]AcquireResult, len(ps))
+	errs := make([]error, len(ps))
+	if len(ps) == 0 {
+		return res, errs
+	}
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return res, fillErr(errs, err)
+	}
+	groups := groupSlots(parts, len(ps), func(i int) (string, string) { return ps[i].Task, ps[i].Group }, errs)
+	keepFirst(errs, s.evalBatch(ctx, concurrencyAcquireScript, groups, len(ps), func(items []int) ([]string, []any) {
+		h := [1 + concurrencyAcquireArgCount]any{concurrencyAcquireArgNow: unixMS(now)}
+		keys := make([]string, concurrencyAcquireKeyCount, concurrencyAcquireKeyCount+concurrencyAcquireItemKeyCount*len(items))
+		args := append(make([]any, 0, concurrencyAcquireArgCount+concurrencyAcquireItemArgCount*len(items)), h[1:]...)
+		for _, i := range items {
+			p := ps[i]
+			ks := slotKeys(parts, p.Task, p.Group)
+			k := [concurrencyAcquireItemKeyCount]string{
+				concurrencyAcquireItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
+				concurrencyAcquireItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
+				concurrencyAcquireItemKeyWaiting: ks.ConcurrencyWaiting(p.Task, p.Group),
+			}
+			a := [concurrencyAcquireItemArgCount]any{
+				concurrencyAcquireItemArgRunID:    p.RunID,
+				concurrencyAcquireItemArgToken:    p.Token,
+				concurrencyAcquireItemArgMaxRuns:  p.MaxRuns,
+				concurrencyAcquireItemArgStrategy: p.Strategy,
+				concurrencyAcquireItemArgLease:    p.Lease.Milliseconds(),
+				concurrencyAcquireItemArgCreated:  unixMS(p.Created),
+			}
+			keys, args = append(keys, k[:]...), append(args, a[:]...)
+		}
+		return keys, args
+	}, func(i int, r []any) (int, error) {
+		if len(r) < 3 {
+			return len(r), fmt.Errorf("redisstore: concurrency_acquire: unexpected reply %v", r)
+		}
+		if err, ok := r[0].(error); ok {
+			return 3, s.named("concurrency_acquire", scriptError(err))
+		}
+		res[i] = AcquireResult{Outcome: AcquireOutcome(asString(r[0])), Holders: int(asInt(r[1])), Evicted: asString(r[2])}
+		return 3, nil
+	}))
+	return res, errs
+}

@@ -1,0 +1,88 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// concurrencyReleaseScript gives slots back: lua/concurrency_release.lua.
+var concurrencyReleaseScript = loadScript("concurrency_release", "errors", "concurrency")
+
+// ReleaseParams give back the slot a run holds in a concurrency group.
+type ReleaseParams struct {
+	Task, Group string
+	// RunID is the run whose slot is given back; "" only hands the group's
+	// free slots (those whose lease lapsed) to waiting runs.
+	RunID string
+	// Token is the holder's, as it acquired the slot; "" releases a slot
+	// still reserved for the run.
+	Token   string
+	MaxRuns int
+	// Reserve is how long a slot handed to a waiting run stays reserved for it.
+	Reserve time.Duration
+}
+
+// ReleaseResult is the outcome of one ReleaseParams.
+type ReleaseResult struct {
+	// Released: the token held the slot, which is free now.
+	Released bool
+	// Next are the waiting runs the group's free slots were reserved for,
+	// in line order: put each back in its stream (Unpark).
+	Next []string
+}
+
+// ReleaseSlots gives the slots of ps back at now, one script call per
+// partition the groups are in (sent in one pipeline).
+func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []ReleaseParams) ([]ReleaseResult, []error) {
+	res := make([]ReleaseResult, len(ps))
+	errs := make([]error, len(ps))
+	if len(ps) == 0 {
+		return res, errs
+	}
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return res, fillErr(errs, err)
+	}
+	groups := groupSlots(parts, len(ps), func(i int) (string, string) { return ps[i].Task, ps[i].Group }, errs)
+	keepFirst(errs, s.evalBatch(ctx, concurrencyReleaseScript, groups, len(ps), func(items []int) ([]string, []any) {
+		h := [1 + concurrencyReleaseArgCount]any{concurrencyReleaseArgNow: unixMS(now)}
+		keys := make([]string, concurrencyReleaseKeyCount, concurrencyReleaseKeyCount+concurrencyReleaseItemKeyCount*len(items))
+		args := append(make([]any, 0, concurrencyReleaseArgCount+concurrencyReleaseItemArgCount*len(items)), h[1:]...)
+		for _, i := range items {
+			p := ps[i]
+			ks := slotKeys(parts, p.Task, p.Group)
+			k := [concurrencyReleaseItemKeyCount]string{
+				concurrencyReleaseItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
+				concurrencyReleaseItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
+				concurrencyReleaseItemKeyWaiting: ks.ConcurrencyWaiting(p.Task, p.Group),
+			}
+			a := [concurrencyReleaseItemArgCount]any{
+				concurrencyReleaseItemArgRunID:   p.RunID,
+				concurrencyReleaseItemArgToken:   p.Token,
+				concurrencyReleaseItemArgMaxRuns: p.MaxRuns,
+				concurrencyReleaseItemArgReserve: p.Reserve.Milliseconds(),
+			}
+			keys, args = append(keys, k[:]...), append(args, a[:]...)
+		}
+		return keys, args
+	}, func(i int, r []any) (int, error) {
+		if len(r) < 2 {
+			return len(r), fmt.Errorf("redisstore: concurrency_release: unexpected reply %v", r)
+		}
+		if err, ok := r[0].(error); ok {
+			return 2, s.named("concurrency_release", scriptError(err))
+		}
+		k := int(asInt(r[1]))
+		if len(r) < 2+k {
+			return len(r), fmt.Errorf("redisstore: concurrency_release: unexpected reply %v", r)
+		}
+		next := make([]string, k)
+		for j := range next {
+			next[j] = asString(r[2+j])
+		}
+		res[i] = ReleaseResult{Released: asInt(r[0]) == 1, Next: next}
+		return 2 + k, nil
+	}))
+	return res, errs
+}

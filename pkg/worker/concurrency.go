@@ -1,0 +1,524 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// Concurrency groups (task.Options.Concurrency). Between reading a run
+// from its stream and beginning its attempt, the worker asks the run's
+// group for a slot (concurrencyGate.admit, one script call per partition
+// the groups of a fetched batch are in). A run that gets one goes on as
+// any other and gives it back when its attempt ends, whatever the outcome
+// (a retry asks again when it is delivered again, so a run waiting for
+// its backoff holds no slot). A run whose group is full waits, parked out
+// of its stream in its own partition, until a run of its group gives its
+// slot back: the release reserves the slot for the first run in line and
+// puts that run back in its stream. The heartbeats renew the slots this
+// worker holds, with the runs' lease, so a dead worker's slots are given
+// back once that lease lapses; and they look at parked runs now and then
+// (recoverParked), so that no run is left parked when the worker that was
+// to put it back died midway, or a reservation lapsed.
+
+// concurrencyStore is what the concurrency gate reads and writes in Redis.
+type concurrencyStore interface {
+	AcquireSlots(ctx context.Context, now time.Time, ps []redisstore.AcquireParams) ([]redisstore.AcquireResult, []error)
+	ReleaseSlots(ctx context.Context, now time.Time, ps []redisstore.ReleaseParams) ([]redisstore.ReleaseResult, []error)
+	RenewSlots(ctx context.Context, now time.Time, ps []redisstore.RenewParams) ([]bool, []error)
+	Park(ctx context.Context, recheck time.Time, ps []redisstore.ParkParams) ([]string, []error)
+	Unpark(ctx context.Context, ps []redisstore.UnparkParams) ([]string, []error)
+	TakeParked(ctx context.Context, part int, now, next time.Time, limit int) ([]redisstore.ParkedRun, error)
+	ParkedStates(ctx context.Context, now time.Time, runs []redisstore.ParkedRun) ([]redisstore.ParkedState, error)
+	CancelWithNotice(ctx context.Context, runID, reason, notice string, now time.Time) (redisstore.FinishResult, error)
+}
+
+// parkedBatch is the most parked runs one look takes per partition.
+const parkedBatch = 500
+
+// handOnRounds bounds the rounds of handOn: each round gives back the
+// reservations of runs that ended while they waited, and takes the next.
+const handOnRounds = 100
+
+// ConcurrencyCancelledError is the cause of a handler's context when its
+// run was cancelled by its concurrency group: a newer run of the group
+// took its slot (task.CancelInProgress). It matches
+// task.ErrConcurrencyCancelled and task.ErrRunCancelled.
+type ConcurrencyCancelledError struct {
+	RunID string
+	// Group is the concurrency group.
+	Group string
+	// By is the newer run that took the slot; "" when the group was full
+	// as the run came (task.CancelNewest).
+	By string
+}
+
+func (e *ConcurrencyCancelledError) Error() string {
+	if e.By == "" {
+		return fmt.Sprintf("run %s cancelled: concurrency group %q was full", e.RunID, e.Group)
+	}
+	return fmt.Sprintf("run %s cancelled: run %s took its slot in concurrency group %q", e.RunID, e.By, e.Group)
+}
+
+// Is makes errors.Is(err, task.ErrConcurrencyCancelled) and
+// errors.Is(err, task.ErrRunCancelled) hold.
+func (e *ConcurrencyCancelledError) Is(target error) bool {
+	return target == task.ErrConcurrencyCancelled || target == task.ErrRunCancelled
+}
+
+// The reasons a run cancelled by its group records as its error (and its
+// cancel notice carries), from which the cause is read back.
+const (
+	displacedPrefix = "displaced by run "
+	displacedIn     = " in concurrency group "
+	fullPrefix      = "concurrency group "
+	fullSuffix      = " was full"
+)
+
+func displacedReason(by, group string) string {
+	return displacedPrefix + by + displacedIn + strconv.Quote(group)
+}
+
+func fullReason(group string, holders, max int) string {
+	return fullPrefix + strconv.Quote(group) + fullSuffix + fmt.Sprintf(" (%d/%d running)", holders, max)
+}
+
+// concurrencyCause reads the cause of runID's cancel from reason, its
+// record's error; ok is false when its group did not cancel it.
+func concurrencyCause(runID, reason string) (err error, ok bool) {
+	if rest, found := strings.CutPrefix(reason, displacedPrefix); found {
+		by, q, found := strings.Cut(rest, displacedIn)
+		if g, uerr := strconv.Unquote(q); found && uerr == nil {
+			return &ConcurrencyCancelledError{RunID: runID, Group: g, By: by}, true
+		}
+	}
+	if rest, found := strings.CutPrefix(reason, fullPrefix); found {
+		if q, _, found := strings.Cut(rest, fullSuffix); found {
+			if g, uerr := strconv.Unquote(q); uerr == nil {
+				return &ConcurrencyCancelledError{RunID: runID, Group: g}, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// waitingReason is what a parked run's record says of it.
+func waitingReason(group string, holders, max int) string {
+	return fmt.Sprintf("concurrency group %q (%d/%d running)", group, holders, max)
+}
+
+// heldSlot is a slot this worker holds for a run.
+type heldSlot struct {
+	task, group, token string
+	maxRuns            int
+	// n counts the run's attempts on this worker that hold the slot (a
+	// worker may reclaim its own delivery while the older attempt ends).
+	n int
+}
+
+// concurrencyGate decides, for the deliveries of tasks with a concurrency
+// limit, which start now (see the top of this file). A nil gate, for a
+// worker without such tasks, lets every delivery through.
+type concurrencyGate struct {
+	store      concurrencyStore
+	tasks      map[string]*registration
+	slots      slots
+	consumer   string
+	lease      time.Duration
+	opTimeout  time.Duration
+	partitions int
+	clock      task.Clock
+	log        *slog.Logger
+	// releases coalesces the slots given back at about the same time into
+	// one call of the release script per partition.
+	releases *redisstore.Batcher[redisstore.ReleaseParams, redisstore.ReleaseResult]
+
+	mu   sync.Mutex
+	held map[string]*heldSlot
+	// looking is set while a look at the parked runs is under way.
+	looking atomic.Bool
+	// bg counts the goroutines that hand slots on and look at parked
+	// runs; once stopped is set (under mu) no more start.
+	bg      sync.WaitGroup
+	stopped bool
+}
+
+// newConcurrencyGate returns the gate of the tasks registered on a worker,
+// or nil when none has a concurrency limit.
+func newConcurrencyGate(g *concurrencyGate) (*concurrencyGate, error) {
+	limited := false
+	for _, reg := range g.tasks {
+		limited = limited || reg.def.Concurrency != nil
+	}
+	if !limited {
+		return nil, nil
+	}
+	gate := g
+	gate.held = map[string]*heldSlot{}
+	var err error
+	gate.releases, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: g.lease, Senders: 1},
+		func(ctx context.Context, ps []redisstore.ReleaseParams) ([]redisstore.ReleaseResult, []error) {
+			return g.store.ReleaseSlots(ctx, g.clock.Now(), ps)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return gate, nil
+}
+
+// admit asks the groups of ds for slots and returns the deliveries that
+// may start now, in their order. The others give their handler slot back:
+// parked (the group is full), cancelled (task.CancelNewest), or left
+// pending after an error (reclaimed once their lease lapses, and asked
+// again). A run given the slot of an older one (task.CancelInProgress)
+// starts, and the older one is cancelled.
+func (g *concurrencyGate) admit(ds []redisstore.Delivery) []redisstore.Delivery {
+	if g == nil {
+		return ds
+	}
+	var (
+		ask []redisstore.AcquireParams
+		idx []int
+	)
+	for i, d := range ds {
+		reg := g.tasks[d.Task]
+		if reg == nil || reg.def.Concurrency == nil {
+			continue
+		}
+		if d.Spec == nil {
+			g.log.Warn("taskq: delivery carries no input; it starts outside its concurrency group", "run", d.RunID, "task", d.Task)
+			continue
+		}
+		group, err := reg.def.ConcurrencyGroup(d.Spec.Input, d.Spec.Meta)
+		if err != nil {
+			// Admission derived the group when the run was triggered: the
+			// task's definition changed since.
+			g.log.Warn("taskq: concurrency group of a run failed; it starts outside any group", "run", d.RunID, "task", d.Task, "err", err)
+			continue
+		}
+		c := reg.def.Concurrency
+		ask = append(ask, redisstore.AcquireParams{
+			Task: d.Task, Group: group, RunID: d.RunID, Token: g.consumer + " " + d.EntryID,
+			MaxRuns: c.MaxRuns, Strategy: string(c.Strategy), Lease: g.lease, Created: d.Spec.Created,
+		})
+		idx = append(idx, i)
+	}
+	if len(ask) == 0 {
+		return ds
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
+	defer cancel()
+	now := g.clock.Now()
+	res, errs := g.store.AcquireSlots(ctx, now, ask)
+	drop := make([]bool, len(ds))
+	var (
+		park    []redisstore.ParkParams
+		cancels [][2]string // run, reason
+	)
+	for j, i := range idx {
+		a, r := ask[j], res[j]
+		switch {
+		case errs[j] != nil:
+			g.log.Warn("taskq: asking for a concurrency slot failed; the delivery is taken again after its lease", "run", a.RunID, "group", a.Group, "err", errs[j])
+			drop[i] = true
+		case r.Outcome == redisstore.AcquireHeld:
+			g.hold(a)
+		case r.Outcome == redisstore.AcquireEvict:
+			g.hold(a)
+			cancels = append(cancels, [2]string{r.Evicted, displacedReason(a.RunID, a.Group)})
+		case r.Outcome == redisstore.AcquireFull:
+			drop[i] = true
+			cancels = append(cancels, [2]string{a.RunID, fullReason(a.Group, r.Holders, a.MaxRuns)})
+		default: // AcquireWait
+			drop[i] = true
+			park = append(park, redisstore.ParkParams{
+				RunID: a.RunID, Task: a.Task, EntryID: ds[i].EntryID, Group: a.Group,
+				Reason: waitingReason(a.Group, r.Holders, a.MaxRuns),
+			})
+		}
+	}
+	if len(park) > 0 {
+		_, perrs := g.store.Park(ctx, now.Add(g.lease), park)
+		for j, err := range perrs {
+			if err != nil {
+				g.log.Warn("taskq: parking a run its group holds back failed; the delivery is taken again after its lease", "run", park[j].RunID, "err", err)
+			}
+		}
+	}
+	for _, c := range cancels {
+		if _, err := g.store.CancelWithNotice(ctx, c[0], c[1], c[1], now); err != nil {
+			g.log.Warn("taskq: cancelling a run for its concurrency group failed", "run", c[0], "reason", c[1], "err", err)
+		}
+	}
+	out, dropped := ds[:0:0], 0
+	for i, d := range ds {
+		if drop[i] {
+			dropped++
+			continue
+		}
+		out = append(out, d)
+	}
+	if dropped > 0 {
+		g.slots.release(dropped)
+	}
+	return out
+}
+
+func (g *concurrencyGate) hold(a redisstore.AcquireParams) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.held[a.RunID]
+	if h == nil {
+		h = &heldSlot{task: a.Task, group: a.Group, maxRuns: a.MaxRuns}
+		g.held[a.RunID] = h
+	}
+	h.token = a.Token
+	h.n++
+}
+
+// release gives back the slot runID holds, once its last attempt on this
+// worker has ended, and hands the slots the group has free on.
+func (g *concurrencyGate) release(runID string) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	h := g.held[runID]
+	if h != nil {
+		h.n--
+		if h.n > 0 {
+			h = nil
+		} else {
+			delete(g.held, runID)
+		}
+	}
+	g.mu.Unlock()
+	if h == nil {
+		return
+	}
+	p := redisstore.ReleaseParams{Task: h.task, Group: h.group, RunID: runID, Token: h.token, MaxRuns: h.maxRuns, Reserve: g.lease}
+	g.releases.Go(context.Background(), p, func(r redisstore.ReleaseResult, err error) {
+		if err != nil {
+			// The slot lapses with its lease, no longer renewed.
+			g.log.Warn("taskq: giving a concurrency slot back failed; it is free once its lease lapses", "run", runID, "group", h.group, "err", err)
+			return
+		}
+		if len(r.Next) > 0 {
+			// Not on the goroutine that sent the batch. Once the worker
+			// stops, the reservations lapse and another worker's look at
+			// the parked runs puts them back.
+			g.goBackground(func() { g.handOn(h.task, h.group, h.maxRuns, r.Next) })
+		}
+	})
+}
+
+// handOn puts the runs a group reserved slots for back in their stream.
+// A run that ended while it waited gives its reservation back, which
+// hands the slot to the next in line. A run not parked (its delivery is
+// still being parked) keeps its reservation: a look at the parked runs
+// puts it back once that lapses.
+func (g *concurrencyGate) handOn(taskName, group string, maxRuns int, next []string) {
+	for round := 0; len(next) > 0 && round < handOnRounds; round++ {
+		ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
+		ups := make([]redisstore.UnparkParams, len(next))
+		for i, id := range next {
+			ups[i] = redisstore.UnparkParams{RunID: id, Task: taskName}
+		}
+		res, errs := g.unpark(ctx, ups)
+		var back []redisstore.ReleaseParams
+		for i, id := range next {
+			switch {
+			case errs[i] != nil:
+				g.log.Warn("taskq: putting a run back in its stream failed; it is put back once its reservation lapses", "run", id, "err", errs[i])
+			case res[i] == redisstore.UnparkQueued, res[i] == redisstore.UnparkNotParked:
+			default: // missing or ended
+				back = append(back, redisstore.ReleaseParams{Task: taskName, Group: group, RunID: id, MaxRuns: maxRuns, Reserve: g.lease})
+			}
+		}
+		next = nil
+		if len(back) > 0 {
+			rres, rerrs := g.store.ReleaseSlots(ctx, g.clock.Now(), back)
+			for i := range rres {
+				if rerrs[i] != nil {
+					g.log.Warn("taskq: giving a reservation back failed; it lapses", "run", back[i].RunID, "err", rerrs[i])
+					continue
+				}
+				next = append(next, rres[i].Next...)
+			}
+		}
+		cancel()
+	}
+}
+
+// unparkRetries are the pauses before asking again to unpark a run that
+// was not parked yet: a run is put in its group's line before its
+// delivery is parked, so a slot may be reserved for it in between, and
+// the park follows within a round trip.
+var unparkRetries = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond}
+
+// unpark is Store.Unpark that asks again, after each of unparkRetries,
+// for the runs that were not parked yet.
+func (g *concurrencyGate) unpark(ctx context.Context, ups []redisstore.UnparkParams) ([]string, []error) {
+	res, errs := g.store.Unpark(ctx, ups)
+	for _, pause := range unparkRetries {
+		var again []int
+		for i := range ups {
+			if errs[i] == nil && res[i] == redisstore.UnparkNotParked {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		time.Sleep(pause)
+		sub := make([]redisstore.UnparkParams, len(again))
+		for j, i := range again {
+			sub[j] = ups[i]
+		}
+		r, e := g.store.Unpark(ctx, sub)
+		for j, i := range again {
+			res[i], errs[i] = r[j], e[j]
+		}
+	}
+	return res, errs
+}
+
+// beat renews the slots this worker holds, and starts a look at the
+// parked runs unless one is still under way; the heartbeater calls it
+// each interval, after renewing the leases.
+func (g *concurrencyGate) beat() {
+	if g == nil {
+		return
+	}
+	g.renew()
+	if g.looking.CompareAndSwap(false, true) && !g.goBackground(func() {
+		defer g.looking.Store(false)
+		g.recoverParked()
+	}) {
+		g.looking.Store(false)
+	}
+}
+
+// goBackground runs fn on a goroutine of its own that wait waits for,
+// unless wait was called already; it reports whether fn runs.
+func (g *concurrencyGate) goBackground(fn func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return false
+	}
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		fn()
+	}()
+	return true
+}
+
+// wait returns once the goroutines the gate started have ended; the
+// heartbeater calls it as it stops, the last of the gate's users (the
+// processor, which gives slots back, stops before it).
+func (g *concurrencyGate) wait() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+	g.bg.Wait()
+}
+
+func (g *concurrencyGate) renew() {
+	g.mu.Lock()
+	ps := make([]redisstore.RenewParams, 0, len(g.held))
+	for id, h := range g.held {
+		ps = append(ps, redisstore.RenewParams{Task: h.task, Group: h.group, RunID: id, Token: h.token, Lease: g.lease})
+	}
+	g.mu.Unlock()
+	if len(ps) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
+	defer cancel()
+	res, errs := g.store.RenewSlots(ctx, g.clock.Now(), ps)
+	for i := range ps {
+		switch {
+		case errs[i] != nil:
+			g.log.Warn("taskq: renewing a concurrency slot failed", "run", ps[i].RunID, "group", ps[i].Group, "err", errs[i])
+		case !res[i]:
+			g.log.Debug("taskq: concurrency slot no longer held", "run", ps[i].RunID, "group", ps[i].Group)
+		}
+	}
+}
+
+// recoverParked looks at the parked runs due for a look in every
+// partition: it hands the free slots of their groups on (a holder whose
+// lease lapsed frees its slot only when someone asks), and puts back in
+// their streams the runs their group neither holds a slot for nor has in
+// its line.
+func (g *concurrencyGate) recoverParked() {
+	now := g.clock.Now()
+	var taken []redisstore.ParkedRun
+	for part := range max(g.partitions, 1) {
+		ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
+		runs, err := g.store.TakeParked(ctx, part, now, now.Add(g.lease), parkedBatch)
+		cancel()
+		if err != nil {
+			g.log.Warn("taskq: reading parked runs failed", "partition", part, "err", err)
+			continue
+		}
+		taken = append(taken, runs...)
+	}
+	if len(taken) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
+	defer cancel()
+	type slot struct{ task, group string }
+	seen := map[slot]bool{}
+	var pump []redisstore.ReleaseParams
+	for _, r := range taken {
+		reg := g.tasks[r.Task]
+		if reg == nil || reg.def.Concurrency == nil || seen[slot{r.Task, r.Group}] {
+			continue
+		}
+		seen[slot{r.Task, r.Group}] = true
+		pump = append(pump, redisstore.ReleaseParams{Task: r.Task, Group: r.Group, MaxRuns: reg.def.Concurrency.MaxRuns, Reserve: g.lease})
+	}
+	res, errs := g.store.ReleaseSlots(ctx, now, pump)
+	for i, r := range res {
+		if errs[i] == nil && len(r.Next) > 0 {
+			g.handOn(pump[i].Task, pump[i].Group, pump[i].MaxRuns, r.Next)
+		}
+	}
+	states, err := g.store.ParkedStates(ctx, now, taken)
+	if err != nil {
+		g.log.Warn("taskq: reading the groups of parked runs failed", "err", err)
+		return
+	}
+	var lost []redisstore.UnparkParams
+	for i, st := range states {
+		if !st.Holding && !st.Waiting {
+			lost = append(lost, redisstore.UnparkParams{RunID: taken[i].RunID, Task: taken[i].Task})
+		}
+	}
+	if len(lost) == 0 {
+		return
+	}
+	ures, uerrs := g.store.Unpark(ctx, lost)
+	n := 0
+	for i := range ures {
+		if uerrs[i] == nil && ures[i] == redisstore.UnparkQueued {
+			n++
+		}
+	}
+	g.log.Info("taskq: parked runs their group had lost put back in their streams", "runs", n)
+}
