@@ -180,5 +180,13 @@ func (e *RunCancelledError) Error() string {
 	return fmt.Sprintf("run %s was cancelled: %s", e.RunID, e.Reason)
 }
 
-// Is makes errors.Is(err, task.ErrRunCancelled) hold.
-func (e *RunCancelledError) Is(target error) bool { return target == task.ErrRunCancelled }
+// Is makes errors.Is(err, task.ErrRunCancelled) hold, and
+// errors.Is(err, task.ErrConcurrencyCancelled) when the run's concurrency
+// group cancelled it (task.ParseConcurrencyReason reads which group).
+func (e *RunCancelledError) Is(target error) bool {
+	if target == task.ErrConcurrencyCancelled {
+		_, _, ok := task.ParseConcurrencyReason(e.Reason)
+		return ok
+	}
+	return target == task.ErrRunCancelled
+}

@@ -204,3 +204,22 @@ func TestConcurrencyOption(t *testing.T) {
 		t.Fatal("task.ErrConcurrencyCancelled must match task.ErrRunCancelled")
 	}
 }
+
+// A concurrency group's cancel reasons read back as what they say, and no
+// other reason does.
+func TestParseConcurrencyReason(t *testing.T) {
+	for _, c := range []struct {
+		reason, group, by string
+		ok                bool
+	}{
+		{task.DisplacedReason("r2", `acme "eu" | x`), `acme "eu" | x`, "r2", true},
+		{task.FullGroupReason("acme", 2, 2), "acme", "", true},
+		{"displaced by run r2 somewhere", "", "", false},
+		{"cancelled by the operator", "", "", false},
+	} {
+		group, by, ok := task.ParseConcurrencyReason(c.reason)
+		if group != c.group || by != c.by || ok != c.ok {
+			t.Errorf("ParseConcurrencyReason(%q) = %q, %q, %v; want %q, %q, %v", c.reason, group, by, ok, c.group, c.by, c.ok)
+		}
+	}
+}

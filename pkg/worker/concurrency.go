@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,40 +72,14 @@ func (e *ConcurrencyCancelledError) Is(target error) bool {
 	return target == task.ErrConcurrencyCancelled || target == task.ErrRunCancelled
 }
 
-// The reasons a run cancelled by its group records as its error (and its
-// cancel notice carries), from which the cause is read back.
-const (
-	displacedPrefix = "displaced by run "
-	displacedIn     = " in concurrency group "
-	fullPrefix      = "concurrency group "
-	fullSuffix      = " was full"
-)
-
-func displacedReason(by, group string) string {
-	return displacedPrefix + by + displacedIn + strconv.Quote(group)
-}
-
-func fullReason(group string, holders, max int) string {
-	return fullPrefix + strconv.Quote(group) + fullSuffix + fmt.Sprintf(" (%d/%d running)", holders, max)
-}
-
 // concurrencyCause reads the cause of runID's cancel from reason, its
 // record's error; ok is false when its group did not cancel it.
 func concurrencyCause(runID, reason string) (err error, ok bool) {
-	if rest, found := strings.CutPrefix(reason, displacedPrefix); found {
-		by, q, found := strings.Cut(rest, displacedIn)
-		if g, uerr := strconv.Unquote(q); found && uerr == nil {
-			return &ConcurrencyCancelledError{RunID: runID, Group: g, By: by}, true
-		}
+	group, by, ok := task.ParseConcurrencyReason(reason)
+	if !ok {
+		return nil, false
 	}
-	if rest, found := strings.CutPrefix(reason, fullPrefix); found {
-		if q, _, found := strings.Cut(rest, fullSuffix); found {
-			if g, uerr := strconv.Unquote(q); uerr == nil {
-				return &ConcurrencyCancelledError{RunID: runID, Group: g}, true
-			}
-		}
-	}
-	return nil, false
+	return &ConcurrencyCancelledError{RunID: runID, Group: group, By: by}, true
 }
 
 // waitingReason is what a parked run's record says of it.
@@ -233,10 +205,10 @@ func (g *concurrencyGate) admit(ds []redisstore.Delivery) []redisstore.Delivery 
 			g.hold(a)
 		case r.Outcome == redisstore.AcquireEvict:
 			g.hold(a)
-			cancels = append(cancels, [2]string{r.Evicted, displacedReason(a.RunID, a.Group)})
+			cancels = append(cancels, [2]string{r.Evicted, task.DisplacedReason(a.RunID, a.Group)})
 		case r.Outcome == redisstore.AcquireFull:
 			drop[i] = true
-			cancels = append(cancels, [2]string{a.RunID, fullReason(a.Group, r.Holders, a.MaxRuns)})
+			cancels = append(cancels, [2]string{a.RunID, task.FullGroupReason(a.Group, r.Holders, a.MaxRuns)})
 		default: // AcquireWait
 			drop[i] = true
 			park = append(park, redisstore.ParkParams{

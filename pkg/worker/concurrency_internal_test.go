@@ -18,11 +18,11 @@ func TestConcurrencyCauseFromItsReason(t *testing.T) {
 		reason string
 		want   *ConcurrencyCancelledError
 	}{
-		{displacedReason("r2", `acme "eu" | x`), &ConcurrencyCancelledError{RunID: "r1", Group: `acme "eu" | x`, By: "r2"}},
-		{fullReason("acme", 2, 2), &ConcurrencyCancelledError{RunID: "r1", Group: "acme"}},
+		{task.DisplacedReason("r2", `acme "eu" | x`), &ConcurrencyCancelledError{RunID: "r1", Group: `acme "eu" | x`, By: "r2"}},
+		{task.FullGroupReason("acme", 2, 2), &ConcurrencyCancelledError{RunID: "r1", Group: "acme"}},
 		{"no longer wanted", nil},
 		{supersededPrefix + "r9", nil},
-		{displacedPrefix + "r2 somewhere", nil},
+		{"displaced by run r2 somewhere", nil},
 	} {
 		err, ok := concurrencyCause("r1", c.reason)
 		if c.want == nil {
@@ -43,7 +43,7 @@ func TestConcurrencyCauseFromItsReason(t *testing.T) {
 	active := newActiveRuns()
 	_, ctx := testRun(active, "r1", true, time.Now().Add(time.Minute))
 	cn := &canceller{active: active}
-	cn.notice("r1|" + displacedReason("r2", "acme"))
+	cn.notice("r1|" + task.DisplacedReason("r2", "acme"))
 	var ce *ConcurrencyCancelledError
 	if cause := context.Cause(ctx); !errors.As(cause, &ce) || ce.By != "r2" || ce.Group != "acme" {
 		t.Fatalf("notice cause = %v", cause)

@@ -277,8 +277,8 @@ func TestConcurrencyCancelInProgress(t *testing.T) {
 		defer cancel()
 		_, err = old.Result(wctx)
 		var rc *client.RunCancelledError
-		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, newer.ID()) {
-			t.Fatalf("old run: %v, want cancelled naming %s", err, newer.ID())
+		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, newer.ID()) || !errors.Is(err, task.ErrConcurrencyCancelled) {
+			t.Fatalf("old run: %v, want cancelled by its group naming %s", err, newer.ID())
 		}
 		var cause error
 		eventually(t, "the old handler's cause", func() bool {
@@ -333,7 +333,8 @@ func TestConcurrencyCancelNewest(t *testing.T) {
 		defer cancel()
 		_, err = second.Result(wctx)
 		var rc *client.RunCancelledError
-		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, `concurrency group "acme" was full`) {
+		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, `concurrency group "acme" was full`) ||
+			!errors.Is(err, task.ErrConcurrencyCancelled) {
 			t.Fatalf("second run: %v, want cancelled as its group was full", err)
 		}
 		// Its key is free again, and another group is not held back.
