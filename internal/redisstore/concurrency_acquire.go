@@ -49,22 +49,11 @@ type AcquireResult struct {
 // error belong to the i-th params.
 func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []AcquireParams) ([]AcquireResult, []error) {
 	res := make([]AcquireResult, len(ps))
-	errs := make([]error, len(ps))
-	if len(ps) == 0 {
-		return res, errs
-	}
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return res, fillErr(errs, err)
-	}
-	groups := groupSlots(parts, len(ps), func(i int) (string, string) { return ps[i].Task, ps[i].Group }, errs)
-	keepFirst(errs, s.evalBatch(ctx, concurrencyAcquireScript, groups, len(ps), func(items []int) ([]string, []any) {
-		h := [1 + concurrencyAcquireArgCount]any{concurrencyAcquireArgNow: unixMS(now)}
-		keys := make([]string, concurrencyAcquireKeyCount, concurrencyAcquireKeyCount+concurrencyAcquireItemKeyCount*len(items))
-		args := append(make([]any, 0, concurrencyAcquireArgCount+concurrencyAcquireItemArgCount*len(items)), h[1:]...)
-		for _, i := range items {
+	head := [1 + concurrencyAcquireArgCount]any{concurrencyAcquireArgNow: unixMS(now)}
+	errs := s.evalGroups(ctx, concurrencyAcquireScript, head[1:], len(ps), concurrencyAcquireItemKeyCount, concurrencyAcquireItemArgCount,
+		func(i int) (string, string) { return ps[i].Task, ps[i].Group },
+		func(i int, ks Keys, keys []string, args []any) ([]string, []any) {
 			p := ps[i]
-			ks := slotKeys(parts, p.Task, p.Group)
 			k := [concurrencyAcquireItemKeyCount]string{
 				concurrencyAcquireItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
 				concurrencyAcquireItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
@@ -78,18 +67,16 @@ func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []AcquirePar
 				concurrencyAcquireItemArgLease:    p.Lease.Milliseconds(),
 				concurrencyAcquireItemArgCreated:  unixMS(p.Created),
 			}
-			keys, args = append(keys, k[:]...), append(args, a[:]...)
-		}
-		return keys, args
-	}, func(i int, r []any) (int, error) {
-		if len(r) < 3 {
-			return len(r), fmt.Errorf("redisstore: concurrency_acquire: unexpected reply %v", r)
-		}
-		if err, ok := r[0].(error); ok {
-			return 3, s.named("concurrency_acquire", scriptError(err))
-		}
-		res[i] = AcquireResult{Outcome: AcquireOutcome(asString(r[0])), Holders: int(asInt(r[1])), Evicted: asString(r[2])}
-		return 3, nil
-	}))
+			return append(keys, k[:]...), append(args, a[:]...)
+		}, func(i int, r []any) (int, error) {
+			if len(r) < 3 {
+				return len(r), fmt.Errorf("redisstore: concurrency_acquire: unexpected reply %v", r)
+			}
+			if err, ok := r[0].(error); ok {
+				return 3, s.named("concurrency_acquire", scriptError(err))
+			}
+			res[i] = AcquireResult{Outcome: AcquireOutcome(asString(r[0])), Holders: int(asInt(r[1])), Evicted: asString(r[2])}
+			return 3, nil
+		})
 	return res, errs
 }

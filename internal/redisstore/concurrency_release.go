@@ -36,22 +36,11 @@ type ReleaseResult struct {
 // partition the groups are in (sent in one pipeline).
 func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []ReleaseParams) ([]ReleaseResult, []error) {
 	res := make([]ReleaseResult, len(ps))
-	errs := make([]error, len(ps))
-	if len(ps) == 0 {
-		return res, errs
-	}
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return res, fillErr(errs, err)
-	}
-	groups := groupSlots(parts, len(ps), func(i int) (string, string) { return ps[i].Task, ps[i].Group }, errs)
-	keepFirst(errs, s.evalBatch(ctx, concurrencyReleaseScript, groups, len(ps), func(items []int) ([]string, []any) {
-		h := [1 + concurrencyReleaseArgCount]any{concurrencyReleaseArgNow: unixMS(now)}
-		keys := make([]string, concurrencyReleaseKeyCount, concurrencyReleaseKeyCount+concurrencyReleaseItemKeyCount*len(items))
-		args := append(make([]any, 0, concurrencyReleaseArgCount+concurrencyReleaseItemArgCount*len(items)), h[1:]...)
-		for _, i := range items {
+	head := [1 + concurrencyReleaseArgCount]any{concurrencyReleaseArgNow: unixMS(now)}
+	errs := s.evalGroups(ctx, concurrencyReleaseScript, head[1:], len(ps), concurrencyReleaseItemKeyCount, concurrencyReleaseItemArgCount,
+		func(i int) (string, string) { return ps[i].Task, ps[i].Group },
+		func(i int, ks Keys, keys []string, args []any) ([]string, []any) {
 			p := ps[i]
-			ks := slotKeys(parts, p.Task, p.Group)
 			k := [concurrencyReleaseItemKeyCount]string{
 				concurrencyReleaseItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
 				concurrencyReleaseItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
@@ -63,26 +52,24 @@ func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []ReleasePar
 				concurrencyReleaseItemArgMaxRuns: p.MaxRuns,
 				concurrencyReleaseItemArgReserve: p.Reserve.Milliseconds(),
 			}
-			keys, args = append(keys, k[:]...), append(args, a[:]...)
-		}
-		return keys, args
-	}, func(i int, r []any) (int, error) {
-		if len(r) < 2 {
-			return len(r), fmt.Errorf("redisstore: concurrency_release: unexpected reply %v", r)
-		}
-		if err, ok := r[0].(error); ok {
-			return 2, s.named("concurrency_release", scriptError(err))
-		}
-		k := int(asInt(r[1]))
-		if len(r) < 2+k {
-			return len(r), fmt.Errorf("redisstore: concurrency_release: unexpected reply %v", r)
-		}
-		next := make([]string, k)
-		for j := range next {
-			next[j] = asString(r[2+j])
-		}
-		res[i] = ReleaseResult{Released: asInt(r[0]) == 1, Next: next}
-		return 2 + k, nil
-	}))
+			return append(keys, k[:]...), append(args, a[:]...)
+		}, func(i int, r []any) (int, error) {
+			if len(r) < 2 {
+				return len(r), fmt.Errorf("redisstore: concurrency_release: unexpected reply %v", r)
+			}
+			if err, ok := r[0].(error); ok {
+				return 2, s.named("concurrency_release", scriptError(err))
+			}
+			k := int(asInt(r[1]))
+			if len(r) < 2+k {
+				return len(r), fmt.Errorf("redisstore: concurrency_release: unexpected reply %v", r)
+			}
+			next := make([]string, k)
+			for j := range next {
+				next[j] = asString(r[2+j])
+			}
+			res[i] = ReleaseResult{Released: asInt(r[0]) == 1, Next: next}
+			return 2 + k, nil
+		})
 	return res, errs
 }

@@ -20,22 +20,11 @@ type RenewParams struct {
 // the i-th slot was still held with its token.
 func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []RenewParams) ([]bool, []error) {
 	res := make([]bool, len(ps))
-	errs := make([]error, len(ps))
-	if len(ps) == 0 {
-		return res, errs
-	}
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return res, fillErr(errs, err)
-	}
-	groups := groupSlots(parts, len(ps), func(i int) (string, string) { return ps[i].Task, ps[i].Group }, errs)
-	keepFirst(errs, s.evalBatch(ctx, concurrencyRenewScript, groups, len(ps), func(items []int) ([]string, []any) {
-		h := [1 + concurrencyRenewArgCount]any{concurrencyRenewArgNow: unixMS(now)}
-		keys := make([]string, concurrencyRenewKeyCount, concurrencyRenewKeyCount+concurrencyRenewItemKeyCount*len(items))
-		args := append(make([]any, 0, concurrencyRenewArgCount+concurrencyRenewItemArgCount*len(items)), h[1:]...)
-		for _, i := range items {
+	head := [1 + concurrencyRenewArgCount]any{concurrencyRenewArgNow: unixMS(now)}
+	errs := s.evalGroups(ctx, concurrencyRenewScript, head[1:], len(ps), concurrencyRenewItemKeyCount, concurrencyRenewItemArgCount,
+		func(i int) (string, string) { return ps[i].Task, ps[i].Group },
+		func(i int, ks Keys, keys []string, args []any) ([]string, []any) {
 			p := ps[i]
-			ks := slotKeys(parts, p.Task, p.Group)
 			k := [concurrencyRenewItemKeyCount]string{
 				concurrencyRenewItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
 				concurrencyRenewItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
@@ -45,15 +34,13 @@ func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []RenewParams)
 				concurrencyRenewItemArgToken: p.Token,
 				concurrencyRenewItemArgLease: p.Lease.Milliseconds(),
 			}
-			keys, args = append(keys, k[:]...), append(args, a[:]...)
-		}
-		return keys, args
-	}, func(i int, r []any) (int, error) {
-		if err, ok := r[0].(error); ok {
-			return 1, s.named("concurrency_renew", scriptError(err))
-		}
-		res[i] = asInt(r[0]) == 1
-		return 1, nil
-	}))
+			return append(keys, k[:]...), append(args, a[:]...)
+		}, func(i int, r []any) (int, error) {
+			if err, ok := r[0].(error); ok {
+				return 1, s.named("concurrency_renew", scriptError(err))
+			}
+			res[i] = asInt(r[0]) == 1
+			return 1, nil
+		})
 	return res, errs
 }
