@@ -45,7 +45,9 @@ key, and handle-webhook, with a ttl key, triggered by webhook.received events).
 
 On start it runs a short demo: an order is triggered, its duplicate is rejected
 with the existing run's ID, and the run's result is shown; then a webhook event
-is pushed twice and the second is deduplicated. It then prints the URL, the
+is pushed twice and the second is deduplicated; last, an order is scheduled
+a second ahead (its key claimed at once, so a duplicate triggered meanwhile
+names the scheduled run) and runs when due. It then prints the URL, the
 token and ready-to-paste curl and taskq commands to try the same by hand.
 With --demo it runs the demo without the HTTP API and exits.
 
@@ -244,7 +246,7 @@ type demo struct {
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
 
 func (d *demo) run(ctx context.Context) error {
-	d.say("Demo: one order triggered twice, then one webhook delivered twice.\n")
+	d.say("Demo: one order triggered twice, one webhook delivered twice, then an order scheduled ahead and triggered again.\n")
 	order := devtasks.Order{OrderID: d.orderID, Amount: 4200, Currency: "EUR"}
 	d.say("  1. trigger %s {orderId: %q, amount: %d}", devtasks.ProcessOrder.Name(), order.OrderID, order.Amount)
 	ref, err := client.RunNoWait(ctx, d.c, devtasks.ProcessOrder, order)
@@ -301,6 +303,26 @@ func (d *demo) run(ctx context.Context) error {
 			d.say("     %s event %s triggered no task", label, e.ID)
 		}
 	}
+
+	later := devtasks.Order{OrderID: d.orderID + "-later", Amount: 990, Currency: "EUR"}
+	d.say("  6. schedule %s {orderId: %q} to run in 1s", devtasks.ProcessOrder.Name(), later.OrderID)
+	sched, err := client.RunNoWait(ctx, d.c, devtasks.ProcessOrder, later, client.RunIn(time.Second))
+	if err != nil {
+		return err
+	}
+	d.say("     accepted: run %s, waiting until it is due; its key %q is claimed now", sched.ID(), "order:"+later.OrderID)
+	_, err = client.RunNoWait(ctx, d.c, devtasks.ProcessOrder, later)
+	if !errors.As(err, &coll) {
+		return fmt.Errorf("the duplicate of the scheduled run was not rejected: %w", err)
+	}
+	d.say("     its duplicate, triggered at once: rejected, duplicate of the scheduled run %s", coll.ExistingRunID)
+	wctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+	_, err = sched.Result(wctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	d.say("     succeeded once it was due")
 	d.say("")
 	return nil
 }

@@ -196,7 +196,7 @@ func TestDevDemoOnly(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, p.stdout.String(), p.stderr.String())
 	}
 	out := p.stdout.String()
-	for _, want := range []string{"accepted: run ", "rejected: duplicate of run ", "succeeded: charged", "Demo done."} {
+	for _, want := range []string{"accepted: run ", "rejected: duplicate of run ", "succeeded: charged", "duplicate of the scheduled run", "succeeded once it was due", "Demo done."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
