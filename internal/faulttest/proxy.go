@@ -22,7 +22,12 @@ type Proxy struct {
 	mu     sync.Mutex
 	marker []byte // drop the reply to the next command containing it
 	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
+	// refuseAfterDrop: once the armed reply is dropped, refusing is set.
+	refuseAfterDrop bool
+	wg              sync.WaitGroup
+	// refusing makes the proxy close each connection it accepts, as a
+	// Redis that is down would (see DropReplyAndRefuse).
+	refusing atomic.Bool
 	// Dropped counts replies dropped.
 	Dropped atomic.Int64
 }
@@ -50,6 +55,18 @@ func (p *Proxy) DropReplyOnce(marker string) {
 	defer p.mu.Unlock()
 	p.marker = []byte(marker)
 }
+
+// DropReplyAndRefuse is DropReplyOnce, after which the proxy refuses
+// every new connection until Admit: the command ran, and its client
+// finds Redis down before it could read the reply.
+func (p *Proxy) DropReplyAndRefuse(marker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marker, p.refuseAfterDrop = []byte(marker), true
+}
+
+// Admit ends the refusal DropReplyAndRefuse began.
+func (p *Proxy) Admit() { p.refusing.Store(false) }
 
 // CutAll breaks every open connection, as a network blip would.
 func (p *Proxy) CutAll() {
@@ -83,6 +100,10 @@ func (p *Proxy) accept() {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.refusing.Load() {
+			_ = c.Close()
+			continue
 		}
 		s, err := net.Dial("tcp", p.target)
 		if err != nil {
@@ -147,6 +168,10 @@ func (p *Proxy) take(chunk []byte) bool {
 	defer p.mu.Unlock()
 	if p.marker != nil && bytes.Contains(chunk, p.marker) {
 		p.marker = nil
+		if p.refuseAfterDrop {
+			p.refuseAfterDrop = false
+			p.refusing.Store(true)
+		}
 		return true
 	}
 	return false

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/faulttest"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -105,6 +106,85 @@ func TestWaitSurvivesARedisRestart(t *testing.T) {
 	case err := <-results:
 		if err != nil {
 			t.Fatalf("waiter across the restart: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter did not return within 20s of the run's end")
+	}
+}
+
+// A waiter whose subscription reached Redis, but whose connection broke
+// before it read the confirmation, and which then finds Redis down for
+// longer than OperationTimeout, does not fail: the subscription is made
+// again once Redis is back, and the waiter gets the run's result. Before,
+// the unconfirmed subscription timed out, the wait failed, and the channel
+// was dropped, so it was never subscribed again.
+func TestWaitSurvivesAnOutageBeforeItsSubscriptionIsConfirmed(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	px, err := faulttest.NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	rdb := redis.NewClient(&redis.Options{Addr: px.Addr()})
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close(); _ = direct.Close() })
+	ns := redistest.Namespace(t)
+	const timeout = 500 * time.Millisecond
+	c, err := client.New(client.Options{Redis: rdb, Namespace: ns, OperationTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tk := task.Must[orderInput, orderResult]("wait-unconfirmed", task.Options{})
+	ctx := context.Background()
+	ref, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := redisstore.New(direct, ns)
+	done := st.Keys().DoneChannel(ref.ID())
+	px.DropReplyAndRefuse(done) // the SUBSCRIBE runs; its confirmation is lost
+	results := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		got, err := ref.Result(wctx)
+		if err == nil && got.Charged != "yes" {
+			err = fmt.Errorf("result %+v", got)
+		}
+		results <- err
+	}()
+	waitFor(t, "the confirmation to be dropped", func() bool { return px.Dropped.Load() == 1 })
+	time.Sleep(4 * timeout) // Redis "down" for longer than OperationTimeout
+	select {
+	case err := <-results:
+		t.Fatalf("the waiter returned during the outage: %v", err)
+	default:
+	}
+	px.Admit()
+	waitFor(t, "the waiter to subscribe again", func() bool { return direct.PubSubNumSub(ctx, done).Val()[done] == 1 })
+
+	if err := st.EnsureGroup(ctx, tk.Name()); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := st.ReadGroup(ctx, 0, "w", []string{tk.Name()}, 1, 0)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("read: %v, %v", ds, err)
+	}
+	now := time.Now()
+	started, err := st.Start(ctx, &redisstore.StartParams{RunID: ds[0].RunID, Task: ds[0].Task, EntryID: ds[0].EntryID, Consumer: "w", Now: now})
+	if err != nil || !started.Started {
+		t.Fatalf("start: %+v, %v", started, err)
+	}
+	if r, err := st.Finish(ctx, &redisstore.FinishParams{RunID: ds[0].RunID, Attempt: started.Attempt, Outcome: redisstore.OutcomeSucceeded,
+		Payload: []byte(`{"charged":"yes"}`), Now: now, RetryAt: now}); err != nil || !r.Written {
+		t.Fatalf("finish: %+v, %v", r, err)
+	}
+	select {
+	case err := <-results:
+		if err != nil {
+			t.Fatalf("waiter across the outage: %v", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the waiter did not return within 20s of the run's end")

@@ -100,7 +100,9 @@ func (w *waiter) wait(ctx context.Context, runID string, check func(context.Cont
 // waitOnce subscribes, calls first, and sleeps until a notice, the safety
 // recheck or the end of ctx, then calls check. It reports whether the
 // last of them succeeded. A subscription Redis does not confirm within
-// OperationTimeout fails as any call Redis does not answer.
+// OperationTimeout fails as any call Redis does not answer, unless its
+// connection broke meanwhile: then it waits, for up to resubscribeWithin,
+// for the subscription to be made again, as a confirmed one does.
 func (w *waiter) waitOnce(ctx context.Context, ch string, first, check func(context.Context) (bool, error)) (bool, error) {
 	s, err := w.subscribe(ctx, ch)
 	if err != nil {
@@ -109,13 +111,22 @@ func (w *waiter) waitOnce(ctx context.Context, ch string, first, check func(cont
 	defer w.unsubscribe(ch, s)
 	timer := time.NewTimer(w.timeout)
 	defer timer.Stop()
-	select {
-	case <-s.ready:
-	case <-timer.C:
-		err := fmt.Errorf("client: subscription to %s not confirmed: %w", ch, context.DeadlineExceeded)
-		return false, w.unavailable(ctx, err)
-	case <-ctx.Done():
-		return false, ctx.Err()
+	for confirmed := false; !confirmed; {
+		select {
+		case <-s.ready:
+			confirmed = true
+		case <-timer.C:
+			// A connection that broke before Redis's confirmation was
+			// read is being made again, and the channel with it.
+			if w.resubscribing(s) {
+				timer.Reset(w.timeout)
+				continue
+			}
+			err := fmt.Errorf("client: subscription to %s not confirmed: %w", ch, context.DeadlineExceeded)
+			return false, w.unavailable(ctx, err)
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
 	if ok, err := first(ctx); err != nil || ok {
 		return ok, err
