@@ -22,12 +22,17 @@ var ErrInvalidScanCursor = errors.New("invalid scan cursor")
 // MATCH syntax) with SCAN: on every master, in address order, over the
 // keys of every partition. It returns the user-visible keys and the cursor
 // of the next call ("" when done; start with ""). A key may come twice, as
-// SCAN gives no better.
+// SCAN gives no better. A page holds the matches of one SCAN call of count
+// (about count keys, or none when scanRoundsPerPage calls found none).
 //
 // With one partition the MATCH pattern is the home partition's own. With
 // more, one pattern matches the keys of all of them, so a master is
 // scanned once, not once per partition; what it matches beyond them is
 // left out here.
+// scanRoundsPerPage bounds the SCAN calls of one ScanKeys page that find
+// no key.
+const scanRoundsPerPage = 32
+
 func (s *Store) ScanKeys(ctx context.Context, glob, cursor string, count int64) ([]string, string, error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
@@ -49,23 +54,32 @@ func (s *Store) ScanKeys(ctx context.Context, glob, cursor string, count int64) 
 		// taskq:{ns}:key:<glob> and taskq:{ns#<tag>}:key:<glob>.
 		pattern = escapeGlob("taskq:{"+s.keys.ns) + "[}#]*" + escapeGlob(":"+keyIdempotency) + glob
 	}
-	ks, next, err := masters[node].Scan(ctx, scan, pattern, count).Result()
-	if err != nil {
-		return nil, "", err
-	}
-	out := ks[:0]
-	for _, k := range ks {
-		if key, ok := parts.idempotencyKeyOf(k); ok && (parts.Count() == 1 || globMatch(glob, key)) {
-			out = append(out, key)
+	var out []string
+	for round := 1; ; round++ {
+		ks, next, err := masters[node].Scan(ctx, scan, pattern, count).Result()
+		if err != nil {
+			return nil, "", err
+		}
+		for _, k := range ks {
+			if key, ok := parts.idempotencyKeyOf(k); ok && (parts.Count() == 1 || globMatch(glob, key)) {
+				out = append(out, key)
+			}
+		}
+		switch {
+		case next != 0:
+			scan = next
+		case node+1 < len(masters):
+			node, scan = node+1, 0
+		default:
+			return out, "", nil
+		}
+		// One round's matches at most, so a page holds about count keys;
+		// rounds that match nothing (a Redis full of other keys) go on,
+		// within a budget, rather than make the caller page through them.
+		if len(out) > 0 || round >= scanRoundsPerPage {
+			return out, formatScanCursor(node, scan, len(masters)), nil
 		}
 	}
-	switch {
-	case next != 0:
-		return out, formatScanCursor(node, next, len(masters)), nil
-	case node+1 < len(masters):
-		return out, formatScanCursor(node+1, 0, len(masters)), nil
-	}
-	return out, "", nil
 }
 
 // idempotencyKeyOf is the user-visible key of the Redis key of an
