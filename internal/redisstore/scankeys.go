@@ -18,6 +18,10 @@ import (
 // returned.
 var ErrInvalidScanCursor = errors.New("invalid scan cursor")
 
+// scanRoundsPerPage bounds the SCAN calls of one ScanKeys page that find
+// no key.
+const scanRoundsPerPage = 32
+
 // ScanKeys pages through the held idempotency keys matching glob (Redis
 // MATCH syntax) with SCAN: on every master, in address order, over the
 // keys of every partition. It returns the user-visible keys and the cursor
@@ -29,10 +33,6 @@ var ErrInvalidScanCursor = errors.New("invalid scan cursor")
 // more, one pattern matches the keys of all of them, so a master is
 // scanned once, not once per partition; what it matches beyond them is
 // left out here.
-// scanRoundsPerPage bounds the SCAN calls of one ScanKeys page that find
-// no key.
-const scanRoundsPerPage = 32
-
 func (s *Store) ScanKeys(ctx context.Context, glob, cursor string, count int64) ([]string, string, error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
