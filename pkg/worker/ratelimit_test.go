@@ -399,8 +399,12 @@ func TestRateLimitTwoLimitsTakeAllOrNone(t *testing.T) {
 				reasons[info.Waiting]++
 			}
 		}
-		if reasons[`rate limit "a"`] != 1 || reasons[`rate limit "b"`] != 1 {
-			t.Errorf("held runs wait for %v; want one for each limit", reasons)
+		// Which limit a held run names depends on how the deliveries were
+		// batched: in one batch, limit b refuses the fourth run before a
+		// refuses the third; in two, a refuses both. The units below are
+		// the same either way.
+		if reasons[`rate limit "a"`] < 1 || reasons[`rate limit "a"`]+reasons[`rate limit "b"`] != 2 {
+			t.Errorf("held runs wait for %v; want both for a limit of the task, at least one for a", reasons)
 		}
 		s := redisstore.New(b.Client, b.Namespace)
 		parts, err := s.Partitions(t.Context())
