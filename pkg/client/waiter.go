@@ -128,9 +128,14 @@ func (w *waiter) waitOnce(ctx context.Context, ch string, first, check func(cont
 			return false, ctx.Err()
 		}
 	}
-	if ok, err := first(ctx); err != nil || ok {
-		return ok, err
+	if ok, err := first(ctx); ok {
+		return true, nil
+	} else if err != nil && !w.resubscribing(s) {
+		return false, err
 	}
+	// On an error, the connection broke as first asked Redis: once the
+	// subscription is made again (it closes s.notified), check reads the
+	// run, and the next round asks again.
 	timer.Reset(recheckInterval)
 	for {
 		select {
