@@ -15,7 +15,7 @@ import (
 // and the report must hold the table and every round's figures.
 func TestRunPrintsTheTable(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed")
+		t.Fatalf("the benchmark starts its own redis-server, which is not on PATH: %v", err)
 	}
 	cfg, err := parseFlags([]string{"-n", "200", "-warmup", "-1", "-callers", "8", "-slots", "8"}, nil)
 	if err != nil {
