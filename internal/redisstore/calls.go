@@ -1,5 +1,7 @@
 package redisstore
 
+import "strconv"
+
 // The items of a call of a batch script, read back from its ARGV as go-redis
 // sends it (0-based, after KEYS). Tools that watch the calls the store makes
 // (internal/history records them with a go-redis hook) read them here, so
@@ -16,10 +18,12 @@ func EnqueueItems(nkeys int, argv []string) []EnqueueItem {
 	out := make([]EnqueueItem, n)
 	for i := range out {
 		f := itemArgs(argv, enqueueArgCount+enqueueItemArgCount*i)
+		strat, spec, _ := parseSpecValues(f(enqueueItemArgSpec))
 		out[i] = EnqueueItem{
 			RunID: f(enqueueItemArgRunID), Task: f(enqueueItemArgTask), Input: f(enqueueItemArgInput),
-			Key: f(enqueueItemArgIdempotencyKey), Strategy: f(enqueueItemArgStrategy), Hold: f(enqueueItemArgHold),
-			Retain: f(enqueueItemArgRetain), Policy: f(enqueueItemArgPolicy),
+			Key: f(enqueueItemArgIdempotencyKey), Strategy: string(strat),
+			Hold:   strconv.FormatInt(spec[specHold], 10),
+			Retain: strconv.FormatInt(spec[specRetain], 10), Policy: f(enqueueItemArgPolicy),
 		}
 	}
 	return out

@@ -148,15 +148,14 @@ func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]stri
 	if strat == "" {
 		strat = StrategyNone
 	}
-	runs := ks.Runs()
-	idem := runs // a placeholder the script never touches
+	run := ks.Run(p.RunID)
+	idem := run // a placeholder the script never touches
 	if strat != StrategyNone {
 		idem = ks.IdempotencyKey(p.Key)
 	}
 	k := [enqueueItemKeyCount]string{
-		enqueueItemKeyRun:         ks.Run(p.RunID),
+		enqueueItemKeyRun:         run,
 		enqueueItemKeyStream:      ks.Stream(p.Task),
-		enqueueItemKeyRuns:        runs,
 		enqueueItemKeyIdempotency: idem,
 	}
 	meta := p.Meta
@@ -177,18 +176,13 @@ func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]stri
 		enqueueItemArgInput:          p.Input,
 		enqueueItemArgMeta:           meta,
 		enqueueItemArgIdempotencyKey: p.Key,
-		enqueueItemArgStrategy:       string(strat),
-		enqueueItemArgHold:           ms(p.Hold),
-		enqueueItemArgRetain:         ms(p.Retain),
-		enqueueItemArgRetries:        p.Retries,
-		enqueueItemArgMaxDeliveries:  p.MaxDeliveries,
-		enqueueItemArgTimeout:        ms(p.Timeout),
-		enqueueItemArgRetention:      ms(p.Retention),
-		enqueueItemArgNow:            unixMS(p.Now),
-		enqueueItemArgPolicy:         string(policy),
-		enqueueItemArgSignalID:       p.SignalID,
-		enqueueItemArgMaxSignals:     maxSignals,
-		enqueueItemArgDigest:         InputDigest(p.Input),
+		enqueueItemArgSpec: settingsSpec(strat, ms(p.Hold), p.Retries, ms(p.Timeout), unixMS(p.Now), p.MaxDeliveries,
+			ms(p.Retain), ms(p.Retention)),
+		enqueueItemArgNow:        unixMS(p.Now),
+		enqueueItemArgPolicy:     string(policy),
+		enqueueItemArgSignalID:   p.SignalID,
+		enqueueItemArgMaxSignals: maxSignals,
+		enqueueItemArgDigest:     InputDigest(p.Input),
 	}
 	return append(keys, k[:]...), append(args, a[:]...)
 }

@@ -45,11 +45,13 @@ type Run struct {
 
 func parseRun(id string, h map[string]string) *Run {
 	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
+	strat, spec, _ := parseSpecValues(h[runSpec])
 	r := &Run{
-		ID: id, Task: h[runTask], Status: h[runStatus], Key: h[runIdempotencyKey], Strategy: Strategy(h[runStrategy]),
-		Hold: time.Duration(i(runHold)) * time.Millisecond, Retain: time.Duration(i(runRetain)) * time.Millisecond,
-		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(i(runRetries)),
-		Timeout: time.Duration(i(runTimeout)) * time.Millisecond,
+		ID: id, Task: h[runTask], Status: h[runStatus], Key: h[runIdempotencyKey], Strategy: strat,
+		Hold:    time.Duration(spec[specHold]) * time.Millisecond,
+		Retain:  time.Duration(spec[specRetain]) * time.Millisecond,
+		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(spec[specRetries]),
+		Timeout: time.Duration(spec[specTimeout]) * time.Millisecond,
 		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
 		Waiting: h[runWaiting], ConcurrencyGroup: h[runConcurrencyGroup],
 		Created: fromMS(i(runCreated)), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),

@@ -24,7 +24,7 @@ func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 		f.enqueue(p)
 		ds := f.read("t", "w1")
 		want := redisstore.RunSpec{
-			Input: p.Input, Meta: p.Meta, Key: "k1", Strategy: redisstore.StrategyStatus, Retries: 4,
+			Input: p.Input, Meta: p.Meta, Key: "k1", Strategy: redisstore.StrategyStatus, Hold: p.Hold, Retries: 4,
 			Timeout: 3 * time.Second, Created: time.UnixMilli(p.Now.UnixMilli()), MaxDeliveries: 5,
 			Retain: 2 * time.Second, Retention: time.Hour,
 		}
@@ -179,7 +179,8 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 func TestEntryWithoutAValidSpecIsStartedFromTheRecord(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		for _, o := range []string{"", "status 1 2", "status 0 0 0 0 0 0 x", "status 0 0 0 0 0 0 0", "status 0 0 0 0 0 0 0 0 9"} {
+		for _, o := range []string{"", "status 1 2", "status 0 0 0 0 0 0 x", "status 0 0 0 0 0 0",
+			"status 0 0 0 0 0 0 0 0", "status 0 0 0 0 0 0 0 0 0 0 9"} {
 			p := f.params("t", "k"+o, redisstore.StrategyStatus)
 			p.Input = []byte(`{"from":"record"}`)
 			f.enqueue(p)

@@ -109,17 +109,16 @@ func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
 	}
 	n := 3
 	if spec == nil {
-		n = 13
+		n = 7
 		if len(r) < n {
 			return StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
 		}
-		spec = &RunSpec{
-			Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),
-			Strategy: Strategy(asString(r[6])), Retries: int(asInt(r[7])),
-			Timeout: time.Duration(asInt(r[8])) * time.Millisecond, Created: fromMS(asInt(r[9])),
-			MaxDeliveries: int(asInt(r[10])), Retain: time.Duration(asInt(r[11])) * time.Millisecond,
-			Retention: time.Duration(asInt(r[12])) * time.Millisecond, Fails: int(asInt(r[2])),
+		spec = parseSpec(map[string]any{entryInput: asString(r[3]), entryMeta: asString(r[4]),
+			entryIdempotencyKey: asString(r[5]), entrySpec: asString(r[6])})
+		if spec == nil {
+			return StartResult{}, n, fmt.Errorf("redisstore: start: the record's spec %q is not one", asString(r[6]))
 		}
+		spec.Fails = int(asInt(r[2]))
 	}
 	return StartResult{Started: true, Attempt: int(asInt(r[1])), Spec: spec}, n, nil
 }

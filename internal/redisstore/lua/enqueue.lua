@@ -6,14 +6,15 @@
 -- is written whole or not at all (see taskq_claim_write), and one refused
 -- trigger does not stop the others.
 --
--- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (4) per trigger i (i = 0, 1, ...),
--- at 4i+1 .. 4i+4:
+-- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (3) per trigger i (i = 0, 1, ...),
+-- at 3i+1 .. 3i+3:
 --   +0 ITEM_KEY_RUN          run hash          taskq:{ns}:run:<run id>
 --   +1 ITEM_KEY_STREAM       task stream       taskq:{ns}:stream:<task>
---   +2 ITEM_KEY_RUNS         runs index        taskq:{ns}:runs
---   +3 ITEM_KEY_IDEMPOTENCY  idempotency key   taskq:{ns}:key:<key>   (the runs
---                                              index again when the strategy
+--   +2 ITEM_KEY_IDEMPOTENCY  idempotency key   taskq:{ns}:key:<key>   (the run
+--                                              hash again when the strategy
 --                                              is "none")
+-- The runs index, taskq:{ns}:runs, and the retry zset, taskq:{ns}:retry,
+-- are the partition's, built from the prefix.
 -- ARGV: ARG_COUNT (4) first,
 --   ARGV[1] ARG_PREFIX          key prefix taskq:{ns}:
 --   ARGV[2] ARG_GROUP           consumer group
@@ -21,29 +22,28 @@
 --                               trigger stream ('0' records none)
 --   ARGV[4] ARG_SOURCE          where the call's triggers come from
 --                               (client | http | cli | ...)
--- then ITEM_ARG_COUNT (17) per trigger i, at 17i+5 .. 17i+21:
+-- then ITEM_ARG_COUNT (11) per trigger i, at 11i+5 .. 11i+15:
 --   +0  ITEM_ARG_RUN_ID          run id
 --   +1  ITEM_ARG_TASK            task name
 --   +2  ITEM_ARG_INPUT           input (JSON)
 --   +3  ITEM_ARG_META            additional metadata (JSON)
 --   +4  ITEM_ARG_IDEMPOTENCY_KEY idempotency key as the user sees it ("" when
 --                                not deduplicated)
---   +5  ITEM_ARG_STRATEGY        strategy: none | ttl | status | debounce
---   +6  ITEM_ARG_HOLD            hold ms: the ttl for "ttl", the fallback ttl
---                                for "status", the window for "debounce"
---   +7  ITEM_ARG_RETAIN          retain ms after the run ends ("status" only;
---                                0 releases at once)
---   +8  ITEM_ARG_RETRIES         retries allowed after handler failures
---   +9  ITEM_ARG_MAX_DELIVERIES  maximum deliveries (bounds redeliveries of
---                                runs whose worker died)
---   +10 ITEM_ARG_TIMEOUT         handler timeout ms (0 = none)
---   +11 ITEM_ARG_RETENTION       record retention ms after the run ends
---   +12 ITEM_ARG_NOW             now (unix ms)
---   +13 ITEM_ARG_POLICY          conflict policy: reject | attach | supersede |
+--   +5  ITEM_ARG_SPEC            the run's settings, the first SPEC_RETENTION
+--                                values of a spec (see taskq_spec): the
+--                                strategy (none | ttl | status | debounce),
+--                                the hold ms (the ttl for "ttl", the fallback
+--                                ttl for "status", the window for
+--                                "debounce"), retries, timeout, creation
+--                                time, most deliveries, retain and retention
+--                                ms; written as it is to the record and the
+--                                stream entry
+--   +6  ITEM_ARG_NOW             now (unix ms)
+--   +7  ITEM_ARG_POLICY          conflict policy: reject | attach | supersede |
 --                                signal
---   +14 ITEM_ARG_SIGNAL_ID       signal id (policy "signal")
---   +15 ITEM_ARG_MAX_SIGNALS     most signals a run may hold (0 = no limit)
---   +16 ITEM_ARG_DIGEST          input digest, recorded when the trigger
+--   +8  ITEM_ARG_SIGNAL_ID       signal id (policy "signal")
+--   +9  ITEM_ARG_MAX_SIGNALS     most signals a run may hold (0 = no limit)
+--   +10 ITEM_ARG_DIGEST          input digest, recorded when the trigger
 --                                creates no run
 -- The scheduled form of this script (enqueueScheduledScript, see
 -- enqueue.go), sent only for calls with a trigger that asks to run later,
@@ -82,30 +82,22 @@
 -- task and creation time, and answers {1, entry id} as the first send did.
 
 local prefix, group, suppressed_cap = ARGV[ARG_PREFIX], ARGV[ARG_GROUP], ARGV[ARG_SUPPRESSED_CAP]
-local retry_key = taskq_key_retry(prefix)
+local retry_key, runs_key = taskq_key_retry(prefix), taskq_key_runs(prefix)
 local recs, nrecs = {}, 0 -- suppressed triggers' records
 
 -- One trigger, whose KEYS start at k and ARGV at a.
 local function trigger(k, a)
-  local run_key = KEYS[k + ITEM_KEY_RUN]
   local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
     ARGV[a + ITEM_ARG_META]
-  local strat, hold, now, policy = ARGV[a + ITEM_ARG_STRATEGY], ARGV[a + ITEM_ARG_HOLD], ARGV[a + ITEM_ARG_NOW],
-    ARGV[a + ITEM_ARG_POLICY]
-  if redis.call('EXISTS', run_key) == 1 then
-    local first = redis.pcall('HMGET', run_key, RUN_TASK, RUN_CREATED, RUN_ENTRY)
-    if not first.err and first[1] == task and first[2] == now then
-      return {1, first[3] or ''}
-    end
-    return redis.error_reply('TASKQ_EXISTS ' .. run_id)
+  local spec, now, policy = ARGV[a + ITEM_ARG_SPEC], ARGV[a + ITEM_ARG_NOW], ARGV[a + ITEM_ARG_POLICY]
+  if redis.call('EXISTS', KEYS[k + ITEM_KEY_RUN]) == 1 then
+    return taskq_claim_existing({run_key = KEYS[k + ITEM_KEY_RUN], run_id = run_id, task = task, now = now})
   end
+  local strat, hold = taskq_spec_head(spec)
   local r = {
-    run_key = run_key, stream_key = KEYS[k + ITEM_KEY_STREAM], runs_key = KEYS[k + ITEM_KEY_RUNS], run_id = run_id,
-    task = task, input = input, meta = meta, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], strat = strat,
-    hold = hold, retain = ARGV[a + ITEM_ARG_RETAIN], retries = ARGV[a + ITEM_ARG_RETRIES],
-    maxdel = ARGV[a + ITEM_ARG_MAX_DELIVERIES], timeout = ARGV[a + ITEM_ARG_TIMEOUT],
-    keep = ARGV[a + ITEM_ARG_RETENTION], now = now,
-    prefix = prefix, group = group, retry_key = retry_key,
+    run_key = KEYS[k + ITEM_KEY_RUN], stream_key = KEYS[k + ITEM_KEY_STREAM], runs_key = runs_key, run_id = run_id,
+    task = task, input = input, meta = meta, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], spec = spec, strat = strat,
+    hold = hold, now = now, prefix = prefix, group = group, retry_key = retry_key,
     take_over = policy == 'supersede', run_checked = true,
   }
   if strat ~= 'none' then

@@ -9,12 +9,13 @@
 -- type it has not checked with redis.pcall, in an order it can undo.
 --
 -- r is a table: run_key, stream_key, runs_key, idem_key (nil when not
--- deduplicated), run_id, task, input, meta, key, strat, hold, retain,
--- retries, maxdel, timeout, keep, now; optionally delay (ms: schedule the
--- run instead of queueing it, with retry_key), take_over (supersede the
--- owner, with prefix and group), run_checked (the caller has seen that
--- run_key does not exist), strict (check every key's type up front, for
--- callers that must write several runs all or nothing).
+-- deduplicated), run_id, task, input, meta, key, spec (the run's settings,
+-- see taskq_spec), strat and hold (the spec's first two values), now;
+-- optionally delay (ms: schedule the run instead of queueing it, with
+-- retry_key), take_over (supersede the owner, with prefix and group),
+-- run_checked (the caller has seen that run_key does not exist), strict
+-- (check every key's type up front, for callers that must write several
+-- runs all or nothing).
 
 -- Returns nil when the run can be written, {0, owner, pttl} when its key is
 -- held, or an error reply.
@@ -63,6 +64,19 @@ local function taskq_supersede(r)
   return false
 end
 
+-- Answers a trigger whose run ID has a record already. A resend of the
+-- same trigger (go-redis sends a command again when its reply was lost)
+-- finds the record the first send wrote, with this run ID, task and
+-- creation time, and is answered {1, entry id} as the first send was;
+-- any other trigger gets TASKQ_EXISTS.
+local function taskq_claim_existing(r)
+  local first = redis.pcall('HMGET', r.run_key, RUN_TASK, RUN_CREATED, RUN_ENTRY)
+  if not first.err and first[1] == r.task and first[2] == r.now then
+    return {1, first[3] or ''}
+  end
+  return redis.error_reply('TASKQ_EXISTS ' .. r.run_id)
+end
+
 -- Claims the key, creates the record, queues the run. Returns the entry id
 -- ('' for a scheduled run), or an error reply with nothing written when a
 -- shared key holds the wrong type, or when Redis refuses the first write
@@ -81,8 +95,7 @@ local function taskq_claim_write(r)
     queued = redis.pcall('ZADD', r.retry_key, tonumber(r.now) + tonumber(r.delay), r.run_id)
   else
     queued = redis.pcall('XADD', r.stream_key, '*', ENTRY_RUN_ID, r.run_id, ENTRY_INPUT, r.input, ENTRY_META, r.meta,
-      ENTRY_IDEMPOTENCY_KEY, r.key,
-      ENTRY_SPEC, taskq_spec(r.strat, r.retries, r.timeout, r.now, r.maxdel, r.retain, r.keep, 0, 0))
+      ENTRY_IDEMPOTENCY_KEY, r.key, ENTRY_SPEC, r.spec)
     entry = queued
   end
   if type(queued) == 'table' and queued.err then
@@ -96,9 +109,7 @@ local function taskq_claim_write(r)
   -- attempt and fails start absent, read as 0.
   redis.call('HSET', r.run_key,
     RUN_TASK, r.task, RUN_STATUS, 'queued', RUN_INPUT, r.input, RUN_META, r.meta,
-    RUN_IDEMPOTENCY_KEY, r.key, RUN_STRATEGY, r.strat, RUN_HOLD, r.hold, RUN_RETAIN, r.retain,
-    RUN_RETRIES, r.retries, RUN_MAX_DELIVERIES, r.maxdel, RUN_TIMEOUT, r.timeout, RUN_RETENTION, r.keep,
-    RUN_CREATED, r.now, RUN_ENTRY, entry)
+    RUN_IDEMPOTENCY_KEY, r.key, RUN_SPEC, r.spec, RUN_CREATED, r.now, RUN_ENTRY, entry)
   if sigs then
     -- The signals carried over expire with the record (see taskq_flag).
     redis.call('HSET', r.run_key, RUN_FLAGS, 's')
@@ -112,8 +123,8 @@ end
 
 -- Reports whether owner is a debounced run that has not started yet.
 local function taskq_debounce_pending(prefix, owner)
-  local o = redis.call('HMGET', taskq_key_run(prefix, owner), RUN_STATUS, RUN_ENTRY, RUN_STRATEGY)
-  return o[1] == 'queued' and o[2] == '' and o[3] == 'debounce'
+  local o = redis.call('HMGET', taskq_key_run(prefix, owner), RUN_STATUS, RUN_ENTRY, RUN_SPEC)
+  return o[1] == 'queued' and o[2] == '' and taskq_spec_head(o[3] or '') == 'debounce'
 end
 
 -- Gives the pending owner the newer input and starts its window again.

@@ -17,3 +17,21 @@ end
 local function taskq_has(x, letter)
   return x ~= nil and x ~= false and string.find(x, letter, 1, true) ~= nil
 end
+
+-- A run's spec (RUN_SPEC, or an entry's ENTRY_SPEC) split into its values,
+-- indexed by SPEC_*, as strings. For paths off the trigger's and the
+-- delivery's: those are sent what they need.
+local function taskq_spec_values(spec)
+  local v, n = {}, 0
+  for w in string.gmatch(spec or '', '[^ ]+') do
+    n = n + 1
+    v[n] = w
+  end
+  return v
+end
+
+-- The strategy and the hold of a spec, its first two values (SPEC_STRATEGY,
+-- SPEC_HOLD), as the trigger scripts read them.
+local function taskq_spec_head(spec)
+  return string.match(spec, '^([^ ]+) ([^ ]+)')
+end
