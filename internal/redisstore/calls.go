@@ -1,6 +1,9 @@
 package redisstore
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // The items of a call of a batch script, read back from its ARGV as go-redis
 // sends it (0-based, after KEYS). Tools that watch the calls the store makes
@@ -23,7 +26,7 @@ func EnqueueItems(nkeys int, argv []string) []EnqueueItem {
 			RunID: f(enqueueItemArgRunID), Task: f(enqueueItemArgTask), Input: f(enqueueItemArgInput),
 			Key: f(enqueueItemArgIdempotencyKey), Strategy: string(strat),
 			Hold:   strconv.FormatInt(spec[specHold], 10),
-			Retain: strconv.FormatInt(spec[specRetain], 10), Policy: f(enqueueItemArgPolicy),
+			Retain: strconv.FormatInt(spec[specRetain], 10), Policy: strings.SplitN(f(enqueueItemArgPolicy), " ", 2)[0],
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -178,13 +179,21 @@ func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]stri
 		enqueueItemArgIdempotencyKey: p.Key,
 		enqueueItemArgSpec: settingsSpec(strat, ms(p.Hold), p.Retries, ms(p.Timeout), unixMS(p.Now), p.MaxDeliveries,
 			ms(p.Retain), ms(p.Retention)),
-		enqueueItemArgNow:        unixMS(p.Now),
-		enqueueItemArgPolicy:     string(policy),
-		enqueueItemArgSignalID:   p.SignalID,
-		enqueueItemArgMaxSignals: maxSignals,
-		enqueueItemArgDigest:     InputDigest(p.Input),
+		enqueueItemArgNow:    unixMS(p.Now),
+		enqueueItemArgPolicy: policyArg(policy, maxSignals, p.SignalID),
+		enqueueItemArgDigest: InputDigest(p.Input),
 	}
 	return append(keys, k[:]...), append(args, a[:]...)
+}
+
+// policyArg is a trigger's policy as enqueue.lua takes it: the policy, or
+// for PolicySignal "signal <max signals> <signal id>", so that the two
+// values only that policy uses cost other triggers no argument.
+func policyArg(policy Policy, maxSignals int, signalID string) string {
+	if policy != PolicySignal {
+		return string(policy)
+	}
+	return string(policy) + " " + strconv.Itoa(maxSignals) + " " + signalID
 }
 
 // enqueueHeader is the KEYS and ARGV every call of enqueue.lua in the

@@ -132,7 +132,6 @@ const (
 	runMeta           = "meta"     // additional metadata (JSON)
 	runIdempotencyKey = "key"      // idempotency key as the user sees it ("" when not deduplicated)
 	runSpec           = "spec"     // the run's settings: its spec without fails and attempts (see the spec below)
-	runCreated        = "created"  // when the run was triggered
 	runEntry          = "entry"    // stream entry ID of the run's delivery ("" while it has none)
 	runAttempt        = "attempt"  // the latest attempt begun, the fencing token (absent before the first)
 	runFails          = "fails"    // failed attempts (absent before the first)
@@ -178,7 +177,7 @@ const (
 	specHold                 // how long the key is held: the ttl, the fallback ttl, the debounce window (ms)
 	specRetries              // retries allowed after handler failures
 	specTimeout              // handler timeout ms (0 = none)
-	specCreated              // creation time (unix ms)
+	specCreated              // when the run was triggered (unix ms)
 	specMaxDeliveries        // most deliveries (0 = no limit)
 	specRetain               // how long a status-strategy key is kept after the run ends (ms)
 	specRetention            // how long the record is kept after the run ends (ms)
@@ -271,9 +270,7 @@ const (
 	enqueueItemArgIdempotencyKey        // idempotency key as the user sees it
 	enqueueItemArgSpec                  // the run's settings (a spec of specSettings values)
 	enqueueItemArgNow                   // now (unix ms)
-	enqueueItemArgPolicy                // conflict policy
-	enqueueItemArgSignalID              // signal ID (policy signal)
-	enqueueItemArgMaxSignals            // most signals a run may hold
+	enqueueItemArgPolicy                // conflict policy, and for policy signal the most signals and the signal ID: "signal <max> <id>"
 	enqueueItemArgDigest                // input digest, recorded when the trigger creates no run
 	enqueueItemArgCount
 )

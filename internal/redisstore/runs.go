@@ -54,7 +54,7 @@ func parseRun(id string, h map[string]string) *Run {
 		Timeout: time.Duration(spec[specTimeout]) * time.Millisecond,
 		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
 		Waiting: h[runWaiting], ConcurrencyGroup: h[runConcurrencyGroup],
-		Created: fromMS(i(runCreated)), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
+		Created: fromMS(spec[specCreated]), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
 	}
 	if v, ok := h[runInput]; ok {
 		r.Input = []byte(v)

@@ -22,7 +22,7 @@
 --                               trigger stream ('0' records none)
 --   ARGV[4] ARG_SOURCE          where the call's triggers come from
 --                               (client | http | cli | ...)
--- then ITEM_ARG_COUNT (11) per trigger i, at 11i+5 .. 11i+15:
+-- then ITEM_ARG_COUNT (9) per trigger i, at 9i+5 .. 9i+13:
 --   +0  ITEM_ARG_RUN_ID          run id
 --   +1  ITEM_ARG_TASK            task name
 --   +2  ITEM_ARG_INPUT           input (JSON)
@@ -39,11 +39,11 @@
 --                                ms; written as it is to the record and the
 --                                stream entry
 --   +6  ITEM_ARG_NOW             now (unix ms)
---   +7  ITEM_ARG_POLICY          conflict policy: reject | attach | supersede |
---                                signal
---   +8  ITEM_ARG_SIGNAL_ID       signal id (policy "signal")
---   +9  ITEM_ARG_MAX_SIGNALS     most signals a run may hold (0 = no limit)
---   +10 ITEM_ARG_DIGEST          input digest, recorded when the trigger
+--   +7  ITEM_ARG_POLICY          conflict policy: reject | attach | supersede,
+--                                or "signal <max> <signal id>" for policy
+--                                signal, max the most signals a run may hold
+--                                (0 = no limit)
+--   +8  ITEM_ARG_DIGEST          input digest, recorded when the trigger
 --                                creates no run
 -- The scheduled form of this script (enqueueScheduledScript, see
 -- enqueue.go), sent only for calls with a trigger that asks to run later,
@@ -91,7 +91,7 @@ local function trigger(k, a)
     ARGV[a + ITEM_ARG_META]
   local spec, now, policy = ARGV[a + ITEM_ARG_SPEC], ARGV[a + ITEM_ARG_NOW], ARGV[a + ITEM_ARG_POLICY]
   if redis.call('EXISTS', KEYS[k + ITEM_KEY_RUN]) == 1 then
-    return taskq_claim_existing({run_key = KEYS[k + ITEM_KEY_RUN], run_id = run_id, task = task, now = now})
+    return taskq_claim_existing({run_key = KEYS[k + ITEM_KEY_RUN], run_id = run_id, task = task, spec = spec})
   end
   local strat, hold = taskq_spec_head(spec)
   local r = {
@@ -118,11 +118,13 @@ local function trigger(k, a)
       refused, outcome = {4, owner}, 'debounced'
     elseif policy == 'attach' then
       refused, outcome = {2, owner}, 'attached'
-    elseif policy == 'signal' then
-      local signal_id = ARGV[a + ITEM_ARG_SIGNAL_ID]
-      local s = taskq_signal(prefix, owner, signal_id, input, tonumber(ARGV[a + ITEM_ARG_MAX_SIGNALS]) or 0)
-      if s[1] == 1 then
-        refused, outcome = {3, owner, signal_id}, 'signalled'
+    elseif policy ~= 'reject' then
+      local max_signals, signal_id = string.match(policy, '^signal (%d+) (.*)$')
+      if signal_id then
+        local s = taskq_signal(prefix, owner, signal_id, input, tonumber(max_signals))
+        if s[1] == 1 then
+          refused, outcome = {3, owner, signal_id}, 'signalled'
+        end
       end
     end
     -- taskq_suppressed_add, inlined: this is the duplicate path.

@@ -88,7 +88,6 @@ local RUN_INPUT = 'input' -- input (JSON)
 local RUN_META = 'meta' -- additional metadata (JSON)
 local RUN_IDEMPOTENCY_KEY = 'key' -- idempotency key as the user sees it ("" when not deduplicated)
 local RUN_SPEC = 'spec' -- the run's settings: its spec without fails and attempts (see the spec below)
-local RUN_CREATED = 'created' -- when the run was triggered
 local RUN_ENTRY = 'entry' -- stream entry ID of the run's delivery ("" while it has none)
 local RUN_ATTEMPT = 'attempt' -- the latest attempt begun, the fencing token (absent before the first)
 local RUN_FAILS = 'fails' -- failed attempts (absent before the first)
@@ -313,11 +312,9 @@ local ITEM_ARG_META = 3 -- additional metadata (JSON)
 local ITEM_ARG_IDEMPOTENCY_KEY = 4 -- idempotency key as the user sees it
 local ITEM_ARG_SPEC = 5 -- the run's settings (a spec of specSettings values)
 local ITEM_ARG_NOW = 6 -- now (unix ms)
-local ITEM_ARG_POLICY = 7 -- conflict policy
-local ITEM_ARG_SIGNAL_ID = 8 -- signal ID (policy signal)
-local ITEM_ARG_MAX_SIGNALS = 9 -- most signals a run may hold
-local ITEM_ARG_DIGEST = 10 -- input digest, recorded when the trigger creates no run
-local ITEM_ARG_COUNT = 11
+local ITEM_ARG_POLICY = 7 -- conflict policy, and for policy signal the most signals and the signal ID: "signal <max> <id>"
+local ITEM_ARG_DIGEST = 8 -- input digest, recorded when the trigger creates no run
+local ITEM_ARG_COUNT = 9
 
 -- @script ensure_group
 -- ensure_group.lua.

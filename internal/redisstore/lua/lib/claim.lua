@@ -66,12 +66,13 @@ end
 
 -- Answers a trigger whose run ID has a record already. A resend of the
 -- same trigger (go-redis sends a command again when its reply was lost)
--- finds the record the first send wrote, with this run ID, task and
--- creation time, and is answered {1, entry id} as the first send was;
+-- finds the record the first send wrote, with this run ID, task and spec
+-- (creation time included), and is answered {1, entry id} as the first
+-- send was;
 -- any other trigger gets TASKQ_EXISTS.
 local function taskq_claim_existing(r)
-  local first = redis.pcall('HMGET', r.run_key, RUN_TASK, RUN_CREATED, RUN_ENTRY)
-  if not first.err and first[1] == r.task and first[2] == r.now then
+  local first = redis.pcall('HMGET', r.run_key, RUN_TASK, RUN_SPEC, RUN_ENTRY)
+  if not first.err and first[1] == r.task and first[2] == r.spec then
     return {1, first[3] or ''}
   end
   return redis.error_reply('TASKQ_EXISTS ' .. r.run_id)
@@ -109,7 +110,7 @@ local function taskq_claim_write(r)
   -- attempt and fails start absent, read as 0.
   redis.call('HSET', r.run_key,
     RUN_TASK, r.task, RUN_STATUS, 'queued', RUN_INPUT, r.input, RUN_META, r.meta,
-    RUN_IDEMPOTENCY_KEY, r.key, RUN_SPEC, r.spec, RUN_CREATED, r.now, RUN_ENTRY, entry)
+    RUN_IDEMPOTENCY_KEY, r.key, RUN_SPEC, r.spec, RUN_ENTRY, entry)
   if sigs then
     -- The signals carried over expire with the record (see taskq_flag).
     redis.call('HSET', r.run_key, RUN_FLAGS, 's')
