@@ -151,13 +151,10 @@ func splitReplies(kind Kind, args []any, v any) []any {
 	var out []any
 	for i := 0; len(flat) > 0; i++ {
 		n := 2
-		if kind == KindStart {
-			n = 3
-			// A started delivery without a spec (its maximum deliveries
-			// sent as "") is answered with the record's ten values too.
-			if i < len(starts) && starts[i].MaxDeliveries == "" && num(flat[0]) == 1 {
-				n = 13
-			}
+		if kind == KindStart && i < len(starts) {
+			n = starts[i].ReplyLen(num(flat[0]) == 1)
+		} else if kind == KindStart {
+			n = redisstore.StartItem{}.ReplyLen(false)
 		}
 		n = min(n, len(flat))
 		if err, ok := flat[0].(error); ok {

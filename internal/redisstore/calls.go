@@ -41,6 +41,16 @@ type StartItem struct {
 	Redelivered   bool
 }
 
+// ReplyLen is how many values of start.lua's flat reply answer the
+// delivery, given whether the first of them says it started: a started
+// delivery without a spec is answered with the record's values too.
+func (it StartItem) ReplyLen(started bool) int {
+	if started && it.MaxDeliveries == "" {
+		return startReplyValues + startRecordValues
+	}
+	return startReplyValues
+}
+
 // StartItems reads the deliveries of a call of start.lua with nkeys KEYS.
 func StartItems(nkeys int, argv []string) []StartItem {
 	n := (nkeys - startKeyCount) / startItemKeyCount
