@@ -24,7 +24,7 @@ var enqueueScript = loadScript("enqueue", enqueueModules...)
 // window.
 const (
 	enqueueScheduledMark = "  -- @scheduled: the scheduled form reads the trigger's delay here\n"
-	enqueueScheduledRead = "  r.delay = r.delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT" +
+	enqueueScheduledRead = "  delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT" +
 		" + (a - ARG_COUNT - 1) / ITEM_ARG_COUNT + 1]\n"
 )
 

@@ -79,7 +79,10 @@
 -- may refuse without failing them.
 -- A resend of the same trigger (go-redis sends a command again when its
 -- reply was lost) finds the record the first send wrote, with this run ID,
--- task and creation time, and answers {1, entry id} as the first send did.
+-- task and spec (creation time included), and answers {1, entry id} as the
+-- first send did (taskq_claim_existing). A run ID in use otherwise gets
+-- TASKQ_EXISTS, unless the trigger's key is held by another run: then it
+-- is answered as that run's duplicate, and nothing is written either way.
 
 local prefix, group, suppressed_cap = ARGV[ARG_PREFIX], ARGV[ARG_GROUP], ARGV[ARG_SUPPRESSED_CAP]
 local retry_key, runs_key = taskq_key_retry(prefix), taskq_key_runs(prefix)
@@ -90,31 +93,30 @@ local function trigger(k, a)
   local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
     ARGV[a + ITEM_ARG_META]
   local spec, now, policy = ARGV[a + ITEM_ARG_SPEC], ARGV[a + ITEM_ARG_NOW], ARGV[a + ITEM_ARG_POLICY]
-  if redis.call('EXISTS', KEYS[k + ITEM_KEY_RUN]) == 1 then
-    return taskq_claim_existing({run_key = KEYS[k + ITEM_KEY_RUN], run_id = run_id, task = task, spec = spec})
-  end
+  local run_key = KEYS[k + ITEM_KEY_RUN]
   local strat, hold = taskq_spec_head(spec)
-  local r = {
-    run_key = KEYS[k + ITEM_KEY_RUN], stream_key = KEYS[k + ITEM_KEY_STREAM], runs_key = runs_key, run_id = run_id,
-    task = task, input = input, meta = meta, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], spec = spec, strat = strat,
-    hold = hold, now = now, prefix = prefix, group = group, retry_key = retry_key,
-    take_over = policy == 'supersede', run_checked = true,
-  }
+  local key, idem_key, delay = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], nil, nil
   if strat ~= 'none' then
-    r.idem_key = KEYS[k + ITEM_KEY_IDEMPOTENCY]
+    idem_key = KEYS[k + ITEM_KEY_IDEMPOTENCY]
   end
   if strat == 'debounce' then
-    r.delay = hold
+    delay = hold
   end
   -- @scheduled: the scheduled form reads the trigger's delay here
-  local refused = taskq_claim_check(r)
+  local refused, prev_owner = taskq_claim_key(idem_key, policy == 'supersede')
+  -- A run ID with a record is a resend of a trigger that created it, whose
+  -- run holds the key, or an ID in use: looked at only where the key does
+  -- not name another run, so that a duplicate costs no more.
+  if (not refused or refused[2] == run_id or prev_owner == run_id) and redis.call('EXISTS', run_key) == 1 then
+    return taskq_claim_existing(run_key, run_id, task, spec)
+  end
   if refused then
     if refused.err or refused[1] ~= 0 then
       return refused
     end
     local owner, outcome = refused[2], 'rejected'
     if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
-      taskq_debounce(prefix, owner, r.idem_key, input, meta, hold, now)
+      taskq_debounce(prefix, owner, idem_key, input, meta, hold, now)
       refused, outcome = {4, owner}, 'debounced'
     elseif policy == 'attach' then
       refused, outcome = {2, owner}, 'attached'
@@ -129,16 +131,17 @@ local function trigger(k, a)
     end
     -- taskq_suppressed_add, inlined: this is the duplicate path.
     recs[nrecs + 1] = SUPPRESSED_RECORD
-    recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. r.key
+    recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. key
     nrecs = nrecs + 2
     return refused
   end
-  local entry = taskq_claim_write(r)
+  local entry = taskq_claim_run(run_key, KEYS[k + ITEM_KEY_STREAM], runs_key, idem_key, run_id, task, input, meta, key,
+    spec, hold, now, delay, retry_key, prev_owner, prefix, group)
   if type(entry) == 'table' then
     return entry
   end
-  if r.prev_owner then
-    return {1, entry, r.prev_owner}
+  if prev_owner then
+    return {1, entry, prev_owner}
   end
   return {1, entry}
 end
