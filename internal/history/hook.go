@@ -131,12 +131,15 @@ func (h *Hook) returnAll(ops []Op, ps []*Pending, cmd redis.Cmder, err error) {
 }
 
 // splitReplies cuts the reply of a batched script call into one reply per
-// item: enqueue replies with an array per trigger, start and finish with a
-// flat array of values (see start.lua and finish.lua).
+// item: each script replies with a flat array of values (see
+// enqueue.lua, start.lua and finish.lua).
 func splitReplies(kind Kind, args []any, v any) []any {
 	flat, ok := v.([]any)
-	if !ok || kind == KindEnqueue {
+	if !ok {
 		return flat
+	}
+	if kind == KindEnqueue {
+		return redisstore.EnqueueReplies(flat)
 	}
 	var starts []redisstore.StartItem
 	if kind == KindStart && len(args) >= 3 {

@@ -211,6 +211,51 @@ func enqueueHeader(ks Keys, n int, suppressedCap, source string) ([]string, []an
 	return keys, append(make([]any, 0, enqueueArgCount+enqueueItemArgCount*n), a[1:]...)
 }
 
+// enqueueCreatedSuperseding is the code enqueue.lua answers a trigger
+// that created its run by superseding the key's owner with (its entry and
+// the old owner follow); EnqueueReplies gives it as TriggerCreated.
+const enqueueCreatedSuperseding = 5
+
+// enqueueReplyValues is how many values follow each code in enqueue.lua's
+// flat reply.
+var enqueueReplyValues = map[int64]int{
+	int64(TriggerRejected): 2, int64(TriggerCreated): 1, int64(TriggerAttached): 1, int64(TriggerSignalled): 2,
+	int64(TriggerDebounced): 1, enqueueCreatedSuperseding: 2,
+}
+
+// enqueueReply cuts the first trigger's reply from flat, the rest of a
+// call's reply: the trigger's error, or {code, values...} with code a
+// TriggerOutcome (a superseding creation as {TriggerCreated, entry, old
+// owner}); n is how many values of flat it took.
+func enqueueReply(flat []any) (item any, n int) {
+	if len(flat) == 0 {
+		return nil, 0
+	}
+	if _, ok := flat[0].(error); ok {
+		return flat[0], 1
+	}
+	code := asInt(flat[0])
+	n = min(1+enqueueReplyValues[code], len(flat))
+	item = flat[:n]
+	if code == enqueueCreatedSuperseding {
+		item = append([]any{int64(TriggerCreated)}, flat[1:n]...)
+	}
+	return item, n
+}
+
+// EnqueueReplies cuts the reply of a call of enqueue.lua into one reply
+// per trigger, as enqueueReply gives them. Tools that watch the calls
+// the store makes (internal/history) read replies here.
+func EnqueueReplies(flat []any) []any {
+	var out []any
+	for len(flat) > 0 {
+		item, n := enqueueReply(flat)
+		out = append(out, item)
+		flat = flat[n:]
+	}
+	return out
+}
+
 func (s *Store) parseEnqueue(v any) (EnqueueResult, error) {
 	if err, ok := v.(error); ok {
 		return EnqueueResult{}, s.named("enqueue", scriptError(err))
@@ -319,8 +364,9 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 		return keys, args
 	}
 	parse := func(i int, r []any) (n int, err error) {
-		results[i], err = s.parseEnqueue(r[0])
-		return 1, err
+		item, n := enqueueReply(r)
+		results[i], err = s.parseEnqueue(item)
+		return max(n, 1), err
 	}
 	if !d.Enabled() {
 		keepFirst(errs, s.evalBatch(ctx, sc, groups, len(ps), build, parse))

@@ -53,16 +53,18 @@
 -- zset taskq:{ns}:retry at now + delay instead of its task stream, with its
 -- key claimed at once; promote.lua queues it when it is due. Every other
 -- call sends the form without it, which pays nothing for scheduling.
--- Returns an array with one reply per trigger, in order:
---   {1, entry id}                 accepted ('' when scheduled: a delay or
+-- Returns one flat array (Redis turns a table in a reply into a reply far
+-- more slowly than a plain value): for each trigger in order, a code and
+-- the values it says follow (see EnqueueReplies):
+--   1, entry id                   accepted ('' when scheduled: a delay or
 --                                 debounce)
---   {1, entry id, old owner}      accepted by superseding old owner
---   {0, owner run id, pttl ms}    rejected: the key is held; nothing written
---   {2, owner run id}             attached to the owner; nothing written
---   {3, owner run id, signal id}  the input was sent to the owner as a signal
---   {4, owner run id}             debounced: the queued owner now has this
+--   5, entry id, old owner        accepted by superseding old owner
+--   0, owner run id, pttl ms      rejected: the key is held; nothing written
+--   2, owner run id               attached to the owner; nothing written
+--   3, owner run id, signal id    the input was sent to the owner as a signal
+--   4, owner run id               debounced: the queued owner now has this
 --                                 input and the window starts again
---   an error reply, with nothing written for this trigger:
+--   an error reply alone, with nothing written for this trigger:
 --     "TASKQ_WRONGTYPE <key> <type>"  a key holds a value of the wrong type
 --     "TASKQ_EXISTS <run id>"         a run record with this ID exists
 --     "TASKQ_OOM ..."                 Redis is at maxmemory: it refuses the
@@ -88,7 +90,8 @@ local prefix, group, suppressed_cap = ARGV[ARG_PREFIX], ARGV[ARG_GROUP], ARGV[AR
 local retry_key, runs_key = taskq_key_retry(prefix), taskq_key_runs(prefix)
 local recs, nrecs = {}, 0 -- suppressed triggers' records
 
--- One trigger, whose KEYS start at k and ARGV at a.
+-- One trigger, whose KEYS start at k and ARGV at a: its code and values,
+-- or an error reply.
 local function trigger(k, a)
   local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
     ARGV[a + ITEM_ARG_META]
@@ -103,37 +106,43 @@ local function trigger(k, a)
     delay = hold
   end
   -- @scheduled: the scheduled form reads the trigger's delay here
-  local refused, prev_owner = taskq_claim_key(idem_key, policy == 'supersede')
+  local owner, prev_owner = taskq_claim_key(idem_key), nil
+  if type(owner) == 'table' then
+    return owner
+  end
+  if owner and policy == 'supersede' then
+    -- Two statements: gopher-lua (miniredis) does not evaluate a multiple
+    -- assignment's right side before it assigns.
+    prev_owner = owner
+    owner = nil
+  end
   -- A run ID with a record is a resend of a trigger that created it, whose
   -- run holds the key, or an ID in use: looked at only where the key does
   -- not name another run, so that a duplicate costs no more.
-  if (not refused or refused[2] == run_id or prev_owner == run_id) and redis.call('EXISTS', run_key) == 1 then
+  if (not owner or owner == run_id or prev_owner == run_id) and redis.call('EXISTS', run_key) == 1 then
     return taskq_claim_existing(run_key, run_id, task, spec)
   end
-  if refused then
-    if refused.err or refused[1] ~= 0 then
-      return refused
-    end
-    local owner, outcome = refused[2], 'rejected'
+  if owner then
+    local code, x, outcome = 0, nil, 'rejected'
     if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
       taskq_debounce(prefix, owner, idem_key, input, meta, hold, now)
-      refused, outcome = {4, owner}, 'debounced'
+      code, outcome = 4, 'debounced'
     elseif policy == 'attach' then
-      refused, outcome = {2, owner}, 'attached'
+      code, outcome = 2, 'attached'
     elseif policy ~= 'reject' then
       local max_signals, signal_id = string.match(policy, '^signal (%d+) (.*)$')
-      if signal_id then
-        local s = taskq_signal(prefix, owner, signal_id, input, tonumber(max_signals))
-        if s[1] == 1 then
-          refused, outcome = {3, owner, signal_id}, 'signalled'
-        end
+      if signal_id and taskq_signal(prefix, owner, signal_id, input, tonumber(max_signals))[1] == 1 then
+        code, x, outcome = 3, signal_id, 'signalled'
       end
+    end
+    if code == 0 then
+      x = redis.call('PTTL', idem_key)
     end
     -- taskq_suppressed_add, inlined: this is the duplicate path.
     recs[nrecs + 1] = SUPPRESSED_RECORD
     recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. key
     nrecs = nrecs + 2
-    return refused
+    return code, owner, x
   end
   local entry = taskq_claim_run(run_key, KEYS[k + ITEM_KEY_STREAM], runs_key, idem_key, run_id, task, input, meta, key,
     spec, hold, now, delay, retry_key, prev_owner, prefix, group)
@@ -141,15 +150,25 @@ local function trigger(k, a)
     return entry
   end
   if prev_owner then
-    return {1, entry, prev_owner}
+    return 5, entry, prev_owner
   end
-  return {1, entry}
+  return 1, entry
 end
 
-local out = {}
+local out, n = {}, 0
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first trigger's KEYS and ARGV
-for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
-  out[i] = trigger(k, a)
+for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
+  local code, x, y = trigger(k, a)
+  n = n + 1
+  out[n] = code
+  if x then
+    n = n + 1
+    out[n] = x
+    if y then
+      n = n + 1
+      out[n] = y
+    end
+  end
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 if suppressed_cap ~= '0' then

@@ -22,30 +22,29 @@
 -- write several runs all or nothing).
 
 -- Looks at the key a run would claim (idem_key, nil when the run is not
--- deduplicated). Returns nil when the run may be written, {0, owner, pttl}
--- when the key is held, or an error reply; with take_over, a held key's
--- owner comes second instead, for taskq_claim_run to supersede.
-local function taskq_claim_key(idem_key, take_over)
+-- deduplicated). Returns the run holding it, nil when it is free, or an
+-- error reply (a table).
+local function taskq_claim_key(idem_key)
   if idem_key then
     local owner = redis.pcall('GET', idem_key)
     if type(owner) == 'table' and owner.err then
       return taskq_failed(idem_key, owner)
     end
-    if owner then
-      if not take_over then
-        return {0, owner, redis.call('PTTL', idem_key)}
-      end
-      return nil, owner
-    end
+    return owner or nil
   end
   return nil
 end
 
 -- taskq_claim_key for r, and the run's own keys unless r.run_checked.
+-- Returns nil when the run may be written, {0, owner, pttl} when its key
+-- is held, or an error reply.
 local function taskq_claim_check(r)
-  local refused = taskq_claim_key(r.idem_key, false)
-  if refused then
-    return refused
+  local owner = taskq_claim_key(r.idem_key)
+  if type(owner) == 'table' then
+    return owner
+  end
+  if owner then
+    return {0, owner, redis.call('PTTL', r.idem_key)}
   end
   if not r.run_checked and redis.call('EXISTS', r.run_key) == 1 then
     return redis.error_reply('TASKQ_EXISTS ' .. r.run_id)
@@ -82,11 +81,12 @@ end
 -- resend of the same trigger (go-redis sends a command again when its
 -- reply was lost) finds the record the first send wrote, with this run
 -- ID, task and spec (creation time included), and is answered {1, entry
--- id} as the first send was; any other trigger gets TASKQ_EXISTS.
+-- id} as the first send was (as two values: 1, entry id); any other
+-- trigger gets TASKQ_EXISTS.
 local function taskq_claim_existing(run_key, run_id, task, spec)
   local first = redis.pcall('HMGET', run_key, RUN_TASK, RUN_SPEC, RUN_ENTRY)
   if not first.err and first[1] == task and first[2] == spec then
-    return {1, first[3] or ''}
+    return 1, first[3] or ''
   end
   return redis.error_reply('TASKQ_EXISTS ' .. run_id)
 end
