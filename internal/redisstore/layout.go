@@ -146,6 +146,23 @@ const (
 	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
 )
 
+// Fields of a run record written before runSpec held its settings, one
+// field each: read only to make such a record's spec (taskq_record_spec in
+// lua/lib/record.lua, recordSpec in Go), so that runs queued or running
+// across an upgrade start and end as they would have.
+//
+//taskq:lua const
+const (
+	legacyRunStrategy      = "strat"   // strategy
+	legacyRunHold          = "hold"    // hold ms
+	legacyRunRetries       = "retries" // retries allowed
+	legacyRunTimeout       = "timeout" // handler timeout ms
+	legacyRunCreated       = "created" // creation time (unix ms)
+	legacyRunMaxDeliveries = "maxdel"  // most deliveries
+	legacyRunRetain        = "retain"  // key retain ms
+	legacyRunRetention     = "keep"    // record retention ms
+)
+
 // Fields of an entry of a task stream (a delivery). A delivery carries what
 // its worker needs to run the run and record its outcome, so that the
 // start and finish scripts need not read it from the record.

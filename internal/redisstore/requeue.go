@@ -3,7 +3,7 @@ package redisstore
 import "context"
 
 // requeueScript gives a running run back to the queue: lua/requeue.lua.
-var requeueScript = loadScript("requeue", "stream")
+var requeueScript = loadScript("requeue", "record", "stream")
 
 // Requeue gives a running attempt's run back to the queue at once.
 func (s *Store) Requeue(ctx context.Context, runID, task string, attempt int) (FinishResult, error) {

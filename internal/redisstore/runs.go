@@ -43,9 +43,21 @@ type Run struct {
 	Finished         time.Time
 }
 
+// recordSpec is a run record's spec (its fields h): runSpec, or for a
+// record written before runSpec existed, one made from the fields it had
+// then, as taskq_record_spec makes it.
+func recordSpec(h map[string]string) string {
+	if s, ok := h[runSpec]; ok {
+		return s
+	}
+	n := func(k string) int64 { x, _ := strconv.ParseInt(h[k], 10, 64); return x }
+	return settingsSpec(Strategy(h[legacyRunStrategy]), n(legacyRunHold), int(n(legacyRunRetries)), n(legacyRunTimeout),
+		n(legacyRunCreated), int(n(legacyRunMaxDeliveries)), n(legacyRunRetain), n(legacyRunRetention))
+}
+
 func parseRun(id string, h map[string]string) *Run {
 	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
-	strat, spec, _ := parseSpecValues(h[runSpec])
+	strat, spec, _ := parseSpecValues(recordSpec(h))
 	r := &Run{
 		ID: id, Task: h[runTask], Status: h[runStatus], Key: h[runIdempotencyKey], Strategy: strat,
 		Hold:    time.Duration(spec[specHold]) * time.Millisecond,

@@ -83,7 +83,7 @@ local function finish(run_key, a)
     r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_TASK, RUN_ENTRY, RUN_SPEC,
       RUN_IDEMPOTENCY_KEY)
     if not r.err then
-      local spec = taskq_spec_values(r[6])
+      local spec = taskq_spec_values(taskq_record_spec(run_key, r[6]))
       task, entry, strat, key, retain, keep = r[4], r[5], spec[SPEC_STRATEGY], r[7], spec[SPEC_RETAIN],
         spec[SPEC_RETENTION]
     end

@@ -101,6 +101,19 @@ local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lu
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
 local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
 
+-- Fields of a run record written before runSpec held its settings, one
+-- field each: read only to make such a record's spec (taskq_record_spec in
+-- lua/lib/record.lua, recordSpec in Go), so that runs queued or running
+-- across an upgrade start and end as they would have.
+local LEGACY_RUN_STRATEGY = 'strat' -- strategy
+local LEGACY_RUN_HOLD = 'hold' -- hold ms
+local LEGACY_RUN_RETRIES = 'retries' -- retries allowed
+local LEGACY_RUN_TIMEOUT = 'timeout' -- handler timeout ms
+local LEGACY_RUN_CREATED = 'created' -- creation time (unix ms)
+local LEGACY_RUN_MAX_DELIVERIES = 'maxdel' -- most deliveries
+local LEGACY_RUN_RETAIN = 'retain' -- key retain ms
+local LEGACY_RUN_RETENTION = 'keep' -- record retention ms
+
 -- Fields of an entry of a task stream (a delivery). A delivery carries what
 -- its worker needs to run the run and record its outcome, so that the
 -- start and finish scripts need not read it from the record.

@@ -36,7 +36,7 @@ local old = redis.call('ZSCORE', retry, run_id)
 if not old or (r[2] or '') ~= '' then
   return {0, 'queued'}
 end
-if taskq_spec_head(r[3] or '') == 'debounce' then
+if taskq_spec_head(taskq_record_spec(run_key, r[3]) or '') == 'debounce' then
   return {0, 'debouncing'}
 end
 if (tonumber(r[4]) or 0) > 0 or (tonumber(r[5]) or 0) > 0 then

@@ -79,7 +79,8 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
   if redelivered == '1' and status == 'queued' then
     attempt = attempt + 1
   end
-  local max = tonumber(maxdel ~= '' and maxdel or taskq_spec_values(r[5])[SPEC_MAX_DELIVERIES]) or 0
+  local spec = maxdel == '' and taskq_record_spec(run_key, r[5])
+  local max = tonumber(maxdel ~= '' and maxdel or taskq_spec_values(spec)[SPEC_MAX_DELIVERIES]) or 0
   if max > 0 and attempt > max then
     taskq_terminate(prefix, group, run_key, run_id, 'failed', now, RUN_ERROR,
       'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
@@ -92,7 +93,7 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
   if maxdel ~= '' then
     return 1, attempt, ''
   end
-  return 1, attempt, tonumber(r[4]) or 0, {r[6] or '', r[7] or '', r[8] or '', r[5] or ''}
+  return 1, attempt, tonumber(r[4]) or 0, {r[6] or '', r[7] or '', r[8] or '', spec or ''}
 end
 
 local out, n = {}, 0

@@ -145,8 +145,9 @@ end
 
 -- Reports whether owner is a debounced run that has not started yet.
 local function taskq_debounce_pending(prefix, owner)
-  local o = redis.call('HMGET', taskq_key_run(prefix, owner), RUN_STATUS, RUN_ENTRY, RUN_SPEC)
-  return o[1] == 'queued' and o[2] == '' and taskq_spec_head(o[3] or '') == 'debounce'
+  local run_key = taskq_key_run(prefix, owner)
+  local o = redis.call('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_SPEC)
+  return o[1] == 'queued' and o[2] == '' and taskq_spec_head(taskq_record_spec(run_key, o[3]) or '') == 'debounce'
 end
 
 -- Gives the pending owner the newer input and starts its window again.

@@ -109,7 +109,7 @@ end
 -- delivery dropped and its retry or debounce timer removed.
 local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
   local r = redis.call('HMGET', run_key, RUN_TASK, RUN_SPEC, RUN_IDEMPOTENCY_KEY, RUN_ENTRY, RUN_FLAGS)
-  local spec = taskq_spec_values(r[2])
+  local spec = taskq_spec_values(taskq_record_spec(run_key, r[2]))
   taskq_drop_entry(prefix, group, r[1], r[4])
   taskq_end(prefix, run_key, run_id, status, now, field, value, spec[SPEC_STRATEGY], r[3], spec[SPEC_RETAIN],
     spec[SPEC_RETENTION], r[5])

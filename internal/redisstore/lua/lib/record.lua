@@ -30,6 +30,24 @@ local function taskq_spec_values(spec)
   return v
 end
 
+-- A run record's spec: spec, its RUN_SPEC as read, or for a record written
+-- before RUN_SPEC existed (spec nil or false), one made from the fields it
+-- had then (LEGACY_RUN_*); nil for no record.
+local function taskq_record_spec(run_key, spec)
+  if spec then
+    return spec
+  end
+  local f = redis.call('HMGET', run_key, LEGACY_RUN_STRATEGY, LEGACY_RUN_HOLD, LEGACY_RUN_RETRIES, LEGACY_RUN_TIMEOUT,
+    LEGACY_RUN_CREATED, LEGACY_RUN_MAX_DELIVERIES, LEGACY_RUN_RETAIN, LEGACY_RUN_RETENTION)
+  if not f[SPEC_STRATEGY] then
+    return nil
+  end
+  for i = SPEC_HOLD, SPEC_RETENTION do
+    f[i] = f[i] or '0'
+  end
+  return table.concat(f, ' ', SPEC_STRATEGY, SPEC_RETENTION)
+end
+
 -- The strategy and the hold of a spec, its first two values (SPEC_STRATEGY,
 -- SPEC_HOLD), as the trigger scripts read them.
 local function taskq_spec_head(spec)
