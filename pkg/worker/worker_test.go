@@ -185,29 +185,45 @@ func TestStatusTimeline(t *testing.T) {
 
 // A run that never finishes loses its key after fallback_ttl; a second run
 // claims it; when the first finally finishes, it does not free the second
-// run's key.
+// run's key. The second run is of a task with a long fallback ttl (keys
+// are namespace-wide across tasks), so that its key cannot lapse too
+// before it is looked at, however slow the machine.
 func TestFallbackTTL(t *testing.T) {
 	t.Parallel()
 	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		tk := task.Must[in, out]("fallback", task.Options{Idempotency: task.Status(`input.id`, 300*time.Millisecond)})
+		later := task.Must[in, out]("fallback-later", task.Options{Idempotency: task.Status(`input.id`, time.Hour)})
 		release := map[string]chan struct{}{"slow": make(chan struct{}), "second": make(chan struct{})}
+		handle := func(ctx worker.Context, x in) (out, error) {
+			<-release[x.Mode]
+			return out{ID: x.ID}, nil
+		}
 		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
-			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				<-release[x.Mode]
-				return out{ID: x.ID}, nil
-			})
+			worker.Handle(w, tk, handle)
+			worker.Handle(w, later, handle)
+		})
+		// Runs before the worker's shutdown (cleanups run last first), so
+		// that a failed check does not leave a handler blocked.
+		t.Cleanup(func() {
+			for _, ch := range release {
+				select {
+				case <-ch:
+				default:
+					close(ch)
+				}
+			}
 		})
 		first, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "slow"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "second"}); !errors.Is(err, client.ErrIdempotencyCollision) {
+		if _, err := client.RunNoWait(ctx, c, later, in{ID: "k", Mode: "second"}); !errors.Is(err, client.ErrIdempotencyCollision) {
 			t.Fatalf("duplicate inside fallback ttl: %v", err)
 		}
 		time.Sleep(400 * time.Millisecond)
-		second, err := client.RunNoWait(ctx, c, tk, in{ID: "k", Mode: "second"})
+		second, err := client.RunNoWait(ctx, c, later, in{ID: "k", Mode: "second"})
 		if err != nil {
 			t.Fatalf("trigger after fallback ttl: %v", err)
 		}
