@@ -81,9 +81,6 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
     return drop(stream, entry, 'stale')
   end
   local attempt = (tonumber(r[3]) or 0) + 1
-  if redelivered == '1' and status == 'queued' then
-    attempt = attempt + 1
-  end
   if status == 'running' then
     -- The attempt before this one lapsed: its worker stopped renewing the
     -- lease and the delivery was taken over. It goes into the attempt
@@ -91,6 +88,9 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
     local p = redis.call('HMGET', run_key, RUN_STARTED, RUN_CONSUMER, RUN_FLAGS)
     taskq_add_attempt(prefix, run_key, run_id, p[3], r[3], 'lapsed', p[1] or '', now, p[2],
       'lease lapsed: its worker stopped renewing it, and the run was delivered again')
+  end
+  if redelivered == '1' and status == 'queued' then
+    attempt = attempt + 1
   end
   local max = tonumber(maxdel ~= '' and maxdel or r[5]) or 0
   if max > 0 and attempt > max then
