@@ -131,12 +131,15 @@ func (h *Hook) returnAll(ops []Op, ps []*Pending, cmd redis.Cmder, err error) {
 }
 
 // splitReplies cuts the reply of a batched script call into one reply per
-// item: enqueue replies with an array per trigger, start and finish with a
-// flat array of values (see start.lua and finish.lua).
+// item: each script replies with a flat array of values (see
+// enqueue.lua, start.lua and finish.lua).
 func splitReplies(kind Kind, args []any, v any) []any {
 	flat, ok := v.([]any)
-	if !ok || kind == KindEnqueue {
+	if !ok {
 		return flat
+	}
+	if kind == KindEnqueue {
+		return redisstore.EnqueueReplies(flat)
 	}
 	var starts []redisstore.StartItem
 	if kind == KindStart && len(args) >= 3 {
@@ -151,13 +154,10 @@ func splitReplies(kind Kind, args []any, v any) []any {
 	var out []any
 	for i := 0; len(flat) > 0; i++ {
 		n := 2
-		if kind == KindStart {
-			n = 3
-			// A started delivery without a spec (its maximum deliveries
-			// sent as "") is answered with the record's ten values too.
-			if i < len(starts) && starts[i].MaxDeliveries == "" && num(flat[0]) == 1 {
-				n = 13
-			}
+		if kind == KindStart && i < len(starts) {
+			n = starts[i].ReplyLen(num(flat[0]) == 1)
+		} else if kind == KindStart {
+			n = redisstore.StartItem{}.ReplyLen(false)
 		}
 		n = min(n, len(flat))
 		if err, ok := flat[0].(error); ok {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -151,12 +152,13 @@ func TestEnqueueCallIsWhatEnqueueSends(t *testing.T) {
 		}
 		p := f.params("t", "k", redisstore.StrategyStatus)
 		keys, args := f.s.EnqueueCall(p)
-		all, err := b.Client.Eval(f.ctx, src, keys, args...).Slice()
+		flat, err := b.Client.Eval(f.ctx, src, keys, args...).Slice()
+		all := redisstore.EnqueueReplies(flat)
 		if err != nil || len(all) != 1 {
-			t.Fatalf("enqueue by hand = %v, %v; want one reply", all, err)
+			t.Fatalf("enqueue by hand = %v, %v; want one reply", flat, err)
 		}
 		v, _ := all[0].([]any)
-		if len(v) < 2 || v[0] != int64(1) {
+		if len(v) != 2 || v[0] != int64(1) {
 			t.Fatalf("enqueue by hand = %v, %v", v, err)
 		}
 		dup := f.params("t", "k", redisstore.StrategyStatus)
@@ -168,4 +170,19 @@ func TestEnqueueCallIsWhatEnqueueSends(t *testing.T) {
 			t.Fatalf("run = %+v, %v", run, err)
 		}
 	})
+}
+
+// EnqueueReplies cuts enqueue.lua's flat reply by each code's count of
+// values, giving a superseding creation as a creation naming the old owner
+// and an error as itself.
+func TestEnqueueRepliesCutTheFlatReplyByCode(t *testing.T) {
+	refused := errors.New("TASKQ_EXISTS run-x")
+	flat := []any{int64(1), "e1", int64(5), "e2", "old", int64(0), "o", int64(1000), refused,
+		int64(2), "o2", int64(3), "o3", "sig", int64(4), "o4"}
+	got := fmt.Sprint(redisstore.EnqueueReplies(flat))
+	want := fmt.Sprint([]any{[]any{int64(1), "e1"}, []any{int64(1), "e2", "old"}, []any{int64(0), "o", int64(1000)},
+		refused, []any{int64(2), "o2"}, []any{int64(3), "o3", "sig"}, []any{int64(4), "o4"}})
+	if got != want {
+		t.Fatalf("EnqueueReplies = %s, want %s", got, want)
+	}
 }

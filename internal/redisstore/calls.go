@@ -1,5 +1,10 @@
 package redisstore
 
+import (
+	"strconv"
+	"strings"
+)
+
 // The items of a call of a batch script, read back from its ARGV as go-redis
 // sends it (0-based, after KEYS). Tools that watch the calls the store makes
 // (internal/history records them with a go-redis hook) read them here, so
@@ -16,10 +21,12 @@ func EnqueueItems(nkeys int, argv []string) []EnqueueItem {
 	out := make([]EnqueueItem, n)
 	for i := range out {
 		f := itemArgs(argv, enqueueArgCount+enqueueItemArgCount*i)
+		strat, spec, _ := parseSpecValues(f(enqueueItemArgSpec))
 		out[i] = EnqueueItem{
 			RunID: f(enqueueItemArgRunID), Task: f(enqueueItemArgTask), Input: f(enqueueItemArgInput),
-			Key: f(enqueueItemArgIdempotencyKey), Strategy: f(enqueueItemArgStrategy), Hold: f(enqueueItemArgHold),
-			Retain: f(enqueueItemArgRetain), Policy: f(enqueueItemArgPolicy),
+			Key: f(enqueueItemArgIdempotencyKey), Strategy: string(strat),
+			Hold:   strconv.FormatInt(spec[specHold], 10),
+			Retain: strconv.FormatInt(spec[specRetain], 10), Policy: strings.SplitN(f(enqueueItemArgPolicy), " ", 2)[0],
 		}
 	}
 	return out
@@ -32,6 +39,16 @@ type StartItem struct {
 	// answers with the run's record as well.
 	MaxDeliveries string
 	Redelivered   bool
+}
+
+// ReplyLen is how many values of start.lua's flat reply answer the
+// delivery, given whether the first of them says it started: a started
+// delivery without a spec is answered with the record's values too.
+func (it StartItem) ReplyLen(started bool) int {
+	if started && it.MaxDeliveries == "" {
+		return startReplyValues + startRecordValues
+	}
+	return startReplyValues
 }
 
 // StartItems reads the deliveries of a call of start.lua with nkeys KEYS.

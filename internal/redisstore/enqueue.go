@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ var enqueueScript = loadScript("enqueue", enqueueModules...)
 // window.
 const (
 	enqueueScheduledMark = "  -- @scheduled: the scheduled form reads the trigger's delay here\n"
-	enqueueScheduledRead = "  r.delay = r.delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT" +
+	enqueueScheduledRead = "  delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT" +
 		" + (a - ARG_COUNT - 1) / ITEM_ARG_COUNT + 1]\n"
 )
 
@@ -148,15 +149,14 @@ func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]stri
 	if strat == "" {
 		strat = StrategyNone
 	}
-	runs := ks.Runs()
-	idem := runs // a placeholder the script never touches
+	run := ks.Run(p.RunID)
+	idem := run // a placeholder the script never touches
 	if strat != StrategyNone {
 		idem = ks.IdempotencyKey(p.Key)
 	}
 	k := [enqueueItemKeyCount]string{
-		enqueueItemKeyRun:         ks.Run(p.RunID),
+		enqueueItemKeyRun:         run,
 		enqueueItemKeyStream:      ks.Stream(p.Task),
-		enqueueItemKeyRuns:        runs,
 		enqueueItemKeyIdempotency: idem,
 	}
 	meta := p.Meta
@@ -177,20 +177,23 @@ func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]stri
 		enqueueItemArgInput:          p.Input,
 		enqueueItemArgMeta:           meta,
 		enqueueItemArgIdempotencyKey: p.Key,
-		enqueueItemArgStrategy:       string(strat),
-		enqueueItemArgHold:           ms(p.Hold),
-		enqueueItemArgRetain:         ms(p.Retain),
-		enqueueItemArgRetries:        p.Retries,
-		enqueueItemArgMaxDeliveries:  p.MaxDeliveries,
-		enqueueItemArgTimeout:        ms(p.Timeout),
-		enqueueItemArgRetention:      ms(p.Retention),
-		enqueueItemArgNow:            unixMS(p.Now),
-		enqueueItemArgPolicy:         string(policy),
-		enqueueItemArgSignalID:       p.SignalID,
-		enqueueItemArgMaxSignals:     maxSignals,
-		enqueueItemArgDigest:         InputDigest(p.Input),
+		enqueueItemArgSpec: settingsSpec(strat, ms(p.Hold), p.Retries, ms(p.Timeout), unixMS(p.Now), p.MaxDeliveries,
+			ms(p.Retain), ms(p.Retention)),
+		enqueueItemArgNow:    unixMS(p.Now),
+		enqueueItemArgPolicy: policyArg(policy, maxSignals, p.SignalID),
+		enqueueItemArgDigest: InputDigest(p.Input),
 	}
 	return append(keys, k[:]...), append(args, a[:]...)
+}
+
+// policyArg is a trigger's policy as enqueue.lua takes it: the policy, or
+// for PolicySignal "signal <max signals> <signal id>", so that the two
+// values only that policy uses cost other triggers no argument.
+func policyArg(policy Policy, maxSignals int, signalID string) string {
+	if policy != PolicySignal {
+		return string(policy)
+	}
+	return string(policy) + " " + strconv.Itoa(maxSignals) + " " + signalID
 }
 
 // enqueueHeader is the KEYS and ARGV every call of enqueue.lua in the
@@ -206,6 +209,51 @@ func enqueueHeader(ks Keys, n int, suppressedCap, source string) ([]string, []an
 	}
 	keys := make([]string, enqueueKeyCount, enqueueKeyCount+enqueueItemKeyCount*n)
 	return keys, append(make([]any, 0, enqueueArgCount+enqueueItemArgCount*n), a[1:]...)
+}
+
+// enqueueCreatedSuperseding is the code enqueue.lua answers a trigger
+// that created its run by superseding the key's owner with (its entry and
+// the old owner follow); EnqueueReplies gives it as TriggerCreated.
+const enqueueCreatedSuperseding = 5
+
+// enqueueReplyValues is how many values follow each code in enqueue.lua's
+// flat reply.
+var enqueueReplyValues = map[int64]int{
+	int64(TriggerRejected): 2, int64(TriggerCreated): 1, int64(TriggerAttached): 1, int64(TriggerSignalled): 2,
+	int64(TriggerDebounced): 1, enqueueCreatedSuperseding: 2,
+}
+
+// enqueueReply cuts the first trigger's reply from flat, the rest of a
+// call's reply: the trigger's error, or {code, values...} with code a
+// TriggerOutcome (a superseding creation as {TriggerCreated, entry, old
+// owner}); n is how many values of flat it took.
+func enqueueReply(flat []any) (item any, n int) {
+	if len(flat) == 0 {
+		return nil, 0
+	}
+	if _, ok := flat[0].(error); ok {
+		return flat[0], 1
+	}
+	code := asInt(flat[0])
+	n = min(1+enqueueReplyValues[code], len(flat))
+	item = flat[:n]
+	if code == enqueueCreatedSuperseding {
+		item = append([]any{int64(TriggerCreated)}, flat[1:n]...)
+	}
+	return item, n
+}
+
+// EnqueueReplies cuts the reply of a call of enqueue.lua into one reply
+// per trigger, as enqueueReply gives them. Tools that watch the calls
+// the store makes (internal/history) read replies here.
+func EnqueueReplies(flat []any) []any {
+	var out []any
+	for len(flat) > 0 {
+		item, n := enqueueReply(flat)
+		out = append(out, item)
+		flat = flat[n:]
+	}
+	return out
 }
 
 func (s *Store) parseEnqueue(v any) (EnqueueResult, error) {
@@ -316,8 +364,9 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 		return keys, args
 	}
 	parse := func(i int, r []any) (n int, err error) {
-		results[i], err = s.parseEnqueue(r[0])
-		return 1, err
+		item, n := enqueueReply(r)
+		results[i], err = s.parseEnqueue(item)
+		return max(n, 1), err
 	}
 	if !d.Enabled() {
 		keepFirst(errs, s.evalBatch(ctx, sc, groups, len(ps), build, parse))

@@ -58,6 +58,7 @@ const (
 	keyDone        = "done:"    // channel taskq:{ns}:done:<run id>: published when a watched run reaches a terminal status
 	keyFinished    = "finished" // channel taskq:{ns}:finished: counts of runs that reached a terminal status
 	keyCancel      = "cancel"   // channel taskq:{ns}:cancel: IDs of runs cancelled while a worker may hold them
+	keyRuns        = "runs"     // zset    taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping
 )
 
 // The command a script publishes a notice with, on the channels above:
@@ -90,7 +91,6 @@ const (
 
 // Keys only Go builds: the scripts that touch them are given them in KEYS.
 const (
-	keyRuns          = "runs"       // zset  taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping
 	keyTasks         = "tasks"      // hash  taskq:{ns}:tasks: registered task definitions by name
 	keyEvent         = "event:"     // hash  taskq:{ns}:event:<event id>: an ingested event (fields event*)
 	keyEvents        = "events"     // zset  taskq:{ns}:events: events by time (ms)
@@ -139,14 +139,7 @@ const (
 	runInput          = "input"    // input (JSON)
 	runMeta           = "meta"     // additional metadata (JSON)
 	runIdempotencyKey = "key"      // idempotency key as the user sees it ("" when not deduplicated)
-	runStrategy       = "strat"    // none | ttl | status | debounce
-	runHold           = "hold"     // how long the key is held: the ttl, the fallback ttl, the debounce window
-	runRetain         = "retain"   // how long a status-strategy key is kept after the run ends
-	runRetries        = "retries"  // retries allowed after handler failures
-	runMaxDeliveries  = "maxdel"   // most deliveries (0 = no limit)
-	runTimeout        = "timeout"  // handler timeout (0 = none)
-	runRetention      = "keep"     // how long the record is kept after the run ends
-	runCreated        = "created"  // when the run was triggered
+	runSpec           = "spec"     // the run's settings: its spec without fails and attempts (see the spec below)
 	runEntry          = "entry"    // stream entry ID of the run's delivery ("" while it has none)
 	runAttempt        = "attempt"  // the latest attempt begun, the fencing token (absent before the first)
 	runFails          = "fails"    // failed attempts (absent before the first)
@@ -159,6 +152,23 @@ const (
 	runRetryOf        = "retryof"  // the run this run retries (set by link_retry.lua)
 	runRetriedBy      = "retried"  // the run that retried this run (set by link_retry.lua)
 	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
+)
+
+// Fields of a run record written before runSpec held its settings, one
+// field each: read only to make such a record's spec (taskq_record_spec in
+// lua/lib/record.lua, recordSpec in Go), so that runs queued or running
+// across an upgrade start and end as they would have.
+//
+//taskq:lua const
+const (
+	legacyRunStrategy      = "strat"   // strategy
+	legacyRunHold          = "hold"    // hold ms
+	legacyRunRetries       = "retries" // retries allowed
+	legacyRunTimeout       = "timeout" // handler timeout ms
+	legacyRunCreated       = "created" // creation time (unix ms)
+	legacyRunMaxDeliveries = "maxdel"  // most deliveries
+	legacyRunRetain        = "retain"  // key retain ms
+	legacyRunRetention     = "keep"    // record retention ms
 )
 
 // Fields of an entry of a task stream (a delivery). A delivery carries what
@@ -174,24 +184,36 @@ const (
 	entrySpec           = "o" // the run's spec, see taskq_spec
 )
 
-// The spec of a task stream entry (field entrySpec): values joined by single
-// spaces in this order, every one an integer but the strategy. None of them
-// changes while the run is queued or running, and the run is queued again
-// with a new entry, so the entry says what the record would.
+// The spec of a run: its settings, values joined by single spaces in this
+// order, every one an integer but the strategy. A run record holds the
+// first specSettings of them (field runSpec), and so does the stream entry
+// of a run's first delivery (field entrySpec): both are the one value the
+// trigger sends, so that a trigger's settings cost Redis one argument and
+// one field rather than one per setting. An entry queued again (a retry, a
+// requeue) adds the last two, which change between deliveries. None of
+// them changes while the run is queued or running, and the run is queued
+// again with a new entry, so the entry says what the record would. The
+// strategy and the hold come first, where a script reads them
+// (taskq_spec_head).
 //
 //taskq:lua spec
 const (
-	specStrategy      = iota // strategy
-	specRetries              // retries allowed
-	specTimeout              // handler timeout ms
-	specCreated              // creation time (unix ms)
-	specMaxDeliveries        // most deliveries
-	specRetain               // key retain ms
-	specRetention            // record retention ms
-	specFails                // failed attempts before this entry
-	specAttempts             // attempts begun before this entry
+	specStrategy      = iota // strategy: none | ttl | status | debounce
+	specHold                 // how long the key is held: the ttl, the fallback ttl, the debounce window (ms)
+	specRetries              // retries allowed after handler failures
+	specTimeout              // handler timeout ms (0 = none)
+	specCreated              // when the run was triggered (unix ms)
+	specMaxDeliveries        // most deliveries (0 = no limit)
+	specRetain               // how long a status-strategy key is kept after the run ends (ms)
+	specRetention            // how long the record is kept after the run ends (ms)
+	specFails                // failed attempts before this entry (an entry queued again)
+	specAttempts             // attempts begun before this entry (an entry queued again)
 	specFieldCount
 )
+
+// specSettings is how many values of a spec a run record holds, and a
+// run's first delivery: the settings, without specFails and specAttempts.
+const specSettings = specFails
 
 // Fields of an entry of a run's signal stream.
 //
@@ -284,8 +306,7 @@ const (
 const (
 	enqueueItemKeyRun         = iota // run hash
 	enqueueItemKeyStream             // task stream
-	enqueueItemKeyRuns               // runs index
-	enqueueItemKeyIdempotency        // idempotency key (the runs index again under strategy none)
+	enqueueItemKeyIdempotency        // idempotency key (the run hash again under strategy none)
 	enqueueItemKeyCount
 )
 
@@ -298,17 +319,9 @@ const (
 	enqueueItemArgInput                 // input (JSON)
 	enqueueItemArgMeta                  // additional metadata (JSON)
 	enqueueItemArgIdempotencyKey        // idempotency key as the user sees it
-	enqueueItemArgStrategy              // strategy
-	enqueueItemArgHold                  // hold ms
-	enqueueItemArgRetain                // retain ms
-	enqueueItemArgRetries               // retries allowed
-	enqueueItemArgMaxDeliveries         // most deliveries
-	enqueueItemArgTimeout               // handler timeout ms
-	enqueueItemArgRetention             // record retention ms
+	enqueueItemArgSpec                  // the run's settings (a spec of specSettings values)
 	enqueueItemArgNow                   // now (unix ms)
-	enqueueItemArgPolicy                // conflict policy
-	enqueueItemArgSignalID              // signal ID (policy signal)
-	enqueueItemArgMaxSignals            // most signals a run may hold
+	enqueueItemArgPolicy                // conflict policy, and for policy signal the most signals and the signal ID: "signal <max> <id>"
 	enqueueItemArgDigest                // input digest, recorded when the trigger creates no run
 	enqueueItemArgCount
 )
@@ -584,13 +597,7 @@ const (
 	pushEventItemArgTask           = iota // task name
 	pushEventItemArgRunID                 // run ID
 	pushEventItemArgIdempotencyKey        // idempotency key ("" when not deduplicated)
-	pushEventItemArgStrategy              // strategy
-	pushEventItemArgHold                  // hold ms
-	pushEventItemArgRetain                // retain ms
-	pushEventItemArgRetries               // retries allowed
-	pushEventItemArgMaxDeliveries         // most deliveries
-	pushEventItemArgTimeout               // handler timeout ms
-	pushEventItemArgRetention             // record retention ms
+	pushEventItemArgSpec                  // the run's settings (a spec of specSettings values)
 	pushEventItemArgError                 // why no run is attempted ("" to attempt one)
 	pushEventItemArgCount
 )
@@ -651,13 +658,7 @@ const (
 	triggerEventItemArgTask           = iota // task name
 	triggerEventItemArgRunID                 // run ID
 	triggerEventItemArgIdempotencyKey        // idempotency key ("" when not deduplicated)
-	triggerEventItemArgStrategy              // strategy
-	triggerEventItemArgHold                  // hold ms
-	triggerEventItemArgRetain                // retain ms
-	triggerEventItemArgRetries               // retries allowed
-	triggerEventItemArgMaxDeliveries         // most deliveries
-	triggerEventItemArgTimeout               // handler timeout ms
-	triggerEventItemArgRetention             // record retention ms
+	triggerEventItemArgSpec                  // the run's settings (a spec of specSettings values)
 	triggerEventItemArgCount
 )
 

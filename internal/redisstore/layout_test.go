@@ -56,6 +56,9 @@ func readLayout(t *testing.T) declaredLayout {
 				d.keyParts[c.Value.(string)] = true
 			case "spec":
 				d.shared["taskq_spec"] = true
+				if !strings.HasSuffix(c.GoName, "Count") {
+					d.shared["SPEC_"+layoutgen.UpperSnake(strings.TrimPrefix(c.GoName, "spec"))] = true
+				}
 			case "script":
 				m := d.scripts[b.Script]
 				if m == nil {

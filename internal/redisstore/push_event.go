@@ -99,9 +99,7 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 		if msg := t.errText(); msg != "" {
 			a := [pushEventItemArgCount]any{
 				pushEventItemArgTask: t.name(), pushEventItemArgRunID: "", pushEventItemArgIdempotencyKey: "",
-				pushEventItemArgStrategy: string(StrategyNone), pushEventItemArgHold: 0, pushEventItemArgRetain: 0,
-				pushEventItemArgRetries: 0, pushEventItemArgMaxDeliveries: 0, pushEventItemArgTimeout: 0,
-				pushEventItemArgRetention: 0, pushEventItemArgError: msg,
+				pushEventItemArgSpec: settingsSpec(StrategyNone, 0, 0, 0, 0, 0, 0, 0), pushEventItemArgError: msg,
 			}
 			args = append(args, a[:]...)
 			continue
@@ -115,14 +113,9 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 			pushEventItemArgTask:           r.Task,
 			pushEventItemArgRunID:          r.RunID,
 			pushEventItemArgIdempotencyKey: r.Key,
-			pushEventItemArgStrategy:       string(strat),
-			pushEventItemArgHold:           ms(r.Hold),
-			pushEventItemArgRetain:         ms(r.Retain),
-			pushEventItemArgRetries:        r.Retries,
-			pushEventItemArgMaxDeliveries:  r.MaxDeliveries,
-			pushEventItemArgTimeout:        ms(r.Timeout),
-			pushEventItemArgRetention:      ms(r.Retention),
-			pushEventItemArgError:          "",
+			pushEventItemArgSpec: settingsSpec(strat, ms(r.Hold), r.Retries, ms(r.Timeout), unixMS(p.Now), r.MaxDeliveries,
+				ms(r.Retain), ms(r.Retention)),
+			pushEventItemArgError: "",
 		}
 		args = append(args, a[:]...)
 	}

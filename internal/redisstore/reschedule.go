@@ -10,7 +10,7 @@ import (
 
 // rescheduleScript moves a scheduled run to a new due time:
 // lua/reschedule.lua.
-var rescheduleScript = loadScript("reschedule")
+var rescheduleScript = loadScript("reschedule", "record")
 
 // RescheduleResult is the outcome of Reschedule.
 type RescheduleResult struct {

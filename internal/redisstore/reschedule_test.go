@@ -238,7 +238,7 @@ func TestScheduledFormDiffersFromEnqueueInOneLine(t *testing.T) {
 			diff = append(diff, a[i]+" => "+b[i])
 		}
 	}
-	if len(diff) != 1 || !strings.HasPrefix(strings.TrimSpace(diff[0]), "--") || !strings.Contains(diff[0], "r.delay = r.delay or ARGV[") {
+	if len(diff) != 1 || !strings.HasPrefix(strings.TrimSpace(diff[0]), "--") || !strings.Contains(diff[0], "delay = delay or ARGV[") {
 		t.Fatalf("the forms differ in %v; want one comment line of enqueue.lua read in as the delay", diff)
 	}
 }

@@ -48,16 +48,30 @@ type Run struct {
 	HasAttempts, HasSignals, HasSteps bool
 }
 
+// recordSpec is a run record's spec (its fields h): runSpec, or for a
+// record written before runSpec existed, one made from the fields it had
+// then, as taskq_record_spec makes it.
+func recordSpec(h map[string]string) string {
+	if s, ok := h[runSpec]; ok {
+		return s
+	}
+	n := func(k string) int64 { x, _ := strconv.ParseInt(h[k], 10, 64); return x }
+	return settingsSpec(Strategy(h[legacyRunStrategy]), n(legacyRunHold), int(n(legacyRunRetries)), n(legacyRunTimeout),
+		n(legacyRunCreated), int(n(legacyRunMaxDeliveries)), n(legacyRunRetain), n(legacyRunRetention))
+}
+
 func parseRun(id string, h map[string]string) *Run {
 	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
+	strat, spec, _ := parseSpecValues(recordSpec(h))
 	r := &Run{
-		ID: id, Task: h[runTask], Status: h[runStatus], Key: h[runIdempotencyKey], Strategy: Strategy(h[runStrategy]),
-		Hold: time.Duration(i(runHold)) * time.Millisecond, Retain: time.Duration(i(runRetain)) * time.Millisecond,
-		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(i(runRetries)),
-		Timeout: time.Duration(i(runTimeout)) * time.Millisecond,
+		ID: id, Task: h[runTask], Status: h[runStatus], Key: h[runIdempotencyKey], Strategy: strat,
+		Hold:    time.Duration(spec[specHold]) * time.Millisecond,
+		Retain:  time.Duration(spec[specRetain]) * time.Millisecond,
+		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(spec[specRetries]),
+		Timeout: time.Duration(spec[specTimeout]) * time.Millisecond,
 		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
 		Waiting: h[runWaiting], ConcurrencyGroup: h[runConcurrencyGroup],
-		Created: fromMS(i(runCreated)), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
+		Created: fromMS(spec[specCreated]), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
 	}
 	if x := h[runFlags]; x != "" {
 		r.HasAttempts, r.HasSignals, r.HasSteps = strings.Contains(x, "a"), strings.Contains(x, "s"), strings.Contains(x, "t")

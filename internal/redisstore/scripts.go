@@ -159,10 +159,42 @@ func assembleScript(name string, modules []string, edit func(string) string) (sr
 	if err != nil {
 		return "", "", fmt.Errorf("script %s: %w", name, err)
 	}
+	if err := checkCalls(plain); err != nil {
+		return "", "", fmt.Errorf("script %s (modules %s): %w", name, strings.Join(modules, ", "), err)
+	}
 	if shebang == "" {
 		return plain, "", nil
 	}
 	return shebang + "\n" + plain, plain, nil
+}
+
+// checkCalls reports a call of a taskq_ function that src, an assembled
+// script, does not define: a module missing from the script's list, which
+// Redis would report only when the call runs.
+func checkCalls(src string) error {
+	toks, err := luaTokens(src)
+	if err != nil {
+		return err
+	}
+	var sig []luaToken
+	for _, t := range toks {
+		if t.kind != luaSpace && t.kind != luaComment {
+			sig = append(sig, t)
+		}
+	}
+	defined := map[string]bool{}
+	for i := 2; i < len(sig); i++ {
+		if sig[i-2].text == "local" && sig[i-1].text == "function" {
+			defined[sig[i].text] = true
+		}
+	}
+	for i := 0; i+1 < len(sig); i++ {
+		t := sig[i]
+		if t.kind == luaName && strings.HasPrefix(t.text, "taskq_") && sig[i+1].text == "(" && !defined[t.text] {
+			return fmt.Errorf("line %d calls %s, which no module of the script defines", t.line, t.text)
+		}
+	}
+	return nil
 }
 
 // layoutSection opens the section of one script's own constants in the

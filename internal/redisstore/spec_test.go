@@ -24,7 +24,7 @@ func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 		f.enqueue(p)
 		ds := f.read("t", "w1")
 		want := redisstore.RunSpec{
-			Input: p.Input, Meta: p.Meta, Key: "k1", Strategy: redisstore.StrategyStatus, Retries: 4,
+			Input: p.Input, Meta: p.Meta, Key: "k1", Strategy: redisstore.StrategyStatus, Hold: p.Hold, Retries: 4,
 			Timeout: 3 * time.Second, Created: time.UnixMilli(p.Now.UnixMilli()), MaxDeliveries: 5,
 			Retain: 2 * time.Second, Retention: time.Hour,
 		}
@@ -179,7 +179,8 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 func TestEntryWithoutAValidSpecIsStartedFromTheRecord(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		for _, o := range []string{"", "status 1 2", "status 0 0 0 0 0 0 x", "status 0 0 0 0 0 0 0", "status 0 0 0 0 0 0 0 0 9"} {
+		for _, o := range []string{"", "status 1 2", "status 0 0 0 0 0 0 x", "status 0 0 0 0 0 0",
+			"status 0 0 0 0 0 0 0 0", "status 0 0 0 0 0 0 0 0 0 0 9"} {
 			p := f.params("t", "k"+o, redisstore.StrategyStatus)
 			p.Input = []byte(`{"from":"record"}`)
 			f.enqueue(p)
@@ -242,4 +243,86 @@ func specOf(r redisstore.StartResult) any {
 		return nil
 	}
 	return *r.Spec
+}
+
+// legacyRun turns a run's record and delivery into what taskq wrote before
+// a record held its settings in one spec field: one field per setting and
+// a created field, and an entry whose spec has the nine values of then
+// (which no longer parse, so its delivery carries no spec).
+func legacyRun(f *fixture, p *redisstore.EnqueueParams) {
+	f.t.Helper()
+	c, ctx, run := f.b.Client, f.ctx, f.k.Run(p.RunID)
+	c.HDel(ctx, run, "spec")
+	c.HSet(ctx, run, "strat", string(p.Strategy), "hold", p.Hold.Milliseconds(), "retain", p.Retain.Milliseconds(),
+		"retries", p.Retries, "maxdel", p.MaxDeliveries, "timeout", p.Timeout.Milliseconds(),
+		"keep", p.Retention.Milliseconds(), "created", p.Now.UnixMilli())
+	// Consume the entry enqueue wrote; queue the run with an entry of then.
+	if _, err := f.s.ReadGroup(ctx, 0, "w0", []string{p.Task}, 10, -1); err != nil {
+		f.t.Fatal(err)
+	}
+	old := fmt.Sprintf("%s %d %d %d %d %d %d 0 0", p.Strategy, p.Retries, p.Timeout.Milliseconds(), p.Now.UnixMilli(),
+		p.MaxDeliveries, p.Retain.Milliseconds(), p.Retention.Milliseconds())
+	id := c.XAdd(ctx, &redis.XAddArgs{Stream: f.k.Stream(p.Task), Values: []any{"r", p.RunID, "i", string(p.Input),
+		"m", string(p.Meta), "k", p.Key, "o", old}}).Val()
+	c.HSet(ctx, run, "entry", id)
+}
+
+// A run queued by a taskq that kept each setting in a field of its own is
+// shown, started, retried and ended with those settings: its key held
+// through the retry and released at its end, its record kept for its
+// retention; and a cancelled one releases its key too.
+func TestRunsRecordedBeforeTheSpecFieldKeepTheirSettings(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		if err := f.s.EnsureGroup(f.ctx, "t"); err != nil {
+			t.Fatal(err)
+		}
+		p := f.params("t", "old-1", redisstore.StrategyStatus)
+		p.Timeout, p.Retries, p.MaxDeliveries = 3*time.Second, 2, 5
+		f.enqueue(p)
+		legacyRun(f, p)
+		run, err := f.s.GetRun(f.ctx, p.RunID)
+		if err != nil || run.Strategy != redisstore.StrategyStatus || run.Hold != p.Hold || run.Retries != 2 ||
+			run.Timeout != 3*time.Second || !run.Created.Equal(time.UnixMilli(p.Now.UnixMilli())) {
+			t.Fatalf("old record read as %+v, %v; want its settings", run, err)
+		}
+		ds := f.read("t", "w1")
+		if len(ds) != 1 || ds[0].Spec != nil {
+			t.Fatalf("old delivery = %+v, want one without a spec", ds)
+		}
+		st := f.start(ds[0], "w1")
+		if !st.Started || st.Spec == nil || st.Spec.Strategy != redisstore.StrategyStatus || st.Spec.MaxDeliveries != 5 ||
+			st.Spec.Retention != time.Hour {
+			t.Fatalf("start = %+v (spec %+v); want the old record's settings", st, st.Spec)
+		}
+		f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
+		if owner := b.Client.Get(f.ctx, f.k.IdempotencyKey(p.Key)).Val(); owner != p.RunID {
+			t.Fatalf("key owner after a retry = %q, want %s: a status key is held through retries", owner, p.RunID)
+		}
+		if n, err := f.s.Promote(f.ctx, 0, f.now.Add(time.Hour), 10); err != nil || n != 1 {
+			t.Fatalf("promote = %d, %v", n, err)
+		}
+		ds = f.read("t", "w1")
+		if len(ds) != 1 || ds[0].Spec == nil || ds[0].Spec.Fails != 1 || ds[0].Spec.MaxDeliveries != 5 {
+			t.Fatalf("retried delivery = %+v; want the old settings and one failure in its spec", ds)
+		}
+		st = f.start(ds[0], "w1")
+		f.finish(p.RunID, st.Attempt, redisstore.OutcomeSucceeded, `{}`)
+		if n := b.Client.Exists(f.ctx, f.k.IdempotencyKey(p.Key)).Val(); n != 0 {
+			t.Fatalf("the key of an old run that succeeded is still held")
+		}
+		if ttl := b.Client.PTTL(f.ctx, f.k.Run(p.RunID)).Val(); ttl <= 0 || ttl > time.Hour {
+			t.Fatalf("old record's TTL after its end = %v, want its retention of 1h", ttl)
+		}
+
+		c := f.params("t", "old-2", redisstore.StrategyStatus)
+		f.enqueue(c)
+		legacyRun(f, c)
+		if res, err := f.s.Cancel(f.ctx, c.RunID, "no longer wanted", f.now); err != nil || !res.Written {
+			t.Fatalf("cancel = %+v, %v", res, err)
+		}
+		if n := b.Client.Exists(f.ctx, f.k.IdempotencyKey(c.Key)).Val(); n != 0 {
+			t.Fatalf("the key of a cancelled old run is still held")
+		}
+	})
 }

@@ -94,32 +94,39 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 	return res, errs
 }
 
+// start.lua answers each delivery with startReplyValues values, and a
+// started one without a spec with startRecordValues more (input, meta,
+// key, the record's spec).
+const (
+	startReplyValues  = 3
+	startRecordValues = 4
+)
+
 // parseStart reads the reply values of start.lua for one delivery with
 // spec (nil when it had none, and a started reply carries the record's),
 // and says how many values were the delivery's.
 func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
-	if len(r) < 3 {
+	if len(r) < startReplyValues {
 		return StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
 	}
 	if err, ok := r[0].(error); ok {
-		return StartResult{}, 3, scriptError(err)
+		return StartResult{}, startReplyValues, scriptError(err)
 	}
 	if asInt(r[0]) != 1 {
-		return StartResult{Reason: asString(r[1]), Error: asString(r[2])}, 3, nil
+		return StartResult{Reason: asString(r[1]), Error: asString(r[2])}, startReplyValues, nil
 	}
-	n := 3
+	n := startReplyValues
 	if spec == nil {
-		n = 13
+		n = startReplyValues + startRecordValues
 		if len(r) < n {
 			return StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
 		}
-		spec = &RunSpec{
-			Input: []byte(asString(r[3])), Meta: []byte(asString(r[4])), Key: asString(r[5]),
-			Strategy: Strategy(asString(r[6])), Retries: int(asInt(r[7])),
-			Timeout: time.Duration(asInt(r[8])) * time.Millisecond, Created: fromMS(asInt(r[9])),
-			MaxDeliveries: int(asInt(r[10])), Retain: time.Duration(asInt(r[11])) * time.Millisecond,
-			Retention: time.Duration(asInt(r[12])) * time.Millisecond, Fails: int(asInt(r[2])),
+		spec = parseSpec(map[string]any{entryInput: asString(r[3]), entryMeta: asString(r[4]),
+			entryIdempotencyKey: asString(r[5]), entrySpec: asString(r[6])})
+		if spec == nil {
+			return StartResult{}, n, fmt.Errorf("redisstore: start: the record's spec %q is not one", asString(r[6]))
 		}
+		spec.Fails = int(asInt(r[2]))
 	}
 	return StartResult{Started: true, Attempt: int(asInt(r[1])), Spec: spec}, n, nil
 }

@@ -31,6 +31,7 @@ type RunSpec struct {
 	Input, Meta   []byte
 	Key           string
 	Strategy      Strategy
+	Hold          time.Duration
 	Retries       int
 	Timeout       time.Duration
 	Created       time.Time
@@ -46,32 +47,70 @@ type RunSpec struct {
 	Attempts int
 }
 
-// parseSpec reads a stream entry's fields; nil when it has no valid spec.
-func parseSpec(v map[string]any) *RunSpec {
-	o, _ := v[entrySpec].(string)
-	var strat string
-	var n [specFieldCount]int64
+// settingsSpec is the spec of a run's settings as a trigger sends it, for
+// its record and its first delivery: the first specSettings values of a
+// spec (see layout.go), durations in ms and created in unix ms.
+func settingsSpec(strat Strategy, hold int64, retries int, timeout, created int64, maxDeliveries int,
+	retain, retention int64) string {
+	if strat == "" {
+		strat = StrategyNone
+	}
+	var v [specSettings]int64
+	v[specHold], v[specRetries], v[specTimeout], v[specCreated] = hold, int64(retries), timeout, created
+	v[specMaxDeliveries], v[specRetain], v[specRetention] = int64(maxDeliveries), retain, retention
+	b := make([]byte, 0, 64)
+	for i := range specSettings {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		if i == specStrategy {
+			b = append(b, strat...)
+			continue
+		}
+		b = strconv.AppendInt(b, v[i], 10)
+	}
+	return string(b)
+}
+
+// parseSpecValues splits a spec: a run record's (specSettings values) or
+// a stream entry's (those, or all specFieldCount when it was queued
+// again; absent ones read as 0). ok is false when it is neither.
+func parseSpecValues(o string) (strat Strategy, n [specFieldCount]int64, ok bool) {
 	for i := range specFieldCount {
 		f, rest, more := strings.Cut(o, " ")
-		if more != (i < specFieldCount-1) {
-			return nil // too few or too many values
+		if !more && i != specSettings-1 && i != specFieldCount-1 {
+			return "", n, false // too few values
 		}
 		o = rest
 		if i == specStrategy {
-			strat = f
-			continue
+			strat = Strategy(f)
+		} else {
+			x, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return "", n, false
+			}
+			n[i] = x
 		}
-		x, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return nil
+		if !more {
+			return strat, n, true
 		}
-		n[i] = x
+	}
+	return "", n, false // too many values
+}
+
+// parseSpec reads a stream entry's fields; nil when it has no valid spec.
+func parseSpec(v map[string]any) *RunSpec {
+	o, _ := v[entrySpec].(string)
+	strat, n, ok := parseSpecValues(o)
+	if !ok {
+		return nil
 	}
 	in, _ := v[entryInput].(string)
 	meta, _ := v[entryMeta].(string)
 	key, _ := v[entryIdempotencyKey].(string)
 	return &RunSpec{
-		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: Strategy(strat),
+		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: strat,
+		Hold:    time.Duration(n[specHold]) * time.Millisecond,
 		Retries: int(n[specRetries]), Timeout: time.Duration(n[specTimeout]) * time.Millisecond,
 		Created: fromMS(n[specCreated]), MaxDeliveries: int(n[specMaxDeliveries]),
 		Retain: time.Duration(n[specRetain]) * time.Millisecond, Retention: time.Duration(n[specRetention]) * time.Millisecond,

@@ -47,13 +47,8 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 			triggerEventItemArgTask:           t.Task,
 			triggerEventItemArgRunID:          t.RunID,
 			triggerEventItemArgIdempotencyKey: t.Key,
-			triggerEventItemArgStrategy:       string(t.Strategy),
-			triggerEventItemArgHold:           t.Hold,
-			triggerEventItemArgRetain:         t.Retain,
-			triggerEventItemArgRetries:        t.Retries,
-			triggerEventItemArgMaxDeliveries:  t.MaxDeliveries,
-			triggerEventItemArgTimeout:        t.Timeout,
-			triggerEventItemArgRetention:      t.RunRetention,
+			triggerEventItemArgSpec: settingsSpec(t.Strategy, t.Hold, t.Retries, t.Timeout, j.now, t.MaxDeliveries, t.Retain,
+				t.RunRetention),
 		}
 		keys, args = append(keys, ik[:]...), append(args, ia[:]...)
 	}

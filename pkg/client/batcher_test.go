@@ -48,15 +48,20 @@ func newEnqueueCounter() *enqueueCounter {
 	return c
 }
 
-// triggers returns how many triggers an enqueue call carries (its KEYS are
-// four per trigger), or 0 for any other command.
+// triggers returns how many triggers an enqueue call carries, read as the
+// store's layout says (redisstore.EnqueueItems), or 0 for any other
+// command.
 func (c *enqueueCounter) triggers(cmd redis.Cmder) int {
 	a := cmd.Args()
 	if len(a) < 3 || !strings.EqualFold(fmt.Sprint(a[0]), "evalsha") || fmt.Sprint(a[1]) != c.sha {
 		return 0
 	}
 	n, _ := strconv.Atoi(fmt.Sprint(a[2]))
-	return n / 4
+	argv := make([]string, 0, len(a))
+	for _, v := range a[min(3+n, len(a)):] {
+		argv = append(argv, fmt.Sprint(v))
+	}
+	return len(redisstore.EnqueueItems(n, argv))
 }
 
 func (c *enqueueCounter) DialHook(next redis.DialHook) redis.DialHook {

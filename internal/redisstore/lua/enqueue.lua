@@ -6,14 +6,15 @@
 -- is written whole or not at all (see taskq_claim_write), and one refused
 -- trigger does not stop the others.
 --
--- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (4) per trigger i (i = 0, 1, ...),
--- at 4i+1 .. 4i+4:
+-- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (3) per trigger i (i = 0, 1, ...),
+-- at 3i+1 .. 3i+3:
 --   +0 ITEM_KEY_RUN          run hash          taskq:{ns}:run:<run id>
 --   +1 ITEM_KEY_STREAM       task stream       taskq:{ns}:stream:<task>
---   +2 ITEM_KEY_RUNS         runs index        taskq:{ns}:runs
---   +3 ITEM_KEY_IDEMPOTENCY  idempotency key   taskq:{ns}:key:<key>   (the runs
---                                              index again when the strategy
+--   +2 ITEM_KEY_IDEMPOTENCY  idempotency key   taskq:{ns}:key:<key>   (the run
+--                                              hash again when the strategy
 --                                              is "none")
+-- The runs index, taskq:{ns}:runs, and the retry zset, taskq:{ns}:retry,
+-- are the partition's, built from the prefix.
 -- ARGV: ARG_COUNT (4) first,
 --   ARGV[1] ARG_PREFIX          key prefix taskq:{ns}:
 --   ARGV[2] ARG_GROUP           consumer group
@@ -21,29 +22,28 @@
 --                               trigger stream ('0' records none)
 --   ARGV[4] ARG_SOURCE          where the call's triggers come from
 --                               (client | http | cli | ...)
--- then ITEM_ARG_COUNT (17) per trigger i, at 17i+5 .. 17i+21:
+-- then ITEM_ARG_COUNT (9) per trigger i, at 9i+5 .. 9i+13:
 --   +0  ITEM_ARG_RUN_ID          run id
 --   +1  ITEM_ARG_TASK            task name
 --   +2  ITEM_ARG_INPUT           input (JSON)
 --   +3  ITEM_ARG_META            additional metadata (JSON)
 --   +4  ITEM_ARG_IDEMPOTENCY_KEY idempotency key as the user sees it ("" when
 --                                not deduplicated)
---   +5  ITEM_ARG_STRATEGY        strategy: none | ttl | status | debounce
---   +6  ITEM_ARG_HOLD            hold ms: the ttl for "ttl", the fallback ttl
---                                for "status", the window for "debounce"
---   +7  ITEM_ARG_RETAIN          retain ms after the run ends ("status" only;
---                                0 releases at once)
---   +8  ITEM_ARG_RETRIES         retries allowed after handler failures
---   +9  ITEM_ARG_MAX_DELIVERIES  maximum deliveries (bounds redeliveries of
---                                runs whose worker died)
---   +10 ITEM_ARG_TIMEOUT         handler timeout ms (0 = none)
---   +11 ITEM_ARG_RETENTION       record retention ms after the run ends
---   +12 ITEM_ARG_NOW             now (unix ms)
---   +13 ITEM_ARG_POLICY          conflict policy: reject | attach | supersede |
---                                signal
---   +14 ITEM_ARG_SIGNAL_ID       signal id (policy "signal")
---   +15 ITEM_ARG_MAX_SIGNALS     most signals a run may hold (0 = no limit)
---   +16 ITEM_ARG_DIGEST          input digest, recorded when the trigger
+--   +5  ITEM_ARG_SPEC            the run's settings, the first SPEC_RETENTION
+--                                values of a spec (see taskq_spec): the
+--                                strategy (none | ttl | status | debounce),
+--                                the hold ms (the ttl for "ttl", the fallback
+--                                ttl for "status", the window for
+--                                "debounce"), retries, timeout, creation
+--                                time, most deliveries, retain and retention
+--                                ms; written as it is to the record and the
+--                                stream entry
+--   +6  ITEM_ARG_NOW             now (unix ms)
+--   +7  ITEM_ARG_POLICY          conflict policy: reject | attach | supersede,
+--                                or "signal <max> <signal id>" for policy
+--                                signal, max the most signals a run may hold
+--                                (0 = no limit)
+--   +8  ITEM_ARG_DIGEST          input digest, recorded when the trigger
 --                                creates no run
 -- The scheduled form of this script (enqueueScheduledScript, see
 -- enqueue.go), sent only for calls with a trigger that asks to run later,
@@ -53,16 +53,18 @@
 -- zset taskq:{ns}:retry at now + delay instead of its task stream, with its
 -- key claimed at once; promote.lua queues it when it is due. Every other
 -- call sends the form without it, which pays nothing for scheduling.
--- Returns an array with one reply per trigger, in order:
---   {1, entry id}                 accepted ('' when scheduled: a delay or
+-- Returns one flat array (Redis turns a table in a reply into a reply far
+-- more slowly than a plain value): for each trigger in order, a code and
+-- the values it says follow (see EnqueueReplies):
+--   1, entry id                   accepted ('' when scheduled: a delay or
 --                                 debounce)
---   {1, entry id, old owner}      accepted by superseding old owner
---   {0, owner run id, pttl ms}    rejected: the key is held; nothing written
---   {2, owner run id}             attached to the owner; nothing written
---   {3, owner run id, signal id}  the input was sent to the owner as a signal
---   {4, owner run id}             debounced: the queued owner now has this
+--   5, entry id, old owner        accepted by superseding old owner
+--   0, owner run id, pttl ms      rejected: the key is held; nothing written
+--   2, owner run id               attached to the owner; nothing written
+--   3, owner run id, signal id    the input was sent to the owner as a signal
+--   4, owner run id               debounced: the queued owner now has this
 --                                 input and the window starts again
---   an error reply, with nothing written for this trigger:
+--   an error reply alone, with nothing written for this trigger:
 --     "TASKQ_WRONGTYPE <key> <type>"  a key holds a value of the wrong type
 --     "TASKQ_EXISTS <run id>"         a run record with this ID exists
 --     "TASKQ_OOM ..."                 Redis is at maxmemory: it refuses the
@@ -79,80 +81,94 @@
 -- may refuse without failing them.
 -- A resend of the same trigger (go-redis sends a command again when its
 -- reply was lost) finds the record the first send wrote, with this run ID,
--- task and creation time, and answers {1, entry id} as the first send did.
+-- task and spec (creation time included), and answers {1, entry id} as the
+-- first send did (taskq_claim_existing). A run ID in use otherwise gets
+-- TASKQ_EXISTS, unless the trigger's key is held by another run: then it
+-- is answered as that run's duplicate, and nothing is written either way.
 
 local prefix, group, suppressed_cap = ARGV[ARG_PREFIX], ARGV[ARG_GROUP], ARGV[ARG_SUPPRESSED_CAP]
-local retry_key = taskq_key_retry(prefix)
+local retry_key, runs_key = taskq_key_retry(prefix), taskq_key_runs(prefix)
 local recs, nrecs = {}, 0 -- suppressed triggers' records
 
--- One trigger, whose KEYS start at k and ARGV at a.
+-- One trigger, whose KEYS start at k and ARGV at a: its code and values,
+-- or an error reply.
 local function trigger(k, a)
-  local run_key = KEYS[k + ITEM_KEY_RUN]
   local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
     ARGV[a + ITEM_ARG_META]
-  local strat, hold, now, policy = ARGV[a + ITEM_ARG_STRATEGY], ARGV[a + ITEM_ARG_HOLD], ARGV[a + ITEM_ARG_NOW],
-    ARGV[a + ITEM_ARG_POLICY]
-  if redis.call('EXISTS', run_key) == 1 then
-    local first = redis.pcall('HMGET', run_key, RUN_TASK, RUN_CREATED, RUN_ENTRY)
-    if not first.err and first[1] == task and first[2] == now then
-      return {1, first[3] or ''}
-    end
-    return redis.error_reply('TASKQ_EXISTS ' .. run_id)
-  end
-  local r = {
-    run_key = run_key, stream_key = KEYS[k + ITEM_KEY_STREAM], runs_key = KEYS[k + ITEM_KEY_RUNS], run_id = run_id,
-    task = task, input = input, meta = meta, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], strat = strat,
-    hold = hold, retain = ARGV[a + ITEM_ARG_RETAIN], retries = ARGV[a + ITEM_ARG_RETRIES],
-    maxdel = ARGV[a + ITEM_ARG_MAX_DELIVERIES], timeout = ARGV[a + ITEM_ARG_TIMEOUT],
-    keep = ARGV[a + ITEM_ARG_RETENTION], now = now,
-    prefix = prefix, group = group, retry_key = retry_key,
-    take_over = policy == 'supersede', run_checked = true,
-  }
+  local spec, now, policy = ARGV[a + ITEM_ARG_SPEC], ARGV[a + ITEM_ARG_NOW], ARGV[a + ITEM_ARG_POLICY]
+  local run_key = KEYS[k + ITEM_KEY_RUN]
+  local strat, hold = taskq_spec_head(spec)
+  local key, idem_key, delay = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], nil, nil
   if strat ~= 'none' then
-    r.idem_key = KEYS[k + ITEM_KEY_IDEMPOTENCY]
+    idem_key = KEYS[k + ITEM_KEY_IDEMPOTENCY]
   end
   if strat == 'debounce' then
-    r.delay = hold
+    delay = hold
   end
   -- @scheduled: the scheduled form reads the trigger's delay here
-  local refused = taskq_claim_check(r)
-  if refused then
-    if refused.err or refused[1] ~= 0 then
-      return refused
-    end
-    local owner, outcome = refused[2], 'rejected'
+  local owner, prev_owner = taskq_claim_key(idem_key), nil
+  if type(owner) == 'table' then
+    return owner
+  end
+  if owner and policy == 'supersede' then
+    -- Two statements: gopher-lua (miniredis) does not evaluate a multiple
+    -- assignment's right side before it assigns.
+    prev_owner = owner
+    owner = nil
+  end
+  -- A run ID with a record is a resend of a trigger that created it, whose
+  -- run holds the key, or an ID in use: looked at only where the key does
+  -- not name another run, so that a duplicate costs no more.
+  if (not owner or owner == run_id or prev_owner == run_id) and redis.call('EXISTS', run_key) == 1 then
+    return taskq_claim_existing(run_key, run_id, task, spec)
+  end
+  if owner then
+    local code, x, outcome = 0, nil, 'rejected'
     if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
-      taskq_debounce(prefix, owner, r.idem_key, input, meta, hold, now)
-      refused, outcome = {4, owner}, 'debounced'
+      taskq_debounce(prefix, owner, idem_key, input, meta, hold, now)
+      code, outcome = 4, 'debounced'
     elseif policy == 'attach' then
-      refused, outcome = {2, owner}, 'attached'
-    elseif policy == 'signal' then
-      local signal_id = ARGV[a + ITEM_ARG_SIGNAL_ID]
-      local s = taskq_signal(prefix, owner, signal_id, input, tonumber(ARGV[a + ITEM_ARG_MAX_SIGNALS]) or 0)
-      if s[1] == 1 then
-        refused, outcome = {3, owner, signal_id}, 'signalled'
+      code, outcome = 2, 'attached'
+    elseif policy ~= 'reject' then
+      local max_signals, signal_id = string.match(policy, '^signal (%d+) (.*)$')
+      if signal_id and taskq_signal(prefix, owner, signal_id, input, tonumber(max_signals))[1] == 1 then
+        code, x, outcome = 3, signal_id, 'signalled'
       end
+    end
+    if code == 0 then
+      x = redis.call('PTTL', idem_key)
     end
     -- taskq_suppressed_add, inlined: this is the duplicate path.
     recs[nrecs + 1] = SUPPRESSED_RECORD
-    recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. r.key
+    recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. key
     nrecs = nrecs + 2
-    return refused
+    return code, owner, x
   end
-  local entry = taskq_claim_write(r)
+  local entry = taskq_claim_run(run_key, KEYS[k + ITEM_KEY_STREAM], runs_key, idem_key, run_id, task, input, meta, key,
+    spec, hold, now, delay, retry_key, prev_owner, prefix, group)
   if type(entry) == 'table' then
     return entry
   end
-  if r.prev_owner then
-    return {1, entry, r.prev_owner}
+  if prev_owner then
+    return 5, entry, prev_owner
   end
-  return {1, entry}
+  return 1, entry
 end
 
-local out = {}
+local out, n = {}, 0
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first trigger's KEYS and ARGV
-for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
-  out[i] = trigger(k, a)
+for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
+  local code, x, y = trigger(k, a)
+  n = n + 1
+  out[n] = code
+  if x then
+    n = n + 1
+    out[n] = x
+    if y then
+      n = n + 1
+      out[n] = y
+    end
+  end
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 if suppressed_cap ~= '0' then

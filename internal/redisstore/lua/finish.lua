@@ -84,10 +84,12 @@ local function finish(run_key, a)
   local r
   if strat == '' then
     began = nil
-    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS,
-      RUN_TASK, RUN_ENTRY, RUN_STRATEGY, RUN_IDEMPOTENCY_KEY, RUN_RETAIN, RUN_RETENTION)
+    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_TASK, RUN_ENTRY, RUN_SPEC,
+      RUN_IDEMPOTENCY_KEY)
     if not r.err then
-      task, entry, strat, key, retain, keep = r[4], r[5], r[6], r[7], r[8], r[9]
+      local spec = taskq_spec_values(taskq_record_spec(run_key, r[6]))
+      task, entry, strat, key, retain, keep = r[4], r[5], spec[SPEC_STRATEGY], r[7], spec[SPEC_RETAIN],
+        spec[SPEC_RETENTION]
     end
   elseif began ~= '' then
     r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_ENTRY)

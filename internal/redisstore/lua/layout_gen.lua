@@ -52,6 +52,10 @@ end
 local function taskq_key_cancel(prefix)
   return prefix .. 'cancel'
 end
+-- zset    taskq:{ns}:runs: runs by creation time (ms), for listing and sweeping
+local function taskq_key_runs(prefix)
+  return prefix .. 'runs'
+end
 
 -- The command a script publishes a notice with, on the channels above:
 -- PUBLISH, which reaches every node of a cluster. A store on a Redis
@@ -90,14 +94,7 @@ local RUN_STATUS = 'status' -- queued | running | succeeded | failed | cancelled
 local RUN_INPUT = 'input' -- input (JSON)
 local RUN_META = 'meta' -- additional metadata (JSON)
 local RUN_IDEMPOTENCY_KEY = 'key' -- idempotency key as the user sees it ("" when not deduplicated)
-local RUN_STRATEGY = 'strat' -- none | ttl | status | debounce
-local RUN_HOLD = 'hold' -- how long the key is held: the ttl, the fallback ttl, the debounce window
-local RUN_RETAIN = 'retain' -- how long a status-strategy key is kept after the run ends
-local RUN_RETRIES = 'retries' -- retries allowed after handler failures
-local RUN_MAX_DELIVERIES = 'maxdel' -- most deliveries (0 = no limit)
-local RUN_TIMEOUT = 'timeout' -- handler timeout (0 = none)
-local RUN_RETENTION = 'keep' -- how long the record is kept after the run ends
-local RUN_CREATED = 'created' -- when the run was triggered
+local RUN_SPEC = 'spec' -- the run's settings: its spec without fails and attempts (see the spec below)
 local RUN_ENTRY = 'entry' -- stream entry ID of the run's delivery ("" while it has none)
 local RUN_ATTEMPT = 'attempt' -- the latest attempt begun, the fencing token (absent before the first)
 local RUN_FAILS = 'fails' -- failed attempts (absent before the first)
@@ -111,6 +108,19 @@ local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lu
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
 local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
 
+-- Fields of a run record written before runSpec held its settings, one
+-- field each: read only to make such a record's spec (taskq_record_spec in
+-- lua/lib/record.lua, recordSpec in Go), so that runs queued or running
+-- across an upgrade start and end as they would have.
+local LEGACY_RUN_STRATEGY = 'strat' -- strategy
+local LEGACY_RUN_HOLD = 'hold' -- hold ms
+local LEGACY_RUN_RETRIES = 'retries' -- retries allowed
+local LEGACY_RUN_TIMEOUT = 'timeout' -- handler timeout ms
+local LEGACY_RUN_CREATED = 'created' -- creation time (unix ms)
+local LEGACY_RUN_MAX_DELIVERIES = 'maxdel' -- most deliveries
+local LEGACY_RUN_RETAIN = 'retain' -- key retain ms
+local LEGACY_RUN_RETENTION = 'keep' -- record retention ms
+
 -- Fields of an entry of a task stream (a delivery). A delivery carries what
 -- its worker needs to run the run and record its outcome, so that the
 -- start and finish scripts need not read it from the record.
@@ -120,13 +130,30 @@ local ENTRY_META = 'm' -- additional metadata (JSON)
 local ENTRY_IDEMPOTENCY_KEY = 'k' -- idempotency key as the user sees it
 local ENTRY_SPEC = 'o' -- the run's spec, see taskq_spec
 
--- The spec of a task stream entry (field entrySpec): values joined by single
--- spaces in this order, every one an integer but the strategy. None of them
--- changes while the run is queued or running, and the run is queued again
--- with a new entry, so the entry says what the record would.
-local function taskq_spec(strategy, retries, timeout, created, max_deliveries, retain, retention, fails, attempts)
-  return strategy .. ' ' .. retries .. ' ' .. timeout .. ' ' .. created .. ' ' .. max_deliveries .. ' ' .. retain .. ' ' .. retention .. ' ' .. fails .. ' ' .. attempts
+-- The spec of a run: its settings, values joined by single spaces in this
+-- order, every one an integer but the strategy. A run record holds the
+-- first specSettings of them (field runSpec), and so does the stream entry
+-- of a run's first delivery (field entrySpec): both are the one value the
+-- trigger sends, so that a trigger's settings cost Redis one argument and
+-- one field rather than one per setting. An entry queued again (a retry, a
+-- requeue) adds the last two, which change between deliveries. None of
+-- them changes while the run is queued or running, and the run is queued
+-- again with a new entry, so the entry says what the record would. The
+-- strategy and the hold come first, where a script reads them
+-- (taskq_spec_head).
+local function taskq_spec(strategy, hold, retries, timeout, created, max_deliveries, retain, retention, fails, attempts)
+  return strategy .. ' ' .. hold .. ' ' .. retries .. ' ' .. timeout .. ' ' .. created .. ' ' .. max_deliveries .. ' ' .. retain .. ' ' .. retention .. ' ' .. fails .. ' ' .. attempts
 end
+local SPEC_STRATEGY = 1
+local SPEC_HOLD = 2
+local SPEC_RETRIES = 3
+local SPEC_TIMEOUT = 4
+local SPEC_CREATED = 5
+local SPEC_MAX_DELIVERIES = 6
+local SPEC_RETAIN = 7
+local SPEC_RETENTION = 8
+local SPEC_FAILS = 9
+local SPEC_ATTEMPTS = 10
 
 -- Fields of an entry of a run's signal stream.
 local SIGNAL_ENTRY_ID = 'id' -- signal ID, unique per run
@@ -314,9 +341,8 @@ local ARG_COUNT = 4 -- ARGV before the first trigger's
 -- enqueue.lua: KEYS of one trigger.
 local ITEM_KEY_RUN = 0 -- run hash
 local ITEM_KEY_STREAM = 1 -- task stream
-local ITEM_KEY_RUNS = 2 -- runs index
-local ITEM_KEY_IDEMPOTENCY = 3 -- idempotency key (the runs index again under strategy none)
-local ITEM_KEY_COUNT = 4
+local ITEM_KEY_IDEMPOTENCY = 2 -- idempotency key (the run hash again under strategy none)
+local ITEM_KEY_COUNT = 3
 
 -- enqueue.lua: ARGV of one trigger.
 local ITEM_ARG_RUN_ID = 0 -- run ID
@@ -324,19 +350,11 @@ local ITEM_ARG_TASK = 1 -- task name
 local ITEM_ARG_INPUT = 2 -- input (JSON)
 local ITEM_ARG_META = 3 -- additional metadata (JSON)
 local ITEM_ARG_IDEMPOTENCY_KEY = 4 -- idempotency key as the user sees it
-local ITEM_ARG_STRATEGY = 5 -- strategy
-local ITEM_ARG_HOLD = 6 -- hold ms
-local ITEM_ARG_RETAIN = 7 -- retain ms
-local ITEM_ARG_RETRIES = 8 -- retries allowed
-local ITEM_ARG_MAX_DELIVERIES = 9 -- most deliveries
-local ITEM_ARG_TIMEOUT = 10 -- handler timeout ms
-local ITEM_ARG_RETENTION = 11 -- record retention ms
-local ITEM_ARG_NOW = 12 -- now (unix ms)
-local ITEM_ARG_POLICY = 13 -- conflict policy
-local ITEM_ARG_SIGNAL_ID = 14 -- signal ID (policy signal)
-local ITEM_ARG_MAX_SIGNALS = 15 -- most signals a run may hold
-local ITEM_ARG_DIGEST = 16 -- input digest, recorded when the trigger creates no run
-local ITEM_ARG_COUNT = 17
+local ITEM_ARG_SPEC = 5 -- the run's settings (a spec of specSettings values)
+local ITEM_ARG_NOW = 6 -- now (unix ms)
+local ITEM_ARG_POLICY = 7 -- conflict policy, and for policy signal the most signals and the signal ID: "signal <max> <id>"
+local ITEM_ARG_DIGEST = 8 -- input digest, recorded when the trigger creates no run
+local ITEM_ARG_COUNT = 9
 
 -- @script ensure_group
 -- ensure_group.lua.
@@ -438,15 +456,9 @@ local ARG_COUNT = 11 -- ARGV before the first task's
 local ITEM_ARG_TASK = 0 -- task name
 local ITEM_ARG_RUN_ID = 1 -- run ID
 local ITEM_ARG_IDEMPOTENCY_KEY = 2 -- idempotency key ("" when not deduplicated)
-local ITEM_ARG_STRATEGY = 3 -- strategy
-local ITEM_ARG_HOLD = 4 -- hold ms
-local ITEM_ARG_RETAIN = 5 -- retain ms
-local ITEM_ARG_RETRIES = 6 -- retries allowed
-local ITEM_ARG_MAX_DELIVERIES = 7 -- most deliveries
-local ITEM_ARG_TIMEOUT = 8 -- handler timeout ms
-local ITEM_ARG_RETENTION = 9 -- record retention ms
-local ITEM_ARG_ERROR = 10 -- why no run is attempted ("" to attempt one)
-local ITEM_ARG_COUNT = 11
+local ITEM_ARG_SPEC = 3 -- the run's settings (a spec of specSettings values)
+local ITEM_ARG_ERROR = 4 -- why no run is attempted ("" to attempt one)
+local ITEM_ARG_COUNT = 5
 
 -- @script ratelimit_defer
 -- ratelimit_defer.lua: deliveries held back by a rate limit, any number
@@ -673,14 +685,8 @@ local ITEM_KEY_COUNT = 5
 local ITEM_ARG_TASK = 0 -- task name
 local ITEM_ARG_RUN_ID = 1 -- run ID
 local ITEM_ARG_IDEMPOTENCY_KEY = 2 -- idempotency key ("" when not deduplicated)
-local ITEM_ARG_STRATEGY = 3 -- strategy
-local ITEM_ARG_HOLD = 4 -- hold ms
-local ITEM_ARG_RETAIN = 5 -- retain ms
-local ITEM_ARG_RETRIES = 6 -- retries allowed
-local ITEM_ARG_MAX_DELIVERIES = 7 -- most deliveries
-local ITEM_ARG_TIMEOUT = 8 -- handler timeout ms
-local ITEM_ARG_RETENTION = 9 -- record retention ms
-local ITEM_ARG_COUNT = 10
+local ITEM_ARG_SPEC = 3 -- the run's settings (a spec of specSettings values)
+local ITEM_ARG_COUNT = 4
 
 -- @script watch
 -- watch.lua.

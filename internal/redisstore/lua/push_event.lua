@@ -36,18 +36,12 @@
 --   ARGV[10] ARG_DIGEST     payload digest, recorded likewise
 --   ARGV[11] ARG_SUPPRESSED_CAP  most entries of the suppressed-trigger
 --                           stream ('0' records none)
--- then ITEM_ARG_COUNT (11) per task i (i = 0 .. n-1), at 11i+12 .. 11i+22:
+-- then ITEM_ARG_COUNT (5) per task i (i = 0 .. n-1), at 5i+12 .. 5i+16:
 --   +0  ITEM_ARG_TASK             task name
 --   +1  ITEM_ARG_RUN_ID           run id
 --   +2  ITEM_ARG_IDEMPOTENCY_KEY  idempotency key ("" when not deduplicated)
---   +3  ITEM_ARG_STRATEGY         strategy (none | ttl | status | debounce)
---   +4  ITEM_ARG_HOLD             hold ms
---   +5  ITEM_ARG_RETAIN           retain ms
---   +6  ITEM_ARG_RETRIES          retries
---   +7  ITEM_ARG_MAX_DELIVERIES   maximum deliveries
---   +8  ITEM_ARG_TIMEOUT          timeout ms
---   +9  ITEM_ARG_RETENTION        run record retention ms
---   +10 ITEM_ARG_ERROR            "" or why no run is attempted (the
+--   +3  ITEM_ARG_SPEC             the run's settings (see enqueue.lua)
+--   +4  ITEM_ARG_ERROR            "" or why no run is attempted (the
 --                                 expression failed)
 -- The run fields mean what they mean in enqueue.lua.
 -- The tasks deduplicated or debounced are recorded in one entry of the
@@ -91,11 +85,10 @@ local swallowed = {} -- tasks deduplicated or debounced, to record
 for i = 0, n - 1 do
   local a = ARG_COUNT + ITEM_ARG_COUNT * i + 1
   local task, run_id = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_RUN_ID]
+  local spec = ARGV[a + ITEM_ARG_SPEC]
+  local strat, hold = taskq_spec_head(spec)
   local r = {
-    task = task, run_id = run_id, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], strat = ARGV[a + ITEM_ARG_STRATEGY],
-    hold = ARGV[a + ITEM_ARG_HOLD], retain = ARGV[a + ITEM_ARG_RETAIN], retries = ARGV[a + ITEM_ARG_RETRIES],
-    maxdel = ARGV[a + ITEM_ARG_MAX_DELIVERIES], timeout = ARGV[a + ITEM_ARG_TIMEOUT],
-    keep = ARGV[a + ITEM_ARG_RETENTION],
+    task = task, run_id = run_id, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], spec = spec, strat = strat, hold = hold,
     input = payload, meta = meta, now = ARGV[ARG_NOW],
     run_key = taskq_key_run(prefix, run_id), stream_key = taskq_key_stream(prefix, task),
     runs_key = KEYS[KEY_RUNS], retry_key = retry_key, strict = true,

@@ -24,7 +24,7 @@
 -- nothing written.
 
 local run_key, retry, run_id = KEYS[KEY_RUN], KEYS[KEY_RETRY], ARGV[ARG_RUN_ID]
-local r = redis.call('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_STRATEGY, RUN_ATTEMPT, RUN_FAILS,
+local r = redis.call('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_SPEC, RUN_ATTEMPT, RUN_FAILS,
   RUN_IDEMPOTENCY_KEY)
 if not r[1] then
   return {0, 'missing'}
@@ -36,7 +36,7 @@ local old = redis.call('ZSCORE', retry, run_id)
 if not old or (r[2] or '') ~= '' then
   return {0, 'queued'}
 end
-if r[3] == 'debounce' then
+if taskq_spec_head(taskq_record_spec(run_key, r[3]) or '') == 'debounce' then
   return {0, 'debouncing'}
 end
 if (tonumber(r[4]) or 0) > 0 or (tonumber(r[5]) or 0) > 0 then

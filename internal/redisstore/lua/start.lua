@@ -31,10 +31,9 @@
 -- turns a table in a reply into a reply much more slowly than a plain
 -- value):
 --   1, attempt, fails    started (fails "" for a delivery with a spec, which
---                        says it); for a delivery without a spec, ten more
---                        values follow: input, meta, key, strategy, retries,
---                        timeout ms, created ms, max deliveries, retain ms,
---                        retention ms
+--                        says it); for a delivery without a spec, four more
+--                        values follow: input, meta, key and the record's
+--                        spec (RUN_SPEC)
 --   0, reason, error     not started, the entry is acknowledged and deleted;
 --                        reason is "missing" (no record), "stale" (an older
 --                        delivery of the run), "exhausted" (too many
@@ -61,9 +60,8 @@ end
 local function start(run_key, stream, run_id, entry, maxdel, redelivered)
   local r
   if maxdel == '' then
-    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT, RUN_FAILS, RUN_MAX_DELIVERIES,
-      RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_STRATEGY, RUN_RETRIES, RUN_TIMEOUT, RUN_CREATED, RUN_RETAIN,
-      RUN_RETENTION)
+    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT, RUN_FAILS, RUN_SPEC, RUN_INPUT, RUN_META,
+      RUN_IDEMPOTENCY_KEY)
   else
     r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT)
   end
@@ -92,7 +90,8 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
   if redelivered == '1' and status == 'queued' then
     attempt = attempt + 1
   end
-  local max = tonumber(maxdel ~= '' and maxdel or r[5]) or 0
+  local spec = maxdel == '' and taskq_record_spec(run_key, r[5])
+  local max = tonumber(maxdel ~= '' and maxdel or taskq_spec_values(spec)[SPEC_MAX_DELIVERIES]) or 0
   if max > 0 and attempt > max then
     taskq_terminate(prefix, group, run_key, run_id, 'failed', now, RUN_ERROR,
       'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
@@ -105,8 +104,7 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
   if maxdel ~= '' then
     return 1, attempt, ''
   end
-  return 1, attempt, tonumber(r[4]) or 0, {r[6] or '', r[7] or '', r[8] or '', r[9] or '', tonumber(r[10]) or 0,
-    tonumber(r[11]) or 0, tonumber(r[12]) or 0, max, tonumber(r[13]) or 0, tonumber(r[14]) or 0}
+  return 1, attempt, tonumber(r[4]) or 0, {r[6] or '', r[7] or '', r[8] or '', spec or ''}
 end
 
 local out, n = {}, 0

@@ -32,17 +32,11 @@
 --   ARGV[7] ARG_DIGEST     payload digest, recorded likewise
 --   ARGV[8] ARG_SUPPRESSED_CAP  most entries of the suppressed-trigger
 --                          stream ('0' records none)
--- then ITEM_ARG_COUNT (10) per task i, at 10i+9 .. 10i+18:
+-- then ITEM_ARG_COUNT (4) per task i, at 4i+9 .. 4i+12:
 --   +0 ITEM_ARG_TASK             task name
 --   +1 ITEM_ARG_RUN_ID           run id
 --   +2 ITEM_ARG_IDEMPOTENCY_KEY  idempotency key ("" when not deduplicated)
---   +3 ITEM_ARG_STRATEGY         strategy (none | ttl | status | debounce)
---   +4 ITEM_ARG_HOLD             hold ms
---   +5 ITEM_ARG_RETAIN           retain ms
---   +6 ITEM_ARG_RETRIES          retries
---   +7 ITEM_ARG_MAX_DELIVERIES   maximum deliveries
---   +8 ITEM_ARG_TIMEOUT          timeout ms
---   +9 ITEM_ARG_RETENTION        run record retention ms
+--   +3 ITEM_ARG_SPEC             the run's settings (see enqueue.lua)
 -- The run fields mean what they mean in enqueue.lua.
 -- The tasks deduplicated or debounced are recorded in one entry of the
 -- suppressed-trigger stream taskq:{ns}:suppressed (lib/suppressed.lua),
@@ -77,14 +71,12 @@ local function trigger(k, a)
     local outcome, run_id = string.match(first, '^(%S+) (%S*)$')
     return {outcome, run_id}
   end
-  local task, run_id, strat, hold = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_STRATEGY],
-    ARGV[a + ITEM_ARG_HOLD]
+  local task, run_id, spec = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_SPEC]
+  local strat, hold = taskq_spec_head(spec)
   local r = {
     run_key = KEYS[k + ITEM_KEY_RUN], stream_key = KEYS[k + ITEM_KEY_STREAM], runs_key = KEYS[k + ITEM_KEY_RUNS],
     run_id = run_id, task = task, input = payload, meta = meta, key = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY],
-    strat = strat, hold = hold, retain = ARGV[a + ITEM_ARG_RETAIN], retries = ARGV[a + ITEM_ARG_RETRIES],
-    maxdel = ARGV[a + ITEM_ARG_MAX_DELIVERIES], timeout = ARGV[a + ITEM_ARG_TIMEOUT],
-    keep = ARGV[a + ITEM_ARG_RETENTION], now = now, prefix = prefix, retry_key = retry_key,
+    spec = spec, strat = strat, hold = hold, now = now, prefix = prefix, retry_key = retry_key,
   }
   if strat ~= 'none' then
     r.idem_key = KEYS[k + ITEM_KEY_IDEMPOTENCY]

@@ -15,7 +15,9 @@
 //	                            gives taskq_key_retry(prefix)
 //	//taskq:lua spec            taskq_spec(...), joining its arguments with
 //	                            spaces in the order of the block's iota
-//	                            values (the ...Count constant is the count)
+//	                            values (the ...Count constant is the count),
+//	                            and SPEC_<NAME> = position + 1 for each
+//	                            value, to index a split spec
 //	//taskq:lua script <name>   constants for <name>.lua alone, in upper
 //	                            snake case without the script's Go prefix
 //	                            (enqueueArgGroup: ARG_GROUP)
@@ -285,6 +287,11 @@ func specBuilder(w *bytes.Buffer, b Block) error {
 	}
 	fmt.Fprintf(w, "local function taskq_spec(%s)\n  return %s\nend\n", strings.Join(params, ", "),
 		strings.Join(params, " .. ' ' .. "))
+	// Positions as a script indexes the values of a spec it splits
+	// (from 1, as Lua counts).
+	for i, p := range params {
+		fmt.Fprintf(w, "local SPEC_%s = %d\n", strings.ToUpper(p), i+1)
+	}
 	return nil
 }
 

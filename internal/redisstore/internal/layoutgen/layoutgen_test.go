@@ -71,7 +71,8 @@ func TestGenerate(t *testing.T) {
 		"-- Key parts.\n-- the run\nlocal function taskq_key_run(prefix, id)\n  return prefix .. 'run:' .. id\nend\n",
 		"local function taskq_key_retry(prefix)\n  return prefix .. 'retry'\nend\n",
 		"local RUN_STATUS = 'status' -- its status\nlocal MAX_THINGS = 3\n",
-		"local function taskq_spec(strategy, retries)\n  return strategy .. ' ' .. retries\nend\n",
+		"local function taskq_spec(strategy, retries)\n  return strategy .. ' ' .. retries\nend\n" +
+			"local SPEC_STRATEGY = 1\nlocal SPEC_RETRIES = 2\n",
 		"\n" + SectionPrefix + "push_event\n-- push_event.lua.\nlocal ARG_PREFIX = 1 -- key prefix\nlocal ARG_COUNT = 1\n",
 	} {
 		if !strings.Contains(string(got), part) {

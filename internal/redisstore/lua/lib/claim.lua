@@ -8,28 +8,43 @@
 -- run's own keys first, and taskq_claim_write writes the shared keys whose
 -- type it has not checked with redis.pcall, in an order it can undo.
 --
--- r is a table: run_key, stream_key, runs_key, idem_key (nil when not
--- deduplicated), run_id, task, input, meta, key, strat, hold, retain,
--- retries, maxdel, timeout, keep, now; optionally delay (ms: schedule the
--- run instead of queueing it, with retry_key), take_over (supersede the
--- owner, with prefix and group), run_checked (the caller has seen that
--- run_key does not exist), strict (check every key's type up front, for
--- callers that must write several runs all or nothing).
+-- The steps come in two forms: taskq_claim_key and taskq_claim_run take
+-- their values as arguments, which is what enqueue.lua calls once per
+-- trigger (a table to fill and read for each trigger would cost Redis
+-- more); taskq_claim_check and taskq_claim_write take a table r, for the
+-- event scripts, which keep a run's values until it is written. r holds
+-- run_key, stream_key, runs_key, idem_key (nil when not deduplicated),
+-- run_id, task, input, meta, key, spec (the run's settings, see
+-- taskq_spec), strat and hold (the spec's first two values), now;
+-- optionally delay (ms: schedule the run instead of queueing it, with
+-- retry_key), run_checked (the caller has seen that run_key does not
+-- exist), strict (check every key's type up front, for callers that must
+-- write several runs all or nothing).
 
--- Returns nil when the run can be written, {0, owner, pttl} when its key is
--- held, or an error reply.
-local function taskq_claim_check(r)
-  if r.idem_key then
-    local owner = redis.pcall('GET', r.idem_key)
+-- Looks at the key a run would claim (idem_key, nil when the run is not
+-- deduplicated). Returns the run holding it, nil when it is free, or an
+-- error reply (a table).
+local function taskq_claim_key(idem_key)
+  if idem_key then
+    local owner = redis.pcall('GET', idem_key)
     if type(owner) == 'table' and owner.err then
-      return taskq_failed(r.idem_key, owner)
+      return taskq_failed(idem_key, owner)
     end
-    if owner then
-      if not r.take_over then
-        return {0, owner, redis.call('PTTL', r.idem_key)}
-      end
-      r.prev_owner = owner
-    end
+    return owner or nil
+  end
+  return nil
+end
+
+-- taskq_claim_key for r, and the run's own keys unless r.run_checked.
+-- Returns nil when the run may be written, {0, owner, pttl} when its key
+-- is held, or an error reply.
+local function taskq_claim_check(r)
+  local owner = taskq_claim_key(r.idem_key)
+  if type(owner) == 'table' then
+    return owner
+  end
+  if owner then
+    return {0, owner, redis.call('PTTL', r.idem_key)}
   end
   if not r.run_checked and redis.call('EXISTS', r.run_key) == 1 then
     return redis.error_reply('TASKQ_EXISTS ' .. r.run_id)
@@ -40,21 +55,20 @@ local function taskq_claim_check(r)
   return nil
 end
 
--- Takes a key over from its owner: an active owner is cancelled (its
--- handler is told which run superseded it) and the signals it was sent are
--- carried over to the new owner, so none sent around the takeover is lost.
--- Returns true when signals were carried over.
-local function taskq_supersede(r)
-  local old = r.prev_owner
-  local old_key = taskq_key_run(r.prefix, old)
+-- Takes a key over from its owner old for run run_id: an active owner is
+-- cancelled (its handler is told which run superseded it) and the signals
+-- it was sent are carried over to the new owner, so none sent around the
+-- takeover is lost. Returns true when signals were carried over.
+local function taskq_supersede(prefix, group, old, run_id, now)
+  local old_key = taskq_key_run(prefix, old)
   local status = redis.call('HGET', old_key, RUN_STATUS)
   if status and not taskq_is_terminal(status) then
-    taskq_terminate(r.prefix, r.group, old_key, old, 'cancelled', r.now, RUN_ERROR, 'superseded by run ' .. r.run_id)
+    taskq_terminate(prefix, group, old_key, old, 'cancelled', now, RUN_ERROR, 'superseded by run ' .. run_id)
     -- A queued owner may be running too, in a handler whose attempt
     -- finish.lua would begin (see there): workers are told either way.
-    redis.call(CMD_PUBLISH, taskq_key_cancel(r.prefix), old .. '|' .. r.run_id)
-    local sigs = redis.call('XRANGE', taskq_key_signals(r.prefix, old), '-', '+')
-    local to = taskq_key_signals(r.prefix, r.run_id)
+    redis.call(CMD_PUBLISH, taskq_key_cancel(prefix), old .. '|' .. run_id)
+    local sigs = redis.call('XRANGE', taskq_key_signals(prefix, old), '-', '+')
+    local to = taskq_key_signals(prefix, run_id)
     for _, e in ipairs(sigs) do
       redis.call('XADD', to, '*', unpack(e[2]))
     end
@@ -63,47 +77,66 @@ local function taskq_supersede(r)
   return false
 end
 
--- Claims the key, creates the record, queues the run. Returns the entry id
--- ('' for a scheduled run), or an error reply with nothing written when a
--- shared key holds the wrong type, or when Redis refuses the first write
--- (OOM, READONLY: see taskq_failed). The runs index is written first and
--- the queue (stream or retry set) second, both with pcall, so a failure of
--- the second can be undone by removing the first; every later write goes
--- to a key already checked.
-local function taskq_claim_write(r)
-  local added = redis.pcall('ZADD', r.runs_key, r.now, r.run_id)
-  if type(added) == 'table' and added.err then
-    return taskq_failed(r.runs_key, added)
+-- Answers a trigger whose run ID has a record already (run_key exists). A
+-- resend of the same trigger (go-redis sends a command again when its
+-- reply was lost) finds the record the first send wrote, with this run
+-- ID, task and spec (creation time included), and is answered {1, entry
+-- id} as the first send was (as two values: 1, entry id); any other
+-- trigger gets TASKQ_EXISTS.
+local function taskq_claim_existing(run_key, run_id, task, spec)
+  local first = redis.pcall('HMGET', run_key, RUN_TASK, RUN_SPEC, RUN_ENTRY)
+  if not first.err and first[1] == task and first[2] == spec then
+    return 1, first[3] or ''
   end
-  local entry, queue_key, queued = '', r.stream_key, nil
-  if r.delay and tonumber(r.delay) > 0 then
-    queue_key = r.retry_key
-    queued = redis.pcall('ZADD', r.retry_key, tonumber(r.now) + tonumber(r.delay), r.run_id)
+  return redis.error_reply('TASKQ_EXISTS ' .. run_id)
+end
+
+-- Claims the key, creates the record, queues the run: in the stream, or
+-- with a delay (ms, nil or 0 for none) in the retry zset retry_key; with
+-- prev_owner, taking the key over from it (prefix and group are for
+-- that). Returns the entry id ('' for a scheduled run), or an error reply
+-- with nothing written when a shared key holds the wrong type, or when
+-- Redis refuses the first write (OOM, READONLY: see taskq_failed). The
+-- runs index is written first and the queue (stream or retry set) second,
+-- both with pcall, so a failure of the second can be undone by removing
+-- the first; every later write goes to a key already checked.
+local function taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, task, input, meta, key, spec, hold,
+    now, delay, retry_key, prev_owner, prefix, group)
+  local added = redis.pcall('ZADD', runs_key, now, run_id)
+  if type(added) == 'table' and added.err then
+    return taskq_failed(runs_key, added)
+  end
+  local entry, queue_key, queued = '', stream_key, nil
+  if delay and tonumber(delay) > 0 then
+    queue_key = retry_key
+    queued = redis.pcall('ZADD', retry_key, tonumber(now) + tonumber(delay), run_id)
   else
-    queued = redis.pcall('XADD', r.stream_key, '*', ENTRY_RUN_ID, r.run_id, ENTRY_INPUT, r.input, ENTRY_META, r.meta,
-      ENTRY_IDEMPOTENCY_KEY, r.key,
-      ENTRY_SPEC, taskq_spec(r.strat, r.retries, r.timeout, r.now, r.maxdel, r.retain, r.keep, 0, 0))
+    queued = redis.pcall('XADD', stream_key, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, input, ENTRY_META, meta,
+      ENTRY_IDEMPOTENCY_KEY, key, ENTRY_SPEC, spec)
     entry = queued
   end
   if type(queued) == 'table' and queued.err then
-    redis.call('ZREM', r.runs_key, r.run_id)
+    redis.call('ZREM', runs_key, run_id)
     return taskq_failed(queue_key, queued)
   end
-  local sigs = r.prev_owner and taskq_supersede(r)
-  if r.idem_key then
-    redis.call('SET', r.idem_key, r.run_id, 'PX', r.hold)
+  local sigs = prev_owner and taskq_supersede(prefix, group, prev_owner, run_id, now)
+  if idem_key then
+    redis.call('SET', idem_key, run_id, 'PX', hold)
   end
   -- attempt and fails start absent, read as 0.
-  redis.call('HSET', r.run_key,
-    RUN_TASK, r.task, RUN_STATUS, 'queued', RUN_INPUT, r.input, RUN_META, r.meta,
-    RUN_IDEMPOTENCY_KEY, r.key, RUN_STRATEGY, r.strat, RUN_HOLD, r.hold, RUN_RETAIN, r.retain,
-    RUN_RETRIES, r.retries, RUN_MAX_DELIVERIES, r.maxdel, RUN_TIMEOUT, r.timeout, RUN_RETENTION, r.keep,
-    RUN_CREATED, r.now, RUN_ENTRY, entry)
+  redis.call('HSET', run_key, RUN_TASK, task, RUN_STATUS, 'queued', RUN_INPUT, input, RUN_META, meta,
+    RUN_IDEMPOTENCY_KEY, key, RUN_SPEC, spec, RUN_ENTRY, entry)
   if sigs then
     -- The signals carried over expire with the record (see taskq_flag).
-    redis.call('HSET', r.run_key, RUN_FLAGS, 's')
+    redis.call('HSET', run_key, RUN_FLAGS, 's')
   end
   return entry
+end
+
+-- taskq_claim_run for r.
+local function taskq_claim_write(r)
+  return taskq_claim_run(r.run_key, r.stream_key, r.runs_key, r.idem_key, r.run_id, r.task, r.input, r.meta, r.key,
+    r.spec, r.hold, r.now, r.delay, r.retry_key)
 end
 
 -- Debounce: a run with the debounce strategy waits in the retry set until
@@ -112,8 +145,9 @@ end
 
 -- Reports whether owner is a debounced run that has not started yet.
 local function taskq_debounce_pending(prefix, owner)
-  local o = redis.call('HMGET', taskq_key_run(prefix, owner), RUN_STATUS, RUN_ENTRY, RUN_STRATEGY)
-  return o[1] == 'queued' and o[2] == '' and o[3] == 'debounce'
+  local run_key = taskq_key_run(prefix, owner)
+  local o = redis.call('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_SPEC)
+  return o[1] == 'queued' and o[2] == '' and taskq_spec_head(taskq_record_spec(run_key, o[3]) or '') == 'debounce'
 end
 
 -- Gives the pending owner the newer input and starts its window again.

@@ -112,9 +112,10 @@ end
 -- Moves a run in any state to a terminal status: taskq_end, and its
 -- delivery dropped and its retry or debounce timer removed.
 local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
-  local r = redis.call('HMGET', run_key, RUN_TASK, RUN_STRATEGY, RUN_IDEMPOTENCY_KEY, RUN_RETAIN, RUN_ENTRY,
-    RUN_RETENTION, RUN_FLAGS)
-  taskq_drop_entry(prefix, group, r[1], r[5])
-  taskq_end(prefix, run_key, run_id, status, now, field, value, r[2], r[3], r[4], r[6], r[7])
+  local r = redis.call('HMGET', run_key, RUN_TASK, RUN_SPEC, RUN_IDEMPOTENCY_KEY, RUN_ENTRY, RUN_FLAGS)
+  local spec = taskq_spec_values(taskq_record_spec(run_key, r[2]))
+  taskq_drop_entry(prefix, group, r[1], r[4])
+  taskq_end(prefix, run_key, run_id, status, now, field, value, spec[SPEC_STRATEGY], r[3], spec[SPEC_RETAIN],
+    spec[SPEC_RETENTION], r[5])
   redis.call('ZREM', taskq_key_retry(prefix), run_id)
 end

@@ -5,7 +5,8 @@
 -- stream entry made from its record. Returns the entry id.
 --
 -- An entry carries, besides the run id, what its worker needs to run it and
--- record its outcome: input, metadata, key and the spec (see taskq_spec).
+-- record its outcome: input, metadata, key and the spec (see taskq_spec):
+-- the record's, with the run's failed attempts and attempts begun.
 -- Redis then hands it to the worker with the delivery, and start.lua and
 -- finish.lua read only the record fields that change while a run is queued
 -- or running: each field read in a script costs Redis about half a
@@ -14,12 +15,11 @@
 -- delivery's next attempt is <attempts begun> + 1 unless the run changed
 -- since (which finish.lua checks when it begins an attempt).
 local function taskq_requeue_entry(stream, run_key, run_id)
-  local f = redis.call('HMGET', run_key, RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_STRATEGY, RUN_RETRIES,
-    RUN_TIMEOUT, RUN_CREATED, RUN_MAX_DELIVERIES, RUN_RETAIN, RUN_RETENTION, RUN_FAILS, RUN_ATTEMPT)
+  local f = redis.call('HMGET', run_key, RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_SPEC, RUN_FAILS, RUN_ATTEMPT)
+  -- The record's spec, and the two values that change between deliveries.
   local entry = redis.call('XADD', stream, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, f[1] or '', ENTRY_META, f[2] or '',
     ENTRY_IDEMPOTENCY_KEY, f[3] or '',
-    ENTRY_SPEC, taskq_spec(f[4] or '', f[5] or 0, f[6] or 0, f[7] or 0, f[8] or 0, f[9] or 0, f[10] or 0, f[11] or 0,
-      f[12] or 0))
+    ENTRY_SPEC, (taskq_record_spec(run_key, f[4]) or '') .. ' ' .. (f[5] or 0) .. ' ' .. (f[6] or 0))
   redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ENTRY, entry)
   return entry
 end
