@@ -55,7 +55,7 @@ func (a *app) runsCmd() *cobra.Command {
 func (a *app) runsGetCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "get ID",
-		Short: "Show a run: status, attempts, idempotency key, input and result",
+		Short: "Show a run: status, idempotency key, input, result, and its attempts with their errors",
 		Example: `  taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10
   taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 -o json | jq .status`,
 		Args:              argNames([]string{"ID"}),
@@ -74,7 +74,7 @@ func (a *app) runsGetCmd() *cobra.Command {
 			if p.json() {
 				return p.JSON(runJSON(info))
 			}
-			return p.Fields([][2]string{
+			if err := p.Fields([][2]string{
 				{"ID", info.ID}, {"Task", info.Task}, {"Status", string(info.Status)}, {"Due", dueText(info)},
 				{"Attempt", attempts(info)}, {"Key", info.IdempotencyKey}, {"Strategy", info.Strategy},
 				{"Created", formatTime(info.CreatedAt)}, {"Started", formatTimePtr(info.StartedAt)},
@@ -83,9 +83,36 @@ func (a *app) runsGetCmd() *cobra.Command {
 				{"Result", compactJSON(info.Result)}, {"Error", info.Error},
 				{"Retry of", info.RetryOf}, {"Retried by", info.RetriedBy},
 				{"Waiting", info.Waiting},
-			})
+				{"Signals", countCell(info.SignalCount)}, {"Steps", countCell(info.StepCount)},
+			}); err != nil {
+				return err
+			}
+			return p.attempts(info.Attempts)
 		}),
 	}
+}
+
+// countCell shows a count, or nothing for none.
+func countCell(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// attempts prints a run's attempts as a table under the run's fields,
+// each with its error; nothing for a run that has begun none.
+func (p *printer) attempts(as []client.AttemptInfo) error {
+	if len(as) == 0 {
+		return nil
+	}
+	fmt.Fprintln(p.w, "\nAttempts:")
+	rows := make([][]string, 0, len(as))
+	for _, at := range as {
+		rows = append(rows, []string{fmt.Sprint(at.Attempt), string(at.Outcome), at.Worker,
+			formatTimePtr(at.StartedAt), formatTimePtr(at.EndedAt), at.Error})
+	}
+	return p.Table([]string{"ATTEMPT", "OUTCOME", "WORKER", "STARTED", "ENDED", "ERROR"}, rows)
 }
 
 // metaCell hides empty metadata.

@@ -64,6 +64,10 @@ func (k Keys) Signals(runID string) string { return k.prefix + keySignals + runI
 // Steps returns the key of the hash holding a run's completed step results.
 func (k Keys) Steps(runID string) string { return k.prefix + keySteps + runID }
 
+// Attempts returns the key of a run's attempt history: its attempts that
+// ended without succeeding, the latest MaxAttemptRecords.
+func (k Keys) Attempts(runID string) string { return k.prefix + keyAttempts + runID }
+
 // Retry is the sorted set of runs waiting for a retry.
 func (k Keys) Retry() string { return k.prefix + keyRetry }
 

@@ -81,6 +81,14 @@ const (
 	keySuppressed = "suppressed" // stream taskq:{ns}:suppressed: triggers that created no run because their key was held (fields suppressed*)
 )
 
+// A run's attempt history, in the run's partition like its signals and
+// steps, and like them expiring with the record (flag a, see taskq_end).
+//
+//taskq:lua keys
+const (
+	keyAttempts = "attempts:" // stream taskq:{ns}:attempts:<run id>: the run's attempts that ended without succeeding, the latest MaxAttemptRecords (fields attemptEntry*)
+)
+
 // Keys only Go builds: the scripts that touch them are given them in KEYS.
 const (
 	keyTasks         = "tasks"      // hash  taskq:{ns}:tasks: registered task definitions by name
@@ -140,7 +148,7 @@ const (
 	runFinished       = "finished" // when the run ended
 	runResult         = "result"   // result (JSON) of a succeeded run
 	runError          = "error"    // why the run failed, is retried or was cancelled
-	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, w watched
+	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, a attempts, w watched
 	runRetryOf        = "retryof"  // the run this run retries (set by link_retry.lua)
 	runRetriedBy      = "retried"  // the run that retried this run (set by link_retry.lua)
 	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
@@ -214,6 +222,32 @@ const (
 	signalEntryID      = "id" // signal ID, unique per run
 	signalEntryPayload = "p"  // payload (JSON)
 )
+
+// Fields of an entry of a run's attempt history (keyAttempts): one entry
+// per attempt that ended without succeeding, written by the script that
+// learned it ended (finish.lua for a failure or a retry, start.lua for an
+// attempt whose lease lapsed and whose delivery was taken over,
+// requeue.lua for one given back as its worker shut down). An
+// attempt that succeeds, and a run's latest attempt, are in the record
+// (runAttempt, runStarted, runConsumer, runFinished), so the success path
+// writes nothing here. Times are unix ms.
+//
+//taskq:lua const
+const (
+	attemptEntryNumber   = "n" // the attempt's number (runAttempt while it ran)
+	attemptEntryOutcome  = "o" // failed (the run failed with it) | retry (a retry was scheduled) | lapsed (its lease lapsed) | requeued (given back at its worker's shutdown)
+	attemptEntryBegan    = "b" // when it began
+	attemptEntryEnded    = "e" // when it ended (for a lapsed one: when its delivery was taken over)
+	attemptEntryConsumer = "c" // the worker that ran it
+	attemptEntryError    = "m" // its error message
+)
+
+// MaxAttemptRecords bounds a run's attempt history: past it, the oldest
+// entries are trimmed (XADD MAXLEN), so a run retried without end holds
+// its latest MaxAttemptRecords attempts.
+//
+//taskq:lua const
+const MaxAttemptRecords = 100
 
 // Fields of an event record, the hash at taskq:{ns}:event:<event id>.
 //
@@ -389,7 +423,9 @@ const (
 	requeueArgRunID   = 1 // run ID
 	requeueArgAttempt = 2 // attempt (fencing token)
 	requeueArgGroup   = 3 // consumer group
-	requeueArgCount   = 3
+	requeueArgNow     = 4 // now (unix ms), when the attempt ended
+	requeueArgPrefix  = 5 // key prefix taskq:{ns}:
+	requeueArgCount   = 5
 )
 
 // watch.lua.

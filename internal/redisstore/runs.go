@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,6 +42,10 @@ type Run struct {
 	Created          time.Time
 	Started          time.Time
 	Finished         time.Time
+	// HasAttempts, HasSignals and HasSteps say the run has an attempt
+	// history, a signal stream and durable steps (its flags a, s, t), so a
+	// reader need not look for the ones it has not.
+	HasAttempts, HasSignals, HasSteps bool
 }
 
 // recordSpec is a run record's spec (its fields h): runSpec, or for a
@@ -67,6 +72,9 @@ func parseRun(id string, h map[string]string) *Run {
 		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
 		Waiting: h[runWaiting], ConcurrencyGroup: h[runConcurrencyGroup],
 		Created: fromMS(spec[specCreated]), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
+	}
+	if x := h[runFlags]; x != "" {
+		r.HasAttempts, r.HasSignals, r.HasSteps = strings.Contains(x, "a"), strings.Contains(x, "s"), strings.Contains(x, "t")
 	}
 	if v, ok := h[runInput]; ok {
 		r.Input = []byte(v)

@@ -17,6 +17,7 @@ var luaFS embed.FS
 var luaModules = []string{
 	"errors",      // error replies
 	"record",      // a run record's status and flags
+	"attempts",    // a run's attempt history
 	"stream",      // a task stream's deliveries
 	"ending",      // ending runs
 	"concurrency", // a concurrency group's slots

@@ -384,6 +384,18 @@ func TestDashboardInABrowser(t *testing.T) {
 	admin.do("open the runs", chromedp.Navigate(e.url+"/ui/runs"), chromedp.WaitVisible(chromedp.ID("runs")))
 	admin.shot("runs")
 
+	// A retried run's page shows its failed attempt with the error, as
+	// text.
+	flaky, flakyErr := extra[1], `card declined <img src=x onerror="window.pwned=1">`
+	e.failAttempt(ctx, flaky, "ui-flaky-worker", flakyErr)
+	admin.do("open the retried run", chromedp.Navigate(e.url+"/ui/runs/"+flaky), chromedp.WaitVisible(chromedp.ID("attempts")))
+	admin.waitJS("the failed attempt shown with its error",
+		fmt.Sprintf(`[...document.querySelectorAll('#attempt-list tr.attempt')].some(tr => tr.dataset.attempt === '1' && tr.textContent.includes('ui-flaky-worker') && tr.querySelector('.attempt-error') !== null && tr.querySelector('.attempt-error').textContent === %s)`, jsString(flakyErr)))
+	if got := eval[string](admin, "typeof window.pwned", `typeof window.pwned`); got != "undefined" {
+		t.Errorf("window.pwned is %s: the attempt's error ran", got)
+	}
+	admin.shot("run-attempts")
+
 	// A read-only session sees the same pages with no action, and a forged
 	// POST with its own CSRF token is refused.
 	reader, closeReader := newTab()

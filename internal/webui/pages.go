@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -159,6 +160,13 @@ type runData struct {
 	SearchedKey string
 	Timeline    []moment
 	MaxAttempts int
+	// Signals and Steps are the first page of the run's signals and
+	// durable steps (read only when it has some: Run.SignalCount and
+	// Run.StepCount say how many).
+	Signals []client.SignalInfo
+	Steps   []client.StepInfo
+	// MaxHistory is how many attempts that did not succeed a run keeps.
+	MaxHistory int
 	// Suppressed counts the triggers that created no run because this run
 	// held their key (read on a full page load only, not on a refresh):
 	// up to suppressedCountMax, SuppressedMore when there are more.
@@ -210,13 +218,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		accepted = "accepted, key claimed; waiting for its scheduled time"
 	}
 	d.Timeline = append(d.Timeline, moment{run.CreatedAt, accepted})
-	if run.StartedAt != nil {
-		what := "started"
-		if run.Attempt > 1 {
-			what = "attempt " + itoa(run.Attempt) + " started"
-		}
-		d.Timeline = append(d.Timeline, moment{*run.StartedAt, what})
-	}
+	d.Timeline = append(d.Timeline, attemptMoments(run.Attempts)...)
 	switch {
 	case run.Scheduled:
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due: queued at its scheduled time (RunAt, RunIn)"})
@@ -224,9 +226,17 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due again (retry or debounce window)"})
 	}
 	if run.FinishedAt != nil {
-		d.Timeline = append(d.Timeline, moment{*run.FinishedAt, string(run.Status)})
+		what := "run " + string(run.Status)
+		if run.Error != "" {
+			what += ": " + run.Error
+		}
+		d.Timeline = append(d.Timeline, moment{*run.FinishedAt, what})
 	}
 	slices.SortStableFunc(d.Timeline, func(a, b moment) int { return a.At.Compare(b.At) })
+	if err := u.runParts(ctx, d); err != nil {
+		u.failErr(w, r, s, "read the run's signals and steps", err)
+		return
+	}
 	if run.IdempotencyKey != "" && !fragment(r) {
 		var err error
 		if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListSuppressedOptions{Owner: run.ID}); err != nil {
@@ -235,6 +245,73 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	u.render(w, r, s, http.StatusOK, "run", &view{Title: "Run " + run.ID, Nav: "runs", Poll: pollURL(r), Flash: done(r), Data: d})
+}
+
+// runPartsShown is how many signals and steps the run page shows.
+const runPartsShown = 20
+
+// runParts reads the first page of the run's signals and steps, for a run
+// that has some.
+func (u *UI) runParts(ctx context.Context, d *runData) error {
+	d.MaxHistory = client.MaxAttemptHistory
+	if d.Run.SignalCount > 0 {
+		page, err := u.in.RunSignals(ctx, d.Run.ID, client.PageOptions{Limit: runPartsShown})
+		if err != nil && !errors.Is(err, client.ErrRunNotFound) {
+			return err
+		}
+		if page != nil {
+			d.Signals = page.Signals
+		}
+	}
+	if d.Run.StepCount > 0 {
+		page, err := u.in.RunSteps(ctx, d.Run.ID, client.PageOptions{Limit: runPartsShown})
+		if err != nil && !errors.Is(err, client.ErrRunNotFound) {
+			return err
+		}
+		if page != nil {
+			d.Steps = page.Steps
+			if len(d.Steps) > runPartsShown {
+				d.Steps = d.Steps[:runPartsShown]
+			}
+		}
+	}
+	return nil
+}
+
+// attemptMoments are the lines of a run's timeline its attempts make: when
+// each began, and when each that did not end the run ended and how (the
+// run's end is a line of its own).
+func attemptMoments(as []client.AttemptInfo) []moment {
+	var out []moment
+	for _, a := range as {
+		n := "attempt " + itoa(a.Attempt)
+		if a.StartedAt != nil {
+			what := n + " began"
+			if a.Worker != "" {
+				what += " on worker " + a.Worker
+			}
+			out = append(out, moment{*a.StartedAt, what})
+		}
+		if a.EndedAt == nil {
+			continue
+		}
+		var what string
+		switch a.Outcome {
+		case client.AttemptRetry:
+			what = n + " failed, retry scheduled"
+		case client.AttemptLapsed:
+			what = n + " lost its lease; the run was delivered again"
+		case client.AttemptRequeued:
+			what = n + " given back to the queue as its worker shut down"
+		default:
+			continue
+		}
+		if a.Error != "" && a.Outcome != client.AttemptLapsed && a.Outcome != client.AttemptRequeued {
+			what += ": " + a.Error
+		}
+		out = append(out, moment{*a.EndedAt, what})
+	}
+	return out
 }
 
 func (u *UI) confirmCancel(w http.ResponseWriter, r *http.Request, s *session) {

@@ -57,6 +57,13 @@ type RunInfo struct {
 	// as `rate limit "emails" key "acme"` or `concurrency group "acme" (2/2
 	// running)`; "" when it is not held back.
 	Waiting string `json:"waiting,omitempty"`
+	// Attempts are the run's attempts, oldest first (see
+	// Inspector.RunAttempts); SignalCount and StepCount count the signals
+	// sent to it and the durable steps it completed. Set by
+	// Inspector.GetRun only.
+	Attempts    []AttemptInfo `json:"attempts,omitempty"`
+	SignalCount int           `json:"signalCount,omitempty"`
+	StepCount   int           `json:"stepCount,omitempty"`
 }
 
 func optTime(t time.Time) *time.Time {

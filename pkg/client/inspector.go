@@ -109,7 +109,10 @@ type RunIDPage struct {
 
 // GetRun reads one run, or fails with an error matching ErrRunNotFound.
 // A queued run waiting for a retry, a debounce window or its scheduled
-// time has ScheduledAt (and Scheduled for the last).
+// time has ScheduledAt (and Scheduled for the last). It also has its
+// attempts (Attempts, as RunAttempts returns them) and the counts of its
+// signals and durable steps (RunSignals and RunSteps list them): one more
+// round trip for a run with an attempt history, signals or steps.
 func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
@@ -120,7 +123,11 @@ func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error)
 	if runs[0] == nil {
 		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, runID)
 	}
-	return inspected(runs[0], due[0]), nil
+	info := inspected(runs[0], due[0])
+	if err := in.withParts(ctx, info, runs[0]); err != nil {
+		return nil, err
+	}
+	return info, nil
 }
 
 func inspected(r *redisstore.Run, due time.Time) *RunInfo {

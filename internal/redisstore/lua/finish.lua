@@ -17,6 +17,10 @@
 -- how many it had): otherwise a cancel, a newer delivery or another worker
 -- got there first, and nothing is written.
 --
+-- An attempt that fails or is retried is also appended to the run's
+-- attempt history (taskq_add_attempt, capped at MAX_ATTEMPT_RECORDS); one
+-- that succeeds is not: the record keeps the latest attempt.
+--
 -- KEYS: KEY_COUNT (1) first,
 --   KEYS[1] KEY_RETRY  retry zset  taskq:{ns}:retry
 -- then ITEM_KEY_COUNT (1) per attempt i (i = 0, 1, ...), at i+2:
@@ -126,11 +130,18 @@ local function finish(run_key, a)
     local n = counts[task] + 1
     e[n], counts[task] = entry, n
   end
+  local x = r[3]
+  if outcome ~= 'succeeded' then
+    -- A failure or a retry goes into the attempt history; a success is
+    -- the record's latest attempt and writes nothing more.
+    x = taskq_add_attempt(prefix, run_key, run_id, x, attempt, outcome, began, now, ARGV[a + ITEM_ARG_CONSUMER],
+      payload)
+  end
   if outcome == 'succeeded' or outcome == 'failed' then
     -- A running run is in no retry or debounce timer, so unlike
     -- taskq_terminate there is nothing to remove from the retry zset.
     local field = outcome == 'succeeded' and RUN_RESULT or RUN_ERROR
-    taskq_end(prefix, run_key, run_id, outcome, now, field, payload, strat, key, retain, keep, r[3], b,
+    taskq_end(prefix, run_key, run_id, outcome, now, field, payload, strat, key, retain, keep, x, b,
       began, attempt, ARGV[a + ITEM_ARG_CONSUMER])
     return 1, outcome
   end

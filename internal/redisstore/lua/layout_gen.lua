@@ -72,6 +72,13 @@ local function taskq_key_suppressed(prefix)
   return prefix .. 'suppressed'
 end
 
+-- A run's attempt history, in the run's partition like its signals and
+-- steps, and like them expiring with the record (flag a, see taskq_end).
+-- stream taskq:{ns}:attempts:<run id>: the run's attempts that ended without succeeding, the latest MaxAttemptRecords (fields attemptEntry*)
+local function taskq_key_attempts(prefix, id)
+  return prefix .. 'attempts:' .. id
+end
+
 -- Fields of a schedule record, the hash at taskq:{ns}:schedule:<name>
 -- (home partition). Times are unix ms.
 local SCHEDULE_DEFINITION = 'def' -- the schedule (JSON, written by the client)
@@ -96,7 +103,7 @@ local RUN_CONSUMER = 'consumer' -- the worker running the latest attempt
 local RUN_FINISHED = 'finished' -- when the run ended
 local RUN_RESULT = 'result' -- result (JSON) of a succeeded run
 local RUN_ERROR = 'error' -- why the run failed, is retried or was cancelled
-local RUN_FLAGS = 'x' -- one letter per optional part the run has: s signals, t steps, w watched
+local RUN_FLAGS = 'x' -- one letter per optional part the run has: s signals, t steps, a attempts, w watched
 local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lua)
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
 local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
@@ -151,6 +158,26 @@ local SPEC_ATTEMPTS = 10
 -- Fields of an entry of a run's signal stream.
 local SIGNAL_ENTRY_ID = 'id' -- signal ID, unique per run
 local SIGNAL_ENTRY_PAYLOAD = 'p' -- payload (JSON)
+
+-- Fields of an entry of a run's attempt history (keyAttempts): one entry
+-- per attempt that ended without succeeding, written by the script that
+-- learned it ended (finish.lua for a failure or a retry, start.lua for an
+-- attempt whose lease lapsed and whose delivery was taken over,
+-- requeue.lua for one given back as its worker shut down). An
+-- attempt that succeeds, and a run's latest attempt, are in the record
+-- (runAttempt, runStarted, runConsumer, runFinished), so the success path
+-- writes nothing here. Times are unix ms.
+local ATTEMPT_ENTRY_NUMBER = 'n' -- the attempt's number (runAttempt while it ran)
+local ATTEMPT_ENTRY_OUTCOME = 'o' -- failed (the run failed with it) | retry (a retry was scheduled) | lapsed (its lease lapsed) | requeued (given back at its worker's shutdown)
+local ATTEMPT_ENTRY_BEGAN = 'b' -- when it began
+local ATTEMPT_ENTRY_ENDED = 'e' -- when it ended (for a lapsed one: when its delivery was taken over)
+local ATTEMPT_ENTRY_CONSUMER = 'c' -- the worker that ran it
+local ATTEMPT_ENTRY_ERROR = 'm' -- its error message
+
+-- MaxAttemptRecords bounds a run's attempt history: past it, the oldest
+-- entries are trimmed (XADD MAXLEN), so a run retried without end holds
+-- its latest MaxAttemptRecords attempts.
+local MAX_ATTEMPT_RECORDS = 100
 
 -- Fields of an event record, the hash at taskq:{ns}:event:<event id>.
 local EVENT_KEY = 'key' -- the event key
@@ -517,7 +544,9 @@ local KEY_COUNT = 2
 local ARG_RUN_ID = 1 -- run ID
 local ARG_ATTEMPT = 2 -- attempt (fencing token)
 local ARG_GROUP = 3 -- consumer group
-local ARG_COUNT = 3
+local ARG_NOW = 4 -- now (unix ms), when the attempt ended
+local ARG_PREFIX = 5 -- key prefix taskq:{ns}:
+local ARG_COUNT = 5
 
 -- @script reschedule
 -- reschedule.lua.

@@ -24,6 +24,9 @@
 --                               an earlier delivery that began no attempt
 --                               (its worker died before it was begun, see
 --                               finish.lua) still counts
+-- A delivery taken over from a running attempt (its lease lapsed) appends
+-- that attempt to the run's attempt history (taskq_add_attempt) as
+-- "lapsed".
 -- Returns a flat array with three values per delivery, in order (Redis
 -- turns a table in a reply into a reply much more slowly than a plain
 -- value):
@@ -76,6 +79,14 @@ local function start(run_key, stream, run_id, entry, maxdel, redelivered)
     return drop(stream, entry, 'stale')
   end
   local attempt = (tonumber(r[3]) or 0) + 1
+  if status == 'running' then
+    -- The attempt before this one lapsed: its worker stopped renewing the
+    -- lease and the delivery was taken over. It goes into the attempt
+    -- history (a delivery's first start reads no more than before).
+    local p = redis.call('HMGET', run_key, RUN_STARTED, RUN_CONSUMER, RUN_FLAGS)
+    taskq_add_attempt(prefix, run_key, run_id, p[3], r[3], 'lapsed', p[1] or '', now, p[2],
+      'lease lapsed: its worker stopped renewing it, and the run was delivered again')
+  end
   if redelivered == '1' and status == 'queued' then
     attempt = attempt + 1
   end

@@ -92,12 +92,16 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, str
     return -- no flags, the common case
   end
   if kept then
-    -- Signals and step results live as long as the record.
+    -- Signals, step results and the attempt history live as long as the
+    -- record.
     if taskq_has(x, 's') then
       redis.call('PEXPIRE', taskq_key_signals(prefix, run_id), keep)
     end
     if taskq_has(x, 't') then
       redis.call('PEXPIRE', taskq_key_steps(prefix, run_id), keep)
+    end
+    if taskq_has(x, 'a') then
+      redis.call('PEXPIRE', taskq_key_attempts(prefix, run_id), keep)
     end
   end
   if taskq_has(x, 'w') then

@@ -1,0 +1,170 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What a run did besides its record: its attempt history, its signals and
+// its durable steps, each in the run's partition (one slot), read for the
+// Inspector. Nothing here is written: the scripts write them (finish.lua
+// and start.lua the attempt history, signal.lua the signals, save_step.lua
+// the steps).
+
+// Outcomes of an attempt in a run's attempt history (attemptEntryOutcome).
+const (
+	AttemptFailed = "failed" // the run failed with it
+	AttemptRetry  = "retry"  // it failed and a retry was scheduled
+	AttemptLapsed = "lapsed" // its lease lapsed and the run was delivered again
+	// AttemptRequeued: its worker gave the run back to the queue as it
+	// shut down (Requeue).
+	AttemptRequeued = "requeued"
+)
+
+// Attempt is one entry of a run's attempt history as stored.
+type Attempt struct {
+	Number   int
+	Outcome  string
+	Began    time.Time
+	Ended    time.Time
+	Consumer string
+	Error    string
+}
+
+// Parts is what ReadParts found of a run besides its record.
+type Parts struct {
+	// Attempts is the run's attempt history, oldest first (at most
+	// MaxAttemptRecords).
+	Attempts []Attempt
+	// Signals and Steps count the run's signals and durable steps.
+	Signals, Steps int64
+}
+
+// ReadParts reads the parts run r has (its flags say which): the attempt
+// history and the counts of its signals and durable steps, in one round
+// trip to the run's partition; none at all for a run that has none.
+func (s *Store) ReadParts(ctx context.Context, r *Run) (Parts, error) {
+	var out Parts
+	if !r.HasAttempts && !r.HasSignals && !r.HasSteps {
+		return out, nil
+	}
+	ks, err := s.keysOfRun(ctx, r.ID)
+	if err != nil {
+		return out, err
+	}
+	var (
+		attempts *redis.XMessageSliceCmd
+		signals  *redis.IntCmd
+		steps    *redis.IntCmd
+	)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if r.HasAttempts {
+			attempts = p.XRange(ctx, ks.Attempts(r.ID), "-", "+")
+		}
+		if r.HasSignals {
+			signals = p.XLen(ctx, ks.Signals(r.ID))
+		}
+		if r.HasSteps {
+			steps = p.HLen(ctx, ks.Steps(r.ID))
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	if attempts != nil {
+		for _, m := range attempts.Val() {
+			out.Attempts = append(out.Attempts, attemptOf(m.Values))
+		}
+	}
+	if signals != nil {
+		out.Signals = signals.Val()
+	}
+	if steps != nil {
+		out.Steps = steps.Val()
+	}
+	return out, nil
+}
+
+func attemptOf(v map[string]any) Attempt {
+	str := func(k string) string { s, _ := v[k].(string); return s }
+	num := func(k string) int64 { n, _ := strconv.ParseInt(str(k), 10, 64); return n }
+	return Attempt{Number: int(num(attemptEntryNumber)), Outcome: str(attemptEntryOutcome),
+		Began: fromMS(num(attemptEntryBegan)), Ended: fromMS(num(attemptEntryEnded)),
+		Consumer: str(attemptEntryConsumer), Error: str(attemptEntryError)}
+}
+
+// ReadAttempts returns a run's attempt history, oldest first: its latest
+// MaxAttemptRecords attempts that failed, were retried or lapsed (none for
+// a run that does not exist).
+func (s *Store) ReadAttempts(ctx context.Context, runID string) ([]Attempt, error) {
+	ks, err := s.keysOfRun(ctx, runID)
+	if errors.Is(err, ErrRunNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ms, err := s.rdb.XRange(ctx, ks.Attempts(runID), "-", "+").Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Attempt, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, attemptOf(m.Values))
+	}
+	return out, nil
+}
+
+// SignalTime is when a signal read by ReadSignals was stored: the time in
+// its stream entry ID (its Cursor).
+func SignalTime(cursor string) time.Time {
+	ms, _, _ := strings.Cut(cursor, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return fromMS(n)
+}
+
+// Step is one durable step of a run as stored: its name and result (JSON).
+type Step struct {
+	Name   string
+	Result []byte
+}
+
+// ScanSteps returns a page of a run's durable steps, by name within the
+// page, from cursor (0 for the first page), and the cursor of the next
+// page (0 when there is none). A page holds about count steps (HSCAN's
+// COUNT: a small steps hash comes whole, as Redis stores it compactly), and
+// as with any HSCAN, a step stored while the pages are walked may be left
+// out and one may come twice if the hash grew meanwhile.
+func (s *Store) ScanSteps(ctx context.Context, runID string, cursor uint64, count int) ([]Step, uint64, error) {
+	ks, err := s.keysOfRun(ctx, runID)
+	if errors.Is(err, ErrRunNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	kv, next, err := s.rdb.HScan(ctx, ks.Steps(runID), cursor, "", int64(count)).Result()
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(kv)%2 != 0 {
+		return nil, 0, fmt.Errorf("redisstore: steps of run %s: odd HSCAN reply", runID)
+	}
+	out := make([]Step, 0, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		out = append(out, Step{Name: kv[i], Result: []byte(kv[i+1])})
+	}
+	slices.SortFunc(out, func(a, b Step) int { return strings.Compare(a.Name, b.Name) })
+	return out, next, nil
+}

@@ -1,0 +1,268 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+)
+
+// --- a run's attempts, signals and durable steps ----------------------------
+
+// AttemptOutcome is how one attempt of a run ended.
+type AttemptOutcome string
+
+// The outcomes of an attempt.
+const (
+	// AttemptRunning is the run's latest attempt, still running.
+	AttemptRunning AttemptOutcome = "running"
+	// AttemptSucceeded ended the run with its result.
+	AttemptSucceeded AttemptOutcome = "succeeded"
+	// AttemptFailed ended the run failed: its handler failed with no
+	// retry left (or with a permanent error).
+	AttemptFailed AttemptOutcome = "failed"
+	// AttemptRetry failed, and a retry was scheduled.
+	AttemptRetry AttemptOutcome = "retry"
+	// AttemptLapsed lost its lease (its worker died or stopped renewing
+	// it), and the run was delivered again.
+	AttemptLapsed AttemptOutcome = "lapsed"
+	// AttemptRequeued was given back to the queue as its worker shut
+	// down before the handler returned.
+	AttemptRequeued AttemptOutcome = "requeued"
+	// AttemptCancelled was running when the run was cancelled.
+	AttemptCancelled AttemptOutcome = "cancelled"
+)
+
+// AttemptInfo is one attempt of a run.
+type AttemptInfo struct {
+	// Attempt is the attempt's number, from 1. Numbers may skip one: a
+	// delivery whose worker died before it began the attempt counts.
+	Attempt int            `json:"attempt"`
+	Outcome AttemptOutcome `json:"outcome"`
+	// Worker is the worker (its consumer name) that ran it.
+	Worker    string     `json:"worker,omitempty"`
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// EndedAt is when it ended: for a lapsed attempt, when its delivery
+	// was taken over; absent while it runs.
+	EndedAt *time.Time `json:"endedAt,omitempty"`
+	// Error is why it failed, lapsed or was given back (the cancel reason
+	// for a cancelled one).
+	Error string `json:"error,omitempty"`
+}
+
+// MaxAttemptHistory is how many of a run's attempts that did not succeed
+// its attempt history keeps, the latest: a run retried more often shows
+// the latest MaxAttemptHistory of them, then its latest attempt.
+const MaxAttemptHistory = redisstore.MaxAttemptRecords
+
+// attemptsOf merges the attempt history with the record's latest attempt,
+// which the history holds only when it did not succeed: a succeeded,
+// running or cancelled attempt is the record's alone.
+func attemptsOf(r *redisstore.Run, hist []redisstore.Attempt) []AttemptInfo {
+	out := make([]AttemptInfo, 0, len(hist)+1)
+	for _, a := range hist {
+		out = append(out, AttemptInfo{Attempt: a.Number, Outcome: AttemptOutcome(a.Outcome), Worker: a.Consumer,
+			StartedAt: optTime(a.Began.UTC()), EndedAt: optTime(a.Ended.UTC()), Error: a.Error})
+	}
+	if r.Attempt == 0 || (len(hist) > 0 && hist[len(hist)-1].Number >= r.Attempt) {
+		return out
+	}
+	latest := AttemptInfo{Attempt: r.Attempt, Worker: r.Consumer, StartedAt: optTime(r.Started.UTC())}
+	switch Status(r.Status) {
+	case StatusRunning:
+		latest.Outcome = AttemptRunning
+	case StatusSucceeded:
+		latest.Outcome, latest.EndedAt = AttemptSucceeded, optTime(r.Finished.UTC())
+	case StatusFailed:
+		latest.Outcome, latest.EndedAt, latest.Error = AttemptFailed, optTime(r.Finished.UTC()), r.Error
+	case StatusCancelled:
+		latest.Outcome, latest.EndedAt, latest.Error = AttemptCancelled, optTime(r.Finished.UTC()), r.Error
+	default:
+		// Queued again after an attempt the history does not hold: one
+		// written before the history was kept.
+		latest.Outcome = AttemptRequeued
+	}
+	return append(out, latest)
+}
+
+// withParts fills info's Attempts, SignalCount and StepCount from r: one
+// more round trip for a run that has an attempt history, signals or steps,
+// none for one that has none.
+func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *redisstore.Run) error {
+	parts, err := in.c.store.ReadParts(ctx, r)
+	if err != nil {
+		return in.c.unavailable(ctx, err)
+	}
+	info.Attempts = attemptsOf(r, parts.Attempts)
+	info.SignalCount, info.StepCount = int(parts.Signals), int(parts.Steps)
+	return nil
+}
+
+// RunAttempts returns the attempts of a run, oldest first: each one that
+// failed, was retried, lapsed or was given back at its worker's shutdown
+// (the latest MaxAttemptHistory of those), then the latest attempt as the
+// run record has it when it succeeded, runs, or was cancelled. A run that
+// has begun no attempt has none. It fails with an error matching
+// ErrRunNotFound when the run does not exist. At most MaxAttemptHistory+1
+// attempts, so there are no pages.
+func (in *Inspector) RunAttempts(ctx context.Context, runID string) ([]AttemptInfo, error) {
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	runs, _, err := in.c.store.GetRuns(ctx, []string{runID})
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	if runs[0] == nil {
+		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, runID)
+	}
+	var hist []redisstore.Attempt
+	if runs[0].HasAttempts {
+		if hist, err = in.c.store.ReadAttempts(ctx, runID); err != nil {
+			return nil, in.c.unavailable(ctx, err)
+		}
+	}
+	return attemptsOf(runs[0], hist), nil
+}
+
+// PageOptions select a page of a run's signals or steps.
+type PageOptions struct {
+	// Cursor continues where the page that returned it ended ("" starts
+	// from the first).
+	Cursor string
+	// Limit is the most items one page holds (default ListLimitDefault,
+	// at most ListLimitMax).
+	Limit int
+}
+
+// SignalInfo is one signal sent to a run, as stored.
+type SignalInfo struct {
+	SignalID string          `json:"signalId"`
+	Payload  json.RawMessage `json:"payload"`
+	SentAt   time.Time       `json:"sentAt"`
+}
+
+// SignalPage is one page of a run's signals, in the order they were sent.
+type SignalPage struct {
+	RunID   string       `json:"runId"`
+	Signals []SignalInfo `json:"signals"`
+	// NextCursor continues the listing; "" when it has ended.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// RunSignals returns a page of the signals sent to a run, in the order
+// they were sent (the run's signal stream; a run holds at most the
+// client's MaxSignals). A cursor stays valid while the run's record lives.
+// It fails with an error matching ErrRunNotFound when the run does not
+// exist, and ErrInvalidCursor for a cursor no page returned.
+func (in *Inspector) RunSignals(ctx context.Context, runID string, o PageOptions) (*SignalPage, error) {
+	limit, err := pageLimit(o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	from := "0"
+	if o.Cursor != "" {
+		if !streamID(o.Cursor) {
+			return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
+		}
+		from = o.Cursor
+	}
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	if err := in.runExists(ctx, runID); err != nil {
+		return nil, err
+	}
+	sigs, err := in.c.store.ReadSignals(ctx, runID, from, limit+1, -1)
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	page := &SignalPage{RunID: runID, Signals: make([]SignalInfo, 0, min(len(sigs), limit))}
+	for i, s := range sigs {
+		if i == limit {
+			page.NextCursor = sigs[i-1].Cursor
+			break
+		}
+		page.Signals = append(page.Signals, SignalInfo{SignalID: s.ID, Payload: s.Payload, SentAt: redisstore.SignalTime(s.Cursor).UTC()})
+	}
+	return page, nil
+}
+
+// streamID reports whether s has the form of a stream entry ID, <ms>-<seq>.
+func streamID(s string) bool {
+	ms, seq, ok := strings.Cut(s, "-")
+	if !ok {
+		return false
+	}
+	_, err1 := strconv.ParseUint(ms, 10, 64)
+	_, err2 := strconv.ParseUint(seq, 10, 64)
+	return err1 == nil && err2 == nil
+}
+
+// StepInfo is one durable step of a run that completed: its name and
+// result.
+type StepInfo struct {
+	Name   string          `json:"name"`
+	Result json.RawMessage `json:"result"`
+}
+
+// StepPage is one page of a run's durable steps, by name within the page.
+type StepPage struct {
+	RunID string     `json:"runId"`
+	Steps []StepInfo `json:"steps"`
+	// NextCursor continues the listing; "" when it has ended.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// RunSteps returns a page of the durable steps a run completed (see
+// worker.Step), each with its stored result. Steps have no order but their
+// names: a page is sorted by name, the pages are not. A page holds about
+// Limit steps (Redis's HSCAN; a run with a few steps gets them in one
+// page); a step stored while the pages are walked may be missed. It fails
+// with an error matching ErrRunNotFound when the run does not exist, and
+// ErrInvalidCursor for a cursor no page returned.
+func (in *Inspector) RunSteps(ctx context.Context, runID string, o PageOptions) (*StepPage, error) {
+	limit, err := pageLimit(o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	var from uint64
+	if o.Cursor != "" {
+		if from, err = strconv.ParseUint(o.Cursor, 10, 64); err != nil || from == 0 {
+			return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
+		}
+	}
+	ctx, cancel := in.c.opCtx(ctx)
+	defer cancel()
+	if err := in.runExists(ctx, runID); err != nil {
+		return nil, err
+	}
+	steps, next, err := in.c.store.ScanSteps(ctx, runID, from, limit)
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
+	page := &StepPage{RunID: runID, Steps: make([]StepInfo, 0, len(steps))}
+	for _, s := range steps {
+		page.Steps = append(page.Steps, StepInfo{Name: s.Name, Result: s.Result})
+	}
+	if next != 0 {
+		page.NextCursor = strconv.FormatUint(next, 10)
+	}
+	return page, nil
+}
+
+// runExists fails with an error matching ErrRunNotFound unless the run's
+// record exists.
+func (in *Inspector) runExists(ctx context.Context, runID string) error {
+	_, err := in.c.store.RunStatus(ctx, runID)
+	if errors.Is(err, ErrRunNotFound) {
+		return fmt.Errorf("%w: %s", ErrRunNotFound, runID)
+	}
+	if err != nil {
+		return in.c.unavailable(ctx, err)
+	}
+	return nil
+}
