@@ -18,16 +18,23 @@ import (
 // returned.
 var ErrInvalidScanCursor = errors.New("invalid scan cursor")
 
-// scanRoundsPerPage bounds the SCAN calls of one ScanKeys page that find
-// no key.
-const scanRoundsPerPage = 32
+// scanRoundsPerPage bounds the SCAN calls of one ScanKeys page, and
+// scanWorkMax the COUNT of one, which grows from the page's count while
+// calls find nothing: on a Redis full of other keys a page still covers
+// tens of thousands of them.
+const (
+	scanRoundsPerPage = 32
+	scanWorkMax       = 2048
+)
 
 // ScanKeys pages through the held idempotency keys matching glob (Redis
 // MATCH syntax) with SCAN: on every master, in address order, over the
 // keys of every partition. It returns the user-visible keys and the cursor
 // of the next call ("" when done; start with ""). A key may come twice, as
-// SCAN gives no better. A page holds the matches of one SCAN call of count
-// (about count keys, or none when scanRoundsPerPage calls found none).
+// SCAN gives no better. A page holds about count keys: SCAN calls go on
+// until they have found count, or scanRoundsPerPage calls were made (a
+// page may then hold fewer, even none, before the listing ends), or the
+// last call found more than were still wanted.
 //
 // With one partition the MATCH pattern is the home partition's own. With
 // more, one pattern matches the keys of all of them, so a master is
@@ -55,15 +62,20 @@ func (s *Store) ScanKeys(ctx context.Context, glob, cursor string, count int64) 
 		pattern = escapeGlob("taskq:{"+s.keys.ns) + "[}#]*" + escapeGlob(":"+keyIdempotency) + glob
 	}
 	var out []string
+	work := max(count, 1)
 	for round := 1; ; round++ {
-		ks, next, err := masters[node].Scan(ctx, scan, pattern, count).Result()
+		ks, next, err := masters[node].Scan(ctx, scan, pattern, work).Result()
 		if err != nil {
 			return nil, "", err
 		}
+		found := len(out)
 		for _, k := range ks {
 			if key, ok := parts.idempotencyKeyOf(k); ok && (parts.Count() == 1 || globMatch(glob, key)) {
 				out = append(out, key)
 			}
+		}
+		if len(out) == found {
+			work = min(work*2, max(count, scanWorkMax))
 		}
 		switch {
 		case next != 0:
@@ -73,10 +85,10 @@ func (s *Store) ScanKeys(ctx context.Context, glob, cursor string, count int64) 
 		default:
 			return out, "", nil
 		}
-		// One round's matches at most, so a page holds about count keys;
-		// rounds that match nothing (a Redis full of other keys) go on,
-		// within a budget, rather than make the caller page through them.
-		if len(out) > 0 || round >= scanRoundsPerPage {
+		// Rounds go on, within a budget, while the page is short (a Redis
+		// full of other keys), rather than make the caller page through
+		// them.
+		if int64(len(out)) >= count || round >= scanRoundsPerPage {
 			return out, formatScanCursor(node, scan, len(masters)), nil
 		}
 	}
