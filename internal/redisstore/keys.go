@@ -68,6 +68,9 @@ func (k Keys) Steps(runID string) string { return k.prefix + keySteps + runID }
 // ended without succeeding, the latest MaxAttemptRecords.
 func (k Keys) Attempts(runID string) string { return k.prefix + keyAttempts + runID }
 
+// Suppressed is the partition's stream of suppressed-trigger records.
+func (k Keys) Suppressed() string { return k.prefix + keySuppressed }
+
 // Retry is the sorted set of runs waiting for a retry.
 func (k Keys) Retry() string { return k.prefix + keyRetry }
 

@@ -305,7 +305,7 @@ func (s *Store) scanSuppressed(ctx context.Context, ks Keys, part int, after *su
 	}
 	batch := int64(suppressedScanBatch)
 	for {
-		v, err := s.rdb.Do(ctx, "XREVRANGE", ks.Prefix()+keySuppressed, end, "-", "COUNT", batch).Slice()
+		v, err := s.rdb.Do(ctx, "XREVRANGE", ks.Suppressed(), end, "-", "COUNT", batch).Slice()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, false, err
 		}
@@ -399,7 +399,7 @@ func (s *Store) TrimSuppressed(ctx context.Context, part int, cutoff time.Time) 
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.rdb.XTrimMinID(ctx, ks.Prefix()+keySuppressed, strconv.FormatInt(cutoff.UnixMilli(), 10)).Result()
+	n, err := s.rdb.XTrimMinID(ctx, ks.Suppressed(), strconv.FormatInt(cutoff.UnixMilli(), 10)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +110,9 @@ type Report struct {
 	// after retention.
 	MemoryBefore, MemoryAfter int64
 	KeysBefore, KeysAfter     int
+	// LeftOver names taskq keys there after retention that were not
+	// there before the load (the first 20).
+	LeftOver []string
 }
 
 // OK reports whether the soak found nothing wrong: no run lost, no rule of
@@ -158,6 +162,9 @@ func (r *Report) Write(w io.Writer) {
 	fmt.Fprintf(w, "  violations:               %d\n", len(h.Violations))
 	fmt.Fprintf(w, "  redis memory:             before %s, after retention %s\n", mib(r.MemoryBefore), mib(r.MemoryAfter))
 	fmt.Fprintf(w, "  taskq keys:               before %d, after retention %d\n", r.KeysBefore, r.KeysAfter)
+	for _, k := range r.LeftOver {
+		fmt.Fprintf(w, "    left over: %s\n", k)
+	}
 	for i, v := range h.Violations {
 		if i == 10 {
 			fmt.Fprintf(w, "  ... %d more violations\n", len(h.Violations)-i)
@@ -240,9 +247,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Faults: s.faults}
-	if rep.MemoryBefore, rep.KeysBefore, err = s.settled(ctx); err != nil {
+	var before map[string]bool
+	if rep.MemoryBefore, before, err = s.settled(ctx); err != nil {
 		return nil, err
 	}
+	rep.KeysBefore = len(before)
 	s.logf("baseline: %s, %d keys; load for %s", mib(rep.MemoryBefore), rep.KeysBefore, o.Duration)
 
 	began := time.Now()
@@ -266,9 +275,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for _, p := range s.live() {
 		p.Stop(5 * time.Second)
 	}
-	if rep.MemoryAfter, rep.KeysAfter, err = s.settled(ctx); err != nil {
+	var after map[string]bool
+	if rep.MemoryAfter, after, err = s.settled(ctx); err != nil {
 		return nil, err
 	}
+	rep.KeysAfter = len(after)
+	for k := range after {
+		if !before[k] && len(rep.LeftOver) < 20 {
+			rep.LeftOver = append(rep.LeftOver, k)
+		}
+	}
+	slices.Sort(rep.LeftOver)
 	ops, err := history.ReadDir(histDir)
 	if err != nil {
 		return nil, err
@@ -370,21 +387,33 @@ func (s *soak) warmUp(ctx context.Context) error {
 }
 
 // settled waits for retention to remove every ended run, sweeps the runs
-// index, and measures Redis.
-func (s *soak) settled(ctx context.Context) (int64, int, error) {
+// index, and measures Redis: its used memory and the namespace's keys.
+func (s *soak) settled(ctx context.Context) (int64, map[string]bool, error) {
 	// Sweeping the index is the workers' janitor's duty, which the
 	// Inspector does not offer: the soak does it itself, as test tooling.
+	// So is trimming the suppressed-trigger records, which are kept for a
+	// day, not for the runs' retention: the soak trims them all, and an
+	// emptied stream (Redis keeps the key) does not count as left over.
 	st := clientlink.Store(s.c)
 	time.Sleep(s.o.Retention + max(s.wcfg.Tasks.TTL, time.Second) + time.Second)
 	parts, err := st.Partitions(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
+	}
+	emptied := map[string]bool{}
+	for part := range parts.Count() {
+		if _, err := st.TrimSuppressed(ctx, part, time.Now().Add(time.Second)); err != nil {
+			return 0, nil, err
+		}
+		if k := parts.Keys(part).Suppressed(); s.direct.XLen(ctx, k).Val() == 0 {
+			emptied[k] = true
+		}
 	}
 	for part := range parts.Count() {
 		for offset := 0; ; {
 			removed, looked, err := st.SweepRuns(ctx, part, time.Now(), offset, 1000)
 			if err != nil {
-				return 0, 0, err
+				return 0, nil, err
 			}
 			offset += looked - removed
 			if looked < 1000 {
@@ -392,15 +421,19 @@ func (s *soak) settled(ctx context.Context) (int64, int, error) {
 			}
 		}
 	}
-	keys := 0
+	keys := map[string]bool{}
 	for _, pattern := range redisstore.NamespacePatterns(s.ns) {
 		var cursor uint64
 		for {
 			ks, next, err := s.direct.Scan(ctx, cursor, pattern, 1000).Result()
 			if err != nil {
-				return 0, 0, err
+				return 0, nil, err
 			}
-			keys += len(ks)
+			for _, k := range ks {
+				if !emptied[k] {
+					keys[k] = true
+				}
+			}
 			if cursor = next; cursor == 0 {
 				break
 			}
@@ -408,7 +441,7 @@ func (s *soak) settled(ctx context.Context) (int64, int, error) {
 	}
 	info, err := s.direct.Info(ctx, "memory").Result()
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
 	}
 	var used int64
 	for _, l := range strings.Split(info, "\n") {
