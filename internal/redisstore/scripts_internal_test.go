@@ -5,6 +5,16 @@ import (
 	"testing"
 )
 
+// Every script, in every form the store sends, defines each taskq_
+// function it calls: none lacks a module it needs.
+func TestEveryScriptDefinesTheFunctionsItCalls(t *testing.T) {
+	for _, sc := range append(allScripts[:len(allScripts):len(allScripts)], scriptForms...) {
+		if err := checkCalls(sc.src); err != nil {
+			t.Errorf("script %s: %v", sc.name, err)
+		}
+	}
+}
+
 // A script that calls a taskq_ function no module of it defines is refused
 // when it is assembled, naming the line and the function; comments and
 // strings naming one are not calls.
