@@ -157,7 +157,9 @@ const (
 // Fields of a run record written before runSpec held its settings, one
 // field each: read only to make such a record's spec (taskq_record_spec in
 // lua/lib/record.lua, recordSpec in Go), so that runs queued or running
-// across an upgrade start and end as they would have.
+// across an upgrade start and end as they would have. Once no namespace
+// can hold such a record (every one ended and past its retention), these
+// fields and that fallback can go.
 //
 //taskq:lua const
 const (

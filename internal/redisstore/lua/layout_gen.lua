@@ -111,7 +111,9 @@ local RUN_WAITING = 'waiting' -- why a queued run is held back before its start 
 -- Fields of a run record written before runSpec held its settings, one
 -- field each: read only to make such a record's spec (taskq_record_spec in
 -- lua/lib/record.lua, recordSpec in Go), so that runs queued or running
--- across an upgrade start and end as they would have.
+-- across an upgrade start and end as they would have. Once no namespace
+-- can hold such a record (every one ended and past its retention), these
+-- fields and that fallback can go.
 local LEGACY_RUN_STRATEGY = 'strat' -- strategy
 local LEGACY_RUN_HOLD = 'hold' -- hold ms
 local LEGACY_RUN_RETRIES = 'retries' -- retries allowed
