@@ -17,6 +17,9 @@ type attempt struct {
 	// stop releases the timeout's timer; nil without a timeout.
 	stop   context.CancelFunc
 	finish redisstore.FinishParams
+	// recording: the handler returned and its slot was handed back; the
+	// attempt holds a recording token until its outcome is recorded.
+	recording bool
 
 	// For a deferred attempt (see processor.dispatch): where beginning it
 	// stands (phase*), the timer that begins it after StartDelay, and a

@@ -18,7 +18,8 @@
 // lifecycle.go wires them and gives, with the reasons, the order in which
 // Start starts them and Shutdown stops them. The path of a run: fetcher.go
 // (read) → processor.go (dispatch, process: the handler runs) →
-// processor.go (finish: the outcome is recorded, the slot freed).
+// processor.go (finish: the slot goes to the next run while the outcome
+// is recorded).
 //
 // Shutdown stops fetching, lets handlers finish for ShutdownTimeout, then
 // cancels the rest and gives their runs back.

@@ -24,19 +24,27 @@ type processorStore interface {
 
 // processor runs the handlers of the deliveries the fetcher and the
 // recoverer dispatch to it, and records their outcomes. Each delivery
-// holds a handler slot, and counts in inFlight, from its dispatch until its
-// outcome is recorded or it turns out not to start (see end). Stopping it
+// holds a handler slot from its dispatch until its handler returns, then
+// a recording token until its outcome is recorded (see finish), or its
+// slot until it turns out not to start; it counts in inFlight until then
+// (see end). Stopping it
 // cancels the handlers still running with ErrShutdown, lets them give their
 // runs back, and waits until every attempt has ended.
 type processor struct {
 	startStop
-	store    processorStore
-	tasks    map[string]*registration
-	active   *activeRuns
-	slots    slots
-	consumer string
-	ns       string
-	lease    time.Duration
+	store  processorStore
+	tasks  map[string]*registration
+	active *activeRuns
+	slots  slots
+	// recording holds a token for each outcome being recorded, Concurrency
+	// in all: a handler that returns gives its slot to the next delivery
+	// while its outcome goes to Redis, so that a slot does not wait for a
+	// round trip, and a worker whose outcomes cannot be written stops
+	// taking runs once Concurrency of them wait.
+	recording slots
+	consumer  string
+	ns        string
+	lease     time.Duration
 	// startDelay: see Options.StartDelay.
 	startDelay  time.Duration
 	opTimeout   time.Duration
@@ -77,6 +85,7 @@ type processor struct {
 func (p *processor) setUp() *processor {
 	p.base, p.stopBase = context.WithCancelCause(context.Background())
 	p.work = make(chan runJob)
+	p.recording = newSlots(p.concurrency)
 	return p
 }
 
@@ -372,7 +381,7 @@ func (p *processor) beginNow(a *attempt) bool {
 
 // end releases what an attempt held once it is over: its entry in the
 // active runs (heartbeats renew its lease until then), its context, its
-// slot.
+// concurrency group's slot, and its handler slot or recording token.
 func (p *processor) end(a *attempt) {
 	p.active.remove(&a.activeRun)
 	if a.stop != nil {
@@ -380,17 +389,26 @@ func (p *processor) end(a *attempt) {
 	}
 	a.cancel(nil)
 	p.conc.release(a.d.RunID)
-	p.slots.release(1)
+	if a.recording {
+		p.recording.release(1)
+	} else {
+		p.slots.release(1)
+	}
 	p.inFlight.Done()
 }
 
 // finish records the attempt's outcome and then ends it. Nothing is
-// acknowledged as done before Redis holds the outcome: the attempt keeps
-// its slot and its lease is renewed meanwhile. Outcomes recorded at the
-// same time by several handlers go to Redis in one call of the finish
+// acknowledged as done before Redis holds the outcome: the attempt stays
+// active, its lease renewed, and its concurrency group's slot held
+// meanwhile. Its handler slot goes to the next delivery at once, traded
+// for a recording token (see processor.recording). Outcomes recorded at
+// the same time by several handlers go to Redis in one call of the finish
 // script (p.finishes), each still fenced on its own; the runner does not
 // wait for it but takes its next job.
 func (p *processor) finish(a *attempt) {
+	<-p.recording
+	a.recording = true
+	p.slots.release(1)
 	a.finish.Now = p.clock.Now()
 	// The batch is bounded by LeaseDuration (see the wiring in lifecycle.go).
 	p.finishes.Go(context.Background(), &a.finish, func(res redisstore.FinishResult, err error) {

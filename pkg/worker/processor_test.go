@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,9 +72,101 @@ func TestProcessorRunsAndRecordsADelivery(t *testing.T) {
 		t.Fatalf("recorded %+v", f)
 	}
 	within(t, "the slot to come back", func() { p.slots.take(nil) })
-	if a := p.active.get("r1"); a != nil {
-		t.Fatal("the run is still active after its outcome was recorded")
+	within(t, "the run to leave the active runs once its outcome is recorded", func() {
+		for p.active.get("r1") != nil {
+			time.Sleep(time.Millisecond)
+		}
+	})
+}
+
+// A handler that returns hands its slot to the next delivery while its
+// outcome is being recorded, and stays an active run (its lease renewed)
+// until Redis holds the outcome. Once Concurrency outcomes wait, the next
+// handler to return keeps its slot, so a worker whose outcomes cannot be
+// written stops taking runs.
+func TestProcessorHandsSlotsBackWhileOutcomesAreRecorded(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{}
+	unblock := make(chan struct{})
+	sent := make(chan int, 16)
+	st.finishBatch = func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error) {
+		sent <- len(ps)
+		<-unblock
+		res := make([]redisstore.FinishResult, len(ps))
+		for i := range res {
+			res[i].Written = true
+		}
+		return res, make([]error, len(ps))
 	}
+	const concurrency = 2
+	handled := make(chan string, 8)
+	p := testProcessor(t, st, concurrency, func(ctx Context, _ []byte) ([]byte, error) {
+		handled <- ctx.RunID()
+		return nil, nil
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	defer release() // before Stop, which waits for the outcomes
+	delivery := func(id string) redisstore.Delivery {
+		return redisstore.Delivery{Task: "t", EntryID: id + "-0", RunID: id, Spec: &redisstore.RunSpec{}}
+	}
+	run := func(ids ...string) {
+		t.Helper()
+		for range ids {
+			if !p.slots.takeOne(nil) {
+				t.Fatal("no slot")
+			}
+		}
+		ds := make([]redisstore.Delivery, len(ids))
+		for i, id := range ids {
+			ds[i] = delivery(id)
+		}
+		p.dispatch(ds)
+		for range ids {
+			select {
+			case <-handled:
+			case <-time.After(5 * time.Second):
+				t.Fatal("a handler did not run")
+			}
+		}
+	}
+	// Two runs: their handlers return, their outcomes are sent and held.
+	run("r1", "r2")
+	within(t, "both slots to come back while the outcomes wait", func() {
+		for len(p.slots) != concurrency {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	for _, id := range []string{"r1", "r2"} {
+		if p.active.get(id) == nil {
+			t.Fatalf("%s left the active runs before its outcome was recorded", id)
+		}
+	}
+	// Two more: their handlers run on the slots handed back, but with
+	// Concurrency outcomes waiting they keep their slots.
+	run("r3", "r4")
+	time.Sleep(50 * time.Millisecond)
+	if n := len(p.slots); n != 0 {
+		t.Fatalf("%d slots free with %d outcomes waiting and 2 more handlers returned, want 0", n, concurrency)
+	}
+	release()
+	within(t, "every run to end and every slot to come back", func() {
+		for len(p.slots) != concurrency || p.active.get("r1") != nil || p.active.get("r2") != nil ||
+			p.active.get("r3") != nil || p.active.get("r4") != nil {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	// And the recording tokens with them: two more runs go the same way.
+	run("r5", "r6")
+	within(t, "the slots to come back for the next runs", func() {
+		for len(p.slots) != concurrency {
+			time.Sleep(time.Millisecond)
+		}
+	})
 }
 
 // Stop cancels a running handler with ErrShutdown, gives its run back and

@@ -3,7 +3,8 @@ package worker
 // slots holds one token per free handler slot: Concurrency in all. The
 // fetcher and the recoverer take slots before they read or claim
 // deliveries, one per delivery; the processor gives a delivery's slot back
-// once its outcome is recorded or it turns out not to start. So no more
+// once its handler has returned and a recording token is free (see
+// processor.recording), or once it turns out not to start. So no more
 // than Concurrency handlers run, and no delivery waits for a handler.
 type slots chan struct{}
 

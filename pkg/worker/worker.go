@@ -77,7 +77,11 @@ type Options struct {
 	// Version is the version of the program, shown in the list of workers
 	// (default: the main module's version from the build information).
 	Version string
-	// Concurrency bounds the handlers running at once (default 10).
+	// Concurrency bounds the handlers running at once (default 10). A
+	// handler that returns frees its slot while its outcome is written to
+	// Redis, and up to Concurrency outcomes may be waiting to be written:
+	// the run stays this worker's, its lease renewed, until Redis holds
+	// its outcome.
 	Concurrency int
 	// LeaseDuration is how long a run stays with this worker without a
 	// heartbeat before another worker may take it over (default 30s).
