@@ -200,6 +200,20 @@ func TestScriptCost(t *testing.T) {
 		}
 	})
 
+	// One outcome per call, as a worker that reads a few runs at a time
+	// sends them (a quiet queue, or a partition of many): what a call
+	// costs whatever it carries weighs on each run.
+	const single = 500
+	trigger(2*n, 2*n+single)
+	for len(ds) < 2*n+single {
+		read()
+	}
+	alone := s.measure("finish, one outcome per call", func() {
+		for _, d := range ds[2*n:] {
+			finish([]*redisstore.FinishParams{outcome(d, d.Spec.Attempts+1, true)})
+		}
+	})
+
 	e, r, f := perRun(enq, 2*n), perRun(rd, 2*n), perRun(withOutcome, n)
 	t.Logf("instructions per run in redis-server, %d runs, %d per call:", n, batch)
 	t.Logf("  trigger (enqueue.lua)                  %8.0f", e)
@@ -207,6 +221,7 @@ func TestScriptCost(t *testing.T) {
 	t.Logf("  finish, begun with its outcome         %8.0f", f)
 	t.Logf("  start (start.lua)                      %8.0f", perRun(start, n))
 	t.Logf("  finish after start                     %8.0f", perRun(afterStart, n))
+	t.Logf("  finish, one outcome per call           %8.0f", perRun(alone, single))
 	t.Logf("  short run processed / triggered        %8.2f", (r+f)/e)
 }
 

@@ -31,14 +31,20 @@ end
 -- older pending delivery stay until it is acknowledged too; so that a
 -- long-running handler cannot make them pile up, once more than
 -- MAX_LINGERING_ENTRIES linger the entries just acknowledged (acked, a
--- list, or nil) are deleted with XDEL instead. Entries not yet delivered
--- are never removed.
+-- list, or nil) are deleted with XDEL instead. While deliveries are
+-- pending the trim removes whole stream nodes only, leaving at most one
+-- node's acknowledged entries at the head; with none pending it is exact.
+-- Entries not yet delivered are never removed.
 local function taskq_trim_acked(stream, group, acked)
   local p = redis.pcall('XPENDING', stream, group)
   if p.err then
     return -- no such stream or group: nothing to trim
   end
   local pending, low = tonumber(p[1]) or 0, p[2]
+  -- MINID ~ drops whole nodes; an exact trim walks the head node entry by
+  -- entry, which cost a finish of one outcome 36k instructions of its
+  -- 234k. A drained stream (none pending) is trimmed exactly, to empty.
+  local exact = not low
   -- Entries neither pending nor waiting to be delivered are acknowledged
   -- ones waiting to be trimmed; XLEN - pending bounds them from above,
   -- and only past the limit is the group's lag read to tell them apart.
@@ -75,7 +81,11 @@ local function taskq_trim_acked(stream, group, acked)
       low = ms .. '-' .. string.format('%.0f', tonumber(seq) + 1)
     end
   end
-  redis.call('XTRIM', stream, 'MINID', low)
+  if exact then
+    redis.call('XTRIM', stream, 'MINID', low)
+  else
+    redis.call('XTRIM', stream, 'MINID', '~', low)
+  end
 end
 
 -- Acknowledges and deletes one delivery, outside the batched path of
