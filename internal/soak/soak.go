@@ -439,6 +439,17 @@ func (s *soak) settled(ctx context.Context) (int64, map[string]bool, error) {
 			}
 		}
 	}
+	// A worker's record outlives it, by design: a worker that was killed
+	// stays listed as dead for redisstore.WorkerKeepDefault, its record
+	// expiring then. Records that expire do not count (which worker the
+	// faults killed differs from one soak to the next); one without an
+	// expiry does.
+	workerPrefix := parts.Keys(0).Worker("")
+	for k := range keys {
+		if strings.HasPrefix(k, workerPrefix) && s.direct.PTTL(ctx, k).Val() > 0 {
+			delete(keys, k)
+		}
+	}
 	info, err := s.direct.Info(ctx, "memory").Result()
 	if err != nil {
 		return 0, nil, err
