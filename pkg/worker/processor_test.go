@@ -88,9 +88,7 @@ func TestProcessorHandsSlotsBackWhileOutcomesAreRecorded(t *testing.T) {
 	t.Parallel()
 	st := &fakeStore{}
 	unblock := make(chan struct{})
-	sent := make(chan int, 16)
 	st.finishBatch = func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error) {
-		sent <- len(ps)
 		<-unblock
 		res := make([]redisstore.FinishResult, len(ps))
 		for i := range res {
