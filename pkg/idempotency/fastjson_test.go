@@ -64,7 +64,7 @@ func TestKeyJSONFieldPathAllocations(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	e := mustCompile(t, c, `input.id`)
 	input, meta := []byte(`{"id":"order-123","n":2.5,"tags":["a","b"]}`), []byte(`{}`)
-	if n := testing.AllocsPerRun(100, func() { _, _ = e.KeyJSON(input, meta) }); n > 1 {
+	if n := allocsPerRun(100, func() { _, _ = e.KeyJSON(input, meta) }); n > 1 {
 		t.Fatalf("KeyJSON allocated %v times per call, want at most 1", n)
 	}
 }

@@ -158,13 +158,26 @@ func TestFastPathMatchesCELRandomized(t *testing.T) {
 	}
 }
 
+// allocsPerRun is testing.AllocsPerRun's count, the least of five
+// measurements. Under the race detector (make test) a sync.Pool drops
+// what is put back at random, so now and then a measurement counts the
+// pool's allocations too (1 in 30 gave 2 for KeyJSON's 1); nothing
+// makes one count fewer than the code allocates.
+func allocsPerRun(runs int, f func()) float64 {
+	least := testing.AllocsPerRun(runs, f)
+	for range 4 {
+		least = min(least, testing.AllocsPerRun(runs, f))
+	}
+	return least
+}
+
 func TestFastPathAllocations(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	input := map[string]any{"id": "abc", "order": map[string]any{"id": "o-1"}}
 	meta := map[string]any{"tenant": "acme"}
 	for _, expr := range []string{`input.id`, `input.order.id`, `additional_metadata.tenant`} {
 		e := mustCompile(t, c, expr)
-		allocs := testing.AllocsPerRun(100, func() {
+		allocs := allocsPerRun(100, func() {
 			if _, err := e.Key(input, meta); err != nil {
 				t.Fatal(err)
 			}
