@@ -123,17 +123,6 @@ func (s *Store) ReadAttempts(ctx context.Context, runID string) ([]Attempt, erro
 	return out, nil
 }
 
-// SignalTime is when a signal read by ReadSignals was stored: the time in
-// its stream entry ID (its Cursor).
-func SignalTime(cursor string) time.Time {
-	ms, _, _ := strings.Cut(cursor, "-")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return time.Time{}
-	}
-	return fromMS(n)
-}
-
 // Step is one durable step of a run as stored: its name and result (JSON).
 type Step struct {
 	Name   string

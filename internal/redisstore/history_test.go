@@ -220,7 +220,7 @@ func TestRunPartsCountSignalsAndSteps(t *testing.T) {
 			t.Fatalf("steps = %+v, next %d, %v", steps, next, err)
 		}
 		sigs, err := f.s.ReadSignals(f.ctx, p.RunID, "0", 10, -1)
-		if err != nil || len(sigs) != 3 || redisstore.SignalTime(sigs[0].Cursor).IsZero() {
+		if err != nil || len(sigs) != 3 || sigs[0].Sent.IsZero() {
 			t.Fatalf("signals = %+v, %v", sigs, err)
 		}
 		plain := f.params("t", "", redisstore.StrategyNone)

@@ -84,6 +84,8 @@ type Signal struct {
 	Cursor  string
 	ID      string
 	Payload []byte
+	// Sent is when the signal was stored (the time its Cursor names).
+	Sent time.Time
 }
 
 // ReadSignals returns up to count signals of a run after cursor ("0" for
@@ -114,7 +116,8 @@ func (s *Store) ReadSignals(ctx context.Context, runID, cursor string, count int
 		for _, m := range st.Messages {
 			id, _ := m.Values[signalEntryID].(string)
 			p, _ := m.Values[signalEntryPayload].(string)
-			out = append(out, Signal{Cursor: m.ID, ID: id, Payload: []byte(p)})
+			sent, _ := entryTime(m.ID)
+			out = append(out, Signal{Cursor: m.ID, ID: id, Payload: []byte(p), Sent: sent})
 		}
 	}
 	return out, nil

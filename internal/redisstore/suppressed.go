@@ -409,6 +409,13 @@ func (s *Store) TrimSuppressed(ctx context.Context, part int, cutoff time.Time) 
 // streamID is a stream entry ID, <ms>-<seq>.
 type streamID struct{ ms, seq uint64 }
 
+// IsStreamID reports whether s has the form of a stream entry ID,
+// <ms>-<seq>: a cursor the store's stream listings return.
+func IsStreamID(s string) bool {
+	_, ok := parseStreamID(s)
+	return ok
+}
+
 func parseStreamID(s string) (streamID, bool) {
 	a, b, ok := strings.Cut(s, "-")
 	if !ok {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
@@ -166,7 +165,7 @@ func (in *Inspector) RunSignals(ctx context.Context, runID string, o PageOptions
 	}
 	from := "0"
 	if o.Cursor != "" {
-		if !streamID(o.Cursor) {
+		if !redisstore.IsStreamID(o.Cursor) {
 			return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
 		}
 		from = o.Cursor
@@ -186,20 +185,9 @@ func (in *Inspector) RunSignals(ctx context.Context, runID string, o PageOptions
 			page.NextCursor = sigs[i-1].Cursor
 			break
 		}
-		page.Signals = append(page.Signals, SignalInfo{SignalID: s.ID, Payload: s.Payload, SentAt: redisstore.SignalTime(s.Cursor).UTC()})
+		page.Signals = append(page.Signals, SignalInfo{SignalID: s.ID, Payload: s.Payload, SentAt: s.Sent.UTC()})
 	}
 	return page, nil
-}
-
-// streamID reports whether s has the form of a stream entry ID, <ms>-<seq>.
-func streamID(s string) bool {
-	ms, seq, ok := strings.Cut(s, "-")
-	if !ok {
-		return false
-	}
-	_, err1 := strconv.ParseUint(ms, 10, 64)
-	_, err2 := strconv.ParseUint(seq, 10, 64)
-	return err1 == nil && err2 == nil
 }
 
 // StepInfo is one durable step of a run that completed: its name and
