@@ -102,9 +102,6 @@ func (s *Store) QueueStats(ctx context.Context, tasks []string) (map[string]Queu
 			o.queued, o.from = n, "-"
 			ranged = append(ranged, o)
 		}
-		if !o.count {
-			st.Queued += o.queued
-		}
 		out[o.task] = st
 	}
 	if len(ranged) == 0 {
@@ -129,12 +126,13 @@ func (s *Store) QueueStats(ctx context.Context, tasks []string) (map[string]Queu
 		switch {
 		case o.count:
 			st.Queued += int64(len(msgs))
-		case len(msgs) == 0:
-			// Nothing follows the last delivered entry, whatever the lag
-			// said: Redis overcounts it after some deletions, which the
-			// check against XLEN misses while acknowledged entries linger
-			// at the stream's head (see taskq_trim_acked).
-			st.Queued -= o.queued
+		case len(msgs) > 0:
+			// With nothing after the last delivered entry none is queued,
+			// whatever the lag said: Redis overcounts it after some
+			// deletions, which the check against XLEN misses while
+			// acknowledged entries linger at the stream's head (see
+			// taskq_trim_acked).
+			st.Queued += o.queued
 		}
 		if len(msgs) > 0 {
 			if t, ok := entryTime(msgs[0].ID); ok && (st.Oldest.IsZero() || t.Before(st.Oldest)) {
