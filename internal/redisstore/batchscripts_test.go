@@ -541,3 +541,51 @@ func TestFinishBoundsEntriesLingeringBehindALongRun(t *testing.T) {
 		}
 	})
 }
+
+// Outcomes recorded one per call, oldest first, while later deliveries are
+// still pending: the stream's acknowledged head goes by whole nodes, so it
+// keeps at most one node of acknowledged entries (100 by Redis's default
+// stream-node-max-entries) beside the pending ones, and nothing once the
+// last delivery ends.
+func TestFinishTrimsTheAcknowledgedHeadWhileDeliveriesArePending(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		const n, ended = 300, 250
+		ps := make([]*redisstore.EnqueueParams, n)
+		for i := range ps {
+			ps[i] = f.params("t", "", redisstore.StrategyNone)
+		}
+		if _, errs := f.s.EnqueueBatch(f.ctx, ps); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		if err := f.s.EnsureGroup(f.ctx, "t"); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := f.s.ReadGroup(f.ctx, 0, "w1", []string{"t"}, n, 0)
+		if err != nil || len(ds) != n {
+			t.Fatalf("read %d deliveries, %v; want %d", len(ds), err, n)
+		}
+		finish := func(d redisstore.Delivery) {
+			t.Helper()
+			res, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: d.RunID, Attempt: d.Spec.Attempts + 1,
+				Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now, Task: d.Task, EntryID: d.EntryID,
+				Spec: d.Spec, Began: f.now, Consumer: "w1"}})
+			if errs[0] != nil || !res[0].Written {
+				t.Fatalf("finish %s: %+v, %v", d.RunID, res[0], errs[0])
+			}
+		}
+		for _, d := range ds[:ended] {
+			finish(d)
+		}
+		stream := f.k.Stream("t")
+		if l := b.Client.XLen(f.ctx, stream).Val(); l < n-ended || l > n-ended+100 {
+			t.Errorf("stream holds %d entries with %d pending, want those and at most one node (100) of acknowledged ones", l, n-ended)
+		}
+		for _, d := range ds[ended:] {
+			finish(d)
+		}
+		if l := b.Client.XLen(f.ctx, stream).Val(); l != 0 {
+			t.Errorf("stream holds %d entries once every delivery ended, want none", l)
+		}
+	})
+}
