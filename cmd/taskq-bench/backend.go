@@ -183,12 +183,12 @@ func (b *backend) label() string { return fmt.Sprintf("%s P=%d", b.name, b.parti
 
 // nodeStats are one node's counters at one moment.
 type nodeStats struct {
-	cpu         float64 // used_cpu_user + used_cpu_sys, seconds
-	evalsha     int64   // EVALSHA calls (every taskq script call)
-	evalshaUsec int64   // µs the server spent in them
-	calls       int64   // every command
-	clients     int64   // connected_clients
-	reads       int64   // XREADGROUP calls
+	cpu        float64 // used_cpu_user + used_cpu_sys, seconds
+	scripts    int64   // FCALL and EVALSHA calls (every taskq script call)
+	scriptUsec int64   // µs the server spent in them
+	calls      int64   // every command
+	clients    int64   // connected_clients
+	reads      int64   // XREADGROUP calls
 }
 
 // stats reads every node's counters.
@@ -223,8 +223,9 @@ func parseStats(info string) nodeStats {
 			calls, usec := statField(v, "calls"), statField(v, "usec")
 			s.calls += calls
 			switch name {
-			case "cmdstat_evalsha":
-				s.evalsha, s.evalshaUsec = calls, usec
+			case "cmdstat_fcall", "cmdstat_evalsha":
+				// Functions on Redis 7, EVALSHA before.
+				s.scripts, s.scriptUsec = s.scripts+calls, s.scriptUsec+usec
 			case "cmdstat_xreadgroup":
 				s.reads = calls
 			}
@@ -250,8 +251,8 @@ func delta(before, after []nodeStats) []nodeStats {
 	out := make([]nodeStats, len(after))
 	for i := range after {
 		out[i] = nodeStats{
-			cpu: after[i].cpu - before[i].cpu, evalsha: after[i].evalsha - before[i].evalsha,
-			evalshaUsec: after[i].evalshaUsec - before[i].evalshaUsec, calls: after[i].calls - before[i].calls,
+			cpu: after[i].cpu - before[i].cpu, scripts: after[i].scripts - before[i].scripts,
+			scriptUsec: after[i].scriptUsec - before[i].scriptUsec, calls: after[i].calls - before[i].calls,
 			clients: after[i].clients - before[i].clients, reads: after[i].reads - before[i].reads,
 		}
 	}

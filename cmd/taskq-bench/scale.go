@@ -26,7 +26,7 @@ import (
 // machine's load than wall-clock rates do:
 //
 //   - trigger: n RunNoWait calls with distinct keys for one task, no worker
-//     running: each master's EVALSHA calls and CPU seconds;
+//     running: each master's script calls (FCALL, EVALSHA) and CPU seconds;
 //   - e2e: n runs triggered while workers process them, until every run has
 //     ended: the same, per completed run (its trigger included);
 //   - latency: triggers paced at -rate per second, the time from when each
@@ -75,19 +75,19 @@ func (p phase) replicaCPU(masters int) float64 {
 }
 
 // masterScriptTime is the seconds the masters spent inside script calls
-// (commandstats usec of EVALSHA), summed.
+// (commandstats usec of FCALL and EVALSHA), summed.
 func (p phase) masterScriptTime(masters int) float64 {
 	var s int64
 	for _, n := range p.nodes[:masters] {
-		s += n.evalshaUsec
+		s += n.scriptUsec
 	}
 	return float64(s) / 1e6
 }
 
-func (p phase) masterEvalsha(masters int) int64 {
+func (p phase) masterScripts(masters int) int64 {
 	var s int64
 	for _, n := range p.nodes[:masters] {
-		s += n.evalsha
+		s += n.scripts
 	}
 	return s
 }
@@ -197,7 +197,7 @@ func printPhase(e *env, b *backend, what string, r int, p phase) {
 		if i >= b.masters {
 			role = "r"
 		}
-		per = append(per, fmt.Sprintf("%s%d %.0fms/%d", role, i+1, n.cpu*1e3, n.evalsha))
+		per = append(per, fmt.Sprintf("%s%d %.0fms/%d", role, i+1, n.cpu*1e3, n.scripts))
 	}
 	var reads int64
 	for _, n := range p.nodes[:b.masters] {
@@ -207,9 +207,9 @@ func printPhase(e *env, b *backend, what string, r int, p phase) {
 	if reads > 0 {
 		rr = fmt.Sprintf(", %.1f runs/XREADGROUP", float64(p.n)/float64(reads))
 	}
-	e.printf("  round %d %-16s %-22s %s in %s (%s): redis cpu %.1fµs/op on masters (+%.1fµs replicas), %.2f EVALSHA/op%s; cpu/EVALSHA per node: %s\n",
+	e.printf("  round %d %-16s %-22s %s in %s (%s): redis cpu %.1fµs/op on masters (+%.1fµs replicas), %.2f script calls/op%s; cpu/script calls per node: %s\n",
 		r+1, b.label(), what, group(int64(p.n)), p.elapsed.Round(time.Millisecond), rate(float64(p.n)/p.elapsed.Seconds()),
-		perOp(p.masterCPU(b.masters), p.n), perOp(p.replicaCPU(b.masters), p.n), float64(p.masterEvalsha(b.masters))/float64(p.n), rr,
+		perOp(p.masterCPU(b.masters), p.n), perOp(p.replicaCPU(b.masters), p.n), float64(p.masterScripts(b.masters))/float64(p.n), rr,
 		strings.Join(per, " "))
 }
 
@@ -475,7 +475,7 @@ func balanceRows(rep *report, b *backend, what string, ps []phase, perMaster []i
 	cpu := make([]float64, b.masters)
 	for _, p := range ps {
 		for i := range calls {
-			calls[i] += float64(p.nodes[i].evalsha)
+			calls[i] += float64(p.nodes[i].scripts)
 			cpu[i] += p.nodes[i].cpu
 		}
 	}
@@ -488,7 +488,7 @@ func balanceRows(rep *report, b *backend, what string, ps []phase, perMaster []i
 			h = ", home"
 		}
 		rep.add(row{scenario: "cluster", variant: fmt.Sprintf("%s: master %d share (%d of %d partitions%s)", what, i+1, perMaster[i], b.partitions, h),
-			figure: fmt.Sprintf("EVALSHA %.1f%% (%+.1f%%), CPU %.1f%% (%+.1f%%)", cs[i]*100, cd[i]*100, us[i]*100, ud[i]*100),
+			figure: fmt.Sprintf("script calls %.1f%% (%+.1f%%), CPU %.1f%% (%+.1f%%)", cs[i]*100, cd[i]*100, us[i]*100, ud[i]*100),
 			ratio:  "of even " + fmt.Sprintf("%.1f%%", 100/float64(b.masters)), target: "±15% of even", verdict: verdict(ok)})
 	}
 }
@@ -505,14 +505,14 @@ func abs(x float64) float64 {
 // connections.
 func scaleReport(rep *report, backends []*backend, figs []*scaleFigures) {
 	single, singleFig := backends[0], figs[0]
-	type cost struct{ master, replica, evalsha, rate, script float64 }
+	type cost struct{ master, replica, scripts, rate, script float64 }
 	costOf := func(b *backend, ps []phase) cost {
 		var m, rp, ev, rt, sc []float64
 		for _, p := range ps {
 			m = append(m, perOp(p.masterCPU(b.masters), p.n))
 			sc = append(sc, perOp(p.masterScriptTime(b.masters), p.n))
 			rp = append(rp, perOp(p.replicaCPU(b.masters), p.n))
-			ev = append(ev, float64(p.masterEvalsha(b.masters))/float64(p.n))
+			ev = append(ev, float64(p.masterScripts(b.masters))/float64(p.n))
 			rt = append(rt, float64(p.n)/p.elapsed.Seconds())
 		}
 		return cost{median(m), median(rp), median(ev), median(rt), median(sc)}
@@ -535,8 +535,8 @@ func scaleReport(rep *report, backends []*backend, figs []*scaleFigures) {
 		for i, b := range backends {
 			c := costOf(b, pick(figs[i]))
 			x := row{scenario: "cluster", variant: what + " " + b.label(),
-				figure: fmt.Sprintf("redis CPU %.1fµs per %s (masters' sum; replicas +%.1fµs; in scripts %.1fµs), %.2f EVALSHA per %s; %s (wall clock, shared cores)",
-					c.master, unit, c.replica, c.script, c.evalsha, unit, rate(c.rate))}
+				figure: fmt.Sprintf("redis CPU %.1fµs per %s (masters' sum; replicas +%.1fµs; in scripts %.1fµs), %.2f script calls per %s; %s (wall clock, shared cores)",
+					c.master, unit, c.replica, c.script, c.scripts, unit, rate(c.rate))}
 			if i > 0 {
 				x.ratio = ratio(c.master, ref.master) + " of single"
 				x.target, x.verdict = "<=1.2x", verdict(c.master <= costRatioTarget*ref.master)

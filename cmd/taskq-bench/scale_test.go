@@ -10,10 +10,11 @@ func TestParseStatsReadsCPUAndScriptCalls(t *testing.T) {
 	info := "# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:2.250000\r\n" +
 		"# Clients\r\nconnected_clients:7\r\n" +
 		"# Commandstats\r\ncmdstat_evalsha:calls=30,usec=900,usec_per_call=30.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_fcall:calls=10,usec=100,usec_per_call=10.00,rejected_calls=0,failed_calls=0\r\n" +
 		"cmdstat_xreadgroup:calls=4,usec=40,usec_per_call=10.00,rejected_calls=0,failed_calls=0\r\n" +
 		"cmdstat_info:calls=2,usec=10,usec_per_call=5.00,rejected_calls=0,failed_calls=0\r\n"
 	got := parseStats(info)
-	want := nodeStats{cpu: 3.75, evalsha: 30, evalshaUsec: 900, calls: 36, clients: 7, reads: 4}
+	want := nodeStats{cpu: 3.75, scripts: 40, scriptUsec: 1000, calls: 46, clients: 7, reads: 4}
 	if got != want {
 		t.Fatalf("parseStats = %+v, want %+v", got, want)
 	}

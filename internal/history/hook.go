@@ -198,17 +198,18 @@ func num(v any) int64 {
 	return n
 }
 
-// parse recognises a script call from its arguments (EVALSHA sha numkeys
-// keys... args..., or EVAL source numkeys ... after a NOSCRIPT reply) and
-// returns its operations, none for a call of no interest.
+// parse recognises a script call from its arguments (FCALL function
+// numkeys keys... args..., EVALSHA sha numkeys ..., or EVAL source numkeys
+// ... after a NOSCRIPT reply) and returns its operations, none for a call
+// of no interest.
 func (h *Hook) parse(args []any) []Op {
 	if len(args) < 3 {
 		return nil
 	}
 	var sha string
 	switch strings.ToLower(str(args[0])) {
-	case "evalsha":
-		sha = str(args[1])
+	case "evalsha", "fcall":
+		sha = str(args[1]) // a function's name is in the names too
 	case "eval":
 		sum := sha1.Sum([]byte(str(args[1])))
 		sha = hex.EncodeToString(sum[:])

@@ -98,15 +98,23 @@ func TestStartBatchErrorsStayWithTheirDelivery(t *testing.T) {
 // that source without that line (for servers that cannot compile one); or,
 // for a script that publishes notices, that source with SPUBLISH for
 // PUBLISH (the form a store on a cluster sends), which differs from it in
-// that word only.
+// that word only. Each of those but the one without a shebang is also sent
+// as a function (FCALL), named taskq_<script>_<hash>.
 func TestScriptSourceIsWhatTheStoreRuns(t *testing.T) {
 	names := redisstore.ScriptNames()
 	hash := func(s string) string { sum := sha1.Sum([]byte(s)); return hex.EncodeToString(sum[:]) }
 	sharded := func(s string) string {
 		return strings.ReplaceAll(s, "redis.call('PUBLISH', ", "redis.call('SPUBLISH', ")
 	}
-	seen := map[string]int{}
+	seen, functions := map[string]int{}, map[string]int{}
 	for sha, name := range names {
+		if strings.HasPrefix(sha, "taskq_") {
+			if !strings.HasPrefix(sha, "taskq_"+name+"_") {
+				t.Errorf("function %s is named for another script than %s", sha, name)
+			}
+			functions[name]++
+			continue
+		}
 		seen[name]++
 		src, err := redisstore.ScriptSource(name)
 		if err != nil {
@@ -129,9 +137,17 @@ func TestScriptSourceIsWhatTheStoreRuns(t *testing.T) {
 		if sharded(src) != src {
 			want++
 		}
-		want *= 1 + len(redisstore.ScriptFormSources(name))
+		forms := 1 + len(redisstore.ScriptFormSources(name))
+		want *= forms
 		if n != want {
 			t.Errorf("%s is sent as %d scripts, want %d", name, n, want)
+		}
+		wantFns := forms
+		if sharded(src) != src {
+			wantFns *= 2
+		}
+		if functions[name] != wantFns {
+			t.Errorf("%s is sent as %d functions, want %d", name, functions[name], wantFns)
 		}
 	}
 	for _, bad := range []string{"lib", "nope", ""} {

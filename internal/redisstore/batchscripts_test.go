@@ -273,15 +273,15 @@ func TestResentSignalIsStoredOnce(t *testing.T) {
 
 // scriptCalls counts the script calls a client makes that ran, alone or
 // in a pipeline (an EVALSHA answered NOSCRIPT, and then sent again as
-// EVAL, counts once).
+// EVAL, counts once, as does an FCALL answered "Function not found" and
+// sent again once its library is loaded).
 type scriptCalls struct{ n atomic.Int64 }
 
 func (c *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		name := strings.ToLower(cmd.Name())
-		if (name == "evalsha" || name == "eval") && (err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT")) {
+		if redistest.IsScriptCall(strings.ToLower(cmd.Name())) && redistest.ScriptRan(err) {
 			c.n.Add(1)
 		}
 		return err
@@ -291,8 +291,7 @@ func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			name := strings.ToLower(cmd.Name())
-			if (name == "evalsha" || name == "eval") && (cmd.Err() == nil || !strings.HasPrefix(cmd.Err().Error(), "NOSCRIPT")) {
+			if redistest.IsScriptCall(strings.ToLower(cmd.Name())) && redistest.ScriptRan(cmd.Err()) {
 				c.n.Add(1)
 			}
 		}

@@ -22,7 +22,7 @@ type callLog struct {
 func (l *callLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (l *callLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if name := strings.ToLower(cmd.Name()); name == "evalsha" || name == "eval" {
+		if redistest.IsScriptCall(strings.ToLower(cmd.Name())) {
 			l.mu.Lock()
 			l.calls = append(l.calls, cmd.Args())
 			l.mu.Unlock()

@@ -256,7 +256,7 @@ func (s *Store) runDurable(ctx context.Context, sc *script, calls []durableCall,
 	for i := range pending {
 		pending[i] = i
 	}
-	source := make([]bool, len(calls)) // send EVAL, not EVALSHA
+	source := make([]bool, len(calls)) // send EVAL, not FCALL or EVALSHA
 	for attempt := 1; len(pending) > 0; attempt++ {
 		groups, err := s.durableNodes(ctx, calls, pending)
 		if err != nil {
@@ -273,7 +273,8 @@ func (s *Store) runDurable(ctx context.Context, sc *script, calls []durableCall,
 		)
 		for _, g := range groups {
 			wg.Go(func() {
-				if err := s.loadOn(ctx, g.node, sc); err != nil {
+				fn, err := s.loadOn(ctx, g.node, sc)
+				if err != nil {
 					mu.Lock()
 					defer mu.Unlock()
 					for _, i := range g.calls {
@@ -281,7 +282,7 @@ func (s *Store) runDurable(ctx context.Context, sc *script, calls []durableCall,
 					}
 					return
 				}
-				retry, m, broken := s.pipeDurable(ctx, g.node, sc, calls, g.calls, source, d, out)
+				retry, m, broken := s.pipeDurable(ctx, g.node, sc, fn, calls, g.calls, source, d, out)
 				if cc, ok := s.rdb.(*redis.ClusterClient); ok && broken {
 					// The master may be gone (a failover): the calls fail
 					// (retrying them with the same key is safe), and the
@@ -325,25 +326,38 @@ type loadedKey struct {
 }
 
 // loadOn loads sc on node unless the store did so before: a pipeline's
-// EVALSHA that found the script cache empty would cost its WAIT twice (the
-// call is sent again, with a WAIT of its own), so the first durable call
-// on each master loads the script first. A cache emptied since (a restart)
-// is met by sending the call again.
-func (s *Store) loadOn(ctx context.Context, node *redis.Client, sc *script) error {
-	if _, ok := s.loaded.Load(loadedKey{node, sc}); ok {
-		return nil
+// call that found the script missing would cost its WAIT twice (the call
+// is sent again, with a WAIT of its own), so the first durable call on
+// each master loads the script first. A script lost since (a restart) is
+// met by sending the call again. It returns the function to call sc by on
+// node, or nil to send it with EVALSHA: the server has no functions, or
+// refused the library (see functions.go).
+func (s *Store) loadOn(ctx context.Context, node *redis.Client, sc *script) (*function, error) {
+	if fn, ok := s.loaded.Load(loadedKey{node, sc}); ok {
+		return fn.(*function), nil
 	}
-	run := s.variant(sc)
-	err := run.Load(ctx, node).Err()
-	if run != sc.plain && sc.plain != nil && shebangUnsupported(err) {
-		s.plain.Store(true)
-		err = sc.plain.Load(ctx, node).Err()
+	fn := s.functionOf(sc)
+	if fn != nil {
+		if err := loadFunctionOn(ctx, node, fn); err != nil {
+			if functionsUnsupported(err) {
+				s.noFunctions.Store(true)
+			}
+			fn = nil
+		}
 	}
-	if err != nil {
-		return s.named(sc.name, scriptError(err))
+	if fn == nil {
+		run := s.variant(sc)
+		err := run.Load(ctx, node).Err()
+		if run != sc.plain && sc.plain != nil && shebangUnsupported(err) {
+			s.plain.Store(true)
+			err = sc.plain.Load(ctx, node).Err()
+		}
+		if err != nil {
+			return nil, s.named(sc.name, scriptError(err))
+		}
 	}
-	s.loaded.Store(loadedKey{node, sc}, true)
-	return nil
+	s.loaded.Store(loadedKey{node, sc}, fn)
+	return fn, nil
 }
 
 // nodeCalls are the calls that go to one master.
@@ -378,20 +392,24 @@ func (s *Store) durableNodes(ctx context.Context, calls []durableCall, pending [
 	return nil, fmt.Errorf("redisstore: durable acknowledgement needs a single-node or cluster client, not a %T", s.rdb)
 }
 
-// pipeDurable sends the calls idx of sc to node in one pipeline, then an
+// pipeDurable sends the calls idx of sc (as function fn, unless nil) to
+// node in one pipeline, then an
 // ack mark per slot and one WAIT (or WAITAOF), and sets each call's reply
 // and level in out. It returns the calls that did not run and may be sent
 // again (their script was not cached, or could not be compiled with its
 // shebang; their slot moved), whether a slot moved, and whether the
 // connection failed rather than Redis answering.
-func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, calls []durableCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
+func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, fn *function, calls []durableCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
 	pipe := node.Pipeline()
 	cmds := make([]*redis.Cmd, len(idx))
 	run := s.variant(sc)
 	for j, i := range idx {
-		if source[i] {
+		switch {
+		case source[i]:
 			cmds[j] = run.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
-		} else {
+		case fn != nil:
+			cmds[j] = pipe.FCall(ctx, fn.name, calls[i].keys, calls[i].args...)
+		default:
 			cmds[j] = run.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
 		}
 	}
@@ -441,6 +459,17 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 		case isNoScript(err):
 			s.loaded.Delete(loadedKey{node, sc})
 			source[i] = true
+		case fn != nil && fn.refusedWhole(err):
+			// Refused as a function where the script runs (see
+			// functions.go): sent again as the script.
+			source[i] = true
+		case fn != nil && (isFunctionMissing(err) || functionsUnsupported(err)):
+			// Loaded again (or, without functions, as a script) before the
+			// call is sent again.
+			if functionsUnsupported(err) {
+				s.noFunctions.Store(true)
+			}
+			s.loaded.Delete(loadedKey{node, sc})
 		case run != sc.plain && sc.plain != nil && shebangUnsupported(err):
 			s.plain.Store(true)
 		case isRedirect(err):

@@ -18,7 +18,9 @@ import (
 )
 
 // commandCounter is a go-redis hook that counts the commands sent by name,
-// alone or in pipelines, and the pipelines.
+// alone or in pipelines, and the pipelines; under "script call that ran" it counts the
+// script calls that ran, whichever command sent them (see
+// redistest.ScriptRan).
 type commandCounter struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -33,29 +35,37 @@ func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return n
 
 func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
 		h.mu.Lock()
 		h.n[cmd.Name()]++
+		if redistest.IsScriptCall(cmd.Name()) && redistest.ScriptRan(err) {
+			h.n["script call that ran"]++
+		}
 		h.singles++
 		h.mu.Unlock()
-		return next(ctx, cmd)
+		return err
 	}
 }
 
 func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
 		h.mu.Lock()
 		for _, c := range cmds {
 			h.n[c.Name()]++
+			if redistest.IsScriptCall(c.Name()) && redistest.ScriptRan(c.Err()) {
+				h.n["script call that ran"]++
+			}
 		}
 		// Not the handshake of a new connection (HELLO, CLIENT SETINFO).
 		for _, c := range cmds {
-			if n := c.Name(); n == "evalsha" || n == "eval" || n == "wait" {
+			if n := c.Name(); redistest.IsScriptCall(n) || n == "wait" {
 				h.pipelines++
 				break
 			}
 		}
 		h.mu.Unlock()
-		return next(ctx, cmds)
+		return err
 	}
 }
 
@@ -216,7 +226,7 @@ func TestDurableBatchSharesOneWait(t *testing.T) {
 			t.Fatalf("trigger %d: %+v, %v", i, res[i], errs[i])
 		}
 	}
-	if w, e := rs.hook.count("wait"), rs.hook.count("evalsha"); w != 1 || e != 3 {
+	if w, e := rs.hook.count("wait"), rs.hook.count("script call that ran"); w != 1 || e != 3 {
 		t.Fatalf("%d triggers sent %d script calls and %d WAITs, want 3 and 1", len(ps), e, w)
 	}
 
@@ -254,8 +264,9 @@ func TestTriggerWithoutDurabilitySendsNoWait(t *testing.T) {
 				t.Fatalf("trigger %d: %+v, %v", i, res[i], errs[i])
 			}
 		}
-		// EVALSHA, and EVAL when the script was not cached yet.
-		if hook.count("wait") != 0 || hook.count("set") != 0 || hook.pipelines != 0 || hook.count("evalsha") != 1 {
+		// FCALL or EVALSHA, sent again (after its library or script is
+		// loaded) when the server lacked it: one call that ran.
+		if hook.count("wait") != 0 || hook.count("set") != 0 || hook.pipelines != 0 || hook.count("script call that ran") != 1 {
 			t.Fatalf("sent %v in %d pipelines, want one script call", hook.n, hook.pipelines)
 		}
 	})
@@ -308,26 +319,45 @@ func TestDurableFsyncNeedsRedis72(t *testing.T) {
 
 // A script cache emptied after the store loaded the script (a restart, a
 // failover to a replica that never ran it) costs a second pipeline, not
-// the trigger: the call that met NOSCRIPT is sent again with the script's
-// source and its own WAIT.
+// the trigger: the call that met "Function not found" is sent again once
+// its library is loaded again, or, sent with EVALSHA, the call that met
+// NOSCRIPT is sent again with the script's source; either with its own
+// WAIT.
 func TestDurableTriggerAfterTheScriptCacheIsFlushed(t *testing.T) {
 	t.Parallel()
-	rs := startReplicated(t)
-	f := newFixture(t, &redistest.Backend{Client: rs.rdb, Namespace: redistest.Namespace(t)})
-	d := redisstore.Durability{Replicas: 1, Timeout: 5 * time.Second}
-	ps := durable(f.statusRuns("ship", "a", "b"), d)
-	if r, err := f.s.Enqueue(f.ctx, ps[0]); err != nil || !r.Ack.Reached() {
-		t.Fatalf("first trigger: %+v, %v", r, err)
-	}
-	if err := rs.rdb.ScriptFlush(f.ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	rs.hook.reset()
-	r, err := f.s.Enqueue(f.ctx, ps[1])
-	if err != nil || r.Outcome != redisstore.TriggerCreated || !r.Ack.Reached() {
-		t.Fatalf("trigger after SCRIPT FLUSH: %+v, %v", r, err)
-	}
-	if rs.hook.count("eval") != 1 || rs.hook.count("wait") != 2 {
-		t.Fatalf("sent %v, want the call again as EVAL with a second WAIT", rs.hook.n)
+	for _, c := range []struct {
+		name    string
+		evalsha bool   // the store sends EVALSHA
+		resent  string // the command sent again
+	}{
+		{"function", false, "function"},
+		{"evalsha", true, "eval"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs := startReplicated(t)
+			f := newFixture(t, &redistest.Backend{Client: rs.rdb, Namespace: redistest.Namespace(t)})
+			if c.evalsha {
+				f.s.SendScriptsWithEvalSha()
+			}
+			d := redisstore.Durability{Replicas: 1, Timeout: 5 * time.Second}
+			ps := durable(f.statusRuns("ship", "a", "b"), d)
+			if r, err := f.s.Enqueue(f.ctx, ps[0]); err != nil || !r.Ack.Reached() {
+				t.Fatalf("first trigger: %+v, %v", r, err)
+			}
+			if err := rs.rdb.ScriptFlush(f.ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rs.rdb.FunctionFlush(f.ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rs.hook.reset()
+			r, err := f.s.Enqueue(f.ctx, ps[1])
+			if err != nil || r.Outcome != redisstore.TriggerCreated || !r.Ack.Reached() {
+				t.Fatalf("trigger after the flush: %+v, %v", r, err)
+			}
+			if rs.hook.count(c.resent) != 1 || rs.hook.count("script call that ran") != 1 || rs.hook.count("wait") != 2 {
+				t.Fatalf("sent %v, want the call again after %s, with a second WAIT", rs.hook.n, c.resent)
+			}
+		})
 	}
 }

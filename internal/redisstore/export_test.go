@@ -47,3 +47,7 @@ func (s *Store) TakeFanoutsStep(ctx context.Context, cutoff, now time.Time, limi
 	}
 	return ids, err
 }
+
+// SendScriptsWithEvalSha makes s send its scripts with EVALSHA, as it does
+// on a server without functions (see functions.go).
+func (s *Store) SendScriptsWithEvalSha() { s.noFunctions.Store(true) }

@@ -165,7 +165,7 @@ func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, 
 		return s.pushEventSteps(ctx, p)
 	}
 	k, a := s.pushEventArgs(p)
-	v, err := pushEventScript.Run(ctx, s.rdb, k, a...).Result()
+	v, err := s.callScript(ctx, pushEventScript, k, a...)
 	if err != nil {
 		return s.fromEventResend(ctx, p, s.eventScriptError(err))
 	}
@@ -234,23 +234,22 @@ func (s *Store) pushEventsAtOnce(ctx context.Context, ps []*PushEventParams, res
 	if len(ps) == 0 {
 		return
 	}
-	// One pipeline: a call whose script a node's cache lacks (each node
-	// has a cache of its own) did not run, and is sent again on its own
-	// with the script (see runScript). The form is the one the store
+	// One pipeline: a call whose script or function a node lacks (each
+	// node has its own) did not run, and is sent again on its own, which
+	// loads it (see runScript). The form is the one the store
 	// sends (sharded on a cluster: see variant).
-	run := s.variant(pushEventScript)
 	cmds := make([]*redis.Cmd, len(ps))
 	pipe := s.rdb.Pipeline()
 	for i, p := range ps {
 		k, a := s.pushEventArgs(p)
-		cmds[i] = run.EvalSha(ctx, pipe, k, a...)
+		cmds[i] = s.scriptCmd(ctx, pipe, pushEventScript, k, a...)
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, c := range cmds {
-		if isNoScript(c.Err()) {
+		if s.needsResend(pushEventScript, c.Err()) {
 			k, a := s.pushEventArgs(ps[i])
 			cmds[i] = redis.NewCmd(ctx)
-			v, err := run.Run(ctx, s.rdb, k, a...).Result()
+			v, err := s.callScript(ctx, pushEventScript, k, a...)
 			cmds[i].SetVal(v)
 			cmds[i].SetErr(err)
 		}

@@ -43,6 +43,9 @@ type script struct {
 	// notices sent with SPUBLISH (see shardedSource); nil for a script
 	// that publishes nothing.
 	sharded *redis.Script
+	// fn and shardedFn are the script and its sharded form as Redis
+	// functions (see functions.go); shardedFn is nil where sharded is.
+	fn, shardedFn *function
 }
 
 // allScripts lists every script the store runs.
@@ -80,8 +83,14 @@ func loadScriptForm(name string, edit func(string) string, modules ...string) *s
 	if plain != "" {
 		sc.plain = redis.NewScript(plain)
 	}
+	if sc.fn, err = newFunction(name, src); err != nil {
+		panic(err)
+	}
 	if sharded := shardedSource(src); sharded != src {
 		sc.sharded = redis.NewScript(sharded)
+		if sc.shardedFn, err = newFunction(name, sharded); err != nil {
+			panic(err)
+		}
 	}
 	return sc
 }
@@ -155,7 +164,7 @@ func assembleScript(name string, modules []string, edit func(string) string) (sr
 	if first, after, ok := strings.Cut(rest, "\n"); ok && strings.HasPrefix(first, "#!") {
 		shebang, rest = first, after
 	}
-	plain, err = foldLayout(shared+"\n"+section, strings.Join(append(parts, rest), "\n"))
+	plain, err = foldLayout(shared+"\n"+section, strings.Join(append(parts, scriptBodyMark+rest), "\n"))
 	if err != nil {
 		return "", "", fmt.Errorf("script %s: %w", name, err)
 	}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,6 +26,9 @@ type Store struct {
 	// plain is set once the server turned out unable to compile a
 	// script's shebang line: scripts are sent without it from then on.
 	plain atomic.Bool
+	// noFunctions is set once the server turned out to have no functions
+	// (see functions.go): scripts are sent with EVALSHA from then on.
+	noFunctions atomic.Bool
 	// sharded is set on a Redis Cluster: scripts publish their notices
 	// with SPUBLISH and subscribers use SSUBSCRIBE (see Notices).
 	sharded bool
@@ -147,17 +151,31 @@ func asString(v any) string {
 	return ""
 }
 
-// runScript runs sc, loading it when the server's cache lacks it. A
-// script whose shebang the server cannot compile is sent without it, then
-// and from then on: it runs as it would there without the flags.
+// runScript runs sc, loading it when the server lacks it: as a Redis
+// function on a server that has functions (see functions.go), else with
+// EVALSHA. A script whose shebang the server cannot compile is sent
+// without it, then and from then on: it runs as it would there without
+// the flags.
 func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
+	v, err := s.callScript(ctx, sc, keys, args...)
+	return v, s.named(sc.name, scriptError(err))
+}
+
+// callScript is runScript with the server's error as it came: as a
+// function where the server has functions, else with EVALSHA.
+func (s *Store) callScript(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
+	if fn := s.functionOf(sc); fn != nil {
+		if v, err := s.callFunction(ctx, fn, keys, args...); !errors.Is(err, errNotAsFunction) {
+			return v, err
+		}
+	}
 	run := s.variant(sc)
 	v, err := run.Run(ctx, s.rdb, keys, args...).Result()
 	if run != sc.plain && sc.plain != nil && shebangUnsupported(err) {
 		s.plain.Store(true)
 		v, err = sc.plain.Run(ctx, s.rdb, keys, args...).Result()
 	}
-	return v, s.named(sc.name, scriptError(err))
+	return v, err
 }
 
 // MaxItemsPerCall bounds the items (triggers, deliveries, outcomes) one call
@@ -264,18 +282,17 @@ func (s *Store) runScripts(ctx context.Context, sc *script, calls []scriptCall) 
 	if len(calls) == 0 {
 		return
 	}
-	run := s.variant(sc)
 	cmds := make([]*redis.Cmd, len(calls))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
-			cmds[i] = run.EvalSha(ctx, p, c.Keys, c.Args...)
+			cmds[i] = s.scriptCmd(ctx, p, sc, c.Keys, c.Args...)
 		}
 		return nil
 	})
 	for i := range calls {
 		c := &calls[i]
 		c.Reply, c.Err = cmds[i].Result()
-		if isNoScript(c.Err) {
+		if s.needsResend(sc, c.Err) {
 			// Not run: loaded (and sent on its own) now.
 			c.Reply, c.Err = s.runScript(ctx, sc, c.Keys, c.Args...)
 			continue

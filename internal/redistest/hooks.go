@@ -12,7 +12,7 @@ import (
 )
 
 // ScriptFailure is a go-redis hook that, while Broken is set, fails every
-// script call (EVAL, EVALSHA) as a dropped connection would (io.EOF) and
+// script call (EVAL, EVALSHA, FCALL) as a dropped connection would (io.EOF) and
 // lets every other command through: Redis going away between two calls of
 // one operation.
 type ScriptFailure struct {
@@ -25,7 +25,7 @@ func (h *ScriptFailure) DialHook(next redis.DialHook) redis.DialHook { return ne
 // ProcessHook fails script calls while Broken is set.
 func (h *ScriptFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if name := cmd.Name(); h.Broken.Load() && (name == "evalsha" || name == "eval") {
+		if name := cmd.Name(); h.Broken.Load() && IsScriptCall(name) {
 			cmd.SetErr(io.EOF)
 			return io.EOF
 		}
@@ -149,4 +149,24 @@ func cmdLine(cmd redis.Cmder) string {
 		args = args[:6]
 	}
 	return strings.TrimSuffix(fmt.Sprintln(args...), "\n")
+}
+
+// IsScriptCall reports whether the command named name (as go-redis names
+// it, in lower case) calls a script: EVAL, EVALSHA, or FCALL of a Redis
+// function, as the store sends its scripts on Redis 7 and later.
+func IsScriptCall(name string) bool {
+	return name == "evalsha" || name == "eval" || name == "fcall"
+}
+
+// ScriptRan reports whether a script call that ended with err ran: it
+// did not meet a server without the script (NOSCRIPT), the function
+// ("Function not found") or functions at all (FCALL an unknown command),
+// after which the store sends it again.
+func ScriptRan(err error) bool {
+	if err == nil {
+		return true
+	}
+	msg := err.Error()
+	return !strings.HasPrefix(msg, "NOSCRIPT") && !strings.HasPrefix(msg, "ERR Function not found") &&
+		!strings.Contains(strings.ToLower(msg), "unknown command")
 }

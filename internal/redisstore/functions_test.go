@@ -1,0 +1,189 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
+)
+
+// scriptLog records the script calls a client sends, alone or in
+// pipelines: the command and the script it names (redisstore.ScriptNames),
+// and whether it ran (redistest.ScriptRan).
+type scriptLog struct {
+	names map[string]string
+	mu    sync.Mutex
+	calls []loggedCall
+}
+
+type loggedCall struct {
+	cmd, script string
+	ran         bool
+}
+
+func newScriptLog() *scriptLog { return &scriptLog{names: redisstore.ScriptNames()} }
+
+func (l *scriptLog) add(cmd redis.Cmder, err error) {
+	a := cmd.Args()
+	name := strings.ToLower(cmd.Name())
+	if !redistest.IsScriptCall(name) || len(a) < 2 {
+		return
+	}
+	script := l.names[fmt.Sprint(a[1])]
+	if name == "eval" {
+		sum := sha1.Sum([]byte(fmt.Sprint(a[1])))
+		script = l.names[hex.EncodeToString(sum[:])]
+	}
+	l.mu.Lock()
+	l.calls = append(l.calls, loggedCall{cmd: name, script: script, ran: redistest.ScriptRan(err)})
+	l.mu.Unlock()
+}
+
+func (l *scriptLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l *scriptLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		l.add(cmd, err)
+		return err
+	}
+}
+func (l *scriptLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			l.add(c, c.Err())
+		}
+		return err
+	}
+}
+
+// take returns the calls logged so far and forgets them.
+func (l *scriptLog) take() []loggedCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.calls
+	l.calls = nil
+	return out
+}
+
+// A run's life (trigger, read, start, finish, and a batch across two
+// partitions) goes out as FCALLs of the store's functions on Redis 7, each
+// naming its script, and nothing is sent with EVALSHA there; on a server
+// without functions (miniredis) the store tries FCALL once, then sends
+// EVALSHA only.
+func TestScriptsGoOutAsFunctionsWhereTheServerHasThem(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		rdb := b.NewClient(t)
+		log := newScriptLog()
+		rdb.AddHook(log)
+		f := newFixture(t, &redistest.Backend{Client: rdb, Namespace: b.Namespace})
+		p := f.params("fn", "k1", redisstore.StrategyStatus)
+		f.enqueue(p)
+		d := f.read("fn", "w1")[0]
+		st := f.start(d, "w1")
+		f.finish(p.RunID, st.Attempt, redisstore.OutcomeSucceeded, `{}`)
+		two := redisstore.NewPartitioned(rdb, b.Namespace+"-two", 2)
+		ps := f.statusRuns("fn", "a", "b", "c", "d", "e", "f")
+		if _, errs := two.EnqueueBatch(f.ctx, ps); errs[0] != nil {
+			t.Fatal(errs)
+		}
+
+		calls := log.take()
+		ran := map[string]bool{}
+		tried := 0
+		for _, c := range calls {
+			if c.ran {
+				ran[c.script] = true
+			}
+			switch {
+			case b.Name == "miniredis" && c.cmd == "fcall":
+				tried++
+				if c.ran {
+					t.Errorf("miniredis ran an FCALL of %s", c.script)
+				}
+			case b.Name != "miniredis" && c.cmd != "fcall":
+				t.Errorf("%s of %s sent to a server with functions", c.cmd, c.script)
+			case c.script == "":
+				t.Errorf("%s of a script the store does not name", c.cmd)
+			}
+		}
+		for _, name := range []string{"enqueue", "start", "finish"} {
+			if !ran[name] {
+				t.Errorf("no call of %s ran; calls %+v", name, calls)
+			}
+		}
+		if b.Name == "miniredis" && tried > 3 {
+			// The first store tries one call; the second one pipeline,
+			// of one call per partition.
+			t.Errorf("%d FCALLs tried on a server without functions, want at most 3", tried)
+		}
+	})
+}
+
+// A server that lost the store's functions (a restart without persistence,
+// as a failover to a node that never had them) answers "Function not
+// found"; the store loads the library again and the call runs, alone and
+// in a pipeline spread over partitions. Nothing is lost or run twice: the
+// triggers after the restart create one run each.
+func TestFunctionsAreLoadedAgainAfterTheServerLostThem(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t, "--appendonly", "no", "--save", "")
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	log := newScriptLog()
+	rdb.AddHook(log)
+	ctx := context.Background()
+	s := redisstore.NewPartitioned(rdb, "fnload", 4)
+	f := newFixture(t, &redistest.Backend{Client: rdb, Namespace: "fnload-home"})
+	f.enqueue(f.params("fn", "before", redisstore.StrategyStatus))
+
+	for round, lose := range []func(){
+		func() { srv.Restart() },
+		func() {
+			if err := rdb.FunctionFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		lose()
+		log.take()
+		if r := f.enqueue(f.params("fn", fmt.Sprint("alone-", round), redisstore.StrategyStatus)); !r.Accepted {
+			t.Fatalf("round %d: trigger after the functions were lost: %+v", round, r)
+		}
+		ps := f.statusRuns("fn", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8")
+		for _, p := range ps {
+			p.Key = fmt.Sprint(p.Key, "-", round)
+		}
+		res, errs := s.EnqueueBatch(ctx, ps)
+		for i := range ps {
+			if errs[i] != nil || !res[i].Accepted {
+				t.Fatalf("round %d: batched trigger %d after the functions were lost: %+v, %v", round, i, res[i], errs[i])
+			}
+		}
+		missed := 0
+		for _, c := range log.take() {
+			if c.cmd != "fcall" {
+				t.Errorf("round %d: %s of %s: the store fell back from functions", round, c.cmd, c.script)
+			}
+			if !c.ran {
+				missed++
+			}
+		}
+		if missed == 0 {
+			t.Errorf("round %d: no call met the server without its functions; the test lost them in vain", round)
+		}
+		for _, p := range ps {
+			if _, err := s.GetRun(ctx, p.RunID); err != nil {
+				t.Errorf("round %d: run of %s: %v", round, p.Key, err)
+			}
+		}
+	}
+}
