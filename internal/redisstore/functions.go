@@ -29,9 +29,9 @@ import (
 // not found": the store loads it where the call went and sends the call
 // again, as go-redis does for EVALSHA and NOSCRIPT. A server without
 // functions (Redis before 7.0, miniredis) answers FCALL as an unknown
-// command, and the store sends EVALSHA from then on; so does a store
-// whose library cannot be loaded (an ACL without FUNCTION, a server at
-// maxmemory), for that call.
+// command, and the store sends EVALSHA from then on, as it does once an
+// ACL refuses it FCALL or FUNCTION LOAD (NOPERM); a library the server
+// refuses otherwise (at maxmemory) is sent with EVALSHA for that call.
 //
 // A script without flags (no shebang line) is one that answers what it can
 // without writing when Redis refuses writes: at maxmemory a duplicate
@@ -103,13 +103,16 @@ func isFunctionMissing(err error) bool {
 }
 
 // functionsUnsupported reports whether err says the server does not know
-// FCALL or FUNCTION: Redis before 7.0, miniredis.
+// FCALL or FUNCTION (Redis before 7.0, miniredis), or does not let the
+// store's user call or load functions (NOPERM): then every call would pay
+// for trying.
 func functionsUnsupported(err error) bool {
 	if err == nil {
 		return false
 	}
 	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "unknown command") && (strings.Contains(msg, "fcall") || strings.Contains(msg, "function"))
+	return strings.HasPrefix(msg, "noperm") ||
+		strings.Contains(msg, "unknown command") && (strings.Contains(msg, "fcall") || strings.Contains(msg, "function"))
 }
 
 // refusedWhole reports whether err is Redis refusing a call of fn before

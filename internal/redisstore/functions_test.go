@@ -187,3 +187,44 @@ func TestFunctionsAreLoadedAgainAfterTheServerLostThem(t *testing.T) {
 		}
 	}
 }
+
+// An ACL user that may not load or call functions gets its scripts sent
+// with EVALSHA, after one refused try: its triggers work, and later calls
+// pay nothing for the try.
+func TestAUserWithoutFunctionsGetsItsScriptsAsEvalSha(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = admin.Close() })
+	ctx := context.Background()
+	for _, c := range []struct{ user, rules string }{
+		{"noload", "-function|load"},
+		{"nofcall", "-fcall"},
+	} {
+		t.Run(c.user, func(t *testing.T) {
+			if err := admin.Do(ctx, "ACL", "SETUSER", c.user, "on", ">pw", "~*", "&*", "+@all", c.rules).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: c.user, Password: "pw"})
+			t.Cleanup(func() { _ = rdb.Close() })
+			log := newScriptLog()
+			rdb.AddHook(log)
+			f := newFixture(t, &redistest.Backend{Client: rdb, Namespace: "acl-" + c.user})
+			for i := range 3 {
+				if r := f.enqueue(f.params("fn", fmt.Sprint("k", i), redisstore.StrategyStatus)); !r.Accepted {
+					t.Fatalf("trigger %d: %+v", i, r)
+				}
+			}
+			calls := log.take()
+			fcalls := 0
+			for _, call := range calls {
+				if call.cmd == "fcall" {
+					fcalls++
+				}
+			}
+			if fcalls > 1 || calls[len(calls)-1].cmd != "evalsha" {
+				t.Fatalf("calls %+v: want at most one FCALL, then EVALSHA", calls)
+			}
+		})
+	}
+}
