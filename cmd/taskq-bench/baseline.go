@@ -20,12 +20,14 @@ import (
 )
 
 // baseline builds the enqueue script calls exactly as the store would and
-// sends them with a plain go-redis client.
+// sends them with a plain go-redis client, in the store's form: FCALL of
+// the script's function where the server has functions, else EVALSHA.
 type baseline struct {
 	e     *env
 	rdb   *redis.Client
 	shape *redisstore.Store // builds KEYS/ARGV only; never sends
 	sha   string
+	fn    string // the function to FCALL; "" to send EVALSHA
 	// want is the expected first element of the reply: 1 created, 0 rejected.
 	want int64
 }
@@ -46,7 +48,25 @@ func newBaseline(ctx context.Context, e *env, want int64) (*baseline, error) {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("script SHA mismatch: server %s", sha)
 	}
-	return &baseline{e: e, rdb: rdb, shape: redisstore.New(rdb, e.ns), sha: sha, want: want}, nil
+	b := &baseline{e: e, rdb: rdb, shape: redisstore.New(rdb, e.ns), sha: sha, want: want}
+	fn, lib, err := redisstore.ScriptFunction("enqueue")
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	if rdb.FunctionLoadReplace(ctx, lib).Err() == nil {
+		b.fn = fn
+	}
+	return b, nil
+}
+
+// send queues or sends one call of the script on c (the client or a
+// pipeline).
+func (b *baseline) send(ctx context.Context, c redis.Cmdable, keys []string, args []any) *redis.Cmd {
+	if b.fn != "" {
+		return c.FCall(ctx, b.fn, keys, args...)
+	}
+	return c.EvalSha(ctx, b.sha, keys, args...)
 }
 
 // args builds what client.RunNoWait would send for the trigger with key k.
@@ -80,7 +100,7 @@ func (b *baseline) check(v any) error {
 func (b *baseline) call(keys func(int) string) func(ctx context.Context, i int) error {
 	return func(ctx context.Context, i int) error {
 		k, a := b.args(keys(i))
-		v, err := b.rdb.EvalSha(ctx, b.sha, k, a...).Result()
+		v, err := b.send(ctx, b.rdb, k, a).Result()
 		if err != nil {
 			return err
 		}
@@ -99,7 +119,7 @@ func (b *baseline) pipelined(ctx context.Context, label string, n, size int, key
 		cmds := make([]*redis.Cmd, 0, hi-lo)
 		for i := lo; i < hi; i++ {
 			k, a := b.args(keys(i))
-			cmds = append(cmds, pipe.EvalSha(ctx, b.sha, k, a...))
+			cmds = append(cmds, b.send(ctx, pipe, k, a))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err

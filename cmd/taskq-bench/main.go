@@ -2,8 +2,9 @@
 // by side in one run, and prints a table of figures and ratios:
 //
 //   - trigger: RunNoWait with unique keys from many concurrent callers,
-//     beside the enqueue script sent with EVALSHA from a plain go-redis
-//     client at the same concurrency;
+//     beside the enqueue script sent as the store sends it (FCALL of its
+//     function, or EVALSHA on a server without functions) from a plain
+//     go-redis client at the same concurrency;
 //   - dup: the same with every key already held (duplicate rejection);
 //   - e2e: no-op runs triggered and processed by workers to a terminal
 //     status, their keys released (status strategy);
@@ -99,7 +100,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured time before the latency measurement")
 	fs.IntVar(&c.memN, "mem-n", 1000, "runs measured (memory)")
 	fs.DurationVar(&c.retention, "retention", 3*time.Second, "run record retention (memory; at least 1s)")
-	variants := fs.String("variants", "", `run only these variants of trigger and dup, comma separated (e.g. "evalsha,taskq"); the first is the reference of the ratios`)
+	variants := fs.String("variants", "", `run only these variants of trigger and dup, comma separated (e.g. "script,taskq"); the first is the reference of the ratios`)
 	fs.StringVar(&c.keyBench, "key-bench", "", `key-derivation results: a file of "go test -bench" output, "" to run it, "off" to skip`)
 	fs.StringVar(&c.profileDir, "cpuprofile", "", "write CPU and allocation profiles of each measured variant into this directory")
 	fs.BoolVar(&c.verbose, "v", false, "log taskq's own warnings")

@@ -29,3 +29,16 @@ func ScriptFormSources(name string) []string {
 	}
 	return out
 }
+
+// ScriptFunction returns the named script as the store calls it on a
+// server with functions (see functions.go): the function's name for FCALL
+// and the library that defines it, for FUNCTION LOAD. Benchmarks use it to
+// send the same call as the store from a plain Redis client.
+func ScriptFunction(name string) (function, library string, err error) {
+	for _, sc := range allScripts {
+		if sc.name == name {
+			return sc.fn.name, sc.fn.lib, nil
+		}
+	}
+	return "", "", fmt.Errorf("redisstore: no script named %q", name)
+}
