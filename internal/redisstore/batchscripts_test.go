@@ -542,7 +542,8 @@ func TestFinishBoundsEntriesLingeringBehindALongRun(t *testing.T) {
 }
 
 // Outcomes recorded one per call, oldest first, while later deliveries are
-// still pending: the stream's acknowledged head goes by whole nodes, so it
+// still pending, the deliveries spread over ten workers: the stream's
+// acknowledged head goes by whole nodes, so it
 // keeps at most one node of acknowledged entries (100 by Redis's default
 // stream-node-max-entries) beside the pending ones, and nothing once the
 // last delivery ends.
@@ -560,15 +561,25 @@ func TestFinishTrimsTheAcknowledgedHeadWhileDeliveriesArePending(t *testing.T) {
 		if err := f.s.EnsureGroup(f.ctx, "t"); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := f.s.ReadGroup(f.ctx, 0, "w1", []string{"t"}, n, 0)
-		if err != nil || len(ds) != n {
-			t.Fatalf("read %d deliveries, %v; want %d", len(ds), err, n)
+		// Ten workers, each holding 30 deliveries.
+		var ds []redisstore.Delivery
+		consumer := map[string]string{}
+		for w := range 10 {
+			name := fmt.Sprint("w", w)
+			got, err := f.s.ReadGroup(f.ctx, 0, name, []string{"t"}, n/10, 0)
+			if err != nil || len(got) != n/10 {
+				t.Fatalf("worker %s read %d deliveries, %v; want %d", name, len(got), err, n/10)
+			}
+			for _, d := range got {
+				consumer[d.RunID] = name
+			}
+			ds = append(ds, got...)
 		}
 		finish := func(d redisstore.Delivery) {
 			t.Helper()
 			res, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: d.RunID, Attempt: d.Spec.Attempts + 1,
 				Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now, Task: d.Task, EntryID: d.EntryID,
-				Spec: d.Spec, Began: f.now, Consumer: "w1"}})
+				Spec: d.Spec, Began: f.now, Consumer: consumer[d.RunID]}})
 			if errs[0] != nil || !res[0].Written {
 				t.Fatalf("finish %s: %+v, %v", d.RunID, res[0], errs[0])
 			}

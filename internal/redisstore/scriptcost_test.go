@@ -214,6 +214,25 @@ func TestScriptCost(t *testing.T) {
 		}
 	})
 
+	// The same where the deliveries are spread over 100 workers, each a
+	// consumer of the group: what a call reads of the group must not grow
+	// with the workers.
+	const workers = 100
+	trigger(2*n+single, 2*n+2*single)
+	var spread []redisstore.Delivery
+	for w := 0; len(spread) < single; w = (w + 1) % workers {
+		got, err := st.ReadGroup(ctx, 0, fmt.Sprintf("w%d", w), []string{"noop"}, single/workers, -1)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("read for worker %d: %d deliveries, %v", w, len(got), err)
+		}
+		spread = append(spread, got...)
+	}
+	many := s.measure("finish, one outcome per call, 100 workers", func() {
+		for _, d := range spread {
+			finish([]*redisstore.FinishParams{outcome(d, d.Spec.Attempts+1, true)})
+		}
+	})
+
 	e, r, f := perRun(enq, 2*n), perRun(rd, 2*n), perRun(withOutcome, n)
 	t.Logf("instructions per run in redis-server, %d runs, %d per call:", n, batch)
 	t.Logf("  trigger (enqueue.lua)                  %8.0f", e)
@@ -222,6 +241,7 @@ func TestScriptCost(t *testing.T) {
 	t.Logf("  start (start.lua)                      %8.0f", perRun(start, n))
 	t.Logf("  finish after start                     %8.0f", perRun(afterStart, n))
 	t.Logf("  finish, one outcome per call           %8.0f", perRun(alone, single))
+	t.Logf("  the same, deliveries of 100 workers    %8.0f", perRun(many, single))
 	t.Logf("  short run processed / triggered        %8.2f", (r+f)/e)
 }
 

@@ -36,21 +36,25 @@ end
 -- node's acknowledged entries at the head; with none pending it is exact.
 -- Entries not yet delivered are never removed.
 local function taskq_trim_acked(stream, group, acked)
-  local p = redis.pcall('XPENDING', stream, group)
+  -- The oldest pending delivery, read alone: the summary form of XPENDING
+  -- lists every consumer of the group, so with 100 workers it made a
+  -- finish of one outcome cost 433k instructions instead of 185k.
+  local p = redis.pcall('XPENDING', stream, group, '-', '+', 1)
   if p.err then
     return -- no such stream or group: nothing to trim
   end
-  local pending, low = tonumber(p[1]) or 0, p[2]
+  local low = p[1] and p[1][1]
   -- MINID ~ drops whole nodes; an exact trim walks the head node entry by
   -- entry, which cost a finish of one outcome 36k instructions of its
   -- 234k. A drained stream (none pending) is trimmed exactly, to empty.
   local exact = not low
   -- Entries neither pending nor waiting to be delivered are acknowledged
-  -- ones waiting to be trimmed; XLEN - pending bounds them from above,
-  -- and only past the limit is the group's lag read to tell them apart.
-  local over = acked and #acked > 0 and redis.call('XLEN', stream) - pending > MAX_LINGERING_ENTRIES
+  -- ones waiting to be trimmed. There can be more than
+  -- MAX_LINGERING_ENTRIES only in a longer stream; only then is the group
+  -- read to tell them apart (its pending deliveries and its lag).
+  local over = acked and #acked > 0 and redis.call('XLEN', stream) > MAX_LINGERING_ENTRIES
   if not low or over then
-    local last, lag
+    local last, lag, pending
     for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
       local named = false
       for j = 1, #g, 2 do
@@ -60,6 +64,8 @@ local function taskq_trim_acked(stream, group, acked)
           last = g[j + 1]
         elseif named and g[j] == 'lag' then
           lag = tonumber(g[j + 1])
+        elseif named and g[j] == 'pending' then
+          pending = tonumber(g[j + 1])
         end
       end
       if named then
@@ -71,7 +77,7 @@ local function taskq_trim_acked(stream, group, acked)
     end
     -- Without a lag (Redis cannot tell it after some deletions) the
     -- waiting entries count as lingering too.
-    if over and redis.call('XLEN', stream) - pending - (lag or 0) > MAX_LINGERING_ENTRIES then
+    if over and redis.call('XLEN', stream) - (pending or 0) - (lag or 0) > MAX_LINGERING_ENTRIES then
       for j = 1, #acked, 1000 do
         redis.call('XDEL', stream, unpack(acked, j, math.min(j + 999, #acked)))
       end
