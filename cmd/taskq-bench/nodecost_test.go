@@ -8,7 +8,10 @@ package main
 // a replica, and a cluster node owning every slot, alone and feeding a
 // replica; each with one trigger per call and with RunMany batches of 16,
 // and on the cluster node the same batches in a namespace of 24
-// partitions (one script call per partition a batch touches). It tells
+// partitions (one script call per partition a batch touches); and per
+// completed run, triggered in batches of 16 and read and finished as a
+// worker of 100 slots does, 16 at a time on one partition, 4 at a time in
+// each of 24. It tells
 // what a node in cluster mode costs beside a single node, apart from the
 // noise of timed figures on shared cores. Run it with "make cluster-cost"
 // (valgrind must be installed); it is not part of the tests.
@@ -26,6 +29,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -38,7 +42,7 @@ func TestNodeCost(t *testing.T) {
 	const n = 1600
 	ctx := context.Background()
 	noop := task.Must[benchInput, benchResult]("noop", task.Options{Idempotency: task.Status(`input.id`, time.Hour)})
-	var lines []string
+	var lines, runLines []string
 	for _, kind := range []struct {
 		name             string
 		cluster, replica bool
@@ -95,14 +99,80 @@ func TestNodeCost(t *testing.T) {
 				})
 				lines = append(lines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins/n))
 			}
+			// A run's whole life: triggered in RunMany batches of 16, then
+			// read and finished perCall at a time in each partition, as a
+			// worker of 100 slots does under a backlog (it reads at most
+			// its free slots / P from each partition, and finishes the
+			// runs of a read together), with the handler begun by the
+			// finish (a short run).
+			measureRuns := func(label string, partitions, perCall int) {
+				ns := fmt.Sprintf("runs-%d-%d", partitions, perCall)
+				c, err := client.New(client.Options{RedisURL: url, Namespace: ns, Partitions: partitions,
+					DisableTriggerBatching: true, OperationTimeout: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				var rdb redis.UniversalClient = redis.NewClient(&redis.Options{Addr: m.addr, ReadTimeout: time.Minute})
+				if kind.cluster {
+					rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.addr}, ReadTimeout: time.Minute})
+				}
+				defer rdb.Close()
+				st := redisstore.NewPartitioned(rdb, ns, partitions)
+				if err := st.EnsureGroup(ctx, "noop"); err != nil {
+					t.Fatal(err)
+				}
+				life := func(prefix string, runs int) {
+					for i := 0; i < runs; i += 16 {
+						in := make([]benchInput, 0, 16)
+						for j := i; j < min(i+16, runs); j++ {
+							in = append(in, benchInput{ID: fmt.Sprintf("%s-%d", prefix, j)})
+						}
+						if _, err := client.RunMany(ctx, c, noop, in); err != nil {
+							t.Fatal(err)
+						}
+					}
+					for done := 0; done < runs; {
+						for part := range partitions {
+							ds, err := st.ReadGroup(ctx, part, "w1", []string{"noop"}, perCall, -1)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if len(ds) == 0 {
+								continue
+							}
+							now := time.Now()
+							ps := make([]*redisstore.FinishParams, len(ds))
+							for k, d := range ds {
+								ps[k] = &redisstore.FinishParams{RunID: d.RunID, Attempt: d.Spec.Attempts + 1,
+									Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: now, Task: d.Task,
+									EntryID: d.EntryID, Spec: d.Spec, Began: now, Consumer: "w1"}
+							}
+							res, errs := st.FinishBatch(ctx, ps)
+							for k := range ps {
+								if errs[k] != nil || !res[k].Written {
+									t.Fatalf("finish %s: %+v, %v", ps[k].RunID, res[k], errs[k])
+								}
+							}
+							done += len(ds)
+						}
+					}
+				}
+				life("warm", 50) // loads the scripts, records the namespace
+				ins := m.count(t, func() { life("k", n) })
+				runLines = append(runLines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins/n))
+			}
 			measure("P=1, one trigger per call", 1, 1)
 			measure("P=1, RunMany x16", 1, 16)
+			measureRuns("P=1, 16 per read and finish", 1, 16)
 			if kind.cluster {
 				measure("P=24, RunMany x16", 24, 16)
+				measureRuns("P=24, 4 per read and finish", 24, 4)
 			}
 		})
 	}
 	t.Logf("instructions per trigger in the node, %d triggers:\n%s", n, strings.Join(lines, "\n"))
+	t.Logf("instructions per completed run in the node (trigger, read, finish), %d runs:\n%s", n, strings.Join(runLines, "\n"))
 }
 
 // counted is a redis-server of the test's own, under callgrind when asked.
