@@ -68,35 +68,9 @@ func TestNodeCost(t *testing.T) {
 				})
 			}
 			measure := func(label string, partitions, batch int) {
-				ns := fmt.Sprintf("cost-%d-%d", partitions, batch)
-				c, err := client.New(client.Options{RedisURL: url, Namespace: ns, Partitions: partitions,
-					DisableTriggerBatching: true, OperationTimeout: time.Minute})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				for i := 0; i < 50; i++ { // loads the script, records the namespace
-					if _, err := client.RunNoWait(ctx, c, noop, benchInput{ID: fmt.Sprintf("warm-%d", i)}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				ins := m.count(t, func() {
-					for i := 0; i < n; i += batch {
-						in := make([]benchInput, 0, batch)
-						for j := i; j < i+batch; j++ {
-							in = append(in, benchInput{ID: fmt.Sprintf("k-%d", j)})
-						}
-						var err error
-						if batch == 1 {
-							_, err = client.RunNoWait(ctx, c, noop, in[0])
-						} else {
-							_, err = client.RunMany(ctx, c, noop, in)
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
-					}
-				})
+				c := costClient(t, url, fmt.Sprintf("cost-%d-%d", partitions, batch), partitions)
+				trigger(ctx, t, c, noop, "warm", 50, 1) // loads the script, records the namespace
+				ins := m.count(t, func() { trigger(ctx, t, c, noop, "k", n, batch) })
 				lines = append(lines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins/n))
 			}
 			// A run's whole life: triggered in RunMany batches of 16, then
@@ -107,12 +81,7 @@ func TestNodeCost(t *testing.T) {
 			// finish (a short run).
 			measureRuns := func(label string, partitions, perCall int) {
 				ns := fmt.Sprintf("runs-%d-%d", partitions, perCall)
-				c, err := client.New(client.Options{RedisURL: url, Namespace: ns, Partitions: partitions,
-					DisableTriggerBatching: true, OperationTimeout: time.Minute})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
+				c := costClient(t, url, ns, partitions)
 				var rdb redis.UniversalClient = redis.NewClient(&redis.Options{Addr: m.addr, ReadTimeout: time.Minute})
 				if kind.cluster {
 					rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.addr}, ReadTimeout: time.Minute})
@@ -123,15 +92,7 @@ func TestNodeCost(t *testing.T) {
 					t.Fatal(err)
 				}
 				life := func(prefix string, runs int) {
-					for i := 0; i < runs; i += 16 {
-						in := make([]benchInput, 0, 16)
-						for j := i; j < min(i+16, runs); j++ {
-							in = append(in, benchInput{ID: fmt.Sprintf("%s-%d", prefix, j)})
-						}
-						if _, err := client.RunMany(ctx, c, noop, in); err != nil {
-							t.Fatal(err)
-						}
-					}
+					trigger(ctx, t, c, noop, prefix, runs, 16)
 					for done := 0; done < runs; {
 						for part := range partitions {
 							ds, err := st.ReadGroup(ctx, part, "w1", []string{"noop"}, perCall, -1)
@@ -173,6 +134,41 @@ func TestNodeCost(t *testing.T) {
 	}
 	t.Logf("instructions per trigger in the node, %d triggers:\n%s", n, strings.Join(lines, "\n"))
 	t.Logf("instructions per completed run in the node (trigger, read, finish), %d runs:\n%s", n, strings.Join(runLines, "\n"))
+}
+
+// costClient returns a client of namespace ns with partitions partitions
+// that sends each trigger or RunMany as it comes (no batching), closed
+// when the test ends.
+func costClient(t *testing.T, url, ns string, partitions int) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Options{RedisURL: url, Namespace: ns, Partitions: partitions,
+		DisableTriggerBatching: true, OperationTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// trigger triggers runs of noop with the keys prefix-0 .. prefix-(n-1),
+// batch at a time: RunMany, or RunNoWait for a batch of 1.
+func trigger(ctx context.Context, t *testing.T, c *client.Client, noop *task.Task[benchInput, benchResult], prefix string, n, batch int) {
+	t.Helper()
+	for i := 0; i < n; i += batch {
+		in := make([]benchInput, 0, batch)
+		for j := i; j < min(i+batch, n); j++ {
+			in = append(in, benchInput{ID: fmt.Sprintf("%s-%d", prefix, j)})
+		}
+		var err error
+		if batch == 1 {
+			_, err = client.RunNoWait(ctx, c, noop, in[0])
+		} else {
+			_, err = client.RunMany(ctx, c, noop, in)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // counted is a redis-server of the test's own, under callgrind when asked.
