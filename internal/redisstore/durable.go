@@ -464,12 +464,14 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 			// functions.go): sent again as the script.
 			source[i] = true
 		case fn != nil && (isFunctionMissing(err) || functionsUnsupported(err)):
-			// Loaded again (or, without functions, as a script) before the
-			// call is sent again.
+			// The call is sent again with the script's source, which runs
+			// wherever it goes; the next durable call loads the library
+			// again (or, without functions, the script).
 			if functionsUnsupported(err) {
 				s.noFunctions.Store(true)
 			}
 			s.loaded.Delete(loadedKey{node, sc})
+			source[i] = true
 		case run != sc.plain && sc.plain != nil && shebangUnsupported(err):
 			s.plain.Store(true)
 		case isRedirect(err):

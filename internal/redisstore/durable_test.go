@@ -319,19 +319,17 @@ func TestDurableFsyncNeedsRedis72(t *testing.T) {
 
 // A script cache emptied after the store loaded the script (a restart, a
 // failover to a replica that never ran it) costs a second pipeline, not
-// the trigger: the call that met "Function not found" is sent again once
-// its library is loaded again, or, sent with EVALSHA, the call that met
-// NOSCRIPT is sent again with the script's source; either with its own
-// WAIT.
+// the trigger: the call that met "Function not found" (or, sent with
+// EVALSHA, NOSCRIPT) is sent again with the script's source, with its own
+// WAIT, and the function's library is loaded again for the calls after.
 func TestDurableTriggerAfterTheScriptCacheIsFlushed(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name    string
-		evalsha bool   // the store sends EVALSHA
-		resent  string // the command sent again
+		evalsha bool // the store sends EVALSHA
 	}{
-		{"function", false, "function"},
-		{"evalsha", true, "eval"},
+		{"function", false},
+		{"evalsha", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rs := startReplicated(t)
@@ -340,7 +338,7 @@ func TestDurableTriggerAfterTheScriptCacheIsFlushed(t *testing.T) {
 				f.s.SendScriptsWithEvalSha()
 			}
 			d := redisstore.Durability{Replicas: 1, Timeout: 5 * time.Second}
-			ps := durable(f.statusRuns("ship", "a", "b"), d)
+			ps := durable(f.statusRuns("ship", "a", "b", "c"), d)
 			if r, err := f.s.Enqueue(f.ctx, ps[0]); err != nil || !r.Ack.Reached() {
 				t.Fatalf("first trigger: %+v, %v", r, err)
 			}
@@ -355,8 +353,18 @@ func TestDurableTriggerAfterTheScriptCacheIsFlushed(t *testing.T) {
 			if err != nil || r.Outcome != redisstore.TriggerCreated || !r.Ack.Reached() {
 				t.Fatalf("trigger after the flush: %+v, %v", r, err)
 			}
-			if rs.hook.count(c.resent) != 1 || rs.hook.count("script call that ran") != 1 || rs.hook.count("wait") != 2 {
-				t.Fatalf("sent %v, want the call again after %s, with a second WAIT", rs.hook.n, c.resent)
+			if rs.hook.count("eval") != 1 || rs.hook.count("script call that ran") != 1 || rs.hook.count("wait") != 2 {
+				t.Fatalf("sent %v, want the call again as EVAL, with a second WAIT", rs.hook.n)
+			}
+			if c.evalsha {
+				return
+			}
+			rs.hook.reset()
+			if r, err := f.s.Enqueue(f.ctx, ps[2]); err != nil || !r.Ack.Reached() {
+				t.Fatalf("third trigger: %+v, %v", r, err)
+			}
+			if rs.hook.count("fcall") != 1 || rs.hook.count("eval") != 0 || rs.hook.count("wait") != 1 {
+				t.Fatalf("third trigger sent %v, want one FCALL of the library loaded again and one WAIT", rs.hook.n)
 			}
 		})
 	}

@@ -172,6 +172,10 @@ func (s *Store) callFunction(ctx context.Context, fn *function, keys []string, a
 		v, err = s.rdb.FCall(ctx, fn.name, keys, args...).Result()
 	}
 	switch {
+	case isFunctionMissing(err):
+		// Still missing where the call went (its slot moved to a node
+		// the load did not reach): nothing ran; sent as a script.
+		return nil, errNotAsFunction
 	case functionsUnsupported(err):
 		s.noFunctions.Store(true)
 		return nil, errNotAsFunction

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -226,5 +227,49 @@ func TestAUserWithoutFunctionsGetsItsScriptsAsEvalSha(t *testing.T) {
 				t.Fatalf("calls %+v: want at most one FCALL, then EVALSHA", calls)
 			}
 		})
+	}
+}
+
+// missingFunctions is a go-redis hook that answers every FCALL as a node
+// without the function would, without sending it.
+type missingFunctions struct{}
+
+func (missingFunctions) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (missingFunctions) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.ToLower(cmd.Name()) == "fcall" {
+			err := errors.New("ERR Function not found")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+func (missingFunctions) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A function still missing after its library was loaded (the call went to
+// a node the load did not reach, as while a slot moves) did not run: the
+// call is sent as a script instead, and the trigger is not failed.
+func TestACallWhoseFunctionStaysMissingIsSentAsAScript(t *testing.T) {
+	b := redistest.Real(t)
+	rdb := b.NewClient(t)
+	log := newScriptLog()
+	rdb.AddHook(log)
+	rdb.AddHook(missingFunctions{})
+	f := newFixture(t, &redistest.Backend{Client: rdb, Namespace: b.Namespace})
+	if r := f.enqueue(f.params("fn", "k", redisstore.StrategyStatus)); !r.Accepted {
+		t.Fatalf("trigger: %+v", r)
+	}
+	ran := false
+	for _, c := range log.take() {
+		if c.cmd == "fcall" && c.ran {
+			t.Fatalf("an FCALL ran: %+v", c)
+		}
+		ran = ran || c.ran && c.script == "enqueue" && (c.cmd == "evalsha" || c.cmd == "eval")
+	}
+	if !ran {
+		t.Fatal("the trigger was not sent as a script")
 	}
 }
