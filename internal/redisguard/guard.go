@@ -88,11 +88,14 @@ type Guard struct {
 	opts Options
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	st     Status
-	cancel context.CancelFunc // ends the loop
-	done   chan struct{}      // closed when the loop has ended
-	closed bool
+	// checking lets one check run at a time, so that each logs what
+	// changed since the one before it.
+	checking sync.Mutex
+	mu       sync.Mutex
+	st       Status
+	cancel   context.CancelFunc // ends the loop
+	done     chan struct{}      // closed when the loop has ended
+	closed   bool
 }
 
 // New returns a Guard of rdb. It does nothing until Start.
@@ -197,8 +200,13 @@ func (g *Guard) check(ctx context.Context, atStart bool) Status {
 		err = nil // answered: unsafe, as below
 	}
 
+	// What changed is logged before the status says so: a caller that
+	// sees Redis turn unsafe (Err, readiness) finds the reason logged.
+	g.checking.Lock()
+	defer g.checking.Unlock()
 	g.mu.Lock()
 	prev := g.st
+	g.mu.Unlock()
 	st := prev
 	st.ReachErr = err
 	if err == nil {
@@ -211,8 +219,6 @@ func (g *Guard) check(ctx context.Context, atStart bool) Status {
 			st.Accepted = true
 		}
 	}
-	g.st = st
-	g.mu.Unlock()
 
 	switch {
 	case err != nil:
@@ -230,6 +236,9 @@ func (g *Guard) check(ctx context.Context, atStart bool) Status {
 	case st.Unsafe == nil && prev.Unsafe != nil:
 		g.log.Info("taskq: Redis's maxmemory-policy is noeviction again", "nodes", fmt.Sprint(policies(nodes)))
 	}
+	g.mu.Lock()
+	g.st = st
+	g.mu.Unlock()
 	return g.Status()
 }
 
