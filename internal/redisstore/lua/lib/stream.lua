@@ -52,7 +52,8 @@ local function taskq_trim_acked(stream, group, acked)
   -- ones waiting to be trimmed. There can be more than
   -- MAX_LINGERING_ENTRIES only in a longer stream; only then is the group
   -- read to tell them apart (its pending deliveries and its lag).
-  local over = acked and #acked > 0 and redis.call('XLEN', stream) > MAX_LINGERING_ENTRIES
+  local len = acked and #acked > 0 and redis.call('XLEN', stream)
+  local over = len and len > MAX_LINGERING_ENTRIES
   if not low or over then
     local last, lag, pending
     for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
@@ -77,7 +78,7 @@ local function taskq_trim_acked(stream, group, acked)
     end
     -- Without a lag (Redis cannot tell it after some deletions) the
     -- waiting entries count as lingering too.
-    if over and redis.call('XLEN', stream) - (pending or 0) - (lag or 0) > MAX_LINGERING_ENTRIES then
+    if over and len - (pending or 0) - (lag or 0) > MAX_LINGERING_ENTRIES then
       for j = 1, #acked, 1000 do
         redis.call('XDEL', stream, unpack(acked, j, math.min(j + 999, #acked)))
       end
