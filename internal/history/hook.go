@@ -231,7 +231,7 @@ func (h *Hook) parse(args []any) []Op {
 	var ops []Op
 	switch name {
 	case "enqueue":
-		for _, it := range redisstore.EnqueueItems(nkeys, sargv) {
+		for _, it := range redisstore.EnqueueItems(sargv) {
 			hold, _ := strconv.ParseInt(it.Hold, 10, 64)
 			retain, _ := strconv.ParseInt(it.Retain, 10, 64)
 			ops = append(ops, Op{Kind: KindEnqueue, RunID: it.RunID, Task: it.Task, Token: token(it.Input), Key: it.Key,

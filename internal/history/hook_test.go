@@ -20,14 +20,20 @@ func hooked(t *testing.T) (ctx context.Context, now time.Time, st *redisstore.St
 	b := redistest.Real(t)
 	rdb = redis.NewClient(&redis.Options{Addr: b.Client.(*redis.Client).Options().Addr})
 	t.Cleanup(func() { rdb.Close() })
-	// With the scripts cached, the first call of each is not answered
-	// NOSCRIPT, which the hook would rightly record as of unknown outcome.
+	// With the scripts cached and their functions loaded, the first call of
+	// each is not answered NOSCRIPT or "Function not found", which the hook
+	// would rightly record as of unknown outcome.
 	for _, name := range redisstore.ScriptNames() {
 		src, err := redisstore.ScriptSource(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := rdb.ScriptLoad(context.Background(), src).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, lib, err := redisstore.ScriptFunction(name); err != nil {
+			t.Fatal(err)
+		} else if err := rdb.FunctionLoadReplace(context.Background(), lib).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

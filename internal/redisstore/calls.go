@@ -15,9 +15,13 @@ type EnqueueItem struct {
 	RunID, Task, Input, Key, Strategy, Hold, Retain, Policy string
 }
 
-// EnqueueItems reads the triggers of a call of enqueue.lua with nkeys KEYS.
-func EnqueueItems(nkeys int, argv []string) []EnqueueItem {
-	n := (nkeys - enqueueKeyCount) / enqueueItemKeyCount
+// EnqueueItems reads the triggers of a call of enqueue.lua.
+func EnqueueItems(argv []string) []EnqueueItem {
+	n := 0
+	if len(argv) >= enqueueArgTriggers {
+		n, _ = strconv.Atoi(argv[enqueueArgTriggers-1])
+	}
+	n = min(max(n, 0), max(len(argv)-enqueueArgCount, 0)/enqueueItemArgCount)
 	out := make([]EnqueueItem, n)
 	for i := range out {
 		f := itemArgs(argv, enqueueArgCount+enqueueItemArgCount*i)

@@ -70,7 +70,7 @@ func TestScriptCallsReadBackWhatTheStoreSent(t *testing.T) {
 			t.Fatal(errs)
 		}
 		nkeys, argv := log.last(t)
-		enq := redisstore.EnqueueItems(nkeys, argv)
+		enq := redisstore.EnqueueItems(argv)
 		if len(enq) != 2 {
 			t.Fatalf("enqueue items = %+v", enq)
 		}

@@ -24,7 +24,7 @@ var enqueueScript = loadScript("enqueue", enqueueModules...)
 // window.
 const (
 	enqueueScheduledMark = "  -- @scheduled: the scheduled form reads the trigger's delay here\n"
-	enqueueScheduledRead = "  delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT" +
+	enqueueScheduledRead = "  delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * tonumber(ARGV[ARG_TRIGGERS])" +
 		" + (a - ARG_COUNT - 1) / ITEM_ARG_COUNT + 1]\n"
 )
 
@@ -141,23 +141,13 @@ type EnqueueResult struct {
 	Ack *Ack
 }
 
-// appendEnqueue appends one trigger's KEYS and ARGV, in the layout of
-// enqueue.lua, to keys and args (which must start with the script's
-// header, enqueueHeader, of the same partition's keys ks).
-func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]string, []any) {
+// appendEnqueue appends one trigger's ARGV, in the layout of
+// enqueue.lua, to args (which must start with the script's header,
+// enqueueHeader). Its keys the script builds from the prefix.
+func appendEnqueue(args []any, p *EnqueueParams) []any {
 	strat := p.Strategy
 	if strat == "" {
 		strat = StrategyNone
-	}
-	run := ks.Run(p.RunID)
-	idem := run // a placeholder the script never touches
-	if strat != StrategyNone {
-		idem = ks.IdempotencyKey(p.Key)
-	}
-	k := [enqueueItemKeyCount]string{
-		enqueueItemKeyRun:         run,
-		enqueueItemKeyStream:      ks.Stream(p.Task),
-		enqueueItemKeyIdempotency: idem,
 	}
 	meta := p.Meta
 	if len(meta) == 0 {
@@ -183,7 +173,7 @@ func appendEnqueue(ks Keys, keys []string, args []any, p *EnqueueParams) ([]stri
 		enqueueItemArgPolicy: policyArg(policy, maxSignals, p.SignalID),
 		enqueueItemArgDigest: InputDigest(p.Input),
 	}
-	return append(keys, k[:]...), append(args, a[:]...)
+	return append(args, a[:]...)
 }
 
 // policyArg is a trigger's policy as enqueue.lua takes it: the policy, or
@@ -206,9 +196,12 @@ func enqueueHeader(ks Keys, n int, suppressedCap, source string) ([]string, []an
 		enqueueArgGroup:         GroupName,
 		enqueueArgSuppressedCap: suppressedCap,
 		enqueueArgSource:        sourceOf(source),
+		enqueueArgTriggers:      n,
 	}
-	keys := make([]string, enqueueKeyCount, enqueueKeyCount+enqueueItemKeyCount*n)
-	return keys, append(make([]any, 0, enqueueArgCount+enqueueItemArgCount*n), a[1:]...)
+	k := [1 + enqueueKeyCount]string{enqueueKeyRuns: ks.Runs()}
+	// One more ARGV per trigger than the plain form needs: room for the
+	// scheduled form's delays.
+	return k[1:], append(make([]any, 0, enqueueArgCount+(enqueueItemArgCount+1)*n), a[1:]...)
 }
 
 // enqueueCreatedSuperseding is the code enqueue.lua answers a trigger
@@ -356,7 +349,7 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 		ks := parts.Keys(parts.place(ps[items[0]]))
 		keys, args := enqueueHeader(ks, len(items), capPer, ps[items[0]].Source)
 		for _, i := range items {
-			keys, args = appendEnqueue(ks, keys, args, ps[i])
+			args = appendEnqueue(args, ps[i])
 		}
 		if later {
 			args = appendDelays(args, ps, items)
@@ -434,5 +427,5 @@ func (s *Store) EnqueueCall(p *EnqueueParams) (keys []string, args []any) {
 	}
 	ks := parts.Keys(parts.place(p))
 	keys, args = enqueueHeader(ks, 1, s.suppressedCap(parts.Count()), p.Source)
-	return appendEnqueue(ks, keys, args, p)
+	return keys, appendEnqueue(args, p)
 }

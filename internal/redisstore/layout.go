@@ -129,6 +129,11 @@ const (
 	scheduleUpdated    = "updated" // when its definition was last written
 )
 
+// noMeta is a run's metadata when it has none. The trigger scripts do not
+// write it to the record or the stream entry (a field fewer costs a
+// trigger less), and the store reads an absent field as it.
+const noMeta = "{}"
+
 // Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
 // unix ms, durations ms.
 //
@@ -137,7 +142,7 @@ const (
 	runTask           = "task"     // task name
 	runStatus         = "status"   // queued | running | succeeded | failed | cancelled
 	runInput          = "input"    // input (JSON)
-	runMeta           = "meta"     // additional metadata (JSON)
+	runMeta           = "meta"     // additional metadata (JSON), absent for none (noMeta)
 	runIdempotencyKey = "key"      // idempotency key as the user sees it ("" when not deduplicated)
 	runSpec           = "spec"     // the run's settings: its spec without fails and attempts (see the spec below)
 	runEntry          = "entry"    // stream entry ID of the run's delivery ("" while it has none)
@@ -181,7 +186,7 @@ const (
 const (
 	entryRunID          = "r" // run ID
 	entryInput          = "i" // input (JSON)
-	entryMeta           = "m" // additional metadata (JSON)
+	entryMeta           = "m" // additional metadata (JSON), absent for none (noMeta)
 	entryIdempotencyKey = "k" // idempotency key as the user sees it
 	entrySpec           = "o" // the run's spec, see taskq_spec
 )
@@ -294,22 +299,14 @@ const MaxLingeringEntries = 10000
 //
 //taskq:lua script enqueue
 const (
-	enqueueKeyCount         = 0 // KEYS before the first trigger's: none
+	enqueueKeyRuns          = 1 // runs index taskq:{ns}:runs
+	enqueueKeyCount         = 1 // KEYS of a call: the triggers' own keys the script builds
 	enqueueArgPrefix        = 1 // key prefix taskq:{ns}:
 	enqueueArgGroup         = 2 // consumer group
 	enqueueArgSuppressedCap = 3 // most entries of the partition's suppressed-trigger stream (0: none recorded)
 	enqueueArgSource        = 4 // where the call's triggers come from, recorded when one creates no run
-	enqueueArgCount         = 4 // ARGV before the first trigger's
-)
-
-// enqueue.lua: KEYS of one trigger.
-//
-//taskq:lua script enqueue
-const (
-	enqueueItemKeyRun         = iota // run hash
-	enqueueItemKeyStream             // task stream
-	enqueueItemKeyIdempotency        // idempotency key (the run hash again under strategy none)
-	enqueueItemKeyCount
+	enqueueArgTriggers      = 5 // how many triggers the call carries
+	enqueueArgCount         = 5 // ARGV before the first trigger's
 )
 
 // enqueue.lua: ARGV of one trigger.

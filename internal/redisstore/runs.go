@@ -79,8 +79,10 @@ func parseRun(id string, h map[string]string) *Run {
 	if v, ok := h[runInput]; ok {
 		r.Input = []byte(v)
 	}
-	if v, ok := h[runMeta]; ok {
+	if v, ok := h[runMeta]; ok && v != "" {
 		r.Meta = []byte(v)
+	} else {
+		r.Meta = []byte(noMeta) // not written when there is none
 	}
 	if v, ok := h[runResult]; ok {
 		r.Result = []byte(v)

@@ -326,3 +326,55 @@ func TestRunsRecordedBeforeTheSpecFieldKeepTheirSettings(t *testing.T) {
 		}
 	})
 }
+
+// A run without metadata ({}, the common case) has no metadata field in
+// its record or its stream entry, and reads as {} wherever it is read: the
+// delivery, a start from the record, the record itself and a redelivery
+// after a retry. A run with metadata has it in both.
+func TestRunWithoutMetadataWritesNoneAndReadsAsEmpty(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		bare, tagged := f.params("t", "k1", redisstore.StrategyStatus), f.params("t", "k2", redisstore.StrategyStatus)
+		tagged.Meta = []byte(`{"tenant":"x"}`)
+		f.enqueue(bare)
+		f.enqueue(tagged)
+		if ok := b.Client.HExists(f.ctx, f.k.Run(bare.RunID), "meta").Val(); ok {
+			t.Error("the record of a run without metadata has a meta field")
+		}
+		if v := b.Client.HGet(f.ctx, f.k.Run(tagged.RunID), "meta").Val(); v != string(tagged.Meta) {
+			t.Errorf("record meta = %q, want %q", v, tagged.Meta)
+		}
+		entries := b.Client.XRange(f.ctx, f.k.Stream("t"), "-", "+").Val()
+		if len(entries) != 2 {
+			t.Fatalf("stream holds %d entries, want 2", len(entries))
+		}
+		if _, ok := entries[0].Values["m"]; ok {
+			t.Errorf("the entry of a run without metadata carries it: %v", entries[0].Values)
+		}
+		if entries[1].Values["m"] != string(tagged.Meta) {
+			t.Errorf("entry meta = %v, want %s", entries[1].Values["m"], tagged.Meta)
+		}
+		ds := f.read("t", "w1")
+		if len(ds) != 2 || string(ds[0].Spec.Meta) != "{}" || string(ds[1].Spec.Meta) != string(tagged.Meta) {
+			t.Fatalf("deliveries' metadata: %+v", ds)
+		}
+		for i, p := range []*redisstore.EnqueueParams{bare, tagged} {
+			run, err := f.s.GetRun(f.ctx, p.RunID)
+			if err != nil || string(run.Meta) != string(p.Meta) {
+				t.Errorf("run %s metadata = %q, %v; want %s", p.RunID, run.Meta, err, p.Meta)
+			}
+			st := f.start(redisstore.Delivery{Task: "t", EntryID: ds[i].EntryID, RunID: p.RunID}, "w1")
+			if st.Spec == nil || string(st.Spec.Meta) != string(p.Meta) {
+				t.Fatalf("start from the record of %s read %+v, want metadata %s", p.RunID, st.Spec, p.Meta)
+			}
+			f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
+		}
+		if n, err := f.s.Promote(f.ctx, 0, f.now.Add(time.Hour), 10); err != nil || n != 2 {
+			t.Fatalf("promote = %d, %v", n, err)
+		}
+		ds = f.read("t", "w1")
+		if len(ds) != 2 || string(ds[0].Spec.Meta) != "{}" || string(ds[1].Spec.Meta) != string(tagged.Meta) {
+			t.Fatalf("redeliveries' metadata: %+v, %+v", ds[0].Spec, ds[1].Spec)
+		}
+	})
+}

@@ -107,6 +107,9 @@ func parseSpec(v map[string]any) *RunSpec {
 	}
 	in, _ := v[entryInput].(string)
 	meta, _ := v[entryMeta].(string)
+	if meta == "" {
+		meta = noMeta // not written when there is none
+	}
 	key, _ := v[entryIdempotencyKey].(string)
 	return &RunSpec{
 		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: strat,

@@ -50,7 +50,7 @@ func (c *enqueueCounter) triggers(cmd redis.Cmder) int {
 	for _, v := range a[min(3+n, len(a)):] {
 		argv = append(argv, fmt.Sprint(v))
 	}
-	return len(redisstore.EnqueueItems(n, argv))
+	return len(redisstore.EnqueueItems(argv))
 }
 
 func (c *enqueueCounter) DialHook(next redis.DialHook) redis.DialHook {

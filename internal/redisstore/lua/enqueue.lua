@@ -6,23 +6,24 @@
 -- is written whole or not at all (see taskq_claim_write), and one refused
 -- trigger does not stop the others.
 --
--- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (3) per trigger i (i = 0, 1, ...),
--- at 3i+1 .. 3i+3:
---   +0 ITEM_KEY_RUN          run hash          taskq:{ns}:run:<run id>
---   +1 ITEM_KEY_STREAM       task stream       taskq:{ns}:stream:<task>
---   +2 ITEM_KEY_IDEMPOTENCY  idempotency key   taskq:{ns}:key:<key>   (the run
---                                              hash again when the strategy
---                                              is "none")
--- The runs index, taskq:{ns}:runs, and the retry zset, taskq:{ns}:retry,
--- are the partition's, built from the prefix.
--- ARGV: ARG_COUNT (4) first,
+-- KEYS: KEY_COUNT (1):
+--   KEYS[1] KEY_RUNS  runs index  taskq:{ns}:runs
+-- A trigger's own keys, its run hash taskq:{ns}:run:<run id>, its task's
+-- stream taskq:{ns}:stream:<task> and its idempotency key
+-- taskq:{ns}:key:<key>, are built from the prefix with the run ID, task
+-- and key it is given, as is the partition's retry zset taskq:{ns}:retry:
+-- all share the runs index's hash tag. Sending them as KEYS as well would
+-- cost Redis more per trigger than building them (each argument is read,
+-- made an object and handed to Lua), and a duplicate needs only its key.
+-- ARGV: ARG_COUNT (5) first,
 --   ARGV[1] ARG_PREFIX          key prefix taskq:{ns}:
 --   ARGV[2] ARG_GROUP           consumer group
 --   ARGV[3] ARG_SUPPRESSED_CAP  most entries of the partition's suppressed-
 --                               trigger stream ('0' records none)
 --   ARGV[4] ARG_SOURCE          where the call's triggers come from
 --                               (client | http | cli | ...)
--- then ITEM_ARG_COUNT (9) per trigger i, at 9i+5 .. 9i+13:
+--   ARGV[5] ARG_TRIGGERS        how many triggers the call carries, n
+-- then ITEM_ARG_COUNT (9) per trigger i, at 9i+6 .. 9i+14:
 --   +0  ITEM_ARG_RUN_ID          run id
 --   +1  ITEM_ARG_TASK            task name
 --   +2  ITEM_ARG_INPUT           input (JSON)
@@ -38,7 +39,9 @@
 --                                time, most deliveries, retain and retention
 --                                ms; written as it is to the record and the
 --                                stream entry
---   +6  ITEM_ARG_NOW             now (unix ms)
+--   +6  ITEM_ARG_NOW             now (unix ms), the spec's creation time
+--                                (an argument of its own costs Redis less
+--                                than reading it from the spec)
 --   +7  ITEM_ARG_POLICY          conflict policy: reject | attach | supersede,
 --                                or "signal <max> <signal id>" for policy
 --                                signal, max the most signals a run may hold
@@ -49,7 +52,7 @@
 -- enqueue.go), sent only for calls with a trigger that asks to run later,
 -- takes one more ARGV per trigger after the last trigger's: the delay in ms
 -- of trigger i (0 queues it at once), at ARG_COUNT + ITEM_ARG_COUNT * n + i
--- for n triggers. A delayed run is created queued, in the partition's retry
+-- + 1. A delayed run is created queued, in the partition's retry
 -- zset taskq:{ns}:retry at now + delay instead of its task stream, with its
 -- key claimed at once; promote.lua queues it when it is due. Every other
 -- call sends the form without it, which pays nothing for scheduling.
@@ -87,20 +90,19 @@
 -- is answered as that run's duplicate, and nothing is written either way.
 
 local prefix, group, suppressed_cap = ARGV[ARG_PREFIX], ARGV[ARG_GROUP], ARGV[ARG_SUPPRESSED_CAP]
-local retry_key, runs_key = taskq_key_retry(prefix), taskq_key_runs(prefix)
+local retry_key, runs_key = taskq_key_retry(prefix), KEYS[KEY_RUNS]
 local recs, nrecs = {}, 0 -- suppressed triggers' records
 
--- One trigger, whose KEYS start at k and ARGV at a: its code and values,
--- or an error reply.
-local function trigger(k, a)
+-- One trigger, whose ARGV start at a: its code and values, or an error
+-- reply.
+local function trigger(a)
   local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
     ARGV[a + ITEM_ARG_META]
   local spec, now, policy = ARGV[a + ITEM_ARG_SPEC], ARGV[a + ITEM_ARG_NOW], ARGV[a + ITEM_ARG_POLICY]
-  local run_key = KEYS[k + ITEM_KEY_RUN]
   local strat, hold = taskq_spec_head(spec)
   local key, idem_key, delay = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], nil, nil
   if strat ~= 'none' then
-    idem_key = KEYS[k + ITEM_KEY_IDEMPOTENCY]
+    idem_key = taskq_key_idempotency(prefix, key)
   end
   if strat == 'debounce' then
     delay = hold
@@ -118,9 +120,14 @@ local function trigger(k, a)
   end
   -- A run ID with a record is a resend of a trigger that created it, whose
   -- run holds the key, or an ID in use: looked at only where the key does
-  -- not name another run, so that a duplicate costs no more.
-  if (not owner or owner == run_id or prev_owner == run_id) and redis.call('EXISTS', run_key) == 1 then
-    return taskq_claim_existing(run_key, run_id, task, spec)
+  -- not name another run, so that a duplicate costs no more. The run key
+  -- is built here for the same reason; every trigger past "if owner" has it.
+  local run_key
+  if not owner or owner == run_id or prev_owner == run_id then
+    run_key = taskq_key_run(prefix, run_id)
+    if redis.call('EXISTS', run_key) == 1 then
+      return taskq_claim_existing(run_key, run_id, task, spec)
+    end
   end
   if owner then
     local code, x, outcome = 0, nil, 'rejected'
@@ -144,8 +151,8 @@ local function trigger(k, a)
     nrecs = nrecs + 2
     return code, owner, x
   end
-  local entry = taskq_claim_run(run_key, KEYS[k + ITEM_KEY_STREAM], runs_key, idem_key, run_id, task, input, meta, key,
-    spec, hold, now, delay, retry_key, prev_owner, prefix, group)
+  local entry = taskq_claim_run(run_key, taskq_key_stream(prefix, task), runs_key, idem_key, run_id, task, input,
+    meta, key, spec, hold, now, delay, retry_key, prev_owner, prefix, group)
   if type(entry) == 'table' then
     return entry
   end
@@ -156,9 +163,9 @@ local function trigger(k, a)
 end
 
 local out, n = {}, 0
-local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first trigger's KEYS and ARGV
-for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
-  local code, x, y = trigger(k, a)
+local a = ARG_COUNT + 1 -- the first trigger's ARGV
+for _ = 1, tonumber(ARGV[ARG_TRIGGERS]) do
+  local code, x, y = trigger(a)
   n = n + 1
   out[n] = code
   if x then
@@ -169,7 +176,7 @@ for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
       out[n] = y
     end
   end
-  k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
+  a = a + ITEM_ARG_COUNT
 end
 if suppressed_cap ~= '0' then
   taskq_suppressed_write(taskq_key_suppressed(prefix), suppressed_cap, ARGV[ARG_SOURCE], recs)

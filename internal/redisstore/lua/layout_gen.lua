@@ -92,7 +92,7 @@ local SCHEDULE_UPDATED = 'updated' -- when its definition was last written
 local RUN_TASK = 'task' -- task name
 local RUN_STATUS = 'status' -- queued | running | succeeded | failed | cancelled
 local RUN_INPUT = 'input' -- input (JSON)
-local RUN_META = 'meta' -- additional metadata (JSON)
+local RUN_META = 'meta' -- additional metadata (JSON), absent for none (noMeta)
 local RUN_IDEMPOTENCY_KEY = 'key' -- idempotency key as the user sees it ("" when not deduplicated)
 local RUN_SPEC = 'spec' -- the run's settings: its spec without fails and attempts (see the spec below)
 local RUN_ENTRY = 'entry' -- stream entry ID of the run's delivery ("" while it has none)
@@ -128,7 +128,7 @@ local LEGACY_RUN_RETENTION = 'keep' -- record retention ms
 -- start and finish scripts need not read it from the record.
 local ENTRY_RUN_ID = 'r' -- run ID
 local ENTRY_INPUT = 'i' -- input (JSON)
-local ENTRY_META = 'm' -- additional metadata (JSON)
+local ENTRY_META = 'm' -- additional metadata (JSON), absent for none (noMeta)
 local ENTRY_IDEMPOTENCY_KEY = 'k' -- idempotency key as the user sees it
 local ENTRY_SPEC = 'o' -- the run's spec, see taskq_spec
 
@@ -333,18 +333,14 @@ local ARG_COUNT = 1
 
 -- @script enqueue
 -- enqueue.lua: triggers, any number per call.
-local KEY_COUNT = 0 -- KEYS before the first trigger's: none
+local KEY_RUNS = 1 -- runs index taskq:{ns}:runs
+local KEY_COUNT = 1 -- KEYS of a call: the triggers' own keys the script builds
 local ARG_PREFIX = 1 -- key prefix taskq:{ns}:
 local ARG_GROUP = 2 -- consumer group
 local ARG_SUPPRESSED_CAP = 3 -- most entries of the partition's suppressed-trigger stream (0: none recorded)
 local ARG_SOURCE = 4 -- where the call's triggers come from, recorded when one creates no run
-local ARG_COUNT = 4 -- ARGV before the first trigger's
-
--- enqueue.lua: KEYS of one trigger.
-local ITEM_KEY_RUN = 0 -- run hash
-local ITEM_KEY_STREAM = 1 -- task stream
-local ITEM_KEY_IDEMPOTENCY = 2 -- idempotency key (the run hash again under strategy none)
-local ITEM_KEY_COUNT = 3
+local ARG_TRIGGERS = 5 -- how many triggers the call carries
+local ARG_COUNT = 5 -- ARGV before the first trigger's
 
 -- enqueue.lua: ARGV of one trigger.
 local ITEM_ARG_RUN_ID = 0 -- run ID

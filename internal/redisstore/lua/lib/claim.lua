@@ -110,6 +110,10 @@ local function taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, 
   if delay and tonumber(delay) > 0 then
     queue_key = retry_key
     queued = redis.pcall('ZADD', retry_key, tonumber(now) + tonumber(delay), run_id)
+  elseif meta == '{}' then
+    queued = redis.pcall('XADD', stream_key, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, input, ENTRY_IDEMPOTENCY_KEY, key,
+      ENTRY_SPEC, spec)
+    entry = queued
   else
     queued = redis.pcall('XADD', stream_key, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, input, ENTRY_META, meta,
       ENTRY_IDEMPOTENCY_KEY, key, ENTRY_SPEC, spec)
@@ -123,9 +127,16 @@ local function taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, 
   if idem_key then
     redis.call('SET', idem_key, run_id, 'PX', hold)
   end
-  -- attempt and fails start absent, read as 0.
-  redis.call('HSET', run_key, RUN_TASK, task, RUN_STATUS, 'queued', RUN_INPUT, input, RUN_META, meta,
-    RUN_IDEMPOTENCY_KEY, key, RUN_SPEC, spec, RUN_ENTRY, entry)
+  -- attempt and fails start absent, read as 0; metadata {} (none, the
+  -- common case) is not written either, and reads as {} (a field less
+  -- costs a trigger about 2k instructions in the record and the entry).
+  if meta == '{}' then
+    redis.call('HSET', run_key, RUN_TASK, task, RUN_STATUS, 'queued', RUN_INPUT, input, RUN_IDEMPOTENCY_KEY, key,
+      RUN_SPEC, spec, RUN_ENTRY, entry)
+  else
+    redis.call('HSET', run_key, RUN_TASK, task, RUN_STATUS, 'queued', RUN_INPUT, input, RUN_META, meta,
+      RUN_IDEMPOTENCY_KEY, key, RUN_SPEC, spec, RUN_ENTRY, entry)
+  end
   if sigs then
     -- The signals carried over expire with the record (see taskq_flag).
     redis.call('HSET', run_key, RUN_FLAGS, 's')

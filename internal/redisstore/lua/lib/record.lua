@@ -52,5 +52,5 @@ end
 -- The strategy and the hold of a spec, its first two values (SPEC_STRATEGY,
 -- SPEC_HOLD), as the trigger scripts read them.
 local function taskq_spec_head(spec)
-  return string.match(spec, '^([^ ]+) ([^ ]+)')
+  return string.match(spec, '^(%a+) (%d+)')
 end

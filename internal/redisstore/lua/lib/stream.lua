@@ -17,7 +17,7 @@
 local function taskq_requeue_entry(stream, run_key, run_id)
   local f = redis.call('HMGET', run_key, RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_SPEC, RUN_FAILS, RUN_ATTEMPT)
   -- The record's spec, and the two values that change between deliveries.
-  local entry = redis.call('XADD', stream, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, f[1] or '', ENTRY_META, f[2] or '',
+  local entry = redis.call('XADD', stream, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, f[1] or '', ENTRY_META, f[2] or '{}',
     ENTRY_IDEMPOTENCY_KEY, f[3] or '',
     ENTRY_SPEC, (taskq_record_spec(run_key, f[4]) or '') .. ' ' .. (f[5] or 0) .. ' ' .. (f[6] or 0))
   redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ENTRY, entry)
