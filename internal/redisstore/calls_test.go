@@ -70,6 +70,11 @@ func TestScriptCallsReadBackWhatTheStoreSent(t *testing.T) {
 			t.Fatal(errs)
 		}
 		nkeys, argv := log.last(t)
+		// A call's one key is its partition's runs index; the script builds
+		// the triggers' own keys.
+		if nkeys != 1 || argv[0] != f.k.Prefix() {
+			t.Errorf("enqueue call with %d keys and prefix %q, want 1 key and %q", nkeys, argv[0], f.k.Prefix())
+		}
 		enq := redisstore.EnqueueItems(argv)
 		if len(enq) != 2 {
 			t.Fatalf("enqueue items = %+v", enq)

@@ -51,9 +51,9 @@
 -- The scheduled form of this script (enqueueScheduledScript, see
 -- enqueue.go), sent only for calls with a trigger that asks to run later,
 -- takes one more ARGV per trigger after the last trigger's: the delay in ms
--- of trigger i (0 queues it at once), at ARG_COUNT + ITEM_ARG_COUNT * n + i
--- + 1. A delayed run is created queued, in the partition's retry
--- zset taskq:{ns}:retry at now + delay instead of its task stream, with its
+-- of trigger i (0 queues it at once), at ARG_COUNT + ITEM_ARG_COUNT * n +
+-- i + 1. A delayed run is created queued, in the partition's retry zset
+-- taskq:{ns}:retry at now + delay instead of its task stream, with its
 -- key claimed at once; promote.lua queues it when it is due. Every other
 -- call sends the form without it, which pays nothing for scheduling.
 -- Returns one flat array (Redis turns a table in a reply into a reply far
