@@ -83,7 +83,9 @@ func TestScheduledEnqueueInABatch(t *testing.T) {
 		later := f.scheduledParams("a", redisstore.StrategyTTL, time.Hour)
 		now := f.params("t", "b", redisstore.StrategyTTL)
 		dup := f.params("t", "a", redisstore.StrategyTTL)
-		rs, errs := f.s.EnqueueBatch(f.ctx, []*redisstore.EnqueueParams{later, now, dup})
+		// A second delay, so that each trigger is seen to read its own.
+		soon := f.scheduledParams("c", redisstore.StrategyTTL, time.Minute)
+		rs, errs := f.s.EnqueueBatch(f.ctx, []*redisstore.EnqueueParams{later, now, dup, soon})
 		for _, err := range errs {
 			if err != nil {
 				t.Fatal(err)
@@ -95,8 +97,13 @@ func TestScheduledEnqueueInABatch(t *testing.T) {
 		if rs[2].Accepted || rs[2].Owner != later.RunID {
 			t.Fatalf("duplicate = %+v; want rejected naming %s", rs[2], later.RunID)
 		}
-		if f.due(later.RunID).IsZero() || !f.due(now.RunID).IsZero() {
-			t.Fatalf("retry zset: scheduled %v, unscheduled %v", f.due(later.RunID), f.due(now.RunID))
+		for _, p := range []*redisstore.EnqueueParams{later, soon} {
+			if want := time.UnixMilli(p.Now.Add(p.Delay).UnixMilli()); !f.due(p.RunID).Equal(want) || !rs[3].Accepted {
+				t.Errorf("run %s due %v, want %v (its own delay, %v)", p.RunID, f.due(p.RunID), want, p.Delay)
+			}
+		}
+		if !f.due(now.RunID).IsZero() {
+			t.Fatalf("retry zset: unscheduled run due %v", f.due(now.RunID))
 		}
 		if n := f.b.Client.XLen(f.ctx, f.k.Stream("t")).Val(); n != 1 {
 			t.Fatalf("the task stream holds %d entries; want only the unscheduled run's", n)
