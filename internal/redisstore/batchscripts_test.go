@@ -403,13 +403,64 @@ func TestFinishTrimsOnlyTheAcknowledgedHead(t *testing.T) {
 
 // One finish call releases its runs' keys together, each only while its
 // run still owns it, and keeps a retained key for its retain time.
+// A call's runs are all in the runs index, each at its own creation time,
+// and nothing else is: not a trigger refused for a wrong-typed key (first
+// in the call, so that a later run writes the index first), a duplicate,
+// a resend of a trigger of the same call, or a run that was scheduled.
+// The index is written by the first run created and once more at the end
+// for the others.
+func TestEnqueueBatchIndexesEveryRunItCreates(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		b.Client.Set(f.ctx, f.k.Stream("bad"), "x", 0)
+		refused := f.params("bad", "r", redisstore.StrategyStatus)
+		first, second := f.params("a", "1", redisstore.StrategyStatus), f.params("b", "2", redisstore.StrategyTTL)
+		dup := f.params("a", "1", redisstore.StrategyStatus)
+		none := f.params("a", "", redisstore.StrategyNone)
+		later := f.scheduledParams("3", redisstore.StrategyTTL, time.Hour)
+		// Each run its own creation time, so that a score read off another
+		// run's arguments shows.
+		for i, p := range []*redisstore.EnqueueParams{refused, first, second, dup, none, later} {
+			p.Now = f.now.Add(time.Duration(i) * time.Second)
+		}
+		resend := *first
+		batch := []*redisstore.EnqueueParams{refused, first, second, dup, &resend, none, later}
+		rs, errs := f.s.EnqueueBatch(f.ctx, batch)
+		if !errors.Is(errs[0], redisstore.ErrWrongType) {
+			t.Fatalf("trigger over a wrong-typed stream: %+v, %v; want ErrWrongType", rs[0], errs[0])
+		}
+		for _, i := range []int{1, 2, 4, 5, 6} {
+			if errs[i] != nil || !rs[i].Accepted {
+				t.Fatalf("trigger %d = %+v, %v; want accepted", i, rs[i], errs[i])
+			}
+		}
+		if errs[3] != nil || rs[3].Accepted || rs[3].Owner != first.RunID {
+			t.Fatalf("duplicate = %+v, %v; want rejected naming %s", rs[3], errs[3], first.RunID)
+		}
+		if rs[4].EntryID != rs[1].EntryID {
+			t.Errorf("resend answered entry %q, want the first send's %q", rs[4].EntryID, rs[1].EntryID)
+		}
+		got := b.Client.ZRangeWithScores(f.ctx, f.k.Runs(), 0, -1).Val()
+		want := []redis.Z{}
+		for _, p := range []*redisstore.EnqueueParams{first, second, none, later} {
+			want = append(want, redis.Z{Score: float64(p.Now.UnixMilli()), Member: p.RunID})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("runs index = %v, want %v", got, want)
+		}
+	})
+}
+
 func TestFinishBatchReleasesOnlyKeysItsRunsOwn(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		lapsed, owned, retained := f.params("t", "lapsed", redisstore.StrategyStatus),
-			f.params("t", "owned", redisstore.StrategyStatus), f.params("t", "retained", redisstore.StrategyStatus)
+		// In this order, so that the keys released are not one run of
+		// the call's: one before the lapsed key, one after it.
+		owned, lapsed, owned2, retained := f.params("t", "owned", redisstore.StrategyStatus),
+			f.params("t", "lapsed", redisstore.StrategyStatus), f.params("t", "owned2", redisstore.StrategyStatus),
+			f.params("t", "retained", redisstore.StrategyStatus)
 		retained.Retain = time.Hour
-		for _, p := range []*redisstore.EnqueueParams{lapsed, owned, retained} {
+		for _, p := range []*redisstore.EnqueueParams{owned, lapsed, owned2, retained} {
 			f.enqueue(p)
 		}
 		var batch []*redisstore.FinishParams
@@ -430,8 +481,8 @@ func TestFinishBatchReleasesOnlyKeysItsRunsOwn(t *testing.T) {
 		if v := b.Client.Get(f.ctx, f.k.IdempotencyKey("lapsed")).Val(); v != "newer-run" {
 			t.Errorf("the newer owner's key holds %q, want it kept", v)
 		}
-		if f.exists(f.k.IdempotencyKey("owned")) {
-			t.Error("the owned key was not released")
+		if f.exists(f.k.IdempotencyKey("owned")) || f.exists(f.k.IdempotencyKey("owned2")) {
+			t.Error("an owned key was not released")
 		}
 		ttl := b.Client.PTTL(f.ctx, f.k.IdempotencyKey("retained")).Val()
 		if v := b.Client.Get(f.ctx, f.k.IdempotencyKey("retained")).Val(); v != retained.RunID || ttl <= 59*time.Minute || ttl > time.Hour {

@@ -66,9 +66,13 @@
 -- adds is each run's result (see docs/operations.md).
 
 local group, prefix = ARGV[ARG_GROUP], ARGV[ARG_PREFIX]
-local entries = {} -- task -> stream entries to acknowledge and trim
-local counts = {}  -- task -> how many entries
-local tasks = {}   -- tasks in the order first seen
+-- The stream entries to acknowledge and trim: of the first task seen
+-- (task1, n1 entries in e1), and of the others in more (its first more.n
+-- entries name them in the order seen, and more[task] lists a task's
+-- entries, with their count at [0]), made only for a second task: a call of one task's
+-- runs, the common case, makes no table for them but e1 (each table a call
+-- makes costs Redis its making and its collection).
+local task1, e1, n1, more = nil, nil, 0, nil
 local b = taskq_batch()
 
 -- One attempt's outcome. What the delivery told the worker comes as
@@ -109,11 +113,14 @@ local function finish(run_key, a)
     if taskq_is_terminal(status) then
       return 0, status
     end
-    if status ~= 'queued' or r[4] ~= entry or (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt) then
+    -- Attempts are written as decimal integers, so compared as strings
+    -- where they can be (tonumber costs Redis about 700 instructions).
+    if status ~= 'queued' or r[4] ~= entry or (r[2] and tonumber(r[2]) + 1 ~= tonumber(attempt)) or
+        (not r[2] and attempt ~= '1') then
       return 0, 'stale'
     end
   else
-    if tonumber(r[2]) ~= tonumber(attempt) then
+    if r[2] ~= attempt then
       return 0, 'stale'
     end
     if status ~= 'running' then
@@ -121,14 +128,22 @@ local function finish(run_key, a)
     end
   end
   if task and entry and entry ~= '' then
-    local e = entries[task]
-    if not e then
-      e = {}
-      entries[task], counts[task] = e, 0
-      tasks[#tasks + 1] = task
+    if task == task1 then
+      n1 = n1 + 1
+      e1[n1] = entry
+    elseif not task1 then
+      task1, e1, n1 = task, {entry}, 1
+    else
+      more = more or {n = 0}
+      local e = more[task]
+      if e then
+        e[0] = e[0] + 1
+        e[e[0]] = entry
+      else
+        more.n = more.n + 1
+        more[more.n], more[task] = task, {[0] = 1, entry}
+      end
     end
-    local n = counts[task] + 1
-    e[n], counts[task] = entry, n
   end
   local x = r[3]
   if outcome ~= 'succeeded' then
@@ -164,12 +179,21 @@ for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 taskq_batch_done(prefix, b)
-for _, task in ipairs(tasks) do
-  local s, e, n = taskq_key_stream(prefix, task), entries[task], counts[task]
+-- Acknowledges and trims one task's entries (e, n of them).
+local function ack(task, e, n)
+  local s = taskq_key_stream(prefix, task)
   -- In slices, as unpack's results must fit Lua's stack.
   for j = 1, n, 1000 do
     redis.call('XACK', s, group, unpack(e, j, math.min(j + 999, n)))
   end
   taskq_trim_acked(s, group, e)
+end
+if task1 then
+  ack(task1, e1, n1)
+end
+if more then
+  for j = 1, more.n do
+    ack(more[j], more[more[j]], more[more[j]][0])
+  end
 end
 return out

@@ -94,17 +94,21 @@ end
 -- Claims the key, creates the record, queues the run: in the stream, or
 -- with a delay (ms, nil or 0 for none) in the retry zset retry_key; with
 -- prev_owner, taking the key over from it (prefix and group are for
--- that). Returns the entry id ('' for a scheduled run), or an error reply
+-- that). With indexed, the caller has written runs_key in this call
+-- already and adds the run to it itself once the run is written (one ZADD
+-- for all a call's runs costs Redis less than one per run). Returns the entry id ('' for a scheduled run), or an error reply
 -- with nothing written when a shared key holds the wrong type, or when
 -- Redis refuses the first write (OOM, READONLY: see taskq_failed). The
 -- runs index is written first and the queue (stream or retry set) second,
 -- both with pcall, so a failure of the second can be undone by removing
 -- the first; every later write goes to a key already checked.
 local function taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, task, input, meta, key, spec, hold,
-    now, delay, retry_key, prev_owner, prefix, group)
-  local added = redis.pcall('ZADD', runs_key, now, run_id)
-  if type(added) == 'table' and added.err then
-    return taskq_failed(runs_key, added)
+    now, delay, retry_key, prev_owner, prefix, group, indexed)
+  if not indexed then
+    local added = redis.pcall('ZADD', runs_key, now, run_id)
+    if type(added) == 'table' and added.err then
+      return taskq_failed(runs_key, added)
+    end
   end
   local entry, queue_key, queued = '', stream_key, nil
   if delay and tonumber(delay) > 0 then
@@ -120,7 +124,9 @@ local function taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, 
     entry = queued
   end
   if type(queued) == 'table' and queued.err then
-    redis.call('ZREM', runs_key, run_id)
+    if not indexed then
+      redis.call('ZREM', runs_key, run_id)
+    end
     return taskq_failed(queue_key, queued)
   end
   local sigs = prev_owner and taskq_supersede(prefix, group, prev_owner, run_id, now)

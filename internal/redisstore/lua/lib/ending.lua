@@ -1,51 +1,75 @@
 -- ending.lua: ending runs. What a call that ends many runs would pay once
 -- per run (releasing keys, publishing notices) it gathers and does once.
 
+-- The statuses a run ends with, in the order of their names: how the
+-- finished channel's notice lists its counts.
+local ended_statuses = {'cancelled', 'failed', 'succeeded'}
+
 -- Frees status-strategy keys, each only while its run still owns it: a
 -- run whose key lapsed and was claimed by another run never frees the
 -- newer owner's key. A key with retain > 0 is kept for that long instead.
 -- One MGET reads every owner and one DEL frees the keys, where a GET and a
 -- DEL per run would cost Redis a call each. b (see taskq_batch) holds the
--- keys' full names, their runs' ids and retain ms in three lists of b.n.
+-- keys' full names in its first b.n entries, their runs' ids in b.owners,
+-- and in b.retains, made for the first, the retain ms of those kept.
 local function taskq_release_all(b)
-  if b.n == 0 then
+  local n = b.n
+  if n == 0 then
     return
   end
-  local owners, free, n = redis.call('MGET', unpack(b.names, 1, b.n)), {}, 0
-  for i = 1, b.n do
+  local owners, free, nfree = redis.call('MGET', unpack(b, 1, n)), nil, 0
+  for i = 1, n do
     if owners[i] == b.owners[i] then
-      if b.retains[i] > 0 then
-        redis.call('PEXPIRE', b.names[i], b.retains[i])
+      local retain = b.retains and b.retains[i]
+      if retain then
+        redis.call('PEXPIRE', b[i], retain)
+      elseif free then
+        nfree = nfree + 1
+        free[nfree] = b[i]
+      elseif nfree < i - 1 then
+        -- The first key not freed in turn: the ones to free from here on
+        -- go in a list of their own.
+        free = {unpack(b, 1, nfree)}
+        nfree = nfree + 1
+        free[nfree] = b[i]
       else
-        n = n + 1
-        free[n] = b.names[i]
+        nfree = i
       end
     end
   end
-  if n > 0 then
-    redis.call('DEL', unpack(free, 1, n))
+  if free then
+    redis.call('DEL', unpack(free, 1, nfree))
+  elseif nfree > 0 then
+    -- The common case, every key freed, or the first nfree: b's own
+    -- entries, with no list made for them.
+    redis.call('DEL', unpack(b, 1, nfree))
   end
 end
 
--- What taskq_end gathers across the runs one call ends (keys to release,
--- counts by status), for taskq_batch_done to act on once. The keys are
--- kept in parallel lists of n entries, as appending at a table's length
--- costs Redis a search for that length each time.
+-- What taskq_end gathers across the runs one call ends, for
+-- taskq_batch_done to act on once: the keys to release (see
+-- taskq_release_all) and the count of runs ended per status, b[status].
+-- Few tables, as each table a call makes costs Redis its making and its
+-- collection (about 1.5k instructions); the keys are kept in parallel
+-- lists of n entries, as appending at a table's length costs Redis a
+-- search for that length each time.
 local function taskq_batch()
-  return {n = 0, names = {}, owners = {}, retains = {}, ended = {}}
+  return {n = 0, owners = {}}
 end
 
 -- Releases the keys of the runs b gathered (see taskq_release_all) and
--- publishes their count per status.
+-- publishes their count per status, in the order of the statuses' names.
 local function taskq_batch_done(prefix, b)
   taskq_release_all(b)
-  local msg = {}
-  for status, n in pairs(b.ended) do
-    msg[#msg + 1] = status .. ' ' .. n
+  local msg
+  for _, status in ipairs(ended_statuses) do
+    local n = b[status]
+    if n then
+      msg = (msg and msg .. ' ' or '') .. status .. ' ' .. n
+    end
   end
-  if #msg > 0 then
-    table.sort(msg)
-    redis.call(CMD_PUBLISH, taskq_key_finished(prefix), table.concat(msg, ' '))
+  if msg then
+    redis.call(CMD_PUBLISH, taskq_key_finished(prefix), msg)
   end
 end
 
@@ -76,9 +100,13 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, str
   b = b or taskq_batch()
   if strat == 'status' and key and key ~= '' then
     local n = b.n + 1
-    b.n, b.names[n], b.owners[n], b.retains[n] = n, taskq_key_idempotency(prefix, key), run_id, tonumber(retain) or 0
+    b.n, b[n], b.owners[n] = n, taskq_key_idempotency(prefix, key), run_id
+    if retain ~= '0' and (tonumber(retain) or 0) > 0 then
+      b.retains = b.retains or {}
+      b.retains[n] = retain
+    end
   end
-  b.ended[status] = (b.ended[status] or 0) + 1
+  b[status] = (b[status] or 0) + 1
   if one then
     taskq_batch_done(prefix, b)
   end
