@@ -204,7 +204,11 @@ func TestScriptCost(t *testing.T) {
 	// sends them (a quiet queue, or a partition of many): what a call
 	// costs whatever it carries weighs on each run.
 	const single = 500
-	trigger(2*n, 2*n+single)
+	triggerAlone := s.measure("trigger, one per call", func() {
+		for i := 2 * n; i < 2*n+single; i++ {
+			trigger(i, i+1)
+		}
+	})
 	for len(ds) < 2*n+single {
 		read()
 	}
@@ -239,6 +243,7 @@ func TestScriptCost(t *testing.T) {
 	t.Logf("  read (XREADGROUP)                      %8.0f", r)
 	t.Logf("  finish, begun with its outcome         %8.0f", f)
 	t.Logf("  start (start.lua)                      %8.0f", perRun(start, n))
+	t.Logf("  trigger, one per call                  %8.0f", perRun(triggerAlone, single))
 	t.Logf("  finish after start                     %8.0f", perRun(afterStart, n))
 	t.Logf("  finish, one outcome per call           %8.0f", perRun(alone, single))
 	t.Logf("  the same, deliveries of 100 workers    %8.0f", perRun(many, single))
