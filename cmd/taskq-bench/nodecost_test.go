@@ -7,11 +7,11 @@ package main
 // machine's load) on four kinds of node: a single node, alone and feeding
 // a replica, and a cluster node owning every slot, alone and feeding a
 // replica; each with one trigger per call and with RunMany batches of 16,
-// and on the cluster node the same batches in a namespace of 24
+// and on the cluster node the same batches in a namespace of 6 and of 24
 // partitions (one script call per partition a batch touches); and per
 // completed run, triggered in batches of 16 and read and finished as a
-// worker of 100 slots does, 16 at a time on one partition, 4 at a time in
-// each of 24. It tells
+// worker of 100 slots does, 16 at a time on one partition or each of 6, 4
+// at a time in each of 24. It tells
 // what a node in cluster mode costs beside a single node, apart from the
 // noise of timed figures on shared cores. Run it with "make cluster-cost"
 // (valgrind must be installed); it is not part of the tests.
@@ -127,7 +127,12 @@ func TestNodeCost(t *testing.T) {
 			measure("P=1, RunMany x16", 1, 16)
 			measureRuns("P=1, 16 per read and finish", 1, 16)
 			if kind.cluster {
+				// P = 6 is two partitions per master of three, the
+				// smallest P that spreads evenly over them with room for
+				// one more master each; P = 24 is eight.
+				measure("P=6, RunMany x16", 6, 16)
 				measure("P=24, RunMany x16", 24, 16)
+				measureRuns("P=6, 16 per read and finish", 6, 16)
 				measureRuns("P=24, 4 per read and finish", 24, 4)
 			}
 		})
