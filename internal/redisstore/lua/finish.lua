@@ -115,7 +115,7 @@ local function finish(run_key, a)
     end
     -- Attempts are written as decimal integers, so compared as strings
     -- where they can be (tonumber costs Redis about 700 instructions).
-    if status ~= 'queued' or r[4] ~= entry or (r[2] and tonumber(r[2]) + 1 ~= tonumber(attempt)) or
+    if status ~= 'queued' or r[4] ~= entry or (r[2] and (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt)) or
         (not r[2] and attempt ~= '1') then
       return 0, 'stale'
     end
