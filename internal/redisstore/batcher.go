@@ -64,13 +64,21 @@ type Batcher[P, R any] struct {
 	mu      sync.Mutex
 	queue   []*batchCall[P, R]
 	senders int
+
+	// ticks are the bounds DoWithin's callers wait for, by when they end
+	// (unix ns): each is closed then, for every call whose bound ends
+	// in it (see DoWithin).
+	ticksMu sync.Mutex
+	ticks   map[int64]chan struct{}
 }
 
 type batchCall[P, R any] struct {
 	ctx context.Context
-	p   P
-	r   R
-	err error
+	// deadline, when set, is DoWithin's bound: a call past it is not sent.
+	deadline time.Time
+	p        P
+	r        R
+	err      error
 	// done is closed once the call was sent (Do); then is called instead
 	// when it is set (Go).
 	done chan struct{}
@@ -117,6 +125,55 @@ func (b *Batcher[P, R]) Do(ctx context.Context, p P) (R, error) {
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
+}
+
+// DoWithin is Do, bounded by d as well as by ctx: past d it returns
+// context.DeadlineExceeded, and a call not yet sent is not sent, as if ctx
+// had that deadline. It keeps the bound without a timer of its own, which
+// costs a trigger more than the rest of its queueing: the calls whose
+// bounds end in the same tick (a sixteenth of d, at most 10ms) wait for
+// one channel that one timer closes, so a bound ends up to a tick late.
+func (b *Batcher[P, R]) DoWithin(ctx context.Context, p P, d time.Duration) (R, error) {
+	var zero R
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	deadline := time.Now().Add(d)
+	c := &batchCall[P, R]{ctx: ctx, deadline: deadline, p: p, done: make(chan struct{})}
+	bound := b.tick(deadline, d)
+	b.enqueue(c)
+	select {
+	case <-c.done:
+		return c.r, c.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-bound:
+		return zero, context.DeadlineExceeded
+	}
+}
+
+// tick returns the channel closed at the end of the tick holding
+// deadline, a bound of d, starting its timer if it is the tick's first.
+func (b *Batcher[P, R]) tick(deadline time.Time, d time.Duration) <-chan struct{} {
+	step := min(max(d/16, time.Millisecond), 10*time.Millisecond).Nanoseconds()
+	end := (deadline.UnixNano()/step + 1) * step
+	b.ticksMu.Lock()
+	defer b.ticksMu.Unlock()
+	if ch, ok := b.ticks[end]; ok {
+		return ch
+	}
+	if b.ticks == nil {
+		b.ticks = map[int64]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	b.ticks[end] = ch
+	time.AfterFunc(time.Until(time.Unix(0, end)), func() {
+		b.ticksMu.Lock()
+		delete(b.ticks, end)
+		b.ticksMu.Unlock()
+		close(ch)
+	})
+	return ch
 }
 
 // Go queues p as Do does but returns at once: then receives p's result and
@@ -171,11 +228,22 @@ func (b *Batcher[P, R]) sender() {
 // caller has stopped waiting are not sent.
 func (b *Batcher[P, R]) flush(batch []*batchCall[P, R]) {
 	live := batch[:0]
+	var now time.Time
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
 			c.err = err
 			c.complete()
 			continue
+		}
+		if !c.deadline.IsZero() {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if !now.Before(c.deadline) {
+				c.err = context.DeadlineExceeded
+				c.complete()
+				continue
+			}
 		}
 		live = append(live, c)
 	}

@@ -234,6 +234,74 @@ func TestBatcherDropsCallsWhoseCallerStoppedWaiting(t *testing.T) {
 	}
 }
 
+// DoWithin returns context.DeadlineExceeded once its bound has passed
+// while its call waits behind a batch Redis does not answer, and the call
+// is then not sent; a call answered in time gets its own result.
+func TestBatcherDoWithinBoundsTheWaitAndDropsTheCall(t *testing.T) {
+	g := newGate()
+	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
+	first := doAll(context.Background(), b, 1)
+	<-g.entered
+	start := time.Now()
+	if _, err := b.DoWithin(context.Background(), 2, 30*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("DoWithin behind a stuck batch = %v, want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took < 30*time.Millisecond {
+		t.Fatalf("DoWithin gave up after %s, before its bound of 30ms", took)
+	}
+	g.open()
+	<-first
+	if r, err := b.DoWithin(context.Background(), 3, time.Minute); err != nil || r != 30 {
+		t.Fatalf("DoWithin answered in time = %d, %v; want 30", r, err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, batch := range g.batches {
+		if slices.Contains(batch, 2) {
+			t.Fatalf("the call past its bound was sent: batches %v", g.batches)
+		}
+	}
+}
+
+// Calls whose bounds end in the same tick share one channel, and one timer:
+// many waiting calls hold no more ticks than the time they were made in
+// spans, and none once the ticks have passed.
+func TestBatcherDoWithinSharesTicks(t *testing.T) {
+	g := newGate()
+	b := newTestBatcher(t, BatcherOptions{Senders: 1}, g)
+	first := doAll(context.Background(), b, 0)
+	<-g.entered
+	const calls, bound = 200, 160 * time.Millisecond // ticks of 10ms
+	began := time.Now()
+	out := make(chan error, calls)
+	for i := 1; i <= calls; i++ {
+		go func() {
+			_, err := b.DoWithin(context.Background(), i, bound)
+			out <- err
+		}()
+	}
+	waitQueued(t, b, calls)
+	span := time.Since(began)
+	b.ticksMu.Lock()
+	held := len(b.ticks)
+	b.ticksMu.Unlock()
+	if most := int(span/(10*time.Millisecond)) + 2; held > most {
+		t.Errorf("%d calls made within %s hold %d ticks, want at most %d", calls, span, held, most)
+	}
+	for range calls {
+		if err := <-out; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a call behind a stuck batch returned %v, want context.DeadlineExceeded", err)
+		}
+	}
+	g.open()
+	<-first
+	b.ticksMu.Lock()
+	defer b.ticksMu.Unlock()
+	if len(b.ticks) != 0 {
+		t.Errorf("%d ticks left once every bound passed", len(b.ticks))
+	}
+}
+
 // Go batches its calls with Do's and hands each its own result, once; a
 // call whose context has ended is answered at once and never sent.
 func TestBatcherGoCallsBackOnce(t *testing.T) {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
 )
@@ -28,12 +29,17 @@ func newTriggerBatcher(st *redisstore.Store, opts Options) (*triggerBatcher, err
 // enqueue sends one trigger, batched unless batching is disabled. A batch
 // is bounded by OperationTimeout itself, but a batched trigger is bounded
 // as well: it may wait for a free sender first, while the batches in
-// flight wait for a Redis that does not answer.
+// flight wait for a Redis that does not answer. That bound is the
+// batcher's (DoWithin), which a trigger pays less for than for a context
+// with a timer of its own.
 func (c *Client) enqueue(ctx context.Context, p *redisstore.EnqueueParams) (redisstore.EnqueueResult, error) {
+	if c.triggers != nil {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < c.opts.OperationTimeout {
+			return c.triggers.Do(ctx, p)
+		}
+		return c.triggers.DoWithin(ctx, p, c.opts.OperationTimeout)
+	}
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	if c.triggers != nil {
-		return c.triggers.Do(ctx, p)
-	}
 	return c.store.Enqueue(ctx, p)
 }
