@@ -69,9 +69,9 @@ local group, prefix = ARGV[ARG_GROUP], ARGV[ARG_PREFIX]
 -- The stream entries to acknowledge and trim: of the first task seen
 -- (task1, n1 entries in e1), and of the others in more (its first more.n
 -- entries name them in the order seen, and more[task] lists a task's
--- entries, with their count at [0]), made only for a second task: a call of one task's
--- runs, the common case, makes no table for them but e1 (each table a call
--- makes costs Redis its making and its collection).
+-- entries, with their count at [0]), made only for a second task. A call
+-- of one task's runs, the common case, makes no table for them but e1:
+-- each table a call makes costs Redis its making and its collection.
 local task1, e1, n1, more = nil, nil, 0, nil
 local b = taskq_batch()
 

@@ -96,12 +96,13 @@ end
 -- prev_owner, taking the key over from it (prefix and group are for
 -- that). With indexed, the caller has written runs_key in this call
 -- already and adds the run to it itself once the run is written (one ZADD
--- for all a call's runs costs Redis less than one per run). Returns the entry id ('' for a scheduled run), or an error reply
--- with nothing written when a shared key holds the wrong type, or when
--- Redis refuses the first write (OOM, READONLY: see taskq_failed). The
--- runs index is written first and the queue (stream or retry set) second,
--- both with pcall, so a failure of the second can be undone by removing
--- the first; every later write goes to a key already checked.
+-- for all a call's runs costs Redis less than one per run). Returns the
+-- entry id ('' for a scheduled run), or an error reply with nothing
+-- written when a shared key holds the wrong type, or when Redis refuses
+-- the first write (OOM, READONLY: see taskq_failed). The runs index is
+-- written first and the queue (stream or retry set) second, both with
+-- pcall, so a failure of the second can be undone by removing the first;
+-- every later write goes to a key already checked.
 local function taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, task, input, meta, key, spec, hold,
     now, delay, retry_key, prev_owner, prefix, group, indexed)
   if not indexed then
