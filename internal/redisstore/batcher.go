@@ -113,18 +113,7 @@ func NewBatcher[P, R any](opts BatcherOptions, send func(ctx context.Context, ps
 // call that had already been sent may still have taken effect, as with any
 // Redis command whose caller stopped waiting for the reply.
 func (b *Batcher[P, R]) Do(ctx context.Context, p P) (R, error) {
-	var zero R
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	c := &batchCall[P, R]{ctx: ctx, p: p, done: make(chan struct{})}
-	b.enqueue(c)
-	select {
-	case <-c.done:
-		return c.r, c.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
+	return b.do(ctx, p, time.Time{}, nil)
 }
 
 // DoWithin is Do, bounded by d as well as by ctx: past d it returns
@@ -134,13 +123,18 @@ func (b *Batcher[P, R]) Do(ctx context.Context, p P) (R, error) {
 // bounds end in the same tick (a sixteenth of d, at most 10ms) wait for
 // one channel that one timer closes, so a bound ends up to a tick late.
 func (b *Batcher[P, R]) DoWithin(ctx context.Context, p P, d time.Duration) (R, error) {
+	deadline := time.Now().Add(d)
+	return b.do(ctx, p, deadline, b.tick(deadline, d))
+}
+
+// do queues p and waits for its result, for ctx to end, or for bound (nil
+// for none) to close, which deadline (zero for none) stands for.
+func (b *Batcher[P, R]) do(ctx context.Context, p P, deadline time.Time, bound <-chan struct{}) (R, error) {
 	var zero R
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	deadline := time.Now().Add(d)
 	c := &batchCall[P, R]{ctx: ctx, deadline: deadline, p: p, done: make(chan struct{})}
-	bound := b.tick(deadline, d)
 	b.enqueue(c)
 	select {
 	case <-c.done:
