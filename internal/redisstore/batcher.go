@@ -120,7 +120,7 @@ func (b *Batcher[P, R]) Do(ctx context.Context, p P) (R, error) {
 // context.DeadlineExceeded, and a call not yet sent is not sent, as if ctx
 // had that deadline. It keeps the bound without a timer of its own, which
 // costs a trigger more than the rest of its queueing: the calls whose
-// bounds end in the same tick (a sixteenth of d, at most 10ms) wait for
+// bounds end in the same tick (a sixteenth of d, from 1ms to 10ms) wait for
 // one channel that one timer closes, so a bound ends up to a tick late.
 func (b *Batcher[P, R]) DoWithin(ctx context.Context, p P, d time.Duration) (R, error) {
 	deadline := time.Now().Add(d)

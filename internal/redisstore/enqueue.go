@@ -149,9 +149,11 @@ func appendEnqueue(args []any, p *EnqueueParams) []any {
 	if strat == "" {
 		strat = StrategyNone
 	}
-	meta := p.Meta
-	if len(meta) == 0 {
-		meta = []byte("{}")
+	// A run without metadata sends the constant, which costs no allocation
+	// to pass (the script writes no field for it).
+	var meta any = noMeta
+	if len(p.Meta) > 0 && string(p.Meta) != noMeta {
+		meta = p.Meta
 	}
 	policy := p.Policy
 	if policy == "" {

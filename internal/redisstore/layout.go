@@ -300,7 +300,7 @@ const MaxLingeringEntries = 10000
 //taskq:lua script enqueue
 const (
 	enqueueKeyRuns          = 1 // runs index taskq:{ns}:runs
-	enqueueKeyCount         = 1 // KEYS of a call: the triggers' own keys the script builds
+	enqueueKeyCount         = 1 // KEYS of a call: the runs index alone (the script builds the triggers' keys)
 	enqueueArgPrefix        = 1 // key prefix taskq:{ns}:
 	enqueueArgGroup         = 2 // consumer group
 	enqueueArgSuppressedCap = 3 // most entries of the partition's suppressed-trigger stream (0: none recorded)

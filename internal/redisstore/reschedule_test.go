@@ -91,14 +91,15 @@ func TestScheduledEnqueueInABatch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if !rs[0].Accepted || rs[0].EntryID != "" || !rs[1].Accepted || rs[1].EntryID == "" {
+		if !rs[0].Accepted || rs[0].EntryID != "" || !rs[1].Accepted || rs[1].EntryID == "" || !rs[3].Accepted ||
+			rs[3].EntryID != "" {
 			t.Fatalf("results = %+v", rs)
 		}
 		if rs[2].Accepted || rs[2].Owner != later.RunID {
 			t.Fatalf("duplicate = %+v; want rejected naming %s", rs[2], later.RunID)
 		}
 		for _, p := range []*redisstore.EnqueueParams{later, soon} {
-			if want := time.UnixMilli(p.Now.Add(p.Delay).UnixMilli()); !f.due(p.RunID).Equal(want) || !rs[3].Accepted {
+			if want := time.UnixMilli(p.Now.Add(p.Delay).UnixMilli()); !f.due(p.RunID).Equal(want) {
 				t.Errorf("run %s due %v, want %v (its own delay, %v)", p.RunID, f.due(p.RunID), want, p.Delay)
 			}
 		}

@@ -334,7 +334,7 @@ local ARG_COUNT = 1
 -- @script enqueue
 -- enqueue.lua: triggers, any number per call.
 local KEY_RUNS = 1 -- runs index taskq:{ns}:runs
-local KEY_COUNT = 1 -- KEYS of a call: the triggers' own keys the script builds
+local KEY_COUNT = 1 -- KEYS of a call: the runs index alone (the script builds the triggers' keys)
 local ARG_PREFIX = 1 -- key prefix taskq:{ns}:
 local ARG_GROUP = 2 -- consumer group
 local ARG_SUPPRESSED_CAP = 3 -- most entries of the partition's suppressed-trigger stream (0: none recorded)
