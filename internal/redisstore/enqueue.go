@@ -23,8 +23,8 @@ var enqueueScript = loadScript("enqueue", enqueueModules...)
 // script's header), unless the trigger is debounced, whose delay is its
 // window.
 const (
-	enqueueScheduledMark = "  -- @scheduled: the scheduled form reads the trigger's delay here\n"
-	enqueueScheduledRead = "  delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * tonumber(ARGV[ARG_TRIGGERS])" +
+	enqueueScheduledMark = "    -- @scheduled: the scheduled form reads the trigger's delay here\n"
+	enqueueScheduledRead = "    delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * tonumber(ARGV[ARG_TRIGGERS])" +
 		" + (a - ARG_COUNT - 1) / ITEM_ARG_COUNT + 1]\n"
 )
 

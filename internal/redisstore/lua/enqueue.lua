@@ -102,88 +102,95 @@ local recs, nrecs = nil, 0
 -- second run created.
 local indexed, zs, nzs = false, nil, 0
 
--- One trigger, whose ARGV start at a: its code and values, or an error
--- reply.
-local function trigger(a)
-  local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
-    ARGV[a + ITEM_ARG_META]
-  local spec, now, policy = ARGV[a + ITEM_ARG_SPEC], ARGV[a + ITEM_ARG_NOW], ARGV[a + ITEM_ARG_POLICY]
-  local strat, hold = taskq_spec_head(spec)
-  local key, idem_key, delay = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], nil, nil
-  if strat ~= 'none' then
-    idem_key = taskq_key_idempotency(prefix, key)
-  end
-  if strat == 'debounce' then
-    delay = hold
-  end
-  -- @scheduled: the scheduled form reads the trigger's delay here
-  local owner, prev_owner = taskq_claim_key(idem_key), nil
-  if type(owner) == 'table' then
-    return owner
-  end
-  if owner and policy == 'supersede' then
-    -- Two statements: gopher-lua (miniredis) does not evaluate a multiple
-    -- assignment's right side before it assigns.
-    prev_owner = owner
-    owner = nil
-  end
-  -- A run ID with a record is a resend of a trigger that created it, whose
-  -- run holds the key, or an ID in use: looked at only where the key does
-  -- not name another run, so that a duplicate costs no more. The run key
-  -- is built here for the same reason; every trigger past "if owner" has it.
-  local run_key
-  if not owner or owner == run_id or prev_owner == run_id then
-    run_key = taskq_key_run(prefix, run_id)
-    if redis.call('EXISTS', run_key) == 1 then
-      return taskq_claim_existing(run_key, run_id, task, spec)
-    end
-  end
-  if owner then
-    local code, x, outcome = 0, nil, 'rejected'
-    if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
-      taskq_debounce(prefix, owner, idem_key, input, meta, hold, now)
-      code, outcome = 4, 'debounced'
-    elseif policy == 'attach' then
-      code, outcome = 2, 'attached'
-    elseif policy ~= 'reject' then
-      local max_signals, signal_id = string.match(policy, '^signal (%d+) (.*)$')
-      if signal_id and taskq_signal(prefix, owner, signal_id, input, tonumber(max_signals))[1] == 1 then
-        code, x, outcome = 3, signal_id, 'signalled'
-      end
-    end
-    if code == 0 then
-      x = redis.call('PTTL', idem_key)
-    end
-    -- taskq_suppressed_add, inlined: this is the duplicate path.
-    recs = recs or {}
-    recs[nrecs + 1] = SUPPRESSED_RECORD
-    recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. key
-    nrecs = nrecs + 2
-    return code, owner, x
-  end
-  local entry = taskq_claim_run(run_key, taskq_key_stream(prefix, task), runs_key, idem_key, run_id, task, input,
-    meta, key, spec, hold, now, delay, retry_key, prev_owner, prefix, group, indexed)
-  if type(entry) == 'table' then
-    return entry
-  end
-  if not indexed then
-    indexed = true
-  elseif zs then
-    zs[nzs + 1], zs[nzs + 2] = now, run_id
-    nzs = nzs + 2
-  else
-    zs, nzs = {now, run_id}, 2
-  end
-  if prev_owner then
-    return 5, entry, prev_owner
-  end
-  return 1, entry
-end
-
+-- Each trigger, whose ARGV start at a, gives its code and the values x,
+-- y that follow it, or an error reply as its code. It is written in the
+-- loop rather than as a function: the call would make such a function
+-- anew each time it runs (a closure over the call's locals).
 local out, n = {}, 0
 local a = ARG_COUNT + 1 -- the first trigger's ARGV
 for _ = 1, tonumber(ARGV[ARG_TRIGGERS]) do
-  local code, x, y = trigger(a)
+  local code, x, y
+  repeat -- once: a break ends the trigger
+    local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
+      ARGV[a + ITEM_ARG_META]
+    local spec, now, policy = ARGV[a + ITEM_ARG_SPEC], ARGV[a + ITEM_ARG_NOW], ARGV[a + ITEM_ARG_POLICY]
+    local strat, hold = taskq_spec_head(spec)
+    local key, idem_key, delay = ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], nil, nil
+    if strat ~= 'none' then
+      idem_key = taskq_key_idempotency(prefix, key)
+    end
+    if strat == 'debounce' then
+      delay = hold
+    end
+    -- @scheduled: the scheduled form reads the trigger's delay here
+    local owner, prev_owner = taskq_claim_key(idem_key), nil
+    if type(owner) == 'table' then
+      code = owner
+      break
+    end
+    if owner and policy == 'supersede' then
+      -- Two statements: gopher-lua (miniredis) does not evaluate a multiple
+      -- assignment's right side before it assigns.
+      prev_owner = owner
+      owner = nil
+    end
+    -- A run ID with a record is a resend of a trigger that created it, whose
+    -- run holds the key, or an ID in use: looked at only where the key does
+    -- not name another run, so that a duplicate costs no more. The run key
+    -- is built here for the same reason; every trigger past "if owner" has it.
+    local run_key
+    if not owner or owner == run_id or prev_owner == run_id then
+      run_key = taskq_key_run(prefix, run_id)
+      if redis.call('EXISTS', run_key) == 1 then
+        code, x = taskq_claim_existing(run_key, run_id, task, spec)
+        break
+      end
+    end
+    if owner then
+      local outcome = 'rejected'
+      code = 0
+      if strat == 'debounce' and taskq_debounce_pending(prefix, owner) then
+        taskq_debounce(prefix, owner, idem_key, input, meta, hold, now)
+        code, outcome = 4, 'debounced'
+      elseif policy == 'attach' then
+        code, outcome = 2, 'attached'
+      elseif policy ~= 'reject' then
+        local max_signals, signal_id = string.match(policy, '^signal (%d+) (.*)$')
+        if signal_id and taskq_signal(prefix, owner, signal_id, input, tonumber(max_signals))[1] == 1 then
+          code, y, outcome = 3, signal_id, 'signalled'
+        end
+      end
+      if code == 0 then
+        y = redis.call('PTTL', idem_key)
+      end
+      -- taskq_suppressed_add, inlined: this is the duplicate path.
+      recs = recs or {}
+      recs[nrecs + 1] = SUPPRESSED_RECORD
+      recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. key
+      nrecs = nrecs + 2
+      x = owner
+      break
+    end
+    local entry = taskq_claim_run(run_key, taskq_key_stream(prefix, task), runs_key, idem_key, run_id, task, input,
+      meta, key, spec, hold, now, delay, retry_key, prev_owner, prefix, group, indexed)
+    if type(entry) == 'table' then
+      code = entry
+      break
+    end
+    if not indexed then
+      indexed = true
+    elseif zs then
+      zs[nzs + 1], zs[nzs + 2] = now, run_id
+      nzs = nzs + 2
+    else
+      zs, nzs = {now, run_id}, 2
+    end
+    if prev_owner then
+      code, x, y = 5, entry, prev_owner
+      break
+    end
+    code, x = 1, entry
+  until true
   n = n + 1
   out[n] = code
   if x then

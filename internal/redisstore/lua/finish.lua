@@ -75,125 +75,136 @@ local group, prefix = ARGV[ARG_GROUP], ARGV[ARG_PREFIX]
 local task1, e1, n1, more = nil, nil, 0, nil
 local b = taskq_batch()
 
--- One attempt's outcome. What the delivery told the worker comes as
--- arguments (a, the attempt's first ARGV) and locals: filling a table for
--- each attempt would cost Redis more.
-local function finish(run_key, a)
-  local run_id, attempt, outcome, payload, now = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_ATTEMPT],
-    ARGV[a + ITEM_ARG_OUTCOME], ARGV[a + ITEM_ARG_PAYLOAD], ARGV[a + ITEM_ARG_NOW]
-  local task, entry, strat, key, retain, keep = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_ENTRY],
-    ARGV[a + ITEM_ARG_STRATEGY], ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], ARGV[a + ITEM_ARG_RETAIN],
-    ARGV[a + ITEM_ARG_RETENTION]
-  local began = ARGV[a + ITEM_ARG_BEGAN]
-  local r
-  if strat == '' then
-    began = nil
-    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_TASK, RUN_ENTRY, RUN_SPEC,
-      RUN_IDEMPOTENCY_KEY)
-    if not r.err then
-      local spec = taskq_spec_values(taskq_record_spec(run_key, r[6]))
-      task, entry, strat, key, retain, keep = r[4], r[5], spec[SPEC_STRATEGY], r[7], spec[SPEC_RETAIN],
-        spec[SPEC_RETENTION]
-    end
-  elseif began ~= '' then
-    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_ENTRY)
-  else
-    began = nil
-    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS)
-  end
-  if r.err then
-    return taskq_failed(run_key, r), ''
-  end
-  local status = r[1]
-  if not status then
-    return 0, 'missing'
-  end
-  if began then
-    -- Begun here: only while nothing happened to the run since the entry.
-    if taskq_is_terminal(status) then
-      return 0, status
-    end
-    -- Attempts are written as decimal integers, so compared as strings
-    -- where they can be (tonumber costs Redis about 700 instructions).
-    if status ~= 'queued' or r[4] ~= entry or (r[2] and (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt)) or
-        (not r[2] and attempt ~= '1') then
-      return 0, 'stale'
-    end
-  else
-    if r[2] ~= attempt then
-      return 0, 'stale'
-    end
-    if status ~= 'running' then
-      return 0, status
-    end
-  end
-  if task and entry and entry ~= '' then
-    if task == task1 then
-      n1 = n1 + 1
-      e1[n1] = entry
-    elseif not task1 then
-      task1, e1, n1 = task, {entry}, 1
-    else
-      more = more or {n = 0}
-      local e = more[task]
-      if e then
-        e[0] = e[0] + 1
-        e[e[0]] = entry
-      else
-        more.n = more.n + 1
-        more[more.n], more[task] = task, {[0] = 1, entry}
-      end
-    end
-  end
-  local x = r[3]
-  if outcome ~= 'succeeded' then
-    -- A failure or a retry goes into the attempt history; a success is
-    -- the record's latest attempt and writes nothing more.
-    x = taskq_add_attempt(prefix, run_key, run_id, x, attempt, outcome, began, now, ARGV[a + ITEM_ARG_CONSUMER],
-      payload)
-  end
-  if outcome == 'succeeded' or outcome == 'failed' then
-    -- A running run is in no retry or debounce timer, so unlike
-    -- taskq_terminate there is nothing to remove from the retry zset.
-    local field = outcome == 'succeeded' and RUN_RESULT or RUN_ERROR
-    taskq_end(prefix, run_key, run_id, outcome, now, field, payload, strat, key, retain, keep, x, b,
-      began, attempt, ARGV[a + ITEM_ARG_CONSUMER])
-    return 1, outcome
-  end
-  -- retry: the key stays held through every retry of a status-strategy run.
-  if began then
-    redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ERROR, payload, RUN_ENTRY, '',
-      RUN_ATTEMPT, attempt, RUN_STARTED, began, RUN_CONSUMER, ARGV[a + ITEM_ARG_CONSUMER])
-  else
-    redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ERROR, payload, RUN_ENTRY, '')
-  end
-  redis.call('HINCRBY', run_key, RUN_FAILS, 1)
-  redis.call('ZADD', KEYS[KEY_RETRY], ARGV[a + ITEM_ARG_RETRY_AT], run_id)
-  return 1, 'queued'
-end
-
+-- Each attempt's outcome, c and v in the reply. What the delivery told the
+-- worker comes as arguments (a, the attempt's first ARGV) read into
+-- locals: filling a table for each attempt would cost Redis more. It is
+-- written in the loop rather than as a function: the call would make such
+-- a function anew each time it runs (a closure over the call's locals).
 local out = {}
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first attempt's KEYS and ARGV
 for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
-  out[2 * i + 1], out[2 * i + 2] = finish(KEYS[k + ITEM_KEY_RUN], a)
+  local run_key, c, v = KEYS[k + ITEM_KEY_RUN], nil, nil
+  repeat -- once: a break ends the attempt
+    local run_id, attempt, outcome, payload, now = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_ATTEMPT],
+      ARGV[a + ITEM_ARG_OUTCOME], ARGV[a + ITEM_ARG_PAYLOAD], ARGV[a + ITEM_ARG_NOW]
+    local task, entry, strat, key, retain, keep = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_ENTRY],
+      ARGV[a + ITEM_ARG_STRATEGY], ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], ARGV[a + ITEM_ARG_RETAIN],
+      ARGV[a + ITEM_ARG_RETENTION]
+    local began = ARGV[a + ITEM_ARG_BEGAN]
+    local r
+    if strat == '' then
+      began = nil
+      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_TASK, RUN_ENTRY, RUN_SPEC,
+        RUN_IDEMPOTENCY_KEY)
+      if not r.err then
+        local spec = taskq_spec_values(taskq_record_spec(run_key, r[6]))
+        task, entry, strat, key, retain, keep = r[4], r[5], spec[SPEC_STRATEGY], r[7], spec[SPEC_RETAIN],
+          spec[SPEC_RETENTION]
+      end
+    elseif began ~= '' then
+      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_ENTRY)
+    else
+      began = nil
+      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS)
+    end
+    if r.err then
+      c, v = taskq_failed(run_key, r), ''
+      break
+    end
+    local status = r[1]
+    if not status then
+      c, v = 0, 'missing'
+      break
+    end
+    if began then
+      -- Begun here: only while nothing happened to the run since the entry.
+      if taskq_is_terminal(status) then
+        c, v = 0, status
+        break
+      end
+      -- Attempts are written as decimal integers, so compared as strings
+      -- where they can be (tonumber costs Redis about 700 instructions).
+      if status ~= 'queued' or r[4] ~= entry or (r[2] and (tonumber(r[2]) or 0) + 1 ~= tonumber(attempt)) or
+          (not r[2] and attempt ~= '1') then
+        c, v = 0, 'stale'
+        break
+      end
+    else
+      if r[2] ~= attempt then
+        c, v = 0, 'stale'
+        break
+      end
+      if status ~= 'running' then
+        c, v = 0, status
+        break
+      end
+    end
+    if task and entry and entry ~= '' then
+      if task == task1 then
+        n1 = n1 + 1
+        e1[n1] = entry
+      elseif not task1 then
+        task1, e1, n1 = task, {entry}, 1
+      else
+        more = more or {n = 0}
+        local e = more[task]
+        if e then
+          e[0] = e[0] + 1
+          e[e[0]] = entry
+        else
+          more.n = more.n + 1
+          more[more.n], more[task] = task, {[0] = 1, entry}
+        end
+      end
+    end
+    local x = r[3]
+    if outcome ~= 'succeeded' then
+      -- A failure or a retry goes into the attempt history; a success is
+      -- the record's latest attempt and writes nothing more.
+      x = taskq_add_attempt(prefix, run_key, run_id, x, attempt, outcome, began, now, ARGV[a + ITEM_ARG_CONSUMER],
+        payload)
+    end
+    if outcome == 'succeeded' or outcome == 'failed' then
+      -- A running run is in no retry or debounce timer, so unlike
+      -- taskq_terminate there is nothing to remove from the retry zset.
+      local field = outcome == 'succeeded' and RUN_RESULT or RUN_ERROR
+      taskq_end(prefix, run_key, run_id, outcome, now, field, payload, strat, key, retain, keep, x, b,
+        began, attempt, ARGV[a + ITEM_ARG_CONSUMER])
+      c, v = 1, outcome
+      break
+    end
+    -- retry: the key stays held through every retry of a status-strategy run.
+    if began then
+      redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ERROR, payload, RUN_ENTRY, '',
+        RUN_ATTEMPT, attempt, RUN_STARTED, began, RUN_CONSUMER, ARGV[a + ITEM_ARG_CONSUMER])
+    else
+      redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ERROR, payload, RUN_ENTRY, '')
+    end
+    redis.call('HINCRBY', run_key, RUN_FAILS, 1)
+    redis.call('ZADD', KEYS[KEY_RETRY], ARGV[a + ITEM_ARG_RETRY_AT], run_id)
+    c, v = 1, 'queued'
+  until true
+  out[2 * i + 1], out[2 * i + 2] = c, v
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 taskq_batch_done(prefix, b)
--- Acknowledges and trims one task's entries (e, n of them).
-local function ack(task, e, n)
-  local s = taskq_key_stream(prefix, task)
+-- Acknowledges and trims one task's entries (e, n of them). Its values
+-- come as arguments: a function of the call that reads its locals costs
+-- Redis more to make.
+local function ack(key_prefix, consumer_group, task, e, n)
+  local s = taskq_key_stream(key_prefix, task)
   -- In slices, as unpack's results must fit Lua's stack.
   for j = 1, n, 1000 do
-    redis.call('XACK', s, group, unpack(e, j, math.min(j + 999, n)))
+    redis.call('XACK', s, consumer_group, unpack(e, j, math.min(j + 999, n)))
   end
-  taskq_trim_acked(s, group, e)
+  taskq_trim_acked(s, consumer_group, e)
 end
 if task1 then
-  ack(task1, e1, n1)
+  ack(prefix, group, task1, e1, n1)
 end
 if more then
   for j = 1, more.n do
-    ack(more[j], more[more[j]], more[more[j]][0])
+    ack(prefix, group, more[j], more[more[j]], more[more[j]][0])
   end
 end
 return out

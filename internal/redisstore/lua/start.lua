@@ -52,66 +52,80 @@
 
 local group, consumer, now, prefix = ARGV[ARG_GROUP], ARGV[ARG_CONSUMER], ARGV[ARG_NOW], ARGV[ARG_PREFIX]
 
-local function drop(stream, entry, reason, err)
-  taskq_drop(stream, group, entry)
+-- Acknowledges and deletes a delivery that begins no attempt: the reply
+-- values for it. Its values come as arguments: a function of the call that
+-- reads its locals costs Redis more to make.
+local function drop(consumer_group, stream, entry, reason, err)
+  taskq_drop(stream, consumer_group, entry)
   return 0, reason, err or ''
 end
 
-local function start(run_key, stream, run_id, entry, maxdel, redelivered)
-  local r
-  if maxdel == '' then
-    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT, RUN_FAILS, RUN_SPEC, RUN_INPUT, RUN_META,
-      RUN_IDEMPOTENCY_KEY)
-  else
-    r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT)
-  end
-  if r.err then
-    return taskq_failed(run_key, r), '', ''
-  end
-  local status = r[1]
-  if not status then
-    return drop(stream, entry, 'missing')
-  end
-  if taskq_is_terminal(status) then
-    return drop(stream, entry, status, redis.call('HGET', run_key, RUN_ERROR))
-  end
-  if r[2] ~= entry then
-    return drop(stream, entry, 'stale')
-  end
-  local attempt = (tonumber(r[3]) or 0) + 1
-  if status == 'running' then
-    -- The attempt before this one lapsed: its worker stopped renewing the
-    -- lease and the delivery was taken over. It goes into the attempt
-    -- history (a delivery's first start reads no more than before).
-    local p = redis.call('HMGET', run_key, RUN_STARTED, RUN_CONSUMER, RUN_FLAGS)
-    taskq_add_attempt(prefix, run_key, run_id, p[3], r[3], 'lapsed', p[1] or '', now, p[2],
-      'lease lapsed: its worker stopped renewing it, and the run was delivered again')
-  end
-  if redelivered == '1' and status == 'queued' then
-    attempt = attempt + 1
-  end
-  local spec = maxdel == '' and taskq_record_spec(run_key, r[5])
-  local max = tonumber(maxdel ~= '' and maxdel or taskq_spec_values(spec)[SPEC_MAX_DELIVERIES]) or 0
-  if max > 0 and attempt > max then
-    taskq_terminate(prefix, group, run_key, run_id, 'failed', now, RUN_ERROR,
-      'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
-    return 0, 'exhausted', ''
-  end
-  -- The attempt number goes as a string: Redis formats a Lua number passed
-  -- to a command with a printf of its own, at a cost.
-  redis.call('HSET', run_key, RUN_STATUS, 'running', RUN_ATTEMPT, string.format('%d', attempt), RUN_STARTED, now,
-    RUN_CONSUMER, consumer)
-  if maxdel ~= '' then
-    return 1, attempt, ''
-  end
-  return 1, attempt, tonumber(r[4]) or 0, {r[6] or '', r[7] or '', r[8] or '', spec or ''}
-end
-
+-- Each delivery's attempt: c, x, y in the reply and, for a delivery
+-- without a spec, the record's values. It is written in the loop rather
+-- than as a function: the call would make such a function anew each time
+-- it runs (a closure over the call's locals).
 local out, n = {}, 0
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first delivery's KEYS and ARGV
 for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
-  local c, x, y, record = start(KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID],
-    ARGV[a + ITEM_ARG_ENTRY], ARGV[a + ITEM_ARG_MAX_DELIVERIES], ARGV[a + ITEM_ARG_REDELIVERED])
+  local run_key, stream, run_id = KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID]
+  local entry, maxdel, redelivered = ARGV[a + ITEM_ARG_ENTRY], ARGV[a + ITEM_ARG_MAX_DELIVERIES],
+    ARGV[a + ITEM_ARG_REDELIVERED]
+  local c, x, y, record
+  repeat -- once: a break ends the delivery
+    local r
+    if maxdel == '' then
+      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT, RUN_FAILS, RUN_SPEC, RUN_INPUT, RUN_META,
+        RUN_IDEMPOTENCY_KEY)
+    else
+      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT)
+    end
+    if r.err then
+      c, x, y, record = taskq_failed(run_key, r), '', ''
+      break
+    end
+    local status = r[1]
+    if not status then
+      c, x, y, record = drop(group, stream, entry, 'missing')
+      break
+    end
+    if taskq_is_terminal(status) then
+      c, x, y, record = drop(group, stream, entry, status, redis.call('HGET', run_key, RUN_ERROR))
+      break
+    end
+    if r[2] ~= entry then
+      c, x, y, record = drop(group, stream, entry, 'stale')
+      break
+    end
+    local attempt = (tonumber(r[3]) or 0) + 1
+    if status == 'running' then
+      -- The attempt before this one lapsed: its worker stopped renewing the
+      -- lease and the delivery was taken over. It goes into the attempt
+      -- history (a delivery's first start reads no more than before).
+      local p = redis.call('HMGET', run_key, RUN_STARTED, RUN_CONSUMER, RUN_FLAGS)
+      taskq_add_attempt(prefix, run_key, run_id, p[3], r[3], 'lapsed', p[1] or '', now, p[2],
+        'lease lapsed: its worker stopped renewing it, and the run was delivered again')
+    end
+    if redelivered == '1' and status == 'queued' then
+      attempt = attempt + 1
+    end
+    local spec = maxdel == '' and taskq_record_spec(run_key, r[5])
+    local max = tonumber(maxdel ~= '' and maxdel or taskq_spec_values(spec)[SPEC_MAX_DELIVERIES]) or 0
+    if max > 0 and attempt > max then
+      taskq_terminate(prefix, group, run_key, run_id, 'failed', now, RUN_ERROR,
+        'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
+      c, x, y, record = 0, 'exhausted', ''
+      break
+    end
+    -- The attempt number goes as a string: Redis formats a Lua number passed
+    -- to a command with a printf of its own, at a cost.
+    redis.call('HSET', run_key, RUN_STATUS, 'running', RUN_ATTEMPT, string.format('%d', attempt), RUN_STARTED, now,
+      RUN_CONSUMER, consumer)
+    if maxdel ~= '' then
+      c, x, y, record = 1, attempt, ''
+      break
+    end
+    c, x, y, record = 1, attempt, tonumber(r[4]) or 0, {r[6] or '', r[7] or '', r[8] or '', spec or ''}
+  until true
   out[n + 1], out[n + 2], out[n + 3] = c, x, y
   n = n + 3
   if record then
