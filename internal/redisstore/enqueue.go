@@ -17,14 +17,14 @@ var enqueueModules = []string{"errors", "record", "stream", "ending", "signals",
 // enqueueScript triggers runs: lua/enqueue.lua.
 var enqueueScript = loadScript("enqueue", enqueueModules...)
 
-// enqueueScheduledMark is the line of enqueue.lua where its scheduled form
-// reads a trigger's delay, and enqueueScheduledRead what it reads there:
-// the i-th of the delays that follow the last trigger's ARGV (see the
-// script's header), unless the trigger is debounced, whose delay is its
-// window.
+// enqueueScheduledMark is the comment (matched whatever its indent) on the
+// line of enqueue.lua where its scheduled form reads a trigger's delay,
+// and enqueueScheduledRead what it reads there: the i-th of the delays
+// that follow the last trigger's ARGV (see the script's header), unless
+// the trigger is debounced, whose delay is its window.
 const (
-	enqueueScheduledMark = "    -- @scheduled: the scheduled form reads the trigger's delay here\n"
-	enqueueScheduledRead = "    delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * tonumber(ARGV[ARG_TRIGGERS])" +
+	enqueueScheduledMark = "-- @scheduled: the scheduled form reads the trigger's delay here\n"
+	enqueueScheduledRead = "delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * tonumber(ARGV[ARG_TRIGGERS])" +
 		" + (a - ARG_COUNT - 1) / ITEM_ARG_COUNT + 1]\n"
 )
 
