@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -447,6 +448,36 @@ func TestEnqueueBatchIndexesEveryRunItCreates(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("runs index = %v, want %v", got, want)
+		}
+	})
+}
+
+// A call of triggers of several tasks, in turn and back again, queues each
+// run in its own task's stream, and only there.
+func TestEnqueueBatchQueuesEachRunInItsTasksStream(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		tasks := []string{"a", "a", "b", "a", "c", "c", "b"}
+		batch := make([]*redisstore.EnqueueParams, len(tasks))
+		want := map[string][]string{}
+		for i, task := range tasks {
+			batch[i] = f.params(task, fmt.Sprintf("k%d", i), redisstore.StrategyTTL)
+			want[task] = append(want[task], batch[i].RunID)
+		}
+		rs, errs := f.s.EnqueueBatch(f.ctx, batch)
+		for i := range batch {
+			if errs[i] != nil || !rs[i].Accepted {
+				t.Fatalf("trigger %d = %+v, %v; want accepted", i, rs[i], errs[i])
+			}
+		}
+		for task, ids := range want {
+			var got []string
+			for _, m := range b.Client.XRange(f.ctx, f.k.Stream(task), "-", "+").Val() {
+				got = append(got, fmt.Sprint(m.Values["r"]))
+			}
+			if !slices.Equal(got, ids) {
+				t.Errorf("stream of task %s holds %v, want %v", task, got, ids)
+			}
 		}
 	})
 }

@@ -90,7 +90,12 @@
 -- is answered as that run's duplicate, and nothing is written either way.
 
 local prefix, group, suppressed_cap = ARGV[ARG_PREFIX], ARGV[ARG_GROUP], ARGV[ARG_SUPPRESSED_CAP]
-local retry_key, runs_key = taskq_key_retry(prefix), KEYS[KEY_RUNS]
+local runs_key = KEYS[KEY_RUNS]
+-- The partition's retry zset, named for the first trigger that is
+-- scheduled; and the stream of the last trigger's task, named again only
+-- when the task changes, as a call's triggers are mostly of one task (each
+-- name built costs Redis a string to make, intern and collect).
+local retry_key, stream_task, stream_key = nil, nil, nil
 -- Suppressed triggers' records, nrecs values, in a table made with the
 -- first (a table costs a call its making and its collection).
 local recs, nrecs = nil, 0
@@ -171,8 +176,14 @@ for _ = 1, tonumber(ARGV[ARG_TRIGGERS]) do
       x = owner
       break
     end
-    local entry = taskq_claim_run(run_key, taskq_key_stream(prefix, task), runs_key, idem_key, run_id, task, input,
-      meta, key, spec, hold, now, delay, retry_key, prev_owner, prefix, group, indexed)
+    if task ~= stream_task then
+      stream_task, stream_key = task, taskq_key_stream(prefix, task)
+    end
+    if delay and not retry_key then
+      retry_key = taskq_key_retry(prefix)
+    end
+    local entry = taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, task, input, meta, key, spec, hold,
+      now, delay, retry_key, prev_owner, prefix, group, indexed)
     if type(entry) == 'table' then
       code = entry
       break
