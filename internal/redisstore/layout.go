@@ -143,7 +143,7 @@ const (
 	runStatus         = "status"   // queued | running | succeeded | failed | cancelled
 	runInput          = "input"    // input (JSON)
 	runMeta           = "meta"     // additional metadata (JSON), absent for none (noMeta)
-	runIdempotencyKey = "key"      // idempotency key as the user sees it ("" when not deduplicated)
+	runIdempotencyKey = "key"      // idempotency key as the user sees it, absent when not deduplicated ("")
 	runSpec           = "spec"     // the run's settings: its spec without fails and attempts (see the spec below)
 	runEntry          = "entry"    // stream entry ID of the run's delivery ("" while it has none)
 	runAttempt        = "attempt"  // the latest attempt begun, the fencing token (absent before the first)
@@ -187,7 +187,7 @@ const (
 	entryRunID          = "r" // run ID
 	entryInput          = "i" // input (JSON)
 	entryMeta           = "m" // additional metadata (JSON), absent for none (noMeta)
-	entryIdempotencyKey = "k" // idempotency key as the user sees it
+	entryIdempotencyKey = "k" // idempotency key as the user sees it, absent when not deduplicated ("")
 	entrySpec           = "o" // the run's spec, see taskq_spec
 )
 

@@ -218,6 +218,26 @@ func TestScriptCost(t *testing.T) {
 		}
 	})
 
+	// Triggers without a key (strategy none), in calls of 16: nothing to
+	// claim, and no key field written.
+	keyless := s.measure("trigger without a key", func() {
+		for i := 0; i+batch <= single; i += batch {
+			ps := make([]*redisstore.EnqueueParams, 0, batch)
+			for j := i; j < i+batch; j++ {
+				id := fmt.Sprintf("plain-%06d", j)
+				ps = append(ps, &redisstore.EnqueueParams{RunID: id, Task: "noop", Input: []byte(`{"id":"` + id + `"}`),
+					Meta: []byte(`{}`), Strategy: redisstore.StrategyNone, MaxDeliveries: 10, Retention: 24 * time.Hour,
+					Now: now})
+			}
+			res, errs := st.EnqueueBatch(ctx, ps)
+			for j := range ps {
+				if errs[j] != nil || !res[j].Accepted {
+					t.Fatalf("keyless trigger %d: %+v, %v", i+j, res[j], errs[j])
+				}
+			}
+		}
+	})
+
 	// The same where the deliveries are spread over 100 workers, each a
 	// consumer of the group: what a call reads of the group must not grow
 	// with the workers.
@@ -244,6 +264,7 @@ func TestScriptCost(t *testing.T) {
 	t.Logf("  finish, begun with its outcome         %8.0f", f)
 	t.Logf("  start (start.lua)                      %8.0f", perRun(start, n))
 	t.Logf("  trigger, one per call                  %8.0f", perRun(triggerAlone, single))
+	t.Logf("  trigger without a key                  %8.0f", perRun(keyless, single-single%batch))
 	t.Logf("  finish after start                     %8.0f", perRun(afterStart, n))
 	t.Logf("  finish, one outcome per call           %8.0f", perRun(alone, single))
 	t.Logf("  the same, deliveries of 100 workers    %8.0f", perRun(many, single))

@@ -378,3 +378,75 @@ func TestRunWithoutMetadataWritesNoneAndReadsAsEmpty(t *testing.T) {
 		}
 	})
 }
+
+// A run without a key (not deduplicated) has no key field in its record
+// or its stream entry, and its key reads as "" wherever it is read: the
+// delivery, a start from the record, the record itself and a redelivery
+// after a retry; it runs and ends as a keyed run does.
+func TestRunWithoutKeyWritesNoneAndReadsAsEmpty(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		bare, tagged := f.params("t", "", redisstore.StrategyNone), f.params("t", "", redisstore.StrategyNone)
+		tagged.Meta = []byte(`{"tenant":"x"}`)
+		keyed := f.params("t", "k1", redisstore.StrategyStatus)
+		ps := []*redisstore.EnqueueParams{bare, tagged, keyed}
+		for _, p := range ps {
+			f.enqueue(p)
+		}
+		for _, p := range ps[:2] {
+			if ok := b.Client.HExists(f.ctx, f.k.Run(p.RunID), "key").Val(); ok {
+				t.Errorf("the record of %s, a run without a key, has a key field", p.RunID)
+			}
+		}
+		if v := b.Client.HGet(f.ctx, f.k.Run(keyed.RunID), "key").Val(); v != "k1" {
+			t.Errorf("record key of the keyed run = %q, want k1", v)
+		}
+		entries := b.Client.XRange(f.ctx, f.k.Stream("t"), "-", "+").Val()
+		if len(entries) != 3 {
+			t.Fatalf("stream holds %d entries, want 3", len(entries))
+		}
+		for i, want := range []string{"", "", "k1"} {
+			if v, ok := entries[i].Values["k"]; ok != (want != "") || (ok && v != want) {
+				t.Errorf("entry %d key field = %v (present %v), want %q", i, v, ok, want)
+			}
+		}
+		ds := f.read("t", "w1")
+		if len(ds) != 3 {
+			t.Fatalf("read %d deliveries, want 3", len(ds))
+		}
+		for i, p := range ps {
+			if ds[i].Spec == nil || ds[i].Spec.Key != p.Key || string(ds[i].Spec.Meta) != string(p.Meta) {
+				t.Fatalf("delivery %d = %+v, want key %q and metadata %s", i, ds[i].Spec, p.Key, p.Meta)
+			}
+			run, err := f.s.GetRun(f.ctx, p.RunID)
+			if err != nil || run.Key != p.Key || run.Task != "t" {
+				t.Errorf("run %s = %+v, %v; want key %q", p.RunID, run, err, p.Key)
+			}
+			st := f.start(redisstore.Delivery{Task: "t", EntryID: ds[i].EntryID, RunID: p.RunID}, "w1")
+			if st.Spec == nil || st.Spec.Key != p.Key {
+				t.Fatalf("start from the record of %s read %+v, want key %q", p.RunID, st.Spec, p.Key)
+			}
+			f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
+		}
+		if n, err := f.s.Promote(f.ctx, 0, f.now.Add(time.Hour), 10); err != nil || n != 3 {
+			t.Fatalf("promote = %d, %v", n, err)
+		}
+		ds = f.read("t", "w1")
+		if len(ds) != 3 {
+			t.Fatalf("read %d redeliveries, want 3", len(ds))
+		}
+		for i, p := range ps {
+			if ds[i].Spec == nil || ds[i].Spec.Key != p.Key {
+				t.Fatalf("redelivery %d = %+v, want key %q", i, ds[i].Spec, p.Key)
+			}
+			st := f.start(ds[i], "w1")
+			f.finish(p.RunID, st.Attempt, redisstore.OutcomeSucceeded, `{}`)
+			if run, err := f.s.GetRun(f.ctx, p.RunID); err != nil || run.Status != "succeeded" || run.Key != p.Key {
+				t.Errorf("run %s after its end = %+v, %v; want succeeded with key %q", p.RunID, run, err, p.Key)
+			}
+		}
+		if n := b.Client.Exists(f.ctx, f.k.IdempotencyKey("k1")).Val(); n != 0 {
+			t.Error("the keyed run's key is still held after its end")
+		}
+	})
+}

@@ -93,7 +93,7 @@ local RUN_TASK = 'task' -- task name
 local RUN_STATUS = 'status' -- queued | running | succeeded | failed | cancelled
 local RUN_INPUT = 'input' -- input (JSON)
 local RUN_META = 'meta' -- additional metadata (JSON), absent for none (noMeta)
-local RUN_IDEMPOTENCY_KEY = 'key' -- idempotency key as the user sees it ("" when not deduplicated)
+local RUN_IDEMPOTENCY_KEY = 'key' -- idempotency key as the user sees it, absent when not deduplicated ("")
 local RUN_SPEC = 'spec' -- the run's settings: its spec without fails and attempts (see the spec below)
 local RUN_ENTRY = 'entry' -- stream entry ID of the run's delivery ("" while it has none)
 local RUN_ATTEMPT = 'attempt' -- the latest attempt begun, the fencing token (absent before the first)
@@ -129,7 +129,7 @@ local LEGACY_RUN_RETENTION = 'keep' -- record retention ms
 local ENTRY_RUN_ID = 'r' -- run ID
 local ENTRY_INPUT = 'i' -- input (JSON)
 local ENTRY_META = 'm' -- additional metadata (JSON), absent for none (noMeta)
-local ENTRY_IDEMPOTENCY_KEY = 'k' -- idempotency key as the user sees it
+local ENTRY_IDEMPOTENCY_KEY = 'k' -- idempotency key as the user sees it, absent when not deduplicated ("")
 local ENTRY_SPEC = 'o' -- the run's spec, see taskq_spec
 
 -- The spec of a run: its settings, values joined by single spaces in this

@@ -115,6 +115,17 @@ local function taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, 
   if delay and tonumber(delay) > 0 then
     queue_key = retry_key
     queued = redis.pcall('ZADD', retry_key, tonumber(now) + tonumber(delay), run_id)
+  elseif key == '' then
+    -- A run without a key (not deduplicated) has no key field, as it has
+    -- no metadata field without metadata: each field written costs a
+    -- trigger Redis work, and readers take an absent one for "".
+    if meta == '{}' then
+      queued = redis.pcall('XADD', stream_key, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, input, ENTRY_SPEC, spec)
+    else
+      queued = redis.pcall('XADD', stream_key, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, input, ENTRY_META, meta,
+        ENTRY_SPEC, spec)
+    end
+    entry = queued
   elseif meta == '{}' then
     queued = redis.pcall('XADD', stream_key, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, input, ENTRY_IDEMPOTENCY_KEY, key,
       ENTRY_SPEC, spec)
@@ -136,8 +147,17 @@ local function taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, 
   end
   -- attempt and fails start absent, read as 0; metadata {} (none, the
   -- common case) is not written either, and reads as {} (a field less
-  -- costs a trigger about 2k instructions in the record and the entry).
-  if meta == '{}' then
+  -- costs a trigger about 2k instructions in the record and the entry),
+  -- nor is an empty key, which reads as "".
+  if key == '' then
+    if meta == '{}' then
+      redis.call('HSET', run_key, RUN_TASK, task, RUN_STATUS, 'queued', RUN_INPUT, input, RUN_SPEC, spec,
+        RUN_ENTRY, entry)
+    else
+      redis.call('HSET', run_key, RUN_TASK, task, RUN_STATUS, 'queued', RUN_INPUT, input, RUN_META, meta,
+        RUN_SPEC, spec, RUN_ENTRY, entry)
+    end
+  elseif meta == '{}' then
     redis.call('HSET', run_key, RUN_TASK, task, RUN_STATUS, 'queued', RUN_INPUT, input, RUN_IDEMPOTENCY_KEY, key,
       RUN_SPEC, spec, RUN_ENTRY, entry)
   else
