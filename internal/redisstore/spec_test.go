@@ -435,6 +435,18 @@ func TestRunWithoutKeyWritesNoneAndReadsAsEmpty(t *testing.T) {
 		if len(ds) != 3 {
 			t.Fatalf("read %d redeliveries, want 3", len(ds))
 		}
+		for i, want := range []string{"", "", "k1"} {
+			e := b.Client.XRange(f.ctx, f.k.Stream("t"), ds[i].EntryID, ds[i].EntryID).Val()
+			if len(e) != 1 {
+				t.Fatalf("redelivery %d: entry %s not in the stream", i, ds[i].EntryID)
+			}
+			if v, ok := e[0].Values["k"]; ok != (want != "") || (ok && v != want) {
+				t.Errorf("redelivered entry %d key field = %v (present %v), want %q", i, v, ok, want)
+			}
+			if v, ok := e[0].Values["m"]; ok != (i == 1) {
+				t.Errorf("redelivered entry %d metadata field = %v (present %v), want it only with metadata", i, v, ok)
+			}
+		}
 		for i, p := range ps {
 			if ds[i].Spec == nil || ds[i].Spec.Key != p.Key {
 				t.Fatalf("redelivery %d = %+v, want key %q", i, ds[i].Spec, p.Key)

@@ -16,10 +16,20 @@
 -- since (which finish.lua checks when it begins an attempt).
 local function taskq_requeue_entry(stream, run_key, run_id)
   local f = redis.call('HMGET', run_key, RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_SPEC, RUN_FAILS, RUN_ATTEMPT)
+  -- No metadata field for none and no key field for no key, as a trigger
+  -- writes the entry (see taskq_claim_run); a table is cheap enough off the
+  -- trigger's path.
+  local e, n = {ENTRY_RUN_ID, run_id, ENTRY_INPUT, f[1] or ''}, 4
+  if f[2] and f[2] ~= '{}' then
+    e[n + 1], e[n + 2], n = ENTRY_META, f[2], n + 2
+  end
+  if f[3] and f[3] ~= '' then
+    e[n + 1], e[n + 2], n = ENTRY_IDEMPOTENCY_KEY, f[3], n + 2
+  end
   -- The record's spec, and the two values that change between deliveries.
-  local entry = redis.call('XADD', stream, '*', ENTRY_RUN_ID, run_id, ENTRY_INPUT, f[1] or '', ENTRY_META, f[2] or '{}',
-    ENTRY_IDEMPOTENCY_KEY, f[3] or '',
-    ENTRY_SPEC, (taskq_record_spec(run_key, f[4]) or '') .. ' ' .. (f[5] or 0) .. ' ' .. (f[6] or 0))
+  e[n + 1] = ENTRY_SPEC
+  e[n + 2] = (taskq_record_spec(run_key, f[4]) or '') .. ' ' .. (f[5] or 0) .. ' ' .. (f[6] or 0)
+  local entry = redis.call('XADD', stream, '*', unpack(e, 1, n + 2))
   redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ENTRY, entry)
   return entry
 end
