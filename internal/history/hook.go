@@ -242,7 +242,7 @@ func (h *Hook) parse(args []any) []Op {
 			ops = append(ops, Op{Kind: KindStart, RunID: it.RunID, Redelivered: it.Redelivered})
 		}
 	case "finish":
-		for _, it := range redisstore.FinishItems(nkeys, sargv) {
+		for _, it := range redisstore.FinishItems(sargv) {
 			attempt, _ := strconv.Atoi(it.Attempt)
 			ops = append(ops, Op{Kind: KindFinish, RunID: it.RunID, Attempt: attempt, Outcome: it.Outcome, Begins: it.Begins})
 		}

@@ -74,15 +74,16 @@ type FinishItem struct {
 	Begins bool
 }
 
-// FinishItems reads the outcomes of a call of finish.lua with nkeys KEYS.
-func FinishItems(nkeys int, argv []string) []FinishItem {
-	n := (nkeys - finishKeyCount) / finishItemKeyCount
-	out := make([]FinishItem, n)
+// FinishItems reads the outcomes of a call of finish.lua; a retry's
+// Outcome reads "retry", without its due time.
+func FinishItems(argv []string) []FinishItem {
+	out := make([]FinishItem, max(len(argv)-finishArgCount, 0)/finishItemArgCount)
 	for i := range out {
 		f := itemArgs(argv, finishArgCount+finishItemArgCount*i)
+		outcome, _, _ := strings.Cut(f(finishItemArgOutcome), " ")
 		out[i] = FinishItem{
-			RunID: f(finishItemArgRunID), Attempt: f(finishItemArgAttempt), Outcome: f(finishItemArgOutcome),
-			Begins: f(finishItemArgBegan) != "" && f(finishItemArgStrategy) != "",
+			RunID: f(finishItemArgRunID), Attempt: f(finishItemArgAttempt), Outcome: outcome,
+			Begins: f(finishItemArgBegan) != "" && f(finishItemArgTask) != "",
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -105,13 +106,14 @@ func TestScriptCallsReadBackWhatTheStoreSent(t *testing.T) {
 
 		fs := []*redisstore.FinishParams{
 			{RunID: ds[0].RunID, Attempt: 1, Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now},
-			{RunID: ds[1].RunID, Attempt: 1, Outcome: redisstore.OutcomeFailed, Payload: []byte(`boom`), Now: f.now},
+			{RunID: ds[1].RunID, Attempt: 1, Outcome: redisstore.OutcomeRetry, Payload: []byte(`boom`), Now: f.now,
+				RetryAt: f.now.Add(time.Minute)},
 		}
 		if _, errs := f.s.FinishBatch(f.ctx, fs); errs[0] != nil || errs[1] != nil {
 			t.Fatal(errs)
 		}
-		nkeys, argv = log.last(t)
-		fin := redisstore.FinishItems(nkeys, argv)
+		_, argv = log.last(t)
+		fin := redisstore.FinishItems(argv)
 		if len(fin) != 2 || fin[0].RunID != fs[0].RunID || fin[0].Attempt != "1" || fin[0].Outcome != string(fs[0].Outcome) ||
 			fin[1].Outcome != string(fs[1].Outcome) || fin[0].Begins {
 			t.Fatalf("finish items = %+v", fin)

@@ -299,8 +299,8 @@ func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, e
 // its run's partition first (the partition of its key, or one its ID
 // hashes to): the caller reads the run's ID from it afterwards.
 func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
-	if groups := sourceGroups(ps); groups != nil {
-		return splitEnqueue(ps, groups, func(sub []*EnqueueParams) ([]EnqueueResult, []error) {
+	if groups := groupsBy(ps, func(p *EnqueueParams) string { return sourceOf(p.Source) }); groups != nil {
+		return splitBatch(ps, groups, func(sub []*EnqueueParams) ([]EnqueueResult, []error) {
 			return s.enqueueOneSource(ctx, sub)
 		})
 	}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -89,6 +90,32 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 	if len(ps) == 0 {
 		return nil, nil
 	}
+	// A call names one worker for the attempts it begins (a worker sends
+	// its own outcomes together, so this splits nothing in practice).
+	if groups := groupsBy(ps, beganBy); groups != nil {
+		return splitBatch(ps, groups, func(sub []*FinishParams) ([]FinishResult, []error) {
+			return s.finishBatch(ctx, sub, beganBy(sub[0]))
+		})
+	}
+	return s.finishBatch(ctx, ps, beganBy(ps[0]))
+}
+
+// beganBy is the worker an outcome's attempt is begun by in the finish
+// call ("" when it is not begun there).
+func beganBy(p *FinishParams) string {
+	if p.Began.IsZero() || !p.withDelivery() {
+		return ""
+	}
+	return p.Consumer
+}
+
+// withDelivery says whether p carries the delivery's fields, which the
+// finish script then need not read from the record.
+func (p *FinishParams) withDelivery() bool { return p.Spec != nil && p.Task != "" && p.EntryID != "" }
+
+// finishBatch is FinishBatch for outcomes whose attempts begun in the call
+// are all begun by consumer.
+func (s *Store) finishBatch(ctx context.Context, ps []*FinishParams, consumer string) ([]FinishResult, []error) {
 	res := make([]FinishResult, len(ps))
 	errs := make([]error, len(ps))
 	parts, err := s.Partitions(ctx)
@@ -96,40 +123,49 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 		return res, fillErr(errs, err)
 	}
 	// Outcomes are grouped by partition, one call each.
-	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return runPartition(parts, ps[i].RunID) }, errs)
+	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) {
+		switch ps[i].Outcome {
+		case OutcomeSucceeded, OutcomeFailed, OutcomeRetry:
+			return runPartition(parts, ps[i].RunID)
+		}
+		return 0, fmt.Errorf("redisstore: finish %s: outcome %q is none of %s, %s and %s", ps[i].RunID, ps[i].Outcome,
+			OutcomeSucceeded, OutcomeFailed, OutcomeRetry)
+	}, errs)
 	keepFirst(errs, s.evalBatch(ctx, finishScript, groups, len(ps), func(items []int) ([]string, []any) {
 		ks := parts.keys[mustPartition(parts, ps[items[0]].RunID)]
-		hk := [1 + finishKeyCount]string{finishKeyRetry: ks.Retry()}
-		ha := [1 + finishArgCount]any{finishArgGroup: GroupName, finishArgPrefix: ks.Prefix()}
-		keys := append(make([]string, 0, finishKeyCount+finishItemKeyCount*len(items)), hk[1:]...)
+		ha := [1 + finishArgCount]any{finishArgGroup: GroupName, finishArgPrefix: ks.Prefix(), finishArgConsumer: consumer}
 		args := append(make([]any, 0, finishArgCount+finishItemArgCount*len(items)), ha[1:]...)
 		for _, i := range items {
 			p := ps[i]
-			k := [finishItemKeyCount]string{finishItemKeyRun: ks.Run(p.RunID)}
+			outcome := string(p.Outcome)
+			if p.Outcome == OutcomeRetry {
+				outcome += " " + strconv.FormatInt(unixMS(p.RetryAt), 10)
+			}
 			a := [finishItemArgCount]any{
 				finishItemArgRunID:   p.RunID,
 				finishItemArgAttempt: p.Attempt,
-				finishItemArgOutcome: string(p.Outcome),
+				finishItemArgOutcome: outcome,
 				finishItemArgPayload: p.Payload,
 				finishItemArgNow:     unixMS(p.Now),
-				finishItemArgRetryAt: unixMS(p.RetryAt),
 				// Without the delivery's fields the script reads them from
 				// the record.
-				finishItemArgTask: "", finishItemArgEntry: "", finishItemArgStrategy: "",
-				finishItemArgIdempotencyKey: "", finishItemArgRetain: 0, finishItemArgRetention: 0,
-				finishItemArgBegan: "", finishItemArgConsumer: "",
+				finishItemArgTask: "", finishItemArgEntry: "", finishItemArgIdempotencyKey: "",
+				finishItemArgRetain: 0, finishItemArgRetention: 0, finishItemArgBegan: "",
 			}
-			if sp := p.Spec; sp != nil && p.Task != "" && p.EntryID != "" {
+			if p.withDelivery() {
+				sp := p.Spec
 				a[finishItemArgTask], a[finishItemArgEntry] = p.Task, p.EntryID
-				a[finishItemArgStrategy], a[finishItemArgIdempotencyKey] = string(sp.Strategy), sp.Key
+				if sp.Strategy == StrategyStatus {
+					a[finishItemArgIdempotencyKey] = sp.Key
+				}
 				a[finishItemArgRetain], a[finishItemArgRetention] = ms(sp.Retain), ms(sp.Retention)
 				if !p.Began.IsZero() {
-					a[finishItemArgBegan], a[finishItemArgConsumer] = unixMS(p.Began), p.Consumer
+					a[finishItemArgBegan] = unixMS(p.Began)
 				}
 			}
-			keys, args = append(keys, k[:]...), append(args, a[:]...)
+			args = append(args, a[:]...)
 		}
-		return keys, args
+		return []string{ks.Retry()}, args
 	}, func(i int, r []any) (int, error) {
 		var err error
 		res[i], err = s.parseWrittenValues("finish", r)

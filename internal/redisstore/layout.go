@@ -361,19 +361,12 @@ const (
 //
 //taskq:lua script finish
 const (
-	finishKeyRetry  = 1 // retry zset
-	finishKeyCount  = 1 // KEYS before the first outcome's
-	finishArgGroup  = 1 // consumer group
-	finishArgPrefix = 2 // key prefix taskq:{ns}:
-	finishArgCount  = 2 // ARGV before the first outcome's
-)
-
-// finish.lua: KEYS of one outcome.
-//
-//taskq:lua script finish
-const (
-	finishItemKeyRun = iota // run hash
-	finishItemKeyCount
+	finishKeyRetry    = 1 // retry zset
+	finishKeyCount    = 1 // KEYS
+	finishArgGroup    = 1 // consumer group
+	finishArgPrefix   = 2 // key prefix taskq:{ns}:
+	finishArgConsumer = 3 // the worker's consumer name, for the attempts begun here
+	finishArgCount    = 3 // ARGV before the first outcome's
 )
 
 // finish.lua: ARGV of one outcome.
@@ -382,18 +375,15 @@ const (
 const (
 	finishItemArgRunID          = iota // run ID
 	finishItemArgAttempt               // attempt (fencing token)
-	finishItemArgOutcome               // succeeded | failed | retry
+	finishItemArgOutcome               // succeeded | failed | "retry <due unix ms>"
 	finishItemArgPayload               // result JSON or error message
 	finishItemArgNow                   // when the attempt ended (unix ms)
-	finishItemArgRetryAt               // retry due time (unix ms)
-	finishItemArgTask                  // task name, from the delivery
+	finishItemArgTask                  // task name, from the delivery ("" to read the record)
 	finishItemArgEntry                 // stream entry ID, from the delivery
-	finishItemArgStrategy              // strategy, from the delivery ("" to read the record)
-	finishItemArgIdempotencyKey        // idempotency key, from the delivery
+	finishItemArgIdempotencyKey        // the key to release: a status-strategy run's idempotency key, from the delivery ("" for another strategy)
 	finishItemArgRetain                // retain ms, from the delivery
 	finishItemArgRetention             // record retention ms, from the delivery
 	finishItemArgBegan                 // when the handler began, for an attempt begun here ("" otherwise)
-	finishItemArgConsumer              // the worker, for an attempt begun here
 	finishItemArgCount
 )
 

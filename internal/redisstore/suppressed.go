@@ -142,52 +142,6 @@ func CheckSource(source string) error {
 	return nil
 }
 
-// sourceGroups splits a batch by Source, in the order each first appears;
-// nil when every trigger has the same, the common case.
-func sourceGroups(ps []*EnqueueParams) [][]int {
-	same := true
-	for _, p := range ps {
-		if sourceOf(p.Source) != sourceOf(ps[0].Source) {
-			same = false
-			break
-		}
-	}
-	if same {
-		return nil
-	}
-	var groups [][]int
-	index := map[string]int{}
-	for i, p := range ps {
-		src := sourceOf(p.Source)
-		g, ok := index[src]
-		if !ok {
-			g = len(groups)
-			index[src] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
-	}
-	return groups
-}
-
-// splitEnqueue sends each group of ps with send and puts the results back
-// in the order of ps.
-func splitEnqueue(ps []*EnqueueParams, groups [][]int,
-	send func([]*EnqueueParams) ([]EnqueueResult, []error)) ([]EnqueueResult, []error) {
-	results, errs := make([]EnqueueResult, len(ps)), make([]error, len(ps))
-	for _, g := range groups {
-		sub := make([]*EnqueueParams, len(g))
-		for j, i := range g {
-			sub[j] = ps[i]
-		}
-		rs, es := send(sub)
-		for j, i := range g {
-			results[i], errs[i] = rs[j], es[j]
-		}
-	}
-	return results, errs
-}
-
 // Suppressed is one recorded trigger that created no run.
 type Suppressed struct {
 	// ID is the record's stream entry ID, in its partition, and Index its

@@ -21,37 +21,39 @@
 -- attempt history (taskq_add_attempt, capped at MAX_ATTEMPT_RECORDS); one
 -- that succeeds is not: the record keeps the latest attempt.
 --
--- KEYS: KEY_COUNT (1) first,
+-- KEYS: KEY_COUNT (1):
 --   KEYS[1] KEY_RETRY  retry zset  taskq:{ns}:retry
--- then ITEM_KEY_COUNT (1) per attempt i (i = 0, 1, ...), at i+2:
---   +0 ITEM_KEY_RUN  run hash  taskq:{ns}:run:<run id>
--- ARGV: ARG_COUNT (2) first,
---   ARGV[1] ARG_GROUP   consumer group
---   ARGV[2] ARG_PREFIX  key prefix taskq:{ns}:
--- then ITEM_ARG_COUNT (14) per attempt i, at 14i+3 .. 14i+16:
+-- Each attempt's run hash taskq:{ns}:run:<run id> is named from the prefix
+-- and its run ID, in KEYS[1]'s hash tag: sent as KEYS as well, it would
+-- cost Redis more (each argument is read, made an object and handed to
+-- Lua as a string) than the name costs to build.
+-- ARGV: ARG_COUNT (3) first,
+--   ARGV[1] ARG_GROUP     consumer group
+--   ARGV[2] ARG_PREFIX    key prefix taskq:{ns}:
+--   ARGV[3] ARG_CONSUMER  the worker's consumer name, recorded for the
+--                         attempts begun here (one worker's outcomes share
+--                         a call; "" when none begins here)
+-- then ITEM_ARG_COUNT (11) per attempt i, at 11i+4 .. 11i+14:
 --   +0  ITEM_ARG_RUN_ID           run id
 --   +1  ITEM_ARG_ATTEMPT          attempt (fencing token from start.lua, or the
 --                                 delivery's next attempt for one begun here)
---   +2  ITEM_ARG_OUTCOME          outcome: succeeded | failed | retry
+--   +2  ITEM_ARG_OUTCOME          outcome: succeeded | failed | "retry <due>",
+--                                 due the retry's due time (unix ms)
 --   +3  ITEM_ARG_PAYLOAD          result JSON (succeeded) or error message
 --                                 (failed, retry)
 --   +4  ITEM_ARG_NOW              when the attempt ended (unix ms)
---   +5  ITEM_ARG_RETRY_AT         retry due time (unix ms; outcome "retry" only)
---   +6  ITEM_ARG_TASK             task,
---   +7  ITEM_ARG_ENTRY            stream entry id,
---   +8  ITEM_ARG_STRATEGY         strategy,
---   +9  ITEM_ARG_IDEMPOTENCY_KEY  idempotency key,
---   +10 ITEM_ARG_RETAIN           retain ms,
---   +11 ITEM_ARG_RETENTION        retention ms: what the delivery told the
+--   +5  ITEM_ARG_TASK             task ("" to read +5 .. +9 from the record),
+--   +6  ITEM_ARG_ENTRY            stream entry id,
+--   +7  ITEM_ARG_IDEMPOTENCY_KEY  the key to release: the idempotency key of
+--                                 a status-strategy run, "" for any other,
+--   +8  ITEM_ARG_RETAIN           retain ms,
+--   +9  ITEM_ARG_RETENTION        retention ms: what the delivery told the
 --                                 worker (none of them changes once the run
 --                                 is queued), so they need not be read from
---                                 the record. With +8 "" they are read from
 --                                 the record.
---   +12 ITEM_ARG_BEGAN            when the handler began (unix ms) for an
---                                 attempt to begin here (needs +6 .. +11), ""
+--   +10 ITEM_ARG_BEGAN            when the handler began (unix ms) for an
+--                                 attempt to begin here (needs +5 .. +9), ""
 --                                 for one start.lua began
---   +13 ITEM_ARG_CONSUMER         the worker's consumer name, for an attempt to
---                                 begin here
 -- Returns a flat array with two values per attempt, in order (Redis turns
 -- a table in a reply into a reply much more slowly than a plain value):
 --   1, status     written; status is succeeded, failed, or queued (retry scheduled)
@@ -65,7 +67,7 @@
 -- records start to expire), so workers keep draining the queue; what it
 -- adds is each run's result (see docs/operations.md).
 
-local group, prefix = ARGV[ARG_GROUP], ARGV[ARG_PREFIX]
+local group, prefix, consumer = ARGV[ARG_GROUP], ARGV[ARG_PREFIX], ARGV[ARG_CONSUMER]
 -- The stream entries to acknowledge and trim: of the first task seen
 -- (task1, n1 entries in e1), and of the others in more (its first more.n
 -- entries name them in the order seen, and more[task] lists a task's
@@ -81,18 +83,23 @@ local b = taskq_batch()
 -- written in the loop rather than as a function: the call would make such
 -- a function anew each time it runs (a closure over the call's locals).
 local out = {}
-local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first attempt's KEYS and ARGV
-for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
-  local run_key, c, v = KEYS[k + ITEM_KEY_RUN], nil, nil
+local a = ARG_COUNT + 1 -- the first attempt's ARGV
+for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
+  local c, v
   repeat -- once: a break ends the attempt
     local run_id, attempt, outcome, payload, now = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_ATTEMPT],
       ARGV[a + ITEM_ARG_OUTCOME], ARGV[a + ITEM_ARG_PAYLOAD], ARGV[a + ITEM_ARG_NOW]
-    local task, entry, strat, key, retain, keep = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_ENTRY],
-      ARGV[a + ITEM_ARG_STRATEGY], ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], ARGV[a + ITEM_ARG_RETAIN],
-      ARGV[a + ITEM_ARG_RETENTION]
-    local began = ARGV[a + ITEM_ARG_BEGAN]
+    local run_key = taskq_key_run(prefix, run_id)
+    -- A key sent with the delivery's fields is a status-strategy run's,
+    -- the only kind finishing releases (taskq_end).
+    local task, entry, strat, key, retain, keep = ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_ENTRY], 'status',
+      ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], ARGV[a + ITEM_ARG_RETAIN], ARGV[a + ITEM_ARG_RETENTION]
+    local began, retry_at = ARGV[a + ITEM_ARG_BEGAN], nil
+    if outcome ~= 'succeeded' and outcome ~= 'failed' then
+      retry_at, outcome = string.sub(outcome, 7), 'retry' -- "retry <due>"
+    end
     local r
-    if strat == '' then
+    if task == '' then
       began = nil
       r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_TASK, RUN_ENTRY, RUN_SPEC,
         RUN_IDEMPOTENCY_KEY)
@@ -161,7 +168,7 @@ for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
     if outcome ~= 'succeeded' then
       -- A failure or a retry goes into the attempt history; a success is
       -- the record's latest attempt and writes nothing more.
-      x = taskq_add_attempt(prefix, run_key, run_id, x, attempt, outcome, began, now, ARGV[a + ITEM_ARG_CONSUMER],
+      x = taskq_add_attempt(prefix, run_key, run_id, x, attempt, outcome, began, now, consumer,
         payload)
     end
     if outcome == 'succeeded' or outcome == 'failed' then
@@ -169,23 +176,23 @@ for i = 0, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT - 1 do
       -- taskq_terminate there is nothing to remove from the retry zset.
       local field = outcome == 'succeeded' and RUN_RESULT or RUN_ERROR
       taskq_end(prefix, run_key, run_id, outcome, now, field, payload, strat, key, retain, keep, x, b,
-        began, attempt, ARGV[a + ITEM_ARG_CONSUMER])
+        began, attempt, consumer)
       c, v = 1, outcome
       break
     end
     -- retry: the key stays held through every retry of a status-strategy run.
     if began then
       redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ERROR, payload, RUN_ENTRY, '',
-        RUN_ATTEMPT, attempt, RUN_STARTED, began, RUN_CONSUMER, ARGV[a + ITEM_ARG_CONSUMER])
+        RUN_ATTEMPT, attempt, RUN_STARTED, began, RUN_CONSUMER, consumer)
     else
       redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ERROR, payload, RUN_ENTRY, '')
     end
     redis.call('HINCRBY', run_key, RUN_FAILS, 1)
-    redis.call('ZADD', KEYS[KEY_RETRY], ARGV[a + ITEM_ARG_RETRY_AT], run_id)
+    redis.call('ZADD', KEYS[KEY_RETRY], retry_at, run_id)
     c, v = 1, 'queued'
   until true
   out[2 * i + 1], out[2 * i + 2] = c, v
-  k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
+  a = a + ITEM_ARG_COUNT
 end
 taskq_batch_done(prefix, b)
 -- Acknowledges and trims one task's entries (e, n of them). Its values

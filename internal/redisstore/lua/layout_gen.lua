@@ -364,31 +364,25 @@ local ARG_COUNT = 1
 -- @script finish
 -- finish.lua: outcomes of attempts, any number per call.
 local KEY_RETRY = 1 -- retry zset
-local KEY_COUNT = 1 -- KEYS before the first outcome's
+local KEY_COUNT = 1 -- KEYS
 local ARG_GROUP = 1 -- consumer group
 local ARG_PREFIX = 2 -- key prefix taskq:{ns}:
-local ARG_COUNT = 2 -- ARGV before the first outcome's
-
--- finish.lua: KEYS of one outcome.
-local ITEM_KEY_RUN = 0 -- run hash
-local ITEM_KEY_COUNT = 1
+local ARG_CONSUMER = 3 -- the worker's consumer name, for the attempts begun here
+local ARG_COUNT = 3 -- ARGV before the first outcome's
 
 -- finish.lua: ARGV of one outcome.
 local ITEM_ARG_RUN_ID = 0 -- run ID
 local ITEM_ARG_ATTEMPT = 1 -- attempt (fencing token)
-local ITEM_ARG_OUTCOME = 2 -- succeeded | failed | retry
+local ITEM_ARG_OUTCOME = 2 -- succeeded | failed | "retry <due unix ms>"
 local ITEM_ARG_PAYLOAD = 3 -- result JSON or error message
 local ITEM_ARG_NOW = 4 -- when the attempt ended (unix ms)
-local ITEM_ARG_RETRY_AT = 5 -- retry due time (unix ms)
-local ITEM_ARG_TASK = 6 -- task name, from the delivery
-local ITEM_ARG_ENTRY = 7 -- stream entry ID, from the delivery
-local ITEM_ARG_STRATEGY = 8 -- strategy, from the delivery ("" to read the record)
-local ITEM_ARG_IDEMPOTENCY_KEY = 9 -- idempotency key, from the delivery
-local ITEM_ARG_RETAIN = 10 -- retain ms, from the delivery
-local ITEM_ARG_RETENTION = 11 -- record retention ms, from the delivery
-local ITEM_ARG_BEGAN = 12 -- when the handler began, for an attempt begun here ("" otherwise)
-local ITEM_ARG_CONSUMER = 13 -- the worker, for an attempt begun here
-local ITEM_ARG_COUNT = 14
+local ITEM_ARG_TASK = 5 -- task name, from the delivery ("" to read the record)
+local ITEM_ARG_ENTRY = 6 -- stream entry ID, from the delivery
+local ITEM_ARG_IDEMPOTENCY_KEY = 7 -- the key to release: a status-strategy run's idempotency key, from the delivery ("" for another strategy)
+local ITEM_ARG_RETAIN = 8 -- retain ms, from the delivery
+local ITEM_ARG_RETENTION = 9 -- record retention ms, from the delivery
+local ITEM_ARG_BEGAN = 10 -- when the handler began, for an attempt begun here ("" otherwise)
+local ITEM_ARG_COUNT = 11
 
 -- @script heartbeat
 -- heartbeat.lua: leases of one task stream, any number per call.
