@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,6 +299,70 @@ func TestStartOfASupersededRunSaysWhoSupersededIt(t *testing.T) {
 		st, errs := f.s.StartBatch(f.ctx, "w1", f.now, ds[:1])
 		if errs[0] != nil || st[0].Started || st[0].Reason != "cancelled" || st[0].Error != "superseded by run "+newer.RunID {
 			t.Fatalf("start = %+v, %v; want refused as cancelled, superseded by %s", st[0], errs[0], newer.RunID)
+		}
+	})
+}
+
+// One finish call names one worker for the attempts it begins, so a batch
+// of outcomes begun by two workers is sent as a call per worker: each
+// record names the worker that ran its attempt, an outcome of an attempt
+// start.lua began keeps the worker start recorded, and an outcome that is
+// none of the three is refused by name while the others are written.
+func TestFinishBatchRecordsEachAttemptsOwnWorker(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		f := newFixture(t, b)
+		ps := []*redisstore.EnqueueParams{f.params("t", "k1", redisstore.StrategyStatus),
+			f.params("t", "k2", redisstore.StrategyStatus), f.params("t", "k3", redisstore.StrategyStatus),
+			f.params("t", "k4", redisstore.StrategyStatus), f.params("t", "k5", redisstore.StrategyStatus)}
+		for _, p := range ps {
+			f.enqueue(p)
+		}
+		ds := f.read("t", "w")
+		if len(ds) != len(ps) {
+			t.Fatalf("read %d deliveries, want %d", len(ds), len(ps))
+		}
+		started := f.start(ds[2], "w-started")
+		if !started.Started {
+			t.Fatalf("start: %+v", started)
+		}
+		at := f.now.Add(-time.Millisecond)
+		fps := []*redisstore.FinishParams{
+			began(ds[0], redisstore.OutcomeSucceeded, `{}`, at, f.now),
+			began(ds[1], redisstore.OutcomeSucceeded, `{}`, at, f.now),
+			{RunID: ds[2].RunID, Attempt: started.Attempt, Outcome: redisstore.OutcomeFailed, Payload: []byte("boom"),
+				Now: f.now, Task: ds[2].Task, EntryID: ds[2].EntryID, Spec: ds[2].Spec},
+			began(ds[3], redisstore.OutcomeRetry, "again", at, f.now),
+			began(ds[4], "skipped", `{}`, at, f.now),
+		}
+		fps[1].Consumer, fps[3].Consumer = "w2", "w2"
+		res, errs := f.s.FinishBatch(f.ctx, fps)
+		for i := range 4 {
+			if errs[i] != nil || !res[i].Written {
+				t.Fatalf("finish %s: %+v, %v", fps[i].RunID, res[i], errs[i])
+			}
+		}
+		if errs[4] == nil || !strings.Contains(errs[4].Error(), `"skipped"`) {
+			t.Fatalf("finish with outcome skipped: %v, want an error naming it", errs[4])
+		}
+		for i, want := range []string{"w1", "w2", "w-started", "w2", ""} {
+			if got := f.b.Client.HGet(f.ctx, f.k.Run(ds[i].RunID), "consumer").Val(); got != want {
+				t.Errorf("run %s: consumer %q, want %q", ds[i].RunID, got, want)
+			}
+		}
+		for i, want := range []string{"succeeded", "succeeded", "failed", "queued", "queued"} {
+			if got := f.status(ds[i].RunID); got != want {
+				t.Errorf("run %s: status %q, want %q", ds[i].RunID, got, want)
+			}
+		}
+		if due := f.b.Client.ZScore(f.ctx, f.k.Retry(), ds[3].RunID).Val(); int64(due) != fps[3].RetryAt.UnixMilli() {
+			t.Errorf("retry due at %d, want %d", int64(due), fps[3].RetryAt.UnixMilli())
+		}
+		// The keys of the ended runs are free, those of the retried and
+		// the refused one still held.
+		for i, want := range []bool{false, false, false, true, true} {
+			if got := f.exists(f.k.IdempotencyKey(ps[i].Key)); got != want {
+				t.Errorf("key %s held: %v, want %v", ps[i].Key, got, want)
+			}
 		}
 	})
 }
