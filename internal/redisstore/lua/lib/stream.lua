@@ -61,8 +61,10 @@ local function taskq_trim_acked(stream, group, acked)
   -- Entries neither pending nor waiting to be delivered are acknowledged
   -- ones waiting to be trimmed. There can be more than
   -- MAX_LINGERING_ENTRIES only in a longer stream; only then is the group
-  -- read to tell them apart (its pending deliveries and its lag).
-  local len = acked and #acked > 0 and redis.call('XLEN', stream)
+  -- read to tell them apart (its pending deliveries and its lag). A
+  -- drained stream needs no count: its exact trim below removes every
+  -- entry delivered, so none can linger.
+  local len = low and acked and #acked > 0 and redis.call('XLEN', stream)
   local over = len and len > MAX_LINGERING_ENTRIES
   if not low or over then
     local last, lag, pending
