@@ -304,12 +304,21 @@ func TestStartOfASupersededRunSaysWhoSupersededIt(t *testing.T) {
 }
 
 // One finish call names one worker for the attempts it begins, so a batch
-// of outcomes begun by two workers is sent as a call per worker: each
-// record names the worker that ran its attempt, an outcome of an attempt
-// start.lua began keeps the worker start recorded, and an outcome that is
-// none of the three is refused by name while the others are written.
+// of outcomes begun by two workers is sent as a call per worker, the
+// outcomes that begin nothing going with the first: each record names the
+// worker that ran its attempt, an outcome of an attempt start.lua began
+// keeps the worker start recorded, and an outcome that is none of the
+// three is refused by name while the others are written. A batch of one
+// worker's outcomes, begun there or not, is one call.
 func TestFinishBatchRecordsEachAttemptsOwnWorker(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		log := &callLog{}
+		b.Client.AddHook(log)
+		calls := func() int {
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			return len(log.calls)
+		}
 		f := newFixture(t, b)
 		ps := []*redisstore.EnqueueParams{f.params("t", "k1", redisstore.StrategyStatus),
 			f.params("t", "k2", redisstore.StrategyStatus), f.params("t", "k3", redisstore.StrategyStatus),
@@ -335,7 +344,17 @@ func TestFinishBatchRecordsEachAttemptsOwnWorker(t *testing.T) {
 			began(ds[4], "skipped", `{}`, at, f.now),
 		}
 		fps[1].Consumer, fps[3].Consumer = "w2", "w2"
+		// The server loads the script at its first call, which the call
+		// then sends again: a finish of a missing run first, not counted.
+		if r, err := f.s.Finish(f.ctx, &redisstore.FinishParams{RunID: "missing", Attempt: 1,
+			Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now}); err != nil || r.Status != "missing" {
+			t.Fatalf("finish of a missing run: %+v, %v", r, err)
+		}
+		before := calls()
 		res, errs := f.s.FinishBatch(f.ctx, fps)
+		if n := calls() - before; n != 2 {
+			t.Errorf("a batch of two workers' outcomes made %d finish calls, want 2", n)
+		}
 		for i := range 4 {
 			if errs[i] != nil || !res[i].Written {
 				t.Fatalf("finish %s: %+v, %v", fps[i].RunID, res[i], errs[i])
@@ -362,6 +381,36 @@ func TestFinishBatchRecordsEachAttemptsOwnWorker(t *testing.T) {
 		for i, want := range []bool{false, false, false, true, true} {
 			if got := f.exists(f.k.IdempotencyKey(ps[i].Key)); got != want {
 				t.Errorf("key %s held: %v, want %v", ps[i].Key, got, want)
+			}
+		}
+
+		// One worker's outcomes, one begun in the call and one begun by
+		// start.lua, are one call.
+		more := []*redisstore.EnqueueParams{f.params("t", "k6", redisstore.StrategyStatus),
+			f.params("t", "k7", redisstore.StrategyStatus)}
+		for _, p := range more {
+			f.enqueue(p)
+		}
+		ds = f.read("t", "w")
+		if len(ds) != 2 {
+			t.Fatalf("read %d deliveries, want 2", len(ds))
+		}
+		started = f.start(ds[1], "w1")
+		before = calls()
+		res, errs = f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{
+			began(ds[0], redisstore.OutcomeSucceeded, `{}`, at, f.now),
+			{RunID: ds[1].RunID, Attempt: started.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`),
+				Now: f.now, Task: ds[1].Task, EntryID: ds[1].EntryID, Spec: ds[1].Spec},
+		})
+		if n := calls() - before; n != 1 {
+			t.Errorf("a batch of one worker's outcomes made %d finish calls, want 1", n)
+		}
+		for i := range res {
+			if errs[i] != nil || !res[i].Written {
+				t.Fatalf("finish %s: %+v, %v", ds[i].RunID, res[i], errs[i])
+			}
+			if got := f.b.Client.HGet(f.ctx, f.k.Run(ds[i].RunID), "consumer").Val(); got != "w1" {
+				t.Errorf("run %s: consumer %q, want w1", ds[i].RunID, got)
 			}
 		}
 	})

@@ -90,14 +90,16 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	// A call names one worker for the attempts it begins (a worker sends
-	// its own outcomes together, so this splits nothing in practice).
-	if groups := groupsBy(ps, beganBy); groups != nil {
+	// A call names one worker for the attempts it begins: a worker sends
+	// its own outcomes together, so only a batch of several workers'
+	// begun attempts is split, and outcomes that begin nothing go along
+	// with any call.
+	if groups := finishWorkerGroups(ps); groups != nil {
 		return splitBatch(ps, groups, func(sub []*FinishParams) ([]FinishResult, []error) {
-			return s.finishBatch(ctx, sub, beganBy(sub[0]))
+			return s.finishBatch(ctx, sub, firstBeganBy(sub))
 		})
 	}
-	return s.finishBatch(ctx, ps, beganBy(ps[0]))
+	return s.finishBatch(ctx, ps, firstBeganBy(ps))
 }
 
 // beganBy is the worker an outcome's attempt is begun by in the finish
@@ -107,6 +109,29 @@ func beganBy(p *FinishParams) string {
 		return ""
 	}
 	return p.Consumer
+}
+
+// firstBeganBy is the worker of the first of ps begun in the call.
+func firstBeganBy(ps []*FinishParams) string {
+	for _, p := range ps {
+		if c := beganBy(p); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// finishWorkerGroups splits ps by the worker that begins each attempt in
+// the call, an outcome that begins none going with the first worker's;
+// nil when no two workers begin attempts in ps, the common case.
+func finishWorkerGroups(ps []*FinishParams) [][]int {
+	first := firstBeganBy(ps)
+	return groupsBy(ps, func(p *FinishParams) string {
+		if c := beganBy(p); c != "" {
+			return c
+		}
+		return first
+	})
 }
 
 // withDelivery says whether p carries the delivery's fields, which the
