@@ -6,12 +6,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/auth"
 	"github.com/taskq/taskq/internal/httpapi"
+	"github.com/taskq/taskq/internal/webhook"
 	"github.com/taskq/taskq/internal/webui"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -36,7 +41,30 @@ type serveOptions struct {
 	// serves the API without the dashboard.
 	readOnlyToken string
 	noUI          bool
+	// tokensFile and scopedTokens are the named tokens with scopes;
+	// webhooksFile the signed webhook sources. SIGHUP reads the files
+	// again.
+	tokensFile   string
+	scopedTokens []string
+	webhooksFile string
+	// tlsCert, tlsKey and tlsClientCA serve HTTPS (and mutual TLS);
+	// secureCookie marks the dashboard's cookie Secure behind a proxy that
+	// terminates TLS.
+	tlsCert, tlsKey, tlsClientCA string
+	secureCookie                 bool
 }
+
+// Environment variables of serve's settings (the defaults of its flags).
+const (
+	envTokensFile   = "TASKQ_TOKENS_FILE"
+	envWebhooksFile = "TASKQ_WEBHOOKS_FILE"
+	envTLSCert      = "TASKQ_TLS_CERT"
+	envTLSKey       = "TASKQ_TLS_KEY"
+	envTLSClientCA  = "TASKQ_TLS_CLIENT_CA"
+)
+
+// named reports whether serve has named tokens besides --token.
+func (o serveOptions) named() bool { return o.tokensFile != "" || len(o.scopedTokens) > 0 }
 
 // envReadOnlyToken is the default of --read-only-token.
 const envReadOnlyToken = "TASKQ_READONLY_TOKEN"
@@ -87,8 +115,25 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 			if o.token == "" {
 				o.token = a.getenv(envToken)
 			}
-			if o.token == "" && !o.insecure {
-				return usageErrorf("no token: set --token or $%s, or pass --insecure to serve without authentication", envToken)
+			for _, e := range []struct {
+				v   *string
+				env string
+			}{{&o.tokensFile, envTokensFile}, {&o.webhooksFile, envWebhooksFile}, {&o.tlsCert, envTLSCert}, {&o.tlsKey, envTLSKey}, {&o.tlsClientCA, envTLSClientCA}} {
+				if *e.v == "" {
+					*e.v = a.getenv(e.env)
+				}
+			}
+			if o.token == "" && !o.named() && !o.insecure {
+				return usageErrorf("no token: set --token or $%s (or --tokens-file, --scoped-token), or pass --insecure to serve without authentication", envToken)
+			}
+			if o.insecure && o.named() {
+				return usageErrorf("--insecure serves without authentication: leave out --tokens-file and --scoped-token, or --insecure")
+			}
+			if (o.tlsCert == "") != (o.tlsKey == "") {
+				return usageErrorf("--tls-cert and --tls-key go together: give both, or neither")
+			}
+			if o.tlsClientCA != "" && o.tlsCert == "" {
+				return usageErrorf("--tls-client-ca needs --tls-cert and --tls-key: client certificates are checked over TLS")
 			}
 			if err := httpapi.CheckToken(o.token); err != nil {
 				return usageErrorf("%s", strings.TrimPrefix(err.Error(), "httpapi: "))
@@ -99,7 +144,7 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 			if err := checkReadOnlyToken(o); err != nil {
 				return err
 			}
-			if o.token == "" {
+			if o.token == "" && !o.named() {
 				if err := httpapi.CheckInsecureAddr(o.addr); err != nil {
 					return usageErrorf("%s", strings.TrimPrefix(err.Error(), "httpapi: "))
 				}
@@ -127,6 +172,8 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 				_ = ln.Close()
 				return err
 			}
+			stop := reloadOnHangup(ctx, srv)
+			defer stop()
 			return srv.Serve(ctx, ln)
 		}),
 	}
@@ -145,8 +192,64 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.readOnlyToken, "read-only-token", "", "a second token that signs in to the dashboard (/ui/) to see but not act (default $"+envReadOnlyToken+")")
 	f.BoolVar(&o.noUI, "no-ui", false, "serve the HTTP API without the web dashboard under /ui/")
+	f.StringVar(&o.tokensFile, "tokens-file", "", "YAML or JSON file of named tokens with scopes, stored as SHA-256 hashes; read again on SIGHUP (default $"+envTokensFile+")")
+	f.StringArrayVar(&o.scopedTokens, "scoped-token", nil, "a named token as NAME:SCOPE[,SCOPE]:SHA256 (scopes: trigger, read, operate, admin); repeatable")
+	f.StringVar(&o.webhooksFile, "webhooks-file", "", "YAML or JSON file of signed webhook sources for POST /api/v1/webhooks/{source}; read again on SIGHUP (default $"+envWebhooksFile+")")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when it changes or on SIGHUP (default $"+envTLSCert+")")
+	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert (default $"+envTLSKey+")")
+	f.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM certificate authorities: clients must present a certificate one of them signed (mutual TLS) (default $"+envTLSClientCA+")")
+	f.BoolVar(&o.secureCookie, "secure-cookie", false, "mark the dashboard's cookie Secure on plain HTTP too, behind a proxy that terminates TLS")
 	logFormatFlag(f, &o.logFormat)
 	return cmd
+}
+
+// reloadOnHangup reads the tokens file, the webhook sources and the TLS
+// certificate again on each SIGHUP until ctx ends or stop is called.
+func reloadOnHangup(ctx context.Context, srv *httpapi.Server) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+				_ = srv.Reload() // logged by Reload
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		cancel()
+		<-done
+	}
+}
+
+// keyring builds the named tokens of o: --token (every scope) and
+// --read-only-token (read) under their flags' names, --scoped-token, and
+// the tokens file. nil without any token (--insecure).
+func keyring(o serveOptions) (*auth.Keyring, error) {
+	var fixed []auth.Token
+	if o.token != "" {
+		fixed = append(fixed, httpapi.LegacyToken(httpapi.TokenName, o.token, auth.ScopeAdmin))
+	}
+	if o.readOnlyToken != "" {
+		fixed = append(fixed, httpapi.LegacyToken(httpapi.ReadOnlyTokenName, o.readOnlyToken, auth.ScopeRead))
+	}
+	for _, v := range o.scopedTokens {
+		t, err := auth.ParseFlag("--scoped-token", v)
+		if err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+		fixed = append(fixed, t)
+	}
+	if len(fixed) == 0 && o.tokensFile == "" {
+		return nil, nil
+	}
+	return auth.NewKeyring(o.tokensFile, fixed...)
 }
 
 // checkReadOnlyToken checks --read-only-token as the token is checked.
@@ -172,14 +275,29 @@ func newServer(c *client.Client, o serveOptions, log *slog.Logger) (*httpapi.Ser
 	if err != nil {
 		return nil, err
 	}
+	keys, err := keyring(o)
+	if err != nil {
+		return nil, err
+	}
+	var hooks *webhook.Sources
+	if o.webhooksFile != "" {
+		if hooks, err = webhook.Load(o.webhooksFile, nil); err != nil {
+			return nil, err
+		}
+	}
+	var tlsOpts *httpapi.TLSOptions
+	if o.tlsCert != "" {
+		tlsOpts = &httpapi.TLSOptions{CertFile: o.tlsCert, KeyFile: o.tlsKey, ClientCAFile: o.tlsClientCA}
+	}
 	var ui http.Handler
 	if !o.noUI {
-		if ui, err = webui.New(webui.Options{Client: c, Token: o.token, ReadOnlyToken: o.readOnlyToken, Insecure: o.insecure, Logger: log}); err != nil {
+		if ui, err = webui.New(webui.Options{Client: c, Token: o.token, ReadOnlyToken: o.readOnlyToken, Tokens: keys,
+			Insecure: o.insecure, SecureCookie: o.secureCookie, Logger: log}); err != nil {
 			return nil, err
 		}
 	}
 	return httpapi.New(httpapi.Options{
-		Client: c, Events: ing, Token: o.token, Insecure: o.insecure,
+		Client: c, Events: ing, Tokens: keys, Insecure: o.insecure, Webhooks: hooks, TLS: tlsOpts,
 		MaxBodyBytes: o.maxBodyBytes, MaxBatch: o.maxBatch, MaxWait: o.maxWait, ShutdownTimeout: o.shutdown,
 		ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, MaxConnections: o.maxConns, UI: ui, Logger: log,
 	})

@@ -40,6 +40,9 @@ func TestEveryAPIRouteNeedsTheToken(t *testing.T) {
 	protected := 0
 	for _, rt := range e.s.routes {
 		path := samplePath(rt.pattern)
+		if rt.signed {
+			continue // signed by its sender instead: webhooks_test.go
+		}
 		if rt.open {
 			r := e.callWith(rt.method, path, nil, nil)
 			if r.status != http.StatusOK {

@@ -17,8 +17,22 @@ import (
 // JSON, within MaxBodyBytes, a single object, with no unknown fields and
 // every field of its declared type. The error says which of these failed.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
-	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+	data, e := s.readBody(w, r)
+	if e != nil {
 		return e
+	}
+	if e := checkBodyText(data); e != nil {
+		return e
+	}
+	return decodeStrict(data, dst, "")
+}
+
+// readBody reads a JSON body as sent: its Content-Type must say JSON, it
+// must arrive within MaxBodyBytes and the read deadline, and not be
+// empty. Its text is not checked yet (checkBodyText).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		return nil, e
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	var (
@@ -27,23 +41,20 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *ap
 	)
 	switch {
 	case errors.As(err, &tooBig):
-		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+		return nil, newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 			"request body is over the limit of %d bytes", tooBig.Limit)
 	case errors.As(err, &ne) && ne.Timeout():
 		// The connection's read deadline (Options.ReadTimeout) passed
 		// before the body was in.
-		return newError(http.StatusRequestTimeout, CodeRequestTimeout,
+		return nil, newError(http.StatusRequestTimeout, CodeRequestTimeout,
 			"the request body did not arrive within %s (ReadTimeout, headers included)", s.opts.ReadTimeout)
 	case err != nil:
-		return newError(http.StatusBadRequest, CodeMalformedJSON, "reading the request body: %v", err)
+		return nil, newError(http.StatusBadRequest, CodeMalformedJSON, "reading the request body: %v", err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return newError(http.StatusBadRequest, CodeEmptyBody, "request body is empty; send a JSON object")
+		return nil, newError(http.StatusBadRequest, CodeEmptyBody, "request body is empty; send a JSON object")
 	}
-	if e := checkBodyText(data); e != nil {
-		return e
-	}
-	return decodeStrict(data, dst, "")
+	return data, nil
 }
 
 // checkContentType accepts application/json and the JSON-based types of

@@ -22,6 +22,13 @@ import (
 // They are stable: clients branch on them, people read "message".
 const (
 	CodeUnauthorized         = "unauthorized"
+	CodeForbidden            = "forbidden"
+	// Webhooks (POST /api/v1/webhooks/{source}).
+	CodeWebhookSourceNotFound = "webhook_source_not_found"
+	CodeSignatureMissing      = "signature_missing"
+	CodeSignatureInvalid      = "signature_invalid"
+	CodeSignatureStale        = "signature_stale"
+	CodeWebhookMapping        = "webhook_mapping_failed"
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeUnsupportedMediaType = "unsupported_media_type"

@@ -18,14 +18,14 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // readyz says whether the server can work: Redis answers, and the last
 // check of its maxmemory-policy found it will not evict keys (or the risk
 // was accepted). It is open to probes, so an anonymous caller learns only
-// ready or not ready; a caller with the API token also learns why not.
+// ready or not ready; a caller with a token of read scope also learns why not.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.c.Ping(ctx); err != nil {
 		e := storeError(err)
 		e.status = http.StatusServiceUnavailable // whatever failed, not ready
-		if s.bearer(r) == tokenValid {
+		if s.knownCaller(r) {
 			e.Message = "not ready: Redis is not reachable: " + e.Message
 		} else {
 			e.Message = "not ready"
@@ -35,7 +35,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.c.RedisGuard().Err(); err != nil {
 		e := newError(http.StatusServiceUnavailable, CodeRedisEvictionPolicy, "%v", err)
-		if s.bearer(r) != tokenValid {
+		if !s.knownCaller(r) {
 			e.Message = "not ready"
 		}
 		writeError(w, e)

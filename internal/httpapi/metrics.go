@@ -41,6 +41,8 @@ type metrics struct {
 	// triggerDuration is the latency of a trigger or push, Redis included.
 	triggerDuration *prometheus.HistogramVec
 	requests        *prometheus.CounterVec
+	// changes counts state-changing requests by the token behind them.
+	changes *prometheus.CounterVec
 	// openConns counts the connections Serve holds open.
 	openConns atomic.Int64
 	handler   http.Handler
@@ -80,13 +82,17 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 			Name: "taskq_http_requests_total",
 			Help: "HTTP requests by route pattern and status code.",
 		}, []string{"route", "code"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskq_http_changes_total",
+			Help: "State-changing HTTP requests by route pattern, status code and the name of the token behind them (webhook:<source> for a signed webhook).",
+		}, []string{"route", "code", "token"}),
 	}
 	openConns := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "taskq_http_open_connections",
 		Help: "Connections the HTTP server holds open (at most its connection limit).",
 	}, func() float64 { return float64(m.openConns.Load()) })
 	m.reg.MustRegister(m.triggersAccepted, m.collisions, m.eventsIngested, m.eventTaskErrors,
-		m.runsFinished, m.triggerDuration, m.requests, openConns,
+		m.runsFinished, m.triggerDuration, m.requests, m.changes, openConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(extra...)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})

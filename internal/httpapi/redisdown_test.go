@@ -70,6 +70,7 @@ func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
 		"POST /api/v1/schedules/{name}/pause":   {"POST", "/api/v1/schedules/down-sched/pause", nil, http.StatusOK, true},
 		"POST /api/v1/schedules/{name}/resume":  {"POST", "/api/v1/schedules/down-sched/resume", nil, http.StatusOK, true},
 		"POST /api/v1/schedules/{name}/trigger": {"POST", "/api/v1/schedules/down-sched/trigger", nil, http.StatusCreated, true},
+		"POST /api/v1/webhooks/{source}":        {"POST", "/api/v1/webhooks/no-such-source", map[string]any{}, http.StatusNotFound, false},
 		"GET /healthz":                          {"GET", "/healthz", nil, http.StatusOK, false},
 		"GET /readyz":                           {"GET", "/readyz", nil, http.StatusOK, true},
 		"GET /metrics":                          {"GET", "/metrics", nil, http.StatusOK, false},

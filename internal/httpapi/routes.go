@@ -1,8 +1,7 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskq/taskq/internal/auth"
 )
 
 // route is one endpoint. The OpenAPI document lists exactly these, which a
@@ -25,47 +26,54 @@ type route struct {
 	// segments (/keys/{key...}/signal): the key is what lies between.
 	pattern string
 	open    bool // served without a token
+	// scope is what the request's token must hold (see internal/auth);
+	// every route that is neither open nor signed declares one.
+	scope auth.Scope
+	// signed routes are served without a token: the request carries its
+	// sender's signature instead (webhooks).
+	signed  bool
 	handler http.HandlerFunc
 	segs    []string // pattern split at "/"
 }
 
 func (s *Server) routeTable() []route {
 	routes := []route{
-		{method: http.MethodPost, pattern: "/api/v1/events", handler: s.pushEvents},
-		{method: http.MethodGet, pattern: "/api/v1/events/{id}", handler: s.getEvent},
-		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/runs", handler: s.triggerRuns},
-		{method: http.MethodGet, pattern: "/api/v1/tasks", handler: s.listTasks},
-		{method: http.MethodGet, pattern: "/api/v1/runs", handler: s.listRuns},
-		{method: http.MethodGet, pattern: "/api/v1/keys", handler: s.listKeys},
-		{method: http.MethodGet, pattern: "/api/v1/events", handler: s.listEvents},
-		{method: http.MethodGet, pattern: "/api/v1/runs/{id}", handler: s.getRun},
-		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/result", handler: s.getResult},
-		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/attempts", handler: s.getAttempts},
-		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/signals", handler: s.getSignals},
-		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/steps", handler: s.getSteps},
-		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/cancel", handler: s.cancelRun},
-		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/retry", handler: s.retryRun},
-		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/reschedule", handler: s.rescheduleRun},
-		{method: http.MethodPost, pattern: "/api/v1/runs/cancel", handler: s.bulkCancel},
-		{method: http.MethodPost, pattern: "/api/v1/runs/retry", handler: s.bulkRetry},
-		{method: http.MethodPost, pattern: "/api/v1/events/{id}/replay", handler: s.replayEvent},
-		{method: http.MethodDelete, pattern: "/api/v1/keys/{key...}", handler: s.releaseKey},
-		{method: http.MethodGet, pattern: "/api/v1/keys/{key...}", handler: s.getKey},
-		{method: http.MethodPost, pattern: "/api/v1/keys/{key...}/signal", handler: s.signalKey},
-		{method: http.MethodGet, pattern: "/api/v1/workers", handler: s.listWorkers},
-		{method: http.MethodGet, pattern: "/api/v1/suppressed", handler: s.listSuppressed},
-		{method: http.MethodGet, pattern: "/api/v1/ratelimits", handler: s.listRateLimits},
-		{method: http.MethodGet, pattern: "/api/v1/schedules", handler: s.listSchedules},
-		{method: http.MethodPost, pattern: "/api/v1/schedules", handler: s.createSchedule},
-		{method: http.MethodGet, pattern: "/api/v1/schedules/{name}", handler: s.getSchedule},
-		{method: http.MethodPut, pattern: "/api/v1/schedules/{name}", handler: s.putSchedule},
-		{method: http.MethodDelete, pattern: "/api/v1/schedules/{name}", handler: s.deleteSchedule},
-		{method: http.MethodPost, pattern: "/api/v1/schedules/{name}/pause", handler: s.pauseSchedule},
-		{method: http.MethodPost, pattern: "/api/v1/schedules/{name}/resume", handler: s.resumeSchedule},
-		{method: http.MethodPost, pattern: "/api/v1/schedules/{name}/trigger", handler: s.triggerSchedule},
+		{method: http.MethodPost, pattern: "/api/v1/events", scope: auth.ScopeTrigger, handler: s.pushEvents},
+		{method: http.MethodGet, pattern: "/api/v1/events/{id}", scope: auth.ScopeRead, handler: s.getEvent},
+		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/runs", scope: auth.ScopeTrigger, handler: s.triggerRuns},
+		{method: http.MethodGet, pattern: "/api/v1/tasks", scope: auth.ScopeRead, handler: s.listTasks},
+		{method: http.MethodGet, pattern: "/api/v1/runs", scope: auth.ScopeRead, handler: s.listRuns},
+		{method: http.MethodGet, pattern: "/api/v1/keys", scope: auth.ScopeRead, handler: s.listKeys},
+		{method: http.MethodGet, pattern: "/api/v1/events", scope: auth.ScopeRead, handler: s.listEvents},
+		{method: http.MethodGet, pattern: "/api/v1/runs/{id}", scope: auth.ScopeRead, handler: s.getRun},
+		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/result", scope: auth.ScopeRead, handler: s.getResult},
+		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/attempts", scope: auth.ScopeRead, handler: s.getAttempts},
+		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/signals", scope: auth.ScopeRead, handler: s.getSignals},
+		{method: http.MethodGet, pattern: "/api/v1/runs/{id}/steps", scope: auth.ScopeRead, handler: s.getSteps},
+		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/cancel", scope: auth.ScopeOperate, handler: s.cancelRun},
+		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/retry", scope: auth.ScopeOperate, handler: s.retryRun},
+		{method: http.MethodPost, pattern: "/api/v1/runs/{id}/reschedule", scope: auth.ScopeOperate, handler: s.rescheduleRun},
+		{method: http.MethodPost, pattern: "/api/v1/runs/cancel", scope: auth.ScopeOperate, handler: s.bulkCancel},
+		{method: http.MethodPost, pattern: "/api/v1/runs/retry", scope: auth.ScopeOperate, handler: s.bulkRetry},
+		{method: http.MethodPost, pattern: "/api/v1/events/{id}/replay", scope: auth.ScopeOperate, handler: s.replayEvent},
+		{method: http.MethodDelete, pattern: "/api/v1/keys/{key...}", scope: auth.ScopeOperate, handler: s.releaseKey},
+		{method: http.MethodGet, pattern: "/api/v1/keys/{key...}", scope: auth.ScopeRead, handler: s.getKey},
+		{method: http.MethodPost, pattern: "/api/v1/keys/{key...}/signal", scope: auth.ScopeOperate, handler: s.signalKey},
+		{method: http.MethodGet, pattern: "/api/v1/workers", scope: auth.ScopeRead, handler: s.listWorkers},
+		{method: http.MethodGet, pattern: "/api/v1/suppressed", scope: auth.ScopeRead, handler: s.listSuppressed},
+		{method: http.MethodGet, pattern: "/api/v1/ratelimits", scope: auth.ScopeRead, handler: s.listRateLimits},
+		{method: http.MethodGet, pattern: "/api/v1/schedules", scope: auth.ScopeRead, handler: s.listSchedules},
+		{method: http.MethodPost, pattern: "/api/v1/schedules", scope: auth.ScopeOperate, handler: s.createSchedule},
+		{method: http.MethodGet, pattern: "/api/v1/schedules/{name}", scope: auth.ScopeRead, handler: s.getSchedule},
+		{method: http.MethodPut, pattern: "/api/v1/schedules/{name}", scope: auth.ScopeOperate, handler: s.putSchedule},
+		{method: http.MethodDelete, pattern: "/api/v1/schedules/{name}", scope: auth.ScopeOperate, handler: s.deleteSchedule},
+		{method: http.MethodPost, pattern: "/api/v1/schedules/{name}/pause", scope: auth.ScopeOperate, handler: s.pauseSchedule},
+		{method: http.MethodPost, pattern: "/api/v1/schedules/{name}/resume", scope: auth.ScopeOperate, handler: s.resumeSchedule},
+		{method: http.MethodPost, pattern: "/api/v1/schedules/{name}/trigger", scope: auth.ScopeOperate, handler: s.triggerSchedule},
+		{method: http.MethodPost, pattern: "/api/v1/webhooks/{source}", signed: true, handler: s.receiveWebhook},
 		{method: http.MethodGet, pattern: "/healthz", open: true, handler: s.healthz},
 		{method: http.MethodGet, pattern: "/readyz", open: true, handler: s.readyz},
-		{method: http.MethodGet, pattern: "/metrics", handler: s.serveMetrics},
+		{method: http.MethodGet, pattern: "/metrics", scope: auth.ScopeRead, handler: s.serveMetrics},
 	}
 	for i := range routes {
 		routes[i].segs = strings.Split(routes[i].pattern, "/")
@@ -132,6 +140,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		r.Pattern = rt.method + " " + rt.pattern
+		if !s.allowed(w, r, rt) {
+			return
+		}
 		if e := checkURLText(r); e != nil {
 			writeError(w, e)
 			return
@@ -160,57 +171,90 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 }
 
 // needsToken reports whether a path is protected: everything under /api/
-// (known route or not, so probing reveals nothing) and /metrics.
+// (known route or not, so probing reveals nothing) and /metrics, but the
+// signed webhooks, whose senders sign their requests instead.
 func needsToken(path string) bool {
+	if strings.HasPrefix(path, webhookPrefix) {
+		return false
+	}
 	return strings.HasPrefix(path, "/api/") || path == "/api" || path == "/metrics"
 }
 
+// webhookPrefix starts the path of every signed webhook.
+const webhookPrefix = "/api/v1/webhooks/"
+
+// requestInfo is what the request log and the audit log learn about a
+// request as it passes the handlers: who sent it.
+type requestInfo struct {
+	// who names the token behind the request ("" before authentication),
+	// or the webhook source ("webhook:<source>").
+	who string
+	// id is the identity of the request's token (nil: none, or insecure
+	// mode).
+	id *auth.Identity
+}
+
+type requestInfoKey struct{}
+
+func infoOf(r *http.Request) *requestInfo {
+	if ri, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+		return ri
+	}
+	return &requestInfo{}
+}
+
 // authenticate requires "Authorization: Bearer <token>" on protected
-// paths. Both tokens are hashed before the constant-time comparison, so
-// neither the token's content nor its length leaks through timing.
+// paths, a token of the keyring (see auth.Keyring.Authenticate: hashed,
+// compared in constant time), and passes its identity on to dispatch,
+// which checks the route's scope.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.Token == "" || !needsToken(r.URL.Path) {
+		if s.keys == nil || !needsToken(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		switch s.bearer(r) {
-		case tokenMissing:
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		token = strings.TrimSpace(token)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="taskq"`)
 			writeError(w, newError(http.StatusUnauthorized, CodeUnauthorized,
 				"missing bearer token: send the header Authorization: Bearer <token>"))
 			return
-		case tokenWrong:
+		}
+		id, ok := s.keys.Authenticate(token)
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="taskq", error="invalid_token"`)
 			writeError(w, newError(http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not valid"))
 			return
 		}
+		ri := infoOf(r)
+		ri.who, ri.id = id.Name, &id
 		next.ServeHTTP(w, r)
 	})
 }
 
-// Results of bearer.
-const (
-	tokenValid = iota
-	tokenMissing
-	tokenWrong
-)
-
-// bearer checks the request's "Authorization: Bearer <token>". Without a
-// configured token (insecure mode) every request is valid.
-func (s *Server) bearer(r *http.Request) int {
-	if s.opts.Token == "" {
-		return tokenValid
+// allowed checks the request's token against the route's scope, and
+// answers 403 naming the scope it lacks. A route that declares no scope
+// needs admin, so that a route added without one is closed, not open.
+func (s *Server) allowed(w http.ResponseWriter, r *http.Request, rt *route) bool {
+	if rt.open || rt.signed || s.keys == nil {
+		return true
 	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return tokenMissing
+	need := rt.scope
+	if need == "" {
+		need = auth.ScopeAdmin
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
-		return tokenWrong
+	id := infoOf(r).id
+	if id == nil {
+		id = &auth.Identity{}
 	}
-	return tokenValid
+	if id.Has(need) {
+		return true
+	}
+	e := newError(http.StatusForbidden, CodeForbidden, "token %s lacks the scope %s that %s %s needs",
+		quote(id.Name), quote(string(need)), rt.method, rt.pattern)
+	writeError(w, e)
+	return false
 }
 
 func (s *Server) recoverPanics(next http.Handler) http.Handler {
@@ -260,6 +304,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
+		ri := &requestInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, ri))
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
@@ -279,6 +325,38 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		s.log.Log(r.Context(), level, "http request",
 			"method", r.Method, "path", r.URL.Path, "route", route, "status", rec.status,
-			"bytes", rec.bytes, "duration_ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+			"bytes", rec.bytes, "duration_ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr, "token", ri.who)
+		if changes(r.Method) && route != "unmatched" && !strings.HasPrefix(route, "/ui/") {
+			s.audit(r, route, rec.status, ri.who)
+		}
 	})
+}
+
+// changes reports whether a request of method may change state.
+func changes(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
+}
+
+// audit records a state-changing request: who sent it (the token's name,
+// never its value; "webhook:<source>" for a webhook; "" in insecure mode),
+// what and with which answer, in the log and in
+// taskq_http_changes_total.
+func (s *Server) audit(r *http.Request, route string, status int, who string) {
+	s.metrics.changes.WithLabelValues(route, strconv.Itoa(status), who).Inc()
+	s.log.Info("taskq: audit", "token", who, "method", r.Method, "route", route, "path", r.URL.Path,
+		"status", status, "remote", r.RemoteAddr)
+}
+
+// knownCaller reports whether an open route's request carries a token of
+// read scope (or the server has none), so that it may learn details.
+func (s *Server) knownCaller(r *http.Request) bool {
+	if s.keys == nil {
+		return true
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	id, ok := s.keys.Authenticate(strings.TrimSpace(token))
+	return ok && id.Has(auth.ScopeRead)
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/taskq/taskq/internal/auth"
+	"github.com/taskq/taskq/internal/webhook"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
@@ -70,8 +73,17 @@ type Options struct {
 	// Events ingests events (default: an ingester on Client with default
 	// options).
 	Events *events.Ingester
-	// Token is the bearer token every /api/ route and /metrics require.
+	// Token is a bearer token with every scope (the token named "token"):
+	// every /api/ route and /metrics require a token.
 	Token string
+	// Tokens are the named, scoped tokens (internal/auth), beside Token;
+	// Reload reads their file again.
+	Tokens *auth.Keyring
+	// Webhooks are the signed webhook sources of POST
+	// /api/v1/webhooks/{source}; Reload reads their file again.
+	Webhooks *webhook.Sources
+	// TLS, when set, makes Serve answer HTTPS only.
+	TLS *TLSOptions
 	// Insecure serves without a token. For development only.
 	Insecure bool
 	// MaxBodyBytes bounds a request body (default 1 MiB).
@@ -157,7 +169,7 @@ func (o Options) validate() error {
 	switch {
 	case o.Client == nil:
 		return errors.New("httpapi: Options.Client is required")
-	case o.Token == "" && !o.Insecure:
+	case o.Token == "" && o.Tokens == nil && !o.Insecure:
 		return &NoTokenError{}
 	case CheckToken(o.Token) != nil:
 		return CheckToken(o.Token)
@@ -183,7 +195,8 @@ type Server struct {
 	c         *client.Client
 	ing       *events.Ingester
 	log       *slog.Logger
-	tokenHash [sha256.Size]byte
+	keys      *auth.Keyring
+	tls       *certReloader
 	metrics   *metrics
 	routes    []route
 	handler   http.Handler
@@ -206,12 +219,20 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, c: opts.Client, ing: opts.Events, log: opts.Logger,
-		tokenHash: sha256.Sum256([]byte(opts.Token)), metrics: newMetrics(opts.Client.RedisGuard().Collector(), opts.Client.MetricsCollector(),
+		metrics: newMetrics(opts.Client.RedisGuard().Collector(), opts.Client.MetricsCollector(),
 			newQueueCollector(opts.Client.Inspector(), opts.Logger)),
+	}
+	if s.keys, err = keyring(opts); err != nil {
+		return nil, err
+	}
+	if opts.TLS != nil {
+		if s.tls, err = newCertReloader(*opts.TLS, s.log); err != nil {
+			return nil, err
+		}
 	}
 	s.routes = s.routeTable()
 	s.handler = s.logRequests(s.recoverPanics(s.mountUI(s.authenticate(http.HandlerFunc(s.dispatch)))))
-	if opts.Insecure && opts.Token == "" {
+	if s.keys == nil {
 		s.log.Warn("taskq: the HTTP API serves without authentication (insecure development mode)")
 	}
 	return s, nil
@@ -248,7 +269,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Without a token (Options.Insecure) it serves only on a loopback
 // listener: on any other it closes ln and returns an *InsecureAddrError.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if s.opts.Token == "" && !loopbackListener(ln) {
+	if s.keys == nil && !loopbackListener(ln) {
 		_ = ln.Close()
 		return &InsecureAddrError{Addr: ln.Addr().String()}
 	}
@@ -257,6 +278,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancelBase()
 	srv := s.httpServer(base)
 	ln = netutil.LimitListener(ln, s.opts.MaxConnections)
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls.config())
+	}
 	ps := s.subscribeRuns(base)
 	watchDone := make(chan struct{})
 	go func() {
@@ -270,7 +294,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	s.log.Info("taskq HTTP API listening", "addr", ln.Addr().String(), "namespace", s.c.Namespace())
+	s.log.Info("taskq HTTP API listening", "addr", ln.Addr().String(), "namespace", s.c.Namespace(), "tls", s.tls != nil)
 	select {
 	case err := <-served:
 		return fmt.Errorf("httpapi: serve: %w", err)
@@ -313,4 +337,59 @@ func (s *Server) httpServer(base context.Context) *http.Server {
 		ConnState:         s.metrics.connState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+}
+
+// keyring is the tokens of opts: Options.Tokens, with Options.Token beside
+// them as the token named "token" with every scope; nil when neither is
+// set (insecure mode).
+func keyring(opts Options) (*auth.Keyring, error) {
+	if opts.Token == "" {
+		return opts.Tokens, nil
+	}
+	if opts.Tokens != nil {
+		return nil, errors.New("httpapi: set Options.Token or Options.Tokens, not both: give the keyring the token (LegacyToken)")
+	}
+	return auth.NewKeyring("", LegacyToken(TokenName, opts.Token, auth.ScopeAdmin))
+}
+
+// TokenName is the name of Options.Token (--token) in logs and metrics;
+// ReadOnlyTokenName that of the dashboard's --read-only-token.
+const (
+	TokenName         = "token"
+	ReadOnlyTokenName = "read-only-token"
+)
+
+// LegacyToken makes a named token of a plain token value.
+func LegacyToken(name, value string, scopes ...auth.Scope) auth.Token {
+	return auth.Token{Name: name, Hash: sha256.Sum256([]byte(value)), Scopes: scopes}
+}
+
+// Reload reads the tokens file, the webhook sources' file and the TLS
+// certificate again (what `taskq serve` does on SIGHUP). Each is swapped
+// whole; one that fails to load keeps what was in force, and the errors
+// are joined.
+func (s *Server) Reload() error {
+	var errs []error
+	if s.keys != nil {
+		if err := s.keys.Reload(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.opts.Webhooks != nil {
+		if err := s.opts.Webhooks.Reload(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.tls != nil {
+		if err := s.tls.reload(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		s.log.Error("taskq: reload failed; the previous settings stay in force", "err", err)
+	} else {
+		s.log.Info("taskq: reloaded tokens, webhook sources and certificate")
+	}
+	return err
 }

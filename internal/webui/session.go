@@ -155,6 +155,9 @@ func (u *UI) startSession(w http.ResponseWriter, r *http.Request, role string) (
 // are hashed before the constant-time comparison, so neither a token's
 // content nor its length leaks through timing.
 func (u *UI) tokenRole(token string) string {
+	if u.opts.Tokens != nil {
+		return u.scopedRole(token)
+	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	admin := sha256.Sum256([]byte(u.opts.Token))
 	reader := sha256.Sum256([]byte(u.opts.ReadOnlyToken))
@@ -193,7 +196,7 @@ type handler func(w http.ResponseWriter, r *http.Request, s *session)
 func (u *UI) see(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := u.sessionOf(r)
-		if s == nil && u.opts.Token == "" {
+		if s == nil && u.insecure() {
 			var err error
 			if s, err = u.startSession(w, r, roleAdmin); err != nil {
 				u.fail(w, r, nil, http.StatusInternalServerError, "Could not start a session.")
@@ -232,7 +235,7 @@ func (u *UI) act(h handler, admin bool) http.HandlerFunc {
 			return
 		}
 		if admin && !s.CanAct() {
-			u.fail(w, r, s, http.StatusForbidden, "You signed in with the read-only token: this session can see but not act.")
+			u.fail(w, r, s, http.StatusForbidden, "This session can see but not act: its token lacks the operate scope.")
 			return
 		}
 		h(w, r, s)
@@ -254,12 +257,12 @@ type loginData struct {
 }
 
 func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
-	if s := u.sessionOf(r); s != nil || u.opts.Token == "" {
+	if s := u.sessionOf(r); s != nil || u.insecure() {
 		http.Redirect(w, r, localNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
 	u.render(w, r, nil, http.StatusOK, "login", &view{Title: "Sign in",
-		Data: loginData{Next: localNext(r.URL.Query().Get("next")), ReadOnlyTokens: u.opts.ReadOnlyToken != ""}})
+		Data: loginData{Next: localNext(r.URL.Query().Get("next")), ReadOnlyTokens: u.opts.ReadOnlyToken != "" || u.opts.Tokens != nil}})
 }
 
 func (u *UI) login(w http.ResponseWriter, r *http.Request) {
@@ -270,13 +273,13 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	}
 	next := localNext(r.PostForm.Get("next"))
 	role := roleAdmin
-	if u.opts.Token != "" {
+	if !u.insecure() {
 		role = u.tokenRole(r.PostForm.Get("token"))
 	}
 	if role == "" {
 		u.log.Info("taskq: dashboard sign-in refused", "remote", r.RemoteAddr)
 		u.render(w, r, nil, http.StatusUnauthorized, "login", &view{Title: "Sign in", Error: "That token is not valid.",
-			Data: loginData{Next: next, ReadOnlyTokens: u.opts.ReadOnlyToken != ""}})
+			Data: loginData{Next: next, ReadOnlyTokens: u.opts.ReadOnlyToken != "" || u.opts.Tokens != nil}})
 		return
 	}
 	if _, err := u.startSession(w, r, role); err != nil {

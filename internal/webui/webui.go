@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskq/taskq/internal/auth"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -51,6 +52,13 @@ type Options struct {
 	// offered, and a state-changing request is refused 403. It must differ
 	// from Token.
 	ReadOnlyToken string
+	// Tokens, when set, are the named, scoped tokens that sign in
+	// (internal/auth), Token and ReadOnlyToken among them if set: a token
+	// of read scope signs in to see, one of operate or admin scope to act
+	// as well; a token of trigger scope alone does not sign in. Sessions
+	// are then signed with a key of the process's own (or derived from
+	// Token when set), and a token removed by a reload signs in no more.
+	Tokens *auth.Keyring
 	// Insecure serves without signing in, every visitor with every right,
 	// when Token is empty (development only, as the HTTP API's --insecure).
 	Insecure bool
@@ -88,7 +96,7 @@ func (o Options) validate() error {
 	switch {
 	case o.Client == nil:
 		return errors.New("webui: Options.Client is required")
-	case o.Token == "" && !o.Insecure:
+	case o.Token == "" && o.Tokens == nil && !o.Insecure:
 		return errors.New("webui: a token is required to sign in (or Insecure, for development only)")
 	case o.Token == "" && o.ReadOnlyToken != "":
 		return errors.New("webui: a read-only token needs a token beside it: without one, everyone may act")
@@ -130,7 +138,7 @@ func New(opts Options) (*UI, error) {
 		sessions: &sessions{key: key, ttl: opts.SessionTTL, clock: opts.Clock},
 	}
 	u.mux = u.routes()
-	if opts.Token == "" {
+	if u.insecure() {
 		u.log.Warn("taskq: the dashboard serves without signing in (insecure development mode)")
 	}
 	return u, nil
@@ -181,6 +189,9 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mux.ServeHTTP(w, r)
 }
 
+// insecure reports whether visitors are let in without signing in.
+func (u *UI) insecure() bool { return u.opts.Token == "" && u.opts.Tokens == nil }
+
 type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
@@ -223,7 +234,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, s *session, status i
 	if !ok {
 		panic("webui: no page " + name)
 	}
-	v.Session, v.Insecure, v.Now = s, u.opts.Token == "", u.opts.Clock.Now()
+	v.Session, v.Insecure, v.Now = s, u.insecure(), u.opts.Clock.Now()
 	if s != nil {
 		v.CSRF = u.sessions.csrf(s)
 	}
