@@ -191,15 +191,15 @@ func (o Options) validate() error {
 
 // Server serves the taskq HTTP API. It is safe for concurrent use.
 type Server struct {
-	opts      Options
-	c         *client.Client
-	ing       *events.Ingester
-	log       *slog.Logger
-	keys      *auth.Keyring
-	tls       *certReloader
-	metrics   *metrics
-	routes    []route
-	handler   http.Handler
+	opts    Options
+	c       *client.Client
+	ing     *events.Ingester
+	log     *slog.Logger
+	keys    *auth.Keyring
+	tls     *certReloader
+	metrics *metrics
+	routes  []route
+	handler http.Handler
 }
 
 // New validates opts and builds the server. It refuses an empty Token
