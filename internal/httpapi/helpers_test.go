@@ -51,7 +51,7 @@ func newEnv(t *testing.T, b *redistest.Backend, o envOptions) *env {
 	t.Cleanup(func() { c.Close() })
 	so := o.server
 	so.Client = c
-	if so.Token == "" && !so.Insecure {
+	if so.Token == "" && !so.Insecure && so.Tokens == nil {
 		so.Token = testToken
 	}
 	so.Logger = quiet
