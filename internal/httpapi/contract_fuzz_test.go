@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/webhook"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -60,7 +62,14 @@ func TestContractFuzz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, redistest.Real(t), envOptions{server: Options{MaxBodyBytes: 256 << 10, MaxBatch: 5, MaxWait: 20 * time.Millisecond}})
+	hooks := filepath.Join(t.TempDir(), "webhooks.yaml")
+	writeFile(t, hooks, []byte(`sources: [{name: fz-hook, signature: github, secrets: [{value: `+fuzzHookSecret+`}],
+	  key: 'headers["x-fz-event"]', deliveryId: 'headers["x-fz-delivery"]'}]`))
+	sources, err := webhook.Load(hooks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, redistest.Real(t), envOptions{server: Options{MaxBodyBytes: 256 << 10, MaxBatch: 5, MaxWait: 20 * time.Millisecond, Webhooks: sources}})
 	e.register(task.Spec{Name: "fz-ttl", Expression: `"fz:" + string(input.id)`, Strategy: task.StrategyTTL, TTLMs: 600000, OnEvents: []string{"fz.evt"}})
 	e.register(task.Spec{Name: "fz-status", Expression: `"fzs:" + string(input.id)`, Strategy: task.StrategyStatus, FallbackTTLMs: 600000})
 	f := &fuzzer{t: t, e: e, doc: doc, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), created: map[string]bool{}, released: map[string]bool{}}
@@ -81,6 +90,7 @@ func TestContractFuzz(t *testing.T) {
 	f.send(http.MethodPost, "/api/v1/tasks/fz-ttl/runs", `{"input":{"id":1}}`, true)
 	f.send(http.MethodPost, "/api/v1/tasks/fz-status/runs", `{"input":{"id":1}}`, true)
 	f.send(http.MethodPost, "/api/v1/events", `{"key":"fz.evt","payload":{"id":2}}`, true)
+	f.send(http.MethodPost, "/api/v1/webhooks/fz-hook", `{"id":3}`, true)
 
 	statuses := map[string]map[int]int{}
 	for range n {
@@ -147,11 +157,34 @@ func (f *fuzzer) request(op fuzzOp) int {
 	return f.send(method, path, body, false)
 }
 
+// fuzzHookSecret signs the fuzzer's webhooks to source fz-hook.
+const fuzzHookSecret = "fz-hook-secret-0123456789"
+
 // send sends a request (with the token and application/json, unless a
 // mutation drops them) and learns run IDs, event IDs and keys from the
-// answer. A 5xx fails the test, but for durability_not_reached.
+// answer. A 5xx fails the test, but for durability_not_reached. A webhook
+// is signed with the source's secret, its headers name the event
+// (mostly the one fz-ttl is subscribed to) and a delivery; mutations
+// drop or spoil the signature and the headers.
 func (f *fuzzer) send(method, path, body string, plain bool) int {
 	h := map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": "application/json"}
+	if strings.HasPrefix(path, webhookPrefix) {
+		h["X-Hub-Signature-256"] = githubSig(fuzzHookSecret, body)
+		h["X-Fz-Event"] = f.pick("fz.evt", "fz.evt", "other.evt", "bad key with spaces")
+		h["X-Fz-Delivery"] = f.pick("d1", "d2", "d3")
+		switch {
+		case f.chance(0.05):
+			h["X-Hub-Signature-256"] = noHeader
+		case f.chance(0.05):
+			h["X-Hub-Signature-256"] = githubSig("not-"+fuzzHookSecret, body)
+		case f.chance(0.05):
+			h["X-Hub-Signature-256"] = f.pick("sha256=", "sha256=zz", "md5=00", strings.Repeat("s", 5000))
+		case f.chance(0.05):
+			h["X-Fz-Event"] = noHeader
+		case f.chance(0.05):
+			h["X-Fz-Delivery"] = f.pick(noHeader, strings.Repeat("d", 300))
+		}
+	}
 	if !plain {
 		switch {
 		case f.chance(0.03):
@@ -226,7 +259,8 @@ func (f *fuzzer) learn(method, path string, r response) {
 // pathValue is a value for a path parameter: one that exists, one that
 // does not, or a hostile one, percent-encoded or raw.
 func (f *fuzzer) pathValue(name string) string {
-	known := map[string][]string{"id": append(append([]string{}, f.runs...), f.events...), "task": {"fz-ttl", "fz-status"}, "key": f.keys}[name]
+	known := map[string][]string{"id": append(append([]string{}, f.runs...), f.events...), "task": {"fz-ttl", "fz-status"}, "key": f.keys,
+		"source": {"fz-hook", "fz-hook"}}[name]
 	switch r := f.rnd.IntN(10); {
 	case r < 5 && len(known) > 0:
 		return url.PathEscape(known[f.rnd.IntN(len(known))])
