@@ -64,14 +64,14 @@ func newEnv(t testing.TB, b *redistest.Backend, o envOptions) *env {
 	t.Cleanup(func() { c.Close() })
 	uo := o.ui
 	uo.Client, uo.Logger = c, quiet
-	if uo.Token == "" && !uo.Insecure {
+	if uo.Token == "" && !uo.Insecure && uo.Tokens == nil {
 		uo.Token, uo.ReadOnlyToken = testToken, testReadOnly
 	}
 	ui, err := New(uo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := httpapi.New(httpapi.Options{Client: c, Token: uo.Token, Insecure: uo.Insecure, UI: ui, Logger: quiet})
+	s, err := httpapi.New(httpapi.Options{Client: c, Token: uo.Token, Tokens: uo.Tokens, Insecure: uo.Insecure, UI: ui, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/taskq/taskq/internal/auth"
@@ -20,4 +21,19 @@ func (u *UI) scopedRole(token string) string {
 		return roleReader
 	}
 	return ""
+}
+
+// webhookSource returns the webhook source an event came from (its
+// metadata's webhook.source, which POST /api/v1/webhooks/{source}
+// writes), or "" for an event pushed otherwise.
+func webhookSource(meta json.RawMessage) string {
+	var m struct {
+		Webhook struct {
+			Source string `json:"source"`
+		} `json:"webhook"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil {
+		return ""
+	}
+	return m.Webhook.Source
 }

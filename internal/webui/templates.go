@@ -50,6 +50,7 @@ func funcs() template.FuncMap {
 			return "/ui/suppressed?" + url.Values{k: {v}}.Encode()
 		},
 		"eventOf":  eventOf,
+		"source":   webhookSource,
 		"plus1":    func(n int) int { return n + 1 },
 		"terminal": func(s client.Status) bool { return s.Terminal() },
 		"count":    func(m map[client.Status]int, s client.Status) int { return m[s] },
