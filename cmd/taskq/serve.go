@@ -92,17 +92,25 @@ func (a *app) serveCmd() *cobra.Command {
   GET  /api/v1/keys/{key}          who holds an idempotency key
   POST /api/v1/events              ingest an event (or a batch)
   GET  /api/v1/events/{id}         an event and the runs it created
+  POST /api/v1/webhooks/{source}  a signed webhook from its sender (--webhooks-file)
   GET  /healthz, /readyz           liveness and readiness (no token)
   GET  /metrics                    Prometheus metrics
   GET  /ui/                        the web dashboard (sign in with the token)
 
-Requests need "Authorization: Bearer <token>" with the token from --token or
-$TASKQ_TOKEN: at least 16 visible ASCII characters, no whitespace.
---insecure serves without authentication, only on a loopback address
-(--addr 127.0.0.1:8080).
+Requests need "Authorization: Bearer <token>" of a token that holds the
+route's scope: trigger, read, operate or admin (every scope). --token (or
+$TASKQ_TOKEN) is a token with every scope, --read-only-token one with read;
+--tokens-file and --scoped-token give named tokens stored as SHA-256 hashes
+(see docs/security.md). --insecure serves without authentication, only on a
+loopback address (--addr 127.0.0.1:8080).
+--tls-cert and --tls-key serve HTTPS (TLS 1.2 or later); the certificate is
+read again when its files change. --tls-client-ca asks every client for a
+certificate that CA signed.
+SIGHUP reads the tokens file, the webhook sources and the certificate again.
 SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 --shutdown-timeout to finish.`,
 		Example: `  TASKQ_TOKEN=$(openssl rand -hex 16) taskq serve --addr :8080
+  taskq serve --tokens-file tokens.yaml --webhooks-file webhooks.yaml --tls-cert cert.pem --tls-key key.pem
   taskq serve --addr 127.0.0.1:8080 --insecure --log-level debug`,
 		Args: argNames(nil),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
@@ -128,6 +136,11 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 			}
 			if o.insecure && o.named() {
 				return usageErrorf("--insecure serves without authentication: leave out --tokens-file and --scoped-token, or --insecure")
+			}
+			for _, v := range o.scopedTokens {
+				if _, err := auth.ParseFlag("--scoped-token", v); err != nil {
+					return usageErrorf("%v", err)
+				}
 			}
 			if (o.tlsCert == "") != (o.tlsKey == "") {
 				return usageErrorf("--tls-cert and --tls-key go together: give both, or neither")

@@ -33,6 +33,12 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{args: []string{"serve", "--insecure", "--addr", "127.0.0.1:0", "--read-only-token", "a-long-enough-secret"}, msg: "--read-only-token needs --token"},
 		{args: []string{"serve", "--token", "a-long-enough-secret", "--read-only-token", "short-secret"}, msg: "the read-only token (--read-only-token or $TASKQ_READONLY_TOKEN) is 12 bytes long"},
 		{args: []string{"serve", "--token", "a-long-enough-secret"}, env: map[string]string{envReadOnlyToken: "short-secret"}, msg: "the read-only token"},
+		{args: []string{"serve", "--insecure", "--addr", "127.0.0.1:0", "--scoped-token", "ci:read:" + strings.Repeat("0", 64)}, msg: "leave out --tokens-file and --scoped-token"},
+		{args: []string{"serve", "--scoped-token", "ci:write:" + strings.Repeat("0", 64)}, msg: `--scoped-token: token ci: unknown scope "write"`},
+		{args: []string{"serve", "--scoped-token", "ci:read"}, msg: "is not NAME:SCOPE[,SCOPE]:SHA256"},
+		{args: []string{"serve", "--token", "a-long-enough-secret", "--tls-cert", "c.pem"}, msg: "--tls-cert and --tls-key go together"},
+		{args: []string{"serve", "--token", "a-long-enough-secret"}, env: map[string]string{envTLSKey: "k.pem"}, msg: "--tls-cert and --tls-key go together"},
+		{args: []string{"serve", "--token", "a-long-enough-secret", "--tls-client-ca", "ca.pem"}, msg: "--tls-client-ca needs --tls-cert"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -54,6 +60,7 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{"serve", "--insecure", "--addr", "[::1]:0"},
 		{"serve", "--token", "a-long-enough-secret", "--addr", ":0"},
 		{"serve", "--token", "a-long-enough-secret", "--read-only-token", "another-long-enough-secret", "--addr", ":0"},
+		{"serve", "--scoped-token", "ci:trigger,read:" + strings.Repeat("0", 64), "--addr", ":0"},
 	} {
 		if r := runWith(ctx, invocation{}, append([]string{"--redis", "redis://127.0.0.1:1/0"}, args...)...); r.code == exitUsage {
 			t.Errorf("%s: usage error %s", strings.Join(args, " "), r.stderr)
