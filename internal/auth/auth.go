@@ -157,8 +157,8 @@ func newToken(source string, index int, name, hash string, scopes []string) (Tok
 	fail := func(format string, args ...any) (Token, error) {
 		return Token{}, &TokensError{Source: source, Token: at, Problem: fmt.Sprintf(format, args...)}
 	}
-	if err := CheckName(name); err != nil {
-		return fail("%s", err)
+	if problem := checkName(name); problem != "" {
+		return fail("%s", problem)
 	}
 	raw, err := hex.DecodeString(strings.ToLower(hash))
 	if err != nil || len(raw) != sha256.Size {
@@ -181,19 +181,19 @@ func newToken(source string, index int, name, hash string, scopes []string) (Tok
 	return t, nil
 }
 
-// CheckName refuses a token name that could not label a metric or a log
+// checkName refuses a token name that could not label a metric or a log
 // line plainly: 1 to NameMaxLength characters of letters, digits, '-',
-// '_' and '.'.
-func CheckName(name string) error {
+// '_' and '.'. It returns the problem, or "".
+func checkName(name string) string {
 	if name == "" || len(name) > NameMaxLength {
-		return fmt.Errorf("name must be 1 to %d characters long", NameMaxLength)
+		return fmt.Sprintf("name must be 1 to %d characters long", NameMaxLength)
 	}
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Errorf("name %q may hold only letters, digits, '-', '_' and '.'", clip(name))
+			return fmt.Sprintf("name %q may hold only letters, digits, '-', '_' and '.'", clip(name))
 		}
 	}
-	return nil
+	return ""
 }
 
 // Keyring is the set of tokens a server accepts: the fixed ones (flags)

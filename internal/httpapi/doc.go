@@ -16,13 +16,21 @@
 //	POST /api/v1/runs/{id}/cancel        cancel a run
 //	GET  /api/v1/keys/{key}              who holds an idempotency key
 //	POST /api/v1/keys/{key}/signal       signal the run that holds it
+//	POST /api/v1/webhooks/{source}       a signed webhook, mapped to an event
 //	GET  /healthz, /readyz               liveness, and readiness (Redis answers)
 //	GET  /metrics                        Prometheus metrics
 //
-// Every /api/ route and /metrics require "Authorization: Bearer <token>";
-// the token is compared in constant time. /healthz and /readyz are open so
-// that probes need no secret. New refuses to build a server without a
-// token unless Options.Insecure is set.
+// Every /api/ route and /metrics require "Authorization: Bearer <token>"
+// of a named token (internal/auth) that holds the route's scope (trigger,
+// read, operate; admin holds all): routeTable declares each route's, and
+// api/openapi.yaml documents it as x-taskq-scope. A token without it gets
+// 403 naming the scope; state-changing requests are audited by token name.
+// Tokens are hashed and compared in constant time. /healthz and /readyz
+// are open so that probes need no secret; POST /api/v1/webhooks/{source}
+// takes its sender's signature instead (internal/webhook). New refuses to
+// build a server without a token unless Options.Insecure is set. With
+// Options.TLS, Serve answers HTTPS only; Reload reads the tokens, the
+// webhook sources and the certificate again.
 //
 // Routes are matched on the escaped path, segment by segment, with no
 // path cleaning: a key may contain slashes and dot segments, and no answer

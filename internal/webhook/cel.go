@@ -28,21 +28,22 @@ func newEnv() (*cel.Env, error) {
 	)
 }
 
-// compile checks an expression once, when the configuration is read.
-func compile(field, src string) (*program, error) {
+// compile checks an expression once, when the configuration is read. It
+// returns the program, or what is wrong with the expression.
+func compile(field, src string) (*program, string) {
 	env, err := newEnv()
 	if err != nil {
-		return nil, err
+		return nil, "the expression environment: " + err.Error()
 	}
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
-		return nil, fmt.Errorf("%s expression %q does not compile: %v", field, clip(src), iss.Err())
+		return nil, fmt.Sprintf("%s expression %q does not compile: %v", field, clip(src), iss.Err())
 	}
 	prg, err := env.Program(ast, cel.CostLimit(CostLimitDefault), cel.InterruptCheckFrequency(100))
 	if err != nil {
-		return nil, fmt.Errorf("%s expression %q: %v", field, clip(src), err)
+		return nil, fmt.Sprintf("%s expression %q: %v", field, clip(src), err)
 	}
-	return &program{field: field, src: src, prg: prg}, nil
+	return &program{field: field, src: src, prg: prg}, ""
 }
 
 // eval runs the expression and returns its value as JSON would decode it

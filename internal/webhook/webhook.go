@@ -287,18 +287,18 @@ func build(sc SourceConfig, getenv func(string) string) (*Source, string) {
 	if sc.Key == "" {
 		return nil, `needs key: a CEL expression for the event's key, such as "github." + headers["x-github-event"]`
 	}
-	var err error
-	if src.key, err = compile("key", sc.Key); err != nil {
-		return nil, err.Error()
+	var problem string
+	if src.key, problem = compile("key", sc.Key); problem != "" {
+		return nil, problem
 	}
 	if sc.Payload != "" {
-		if src.payload, err = compile("payload", sc.Payload); err != nil {
-			return nil, err.Error()
+		if src.payload, problem = compile("payload", sc.Payload); problem != "" {
+			return nil, problem
 		}
 	}
 	if sc.DeliveryID != "" {
-		if src.deliveryID, err = compile("deliveryId", sc.DeliveryID); err != nil {
-			return nil, err.Error()
+		if src.deliveryID, problem = compile("deliveryId", sc.DeliveryID); problem != "" {
+			return nil, problem
 		}
 	}
 	return src, ""
