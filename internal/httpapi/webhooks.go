@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -51,12 +53,18 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, "%v", err))
 		return
 	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
 	var body any
-	if err := json.Unmarshal(data, &body); err != nil {
+	if err := dec.Decode(&body); err != nil {
 		writeError(w, decodeError(err, ""))
 		return
 	}
-	ev, err := src.Map(body, lowerHeaders(r.Header))
+	if _, err := dec.Token(); err != io.EOF {
+		writeError(w, newError(http.StatusBadRequest, CodeMalformedJSON, "request body has data after its JSON value"))
+		return
+	}
+	ev, err := src.Map(celNumbers(body), lowerHeaders(r.Header))
 	if err != nil {
 		writeError(w, webhookError(err))
 		return
@@ -82,6 +90,30 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.countEvent(stored)
 	writeJSON(w, http.StatusAccepted, wire.EventResultOf(stored))
+}
+
+// celNumbers turns the json.Numbers of a decoded body into what the
+// expressions expect: an int64 for a whole number that fits (so that
+// string(body.id) is "123456789", not "1.23456789e+08"), a float64 for
+// any other.
+func celNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = celNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = celNumbers(e)
+		}
+	}
+	return v
 }
 
 // lowerHeaders gives the expressions the request's headers by lower-case

@@ -50,6 +50,11 @@ sources:
     secrets: [{value: ` + shopSecret + `}]
     key: '"shop." + headers["x-shop-topic"]'
     deliveryId: 'headers["x-shop-webhook-id"]'
+  - name: num
+    signature: hmac
+    header: X-Sig
+    secrets: [{value: ` + shopSecret + `}]
+    key: '"num." + string(body.id) + "." + string(body.ratio)'
 `
 
 func sign(secret string, parts ...string) []byte {
@@ -252,4 +257,16 @@ func TestWebhookSourcesReload(t *testing.T) {
 	}
 	e.webhook("gitea", body, map[string]string{"X-Gitea-Signature": hex.EncodeToString(sign(shopSecret, body))}).expect(t, http.StatusAccepted)
 	_ = os.Remove(file)
+}
+
+// A whole number of the body reaches the expressions as an integer, so
+// string(body.id) is its digits; a fraction stays a double.
+func TestWebhookNumbersAreIntegersWhenWhole(t *testing.T) {
+	t.Parallel()
+	e, _ := webhookEnv(t, redistest.Mini(t))
+	body := `{"id": 12345678901, "ratio": 0.5}`
+	r := e.webhook("num", body, map[string]string{"X-Sig": hex.EncodeToString(sign(shopSecret, body))}).expect(t, http.StatusAccepted)
+	if got := r.str("key"); got != "num.12345678901.0.5" {
+		t.Fatalf("key %q, want num.12345678901.0.5", got)
+	}
 }
