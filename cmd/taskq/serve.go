@@ -132,7 +132,7 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 				}
 			}
 			if o.token == "" && !o.named() && !o.insecure {
-				return usageErrorf("no token: set --token or $%s (or --tokens-file, --scoped-token), or pass --insecure to serve without authentication", envToken)
+				return usageErrorf("no token: set --token or $%s, or pass --insecure to serve without authentication; or give named tokens with --tokens-file or --scoped-token", envToken)
 			}
 			if o.insecure && o.named() {
 				return usageErrorf("--insecure serves without authentication: leave out --tokens-file and --scoped-token, or --insecure")
