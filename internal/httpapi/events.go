@@ -118,7 +118,28 @@ func eventInput(req eventRequest, index int) (events.Input, *apiError) {
 		}
 		return events.Input{}, e
 	}
+	if reservedWebhookMetadata(req.Metadata) {
+		return events.Input{}, newError(http.StatusBadRequest, CodeInvalidField,
+			"field %q is reserved: only a signed webhook (POST /api/v1/webhooks/{source}) sets it", itemField("events", index, "metadata."+WebhookMetadata)).
+			atItem("events", index, "metadata."+WebhookMetadata)
+	}
 	return events.Input{Key: *req.Key, Payload: absentIfNull(req.Payload), Metadata: absentIfNull(req.Metadata)}, nil
+}
+
+// reservedWebhookMetadata reports whether an event's metadata (a JSON
+// object, or anything the ingester will refuse) has the field a signed
+// webhook writes, which names its source and delivery: an event pushed
+// with a token may not pass for one.
+func reservedWebhookMetadata(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`"`+WebhookMetadata+`"`)) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, ok := m[WebhookMetadata]
+	return ok
 }
 
 func absentIfNull(raw json.RawMessage) json.RawMessage {

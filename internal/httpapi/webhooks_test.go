@@ -270,3 +270,24 @@ func TestWebhookNumbersAreIntegersWhenWhole(t *testing.T) {
 		t.Fatalf("key %q, want num.12345678901.0.5", got)
 	}
 }
+
+// An event pushed with a token may not pass for a webhook's: its metadata
+// may not set the field a signed webhook writes.
+func TestPushedEventsCannotClaimAWebhookSource(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Mini(t), envOptions{})
+	before := e.snapshot()
+	for _, body := range []string{
+		`{"key":"github.push","metadata":{"webhook":{"source":"github","deliveryId":"d-1"}}}`,
+		`{"events":[{"key":"a"},{"key":"github.push","metadata":{"webhook":"x"}}]}`,
+	} {
+		r := e.call("POST", "/api/v1/events", body).expect(t, http.StatusBadRequest)
+		if r.str("error") != CodeInvalidField || !strings.Contains(r.str("field"), "metadata.webhook") {
+			t.Errorf("%s: %s", body, r.raw)
+		}
+	}
+	if after := e.snapshot(); after != before {
+		t.Fatal("a refused push wrote to Redis")
+	}
+	e.call("POST", "/api/v1/events", `{"key":"k","metadata":{"webhooks":1,"note":"webhook"}}`).expect(t, http.StatusAccepted)
+}
