@@ -21,41 +21,46 @@ import (
 // Machine-readable error codes, the "error" field of every error answer.
 // They are stable: clients branch on them, people read "message".
 const (
-	CodeUnauthorized = "unauthorized"
-	CodeForbidden    = "forbidden"
+	CodeUnauthorized         = "unauthorized"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeRequestTimeout       = "request_timeout"
+	CodeEmptyBody            = "empty_body"
+	CodeBodyTooLarge         = "body_too_large"
+	CodeMalformedJSON        = "malformed_json"
+	CodeInvalidField         = "invalid_field"
+	CodeInvalidParameter     = "invalid_parameter"
+	CodeBatchTooLarge        = "batch_too_large"
+	CodePayloadTooLarge      = "payload_too_large"
+	CodeTaskNotFound         = "task_not_found"
+	CodeRunNotFound          = "run_not_found"
+	CodeEventNotFound        = "event_not_found"
+	CodeKeyNotFound          = "key_not_found"
+	CodeIdempotencyCollision = wire.CodeIdempotencyCollision
+	CodeIdempotencyKeyError  = wire.CodeIdempotencyKeyError
+	CodeDurabilityNotReached = wire.CodeDurabilityNotReached
+	CodeTaskDefinitionError  = "task_definition_error"
+	CodeRunNotRetryable      = "run_not_retryable"
+	CodeKeyOwnerChanged      = "key_owner_changed"
+	CodeTooManyRuns          = "too_many_runs"
+	CodeRunNotScheduled      = "run_not_scheduled"
+	CodeRedisUnavailable     = "redis_unavailable"
+	CodeRedisOutOfMemory     = "redis_out_of_memory"
+	CodeRedisEvictionPolicy  = "redis_eviction_policy"
+	CodeInternal             = "internal"
+)
+
+// Error codes of scopes and signed webhooks.
+const (
+	// CodeForbidden: the token is valid but lacks the route's scope.
+	CodeForbidden = "forbidden"
 	// Webhooks (POST /api/v1/webhooks/{source}).
 	CodeWebhookSourceNotFound = "webhook_source_not_found"
 	CodeSignatureMissing      = "signature_missing"
 	CodeSignatureInvalid      = "signature_invalid"
 	CodeSignatureStale        = "signature_stale"
 	CodeWebhookMapping        = "webhook_mapping_failed"
-	CodeNotFound              = "not_found"
-	CodeMethodNotAllowed      = "method_not_allowed"
-	CodeUnsupportedMediaType  = "unsupported_media_type"
-	CodeRequestTimeout        = "request_timeout"
-	CodeEmptyBody             = "empty_body"
-	CodeBodyTooLarge          = "body_too_large"
-	CodeMalformedJSON         = "malformed_json"
-	CodeInvalidField          = "invalid_field"
-	CodeInvalidParameter      = "invalid_parameter"
-	CodeBatchTooLarge         = "batch_too_large"
-	CodePayloadTooLarge       = "payload_too_large"
-	CodeTaskNotFound          = "task_not_found"
-	CodeRunNotFound           = "run_not_found"
-	CodeEventNotFound         = "event_not_found"
-	CodeKeyNotFound           = "key_not_found"
-	CodeIdempotencyCollision  = wire.CodeIdempotencyCollision
-	CodeIdempotencyKeyError   = wire.CodeIdempotencyKeyError
-	CodeDurabilityNotReached  = wire.CodeDurabilityNotReached
-	CodeTaskDefinitionError   = "task_definition_error"
-	CodeRunNotRetryable       = "run_not_retryable"
-	CodeKeyOwnerChanged       = "key_owner_changed"
-	CodeTooManyRuns           = "too_many_runs"
-	CodeRunNotScheduled       = "run_not_scheduled"
-	CodeRedisUnavailable      = "redis_unavailable"
-	CodeRedisOutOfMemory      = "redis_out_of_memory"
-	CodeRedisEvictionPolicy   = "redis_eviction_policy"
-	CodeInternal              = "internal"
 )
 
 // apiError is an error answer: its status, and the body every error

@@ -76,8 +76,9 @@ type Options struct {
 	// Token is a bearer token with every scope (the token named "token"):
 	// every /api/ route and /metrics require a token.
 	Token string
-	// Tokens are the named, scoped tokens (internal/auth), beside Token;
-	// Reload reads their file again.
+	// Tokens are the named, scoped tokens (internal/auth), instead of
+	// Token: set one or the other (LegacyToken turns a plain token into an
+	// entry of the keyring). Reload reads their file again.
 	Tokens *auth.Keyring
 	// Webhooks are the signed webhook sources of POST
 	// /api/v1/webhooks/{source}; Reload reads their file again.
