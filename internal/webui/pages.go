@@ -222,6 +222,8 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	switch {
 	case run.Scheduled:
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due: queued at its scheduled time (RunAt, RunIn)"})
+	case run.ScheduledAt != nil && run.Waiting != "":
+		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "tried again: held back by " + run.Waiting})
 	case run.ScheduledAt != nil:
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due again (retry or debounce window)"})
 	}
