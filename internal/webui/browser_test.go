@@ -415,12 +415,12 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	reader.shot("keys-reader")
 	forged := fmt.Sprintf(`fetch('/ui/runs/' + %s + '/cancel', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
-		body: 'csrf=' + encodeURIComponent(document.querySelector('input[name=csrf]').value)}).then(r => r.status)`, jsString(hostile))
+		body: 'csrf=' + encodeURIComponent(new URL(document.querySelector('#signout').href).searchParams.get('csrf'))}).then(r => r.status)`, jsString(hostile))
 	if status := eval[int](reader, "forged POST from the read-only session", forged); status != 403 {
 		t.Errorf("a forged cancel from the read-only session answered %d, want 403", status)
 	}
 	forged = `fetch('/ui/keys/release', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
-		body: 'key=' + encodeURIComponent(` + jsString(hostileKey) + `) + '&owner=' + encodeURIComponent(` + jsString(hostile) + `) + '&csrf=' + encodeURIComponent(document.querySelector('input[name=csrf]').value)}).then(r => r.status)`
+		body: 'key=' + encodeURIComponent(` + jsString(hostileKey) + `) + '&owner=' + encodeURIComponent(` + jsString(hostile) + `) + '&csrf=' + encodeURIComponent(new URL(document.querySelector('#signout').href).searchParams.get('csrf'))}).then(r => r.status)`
 	if status := eval[int](reader, "forged release from the read-only session", forged); status != 403 {
 		t.Errorf("a forged release from the read-only session answered %d, want 403", status)
 	}
@@ -431,7 +431,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	reader.shot("run-reader")
 	forged = fmt.Sprintf(`fetch('/ui/runs/' + %s + '/retry', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
-		body: 'csrf=' + encodeURIComponent(document.querySelector('input[name=csrf]').value)}).then(r => r.status)`, jsString(cancelled))
+		body: 'csrf=' + encodeURIComponent(new URL(document.querySelector('#signout').href).searchParams.get('csrf'))}).then(r => r.status)`, jsString(cancelled))
 	if status := eval[int](reader, "forged retry from the read-only session", forged); status != 403 {
 		t.Errorf("a forged retry from the read-only session answered %d, want 403", status)
 	}
