@@ -192,8 +192,10 @@ func TestSignInThrottleInABrowser(t *testing.T) {
 	defer closeTab()
 	b.do("open the sign-in page", chromedp.Navigate(e.url+"/ui/login"), chromedp.WaitVisible(chromedp.ID("token")))
 	for range signInFailuresMax + 1 {
-		b.do("sign in with a wrong token", chromedp.SetValue(chromedp.ID("token"), "not-the-token-0123456789"),
-			chromedp.Click(chromedp.ID("signin")), chromedp.WaitVisible(chromedp.ID("login-error")))
+		// A fresh sign-in page each time, with no error on it yet.
+		b.do("sign in with a wrong token", chromedp.Navigate(e.url+"/ui/login"), chromedp.WaitVisible(chromedp.ID("token")),
+			chromedp.SetValue(chromedp.ID("token"), "not-the-token-0123456789"), chromedp.Click(chromedp.ID("signin")),
+			chromedp.WaitVisible(chromedp.ID("login-error")))
 	}
 	got := eval[string](b, "read the error", `document.querySelector('#login-error').textContent`)
 	if !strings.Contains(got, "Too many failed sign-ins") {

@@ -32,7 +32,7 @@
     function stale(why) {
       el.setAttribute('data-stale', 'true');
       banner.textContent = 'Could not refresh: ' + why + ' Showing the data as of ' +
-        lastOK.toLocaleTimeString() + '; trying again every ' + Math.round(every / 1000) + ' s.';
+        lastOK.toLocaleTimeString() + '; trying again every ' + (every < 1000 ? every + ' ms.' : Math.round(every / 1000) + ' s.');
       banner.hidden = false;
     }
     var busy = false;
