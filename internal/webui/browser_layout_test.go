@@ -118,7 +118,7 @@ func TestEveryPageFitsPhonesAndDesktops(t *testing.T) {
 			if d := eval[int](admin, "measure "+p.name, sideways); d > 0 {
 				t.Errorf("%s at %d px scrolls sideways by %d px", p.name, w, d)
 			}
-			if d := eval[int](admin, "measure the header of "+p.name, `Math.max(0, ...[...document.querySelectorAll('header.top > *, header.top nav a')].map(el => el.getBoundingClientRect().right - document.documentElement.clientWidth))`); d > 0 {
+			if d := eval[int](admin, "measure the header of "+p.name, `Math.ceil(Math.max(0, ...[...document.querySelectorAll('header.top > *, header.top nav a')].map(el => el.getBoundingClientRect().right - document.documentElement.clientWidth)))`); d > 0 {
 				t.Errorf("%s at %d px: the header spills %d px out of the page", p.name, w, d)
 			}
 			admin.shot(fmt.Sprintf("%s-%d", p.name, w))
