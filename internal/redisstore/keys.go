@@ -136,6 +136,14 @@ func (k Keys) Worker(name string) string { return k.home + keyWorker + name }
 // always in the home partition.
 func (k Keys) Workers() string { return k.home + keyWorkers }
 
+// UISession is the string marking one dashboard session live: always in
+// the home partition, beside UISessionGeneration.
+func (k Keys) UISession(id string) string { return k.home + keyUISession + id }
+
+// UISessionGeneration is the counter that "sign out everywhere" raises:
+// always in the home partition.
+func (k Keys) UISessionGeneration() string { return k.home + keyUISessionGen }
+
 // ackMarkKey is the string a durable trigger call writes right before its
 // WAIT, so that the WAIT also covers the runs its duplicates were
 // deduplicated to (see durable.go). It is built from the prefix the call

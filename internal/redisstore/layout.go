@@ -91,23 +91,26 @@ const (
 
 // Keys only Go builds: the scripts that touch them are given them in KEYS.
 const (
-	keyTasks         = "tasks"      // hash  taskq:{ns}:tasks: registered task definitions by name
-	keyEvent         = "event:"     // hash  taskq:{ns}:event:<event id>: an ingested event (fields event*)
-	keyEvents        = "events"     // zset  taskq:{ns}:events: events by time (ms)
-	keyEventKeyIndex = "eventkey:"  // zset  taskq:{ns}:eventkey:<event key>: the events of one event key, by time (ms)
-	keyFanouts       = "fanouts"    // zset  taskq:{ns}:fanouts: events whose fan-out is pending, by when a recoverer may take it over (ms)
-	keyEventTrigger  = "evtrig:"    // string taskq:{ns}:evtrig:<event id>:<task>: what an event's fan-out did to the task ("<outcome> <run id>")
-	keyWorker        = "worker:"    // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
-	keyWorkers       = "workers"    // zset  taskq:{ns}:workers: worker records by when each expires (ms)
-	keyAckMark       = "ackmark"    // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
-	keyMeta          = "meta"       // hash  taskq:{ns}:meta: the namespace's settings (fields meta*)
-	keyRateLimit     = "ratelimit:" // zset taskq:{ns}:ratelimit:<name>:<key>: the units a rate limit gave out in its last period (members <token> or <token>:<n>, scores unix µs), in the partition of its name and key (see RateLimitPartition)
-	keySchedule      = "schedule:"  // hash  taskq:{ns}:schedule:<name>: a cron schedule and its cursor (fields schedule*)
-	keySchedules     = "schedules"  // set   taskq:{ns}:schedules: the names of the namespace's cron schedules
+	keyTasks         = "tasks"        // hash  taskq:{ns}:tasks: registered task definitions by name
+	keyEvent         = "event:"       // hash  taskq:{ns}:event:<event id>: an ingested event (fields event*)
+	keyEvents        = "events"       // zset  taskq:{ns}:events: events by time (ms)
+	keyEventKeyIndex = "eventkey:"    // zset  taskq:{ns}:eventkey:<event key>: the events of one event key, by time (ms)
+	keyFanouts       = "fanouts"      // zset  taskq:{ns}:fanouts: events whose fan-out is pending, by when a recoverer may take it over (ms)
+	keyEventTrigger  = "evtrig:"      // string taskq:{ns}:evtrig:<event id>:<task>: what an event's fan-out did to the task ("<outcome> <run id>")
+	keyWorker        = "worker:"      // hash  taskq:{ns}:worker:<name>: a worker's presence record, expiring once it is long dead
+	keyWorkers       = "workers"      // zset  taskq:{ns}:workers: worker records by when each expires (ms)
+	keyAckMark       = "ackmark"      // string taskq:{ns}:ackmark: written by each durable trigger call just before its WAIT (see durable.go), expiring
+	keyMeta          = "meta"         // hash  taskq:{ns}:meta: the namespace's settings (fields meta*)
+	keyRateLimit     = "ratelimit:"   // zset taskq:{ns}:ratelimit:<name>:<key>: the units a rate limit gave out in its last period (members <token> or <token>:<n>, scores unix µs), in the partition of its name and key (see RateLimitPartition)
+	keySchedule      = "schedule:"    // hash  taskq:{ns}:schedule:<name>: a cron schedule and its cursor (fields schedule*)
+	keySchedules     = "schedules"    // set   taskq:{ns}:schedules: the names of the namespace's cron schedules
+	keyUISession     = "uisession:"   // string taskq:{ns}:uisession:<session id>: a live dashboard session, the sign-out generation it began in, expiring with it
+	keyUISessionGen  = "uisessiongen" // string taskq:{ns}:uisessiongen: the dashboard's sign-out generation, raised by "sign out everywhere"
 )
 
 // Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
-// keyWorkers, keyMeta, keySchedule and keySchedules. Every other key is per partition: a run, its key,
+// keyWorkers, keyMeta, keySchedule, keySchedules, keyUISession and
+// keyUISessionGen. Every other key is per partition: a run, its key,
 // signals, steps and notices live in the run's partition (see RunPartition),
 // and every partition has its own task streams, retry zset, runs and events
 // indexes.

@@ -153,6 +153,32 @@ func (b *tab) signIn(url, token, as string) {
 	b.do("sign in", chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("signin")), chromedp.WaitVisible(chromedp.ID("overview")))
 }
 
+// startChromium starts a headless Chromium for the test, stopped at its
+// end, and returns a function that opens a tab with its own cookies.
+func startChromium(t *testing.T, exe, dir string) func() (*tab, context.CancelFunc) {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 860))
+	t.Cleanup(cancelAlloc)
+	browserCtx, closeBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
+	t.Cleanup(closeBrowser)
+	if err := chromedp.Do(browserCtx); err != nil { // starts the browser
+		t.Fatalf("start %s: %v", exe, err)
+	}
+	return func() (*tab, context.CancelFunc) {
+		tctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+		// The first call on a context opens its tab for as long as that
+		// call's context lives: without a timeout, then.
+		if err := chromedp.Do(tctx); err != nil {
+			t.Fatalf("open a tab: %v", err)
+		}
+		return &tab{t: t, ctx: tctx, dir: dir}, cancel
+	}
+}
+
 // jsString quotes s for a JavaScript expression.
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
@@ -199,26 +225,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 860))
-	defer cancelAlloc()
-	browserCtx, closeBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer closeBrowser()
-	if err := chromedp.Do(browserCtx); err != nil { // starts the browser
-		t.Fatalf("start %s: %v", exe, err)
-	}
-	newTab := func() (*tab, context.CancelFunc) {
-		tctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
-		// The first call on a context opens its tab for as long as that
-		// call's context lives: without a timeout, then.
-		if err := chromedp.Do(tctx); err != nil {
-			t.Fatalf("open a tab: %v", err)
-		}
-		return &tab{t: t, ctx: tctx, dir: dir}, cancel
-	}
+	newTab := startChromium(t, exe, dir)
 	admin, closeAdmin := newTab()
 	defer closeAdmin()
 
@@ -415,12 +422,12 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	reader.shot("keys-reader")
 	forged := fmt.Sprintf(`fetch('/ui/runs/' + %s + '/cancel', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
-		body: 'csrf=' + encodeURIComponent(document.querySelector('input[name=csrf]').value)}).then(r => r.status)`, jsString(hostile))
+		body: 'csrf=' + encodeURIComponent(new URL(document.querySelector('#signout').href).searchParams.get('csrf'))}).then(r => r.status)`, jsString(hostile))
 	if status := eval[int](reader, "forged POST from the read-only session", forged); status != 403 {
 		t.Errorf("a forged cancel from the read-only session answered %d, want 403", status)
 	}
 	forged = `fetch('/ui/keys/release', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
-		body: 'key=' + encodeURIComponent(` + jsString(hostileKey) + `) + '&owner=' + encodeURIComponent(` + jsString(hostile) + `) + '&csrf=' + encodeURIComponent(document.querySelector('input[name=csrf]').value)}).then(r => r.status)`
+		body: 'key=' + encodeURIComponent(` + jsString(hostileKey) + `) + '&owner=' + encodeURIComponent(` + jsString(hostile) + `) + '&csrf=' + encodeURIComponent(new URL(document.querySelector('#signout').href).searchParams.get('csrf'))}).then(r => r.status)`
 	if status := eval[int](reader, "forged release from the read-only session", forged); status != 403 {
 		t.Errorf("a forged release from the read-only session answered %d, want 403", status)
 	}
@@ -431,7 +438,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	reader.shot("run-reader")
 	forged = fmt.Sprintf(`fetch('/ui/runs/' + %s + '/retry', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
-		body: 'csrf=' + encodeURIComponent(document.querySelector('input[name=csrf]').value)}).then(r => r.status)`, jsString(cancelled))
+		body: 'csrf=' + encodeURIComponent(new URL(document.querySelector('#signout').href).searchParams.get('csrf'))}).then(r => r.status)`, jsString(cancelled))
 	if status := eval[int](reader, "forged retry from the read-only session", forged); status != 403 {
 		t.Errorf("a forged retry from the read-only session answered %d, want 403", status)
 	}

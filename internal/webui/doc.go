@@ -10,15 +10,20 @@
 // by hand.
 //
 // The dashboard reads and acts only through pkg/client's Inspector, as the
-// CLI and the HTTP API do. Where to look next:
+// CLI and the HTTP API do; its one record of its own is the signed-in
+// sessions (SessionStore, in the namespace's Redis). Where to look next:
 //
 //   - webui.go: Options, New and the routes.
 //   - session.go: signing in with the API token or the read-only token, the
-//     session cookie (an HMAC-signed record, never the token) and the CSRF
-//     token every state-changing form carries.
+//     session cookie (an HMAC-signed record, never the token), the session's
+//     record on the server that sign-out deletes, and the CSRF token every
+//     state-changing form carries.
+//   - throttle.go: failed sign-ins counted per client address.
 //   - pages.go, overview.go, search.go, suppressed.go: what each page reads
 //     (the overview counts with CountRuns, searches are ListRuns' Key and
 //     Where filters, suppressed triggers come from ListSuppressed).
 //   - retry.go: the retry of a failed or cancelled run (RetryRun).
-//   - templates/, static/: the markup, style and the polling script.
+//   - templates/, static/: the markup, style and the polling script. Every
+//     table sits in a <div class="table-wrap">, so that it scrolls in its
+//     own box on a narrow screen; a key is written with keytext.
 package webui

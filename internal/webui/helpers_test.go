@@ -63,7 +63,10 @@ func newEnv(t testing.TB, b *redistest.Backend, o envOptions) *env {
 	}
 	t.Cleanup(func() { c.Close() })
 	uo := o.ui
-	uo.Client, uo.Logger = c, quiet
+	uo.Client = c
+	if uo.Logger == nil {
+		uo.Logger = quiet
+	}
 	if uo.Token == "" && !uo.Insecure && uo.Tokens == nil {
 		uo.Token, uo.ReadOnlyToken = testToken, testReadOnly
 	}
@@ -157,9 +160,10 @@ func (b *browser) signIn(token string) {
 	}
 }
 
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+var csrfField = regexp.MustCompile(`(?:name="csrf" value="|/ui/logout\?csrf=)([^"&]+)`)
 
-// csrf reads the CSRF token of the session from a page's form.
+// csrf reads the CSRF token of the session from a page's form or its
+// sign-out link.
 func (b *browser) csrf(path string) string {
 	b.e.t.Helper()
 	p := b.get(path)

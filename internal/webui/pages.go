@@ -222,6 +222,8 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	switch {
 	case run.Scheduled:
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due: queued at its scheduled time (RunAt, RunIn)"})
+	case run.ScheduledAt != nil && run.Waiting != "":
+		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "tried again: held back by " + run.Waiting})
 	case run.ScheduledAt != nil:
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due again (retry or debounce window)"})
 	}
@@ -324,18 +326,34 @@ func (u *UI) confirmCancel(w http.ResponseWriter, r *http.Request, s *session) {
 
 func (u *UI) cancel(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
-	st, err := u.in.CancelRun(r.Context(), id)
+	// A run that has ended is not cancelled again (nor logged as if it
+	// were): the audit log holds the cancels that changed a run.
+	before, err := u.in.GetRun(r.Context(), id)
 	if errors.Is(err, client.ErrRunNotFound) {
 		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(id)+".")
 		return
 	}
 	if err != nil {
-		u.failErr(w, r, s, "cancel the run", err)
+		u.failErr(w, r, s, "read the run", err)
 		return
 	}
-	u.log.Info("taskq: run cancelled from the dashboard", "run", id, "status", st, "remote", r.RemoteAddr)
+	st := before.Status
+	if !st.Terminal() {
+		st, err = u.in.CancelRun(r.Context(), id)
+		if errors.Is(err, client.ErrRunNotFound) {
+			u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(id)+".")
+			return
+		}
+		if err != nil {
+			u.failErr(w, r, s, "cancel the run", err)
+			return
+		}
+		if st == client.StatusCancelled {
+			u.log.Info("taskq: run cancelled from the dashboard", "run", id, "was", before.Status, "session", s.ID, "remote", clientAddr(r))
+		}
+	}
 	outcome := "cancelled"
-	if st != client.StatusCancelled {
+	if before.Status.Terminal() || st != client.StatusCancelled {
 		outcome = "cancel-ended"
 	}
 	http.Redirect(w, r, "/ui/runs/"+url.PathEscape(id)+"?done="+outcome, http.StatusSeeOther)
@@ -402,7 +420,7 @@ func (u *UI) release(w http.ResponseWriter, r *http.Request, s *session) {
 		u.failErr(w, r, s, "release the key", err)
 		return
 	}
-	u.log.Info("taskq: idempotency key released from the dashboard", "key", key, "run", owner, "remote", r.RemoteAddr)
+	u.log.Info("taskq: idempotency key released from the dashboard", "key", key, "run", owner, "session", s.ID, "remote", clientAddr(r))
 	http.Redirect(w, r, "/ui/keys?done=released", http.StatusSeeOther)
 }
 

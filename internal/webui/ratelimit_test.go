@@ -9,6 +9,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
 )
 
 // The run page of a queued run a rate limit holds back says which, escaped.
@@ -34,5 +35,23 @@ func TestTheRunPageSaysWhichRateLimitARunWaitsFor(t *testing.T) {
 	p := admin.get("/ui/runs/" + run)
 	if !strings.Contains(p.body, `id="run-waiting">rate limit &#34;emails&#34; key &#34;&lt;b&gt;acme&lt;/b&gt;&#34;</dd>`) {
 		t.Fatalf("the run page does not say what the run waits for:\n%s", p.body)
+	}
+	// A deferral is not a scheduled time: the page says it once, as a rate
+	// limit, and the listing of scheduled runs leaves the run out.
+	if n := strings.Count(p.body, `id="run-waiting"`); n != 1 {
+		t.Errorf("the run page says what the run waits for %d times, want once:\n%s", n, p.body)
+	}
+	if strings.Contains(p.body, `id="run-scheduled"`) || strings.Contains(p.body, "scheduled time") {
+		t.Errorf("the run page describes a rate-limit deferral as a scheduled run:\n%s", p.body)
+	}
+	if !strings.Contains(p.body, `id="run-deferred"`) || !strings.Contains(p.body, "tried again: held back by rate limit") {
+		t.Errorf("the run page does not say when the deferred run is tried again:\n%s", p.body)
+	}
+	page, err := e.c.Inspector().ListRuns(ctx, client.ListRunsOptions{Scheduled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 0 {
+		t.Errorf("the scheduled runs list %d runs, want none: a rate limit deferred the only run", len(page.Runs))
 	}
 }

@@ -79,7 +79,7 @@ func (u *UI) retry(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	case err != nil:
 		// Created, but the link between the two runs could not be written.
-		u.log.Warn("taskq: run retried from the dashboard, not linked", "run", id, "retry", h.ID(), "err", err)
+		u.log.Warn("taskq: run retried from the dashboard, not linked", "run", id, "retry", h.ID(), "session", s.ID, "err", err)
 		u.failLink(w, r, s, http.StatusInternalServerError, err.Error(),
 			&link{Href: "/ui/runs/" + url.PathEscape(h.ID()), Text: "Open run " + h.ID() + ", the retry"})
 		return
@@ -88,6 +88,6 @@ func (u *UI) retry(w http.ResponseWriter, r *http.Request, s *session) {
 	if o := h.Outcome(); o != client.OutcomeCreated && o != "" {
 		outcome = "retry-debounced"
 	}
-	u.log.Info("taskq: run retried from the dashboard", "run", id, "retry", h.ID(), "outcome", h.Outcome(), "remote", r.RemoteAddr)
+	u.log.Info("taskq: run retried from the dashboard", "run", id, "retry", h.ID(), "outcome", h.Outcome(), "session", s.ID, "remote", clientAddr(r))
 	http.Redirect(w, r, "/ui/runs/"+url.PathEscape(h.ID())+"?done="+outcome, http.StatusSeeOther)
 }

@@ -2,8 +2,8 @@ package webui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/taskq/taskq/pkg/client"
@@ -100,8 +100,7 @@ func fieldSearch(path, value string) *search {
 	return s
 }
 
-// quote quotes s for a sentence of the page (the template escapes it).
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
+// quote quotes s for a sentence of the page (the template escapes it),
+// with its control, format (bidi) and other invisible characters escaped
+// (\u202e), so that a sentence cannot be reordered or hide a character.
+func quote(s string) string { return strconv.Quote(s) }

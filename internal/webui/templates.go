@@ -7,7 +7,11 @@ import (
 	"html/template"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/taskq/taskq/pkg/client"
 )
@@ -21,7 +25,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("webui: templates: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules"} {
+	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "session"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("webui: templates: %w", err)
@@ -49,6 +53,7 @@ func funcs() template.FuncMap {
 		"suppressedPath": func(k, v string) string {
 			return "/ui/suppressed?" + url.Values{k: {v}}.Encode()
 		},
+		"keytext":  keyText,
 		"eventOf":  eventOf,
 		"source":   webhookSource,
 		"plus1":    func(n int) int { return n + 1 },
@@ -84,6 +89,7 @@ func dur(d time.Duration) string {
 }
 
 // pretty indents JSON for reading; what is not JSON is shown as it is.
+// Every value is shown the same way whoever wrote it (see jsonText).
 func pretty(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
@@ -92,7 +98,78 @@ func pretty(raw json.RawMessage) string {
 	if json.Indent(&b, raw, "", "  ") != nil {
 		return string(raw)
 	}
+	return jsonText(b.String())
+}
+
+// jsonText rewrites the strings of valid JSON one way: a printable
+// character is written as itself, even where its writer escaped it (Go's
+// encoder writes <, > and & as \u003c, a client may not), and every other
+// character (control, format such as a bidi override, invisible) as a
+// \uXXXX escape, even where its writer wrote it raw, so that no value can
+// reorder or hide part of the page. " and \ keep their escapes.
+func jsonText(js string) string {
+	var b strings.Builder
+	b.Grow(len(js))
+	inString := false
+	for i := 0; i < len(js); {
+		r, size := utf8.DecodeRuneInString(js[i:])
+		switch {
+		case r == '"':
+			inString = !inString
+		case !inString:
+		case r == '\\' && js[i+1] == 'u':
+			if n, err := strconv.ParseUint(js[i+2:i+6], 16, 32); err == nil {
+				if r := rune(n); r != '"' && r != '\\' && !utf16.IsSurrogate(r) && unicode.IsPrint(r) {
+					b.WriteRune(r)
+					i += 6
+					continue
+				}
+			}
+			size = 6
+		case r == '\\':
+			size = 2
+		case !unicode.IsPrint(r) && r != ' ':
+			if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar {
+				fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+			} else {
+				fmt.Fprintf(&b, "\\u%04x", r)
+			}
+			i += size
+			continue
+		}
+		b.WriteString(js[i : i+size])
+		i += size
+	}
 	return b.String()
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// keyText writes a key (an idempotency key, an event key) as HTML text
+// in which every character that would not show as itself is shown
+// escaped, in a span of class "esc": control and format characters (a
+// bidi override such as U+202E would reorder the text), invisible and
+// unusual spaces, a space at either end, and bytes that are not UTF-8. Two
+// different keys never look the same, and the text read off the page
+// names the key's characters. Links and forms carry the key itself.
+func keyText(key string) template.HTML {
+	var b strings.Builder
+	esc := func(s string) {
+		b.WriteString(`<span class="esc">`)
+		b.WriteString(s)
+		b.WriteString(`</span>`)
+	}
+	for i := 0; i < len(key); {
+		r, size := utf8.DecodeRuneInString(key[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			esc(fmt.Sprintf("⟨0x%02X⟩", key[i]))
+		case !unicode.IsPrint(r) || (r == ' ' && (i == 0 || i+size == len(key))):
+			esc(fmt.Sprintf("⟨U+%04X⟩", r))
+		default:
+			b.WriteString(template.HTMLEscapeString(key[i : i+size]))
+		}
+		i += size
+	}
+	return template.HTML(b.String()) //nolint:gosec // every part is escaped above
+}

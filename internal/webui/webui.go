@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/auth"
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -71,6 +72,10 @@ type Options struct {
 	// PollInterval is how often pages refresh their live parts (default
 	// PollIntervalDefault).
 	PollInterval time.Duration
+	// Sessions records the signed-in sessions, so that signing out ends a
+	// session on the server (default: the Client's Redis, which every
+	// server of the namespace shares). Unused without a token.
+	Sessions SessionStore
 	// Clock tells the time (default: the wall clock).
 	Clock  task.Clock
 	Logger *slog.Logger
@@ -88,6 +93,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Sessions == nil && o.Client != nil && (o.Token != "" || o.Tokens != nil) {
+		o.Sessions = clientlink.Store(o.Client)
 	}
 	return o
 }
@@ -115,6 +123,7 @@ type UI struct {
 	in       *client.Inspector
 	log      *slog.Logger
 	sessions *sessions
+	throttle *signInThrottle
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 }
@@ -136,6 +145,10 @@ func New(opts Options) (*UI, error) {
 	u := &UI{
 		opts: opts, in: opts.Client.Inspector(), log: opts.Logger, pages: pages,
 		sessions: &sessions{key: key, ttl: opts.SessionTTL, clock: opts.Clock},
+		throttle: newSignInThrottle(opts.Clock),
+	}
+	if !u.insecure() {
+		u.sessions.store = opts.Sessions
 	}
 	u.mux = u.routes()
 	if u.insecure() {
@@ -151,6 +164,9 @@ func (u *UI) routes() *http.ServeMux {
 	mux.HandleFunc("GET /ui/login", u.loginPage)
 	mux.HandleFunc("POST /ui/login", u.login)
 	mux.HandleFunc("POST /ui/logout", u.act(u.logout, false))
+	mux.HandleFunc("GET /ui/logout", u.logoutLink)
+	mux.HandleFunc("POST /ui/logout/everywhere", u.act(u.logoutEverywhere, true))
+	mux.HandleFunc("GET /ui/session", u.see(u.sessionPage))
 	mux.HandleFunc("GET /ui/{$}", u.see(u.overview))
 	mux.HandleFunc("GET /ui/runs", u.see(u.runs))
 	mux.HandleFunc("GET /ui/runs/{id}", u.see(u.run))

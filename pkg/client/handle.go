@@ -46,8 +46,8 @@ type RunInfo struct {
 	// Inspector's reads only.
 	ScheduledAt *time.Time `json:"scheduledAt,omitempty"`
 	// Scheduled is true for a queued run waiting for the time it was
-	// scheduled at (RunAt, RunIn) and not yet due; set by the Inspector's
-	// reads only.
+	// scheduled at (RunAt, RunIn) and not yet due, not one a rate limit
+	// deferred (see Waiting); set by the Inspector's reads only.
 	Scheduled bool `json:"scheduled,omitempty"`
 	// RetryOf is the run this run retries (Inspector.RetryRun), RetriedBy
 	// the run that retried this one.

@@ -82,7 +82,8 @@ type ListRunsOptions struct {
 	// given (at most WhereMax; see FieldFilter).
 	Where []FieldFilter
 	// Scheduled keeps only the runs waiting for the time they were
-	// scheduled at (RunAt, RunIn): queued, with RunInfo.Scheduled.
+	// scheduled at (RunAt, RunIn): queued, with RunInfo.Scheduled (a run a
+	// rate limit deferred is not one).
 	Scheduled bool
 	// Cursor continues a listing where the page that returned it ended
 	// ("" starts from the newest run, or from Until). A cursor goes with
@@ -134,9 +135,10 @@ func inspected(r *redisstore.Run, due time.Time) *RunInfo {
 	info := runInfo(r)
 	info.ScheduledAt = optTime(due)
 	// Waiting in the retry set before any attempt: a run scheduled with
-	// RunAt or RunIn, unless its debounce window is what it waits for.
+	// RunAt or RunIn, unless its debounce window or a rate limit that
+	// deferred it (Waiting) is what it waits for.
 	info.Scheduled = !due.IsZero() && info.Status == StatusQueued && r.Attempt == 0 && r.Fails == 0 &&
-		r.Strategy != redisstore.StrategyDebounce
+		r.Strategy != redisstore.StrategyDebounce && info.Waiting == ""
 	return info
 }
 

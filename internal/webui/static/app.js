@@ -1,16 +1,39 @@
 // taskq dashboard: refreshes the parts of a page marked data-poll (a URL
 // answering that part's HTML, rendered and escaped by the server) every
-// data-every milliseconds, without reloading the page. Nothing else: every
+// data-every milliseconds, without reloading the page; a refresh that
+// fails keeps the last data and shows why in a banner. Nothing else: every
 // page works without this script, reloaded by hand. No dependency, no
 // build step.
 (function () {
   'use strict';
+
+  // The text of an error page or fragment the server answered, read
+  // without running or showing its markup.
+  function errorText(html) {
+    var doc = new DOMParser().parseFromString(html, 'text/html');
+    var el = doc.querySelector('.error') || doc.body;
+    return (el && el.textContent || '').replace(/\s+/g, ' ').trim();
+  }
 
   function poll(el) {
     var url = el.getAttribute('data-poll');
     var every = parseInt(el.getAttribute('data-every'), 10);
     if (!url || !(every > 0)) {
       return;
+    }
+    // A failed refresh keeps the part's last data and says so above it.
+    var banner = document.createElement('p');
+    banner.className = 'banner stale';
+    banner.id = 'stale-banner';
+    banner.setAttribute('role', 'status');
+    banner.hidden = true;
+    el.parentNode.insertBefore(banner, el);
+    var lastOK = new Date();
+    function stale(why) {
+      el.setAttribute('data-stale', 'true');
+      banner.textContent = 'Could not refresh: ' + why + ' Showing the data as of ' +
+        lastOK.toLocaleTimeString() + '; trying again every ' + (every < 1000 ? every + ' ms.' : Math.round(every / 1000) + ' s.');
+      banner.hidden = false;
     }
     var busy = false;
     function refresh() {
@@ -26,22 +49,24 @@
             return null;
           }
           return resp.text().then(function (html) {
-            return { ok: resp.ok, html: html };
+            return { ok: resp.ok, status: resp.status, html: html };
           });
         })
         .then(function (r) {
           if (r === null) {
             return;
           }
-          el.innerHTML = r.html;
-          if (r.ok) {
-            el.removeAttribute('data-stale');
-          } else {
-            el.setAttribute('data-stale', 'true');
+          if (!r.ok) {
+            stale((errorText(r.html) || 'the server answered ' + r.status + '.').replace(/([^.])$/, '$1.'));
+            return;
           }
+          el.innerHTML = r.html;
+          el.removeAttribute('data-stale');
+          banner.hidden = true;
+          lastOK = new Date();
         })
         .catch(function () {
-          el.setAttribute('data-stale', 'true');
+          stale('the server did not answer.');
         })
         .then(function () {
           busy = false;
