@@ -29,9 +29,10 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-// listTasks answers GET /api/v1/tasks: the registered definitions and the
+// listTasks answers GET /api/v1/tasks: the registered definitions, the
 // counts of the runs by task and status (of a window, with since and
-// until; the newest client.CountRunsMax runs at most).
+// until; the newest client.CountRunsMax runs at most) and the paused
+// tasks, each with when it was paused.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q, e := readQuery(r, []string{"since", "until"})
 	var o client.CountRunsOptions
@@ -57,5 +58,10 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, listError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": regs, "runCounts": counts})
+	paused, err := s.c.Inspector().PausedTasks(r.Context())
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": regs, "runCounts": counts, "paused": paused})
 }

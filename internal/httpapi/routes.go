@@ -35,6 +35,8 @@ func (s *Server) routeTable() []route {
 		{method: http.MethodGet, pattern: "/api/v1/events/{id}", handler: s.getEvent},
 		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/runs", handler: s.triggerRuns},
 		{method: http.MethodGet, pattern: "/api/v1/tasks", handler: s.listTasks},
+		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/pause", handler: s.pauseTask},
+		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/resume", handler: s.resumeTask},
 		{method: http.MethodGet, pattern: "/api/v1/runs", handler: s.listRuns},
 		{method: http.MethodGet, pattern: "/api/v1/keys", handler: s.listKeys},
 		{method: http.MethodGet, pattern: "/api/v1/events", handler: s.listEvents},

@@ -104,10 +104,11 @@ const (
 	keyRateLimit     = "ratelimit:" // zset taskq:{ns}:ratelimit:<name>:<key>: the units a rate limit gave out in its last period (members <token> or <token>:<n>, scores unix µs), in the partition of its name and key (see RateLimitPartition)
 	keySchedule      = "schedule:"  // hash  taskq:{ns}:schedule:<name>: a cron schedule and its cursor (fields schedule*)
 	keySchedules     = "schedules"  // set   taskq:{ns}:schedules: the names of the namespace's cron schedules
+	keyPaused        = "paused"     // hash  taskq:{ns}:paused: paused tasks, each with when it was paused (unix ms)
 )
 
 // Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
-// keyWorkers, keyMeta, keySchedule and keySchedules. Every other key is per partition: a run, its key,
+// keyWorkers, keyMeta, keySchedule, keySchedules and keyPaused. Every other key is per partition: a run, its key,
 // signals, steps and notices live in the run's partition (see RunPartition),
 // and every partition has its own task streams, retry zset, runs and events
 // indexes.
