@@ -37,6 +37,20 @@ func done(r *http.Request) string {
 		return "The retry's input was taken by this run, which was waiting in its debounce window: no run was created."
 	case "released":
 		return "The key was released: the next trigger with it creates a run."
+	case "paused":
+		return "The task was paused: workers start none of its runs until it is resumed; triggers are still accepted."
+	case "already-paused":
+		return "The task was paused already."
+	case "resumed":
+		return "The task was resumed: workers start its runs again."
+	case "already-resumed":
+		return "The task was not paused."
+	case "schedule-pause":
+		return "The schedule was paused: its ticks do not fire until it is resumed."
+	case "schedule-resume":
+		return "The schedule was resumed: it fires from its next tick."
+	case "schedule-triggered":
+		return "The schedule was triggered now: this is its run."
 	}
 	return ""
 }

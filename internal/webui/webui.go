@@ -158,6 +158,11 @@ func (u *UI) routes() *http.ServeMux {
 	mux.HandleFunc("GET /ui/events/{id}", u.see(u.event))
 	mux.HandleFunc("GET /ui/workers", u.see(u.workers))
 	mux.HandleFunc("GET /ui/schedules", u.see(u.schedules))
+	mux.HandleFunc("POST /ui/schedules/{name}/{action}", u.act(u.scheduleAction, true))
+	mux.HandleFunc("GET /ui/tasks", u.see(u.tasks))
+	mux.HandleFunc("GET /ui/tasks/{name}", u.see(u.taskPage))
+	mux.HandleFunc("POST /ui/tasks/{name}/pause", u.act(u.pauseTask, true))
+	mux.HandleFunc("POST /ui/tasks/{name}/resume", u.act(u.resumeTask, true))
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})
