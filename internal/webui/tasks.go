@@ -147,7 +147,9 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request, s *session) {
 func taskPath(name string) string { return "/ui/tasks/" + url.PathEscape(name) }
 
 // pauseTask and resumeTask serve the forms of a task's page.
-func (u *UI) pauseTask(w http.ResponseWriter, r *http.Request, s *session) { u.setTaskPaused(w, r, s, true) }
+func (u *UI) pauseTask(w http.ResponseWriter, r *http.Request, s *session) {
+	u.setTaskPaused(w, r, s, true)
+}
 
 func (u *UI) resumeTask(w http.ResponseWriter, r *http.Request, s *session) {
 	u.setTaskPaused(w, r, s, false)

@@ -45,9 +45,9 @@ func funcs() template.FuncMap {
 		"releasePath": func(key, owner string) string {
 			return "/ui/keys/release?" + url.Values{"key": {key}, "owner": {owner}}.Encode()
 		},
-		"taskPath": taskPath,
+		"taskPath":     taskPath,
 		"schedulePath": func(name string) string { return "/ui/schedules/" + url.PathEscape(name) },
-		"runsPath": func(k, v string) string { return "/ui/runs?" + url.Values{k: {v}}.Encode() },
+		"runsPath":     func(k, v string) string { return "/ui/runs?" + url.Values{k: {v}}.Encode() },
 		"suppressedPath": func(k, v string) string {
 			return "/ui/suppressed?" + url.Values{k: {v}}.Encode()
 		},
