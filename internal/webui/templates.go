@@ -21,7 +21,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("webui: templates: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "tasks", "task"} {
+	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "tasks", "task", "bulk"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("webui: templates: %w", err)
@@ -46,6 +46,7 @@ func funcs() template.FuncMap {
 			return "/ui/keys/release?" + url.Values{"key": {key}, "owner": {owner}}.Encode()
 		},
 		"taskPath":     taskPath,
+		"bulkURL":      bulkURL,
 		"schedulePath": func(name string) string { return "/ui/schedules/" + url.PathEscape(name) },
 		"runsPath":     func(k, v string) string { return "/ui/runs?" + url.Values{k: {v}}.Encode() },
 		"suppressedPath": func(k, v string) string {

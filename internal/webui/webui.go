@@ -145,6 +145,8 @@ func (u *UI) routes() *http.ServeMux {
 	mux.HandleFunc("POST /ui/logout", u.act(u.logout, false))
 	mux.HandleFunc("GET /ui/{$}", u.see(u.overview))
 	mux.HandleFunc("GET /ui/runs", u.see(u.runs))
+	mux.HandleFunc("GET /ui/runs/bulk", u.see(u.bulkConfirm))
+	mux.HandleFunc("POST /ui/runs/bulk", u.act(u.bulkAct, true))
 	mux.HandleFunc("GET /ui/runs/{id}", u.see(u.run))
 	mux.HandleFunc("GET /ui/runs/{id}/cancel", u.see(u.confirmCancel))
 	mux.HandleFunc("POST /ui/runs/{id}/cancel", u.act(u.cancel, true))
