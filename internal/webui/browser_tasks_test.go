@@ -3,6 +3,7 @@ package webui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +96,8 @@ func workerSeesPaused(t *testing.T, reg *prometheus.Registry) float64 {
 // its definition; pausing the task there (a run triggered meanwhile stays
 // queued while another task's run ends), resuming it (the run then ends);
 // pausing, resuming and triggering a schedule now from the schedules page;
+// a bulk cancel of ticked runs and a bulk retry of every run matching a
+// search, each through its confirmation page;
 // and a read-only session that finds no form that posts on these pages.
 // Screenshots at 1280 and 390 px.
 func TestTaskConsoleInABrowser(t *testing.T) {
@@ -204,12 +207,58 @@ func TestTaskConsoleInABrowser(t *testing.T) {
 	admin.waitJS("the schedule's run, which the worker runs", `document.querySelector('#run-status').textContent.trim() === 'succeeded'`)
 	admin.shot("schedule-triggered")
 
+	// Bulk: tick two queued runs and cancel them; then retry every
+	// cancelled run of the task.
+	var picked []string
+	for i := range 3 {
+		picked = append(picked, e.trigger(ctx, order{ID: fmt.Sprint("bulk-browser-", i)}))
+	}
+	admin.do("open the task's runs", chromedp.Navigate(e.url+"/ui/runs?task=ui-order"), chromedp.WaitVisible(chromedp.ID("bulk-form")))
+	admin.waitJS("the runs listed", fmt.Sprintf(`document.querySelector('#runs input[value=%s]') !== null`, jsString(picked[2])))
+	admin.do("tick two runs", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+		`document.querySelector('#runs input[value=%s]').click(); document.querySelector('#runs input[value=%s]').click()`, jsString(picked[0]), jsString(picked[1]))))
+	admin.shotWidths("runs-selected")
+	if n := eval[int](admin, "the ticks kept across refreshes", `new Promise(ok => setTimeout(() => ok(document.querySelectorAll('#runs input:checked').length), 1200))`); n != 2 {
+		t.Fatalf("%d runs ticked after the page's refresh interval, want 2", n)
+	}
+	admin.do("cancel the selected", chromedp.Evaluate[chromedp.Void](`document.querySelector('#bulk-cancel-selected').click()`), chromedp.WaitVisible(chromedp.ID("bulk-count")))
+	if got := eval[string](admin, "read the count", `document.querySelector('#bulk-count').textContent`); !strings.Contains(got, "Dry run: 2 runs would be cancelled") {
+		t.Errorf("the confirmation says %q", got)
+	}
+	admin.shotWidths("bulk-confirm")
+	if r, _ := e.c.Inspector().GetRun(ctx, picked[0]); r == nil || r.Status != client.StatusQueued {
+		t.Fatalf("the confirmation changed a run: %+v", r)
+	}
+	admin.do("confirm", chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("bulk-result")))
+	if got := eval[string](admin, "read the result", `document.querySelector('#bulk-result').textContent`); got != "2 of 2 runs cancelled." {
+		t.Errorf("the result says %q", got)
+	}
+	admin.shotWidths("bulk-done")
+	for i, id := range picked {
+		want := client.StatusCancelled
+		if i == 2 {
+			want = client.StatusQueued
+		}
+		if r, _ := e.c.Inspector().GetRun(ctx, id); r == nil || r.Status != want {
+			t.Errorf("run %d after the bulk cancel: %+v, want %s", i, r, want)
+		}
+	}
+	admin.do("open the cancelled runs", chromedp.Navigate(e.url+"/ui/runs?task=ui-order&status=cancelled"), chromedp.WaitVisible(chromedp.ID("bulk-retry-all")))
+	admin.do("retry every run matching", chromedp.Click(chromedp.ID("bulk-retry-all")), chromedp.WaitVisible(chromedp.ID("bulk-count")))
+	if got := eval[string](admin, "read the count", `document.querySelector('#bulk-count').textContent`); !strings.Contains(got, "Dry run: 2 runs would be retried") {
+		t.Errorf("the filter's confirmation says %q", got)
+	}
+	admin.do("confirm", chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("bulk-result")))
+	if got := eval[string](admin, "read the result", `document.querySelector('#bulk-result').textContent`); got != "2 of 2 runs retried." {
+		t.Errorf("the filter's result says %q", got)
+	}
+
 	// A read-only session: no form that posts on these pages, but sign-out.
 	reader, closeReader := newTab()
 	defer closeReader()
 	reader.signIn(e.url, testReadOnly, "console-reader")
-	for _, path := range []string{"/ui/tasks", "/ui/tasks/ui-console", "/ui/schedules"} {
-		reader.do("open "+path, chromedp.Navigate(e.url+path), chromedp.WaitVisible(chromedp.ID("live")))
+	for _, path := range []string{"/ui/tasks", "/ui/tasks/ui-console", "/ui/schedules", "/ui/runs", "/ui/runs/bulk?action=cancel&all=1"} {
+		reader.do("open "+path, chromedp.Navigate(e.url+path), chromedp.WaitVisible(chromedp.CSS("main")))
 		if n := eval[int](reader, "count forms that post", `document.querySelectorAll('form[method=post]:not(.logout)').length`); n != 0 {
 			t.Errorf("the read-only session is offered %d forms on %s", n, path)
 		}
