@@ -253,11 +253,17 @@ func TestTaskConsoleInABrowser(t *testing.T) {
 		t.Errorf("the filter's result says %q", got)
 	}
 
+	// Rate limits: the use of the console task's limit.
+	admin.do("open the rate limits", chromedp.Navigate(e.url+"/ui/ratelimits"), chromedp.WaitVisible(chromedp.ID("ratelimits")))
+	admin.waitJS("the limit listed", `document.querySelector('#ratelimits tr.ratelimit').textContent.includes('console-api')`)
+	admin.waitJS("its use: the runs of the console task took units", `/[1-9][0-9]* of 100/.test(document.querySelector('#ratelimits td.used').textContent)`)
+	admin.shotWidths("ratelimits")
+
 	// A read-only session: no form that posts on these pages, but sign-out.
 	reader, closeReader := newTab()
 	defer closeReader()
 	reader.signIn(e.url, testReadOnly, "console-reader")
-	for _, path := range []string{"/ui/tasks", "/ui/tasks/ui-console", "/ui/schedules", "/ui/runs", "/ui/runs/bulk?action=cancel&all=1"} {
+	for _, path := range []string{"/ui/tasks", "/ui/tasks/ui-console", "/ui/schedules", "/ui/runs", "/ui/runs/bulk?action=cancel&all=1", "/ui/ratelimits"} {
 		reader.do("open "+path, chromedp.Navigate(e.url+path), chromedp.WaitVisible(chromedp.CSS("main")))
 		if n := eval[int](reader, "count forms that post", `document.querySelectorAll('form[method=post]:not(.logout)').length`); n != 0 {
 			t.Errorf("the read-only session is offered %d forms on %s", n, path)

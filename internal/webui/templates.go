@@ -21,7 +21,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("webui: templates: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "tasks", "task", "bulk"} {
+	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "tasks", "task", "bulk", "ratelimits"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("webui: templates: %w", err)

@@ -161,6 +161,7 @@ func (u *UI) routes() *http.ServeMux {
 	mux.HandleFunc("GET /ui/workers", u.see(u.workers))
 	mux.HandleFunc("GET /ui/schedules", u.see(u.schedules))
 	mux.HandleFunc("POST /ui/schedules/{name}/{action}", u.act(u.scheduleAction, true))
+	mux.HandleFunc("GET /ui/ratelimits", u.see(u.rateLimits))
 	mux.HandleFunc("GET /ui/tasks", u.see(u.tasks))
 	mux.HandleFunc("GET /ui/tasks/{name}", u.see(u.taskPage))
 	mux.HandleFunc("POST /ui/tasks/{name}/pause", u.act(u.pauseTask, true))
