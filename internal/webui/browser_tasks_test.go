@@ -253,6 +253,18 @@ func TestTaskConsoleInABrowser(t *testing.T) {
 		t.Errorf("the filter's result says %q", got)
 	}
 
+	// Paging: older, then newer, each page saying which runs it shows.
+	for i := range pageSize {
+		e.trigger(ctx, order{ID: fmt.Sprint("page-browser-", i)})
+	}
+	admin.do("open the task's runs", chromedp.Navigate(e.url+"/ui/runs?task=ui-order"), chromedp.WaitVisible(chromedp.ID("pager")))
+	admin.waitJS("the first page", `document.querySelector('#page-count').textContent === '1–50' && document.querySelector('#newer') === null`)
+	admin.do("go to older runs", chromedp.Evaluate[chromedp.Void](`document.querySelector('#next').click()`), chromedp.WaitVisible(chromedp.ID("newer")))
+	admin.waitJS("the second page", `/^51–\d+$/.test(document.querySelector('#page-count').textContent)`)
+	admin.shotWidths("runs-page-2")
+	admin.do("go back to newer runs", chromedp.Evaluate[chromedp.Void](`document.querySelector('#newer').click()`), chromedp.WaitVisible(chromedp.ID("pager")))
+	admin.waitJS("the first page again", `document.querySelector('#page-count').textContent === '1–50' && document.querySelector('#newer') === null`)
+
 	// Rate limits: the use of the console task's limit.
 	admin.do("open the rate limits", chromedp.Navigate(e.url+"/ui/ratelimits"), chromedp.WaitVisible(chromedp.ID("ratelimits")))
 	admin.waitJS("the limit listed", `document.querySelector('#ratelimits tr.ratelimit').textContent.includes('console-api')`)

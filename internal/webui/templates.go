@@ -16,7 +16,7 @@ import (
 // each defining "page" (the whole document) and "live" (the part a poll
 // refreshes).
 func parsePages() (map[string]*template.Template, error) {
-	base, err := template.New("layout").Funcs(funcs()).ParseFS(templateFS, "templates/layout.html")
+	base, err := template.New("layout").Funcs(funcs()).ParseFS(templateFS, "templates/layout.html", "templates/pager.html")
 	if err != nil {
 		return nil, fmt.Errorf("webui: templates: %w", err)
 	}
