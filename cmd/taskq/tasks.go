@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -76,9 +77,9 @@ func (a *app) tasksLsCmd() *cobra.Command {
 			}
 			p := a.printer()
 			if p.json() {
-				out := make([]taskState, len(regs))
+				out := make([]wire.Task, len(regs))
 				for i := range regs {
-					out[i] = stateOf(regs[i], paused)
+					out[i] = wire.TaskOf(regs[i], paused)
 				}
 				return p.JSON(out)
 			}
@@ -126,7 +127,7 @@ func (a *app) tasksGetCmd() *cobra.Command {
 			}
 			p := a.printer()
 			if p.json() {
-				return p.JSON(stateOf(*r, paused))
+				return p.JSON(wire.TaskOf(*r, paused))
 			}
 			s := r.Spec
 			state := stateCell(paused, s.Name)
@@ -169,24 +170,6 @@ func (a *app) tasksGetCmd() *cobra.Command {
 			return p.Fields(f)
 		}),
 	}
-}
-
-// taskState is a registered task and whether it is paused, as tasks ls
-// and tasks get print it with -o json.
-type taskState struct {
-	task.Registered
-	Paused   bool       `json:"paused"`
-	PausedAt *time.Time `json:"pausedAt,omitempty"`
-}
-
-func stateOf(r task.Registered, paused map[string]time.Time) taskState {
-	r.RegisteredAt = r.RegisteredAt.UTC()
-	st := taskState{Registered: r}
-	if at, ok := paused[r.Spec.Name]; ok {
-		at = at.UTC()
-		st.Paused, st.PausedAt = true, &at
-	}
-	return st
 }
 
 // stateCell says whether a task is paused or active.
