@@ -233,6 +233,15 @@ func TestChangingCommandsGolden(t *testing.T) {
 			{name: "events_push_batch", args: []string{"events", "push", devtasks.EventKey, "--batch", "--data", "-"},
 				stdin: "{\"id\":\"evt_3\"}\n{\"id\":\"evt_4\"}\n{\"id\":\"evt_3\"}\n"},
 			{name: "events_push_batch.json", args: []string{"events", "push", devtasks.EventKey, "--batch", "--data", `[{"id":"evt_5"},{"id":"evt_5"}]`, "-o", "json"}},
+			{name: "tasks_pause", args: []string{"tasks", "pause", "process-order"}},
+			{name: "tasks_pause_again.json", args: []string{"tasks", "pause", "process-order", "-o", "json"}},
+			{name: "tasks_ls_paused", args: []string{"tasks", "ls"}},
+			{name: "tasks_get_paused.json", args: []string{"tasks", "get", "process-order", "-o", "json"}},
+			{name: "tasks_get_paused", args: []string{"tasks", "get", "process-order"}},
+			{name: "runs_trigger_paused", args: []string{"runs", "trigger", "process-order", "--input", `{"orderId":"1008","amount":100}`}},
+			{name: "tasks_resume", args: []string{"tasks", "resume", "process-order"}},
+			{name: "tasks_resume_again.json", args: []string{"tasks", "resume", "process-order", "-o", "json"}},
+			{name: "tasks_pause_missing", args: []string{"tasks", "pause", "no-such-task"}, code: exitNotFound},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) { f.check(t, tc) })

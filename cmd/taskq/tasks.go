@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -18,13 +20,18 @@ func (a *app) tasksCmd() *cobra.Command {
 		Long: `Workers register their task definitions in Redis when they start: the key
 expression, the strategy and its durations, retries and the event keys that
 trigger the task. Event ingestion, the HTTP API and these commands use exactly
-those definitions.`,
+those definitions.
+
+A paused task is accepted as before, but workers start none of its runs until
+it is resumed.`,
 		Example: `  taskq tasks ls
-  taskq tasks get process-order`,
+  taskq tasks get process-order
+  taskq tasks pause process-order
+  taskq tasks resume process-order`,
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRun,
 	}
-	cmd.AddCommand(a.tasksLsCmd(), a.tasksGetCmd())
+	cmd.AddCommand(a.tasksLsCmd(), a.tasksGetCmd(), a.tasksPauseCmd(true), a.tasksPauseCmd(false))
 	return cmd
 }
 
@@ -64,15 +71,17 @@ func (a *app) tasksLsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			paused, err := c.Inspector().PausedTasks(ctx)
+			if err != nil {
+				return err
+			}
 			p := a.printer()
 			if p.json() {
-				if regs == nil {
-					regs = []task.Registered{}
-				}
+				out := make([]wire.Task, len(regs))
 				for i := range regs {
-					regs[i].RegisteredAt = regs[i].RegisteredAt.UTC()
+					out[i] = wire.TaskOf(regs[i], paused)
 				}
-				return p.JSON(regs)
+				return p.JSON(out)
 			}
 			if len(regs) == 0 {
 				_, err := fmt.Fprintf(a.stdout, "No tasks registered in namespace %q: start a worker.\n", a.namespace)
@@ -81,10 +90,10 @@ func (a *app) tasksLsCmd() *cobra.Command {
 			rows := make([][]string, len(regs))
 			for i, r := range regs {
 				s := r.Spec
-				rows[i] = []string{s.Name, orDash(string(s.Strategy)), orDash(s.Expression), orDash(holdOf(s)),
+				rows[i] = []string{s.Name, stateCell(paused, s.Name), orDash(string(s.Strategy)), orDash(s.Expression), orDash(holdOf(s)),
 					orDash(strings.Join(s.OnEvents, ",")), r.Worker}
 			}
-			return p.Table([]string{"NAME", "STRATEGY", "EXPRESSION", "HOLD", "EVENTS", "WORKER"}, rows)
+			return p.Table([]string{"NAME", "STATE", "STRATEGY", "EXPRESSION", "HOLD", "EVENTS", "WORKER"}, rows)
 		}),
 	}
 }
@@ -112,14 +121,21 @@ func (a *app) tasksGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			paused, err := c.Inspector().PausedTasks(ctx)
+			if err != nil {
+				return err
+			}
 			p := a.printer()
 			if p.json() {
-				r.RegisteredAt = r.RegisteredAt.UTC()
-				return p.JSON(r)
+				return p.JSON(wire.TaskOf(*r, paused))
 			}
 			s := r.Spec
+			state := stateCell(paused, s.Name)
+			if at, ok := paused[s.Name]; ok {
+				state += " since " + formatTime(at)
+			}
 			f := [][2]string{
-				{"Name", s.Name}, {"Expression", s.Expression}, {"Strategy", string(s.Strategy)},
+				{"Name", s.Name}, {"State", state}, {"Expression", s.Expression}, {"Strategy", string(s.Strategy)},
 			}
 			switch s.Strategy {
 			case task.StrategyTTL:
@@ -152,6 +168,70 @@ func (a *app) tasksGetCmd() *cobra.Command {
 				[2]string{"Registered", formatTime(r.RegisteredAt)},
 			)
 			return p.Fields(f)
+		}),
+	}
+}
+
+// stateCell says whether a task is paused or active.
+func stateCell(paused map[string]time.Time, name string) string {
+	if _, ok := paused[name]; ok {
+		return "paused"
+	}
+	return "active"
+}
+
+func (a *app) tasksPauseCmd(pause bool) *cobra.Command {
+	use, short := "resume NAME", "Let workers start a paused task's runs again, those queued while it was paused first"
+	if pause {
+		use, short = "pause NAME", "Stop workers starting a task's runs until it is resumed; triggers are still accepted"
+	}
+	verb := use[:len(use)-len(" NAME")]
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + `.
+
+Workers read which tasks are paused every PauseRefresh (1s by default), so a
+pause takes effect within about that long; runs already running finish. A run
+triggered while its task is paused stays queued.`,
+		Example: "  taskq tasks " + verb + " process-order",
+		Args:    argNames([]string{"NAME"}),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return a.completeTasks(cmd, args, "")
+		},
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			act := c.Inspector().ResumeTask
+			if pause {
+				act = c.Inspector().PauseTask
+			}
+			st, err := act(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if a.printer().json() {
+				return a.printer().JSON(st)
+			}
+			var msg string
+			switch {
+			case pause && st.Changed:
+				msg = "Paused task %s: workers start none of its runs until it is resumed; triggers are still accepted.\n"
+			case pause:
+				msg = "Task %s was paused already.\n"
+			case st.Changed:
+				msg = "Resumed task %s: workers start its runs again.\n"
+			default:
+				msg = "Task %s was not paused.\n"
+			}
+			_, err = fmt.Fprintf(a.stdout, msg, strconv.Quote(args[0]))
+			return err
 		}),
 	}
 }

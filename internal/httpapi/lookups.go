@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
-	"github.com/taskq/taskq/pkg/task"
 )
 
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
@@ -29,9 +29,10 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-// listTasks answers GET /api/v1/tasks: the registered definitions and the
+// listTasks answers GET /api/v1/tasks: the registered definitions, the
 // counts of the runs by task and status (of a window, with since and
-// until; the newest client.CountRunsMax runs at most).
+// until; the newest client.CountRunsMax runs at most), each task with
+// its paused state.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q, e := readQuery(r, []string{"since", "until"})
 	var o client.CountRunsOptions
@@ -49,13 +50,19 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err))
 		return
 	}
-	if regs == nil {
-		regs = []task.Registered{}
+	paused, err := s.c.Inspector().PausedTasks(r.Context())
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	tasks := make([]wire.Task, len(regs))
+	for i, reg := range regs {
+		tasks[i] = wire.TaskOf(reg, paused)
 	}
 	counts, err := s.c.Inspector().CountRuns(r.Context(), o)
 	if err != nil {
 		writeError(w, listError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": regs, "runCounts": counts})
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "runCounts": counts})
 }

@@ -20,6 +20,7 @@ type queueCollector struct {
 	in                    *client.Inspector
 	log                   *slog.Logger
 	depth, inFlight, aged *prometheus.Desc
+	paused                *prometheus.Desc
 }
 
 func newQueueCollector(in *client.Inspector, log *slog.Logger) *queueCollector {
@@ -32,6 +33,8 @@ func newQueueCollector(in *client.Inspector, log *slog.Logger) *queueCollector {
 			"Runs delivered to a worker and not yet finished, by task (all partitions; runs awaiting redelivery included).", byTask, nil),
 		aged: prometheus.NewDesc("taskq_oldest_queued_age_seconds",
 			"How long the oldest queued run of a task has waited for delivery (0 when none is queued).", byTask, nil),
+		paused: prometheus.NewDesc("taskq_task_paused",
+			"1 for a paused task (workers start none of its runs), 0 for a registered task that runs.", byTask, nil),
 	}
 }
 
@@ -40,6 +43,7 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.depth
 	ch <- c.inFlight
 	ch <- c.aged
+	ch <- c.paused
 }
 
 // Collect implements prometheus.Collector. Without Redis it reports
@@ -57,5 +61,17 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(q.Queued), q.Task)
 		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(q.InFlight), q.Task)
 		ch <- prometheus.MustNewConstMetric(c.aged, prometheus.GaugeValue, q.OldestQueuedAge(now).Seconds(), q.Task)
+	}
+	paused, err := c.in.PausedTasks(ctx)
+	if err != nil {
+		c.log.Debug("taskq: cannot read the paused tasks for /metrics", "err", err)
+		return
+	}
+	for _, q := range stats {
+		v := 0.0
+		if _, ok := paused[q.Task]; ok {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, v, q.Task)
 	}
 }

@@ -42,6 +42,8 @@ func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
 		"GET /api/v1/events/{id}":               {"GET", "/api/v1/events/" + eventID, nil, http.StatusOK, true},
 		"POST /api/v1/tasks/{task}/runs":        {"POST", "/api/v1/tasks/down/runs", trigger("held"), http.StatusConflict, true},
 		"GET /api/v1/tasks":                     {"GET", "/api/v1/tasks", nil, http.StatusOK, true},
+		"POST /api/v1/tasks/{task}/pause":       {"POST", "/api/v1/tasks/down/pause", nil, http.StatusOK, true},
+		"POST /api/v1/tasks/{task}/resume":      {"POST", "/api/v1/tasks/down/resume", nil, http.StatusOK, true},
 		"GET /api/v1/runs/{id}":                 {"GET", "/api/v1/runs/" + runID, nil, http.StatusOK, true},
 		"GET /api/v1/runs/{id}/result":          {"GET", "/api/v1/runs/" + runID + "/result?wait=100ms", nil, http.StatusAccepted, true},
 		"GET /api/v1/runs/{id}/attempts":        {"GET", "/api/v1/runs/" + runID + "/attempts", nil, http.StatusOK, true},

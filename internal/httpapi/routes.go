@@ -42,6 +42,8 @@ func (s *Server) routeTable() []route {
 		{method: http.MethodGet, pattern: "/api/v1/events/{id}", scope: auth.ScopeRead, handler: s.getEvent},
 		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/runs", scope: auth.ScopeTrigger, handler: s.triggerRuns},
 		{method: http.MethodGet, pattern: "/api/v1/tasks", scope: auth.ScopeRead, handler: s.listTasks},
+		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/pause", scope: auth.ScopeOperate, handler: s.pauseTask},
+		{method: http.MethodPost, pattern: "/api/v1/tasks/{task}/resume", scope: auth.ScopeOperate, handler: s.resumeTask},
 		{method: http.MethodGet, pattern: "/api/v1/runs", scope: auth.ScopeRead, handler: s.listRuns},
 		{method: http.MethodGet, pattern: "/api/v1/keys", scope: auth.ScopeRead, handler: s.listKeys},
 		{method: http.MethodGet, pattern: "/api/v1/events", scope: auth.ScopeRead, handler: s.listEvents},

@@ -128,6 +128,10 @@ func (k Keys) Schedule(name string) string { return k.home + keySchedule + name 
 // home partition.
 func (k Keys) Schedules() string { return k.home + keySchedules }
 
+// Paused is the hash of paused tasks, each with when it was paused (unix
+// ms): always in the home partition.
+func (k Keys) Paused() string { return k.home + keyPaused }
+
 // Worker is the hash holding the presence record of one worker: always in
 // the home partition.
 func (k Keys) Worker(name string) string { return k.home + keyWorker + name }

@@ -106,11 +106,12 @@ const (
 	keySchedules     = "schedules"    // set   taskq:{ns}:schedules: the names of the namespace's cron schedules
 	keyUISession     = "uisession:"   // string taskq:{ns}:uisession:<session id>: a live dashboard session, the sign-out generation it began in, expiring with it
 	keyUISessionGen  = "uisessiongen" // string taskq:{ns}:uisessiongen: the dashboard's sign-out generation, raised by "sign out everywhere"
+	keyPaused        = "paused"       // hash  taskq:{ns}:paused: paused tasks, each with when it was paused (unix ms)
 )
 
 // Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
-// keyWorkers, keyMeta, keySchedule, keySchedules, keyUISession and
-// keyUISessionGen. Every other key is per partition: a run, its key,
+// keyWorkers, keyMeta, keySchedule, keySchedules, keyUISession,
+// keyUISessionGen and keyPaused. Every other key is per partition: a run, its key,
 // signals, steps and notices live in the run's partition (see RunPartition),
 // and every partition has its own task streams, retry zset, runs and events
 // indexes.

@@ -37,6 +37,20 @@ func done(r *http.Request) string {
 		return "The retry's input was taken by this run, which was waiting in its debounce window: no run was created."
 	case "released":
 		return "The key was released: the next trigger with it creates a run."
+	case "paused":
+		return "The task was paused: workers start none of its runs until it is resumed; triggers are still accepted."
+	case "already-paused":
+		return "The task was paused already."
+	case "resumed":
+		return "The task was resumed: workers start its runs again."
+	case "already-resumed":
+		return "The task was not paused."
+	case "schedule-pause":
+		return "The schedule was paused: its ticks do not fire until it is resumed."
+	case "schedule-resume":
+		return "The schedule was resumed: it fires from its next tick."
+	case "schedule-triggered":
+		return "The schedule was triggered now: this is its run."
 	}
 	return ""
 }
@@ -57,8 +71,9 @@ type runsData struct {
 	Statuses        []client.Status
 	Runs            []*client.RunInfo
 	NextCursor      string
-	// NextURL continues the listing.
+	// NextURL continues the listing; Pager goes back and forth.
 	NextURL string
+	Pager   *pageNav
 	// Filter says what a search kept.
 	Filter string
 	// Metadata is the same field search on the metadata side, offered
@@ -120,15 +135,8 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		d.Runs, d.NextCursor = page.Runs, page.NextCursor
 	}
-	if d.NextCursor != "" {
-		nq := url.Values{}
-		for k, v := range map[string]string{"task": d.Task, "status": d.Status, "q": d.Q, "cursor": d.NextCursor} {
-			if v != "" {
-				nq.Set(k, v)
-			}
-		}
-		d.NextURL = "/ui/runs?" + nq.Encode()
-	}
+	d.Pager = newPageNav(r, "/ui/runs", url.Values{"task": {d.Task}, "status": {d.Status}, "q": {d.Q}}, d.NextCursor, len(d.Runs))
+	d.NextURL = d.Pager.OlderURL
 	if !fragment(r) {
 		tasks, err := u.in.ListTasks(ctx)
 		if err != nil {
@@ -364,6 +372,7 @@ type keysData struct {
 	Match   string
 	Keys    []*client.KeyInfo
 	NextURL string
+	Pager   *pageNav
 }
 
 func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
@@ -376,13 +385,8 @@ func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	d.Keys = page.Keys
 	slices.SortFunc(d.Keys, func(a, b *client.KeyInfo) int { return strings.Compare(a.Key, b.Key) })
-	if page.NextCursor != "" {
-		nq := url.Values{"cursor": {page.NextCursor}}
-		if d.Match != "" {
-			nq.Set("match", d.Match)
-		}
-		d.NextURL = "/ui/keys?" + nq.Encode()
-	}
+	d.Pager = newPageNav(r, "/ui/keys", url.Values{"match": {d.Match}}, page.NextCursor, len(d.Keys))
+	d.NextURL = d.Pager.OlderURL
 	u.render(w, r, s, http.StatusOK, "keys", &view{Title: "Keys", Nav: "keys", Poll: pollURL(r), Flash: done(r), Data: d})
 }
 
@@ -429,6 +433,7 @@ type eventsData struct {
 	Key     string
 	Events  []*client.EventInfo
 	NextURL string
+	Pager   *pageNav
 }
 
 func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
@@ -440,13 +445,8 @@ func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	d.Events = page.Events
-	if page.NextCursor != "" {
-		nq := url.Values{"cursor": {page.NextCursor}}
-		if d.Key != "" {
-			nq.Set("key", d.Key)
-		}
-		d.NextURL = "/ui/events?" + nq.Encode()
-	}
+	d.Pager = newPageNav(r, "/ui/events", url.Values{"key": {d.Key}}, page.NextCursor, len(d.Events))
+	d.NextURL = d.Pager.OlderURL
 	u.render(w, r, s, http.StatusOK, "events", &view{Title: "Events", Nav: "events", Poll: pollURL(r), Data: d})
 }
 

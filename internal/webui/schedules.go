@@ -15,7 +15,8 @@ type scheduleRow struct {
 	Misfire string
 }
 
-// schedules is the read-only page of the namespace's cron schedules.
+// schedules is the page of the namespace's cron schedules, with pause,
+// resume and trigger now for a session that may act.
 func (u *UI) schedules(w http.ResponseWriter, r *http.Request, s *session) {
 	infos, err := u.in.Schedules().List(r.Context())
 	if err != nil {
@@ -36,5 +37,5 @@ func (u *UI) schedules(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		rows[i] = row
 	}
-	u.render(w, r, s, http.StatusOK, "schedules", &view{Title: "Schedules", Nav: "schedules", Poll: pollURL(r), Data: rows})
+	u.render(w, r, s, http.StatusOK, "schedules", &view{Title: "Schedules", Nav: "schedules", Poll: pollURL(r), Flash: done(r), Data: rows})
 }

@@ -29,6 +29,7 @@ type suppressedData struct {
 	Key, Owner string
 	Triggers   []client.SuppressedTrigger
 	NextURL    string
+	Pager      *pageNav
 }
 
 // eventOf is the ID of the event a trigger came from, "" when its source
@@ -50,15 +51,8 @@ func (u *UI) suppressed(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	d.Triggers = page.Triggers
-	if page.NextCursor != "" {
-		nq := url.Values{"cursor": {page.NextCursor}}
-		for k, v := range map[string]string{"key": d.Key, "owner": d.Owner} {
-			if v != "" {
-				nq.Set(k, v)
-			}
-		}
-		d.NextURL = "/ui/suppressed?" + nq.Encode()
-	}
+	d.Pager = newPageNav(r, "/ui/suppressed", url.Values{"key": {d.Key}, "owner": {d.Owner}}, page.NextCursor, len(d.Triggers))
+	d.NextURL = d.Pager.OlderURL
 	// A search by key or owner reads a whole stream when it matches little:
 	// it refreshes less often.
 	slow := d.Key != "" || d.Owner != ""

@@ -20,12 +20,12 @@ import (
 // each defining "page" (the whole document) and "live" (the part a poll
 // refreshes).
 func parsePages() (map[string]*template.Template, error) {
-	base, err := template.New("layout").Funcs(funcs()).ParseFS(templateFS, "templates/layout.html")
+	base, err := template.New("layout").Funcs(funcs()).ParseFS(templateFS, "templates/layout.html", "templates/pager.html")
 	if err != nil {
 		return nil, fmt.Errorf("webui: templates: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "session"} {
+	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "tasks", "task", "bulk", "ratelimits", "session"} {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("webui: templates: %w", err)
@@ -49,7 +49,10 @@ func funcs() template.FuncMap {
 		"releasePath": func(key, owner string) string {
 			return "/ui/keys/release?" + url.Values{"key": {key}, "owner": {owner}}.Encode()
 		},
-		"runsPath": func(k, v string) string { return "/ui/runs?" + url.Values{k: {v}}.Encode() },
+		"taskPath":     taskPath,
+		"bulkURL":      bulkURL,
+		"schedulePath": func(name string) string { return "/ui/schedules/" + url.PathEscape(name) },
+		"runsPath":     func(k, v string) string { return "/ui/runs?" + url.Values{k: {v}}.Encode() },
 		"suppressedPath": func(k, v string) string {
 			return "/ui/suppressed?" + url.Values{k: {v}}.Encode()
 		},

@@ -16,7 +16,8 @@
 //
 // The other resources are the client's own types: client.RunInfo (a
 // run), client.KeyInfo (a held key), client.EventInfo (an event),
-// client.SignalReceipt (a signal) and task.Registered (a task).
+// client.SignalReceipt (a signal); a task is Task, task.Registered with
+// its paused state.
 package wire
 
 import (

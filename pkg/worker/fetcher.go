@@ -55,6 +55,8 @@ type fetcher struct {
 	block      time.Duration
 	opTimeout  time.Duration
 	log        *slog.Logger
+	// pauses says which tasks are paused: their streams are not read.
+	pauses *pauses
 	// failing counts the readers whose last read of the streams failed
 	// (for readiness: see Worker.Handler).
 	failing atomic.Int32
@@ -114,10 +116,23 @@ func (f *fetcher) read(ctx context.Context, quit <-chan struct{}, part int) {
 			}
 			count = min(max(len(f.slots), 1), share)
 		}
+		tasks := f.pauses.active(f.tasks)
+		if len(tasks) == 0 {
+			// Every task of this worker is paused.
+			f.slots.release(n)
+			wait := f.block
+			if f.pauses != nil {
+				wait = f.pauses.every
+			}
+			if !sleep(quit, wait) {
+				return
+			}
+			continue
+		}
 		// Bounded, so that a stopped Redis holds Shutdown up no longer than
 		// this: go-redis itself allows a blocking read 10s past its block.
 		rctx, rcancel := context.WithTimeout(ctx, f.block+f.opTimeout)
-		ds, err := f.store.ReadGroup(rctx, part, f.consumer, f.tasks, count, f.block)
+		ds, err := f.store.ReadGroup(rctx, part, f.consumer, tasks, count, f.block)
 		rcancel()
 		if err != nil {
 			f.slots.release(n)

@@ -16,6 +16,7 @@ import (
 // that says in which order they start and stop, and why.
 type lifecycle struct {
 	registrar   *registrar
+	pauses      *pauses
 	presence    *presence
 	canceller   *canceller
 	processor   *processor
@@ -42,11 +43,14 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 	names := append([]string(nil), w.names...)
 	active := newActiveRuns()
 	free := newSlots(o.Concurrency)
+	paused := &pauses{store: st, tasks: names, every: o.PauseRefresh, opTimeout: o.OperationTimeout, clock: o.Clock,
+		log: w.log, metrics: w.metrics}
 
 	p := &processor{
 		store: st, tasks: w.tasks, active: active, slots: free,
 		consumer: o.Name, ns: o.Namespace, lease: o.LeaseDuration, startDelay: o.StartDelay,
 		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log, metrics: w.metrics,
+		pauses: paused,
 	}
 	p.limiter = &rateLimiter{store: st, tasks: w.tasks, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log, metrics: w.metrics}
 	// One call of each script in flight, and each batch bounded by
@@ -85,6 +89,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 	return &lifecycle{
 		scheduler: sched,
 		registrar: reg,
+		pauses:    paused,
 		presence: &presence{
 			store: st, keep: redisstore.WorkerKeepDefault, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
 			record: redisstore.WorkerRecord{
@@ -107,11 +112,11 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 			clock: o.Clock, log: w.log},
 		recoverer: &recoverer{
 			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts.Count(),
-			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log, metrics: w.metrics,
+			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log, metrics: w.metrics, pauses: paused,
 		},
 		fetcher: &fetcher{
 			store: st, restorer: reg, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts.Count(),
-			block: o.FetchBlock, opTimeout: o.OperationTimeout, log: w.log,
+			block: o.FetchBlock, opTimeout: o.OperationTimeout, log: w.log, pauses: paused,
 		},
 	}, nil
 }
@@ -123,23 +128,26 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 //     streams, and the definitions be registered before the worker counts
 //     as started (triggers by task name need them); a definition conflict
 //     under DefinitionRefuse fails Start here, before anything runs.
-//  2. presence: the worker is listed (taskq workers ls) before it can
+//  2. pauses: the paused tasks are read before anything delivers work,
+//     so that a worker started while a task is paused starts none of its
+//     runs.
+//  3. presence: the worker is listed (taskq workers ls) before it can
 //     hold a run, so that no run is held by a worker nobody can see.
-//  3. canceller: subscribed, and the subscription confirmed by Redis,
+//  4. canceller: subscribed, and the subscription confirmed by Redis,
 //     before any handler runs, so that no cancel made once Start returns
 //     is missed.
-//  4. processor: takes deliveries before anything dispatches them.
-//  5. heartbeater: renews leases before the first attempt begins.
-//  6. forwarder, janitor, scheduler: they need nothing from the others
+//  5. processor: takes deliveries before anything dispatches them.
+//  6. heartbeater: renews leases before the first attempt begins.
+//  7. forwarder, janitor, scheduler: they need nothing from the others
 //     and nothing needs them; they only have to run by the time Start
 //     returns. The scheduler comes after the registrar, so that a tick of
 //     one of this worker's tasks finds the task registered.
-//  7. recoverer, then fetcher: they deliver work, so they come last. The
+//  8. recoverer, then fetcher: they deliver work, so they come last. The
 //     recoverer goes first and takes the free slots as it starts, so that
 //     on a worker started after a crash the runs whose lease lapsed are
 //     taken over before new ones are read.
 func (l *lifecycle) startOrder() []component {
-	return []component{l.registrar, l.presence, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.scheduler, l.recoverer, l.fetcher}
+	return []component{l.registrar, l.pauses, l.presence, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.scheduler, l.recoverer, l.fetcher}
 }
 
 // start starts every component in startOrder; if one fails, it stops those
@@ -168,7 +176,7 @@ func (l *lifecycle) start(ctx context.Context) error {
 //     attempt has ended and its outcome is recorded. The heartbeater and
 //     the canceller run on meanwhile: a lease must be renewed, and a
 //     cancel must reach its handler, until the last handler has returned.
-//  3. heartbeater, canceller, forwarder, janitor, scheduler, registrar, presence:
+//  3. heartbeater, canceller, forwarder, janitor, scheduler, registrar, pauses, presence:
 //     nothing needs them any more. The presence goes with them, after the
 //     processor, so the worker stays listed while it holds a run; its
 //     record is removed then (a worker that dies keeps it, listed as dead).
@@ -179,7 +187,7 @@ func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
 	stopTogether(l.fetcher, l.recoverer)
 	l.processor.drain(ctx, grace)
 	l.processor.Stop()
-	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.presence)
+	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.pauses, l.presence)
 }
 
 // stopTogether stops cs at the same time and returns once all have

@@ -24,6 +24,9 @@ type workerMetrics struct {
 	// Rate limits: see ratelimit.go.
 	rateLimitedRuns *prometheus.CounterVec
 	rateLimitWait   *prometheus.CounterVec
+
+	// paused: see pauses.go.
+	paused *prometheus.GaugeVec
 }
 
 func newWorkerMetrics() *workerMetrics {
@@ -50,12 +53,14 @@ func newWorkerMetrics() *workerMetrics {
 			Help: "Deliveries this worker held back because a rate limit refused them, by task and limit."}, []string{"task", "limit"}),
 		rateLimitWait: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_rate_limit_wait_seconds_total",
 			Help: "Time the runs this worker held back were told to wait for their rate limit, summed, by task and limit."}, []string{"task", "limit"}),
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "taskq_worker_task_paused",
+			Help: "1 for each of this worker's tasks it last read as paused (it starts none of its runs), 0 for the others."}, byTask),
 	}
 }
 
 func (m *workerMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.started, m.succeeded, m.failed, m.retried, m.duration, m.inFlight, m.renewals, m.redeliveries,
-		m.rateLimitedRuns, m.rateLimitWait}
+		m.rateLimitedRuns, m.rateLimitWait, m.paused}
 }
 
 // rateLimited counts a run held back by limit, told to wait for wait.
@@ -65,6 +70,20 @@ func (m *workerMetrics) rateLimited(task, limit string, wait time.Duration) {
 	}
 	m.rateLimitedRuns.WithLabelValues(task, limit).Inc()
 	m.rateLimitWait.WithLabelValues(task, limit).Add(wait.Seconds())
+}
+
+// pausedTasks sets the paused gauge of each of tasks.
+func (m *workerMetrics) pausedTasks(tasks []string, paused map[string]time.Time) {
+	if m == nil {
+		return
+	}
+	for _, t := range tasks {
+		v := 0.0
+		if _, ok := paused[t]; ok {
+			v = 1
+		}
+		m.paused.WithLabelValues(t).Set(v)
+	}
 }
 
 // runStarted counts an attempt whose handler is about to run.

@@ -65,6 +65,9 @@ type processor struct {
 	// them back when they end (see concurrency.go); nil when no task has a
 	// concurrency limit.
 	conc *concurrencyGate
+	// pauses holds back the deliveries of paused tasks (see pauses.go);
+	// nil holds back none.
+	pauses *pauses
 
 	// base is the context of the starts sent before handlers run; Stop
 	// cancels it.
@@ -143,6 +146,9 @@ func (p *processor) Stop() {
 // the next trigger call, so it takes what one trigger batch queued
 // (docs/performance.md has the batch sizes measured).
 func (p *processor) dispatch(ds []redisstore.Delivery) {
+	// A paused task's deliveries read before the worker learned of the
+	// pause go back first: they take no rate limit unit or group slot.
+	ds = p.holdPaused(ds)
 	// Rate limits first: a run they hold back never takes a concurrency
 	// slot it would hold while it waits.
 	ds = p.admitRateLimited(ds)
@@ -163,6 +169,21 @@ func (p *processor) dispatch(ds []redisstore.Delivery) {
 	if len(first) > 0 {
 		p.startBatch(first)
 	}
+}
+
+// holdPaused returns the deliveries of ds whose task is not paused, and
+// holds back the others (pauses.holdBack), giving their slots back.
+func (p *processor) holdPaused(ds []redisstore.Delivery) []redisstore.Delivery {
+	ok, held := p.pauses.split(ds)
+	if len(held) > 0 {
+		p.inFlight.Add(1)
+		go func() {
+			defer p.inFlight.Done()
+			p.pauses.holdBack(p.base, held)
+			p.slots.release(len(held))
+		}()
+	}
+	return ok
 }
 
 // canDefer reports whether d's handler may run before its attempt is

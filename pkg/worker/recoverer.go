@@ -32,6 +32,9 @@ type recoverer struct {
 	opTimeout  time.Duration
 	log        *slog.Logger
 	metrics    *workerMetrics
+	// pauses says which tasks are paused: their lapsed deliveries stay
+	// pending until the task is resumed.
+	pauses *pauses
 
 	next int // stream to start with, so every stream gets its turn
 }
@@ -85,6 +88,9 @@ func (r *recoverer) reclaim(ctx context.Context, n int) []redisstore.Delivery {
 	for i := 0; i < streams && len(out) < n; i++ {
 		k := (r.next + i) % streams
 		t, part := r.tasks[k/parts], k%parts
+		if r.pauses.paused(t) {
+			continue
+		}
 		cctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 		ds, err := r.store.AutoClaim(cctx, part, t, r.consumer, r.lease, n-len(out))
 		cancel()

@@ -152,6 +152,12 @@ type Options struct {
 	// ScheduleRefresh is how often the scheduler reads the schedules again
 	// when no tick is due sooner (default ScheduleRefreshDefault).
 	ScheduleRefresh time.Duration
+	// PauseRefresh is how often the worker reads which tasks are paused
+	// (client.Inspector.PauseTask), one small read of Redis each time
+	// (default PauseRefreshDefault): a pause takes effect within about
+	// this long, plus a read of the streams already under way (FetchBlock)
+	// whose deliveries are then held back rather than started.
+	PauseRefresh time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -209,6 +215,9 @@ func (o Options) withDefaults() Options {
 	if o.ScheduleRefresh == 0 {
 		o.ScheduleRefresh = ScheduleRefreshDefault
 	}
+	if o.PauseRefresh == 0 {
+		o.PauseRefresh = PauseRefreshDefault
+	}
 	return o
 }
 
@@ -237,6 +246,8 @@ func (o Options) validate() error {
 			o.StartDelay, o.HeartbeatInterval, o.LeaseDuration)
 	case o.ScheduleRefresh < 0:
 		return errors.New("worker: ScheduleRefresh must not be negative")
+	case o.PauseRefresh < 0:
+		return fmt.Errorf("worker: PauseRefresh %s must not be negative", o.PauseRefresh)
 	case len(o.Schedules) > 0 && o.NoScheduler:
 		return errors.New("worker: Schedules are registered by the scheduler, which NoScheduler turns off")
 	}

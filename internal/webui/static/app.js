@@ -37,7 +37,9 @@
     }
     var busy = false;
     function refresh() {
-      if (busy || document.hidden) {
+      // A ticked checkbox (runs picked for a bulk action) holds the
+      // refresh, which would untick it.
+      if (busy || document.hidden || el.querySelector('input[type=checkbox]:checked')) {
         return;
       }
       busy = true;

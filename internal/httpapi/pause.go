@@ -1,0 +1,38 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/taskq/taskq/pkg/client"
+)
+
+// pauseTask answers POST /api/v1/tasks/{task}/pause: workers start none
+// of the task's runs until it is resumed; triggers are still accepted.
+func (s *Server) pauseTask(w http.ResponseWriter, r *http.Request) { s.setTaskPaused(w, r, true) }
+
+// resumeTask answers POST /api/v1/tasks/{task}/resume.
+func (s *Server) resumeTask(w http.ResponseWriter, r *http.Request) { s.setTaskPaused(w, r, false) }
+
+func (s *Server) setTaskPaused(w http.ResponseWriter, r *http.Request, pause bool) {
+	name := r.PathValue("task")
+	in := s.c.Inspector()
+	act, verb := in.ResumeTask, "resumed"
+	if pause {
+		act, verb = in.PauseTask, "paused"
+	}
+	p, err := act(r.Context(), name)
+	switch {
+	case errors.Is(err, client.ErrTaskNotFound):
+		writeError(w, newError(http.StatusNotFound, CodeTaskNotFound,
+			"task %s is not registered in namespace %q", quote(name), s.c.Namespace()))
+		return
+	case err != nil:
+		writeError(w, storeError(err))
+		return
+	}
+	if p.Changed {
+		s.log.Info("taskq: task "+verb+" over the HTTP API", "task", name, "remote", r.RemoteAddr)
+	}
+	writeJSON(w, http.StatusOK, p)
+}
