@@ -9,18 +9,25 @@
 //     and fragments of the same page and package name.
 //   - A fragment: statements or declarations that need a surrounding file.
 //     The block is preceded (blank lines allowed) by an HTML comment, which a
-//     rendered page hides, that declares the file around it; the fragment
-//     takes the place of the comment's line "// block":
+//     rendered page hides, that declares the file around it.
 //
-//     <!-- go:wrap
-//     package app
+// In a wrapper, the fragment takes the place of the line "// block":
 //
-//     import "github.com/taskq/taskq/pkg/client"
+//	<!-- go:wrap
+//	package app
 //
-//     func _(c *client.Client) {
-//     // block
-//     }
-//     -->
+//	import "github.com/taskq/taskq/pkg/client"
+//
+//	func _(c *client.Client) {
+//		// block
+//	}
+//	-->
+//	```go
+//	ref, err := client.RunNoWait(ctx, c, ...)
+//	```
+//
+// A package named NAME_test makes the block a test file of package NAME: its
+// Test and Example functions run.
 //
 // A block that is neither fails the test, which names its file and line.
 // Compiler and vet messages name the page and line of the block (or of its
