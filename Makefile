@@ -4,11 +4,12 @@ FUZZTIME ?= 2m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 GOLANGCI_LINT_VERSION ?= v2.15.0
+APIDIFF_VERSION ?= v0.0.0-20261113113407-e3970619a1a4
 STRESS_RUNS        ?= 10
 STRESS_RUN_TIMEOUT ?= 20m
 STRESS_TIMEOUT     ?= 90m
 
-.PHONY: all help build test test-short test-stress bench bench-cluster bench-peers cluster-cost script-cost lint fmt soak dev clean fuzz fuzz-http
+.PHONY: all help build test test-short test-stress bench bench-cluster bench-peers cluster-cost script-cost lint api-check api-baseline fmt soak dev clean fuzz fuzz-http
 
 ## all: build, then test
 all: build test
@@ -72,11 +73,20 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzEvaluationBounds$$' -fuzztime $(FUZZTIME) ./pkg/idempotency/
 	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./pkg/idempotency/
 
-## lint: gofmt, go vet and golangci-lint (the version pinned below, built from the Go module proxy on first use; see .golangci.yml)
+## lint: gofmt, go vet, golangci-lint (the version pinned below, built from the Go module proxy on first use; see .golangci.yml) and api-check
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+	@$(MAKE) --no-print-directory api-check
+
+## api-check: fail on an incompatible change to the exported API of pkg/... since the baseline in api/compat (golang.org/x/exp/cmd/apidiff, pinned below); additions pass
+api-check:
+	@GO="$(GO)" BIN="$(BIN)" APIDIFF_VERSION="$(APIDIFF_VERSION)" .ci/api-compat check
+
+## api-baseline: record the exported API of pkg/... as the new baseline in api/compat, after a deliberate, documented change (see CONTRIBUTING.md)
+api-baseline:
+	@GO="$(GO)" BIN="$(BIN)" APIDIFF_VERSION="$(APIDIFF_VERSION)" .ci/api-compat baseline
 
 ## fmt: gofmt every Go file
 fmt:

@@ -62,7 +62,7 @@ func isTerminal(f *os.File) bool {
 // connections.
 type app struct {
 	streams
-	version string
+	version buildVersion
 
 	// global flags
 	redisURL  string
@@ -87,7 +87,7 @@ type app struct {
 }
 
 // run executes the CLI with args and returns the exit code.
-func run(ctx context.Context, args []string, s streams, version string) int {
+func run(ctx context.Context, args []string, s streams, version buildVersion) int {
 	a := &app{streams: s, version: version}
 	defer a.close()
 	root := a.newRoot()

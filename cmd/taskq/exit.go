@@ -3,13 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
 
 // Exit codes. Scripts branch on them, so they are part of the CLI's
-// contract and listed in docs/cli.md.
+// contract: each is listed in exitCodes, which --help prints, and in
+// docs/cli.md (TestExitCodesListed checks both).
 const (
 	exitOK        = 0 // success
 	exitFailure   = 1 // anything else: Redis unreachable, a failed run, a bad expression
@@ -22,6 +24,44 @@ const (
 	// --replicas acknowledged it in time.
 	exitNotDurable = 7
 )
+
+// exitCodes names every exit code, in order, for --help.
+var exitCodes = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "ok"},
+	{exitFailure, "failure"},
+	{exitUsage, "usage error"},
+	{exitNotFound, "not found"},
+	{exitCollision, "idempotency collision"},
+	{exitChanged, "key changed owner"},
+	{exitPending, "run not finished"},
+	{exitNotDurable, "run written but not acknowledged by enough replicas"},
+}
+
+// exitCodesHelp lists the exit codes as --help shows them, in lines of at
+// most 80 characters.
+func exitCodesHelp() string {
+	var b strings.Builder
+	line := "Exit codes:"
+	for i, e := range exitCodes {
+		item := fmt.Sprintf("%d %s", e.code, e.meaning)
+		if i < len(exitCodes)-1 {
+			item += ","
+		} else {
+			item += "."
+		}
+		if len(line)+1+len(item) > 80 {
+			b.WriteString(line + "\n")
+			line = item
+			continue
+		}
+		line += " " + item
+	}
+	b.WriteString(line)
+	return b.String()
+}
 
 // errNotFound marks things the CLI itself finds missing (an idempotency key
 // nobody holds); the packages' own sentinels are matched too.

@@ -13,7 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..." (make
+// build); the version Go records in the binary, when it has one, comes first
+// (see buildVersion).
 var version = "dev"
 
 func main() {
@@ -23,7 +25,7 @@ func main() {
 	// SIGINT and SIGTERM end the context: serve and dev shut down
 	// gracefully, other commands stop what they were doing.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], osStreams(), version)
+	code := run(ctx, os.Args[1:], osStreams(), readVersion(version))
 	stop()
 	os.Exit(code)
 }

@@ -43,11 +43,12 @@ func TestMain(m *testing.M) {
 var buildOnce sync.Once
 var buildErr error
 
-// taskqBinary builds the CLI (once per test binary) with a version stamp.
+// taskqBinary builds the CLI (once per test binary) with a version stamp and
+// without VCS information, so that the stamp is the version it reports.
 func taskqBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		out, err := exec.Command("go", "build", "-ldflags", "-X main.version=v0.0.0-test", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X main.version=v0.0.0-test", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -109,7 +110,7 @@ func runWith(ctx context.Context, inv invocation, args ...string) result {
 		getenv:   func(k string) string { return inv.env[k] },
 		stdinTTY: inv.tty, stdoutTTY: inv.tty, stderrTTY: inv.tty,
 	}
-	code := run(ctx, args, s, "v0.0.0-test")
+	code := run(ctx, args, s, buildVersion{Version: "v0.0.0-test"})
 	return result{args: args, stdout: inv.stdout.String(), stderr: inv.stderr.String(), code: code}
 }
 

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,8 +25,9 @@ serves the HTTP API, and runs a complete demo stack with one command.
 Every command reads Redis from --redis (default $TASKQ_REDIS_URL, then
 redis://127.0.0.1:6379/0) and works in --namespace (default $TASKQ_NAMESPACE,
 then "default"). Tables are for people; -o json gives stable field names for
-scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
-4 idempotency collision, 5 key changed owner, 6 run not finished.`,
+scripts.
+
+` + exitCodesHelp(),
 		Example: `  # the one-command demo: embedded Redis, HTTP API and an example worker
   taskq dev
 
@@ -89,8 +91,8 @@ scripts. Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found,
 	root.AddCommand(a.schedulesCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	// --version prints what `taskq version` prints.
-	root.Version = a.version
-	root.SetVersionTemplate(fmt.Sprintf("taskq {{.Version}} (%s, %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH))
+	root.Version = a.version.Version
+	root.SetVersionTemplate(strings.ReplaceAll(a.versionLine(), "{", "{{`{`}}") + "\n")
 	return root
 }
 
@@ -109,15 +111,33 @@ func (a *app) versionCmd() *cobra.Command {
 			p := a.printer()
 			if p.json() {
 				return p.JSON(struct {
-					Version  string `json:"version"`
+					buildVersion
 					Go       string `json:"go"`
 					Platform string `json:"platform"`
 				}{a.version, runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH})
 			}
-			_, err := fmt.Fprintf(a.stdout, "taskq %s (%s, %s/%s)\n", a.version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintln(a.stdout, a.versionLine())
 			return err
 		}),
 	}
+}
+
+// versionLine is what `taskq version` and `taskq --version` print: the
+// version, the Go release and platform, and the commit the binary was built
+// from when Go recorded it.
+func (a *app) versionLine() string {
+	v := a.version
+	line := fmt.Sprintf("taskq %s (%s, %s/%s", v.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if v.Revision != "" {
+		line += ", commit " + shortRevision(v.Revision)
+		if v.Time != "" {
+			line += " of " + v.Time
+		}
+		if v.Modified {
+			line += ", modified"
+		}
+	}
+	return line + ")"
 }
 
 // completionCmd writes shell completion scripts.

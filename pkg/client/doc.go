@@ -16,8 +16,15 @@
 // notice over Redis Pub/Sub, not by polling.
 //
 // Before anything is written, every trigger — this package's, the HTTP
-// API's, the command line's and an event's — passes one admission step
-// (internal/admission): its limits, its key, the enqueue parameters.
+// API's, the command line's and an event's — is checked the same way: its
+// size limits (a *LimitError), its key (typed errors from package
+// idempotency), its options. A refused trigger created nothing.
+//
+// New connects to Redis (Options.RedisURL, default $TASKQ_REDIS_URL, then
+// redis://127.0.0.1:6379/0, or an existing go-redis client as
+// Options.Redis). A Client is safe for concurrent use, and triggers made at
+// the same time by many goroutines share round trips; make one per process
+// and Close it at the end.
 //
 // Inspector (Client.Inspector) reads what the namespace holds — runs,
 // keys, events, registered tasks, page by page with cursors — and acts on

@@ -26,8 +26,8 @@
 // the trigger path or exhaust memory: every call that can build more than its
 // arguments or work longer than their length checks, before it runs, what it
 // will cost and build against the compiler's CostLimit, MaxStringBytes and
-// MaxListElements (limits.go, bounded.go), and every call is charged for what
-// it reads (costmodel.go).
+// MaxListElements (Options), and every call is charged for what it reads;
+// a refusal is a typed error naming the function and the limit.
 //
 // Keys are derived on every trigger, so two common shapes avoid most of the
 // interpreter's work: a plain field path such as input.id is read straight

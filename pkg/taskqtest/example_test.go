@@ -72,3 +72,26 @@ func Example() {
 	// worked: succeeded true <nil>
 	// runs: 2
 }
+
+// A worker in the background for the rest of the test, as the
+// application's worker binary would run: the code under test triggers and
+// waits for the result.
+func ExampleHarness_StartWorker() {
+	t := newExampleT()
+	defer t.finish()
+	ctx := context.Background()
+
+	h := taskqtest.New(t)
+	h.StartWorker(func(w *worker.Worker) error {
+		return worker.Handle(w, RemindUser, func(ctx worker.Context, in Reminder) (bool, error) {
+			return in.Text != "", nil
+		})
+	})
+	sent, err := client.Run(ctx, h.Client(), RemindUser, Reminder{UserID: "u7", Text: "Welcome"})
+	fmt.Println("sent:", sent, err)
+	r := taskqtest.RequireTriggered(t, h, RemindUser, taskqtest.WithStatus(client.StatusSucceeded))
+	fmt.Println("run:", r.Info.Status, r.Info.IdempotencyKey)
+	// Output:
+	// sent: true <nil>
+	// run: succeeded remind:u7
+}
