@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -61,8 +62,9 @@ func (s ConcurrencyStrategy) Valid() bool {
 var ErrConcurrencyCancelled = fmt.Errorf("%w by its concurrency group", ErrRunCancelled)
 
 // compileConcurrency validates c and compiles its expression with compiler
-// comp (nil: one with default limits).
-func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, cfg func(field, msg string, err error) error) (*Concurrency, *idempotency.Expression, error) {
+// comp (nil: one with default limits), checked against input type in (nil:
+// dynamic).
+func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.Type, cfg func(field, msg string, err error) error) (*Concurrency, *idempotency.Expression, error) {
 	cc := *c
 	if cc.Strategy == "" {
 		cc.Strategy = GroupRoundRobin
@@ -79,7 +81,7 @@ func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, cfg func(fie
 			return nil, nil, cfg("concurrency.expression", err.Error(), err)
 		}
 	}
-	expr, err := comp.Compile(cc.Expression)
+	expr, err := comp.CompileFor(cc.Expression, in)
 	if err != nil {
 		return nil, nil, cfg("concurrency.expression", err.Error(), err)
 	}
