@@ -84,11 +84,11 @@ func TestAdmitBuildsTheEnqueueParameters(t *testing.T) {
 	}
 }
 
-// A key expression that fails is a *KeyError wrapping the expression's
+// A key expression that fails is a *task.IdempotencyKeyError wrapping the expression's
 // typed error, and nothing is built.
 func TestAdmitWrapsKeyErrors(t *testing.T) {
 	p, err := cfg.Admit(admission.Trigger{Def: keyed.Definition(), Input: []byte(`{"other":1}`)})
-	var ke *admission.KeyError
+	var ke *task.IdempotencyKeyError
 	if p != nil || !errors.As(err, &ke) {
 		t.Fatalf("Admit with no id = %v, %v; want a *KeyError", p, err)
 	}
@@ -156,7 +156,7 @@ func TestBuildEventRecordsAFailingRateLimitKey(t *testing.T) {
 func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
 	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
 	_, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"id":"a"}`), Now: time.Unix(1, 0)})
-	var ge *admission.ConcurrencyGroupError
+	var ge *task.ConcurrencyGroupError
 	var ee *idempotency.EvalError
 	if !errors.As(err, &ge) || ge.Expression != "input.tenant" || !errors.As(err, &ee) || !strings.Contains(err.Error(), `"input.tenant"`) {
 		t.Fatalf("Admit = %v, want a ConcurrencyGroupError naming input.tenant", err)

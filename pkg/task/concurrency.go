@@ -88,6 +88,26 @@ func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.T
 	return &cc, expr, nil
 }
 
+// ConcurrencyGroupError says a task's concurrency expression failed on a
+// trigger's input, so the trigger was refused and nothing was created. It
+// names the task and the expression, and wraps the typed error of package
+// idempotency that says what went wrong. Every trigger path returns it:
+// client.RunNoWait, Run and RunMany, the HTTP API (an
+// idempotency_key_error answer naming the concurrency expression) and
+// events (recorded on the event as the task's error).
+type ConcurrencyGroupError struct {
+	Task       string
+	Expression string
+	Err        error
+}
+
+func (e *ConcurrencyGroupError) Error() string {
+	return fmt.Sprintf("concurrency group %q: %v", e.Expression, e.Err)
+}
+
+// Unwrap returns the expression's error.
+func (e *ConcurrencyGroupError) Unwrap() error { return e.Err }
+
 // ConcurrencyGroup derives a run's concurrency group from its JSON input
 // and metadata. It returns "" when the task has no Concurrency; errors
 // are the typed errors of package idempotency, as Key's.

@@ -337,6 +337,23 @@ func (d *Definition) Key(input, meta []byte) (string, error) {
 	return d.expr.KeyJSON(input, meta)
 }
 
+// IdempotencyKeyError says a task's idempotency expression failed on a
+// trigger's input, so the trigger was refused and nothing was created. It
+// names the task and the expression, and wraps the typed error of package
+// idempotency that says what went wrong (*idempotency.EvalError,
+// *idempotency.ResultTypeError, ...), which errors.As and errors.Is reach
+// through it.
+type IdempotencyKeyError struct {
+	Task       string
+	Expression string
+	Err        error
+}
+
+func (e *IdempotencyKeyError) Error() string { return "idempotency key: " + e.Err.Error() }
+
+// Unwrap returns the expression's error.
+func (e *IdempotencyKeyError) Unwrap() error { return e.Err }
+
 // Task is a typed task: I is its input, O its result; both travel as JSON.
 type Task[I, O any] struct {
 	def *Definition
