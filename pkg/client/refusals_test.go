@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
+
+var refuseKey = task.Must[map[string]any, struct{}]("refuse-key", task.Options{Idempotency: task.TTL(`input.id`, time.Minute)})
 
 // Every refusal of a trigger by one of the task's expressions is a public
 // type, reachable with errors.As from RunNoWait, Run and RunMany, naming
@@ -22,7 +25,6 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 		c := newClient(t, b)
 		// The input is dynamic, so the expressions name fields the
 		// triggers below leave out.
-		key := task.Must[map[string]any, struct{}]("refuse-key", task.Options{Idempotency: task.TTL(`input.id`, time.Minute)})
 		group := task.Must[map[string]any, struct{}]("refuse-group", task.Options{
 			Concurrency: &task.Concurrency{Expression: `input.tenant`, MaxRuns: 1}})
 		limit := task.Must[map[string]any, struct{}]("refuse-limit", task.Options{
@@ -36,7 +38,7 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 				t.Fatalf("%v: want it to wrap an *idempotency.EvalError", err)
 			}
 			switch tk {
-			case key:
+			case refuseKey:
 				var ke *task.IdempotencyKeyError
 				if !errors.As(err, &ke) || ke.Task != "refuse-key" || ke.Expression != "input.id" {
 					t.Fatalf("%v: want a *task.IdempotencyKeyError naming the task and input.id", err)
@@ -53,7 +55,7 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 				}
 			}
 		}
-		for _, tk := range []*task.Task[map[string]any, struct{}]{key, group, limit} {
+		for _, tk := range []*task.Task[map[string]any, struct{}]{refuseKey, group, limit} {
 			t.Run(tk.Name(), func(t *testing.T) {
 				ref, err := client.RunNoWait(ctx, c, tk, in)
 				if ref != nil {
@@ -73,6 +75,27 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 		runs, err := c.Inspector().ListRuns(ctx, client.ListRunsOptions{})
 		if err != nil || len(runs.Runs) != 0 {
 			t.Fatalf("runs after refused triggers: %v, %v", runs, err)
+		}
+	})
+}
+
+// A handle prints as its run's ID, and so does a RunRef, which embeds one.
+func TestHandlePrintsAsItsRunID(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		c := newClient(t, b)
+		ref, err := client.RunNoWait(context.Background(), c, refuseKey, map[string]any{"id": "print"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(ref); got != ref.ID() || got == "" {
+			t.Errorf("fmt.Sprint(RunRef) = %q, want %q", got, ref.ID())
+		}
+		if got := fmt.Sprintf("%v %s", ref.RunHandle, c.Handle("r-1")); got != ref.ID()+" r-1" {
+			t.Errorf("handles print as %q", got)
+		}
+		var none *client.RunHandle
+		if got := fmt.Sprint(none); got != "<nil>" {
+			t.Errorf("a nil handle prints as %q", got)
 		}
 	})
 }
