@@ -47,7 +47,7 @@ type typedOrder struct {
 	Extra     any               `json:"extra"`
 	Stamp     typedStamp        `json:"stamp"`
 	Secret    string            `json:"-"`
-	Dash      string            `json:"-,"`
+	Dash      string            `json:"-,"` //nolint:staticcheck // a field named "-", as encoding/json reads this tag
 	Quoted    int               `json:"quoted,string"`
 	OrderID   string            `json:"order-id"`
 	Untagged  string
@@ -109,7 +109,7 @@ func TestCompileForRefusesWhatTheTypeLacks(t *testing.T) {
 	}{
 		{`input.nope`, `input.nope: no field "nope" on typedOrder; fields: ` + orderFields, 1, 6},
 		{`"k:" +
-  input.customer.nmae`, `input.customer.nmae: no field "nmae" on typedCustomer; fields: name, email, address`, 2, 17},
+  input.customer.fullname`, `input.customer.fullname: no field "fullname" on typedCustomer; fields: name, email, address`, 2, 17},
 		{`input.customer.address.town`, `input.customer.address.town: no field "town" on typedCustomer.address; fields: city`, 1, 23},
 		{`input.items[0].skew`, `no field "skew" on typedItem; fields: sku, price`, 1, 15},
 		{`input.items.map(i, i.cost).join(",")`, `no field "cost" on typedItem; fields: sku, price`, 1, 21},
@@ -167,7 +167,7 @@ func TestCompileForDynamicInputsAcceptAnything(t *testing.T) {
 func TestCompileForLeavesKeysAlone(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	typ := reflect.TypeFor[typedOrder]()
-	in := typedOrder{ID: "o-1", Customer: typedCustomer{Name: "ann"}, Items: []typedItem{{SKU: "s1", Price: 2.5}}, Count: 3, Quoted: 7, OrderID: "x-9"}
+	in := typedOrder{ID: "o-1", Customer: typedCustomer{Name: "ann"}, Items: []typedItem{{SKU: "s1", Price: 2.5}}, Count: 3, Quoted: 7, OrderID: "x-9", hidden: "not in the JSON"}
 	in.CreatedBy = "bob"
 	data, err := json.Marshal(in)
 	if err != nil {
