@@ -45,11 +45,12 @@ window ends, for a status key while the run is active (plus any retain). These
 commands show who holds what and free a key by hand when an operator must.`,
 		Example: `  taskq keys ls
   taskq keys get order:1001
-  taskq keys release order:1001`,
+  taskq keys release order:1001
+  taskq keys signal order:1001 --data '{"approved":true}'`,
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRun,
 	}
-	cmd.AddCommand(a.keysLsCmd(), a.keysGetCmd(), a.keysReleaseCmd())
+	cmd.AddCommand(a.keysLsCmd(), a.keysGetCmd(), a.keysReleaseCmd(), a.keysSignalCmd())
 	return cmd
 }
 

@@ -48,7 +48,7 @@ func (a *app) runsCmd() *cobra.Command {
 		RunE: groupRun,
 	}
 	cmd.AddCommand(a.runsGetCmd(), a.runsLsCmd(), a.runsResultCmd(), a.runsCancelCmd(), a.runsTriggerCmd(), a.runsRetryCmd(),
-		a.runsRescheduleCmd())
+		a.runsRescheduleCmd(), a.runsSignalCmd())
 	return cmd
 }
 

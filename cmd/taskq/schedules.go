@@ -149,14 +149,16 @@ func (a *app) printSchedule(info *client.ScheduleInfo) error {
 
 func (a *app) schedulesCreateCmd() *cobra.Command {
 	var (
-		s        task.Schedule
-		input    string
-		meta     string
-		misfire  string
-		catchUp  int
-		horizon  time.Duration
-		replace  bool
-		policies = []string{string(task.MisfireSkip), string(task.MisfireCatchUp)}
+		s       task.Schedule
+		input   string
+		meta    string
+		misfire string
+		catchUp int
+		horizon time.Duration
+		replace bool
+		// allowUnregistered accepts a task no worker has registered yet.
+		allowUnregistered bool
+		policies          = []string{string(task.MisfireSkip), string(task.MisfireCatchUp)}
 	)
 	cmd := &cobra.Command{
 		Use:     "create NAME --task TASK --cron EXPR",
@@ -164,7 +166,13 @@ func (a *app) schedulesCreateCmd() *cobra.Command {
 		Short:   "Register a schedule (with --replace, or write a new definition over one)",
 		Long: `Register a schedule. Its first tick to fire is the first after now. With
 --replace an existing schedule of the name gets the new definition and keeps its
-cursor and paused state; without, an existing name is an error.`,
+cursor and paused state; without, an existing name is an error.
+
+The task must be registered in the namespace (a worker that handles it has
+started): an unknown task, most often a typo, is refused with exit code 3.
+--allow-unregistered registers the schedule anyway, for a task whose workers
+are not deployed yet: its ticks do not fire (schedulers log a warning) until
+one registers the task. Either way an unknown task is warned about on stderr.`,
 		Example: `  taskq schedules create nightly-report --task report --cron '0 2 * * *' --timezone Europe/Paris
   taskq schedules create heartbeat --task ping --cron '@every 30s' --input '{"target":"db"}'
   taskq schedules create hourly-sync --task sync --cron @hourly --misfire catch_up --catch-up 3
@@ -181,6 +189,9 @@ cursor and paused state; without, an existing name is an error.`,
 			}
 			if _, err := sc.Compile(s); err != nil {
 				return withCode(exitUsage, err)
+			}
+			if err := a.checkScheduleTask(ctx, s, allowUnregistered); err != nil {
+				return err
 			}
 			save := sc.Create
 			if replace {
@@ -206,10 +217,29 @@ cursor and paused state; without, an existing name is an error.`,
 	f.DurationVar(&horizon, "horizon", 0, "the oldest a tick may be and still fire (default 1m for skip, 24h for catch_up)")
 	f.BoolVar(&s.Paused, "paused", false, "register it paused")
 	f.BoolVar(&replace, "replace", false, "write over a schedule of the same name")
+	f.BoolVar(&allowUnregistered, "allow-unregistered", false, "register the schedule even if no worker has registered --task yet")
 	_ = cmd.MarkFlagRequired("task")
 	_ = cmd.MarkFlagRequired("cron")
 	_ = cmd.RegisterFlagCompletionFunc("misfire", cobra.FixedCompletions(policies, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// checkScheduleTask refuses a schedule whose task is not registered in the
+// namespace, unless allow is set; either way it warns on stderr.
+func (a *app) checkScheduleTask(ctx context.Context, s task.Schedule, allow bool) error {
+	c, err := a.client(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.Inspector().GetTask(ctx, s.Task)
+	if !errors.Is(err, client.ErrTaskNotFound) {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "warning: task %q is not registered in namespace %q: no worker that handles it has started\n", clean(s.Task), clean(a.namespace))
+	if allow {
+		return nil
+	}
+	return withCode(exitNotFound, fmt.Errorf("schedule %q: task %q is not registered in namespace %q; check its name, or pass --allow-unregistered to create the schedule before its workers start", s.Name, s.Task, a.namespace))
 }
 
 func (a *app) schedulesPauseCmd(pause bool) *cobra.Command {

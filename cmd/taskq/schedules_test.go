@@ -44,6 +44,24 @@ func TestSchedulesCommands(t *testing.T) {
 			!strings.Contains(r.stderr, `schedule "bad": timezone:`) {
 			t.Fatalf("bad zone: exit %d, %q", r.code, r.stderr)
 		}
+		// A task nobody registered is a typo until said otherwise: refused
+		// with exit 3 and nothing created, or created with
+		// --allow-unregistered; a warning either way.
+		const warning = `warning: task "nosuch" is not registered in namespace`
+		r = cl.run("schedules", "create", "typo", "--task", "nosuch", "--cron", "@daily")
+		if r.code != exitNotFound || !strings.Contains(r.stderr, warning) || !strings.Contains(r.stderr, "--allow-unregistered") {
+			t.Fatalf("unknown task: exit %d, %q", r.code, r.stderr)
+		}
+		if r = cl.run("schedules", "get", "typo"); r.code != exitNotFound {
+			t.Fatalf("the refused schedule exists: exit %d, %q", r.code, r.stdout)
+		}
+		r = cl.run("schedules", "create", "early", "--task", "nosuch", "--cron", "@daily", "--allow-unregistered")
+		if r.code != exitOK || !strings.Contains(r.stderr, warning) || !strings.Contains(r.stdout, "nosuch") {
+			t.Fatalf("--allow-unregistered: exit %d, %q %q", r.code, r.stdout, r.stderr)
+		}
+		if r = cl.run("schedules", "delete", "early"); r.code != exitOK {
+			t.Fatalf("delete early: exit %d, %q", r.code, r.stderr)
+		}
 		r = cl.run("schedules", "ls")
 		if r.code != exitOK || !strings.Contains(r.stdout, "nightly") || !strings.Contains(r.stdout, "0 2 * * *") || !strings.Contains(r.stdout, "active") {
 			t.Fatalf("ls: exit %d, %q %q", r.code, r.stdout, r.stderr)

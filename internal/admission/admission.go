@@ -71,28 +71,6 @@ type InvalidError struct {
 
 func (e *InvalidError) Error() string { return e.Field + " " + e.Problem }
 
-// KeyError says the task's idempotency expression failed on the trigger.
-type KeyError struct{ Err error }
-
-func (e *KeyError) Error() string { return "idempotency key: " + e.Err.Error() }
-
-// Unwrap returns the expression's error.
-func (e *KeyError) Unwrap() error { return e.Err }
-
-// ConcurrencyGroupError says the task's concurrency expression failed on
-// the trigger; Err is the expression's typed error (package idempotency).
-type ConcurrencyGroupError struct {
-	Expression string
-	Err        error
-}
-
-func (e *ConcurrencyGroupError) Error() string {
-	return fmt.Sprintf("concurrency group %q: %v", e.Expression, e.Err)
-}
-
-// Unwrap returns the expression's error.
-func (e *ConcurrencyGroupError) Unwrap() error { return e.Err }
-
 // Trigger is one trigger to admit.
 type Trigger struct {
 	Def      *task.Definition
@@ -110,7 +88,8 @@ type Trigger struct {
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *RunAtError, *KeyError, *task.RateLimitKeyError or *ConcurrencyGroupError.
+// *RunAtError, *task.IdempotencyKeyError, *task.RateLimitKeyError or
+// *task.ConcurrencyGroupError.
 // It writes nothing.
 func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
@@ -140,9 +119,9 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 
 // Build derives the trigger's key and returns the parameters of the
 // enqueue script, for input and metadata already checked (Admit,
-// CheckEvent). A failed expression is a *KeyError, a failed rate limit
-// key a *task.RateLimitKeyError, a failed concurrency expression a
-// *ConcurrencyGroupError, a schedule that cannot be accepted a
+// CheckEvent). A failed expression is a *task.IdempotencyKeyError, a failed
+// rate limit key a *task.RateLimitKeyError, a failed concurrency expression
+// a *task.ConcurrencyGroupError, a schedule that cannot be accepted a
 // *RunAtError.
 func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
@@ -153,7 +132,7 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	}
 	key, err := def.Key(tr.Input, tr.Metadata)
 	if err != nil {
-		return nil, &KeyError{Err: err}
+		return nil, &task.IdempotencyKeyError{Task: def.Name, Expression: def.Idempotency.Expression, Err: err}
 	}
 	// Rate limit keys: evaluated here only to refuse an input they fail
 	// on (a *task.RateLimitKeyError) before anything is written; the
@@ -164,7 +143,7 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	// The worker derives the group again when the run starts; nothing of
 	// it is stored with the run.
 	if _, err := def.ConcurrencyGroup(tr.Input, tr.Metadata); err != nil {
-		return nil, &ConcurrencyGroupError{Expression: def.Concurrency.Expression, Err: err}
+		return nil, &task.ConcurrencyGroupError{Task: def.Name, Expression: def.Concurrency.Expression, Err: err}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -84,11 +84,11 @@ func TestAdmitBuildsTheEnqueueParameters(t *testing.T) {
 	}
 }
 
-// A key expression that fails is a *KeyError wrapping the expression's
+// A key expression that fails is a *task.IdempotencyKeyError wrapping the expression's
 // typed error, and nothing is built.
 func TestAdmitWrapsKeyErrors(t *testing.T) {
 	p, err := cfg.Admit(admission.Trigger{Def: keyed.Definition(), Input: []byte(`{"other":1}`)})
-	var ke *admission.KeyError
+	var ke *task.IdempotencyKeyError
 	if p != nil || !errors.As(err, &ke) {
 		t.Fatalf("Admit with no id = %v, %v; want a *KeyError", p, err)
 	}
@@ -154,9 +154,9 @@ func TestBuildEventRecordsAFailingRateLimitKey(t *testing.T) {
 // A trigger whose concurrency expression fails on it is refused with a
 // typed error naming the expression, which wraps the expression's own.
 func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
-	grouped := task.Must[in, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
+	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
 	_, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"id":"a"}`), Now: time.Unix(1, 0)})
-	var ge *admission.ConcurrencyGroupError
+	var ge *task.ConcurrencyGroupError
 	var ee *idempotency.EvalError
 	if !errors.As(err, &ge) || ge.Expression != "input.tenant" || !errors.As(err, &ee) || !strings.Contains(err.Error(), `"input.tenant"`) {
 		t.Fatalf("Admit = %v, want a ConcurrencyGroupError naming input.tenant", err)
@@ -170,7 +170,7 @@ func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
 // makes no run of that task and records why, as a failed key does; the
 // other tasks' runs are made.
 func TestBuildEventRecordsAFailedConcurrencyGroup(t *testing.T) {
-	grouped := task.Must[in, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
+	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
 	p, err := cfg.BuildEvent(admission.Event{Key: "e", Payload: []byte(`{"id":"a"}`), Metadata: []byte(`{}`), Now: time.Unix(1, 0)},
 		[]admission.Subscriber{{Name: "grouped", Def: grouped.Definition()}, {Name: "unkeyed", Def: unkeyed.Definition()}})
 	if err != nil {

@@ -90,7 +90,7 @@ func (c Config) BuildEvent(ev Event, subs []Subscriber) (*EventParams, error) {
 		}
 		run, err := c.Build(Trigger{Def: s.Def, Input: ev.Payload, Metadata: ev.Metadata, Now: ev.Now})
 		var (
-			ke *KeyError
+			ke *task.IdempotencyKeyError
 			rk *task.RateLimitKeyError
 		)
 		switch {
@@ -101,7 +101,7 @@ func (c Config) BuildEvent(ev Event, subs []Subscriber) (*EventParams, error) {
 			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: rk.Error()})
 			continue
 		}
-		var ge *ConcurrencyGroupError
+		var ge *task.ConcurrencyGroupError
 		if errors.As(err, &ge) {
 			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: ge.Error()})
 			continue

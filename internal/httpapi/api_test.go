@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -320,6 +321,13 @@ func TestKeyErrorSaysWhatFailed(t *testing.T) {
 		number := e.call("POST", "/api/v1/tasks/count/runs", map[string]any{"input": map[string]any{"n": 1}}).expect(t, http.StatusUnprocessableEntity)
 		if number.str("kind") != "result_type" || number.str("field") != "" {
 			t.Errorf("a number for a key: %s", number.raw)
+		}
+		// A concurrency expression that fails says it was that one.
+		e.register(task.Spec{Name: "grouped", Concurrency: &task.ConcurrencySpec{Expression: `input.tenant`, MaxRuns: 1}})
+		group := e.call("POST", "/api/v1/tasks/grouped/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusUnprocessableEntity)
+		if group.str("error") != CodeIdempotencyKeyError || group.str("kind") != "eval" || group.str("field") != "input.tenant" ||
+			!strings.HasPrefix(group.str("message"), `the task's concurrency expression cannot be evaluated on this input: task "grouped": concurrency group "input.tenant": `) {
+			t.Errorf("no concurrency group: %s", group.raw)
 		}
 	})
 }

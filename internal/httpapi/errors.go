@@ -216,8 +216,11 @@ func triggerError(err error) *apiError {
 		return e
 	case isKeyError(err):
 		what := "the task's idempotency expression"
-		if errors.As(err, new(*task.RateLimitKeyError)) {
+		switch {
+		case errors.As(err, new(*task.RateLimitKeyError)):
 			what = "a rate limit's key expression"
+		case errors.As(err, new(*task.ConcurrencyGroupError)):
+			what = "the task's concurrency expression"
 		}
 		e := newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyError,
 			"%s cannot be evaluated on this input: %v", what, err)

@@ -240,8 +240,9 @@ func TestBatchedTriggerErrorsStayWithTheirTrigger(t *testing.T) {
 		}
 		wg.Wait()
 		for i, err := range results {
-			if i == 7 && !errors.Is(err, redisstore.ErrWrongType) {
-				t.Fatalf("trigger of the wrong-type key: %v, want ErrWrongType", err)
+			var wt *client.WrongTypeError
+			if i == 7 && (!errors.Is(err, client.ErrWrongType) || !errors.As(err, &wt) || wt.Key != ks.IdempotencyKey("order:bad")) {
+				t.Fatalf("trigger of the wrong-type key: %v, want a *client.WrongTypeError naming its key", err)
 			}
 			if i != 7 && err != nil {
 				t.Fatalf("trigger %d: %v", i, err)

@@ -42,6 +42,14 @@ var ErrRedisReadOnly = redisstore.ErrReadOnly
 // is safe.
 type ReadOnlyError = redisstore.ReadOnlyError
 
+// ErrWrongType matches every *WrongTypeError.
+var ErrWrongType = redisstore.ErrWrongType
+
+// WrongTypeError says a Redis key taskq needs holds a value of another
+// type (something else wrote there), so a script refused the call and
+// wrote nothing. It names the key and the type found.
+type WrongTypeError = redisstore.WrongTypeError
+
 // ErrEvictingRedis matches the errors with which New refuses a Redis whose
 // maxmemory-policy may evict keys (*EvictingPolicyError), or that does not
 // tell its policy. Options.AllowEvictingRedis accepts the risk.

@@ -164,6 +164,15 @@ func (c *Client) Handle(runID string) *RunHandle { return &RunHandle{id: runID, 
 // ID is the run's ID.
 func (h *RunHandle) ID() string { return h.id }
 
+// String is the run's ID, so that a handle (and a RunRef) prints as the
+// run it refers to in logs and fmt verbs.
+func (h *RunHandle) String() string {
+	if h == nil {
+		return "<nil>"
+	}
+	return h.id
+}
+
 // Get reads the run's current state.
 func (h *RunHandle) Get(ctx context.Context) (*RunInfo, error) {
 	ctx, cancel := h.c.opCtx(ctx)

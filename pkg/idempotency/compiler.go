@@ -84,6 +84,10 @@ type Compiler struct {
 	limits   *evalLimits
 	prgOpts  []cel.ProgramOption
 
+	// typed holds the environments of CompileFor, by input type
+	// (reflect.Type to *typedEnv, nil for a dynamic input).
+	typed sync.Map
+
 	mu    sync.Mutex
 	lru   *list.List               // of *Expression, most recently used first
 	index map[string]*list.Element // by source
@@ -119,7 +123,7 @@ func newCompiler(opts Options, schedule bool) (*Compiler, error) {
 		maxString: uint64(opts.MaxStringBytes),
 		maxList:   uint64(opts.MaxListElements),
 	}
-	env, err := newEnv(limits, schedule)
+	env, err := newEnv(limits, schedule, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: building CEL environment: %w", err)
 	}

@@ -22,7 +22,9 @@
 //
 // A Compiler checks an expression once, when a task is defined, so a syntax
 // or type error fails the definition rather than each trigger, and caches the
-// result. Evaluation is bounded so that one expression or input cannot stall
+// result. CompileFor also checks it against the JSON shape of the task's Go
+// input type (typed.go, shape.go), so a field the type does not have fails
+// the definition too; evaluation is the same either way. Evaluation is bounded so that one expression or input cannot stall
 // the trigger path or exhaust memory: every call that can build more than its
 // arguments or work longer than their length checks, before it runs, what it
 // will cost and build against the compiler's CostLimit, MaxStringBytes and

@@ -35,10 +35,13 @@ const (
 // function that can build large values or work long bounded by l (see
 // limits.go).
 //
+// A typed environment (see typedEnv) declares input as the given type, with
+// the provider that knows its object types; nil means map<string, dyn>.
+//
 // With schedule set, the environment also declares the variable schedule
 // (see NewScheduleCompiler); a task's environment never does, so a task's
 // expression that names it fails to compile as before.
-func newEnv(l *evalLimits, schedule bool) (*cel.Env, error) {
+func newEnv(l *evalLimits, schedule bool, input *types.Type, provider types.Provider) (*cel.Env, error) {
 	// _+_ and matches come out of the standard library and back in with
 	// bounded implementations; see redeclare.
 	replaced := map[string]cel.FunctionOpt{
@@ -60,9 +63,12 @@ func newEnv(l *evalLimits, schedule bool) (*cel.Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if input == nil {
+		input = cel.MapType(cel.StringType, cel.DynType)
+	}
 	opts := []cel.EnvOption{
 		cel.StdLib(cel.StdLibSubset(subset)),
-		cel.Variable(varInput, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(varInput, input),
 		cel.Variable(varMetadata, cel.MapType(cel.StringType, cel.DynType)),
 		cel.Function(checksumFunction,
 			cel.Overload(checksumOverload, []*cel.Type{cel.StringType}, cel.StringType,
@@ -70,6 +76,9 @@ func newEnv(l *evalLimits, schedule bool) (*cel.Env, error) {
 	}
 	if schedule {
 		opts = append(opts, cel.Variable(varSchedule, cel.MapType(cel.StringType, cel.DynType)))
+	}
+	if provider != nil {
+		opts = append(opts, cel.CustomTypeProvider(provider))
 	}
 	opts = append(opts, redeclared...)
 	opts = append(opts, strs...)

@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -61,8 +62,9 @@ func (s ConcurrencyStrategy) Valid() bool {
 var ErrConcurrencyCancelled = fmt.Errorf("%w by its concurrency group", ErrRunCancelled)
 
 // compileConcurrency validates c and compiles its expression with compiler
-// comp (nil: one with default limits).
-func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, cfg func(field, msg string, err error) error) (*Concurrency, *idempotency.Expression, error) {
+// comp (nil: one with default limits), checked against input type in (nil:
+// dynamic).
+func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.Type, cfg func(field, msg string, err error) error) (*Concurrency, *idempotency.Expression, error) {
 	cc := *c
 	if cc.Strategy == "" {
 		cc.Strategy = GroupRoundRobin
@@ -79,12 +81,32 @@ func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, cfg func(fie
 			return nil, nil, cfg("concurrency.expression", err.Error(), err)
 		}
 	}
-	expr, err := comp.Compile(cc.Expression)
+	expr, err := comp.CompileFor(cc.Expression, in)
 	if err != nil {
 		return nil, nil, cfg("concurrency.expression", err.Error(), err)
 	}
 	return &cc, expr, nil
 }
+
+// ConcurrencyGroupError says a task's concurrency expression failed on a
+// trigger's input, so the trigger was refused and nothing was created. It
+// names the task and the expression, and wraps the typed error of package
+// idempotency that says what went wrong. Every trigger path returns it:
+// client.RunNoWait, Run and RunMany, the HTTP API (an
+// idempotency_key_error answer naming the concurrency expression) and
+// events (recorded on the event as the task's error).
+type ConcurrencyGroupError struct {
+	Task       string
+	Expression string
+	Err        error
+}
+
+func (e *ConcurrencyGroupError) Error() string {
+	return fmt.Sprintf("concurrency group %q: %v", e.Expression, e.Err)
+}
+
+// Unwrap returns the expression's error.
+func (e *ConcurrencyGroupError) Unwrap() error { return e.Err }
 
 // ConcurrencyGroup derives a run's concurrency group from its JSON input
 // and metadata. It returns "" when the task has no Concurrency; errors

@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"time"
 
@@ -64,8 +65,9 @@ func (e *RateLimitKeyError) Unwrap() error { return e.Err }
 
 // rateLimits validates opts.RateLimits, fills in their defaults in a copy
 // of their own, and compiles their key expressions (nil for a limit
-// without one), with opts.Compiler or a compiler with default limits.
-func rateLimits(task string, opts *Options) ([]*idempotency.Expression, error) {
+// without one), with opts.Compiler or a compiler with default limits,
+// checked against input type in (nil: dynamic).
+func rateLimits(task string, opts *Options, in reflect.Type) ([]*idempotency.Expression, error) {
 	if len(opts.RateLimits) == 0 {
 		return nil, nil
 	}
@@ -111,7 +113,7 @@ func rateLimits(task string, opts *Options) ([]*idempotency.Expression, error) {
 				return nil, &ConfigError{Task: task, Field: fmt.Sprintf("rate_limits[%d].key", i), Message: err.Error(), Err: err}
 			}
 		}
-		expr, err := c.Compile(l.Key)
+		expr, err := c.CompileFor(l.Key, in)
 		if err != nil {
 			return nil, &ConfigError{Task: task, Field: fmt.Sprintf("rate_limits[%d].key", i), Message: err.Error(), Err: err}
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"time"
 
@@ -221,8 +222,15 @@ type Definition struct {
 	concExpr *idempotency.Expression
 }
 
-// NewDefinition validates opts and compiles the expression.
+// NewDefinition validates opts and compiles the expression. Its input is
+// dynamic: expressions are checked against input's type by New only.
 func NewDefinition(name string, opts Options) (*Definition, error) {
+	return newDefinition(name, opts, nil)
+}
+
+// newDefinition is NewDefinition for input of Go type in, against whose
+// JSON shape every expression is checked (nil: dynamic).
+func newDefinition(name string, opts Options, in reflect.Type) (*Definition, error) {
 	cfg := func(field, msg string, err error) error {
 		return &ConfigError{Task: name, Field: field, Message: msg, Err: err}
 	}
@@ -260,14 +268,14 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 		opts.Durability = &dur
 	}
 	// Rate limits: see ratelimit.go.
-	rateKeys, err := rateLimits(name, &opts)
+	rateKeys, err := rateLimits(name, &opts, in)
 	if err != nil {
 		return nil, err
 	}
 	var concExpr *idempotency.Expression
 	if opts.Concurrency != nil {
 		var err error
-		if opts.Concurrency, concExpr, err = compileConcurrency(opts.Concurrency, opts.Compiler, cfg); err != nil {
+		if opts.Concurrency, concExpr, err = compileConcurrency(opts.Concurrency, opts.Compiler, in, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -308,7 +316,7 @@ func NewDefinition(name string, opts Options) (*Definition, error) {
 			return nil, cfg("expression", err.Error(), err)
 		}
 	}
-	expr, err := c.Compile(idem.Expression)
+	expr, err := c.CompileFor(idem.Expression, in)
 	if err != nil {
 		return nil, cfg("expression", err.Error(), err)
 	}
@@ -329,15 +337,35 @@ func (d *Definition) Key(input, meta []byte) (string, error) {
 	return d.expr.KeyJSON(input, meta)
 }
 
+// IdempotencyKeyError says a task's idempotency expression failed on a
+// trigger's input, so the trigger was refused and nothing was created. It
+// names the task and the expression, and wraps the typed error of package
+// idempotency that says what went wrong (*idempotency.EvalError,
+// *idempotency.ResultTypeError, ...), which errors.As and errors.Is reach
+// through it.
+type IdempotencyKeyError struct {
+	Task       string
+	Expression string
+	Err        error
+}
+
+func (e *IdempotencyKeyError) Error() string { return "idempotency key: " + e.Err.Error() }
+
+// Unwrap returns the expression's error.
+func (e *IdempotencyKeyError) Unwrap() error { return e.Err }
+
 // Task is a typed task: I is its input, O its result; both travel as JSON.
 type Task[I, O any] struct {
 	def *Definition
 }
 
 // New defines a typed task. A bad expression or option fails here, once,
-// with a *ConfigError.
+// with a *ConfigError. Every expression (idempotency, concurrency, rate
+// limit keys) is checked against the JSON shape of I (see
+// idempotency.Compiler.CompileFor): a field I does not have is an error
+// here, not at each trigger.
 func New[I, O any](name string, opts Options) (*Task[I, O], error) {
-	d, err := NewDefinition(name, opts)
+	d, err := newDefinition(name, opts, reflect.TypeFor[I]())
 	if err != nil {
 		return nil, err
 	}
