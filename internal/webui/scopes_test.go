@@ -130,6 +130,9 @@ func TestEveryDashboardRouteWithEveryScope(t *testing.T) {
 				logout = &routes[i]
 				continue
 			}
+			if strings.HasPrefix(path, "/ui/logout") {
+				continue // sign-outs end the session: tried below, last
+			}
 			path = strings.NewReplacer("{id}", url.PathEscape(run), "{$}", "").Replace(path)
 			if strings.HasSuffix(path, "/") && path != "/ui/" {
 				path += "static.css" // a subtree: any page under it
@@ -159,8 +162,21 @@ func TestEveryDashboardRouteWithEveryScope(t *testing.T) {
 		if logout == nil {
 			t.Fatal("no sign-out route")
 		}
-		if p := b.post("/ui/logout", url.Values{"csrf": {csrf}}); p.status != http.StatusSeeOther {
-			t.Errorf("sign out with a %s session: %d", scope, p.status)
+		// Signing out everywhere ends every session, this one too: a read
+		// session is refused it, and then signs out alone.
+		everywhere := b.post("/ui/logout/everywhere", url.Values{"csrf": {csrf}})
+		if scope == auth.ScopeRead {
+			if everywhere.status != http.StatusForbidden || !strings.Contains(everywhere.body, "operate scope") {
+				t.Errorf("sign out everywhere with a read session: %d, want 403 naming the operate scope", everywhere.status)
+			}
+			if p := b.post("/ui/logout", url.Values{"csrf": {csrf}}); p.status != http.StatusSeeOther {
+				t.Errorf("sign out with a %s session: %d", scope, p.status)
+			}
+		} else if everywhere.status != http.StatusSeeOther {
+			t.Errorf("sign out everywhere with a %s session: %d", scope, everywhere.status)
+		}
+		if p := b.get("/ui/runs"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/ui/login") {
+			t.Errorf("after signing out, a %s session still opens /ui/runs: %d", scope, p.status)
 		}
 	}
 }
