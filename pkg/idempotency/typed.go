@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -23,7 +24,12 @@ import (
 // as objects, slices and arrays as lists, maps as maps with string keys,
 // pointers, nil slices and nil maps as nullable, every number as a double,
 // time.Time and []byte as strings, and a type with its own MarshalJSON or
-// MarshalText as dyn. An input of type any, map[string]any,
+// MarshalText as dyn. Numbers of different types compare by value, as
+// they do in evaluation: input.count == 3, input.count > 2, input.n in
+// [1, 2] and a list indexed by a double are accepted, while arithmetic
+// across them (input.count + 1), which fails in evaluation, is refused,
+// and so is == or in between unrelated types, which is always false there
+// (see numeric.go). An input of type any, map[string]any,
 // json.RawMessage or a json.Marshaler stays dynamic, as Compile has it;
 // additional_metadata always does.
 //
@@ -59,6 +65,9 @@ func (c *Compiler) typedEnv(t reflect.Type) (*typedEnv, error) {
 	var te *typedEnv
 	if input, prov, ok := shapeOf(t); ok {
 		env, err := newEnv(c.limits, false, input, prov)
+		if err == nil {
+			env, err = env.Extend(mixedNumericOptions()...)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("idempotency: declaring input as %s: %w", t, err)
 		}
@@ -83,14 +92,47 @@ func (te *typedEnv) check(expr string) (err error) {
 	root := parsed.NativeRep().Expr()
 	selectLiteralIndexes(root)
 
-	te.prov.mu.Lock()
-	te.prov.misses = te.prov.misses[:0]
-	_, iss = te.env.Check(parsed)
-	misses := te.prov.misses
-	te.prov.misses = nil
-	te.prov.mu.Unlock()
+	iss, misses := te.checkAST(parsed)
 	if iss == nil || iss.Err() == nil {
 		return nil
+	}
+	// A call that found no overload may mix numeric types as the
+	// interpreter allows: check it as its mixed-numeric twin (numeric.go),
+	// until no further call is renamed (a twin's result can let an
+	// enclosing call check). A twin that fails too is then checked as the
+	// function written again, so the errors are those of what was written.
+	orig := map[int64]string{}
+	for {
+		twins := map[int64]string{}
+		for _, e := range iss.Errors() {
+			if _, done := orig[e.ExprID]; done || !strings.HasPrefix(e.Message, "found no matching overload for ") {
+				continue
+			}
+			if at := findExpr(root, e.ExprID); at != nil && at.Kind() == ast.CallKind {
+				if twin, ok := mixedNumeric[at.AsCall().FunctionName()]; ok {
+					twins[e.ExprID] = twin
+				}
+			}
+		}
+		if len(twins) == 0 {
+			break
+		}
+		maps.Copy(orig, renameCalls(root, twins))
+		if iss, misses = te.checkAST(parsed); iss == nil || iss.Err() == nil {
+			return nil
+		}
+	}
+	back := map[int64]string{}
+	for _, e := range iss.Errors() {
+		if name, ok := orig[e.ExprID]; ok {
+			back[e.ExprID] = name
+		}
+	}
+	if len(back) > 0 {
+		renameCalls(root, back)
+		if iss, misses = te.checkAST(parsed); iss == nil || iss.Err() == nil {
+			return nil
+		}
 	}
 	ce := compileError(expr, iss)
 	first := iss.Errors()[0]
@@ -101,6 +143,29 @@ func (te *typedEnv) check(expr string) (err error) {
 		}
 	}
 	return ce
+}
+
+// checkAST type-checks parsed and returns the issues and the field
+// lookups that failed.
+func (te *typedEnv) checkAST(parsed *cel.Ast) (*cel.Issues, []fieldMiss) {
+	te.prov.mu.Lock()
+	defer te.prov.mu.Unlock()
+	te.prov.misses = te.prov.misses[:0]
+	_, iss := te.env.Check(parsed)
+	misses := te.prov.misses
+	te.prov.misses = nil
+	return iss, misses
+}
+
+// findExpr returns the expression of root with the given ID, or nil.
+func findExpr(root ast.Expr, id int64) ast.Expr {
+	var at ast.Expr
+	ast.PreOrderVisit(root, ast.NewExprVisitor(func(n ast.Expr) {
+		if n.ID() == id {
+			at = n
+		}
+	}))
+	return at
 }
 
 // selectLiteralIndexes rewrites x["name"] as x.name, which means the same
@@ -145,13 +210,7 @@ func (te *typedEnv) noField(root ast.Expr, id int64, field string, misses []fiel
 		fields = strings.Join(s.names, ", ")
 	}
 	msg := fmt.Sprintf("no field %s on %s; fields: %s", strconv.Quote(field), s.name, fields)
-	var at ast.Expr
-	ast.PreOrderVisit(root, ast.NewExprVisitor(func(n ast.Expr) {
-		if n.ID() == id {
-			at = n
-		}
-	}))
-	if at != nil {
+	if at := findExpr(root, id); at != nil {
 		if c := chainOf(at); c != nil && !c.meta {
 			msg = c.paths[len(c.paths)-1] + ": " + msg
 		}

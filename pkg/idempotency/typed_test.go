@@ -235,3 +235,151 @@ func TestJSONFieldsMatchEncodingJSON(t *testing.T) {
 		t.Errorf("fields %v, JSON %s", names, data)
 	}
 }
+
+type numericInput struct {
+	Count  int            `json:"count"`
+	Ratio  float64        `json:"ratio"`
+	Big    uint64         `json:"big"`
+	Name   string         `json:"name"`
+	Rush   bool           `json:"rush"`
+	Items  []string       `json:"items"`
+	Nums   []int          `json:"nums"`
+	Scores map[string]int `json:"scores"`
+	Level  struct {
+		Depth int `json:"depth"`
+	} `json:"level"`
+}
+
+// TestCompileForAgreesWithEvaluation holds the typed check to what the
+// interpreter does with a matching input: CompileFor accepts an expression
+// exactly when evaluating it through Compile's expression gives no type
+// error, whatever the numeric types it mixes. The one exception is marked
+// constant: == or in between unrelated types, which the interpreter
+// answers with a constant (false, or true for !=) and the check refuses as
+// a mistake.
+func TestCompileForAgreesWithEvaluation(t *testing.T) {
+	c := newTestCompiler(t, Options{})
+	typ := reflect.TypeFor[numericInput]()
+	in := numericInput{Count: 3, Ratio: 2.5, Big: 7, Name: "ann", Rush: true,
+		Items: []string{"a", "b", "c"}, Nums: []int{1, 2}, Scores: map[string]int{"x": 1}}
+	in.Level.Depth = 2
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		expr     string
+		constant string // the key, for a comparison refused as constant
+	}{
+		// Equality and ordering across numeric types run.
+		{expr: `string(input.count == 3)`},
+		{expr: `string(input.count != 0)`},
+		{expr: `string(3 == input.count)`},
+		{expr: `string(input.count == 3u)`},
+		{expr: `string(3u != input.big)`},
+		{expr: `string(input.count == int(input.ratio))`},
+		{expr: `string(input.count == size(input.items))`},
+		{expr: `string(size(input.items) != input.count)`},
+		{expr: `string(input.count > 2)`},
+		{expr: `string(input.count >= 2u)`},
+		{expr: `string(2 < input.ratio)`},
+		{expr: `string(input.level.depth <= 2)`},
+		{expr: `string(size(input.items) > input.ratio)`},
+		{expr: `input.count == 3 ? "three" : "other"`},
+		{expr: `input.rush && input.count > 2 ? "big" : "small"`},
+		{expr: `string(input.scores.x == 1)`},
+		{expr: `string(input.scores["x"] > 0)`},
+		{expr: `string(input.nums.exists(n, n == 2))`},
+		{expr: `string(input.nums.all(n, n > 0))`},
+		{expr: `string(input.nums.filter(n, n > 1) == [2])`},
+		{expr: `string(input.nums == [1, 2])`},
+		{expr: `string([input.count] != [3])`},
+		{expr: `string(input.scores == {"x": 1})`},
+		{expr: `string({"c": input.count} == {"c": 3})`},
+		// in follows equality.
+		{expr: `string(input.count in [1, 2, 3])`},
+		{expr: `string(input.count in [1u, 2u])`},
+		{expr: `string(input.ratio in [1, 2.5])`},
+		{expr: `string(2 in input.nums)`},
+		{expr: `string(size(input.items) in input.nums)`},
+		{expr: `string(input.count in {3: "a"})`},
+		{expr: `string(input.count in {3u: "a"})`},
+		// So do a list index and the branches of a conditional.
+		{expr: `input.items[input.nums[0]]`},
+		{expr: `input.items[1u]`},
+		{expr: `input.items[input.level.depth]`},
+		{expr: `string(input.nums[input.level.depth - 1.0] == 2)`},
+		{expr: `string(input.rush ? input.count : 0)`},
+		{expr: `string(input.rush ? 1u : input.ratio)`},
+		// Arithmetic across numeric types does not run.
+		{expr: `string(input.count + 1)`},
+		{expr: `string(1 + input.count)`},
+		{expr: `string(input.count - 1u)`},
+		{expr: `string(input.count * 2)`},
+		{expr: `string(input.ratio / 2)`},
+		{expr: `string(input.count % 2)`},
+		{expr: `string(input.count + size(input.items))`},
+		{expr: `string(input.nums.map(n, n * 2)[0])`},
+		// Within one type it does.
+		{expr: `string(input.count + 1.0)`},
+		{expr: `string(int(input.count) + 1)`},
+		{expr: `string(input.nums.map(n, n * 2.0)[0])`},
+		// Ordering against a non-number does not run.
+		{expr: `string(input.count < "4")`},
+		{expr: `string(input.name > 1)`},
+		{expr: `string(input.rush < 1)`},
+		// Equality between unrelated types is a constant.
+		{expr: `string(input.name == 3)`, constant: "false"},
+		{expr: `string(input.count == "3")`, constant: "false"},
+		{expr: `string(input.count != true)`, constant: "true"},
+		{expr: `string(input.count == null)`, constant: "false"},
+		{expr: `string(input.name in [1, 2])`, constant: "false"},
+		{expr: `string(input.count in ["3"])`, constant: "false"},
+		{expr: `string(input.items == [1])`, constant: "false"},
+	}
+	for _, tc := range cases {
+		key, evalErr := mustCompile(t, c, tc.expr).KeyJSON(data, nil)
+		var ee *EvalError
+		typeErr := errors.As(evalErr, &ee) && strings.Contains(ee.Message, "no such overload")
+		if evalErr != nil && !typeErr {
+			t.Errorf("%s: evaluating: %v, want a key or a type error", tc.expr, evalErr)
+			continue
+		}
+		_, checkErr := c.CompileFor(tc.expr, typ)
+		var ce *CompileError
+		if checkErr != nil && !errors.As(checkErr, &ce) {
+			t.Errorf("%s: CompileFor: %v, want nil or a *CompileError", tc.expr, checkErr)
+			continue
+		}
+		switch {
+		case tc.constant != "":
+			if evalErr != nil || key != tc.constant || checkErr == nil {
+				t.Errorf("%s: evaluates to %q, %v; checks with %v; want %q and a refusal", tc.expr, key, evalErr, checkErr, tc.constant)
+			}
+		case typeErr && checkErr == nil:
+			t.Errorf("%s: accepted, but evaluating it fails: %v", tc.expr, evalErr)
+		case !typeErr && checkErr != nil:
+			t.Errorf("%s: refused, but it evaluates to %q: %v", tc.expr, key, checkErr)
+		}
+	}
+}
+
+// A mixed-numeric call that fails anyway is reported as the function
+// written, and a call that only type-checks in its mixed form does not
+// hide another error.
+func TestCompileForMixedNumericErrors(t *testing.T) {
+	c := newTestCompiler(t, Options{})
+	typ := reflect.TypeFor[numericInput]()
+	for expr, want := range map[string]string{
+		`string(input.name == 3)`:                            `1:19: found no matching overload for '_==_' applied to '(string, int)'`,
+		`string(input.count == 3 && input.name == 3)`:        `1:39: found no matching overload for '_==_' applied to '(string, int)'`,
+		`string(input.count == 3) + string(input.count + 1)`: `1:47: found no matching overload for '_+_' applied to '(double, int)'`,
+		`input.items[input.count] + input.nope`:              `1:33: input.nope: no field "nope" on numericInput; fields: count, ratio, big, name, rush, items, nums, scores, level`,
+		`string(input.count in [1] == "x")`:                  `1:27: found no matching overload for '_==_' applied to '(bool, string)'`,
+	} {
+		_, err := c.CompileFor(expr, typ)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CompileFor(%q) = %v\nwant %s", expr, err, want)
+		}
+	}
+}

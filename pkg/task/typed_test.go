@@ -79,6 +79,34 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 	}
 }
 
+// A typed task's numbers are doubles, and its expressions compare them
+// with int literals as they evaluate: by value. Arithmetic across the two
+// types fails at every trigger, so it fails New.
+func TestNewAcceptsNumericComparisonsAsTheyEvaluate(t *testing.T) {
+	tk, err := task.New[Order, struct{}]("typed", task.Options{
+		Idempotency: task.TTL(`(input.count > 2 ? "big:" : "small:") + input.id`, time.Minute),
+		Concurrency: &task.Concurrency{Expression: `input.count == 3 ? "three" : "other"`, MaxRuns: 1},
+		RateLimits:  []task.RateLimit{{Name: "l", Limit: 1, Period: time.Second, Key: `input.count in [1, 2] ? "few" : "many"`}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := tk.EncodeInput(Order{ID: "1", Count: 3})
+	d := tk.Definition()
+	key, kerr := d.Key(in, nil)
+	group, gerr := d.ConcurrencyGroup(in, nil)
+	limits, lerr := d.RateLimitKeys(in, nil)
+	if key != "big:1" || group != "three" || len(limits) != 1 || limits[0] != "many" || kerr != nil || gerr != nil || lerr != nil {
+		t.Errorf("key %q %v, group %q %v, limits %q %v", key, kerr, group, gerr, limits, lerr)
+	}
+
+	_, err = task.New[Order, struct{}]("typed", task.Options{Idempotency: task.TTL(`input.id + string(input.count + 1)`, time.Minute)})
+	var cmp *idempotency.CompileError
+	if !errors.As(err, &cmp) || !strings.Contains(err.Error(), `found no matching overload for '_+_' applied to '(double, int)'`) {
+		t.Errorf("New with input.count + 1 = %v, want a *CompileError", err)
+	}
+}
+
 // Inputs without a fixed shape, and definitions without a Go type, keep
 // input dynamic; metadata is always dynamic.
 func TestDynamicInputsAcceptAnyField(t *testing.T) {
