@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redislog"
 )
 
 // go-redis logs on its own, through one logger for the whole process
@@ -75,7 +77,11 @@ var (
 // process) when it fails. Real, Mini and StartServer call it; a test that
 // builds its own clients calls it first.
 func CaptureLibraryLog(t testing.TB) {
-	libLogOnce.Do(func() { redis.SetLogger(libLog) })
+	libLogOnce.Do(func() {
+		// taskq's clients and workers leave this logger in place.
+		redislog.Leave()
+		redis.SetLogger(libLog)
+	})
 	if _, dup := captured.LoadOrStore(t, true); dup {
 		return
 	}

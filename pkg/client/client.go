@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redisguard"
+	"github.com/taskq/taskq/internal/redislog"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
@@ -124,7 +125,15 @@ type Options struct {
 	// Metrics, when set, gets the client's metrics of durable triggers
 	// (see MetricsCollector).
 	Metrics prometheus.Registerer
-	Logger  *slog.Logger
+	// Logger gets the client's logs, and go-redis's own lines (a failed
+	// dial) as warnings with component=go-redis, unless KeepRedisLogger
+	// (default slog.Default()).
+	Logger *slog.Logger
+	// KeepRedisLogger leaves go-redis's process-wide logger
+	// (redis.SetLogger) as it is, for the rest of the process: set it
+	// when the program installs its own. By default New routes go-redis's
+	// lines into Logger (see docs/operations.md#logs).
+	KeepRedisLogger bool
 	// Clock tells the client the time (time.Now when nil).
 	Clock task.Clock
 }
@@ -207,14 +216,23 @@ type Client struct {
 	metrics *clientMetrics
 	// scheds compiles the key expressions of cron schedules.
 	scheds schedCompiler
+	// unroute stops go-redis's lines going to this client's logger.
+	unroute func()
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
-func New(opts Options) (*Client, error) {
+func New(opts Options) (c *Client, err error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	// go-redis's lines of the dials below go to opts.Logger already.
+	unroute := routeRedisLog(opts.Logger, opts.KeepRedisLogger)
+	defer func() {
+		if err != nil {
+			unroute()
+		}
+	}()
 	rdb, owns, err := redisstore.Connect(redisstore.ConnectOptions{
 		Redis: opts.Redis, URL: opts.RedisURL, OperationTimeout: opts.OperationTimeout,
 	})
@@ -272,7 +290,8 @@ func New(opts Options) (*Client, error) {
 		}
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard, metrics: metrics}
+	c = &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard, metrics: metrics,
+		unroute: unroute}
 	c.waiter = newWaiter(c)
 	return c, nil
 }
@@ -301,6 +320,7 @@ func (c *Client) doneChannel(ctx context.Context, runID string) (string, error) 
 // Close releases the Client's connections (not a Redis client passed in).
 func (c *Client) Close() error {
 	c.guard.Stop()
+	c.unroute()
 	err := c.waiter.close()
 	if c.ownsRDB {
 		err = errors.Join(err, c.store.Redis().Close())
@@ -321,6 +341,17 @@ func (c *Client) Partitions(ctx context.Context) (int, error) {
 		return 0, c.unavailable(ctx, err)
 	}
 	return p.Count(), nil
+}
+
+// routeRedisLog sends go-redis's lines to log (see internal/redislog),
+// unless keep says the program manages go-redis's logger itself. The
+// function returned stops it.
+func routeRedisLog(log *slog.Logger, keep bool) func() {
+	if keep {
+		redislog.Leave()
+		return func() {}
+	}
+	return redislog.Route(log)
 }
 
 func init() {

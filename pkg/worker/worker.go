@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/redisguard"
+	"github.com/taskq/taskq/internal/redislog"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -138,7 +139,15 @@ type Options struct {
 	// this address from Start until Shutdown; Start fails if it cannot
 	// listen. Leave it empty to mount Handler yourself.
 	HTTPAddr string
-	Logger   *slog.Logger
+	// Logger gets the worker's logs, and from Start to Shutdown go-redis's
+	// own lines (a failed dial) as warnings with component=go-redis,
+	// unless KeepRedisLogger (default slog.Default()).
+	Logger *slog.Logger
+	// KeepRedisLogger leaves go-redis's process-wide logger
+	// (redis.SetLogger) as it is, for the rest of the process: set it
+	// when the program installs its own. By default Start routes
+	// go-redis's lines into Logger (see docs/operations.md#logs).
+	KeepRedisLogger bool
 	// Clock tells the worker the time (time.Now when nil).
 	Clock task.Clock
 	// Schedules are cron schedules the worker registers when it starts
@@ -275,6 +284,9 @@ type Worker struct {
 	// guard's, for Handler.
 	metrics  *workerMetrics
 	registry *prometheus.Registry
+	// unroute stops go-redis's lines going to the worker's logger; set
+	// by Start.
+	unroute func()
 }
 
 // New creates a Worker. Register handlers with Handle, then Run it.
@@ -385,7 +397,18 @@ func (w *Worker) Start(ctx context.Context) error {
 		return errors.New("worker: shut down before it started")
 	}
 	w.started = true
+	unroute := routeRedisLog(w.opts.Logger, w.opts.KeepRedisLogger)
+	w.unroute = unroute
 	w.mu.Unlock()
+	if err := w.start(ctx); err != nil {
+		unroute()
+		return err
+	}
+	return nil
+}
+
+// start is Start once the worker is marked started.
+func (w *Worker) start(ctx context.Context) error {
 	// A Redis that may evict keys is refused before anything is written.
 	if err := w.guard.Start(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -445,6 +468,12 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		cancel()
 	}
 	w.log.Info("taskq worker stopped")
+	w.mu.Lock()
+	unroute := w.unroute
+	w.mu.Unlock()
+	if unroute != nil {
+		defer unroute()
+	}
 	if w.ownsRDB {
 		return w.store.Redis().Close()
 	}
@@ -461,6 +490,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return w.Shutdown(context.Background())
+}
+
+// routeRedisLog sends go-redis's lines to log (see internal/redislog),
+// unless keep says the program manages go-redis's logger itself. The
+// function returned stops it.
+func routeRedisLog(log *slog.Logger, keep bool) func() {
+	if keep {
+		redislog.Leave()
+		return func() {}
+	}
+	return redislog.Route(log)
 }
 
 // buildVersion is the main module's version, "(devel)" for a build from
