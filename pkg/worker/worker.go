@@ -447,27 +447,54 @@ func (w *Worker) start(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops taking runs, lets running handlers finish until
-// ShutdownTimeout (or ctx) runs out, then cancels the rest with ErrShutdown
-// and gives their runs back to the queue. The order matters: leases are
-// renewed until the last handler has returned.
+// Shutdown stops taking runs, lets running handlers finish, then cancels
+// the rest with ErrShutdown and gives their runs back to the queue. It
+// returns within ShutdownTimeout (or when ctx ends, if sooner): handlers
+// get all of it but a reserve (a quarter, at most OperationTimeout) kept
+// for giving runs back and writing the last outcomes, and every call to
+// Redis made meanwhile is bounded by what is left. Runs it could neither
+// give back nor record (Redis did not answer, a handler ignored its
+// cancellation) are named in a *ShutdownError: they are delivered again
+// once their leases lapse. The order matters: leases are renewed until
+// the last handler has returned.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	w.mu.Lock()
 	w.shutDown = true
 	life := w.life
 	w.mu.Unlock()
+	timeout := w.opts.ShutdownTimeout
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var err error
 	if life != nil {
-		life.stop(ctx, w.opts.ShutdownTimeout)
+		w.log.Info(fmt.Sprintf("taskq: shutting down, %d runs in flight", life.processor.active.len()),
+			"runs", life.processor.active.len(), "timeout", timeout)
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			life.stop(sctx, timeout-handBackReserve(timeout, w.opts.OperationTimeout))
+		}()
+		select {
+		case <-stopped:
+		case <-sctx.Done():
+			// What still waits for Redis is given up: the runs it holds
+			// are listed below, left to their leases.
+		}
+		err = life.processor.lost.error(life.processor.active, w.opts.LeaseDuration)
 	}
 	w.guard.Stop()
 	if w.probes != nil {
 		// Probes answer until the worker has stopped, so /readyz says not
 		// ready during the drain rather than refusing connections.
-		sctx, cancel := context.WithTimeout(context.Background(), w.opts.OperationTimeout)
-		_ = w.probes.Shutdown(sctx)
+		pctx, cancel := context.WithTimeout(context.Background(), min(w.opts.OperationTimeout, max(time.Until(deadlineOf(sctx)), 0)))
+		_ = w.probes.Shutdown(pctx)
 		cancel()
 	}
-	w.log.Info("taskq worker stopped")
+	if err != nil {
+		w.log.Warn("taskq: worker stopped, leaving runs to their leases", "err", err)
+	} else {
+		w.log.Info("taskq worker stopped")
+	}
 	w.mu.Lock()
 	unroute := w.unroute
 	w.mu.Unlock()
@@ -475,9 +502,19 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		defer unroute()
 	}
 	if w.ownsRDB {
-		return w.store.Redis().Close()
+		if cerr := w.store.Redis().Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 	}
-	return nil
+	return err
+}
+
+// deadlineOf is ctx's deadline, or now when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now()
 }
 
 // Run starts the worker and blocks until ctx ends or the process gets
