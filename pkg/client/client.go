@@ -29,6 +29,15 @@ const (
 	OperationTimeoutDefault = 5 * time.Second
 )
 
+// RedisURLSchemes lists the schemes Options.RedisURL may have.
+const RedisURLSchemes = redisstore.Schemes
+
+// ClusterNodeError says Options.RedisURL (redis:// or rediss://) or
+// Options.Redis points at one node of a Redis Cluster, which it would
+// reach alone: use a redis+cluster:// URL. New refuses it when Redis
+// answers then, or else the first call does (see docs/operations.md).
+type ClusterNodeError = redisguard.ClusterNodeError
+
 // RedisURLEnv names the environment variable read when no Redis is given.
 const RedisURLEnv = "TASKQ_REDIS_URL"
 
@@ -57,7 +66,9 @@ type Options struct {
 	// at OperationTimeout: go-redis heeds a call's deadline on the socket
 	// only with ContextTimeoutEnabled set (see RedisURL).
 	Redis redis.UniversalClient
-	// RedisURL (redis:// or rediss://) is used when Redis is nil. The
+	// RedisURL (see RedisURLSchemes) is used when Redis is nil: a
+	// redis+cluster:// URL for a Redis Cluster, whose nodes New refuses
+	// under redis:// (*ClusterNodeError). The
 	// client dialled from it heeds each call's deadline, and its dial, read
 	// and write timeouts are at most OperationTimeout.
 	RedisURL string

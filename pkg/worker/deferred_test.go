@@ -296,7 +296,7 @@ func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
 		started := make(chan client.Status, 1)
 		causes := make(chan error, 1)
 		w1 := startWorker(t, b, worker.Options{StartDelay: 5 * time.Second, LeaseDuration: time.Minute,
-			ShutdownTimeout: 100 * time.Millisecond}, func(w *worker.Worker) {
+			ShutdownTimeout: time.Second}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
 				st, _ := c.Handle(ctx.RunID()).Status(ctx)
 				started <- st

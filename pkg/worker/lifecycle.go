@@ -180,8 +180,9 @@ func (l *lifecycle) start(ctx context.Context) error {
 // last outcomes are bounded by it (see processor.shutDown).
 func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
 	l.processor.shutDown(ctx)
+	handlersEnd := time.Now().Add(grace) // the grace counts from now
 	stopTogether(l.fetcher, l.recoverer)
-	l.processor.drain(ctx, grace)
+	l.processor.drain(ctx, time.Until(handlersEnd))
 	l.processor.Stop()
 	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.presence)
 }
