@@ -78,11 +78,8 @@ type RunInfo struct {
 // redelivered.
 func (i *RunInfo) CountedAttempts() (counted, redelivered int) {
 	counted = i.Failures
-	switch i.Status {
-	case StatusRunning, StatusSucceeded, StatusCancelled:
-		if i.Attempt > i.Failures {
-			counted++
-		}
+	if i.Status != StatusQueued && i.Attempt > i.Failures {
+		counted++ // the running or last attempt, however it ended
 	}
 	counted = min(counted, i.Attempt)
 	return counted, i.Attempt - counted
