@@ -76,6 +76,10 @@ type app struct {
 	// skipDurability ignores durable acknowledgement: dev on its
 	// embedded Redis, which has no replicas.
 	skipDurability bool
+	// log is the log of a long-running command (serve, dev), set before
+	// it connects: the client logs there, and go-redis's own lines go
+	// there too. Other commands leave go-redis's lines dropped (main).
+	log *slog.Logger
 
 	// started is set once a command's own code runs: an error before that
 	// came from parsing flags or arguments and is a usage error.
@@ -179,8 +183,12 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 	if a.redisURL == "" {
 		a.redisURL = a.envOr(envRedisURL, client.RedisURLDefault)
 	}
+	logger, keepRedisLog := a.logger(), true
+	if a.log != nil {
+		logger, keepRedisLog = a.log, false
+	}
 	c, err := client.New(client.Options{RedisURL: a.redisURL, Namespace: a.namespace, Partitions: a.partitions,
-		Logger: a.logger(), AllowEvictingRedis: a.allowEvicting, SkipDurability: a.skipDurability})
+		Logger: logger, KeepRedisLogger: keepRedisLog, AllowEvictingRedis: a.allowEvicting, SkipDurability: a.skipDurability})
 	if errors.Is(err, client.ErrEvictingRedis) || errors.Is(err, client.ErrPartitionsMismatch) {
 		return nil, errors.Unwrap(err) // Redis answered: not a usage error
 	}

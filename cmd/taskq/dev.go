@@ -96,6 +96,7 @@ the demo never writes to a Redis you did not name. Ctrl-C shuts it down.`,
 func (a *app) runDev(ctx context.Context, o devOptions, embedded bool) error {
 	level, _ := parseLevel(o.logLevel)
 	log := a.newLog(o.logFormat, level)
+	a.log = log
 	out := a.stdout
 	session := randomHex(2)
 

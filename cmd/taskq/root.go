@@ -71,7 +71,7 @@ scripts.
 	pf := root.PersistentFlags()
 	// The default is resolved when Redis is first needed, so --help never
 	// prints a password from the environment.
-	pf.StringVar(&a.redisURL, "redis", "", "Redis URL, redis:// or rediss:// (default $"+envRedisURL+", then "+client.RedisURLDefault+")")
+	pf.StringVar(&a.redisURL, "redis", "", "Redis URL: "+client.RedisURLSchemes+" (default $"+envRedisURL+", then "+client.RedisURLDefault+")")
 	pf.StringVar(&a.namespace, "namespace", a.envOr(envNamespace, "default"), "namespace of keys, runs, tasks and events (env "+envNamespace+")")
 	pf.IntVar(&a.partitions, "partitions", 0, "partition count of the namespace: 0 adopts the one it recorded when first used, "+
 		"else it must be that one (env "+envPartitions+"; see docs/scaling.md)")

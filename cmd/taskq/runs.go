@@ -32,9 +32,16 @@ func runJSON(info *client.RunInfo) *client.RunInfo {
 	return &c
 }
 
-// attempts shows "attempt/max" so a retrying run is visible at a glance.
+// attempts shows "counted/max" so a retrying run is visible at a glance,
+// and the attempts redelivered without counting (given back at a worker's
+// shutdown, a lapsed lease) after it: "1/1 +1 redelivered".
 func attempts(r *client.RunInfo) string {
-	return fmt.Sprintf("%d/%d", r.Attempt, r.Retries+1)
+	counted, redelivered := r.CountedAttempts()
+	s := fmt.Sprintf("%d/%d", counted, r.Retries+1)
+	if redelivered > 0 {
+		s += fmt.Sprintf(" +%d redelivered", redelivered)
+	}
+	return s
 }
 
 func (a *app) runsCmd() *cobra.Command {

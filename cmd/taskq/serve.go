@@ -172,6 +172,7 @@ SIGINT or SIGTERM shuts the server down gracefully: in-flight requests get
 			ctx := cmd.Context()
 			level, _ := parseLevel(o.logLevel)
 			log := a.newLog(o.logFormat, level)
+			a.log = log
 			c, err := a.client(ctx)
 			if err != nil {
 				return err

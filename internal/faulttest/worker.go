@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,6 +45,12 @@ type WorkerConfig struct {
 	PauseBeforeFinish bool
 	// Verbose logs the worker's warnings to stderr.
 	Verbose bool
+	// LogJSON logs the worker's records from Info up to stderr as JSON,
+	// and leaves go-redis's lines to the worker (worker.Options.Logger)
+	// rather than to this package's adapter.
+	LogJSON bool
+	// ShutdownTimeout is the worker's (default 500ms).
+	ShutdownTimeout time.Duration
 	// Schedules are registered by the worker's scheduler when it starts
 	// (worker.Options.Schedules).
 	Schedules []task.Schedule
@@ -68,7 +75,9 @@ func MaybeRunRole() {
 	// go-redis logs each failed dial on its own (the tests kill and
 	// restart Redis on purpose): its lines join the worker's log, as
 	// warnings, shown only with Verbose.
-	redis.SetLogger(libraryLog{workerLog(cfg)})
+	if !cfg.LogJSON {
+		redis.SetLogger(libraryLog{workerLog(cfg)})
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := RunWorker(ctx, cfg, os.Stdout); err != nil {
@@ -81,6 +90,9 @@ func MaybeRunRole() {
 // workerLog is a worker process's log: its warnings on stderr with
 // Verbose, nothing otherwise.
 func workerLog(cfg WorkerConfig) *slog.Logger {
+	if cfg.LogJSON {
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
 	level := slog.LevelError + 1
 	if cfg.Verbose {
 		level = slog.LevelWarn
@@ -175,8 +187,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, out io.Writer) error {
 func newWorker(cfg WorkerConfig, rdb redis.UniversalClient, log *slog.Logger, defs []*task.Definition, say func(string, ...any)) (*worker.Worker, error) {
 	w, err := worker.New(worker.Options{
 		Redis: rdb, Namespace: cfg.Namespace, Name: cfg.Name, Concurrency: cfg.Concurrency,
-		LeaseDuration: cfg.Lease, ShutdownTimeout: 500 * time.Millisecond, FetchBlock: 200 * time.Millisecond,
-		Logger: log, Schedules: cfg.Schedules,
+		LeaseDuration: cfg.Lease, ShutdownTimeout: cmp.Or(cfg.ShutdownTimeout, 500*time.Millisecond), FetchBlock: 200 * time.Millisecond,
+		Logger: log, Schedules: cfg.Schedules, KeepRedisLogger: !cfg.LogJSON,
 	})
 	if err != nil {
 		return nil, err

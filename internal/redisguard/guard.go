@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,11 +69,17 @@ type Status struct {
 	// ReachErr is why the latest check could not read every master, if
 	// it could not.
 	ReachErr error
+	// Misused is a *ClusterNodeError: a client of one server pointed at a
+	// node of a Redis Cluster. AllowEvicting does not accept it.
+	Misused error
 }
 
 // Err is why Redis is not ready for taskq as the last check found it: the
 // unsafe policy, unless it was accepted. It says nothing of reachability.
 func (s Status) Err() error {
+	if s.Misused != nil {
+		return s.Misused
+	}
 	if s.Unsafe != nil && !s.Accepted {
 		return s.Unsafe
 	}
@@ -96,6 +103,12 @@ type Guard struct {
 	cancel   context.CancelFunc // ends the loop
 	done     chan struct{}      // closed when the loop has ended
 	closed   bool
+
+	// decided is set by the first check Redis answered; refused holds
+	// what it found wrong, if anything (see gate).
+	decided atomic.Bool
+	refused atomic.Pointer[error]
+	stopped atomic.Bool
 }
 
 // New returns a Guard of rdb. It does nothing until Start.
@@ -114,10 +127,18 @@ func New(rdb redis.UniversalClient, opts Options) *Guard {
 // accepts it (with a warning); nothing keeps running then. A Redis that
 // cannot be reached is no error here (the caller's own calls report it):
 // it is checked again soon, and refused then if it turns out unsafe.
+//
+// When Redis cannot be reached at Start, the calls made through rdb are
+// gated until a check is answered (see gate): each runs the check first,
+// and they all fail with its error if it finds Redis unsafe, as Start
+// would have. A Redis checked at Start is never gated.
 func (g *Guard) Start(ctx context.Context) error {
 	st := g.check(ctx, true)
 	if err := st.Err(); err != nil {
 		return err
+	}
+	if !g.decided.Load() {
+		g.rdb.AddHook(gateHook{g})
 	}
 	if g.opts.Interval < 0 {
 		return nil
@@ -136,6 +157,7 @@ func (g *Guard) Start(ctx context.Context) error {
 // Stop ends the background checks. It is safe to call twice, or without
 // Start.
 func (g *Guard) Stop() {
+	g.stopped.Store(true)
 	g.mu.Lock()
 	cancel, done := g.cancel, g.done
 	g.cancel, g.closed = nil, true
@@ -194,10 +216,22 @@ func (g *Guard) Check(ctx context.Context) Status { return g.check(ctx, false) }
 func (g *Guard) check(ctx context.Context, atStart bool) Status {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, checkKey{}, true) // not gated
 	nodes, err := ReadAll(ctx, g.rdb)
 	var unknown *PolicyUnknownError
 	if errors.As(err, &unknown) {
 		err = nil // answered: unsafe, as below
+	}
+	var misused error
+	if err == nil {
+		if cerr := CheckNotClusterNode(ctx, g.rdb); cerr != nil {
+			var cn *ClusterNodeError
+			if errors.As(cerr, &cn) {
+				misused = cn
+			} else {
+				err = cerr
+			}
+		}
 	}
 
 	// What changed is logged before the status says so: a caller that
@@ -210,7 +244,7 @@ func (g *Guard) check(ctx context.Context, atStart bool) Status {
 	st := prev
 	st.ReachErr = err
 	if err == nil {
-		st.Checked, st.Nodes = time.Now(), nodes
+		st.Checked, st.Nodes, st.Misused = time.Now(), nodes, misused
 		st.Unsafe = Verdict(nodes)
 		if unknown != nil {
 			st.Unsafe = unknown
@@ -239,7 +273,68 @@ func (g *Guard) check(ctx context.Context, atStart bool) Status {
 	g.mu.Lock()
 	g.st = st
 	g.mu.Unlock()
+	if err == nil && !g.decided.Load() {
+		if e := st.Err(); e != nil {
+			g.refused.Store(&e)
+		}
+		g.decided.Store(true)
+	}
 	return g.Status()
+}
+
+// checkKey marks the context of a check's own calls, which gate lets
+// through.
+type checkKey struct{}
+
+// gate is what a call made through a Redis not checked at Start waits
+// for: until a check is answered, each call runs one first (they take
+// turns); it returns the check's verdict, Status.Err, when the check finds
+// Redis unsafe, and nil when it is safe or cannot be reached (the call
+// then fails on its own). The verdict of the first answered check stays,
+// as Start's would have: a policy changed later is logged and reported by
+// Err, not refused. A stopped guard gates nothing.
+func (g *Guard) gate(ctx context.Context) error {
+	if g.decided.Load() {
+		if e := g.refused.Load(); e != nil && !g.stopped.Load() {
+			return *e
+		}
+		return nil
+	}
+	if g.stopped.Load() || ctx.Value(checkKey{}) != nil {
+		return nil
+	}
+	g.check(ctx, true)
+	if e := g.refused.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// gateHook puts gate before every call of the client it is added to.
+type gateHook struct{ g *Guard }
+
+func (h gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := h.g.gate(ctx); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := h.g.gate(ctx); err != nil {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // unsafeAttrs are the log attributes of why Redis is unsafe.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ type ConnectOptions struct {
 	// Redis is a client the caller made; it is used as it is, timeouts
 	// included, and the caller closes it.
 	Redis redis.UniversalClient
-	// URL (redis:// or rediss://) is dialled when Redis is nil.
+	// URL (see Schemes) is dialled when Redis is nil.
 	URL string
 	// OperationTimeout bounds every call on a client dialled from URL:
 	// see ClientOptions.
@@ -49,6 +50,26 @@ func Connect(o ConnectOptions) (rdb redis.UniversalClient, owned bool, err error
 		return nil, false, err
 	}
 	return redis.NewClient(ro), true, nil
+}
+
+// plainSchemes are the schemes of a URL of one server, as go-redis
+// parses them.
+var plainSchemes = []string{"redis", "rediss", "unix"}
+
+// Schemes lists every scheme a Redis URL may have, for messages and help.
+const Schemes = "redis://, rediss:// (TLS), unix:// (a socket), or redis+cluster:// and rediss+cluster:// for a Redis Cluster"
+
+// SchemeError says a Redis URL has a scheme taskq does not dial.
+type SchemeError struct {
+	// Scheme is the URL's, "" when it has none.
+	Scheme string
+}
+
+func (e *SchemeError) Error() string {
+	if e.Scheme == "" {
+		return "redis URL has no scheme: use " + Schemes
+	}
+	return fmt.Sprintf("redis URL scheme %q is not one taskq dials: use %s", e.Scheme, Schemes)
 }
 
 // The schemes of a cluster URL: redis+cluster://, and rediss+cluster://
@@ -151,6 +172,12 @@ func ClusterOptions(rawURL string, opTimeout time.Duration) (*redis.ClusterOptio
 // A URL that does not parse gives an error that does not repeat the URL,
 // which may hold a password.
 func ClientOptions(rawURL string, opTimeout time.Duration) (*redis.Options, error) {
+	if scheme, _, ok := strings.Cut(rawURL, "://"); !ok || !slices.Contains(plainSchemes, strings.ToLower(scheme)) {
+		if !ok {
+			scheme = ""
+		}
+		return nil, &SchemeError{Scheme: scheme}
+	}
 	ro, err := redis.ParseURL(rawURL)
 	if err != nil {
 		var ue *url.Error

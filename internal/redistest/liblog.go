@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskq/taskq/internal/redislog"
 )
 
 // go-redis logs on its own, through one logger for the whole process
@@ -70,12 +72,21 @@ var (
 	captured sync.Map
 )
 
+// installLibLog makes libLog go-redis's logger, once; taskq's clients and
+// workers leave it in place.
+func installLibLog() {
+	libLogOnce.Do(func() {
+		redislog.Leave()
+		redis.SetLogger(libLog)
+	})
+}
+
 // CaptureLibraryLog routes go-redis's log into the test log: nothing while
 // the test passes, the lines logged while it ran (by any goroutine of the
 // process) when it fails. Real, Mini and StartServer call it; a test that
 // builds its own clients calls it first.
 func CaptureLibraryLog(t testing.TB) {
-	libLogOnce.Do(func() { redis.SetLogger(libLog) })
+	installLibLog()
 	if _, dup := captured.LoadOrStore(t, true); dup {
 		return
 	}

@@ -87,7 +87,7 @@ func ping(url string) error {
 	if err != nil {
 		return err
 	}
-	libLogOnce.Do(func() { redis.SetLogger(libLog) })
+	installLibLog()
 	opt.DialTimeout, opt.MaxRetries, opt.PoolSize = time.Second, -1, 1
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
@@ -170,7 +170,7 @@ var errNoInfo = errors.New("the server answers, without INFO")
 
 // serverPID is the process ID the Redis at addr reports, or errNoInfo.
 func serverPID(addr string) (int, error) {
-	libLogOnce.Do(func() { redis.SetLogger(libLog) })
+	installLibLog()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

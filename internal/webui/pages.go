@@ -168,6 +168,9 @@ type runData struct {
 	SearchedKey string
 	Timeline    []moment
 	MaxAttempts int
+	// Counted and Redelivered split the run's attempts (see
+	// client.RunInfo.CountedAttempts).
+	Counted, Redelivered int
 	// Signals and Steps are the first page of the run's signals and
 	// durable steps (read only when it has some: Run.SignalCount and
 	// Run.StepCount say how many).
@@ -206,6 +209,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	d := &runData{Run: run, MaxAttempts: run.Retries + 1}
+	d.Counted, d.Redelivered = run.CountedAttempts()
 	if run.IdempotencyKey != "" {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
 		var nh *client.KeyNotHeldError

@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redisguard"
+	"github.com/taskq/taskq/internal/redislog"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
@@ -27,6 +28,15 @@ const (
 	MaxBatchDefault         = 1000
 	OperationTimeoutDefault = 5 * time.Second
 )
+
+// RedisURLSchemes lists the schemes Options.RedisURL may have.
+const RedisURLSchemes = redisstore.Schemes
+
+// ClusterNodeError says Options.RedisURL (redis:// or rediss://) or
+// Options.Redis points at one node of a Redis Cluster, which it would
+// reach alone: use a redis+cluster:// URL. New refuses it when Redis
+// answers then, or else the first call does (see docs/operations.md).
+type ClusterNodeError = redisguard.ClusterNodeError
 
 // RedisURLEnv names the environment variable read when no Redis is given.
 const RedisURLEnv = "TASKQ_REDIS_URL"
@@ -56,7 +66,9 @@ type Options struct {
 	// at OperationTimeout: go-redis heeds a call's deadline on the socket
 	// only with ContextTimeoutEnabled set (see RedisURL).
 	Redis redis.UniversalClient
-	// RedisURL (redis:// or rediss://) is used when Redis is nil. The
+	// RedisURL (see RedisURLSchemes) is used when Redis is nil: a
+	// redis+cluster:// URL for a Redis Cluster, whose nodes New refuses
+	// under redis:// (*ClusterNodeError). The
 	// client dialled from it heeds each call's deadline, and its dial, read
 	// and write timeouts are at most OperationTimeout.
 	RedisURL string
@@ -124,7 +136,15 @@ type Options struct {
 	// Metrics, when set, gets the client's metrics of durable triggers
 	// (see MetricsCollector).
 	Metrics prometheus.Registerer
-	Logger  *slog.Logger
+	// Logger gets the client's logs, and go-redis's own lines (a failed
+	// dial) as warnings with component=go-redis, unless KeepRedisLogger
+	// (default slog.Default()).
+	Logger *slog.Logger
+	// KeepRedisLogger leaves go-redis's process-wide logger
+	// (redis.SetLogger) as it is, for the rest of the process: set it
+	// when the program installs its own. By default New routes go-redis's
+	// lines into Logger (see docs/operations.md#logs).
+	KeepRedisLogger bool
 	// Clock tells the client the time (time.Now when nil).
 	Clock task.Clock
 }
@@ -207,14 +227,23 @@ type Client struct {
 	metrics *clientMetrics
 	// scheds compiles the key expressions of cron schedules.
 	scheds schedCompiler
+	// unroute stops go-redis's lines going to this client's logger.
+	unroute func()
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
-func New(opts Options) (*Client, error) {
+func New(opts Options) (c *Client, err error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	// go-redis's lines of the dials below go to opts.Logger already.
+	unroute := routeRedisLog(opts.Logger, opts.KeepRedisLogger)
+	defer func() {
+		if err != nil {
+			unroute()
+		}
+	}()
 	rdb, owns, err := redisstore.Connect(redisstore.ConnectOptions{
 		Redis: opts.Redis, URL: opts.RedisURL, OperationTimeout: opts.OperationTimeout,
 	})
@@ -272,7 +301,8 @@ func New(opts Options) (*Client, error) {
 		}
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c := &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard, metrics: metrics}
+	c = &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard, metrics: metrics,
+		unroute: unroute}
 	c.waiter = newWaiter(c)
 	return c, nil
 }
@@ -301,6 +331,7 @@ func (c *Client) doneChannel(ctx context.Context, runID string) (string, error) 
 // Close releases the Client's connections (not a Redis client passed in).
 func (c *Client) Close() error {
 	c.guard.Stop()
+	c.unroute()
 	err := c.waiter.close()
 	if c.ownsRDB {
 		err = errors.Join(err, c.store.Redis().Close())
@@ -321,6 +352,17 @@ func (c *Client) Partitions(ctx context.Context) (int, error) {
 		return 0, c.unavailable(ctx, err)
 	}
 	return p.Count(), nil
+}
+
+// routeRedisLog sends go-redis's lines to log (see internal/redislog),
+// unless keep says the program manages go-redis's logger itself. The
+// function returned stops it.
+func routeRedisLog(log *slog.Logger, keep bool) func() {
+	if keep {
+		redislog.Leave()
+		return func() {}
+	}
+	return redislog.Route(log)
 }
 
 func init() {

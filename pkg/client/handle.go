@@ -27,11 +27,14 @@ func (s Status) Terminal() bool { return redisstore.IsTerminal(string(s)) }
 
 // RunInfo is a snapshot of a run.
 type RunInfo struct {
-	ID             string          `json:"id"`
-	Task           string          `json:"task"`
-	Status         Status          `json:"status"`
-	Attempt        int             `json:"attempt"`
-	Retries        int             `json:"retries"`
+	ID      string `json:"id"`
+	Task    string `json:"task"`
+	Status  Status `json:"status"`
+	Attempt int    `json:"attempt"`
+	Retries int    `json:"retries"`
+	// Failures counts the attempts that failed, which Retries are spent
+	// on: see CountedAttempts.
+	Failures       int             `json:"failures,omitempty"`
 	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
 	Strategy       string          `json:"strategy,omitempty"`
 	Input          json.RawMessage `json:"input,omitempty"`
@@ -66,6 +69,22 @@ type RunInfo struct {
 	StepCount   int           `json:"stepCount,omitempty"`
 }
 
+// CountedAttempts splits Attempt, the attempts the run has had, into those
+// that count against its Retries+1 (those that failed, and the running or
+// last one when it did not fail) and those redelivered without counting:
+// given back when a worker shut down, or taken over after a lease lapsed.
+// A run given back at a shutdown and then run to success by another worker
+// has Attempt 2 with no retries allowed: 1 counted of at most 1, and 1
+// redelivered.
+func (i *RunInfo) CountedAttempts() (counted, redelivered int) {
+	counted = i.Failures
+	if i.Status != StatusQueued && i.Attempt > i.Failures {
+		counted++ // the running or last attempt, however it ended
+	}
+	counted = min(counted, i.Attempt)
+	return counted, i.Attempt - counted
+}
+
 func optTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
@@ -75,7 +94,7 @@ func optTime(t time.Time) *time.Time {
 
 func runInfo(r *redisstore.Run) *RunInfo {
 	info := &RunInfo{
-		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries,
+		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries, Failures: r.Fails,
 		IdempotencyKey: r.Key, Error: r.Error, CreatedAt: r.Created,
 		StartedAt: optTime(r.Started), FinishedAt: optTime(r.Finished),
 		Input: r.Input, Metadata: r.Meta, Result: r.Result, RetryOf: r.RetryOf, RetriedBy: r.RetriedBy,

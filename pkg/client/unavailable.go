@@ -21,8 +21,9 @@ import (
 // later is safe for all of them.
 var ErrUnavailable = redisstore.ErrUnavailable
 
-// UnavailableError says Redis did not answer: it is down, unreachable, or
-// slower than OperationTimeout. The outcome of a trigger that fails so is
+// UnavailableError says Redis did not answer: it is down, unreachable
+// (its message says "refused the connection" when nothing listened at its
+// address), or slower than OperationTimeout. The outcome of a trigger that fails so is
 // unknown (see docs/guarantees.md): retrying it with the same key is safe.
 type UnavailableError struct {
 	// Addr is the Redis address, when the client knows it.
@@ -43,6 +44,13 @@ func (e *UnavailableError) Error() string {
 		addr = "Redis"
 	} else {
 		addr = "Redis at " + addr
+	}
+	// A refused connection says so first: nothing waited for a timeout.
+	switch {
+	case errors.Is(e.Err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("%s refused the connection: %v", addr, e.Err)
+	case errors.Is(e.DialErr, syscall.ECONNREFUSED):
+		return fmt.Sprintf("%s refused the connection: %v (the call ended: %v)", addr, e.DialErr, e.Err)
 	}
 	msg := fmt.Sprintf("%s did not answer (operation timeout %s): %v", addr, e.Timeout, e.Err)
 	if e.DialErr != nil {

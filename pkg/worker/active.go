@@ -72,6 +72,13 @@ func (t *activeRuns) remove(a *activeRun) {
 	t.mu.Unlock()
 }
 
+// len is the number of attempts held.
+func (t *activeRuns) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.runs)
+}
+
 // get returns the attempt of runID, or nil.
 func (t *activeRuns) get(runID string) *activeRun {
 	t.mu.Lock()

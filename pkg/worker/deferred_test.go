@@ -296,7 +296,7 @@ func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
 		started := make(chan client.Status, 1)
 		causes := make(chan error, 1)
 		w1 := startWorker(t, b, worker.Options{StartDelay: 5 * time.Second, LeaseDuration: time.Minute,
-			ShutdownTimeout: 100 * time.Millisecond}, func(w *worker.Worker) {
+			ShutdownTimeout: time.Second}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
 				st, _ := c.Handle(ctx.RunID()).Status(ctx)
 				started <- st
@@ -335,8 +335,14 @@ func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
 		if a := receive(t, "the second worker's handler", attempts); a != 2 {
 			t.Fatalf("second worker's Attempt() = %d, want 2", a)
 		}
-		if info := wait(t, ref); info.Status != client.StatusSucceeded || info.Attempt != 2 {
+		info = wait(t, ref)
+		if info.Status != client.StatusSucceeded || info.Attempt != 2 {
 			t.Fatalf("run after handover = %s attempt %d, want succeeded after attempt 2", info.Status, info.Attempt)
+		}
+		// The attempt given back spent none of the run's one allowed.
+		if counted, redelivered := info.CountedAttempts(); counted != 1 || redelivered != 1 || counted > info.Retries+1 {
+			t.Fatalf("run after handover counts %d attempts of at most %d, %d redelivered; want 1 of 1, 1 redelivered",
+				counted, info.Retries+1, redelivered)
 		}
 	})
 }

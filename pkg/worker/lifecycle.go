@@ -183,9 +183,14 @@ func (l *lifecycle) start(ctx context.Context) error {
 //
 // Every Stop is safe before Start and twice, so stop also undoes a Start
 // that failed half-way, and runs again on a second Shutdown.
+//
+// ctx's end is the end of the shutdown: the processor's hand-backs and
+// last outcomes are bounded by it (see processor.shutDown).
 func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
+	l.processor.shutDown(ctx)
+	handlersEnd := time.Now().Add(grace) // the grace counts from now
 	stopTogether(l.fetcher, l.recoverer)
-	l.processor.drain(ctx, grace)
+	l.processor.drain(ctx, time.Until(handlersEnd))
 	l.processor.Stop()
 	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.pauses, l.presence)
 }

@@ -81,6 +81,14 @@ type processor struct {
 	work     chan runJob
 	runners  atomic.Int64
 	stopOnce sync.Once
+
+	// halt is the context of a shutdown (see halt), and halted is closed
+	// when it ends: writes still failing then are given up, and their runs
+	// listed in lost.
+	halt     atomic.Pointer[context.Context]
+	haltOnce sync.Once
+	halted   chan struct{}
+	lost     leftBehind
 }
 
 // setUp makes what the processor needs before Start; the wiring calls it
@@ -89,7 +97,17 @@ func (p *processor) setUp() *processor {
 	p.base, p.stopBase = context.WithCancelCause(context.Background())
 	p.work = make(chan runJob)
 	p.recording = newSlots(p.concurrency)
+	p.halted = make(chan struct{})
 	return p
+}
+
+// shutDown bounds every write the processor makes from now on by ctx, the
+// context of a shutdown, whose end is the end of the shutdown.
+func (p *processor) shutDown(ctx context.Context) {
+	p.haltOnce.Do(func() {
+		p.halt.Store(&ctx)
+		go func() { <-ctx.Done(); close(p.halted) }()
+	})
 }
 
 // Start makes the processor take deliveries; it is ready at once.
@@ -323,14 +341,30 @@ func (p *processor) process(j runJob) {
 		return
 	case errors.Is(cause, ErrShutdown):
 		returned("abandoned")
-		if withOutcome && !p.beginNow(a) {
-			p.end(a)
-			return
+		if withOutcome {
+			if err := p.beginNow(a); err != nil {
+				// Its delivery stays pending, under this worker's lease.
+				p.lost.add(d.RunID, d.Task, fmt.Errorf("give back: %w", err))
+				a.rc.Logger().Warn("taskq: could not give the run back on shutdown; it will be delivered again when its lease ends",
+					"err", err)
+				p.end(a)
+				return
+			}
+			if a.phase.Load() != phaseBegun {
+				p.end(a)
+				return
+			}
 		}
-		rctx, rcancel := context.WithTimeout(context.Background(), p.opTimeout)
+		rctx, rcancel := p.opCtx()
 		res, err := p.store.Requeue(rctx, d.RunID, d.Task, st.Attempt)
 		rcancel()
-		a.rc.Logger().Info("taskq: run given back on shutdown", "requeued", res.Written, "err", err)
+		if err != nil {
+			p.lost.add(d.RunID, d.Task, fmt.Errorf("give back: %w", err))
+			a.rc.Logger().Warn("taskq: could not give the run back on shutdown; it will be delivered again when its lease ends",
+				"err", err)
+		} else {
+			a.rc.Logger().Info("taskq: run given back on shutdown", "requeued", res.Written)
+		}
 		p.end(a)
 		return
 	}
@@ -393,11 +427,14 @@ func (p *processor) beginDeferred(a *attempt) {
 
 // beginNow begins a deferred attempt whose handler has returned without
 // an outcome to record (the worker is shutting down), so that the run can
-// be given back at once. It reports whether the attempt was begun.
-func (p *processor) beginNow(a *attempt) bool {
-	st, err := p.starts.Do(context.Background(), a.d)
+// be given back at once. The error is the start's, when Redis did not
+// answer it; the attempt was begun if a.phase is phaseBegun then.
+func (p *processor) beginNow(a *attempt) error {
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	st, err := p.starts.Do(ctx, a.d)
 	a.answer(st, err)
-	return a.phase.Load() == phaseBegun
+	return err
 }
 
 // end releases what an attempt held once it is over: its entry in the
@@ -456,10 +493,21 @@ func (p *processor) finishRetrying(a *attempt, err error) {
 		}
 		delay = backoff(delay)
 		log.Warn("taskq: recording outcome failed; retrying", "err", err, "in", delay)
-		time.Sleep(delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-p.halted:
+			// The shutdown is over: the run is left to its lease.
+			t.Stop()
+			p.lost.add(a.d.RunID, a.task, fmt.Errorf("record outcome %s: %w", a.finish.Outcome, err))
+			log.Warn("taskq: could not record outcome before the shutdown ended; the run will be delivered again when its lease ends",
+				"err", err)
+			p.end(a)
+			return
+		}
 		a.finish.Now = p.clock.Now()
 		var res redisstore.FinishResult
-		if res, err = p.finishes.Do(context.Background(), &a.finish); err == nil {
+		if res, err = p.finishes.Do(p.shutdownCtx(), &a.finish); err == nil {
 			p.recorded(a, res)
 			return
 		}

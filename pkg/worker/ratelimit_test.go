@@ -273,8 +273,15 @@ func TestRateLimitHoldsStartsToTheLimitInEveryWindow(t *testing.T) {
 	if most > limit {
 		t.Errorf("%d runs let through in the window of %s from %s, over the limit of %d", most, period, at.Format("15:04:05.000000"), limit)
 	}
-	if rate < 45 {
-		t.Errorf("%.1f starts a second over %s, want at least 45", rate, span)
+	// The limit is checked exactly above; the rate only guards against a
+	// limiter that holds runs back too long. A refused run waits in the
+	// retry zset until its limit has room, then for the forwarder to queue
+	// it, a fetch and a take: goroutine wake-ups and round trips that grow
+	// with CPU contention, and each lengthens a unit's cycle past the
+	// period (on two cores kept busy by other tests, about 260ms: 39.6/s).
+	// A run held back a whole period too long halves the rate, to 25/s.
+	if floor := 0.6 * limit / period.Seconds(); rate < floor {
+		t.Errorf("%.1f starts a second over %s, want at least %.0f: runs are held back past the time their limit has room", rate, span, floor)
 	}
 	if len(handled) == len(inputs) {
 		t.Errorf("all %d runs started: the backlog ran dry, the rate shows nothing", len(handled))

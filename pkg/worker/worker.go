@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/redisguard"
+	"github.com/taskq/taskq/internal/redislog"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -138,7 +139,15 @@ type Options struct {
 	// this address from Start until Shutdown; Start fails if it cannot
 	// listen. Leave it empty to mount Handler yourself.
 	HTTPAddr string
-	Logger   *slog.Logger
+	// Logger gets the worker's logs, and from Start to Shutdown go-redis's
+	// own lines (a failed dial) as warnings with component=go-redis,
+	// unless KeepRedisLogger (default slog.Default()).
+	Logger *slog.Logger
+	// KeepRedisLogger leaves go-redis's process-wide logger
+	// (redis.SetLogger) as it is, for the rest of the process: set it
+	// when the program installs its own. By default Start routes
+	// go-redis's lines into Logger (see docs/operations.md#logs).
+	KeepRedisLogger bool
 	// Clock tells the worker the time (time.Now when nil).
 	Clock task.Clock
 	// Schedules are cron schedules the worker registers when it starts
@@ -286,6 +295,9 @@ type Worker struct {
 	// guard's, for Handler.
 	metrics  *workerMetrics
 	registry *prometheus.Registry
+	// unroute stops go-redis's lines going to the worker's logger; set
+	// by Start.
+	unroute func()
 }
 
 // New creates a Worker. Register handlers with Handle, then Run it.
@@ -396,7 +408,18 @@ func (w *Worker) Start(ctx context.Context) error {
 		return errors.New("worker: shut down before it started")
 	}
 	w.started = true
+	unroute := routeRedisLog(w.opts.Logger, w.opts.KeepRedisLogger)
+	w.unroute = unroute
 	w.mu.Unlock()
+	if err := w.start(ctx); err != nil {
+		unroute()
+		return err
+	}
+	return nil
+}
+
+// start is Start once the worker is marked started.
+func (w *Worker) start(ctx context.Context) error {
 	// A Redis that may evict keys is refused before anything is written.
 	if err := w.guard.Start(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -435,31 +458,74 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops taking runs, lets running handlers finish until
-// ShutdownTimeout (or ctx) runs out, then cancels the rest with ErrShutdown
-// and gives their runs back to the queue. The order matters: leases are
-// renewed until the last handler has returned.
+// Shutdown stops taking runs, lets running handlers finish, then cancels
+// the rest with ErrShutdown and gives their runs back to the queue. It
+// returns within ShutdownTimeout (or when ctx ends, if sooner): handlers
+// get all of it but a reserve (a quarter, at most OperationTimeout) kept
+// for giving runs back and writing the last outcomes, and every call to
+// Redis made meanwhile is bounded by what is left. Runs it could neither
+// give back nor record (Redis did not answer, a handler ignored its
+// cancellation) are named in a *ShutdownError: they are delivered again
+// once their leases lapse. The order matters: leases are renewed until
+// the last handler has returned.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	w.mu.Lock()
 	w.shutDown = true
 	life := w.life
 	w.mu.Unlock()
+	timeout := w.opts.ShutdownTimeout
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var err error
 	if life != nil {
-		life.stop(ctx, w.opts.ShutdownTimeout)
+		w.log.Info(fmt.Sprintf("taskq: shutting down, %d runs in flight", life.processor.active.len()),
+			"runs", life.processor.active.len(), "timeout", timeout)
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			life.stop(sctx, timeout-handBackReserve(timeout, w.opts.OperationTimeout))
+		}()
+		select {
+		case <-stopped:
+		case <-sctx.Done():
+			// What still waits for Redis is given up: the runs it holds
+			// are listed below, left to their leases.
+		}
+		err = life.processor.lost.error(life.processor.active, w.opts.LeaseDuration)
 	}
 	w.guard.Stop()
 	if w.probes != nil {
 		// Probes answer until the worker has stopped, so /readyz says not
 		// ready during the drain rather than refusing connections.
-		sctx, cancel := context.WithTimeout(context.Background(), w.opts.OperationTimeout)
-		_ = w.probes.Shutdown(sctx)
+		pctx, cancel := context.WithTimeout(context.Background(), min(w.opts.OperationTimeout, max(time.Until(deadlineOf(sctx)), 0)))
+		_ = w.probes.Shutdown(pctx)
 		cancel()
 	}
-	w.log.Info("taskq worker stopped")
-	if w.ownsRDB {
-		return w.store.Redis().Close()
+	if err != nil {
+		w.log.Warn("taskq: worker stopped, leaving runs to their leases", "err", err)
+	} else {
+		w.log.Info("taskq worker stopped")
 	}
-	return nil
+	w.mu.Lock()
+	unroute := w.unroute
+	w.mu.Unlock()
+	if unroute != nil {
+		defer unroute()
+	}
+	if w.ownsRDB {
+		if cerr := w.store.Redis().Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
+	return err
+}
+
+// deadlineOf is ctx's deadline, or now when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now()
 }
 
 // Run starts the worker and blocks until ctx ends or the process gets
@@ -472,6 +538,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return w.Shutdown(context.Background())
+}
+
+// routeRedisLog sends go-redis's lines to log (see internal/redislog),
+// unless keep says the program manages go-redis's logger itself. The
+// function returned stops it.
+func routeRedisLog(log *slog.Logger, keep bool) func() {
+	if keep {
+		redislog.Leave()
+		return func() {}
+	}
+	return redislog.Route(log)
 }
 
 // buildVersion is the main module's version, "(devel)" for a build from

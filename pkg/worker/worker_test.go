@@ -52,7 +52,8 @@ func startWorker(t *testing.T, b *redistest.Backend, opts worker.Options, regist
 		opts.LeaseDuration = 2 * time.Second
 	}
 	if opts.ShutdownTimeout == 0 {
-		opts.ShutdownTimeout = 200 * time.Millisecond
+		// A quarter of it is kept for giving runs back (see Shutdown).
+		opts.ShutdownTimeout = time.Second
 	}
 	if opts.FetchBlock == 0 {
 		opts.FetchBlock = 200 * time.Millisecond
@@ -378,7 +379,7 @@ func TestShutdownGivesUnfinishedRunsBack(t *testing.T) {
 		c := newClient(t, b)
 		tk := task.Must[in, out]("shutdown", task.Options{})
 		started := make(chan struct{}, 1)
-		w1 := startWorker(t, b, worker.Options{ShutdownTimeout: 100 * time.Millisecond, LeaseDuration: time.Minute}, func(w *worker.Worker) {
+		w1 := startWorker(t, b, worker.Options{ShutdownTimeout: time.Second, LeaseDuration: time.Minute}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
 				started <- struct{}{}
 				<-ctx.Done()
