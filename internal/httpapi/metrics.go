@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,14 +103,38 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 	return m
 }
 
-// connState keeps openConns: an http.Server's ConnState hook.
-func (m *metrics) connState(_ net.Conn, st http.ConnState) {
-	switch st {
-	case http.StateNew:
-		m.openConns.Add(1)
-	case http.StateClosed, http.StateHijacked:
-		m.openConns.Add(-1)
+// countOpen wraps a listener already held to MaxConnections so that
+// openConns counts its connections from inside the limit: a connection is
+// counted once accepted and uncounted before its Close frees its place. (An
+// http.Server's ConnState hook reports StateClosed only after that Close, so
+// the next connection could be counted first and the gauge read one over.)
+func (m *metrics) countOpen(ln net.Listener) net.Listener {
+	return countedListener{Listener: ln, open: &m.openConns}
+}
+
+type countedListener struct {
+	net.Listener
+	open *atomic.Int64
+}
+
+func (l countedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
+	l.open.Add(1)
+	return &countedConn{Conn: c, open: l.open}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	open *atomic.Int64
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 func (m *metrics) observeTrigger(source string, start time.Time) {

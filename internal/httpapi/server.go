@@ -278,7 +278,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	srv := s.httpServer(base)
-	ln = netutil.LimitListener(ln, s.opts.MaxConnections)
+	ln = s.metrics.countOpen(netutil.LimitListener(ln, s.opts.MaxConnections))
 	if s.tls != nil {
 		ln = tls.NewListener(ln, s.tls.config())
 	}
@@ -335,7 +335,6 @@ func (s *Server) httpServer(base context.Context) *http.Server {
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ConnState:         s.metrics.connState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }
