@@ -200,6 +200,39 @@ local EVENT_FANOUT = 'fanout' -- the pending fan-out (JSON, see fanout.go), unti
 local SUPPRESSED_SOURCE = 'src' -- where the call's triggers came from (client | http | cli | event:<event id> | ...)
 local SUPPRESSED_RECORD = 'rec' -- one per trigger: "<outcome> <owner run> <input digest> <task> <key>" (see suppressedOf)
 
+-- Run statistics: per-minute counters each partition keeps, written by
+-- the scripts that already write for the run (enqueue.lua for
+-- duplicates, start.lua and finish.lua for attempts), read and summed over
+-- the partitions by stats.go. Each partition has a hash per minute, kept
+-- about two hours, and a hash per ten minutes with the same fields, kept
+-- about a day, so that a day's chart reads 144 hashes a partition rather
+-- than 1,440. Every field is "<task>|<kind>" or "<task>|<kind>|<bucket>",
+-- its value a count (the kinds are capitals, apart from the flags
+-- and field names of lowercase letters); a duration's bucket is a fixed log-scale bucket of
+-- its milliseconds (see statsBucket in stats.go and taskq_stats_bucket in
+-- lua/lib/stats.lua).
+-- hash taskq:{ns}:stats:m:<unix minute>: the minute's counters (fields <task>|<kind>[|<bucket>]), expiring statsMinuteKeepMs after the minute
+local function taskq_key_stats_minute(prefix, id)
+  return prefix .. 'stats:m:' .. id
+end
+-- hash taskq:{ns}:stats:c:<unix ms / statsCoarseMs>: the same counters per ten minutes, expiring statsCoarseKeepMs after them
+local function taskq_key_stats_coarse(prefix, id)
+  return prefix .. 'stats:c:' .. id
+end
+
+-- The kinds of a run statistics field, and how long its hashes cover and
+-- are kept (ms).
+local STATS_WAIT = 'W' -- <task>|W|<bucket>: an attempt began after waiting in its stream that long (since its entry was added)
+local STATS_SUCCEEDED = 'S' -- <task>|S|<bucket>: an attempt succeeded after running that long
+local STATS_FAILED = 'F' -- <task>|F|<bucket>: an attempt failed, its run's last, after running that long
+local STATS_RETRIED = 'R' -- <task>|R|<bucket>: an attempt failed and its run will be retried, after running that long
+local STATS_DUPLICATE = 'D' -- <task>|D: a trigger created no run because its key was held
+local STATS_SEP = '|' -- between a field's parts
+local STATS_MINUTE_MS = 60000 -- a minute hash's span
+local STATS_COARSE_MS = 600000 -- a coarse hash's span
+local STATS_MINUTE_KEEP_MS = 7200000 -- how long a minute hash is kept after its minute
+local STATS_COARSE_KEEP_MS = 93600000 -- how long a coarse hash is kept after its span
+
 -- MaxLingeringEntries bounds the acknowledged entries a task stream keeps
 -- behind an older delivery still pending (a long-running handler): past
 -- it, finishing runs deletes their entries at once instead of leaving them

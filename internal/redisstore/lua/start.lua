@@ -26,7 +26,9 @@
 --                               finish.lua) still counts
 -- A delivery taken over from a running attempt (its lease lapsed) appends
 -- that attempt to the run's attempt history (taskq_add_attempt) as
--- "lapsed".
+-- "lapsed". Each attempt begun is counted in the partition's run
+-- statistics, taskq:{ns}:stats:m:<minute> and taskq:{ns}:stats:c:<ten
+-- minutes>, with its queue wait (lib/stats.lua).
 -- Returns a flat array with three values per delivery, in order (Redis
 -- turns a table in a reply into a reply much more slowly than a plain
 -- value):
@@ -65,6 +67,10 @@ end
 -- than as a function: the call would make such a function anew each time
 -- it runs (a closure over the call's locals).
 local out, n = {}, 0
+-- The call's run statistics (lib/stats.lua): each attempt begun counts its
+-- queue wait, from its entry's ID (the time the entry was added) to now,
+-- under "<task>|W|<bucket>", the task read off its stream's name.
+local st, task_at = nil, #taskq_key_stream(prefix, '') + 1
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first delivery's KEYS and ARGV
 for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   local run_key, stream, run_id = KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID]
@@ -120,6 +126,10 @@ for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
     -- to a command with a printf of its own, at a cost.
     redis.call('HSET', run_key, RUN_STATUS, 'running', RUN_ATTEMPT, string.format('%d', attempt), RUN_STARTED, now,
       RUN_CONSUMER, consumer)
+    local f = string.sub(stream, task_at) .. STATS_SEP .. STATS_WAIT .. STATS_SEP ..
+      taskq_stats_bucket(now - tonumber(string.match(entry, '^%d+')))
+    st = st or {}
+    st[f] = (st[f] or 0) + 1
     if maxdel ~= '' then
       c, x, y, record = 1, attempt, ''
       break
@@ -135,5 +145,8 @@ for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
     n = n + #record
   end
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
+end
+if st then
+  taskq_stats_write(prefix, now, st)
 end
 return out

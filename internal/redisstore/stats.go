@@ -1,0 +1,241 @@
+package redisstore
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Run statistics: the per-minute counters enqueue.lua, start.lua and
+// finish.lua keep in each partition (keyStatsMinute, keyStatsCoarse in
+// layout.go; lua/lib/stats.lua), read back and summed over the partitions.
+
+// Spans of the statistics' hashes, and how long each is kept.
+const (
+	// StatsMinute is the span of a minute hash, kept StatsMinuteKeep.
+	StatsMinute = statsMinuteMs * time.Millisecond
+	// StatsCoarse is the span of a coarse hash, kept StatsCoarseKeep.
+	StatsCoarse = statsCoarseMs * time.Millisecond
+	// StatsMinuteKeep is how long a minute hash is kept after its minute.
+	StatsMinuteKeep = statsMinuteKeepMs * time.Millisecond
+	// StatsCoarseKeep is how long a coarse hash is kept after its span.
+	StatsCoarseKeep = statsCoarseKeepMs * time.Millisecond
+)
+
+// StatsHistogram counts durations by their log-scale bucket (StatsBucket).
+type StatsHistogram map[int]int64
+
+// Count is how many durations the histogram holds.
+func (h StatsHistogram) Count() int64 {
+	var n int64
+	for _, c := range h {
+		n += c
+	}
+	return n
+}
+
+// Add adds o's counts to h.
+func (h StatsHistogram) Add(o StatsHistogram) {
+	for b, c := range o {
+		h[b] += c
+	}
+}
+
+// Quantile is the duration below which the fraction q of the histogram's
+// durations lie, interpolated within its bucket; 0 for an empty histogram.
+func (h StatsHistogram) Quantile(q float64) time.Duration {
+	n := h.Count()
+	if n == 0 {
+		return 0
+	}
+	bs := make([]int, 0, len(h))
+	for b := range h {
+		bs = append(bs, b)
+	}
+	slices.Sort(bs)
+	rank := math.Max(1, math.Ceil(q*float64(n)))
+	var cum int64
+	for _, b := range bs {
+		c := h[b]
+		if float64(cum+c) >= rank {
+			lo, hi := StatsBucketBounds(b)
+			ms := lo + (hi-lo)*(rank-float64(cum))/float64(c)
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+		cum += c
+	}
+	_, hi := StatsBucketBounds(bs[len(bs)-1])
+	return time.Duration(hi * float64(time.Millisecond))
+}
+
+// StatsBucket is the log-scale bucket of a duration of ms milliseconds,
+// as lua/lib/stats.lua computes it: four buckets per power of two, from
+// the mantissa and exponent of frexp; 0 below 1 ms.
+func StatsBucket(ms int64) int {
+	if ms < 1 {
+		return 0
+	}
+	m, e := math.Frexp(float64(ms))
+	return e*4 + int(math.Floor((m-0.5)*8))
+}
+
+// StatsBucketBounds are the milliseconds bucket b covers, [lo, hi).
+func StatsBucketBounds(b int) (lo, hi float64) {
+	if b < 4 {
+		return 0, 1
+	}
+	e, j := b/4, float64(b%4)
+	p := math.Ldexp(1, e)
+	return (0.5 + j/8) * p, (0.5 + (j+1)/8) * p
+}
+
+// TaskStats are one task's counts over a span.
+type TaskStats struct {
+	// Duplicates counts triggers that created no run because their key
+	// was held.
+	Duplicates int64
+	// Wait holds the queue waits of attempts begun.
+	Wait StatsHistogram
+	// Succeeded, Failed and Retried hold how long attempts ran, by how
+	// they ended: succeeded, failed as their run's last, or failed to be
+	// retried.
+	Succeeded, Failed, Retried StatsHistogram
+}
+
+func newTaskStats() *TaskStats {
+	return &TaskStats{Wait: StatsHistogram{}, Succeeded: StatsHistogram{}, Failed: StatsHistogram{}, Retried: StatsHistogram{}}
+}
+
+// Add adds o's counts to t.
+func (t *TaskStats) Add(o *TaskStats) {
+	t.Duplicates += o.Duplicates
+	t.Wait.Add(o.Wait)
+	t.Succeeded.Add(o.Succeeded)
+	t.Failed.Add(o.Failed)
+	t.Retried.Add(o.Retried)
+}
+
+// StatsSlot is the counts of one span (a minute, or StatsCoarse), summed
+// over the partitions, by task.
+type StatsSlot struct {
+	// Start is when the span begins.
+	Start time.Time
+	// Tasks holds the counts of each task with any.
+	Tasks map[string]*TaskStats
+}
+
+// ReadStats reads the run statistics of the n spans of length step (StatsMinute or
+// StatsCoarse) that end with the one holding now, oldest first, in one
+// pipeline of an HGETALL per span and partition.
+func (s *Store) ReadStats(ctx context.Context, now time.Time, step time.Duration, n int) ([]StatsSlot, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	coarse := step >= StatsCoarse
+	stepMs := int64(statsMinuteMs)
+	if coarse {
+		stepMs = statsCoarseMs
+	}
+	last := now.UnixMilli() / stepMs
+	slots := make([]StatsSlot, n)
+	cmds := make([][]*redis.MapStringStringCmd, n)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			id := last - int64(n-1-i)
+			slots[i] = StatsSlot{Start: time.UnixMilli(id * stepMs), Tasks: map[string]*TaskStats{}}
+			cmds[i] = make([]*redis.MapStringStringCmd, parts.Count())
+			for j := range parts.Count() {
+				ks := parts.Keys(j)
+				key := ks.statsMinute(id)
+				if coarse {
+					key = ks.statsCoarse(id)
+				}
+				cmds[i][j] = p.HGetAll(ctx, key)
+			}
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, err
+	}
+	for i := range slots {
+		for _, c := range cmds[i] {
+			m, err := c.Result()
+			if err != nil && err != redis.Nil {
+				return nil, err
+			}
+			for f, v := range m {
+				addStatsField(slots[i].Tasks, f, v)
+			}
+		}
+	}
+	return slots, nil
+}
+
+// addStatsField adds one field of a statistics hash to tasks. A field
+// that does not parse is left out.
+func addStatsField(tasks map[string]*TaskStats, field, value string) {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		return
+	}
+	// The task name may hold the separator: the kind and bucket are the
+	// field's last parts.
+	rest, last, ok := cutLast(field, statsSep)
+	if !ok {
+		return
+	}
+	task, kind, bucket := rest, last, -1
+	if last != statsDuplicate {
+		b, err := strconv.Atoi(last)
+		if err != nil {
+			return
+		}
+		if task, kind, ok = cutLast(rest, statsSep); !ok {
+			return
+		}
+		bucket = b
+	}
+	t := tasks[task]
+	if t == nil {
+		t = newTaskStats()
+		tasks[task] = t
+	}
+	switch kind {
+	case statsDuplicate:
+		t.Duplicates += n
+	case statsWait:
+		t.Wait[bucket] += n
+	case statsSucceeded:
+		t.Succeeded[bucket] += n
+	case statsFailed:
+		t.Failed[bucket] += n
+	case statsRetried:
+		t.Retried[bucket] += n
+	}
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// statsMinute is the partition's statistics hash of unix minute m.
+func (k Keys) statsMinute(m int64) string {
+	return k.prefix + keyStatsMinute + strconv.FormatInt(m, 10)
+}
+
+// statsCoarse is the partition's statistics hash of coarse span c (unix
+// ms / statsCoarseMs).
+func (k Keys) statsCoarse(c int64) string {
+	return k.prefix + keyStatsCoarse + strconv.FormatInt(c, 10)
+}
