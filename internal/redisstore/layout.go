@@ -318,6 +318,22 @@ const (
 	statsCoarseKeepMs = 93600000 // how long a coarse hash is kept after its span
 )
 
+// How lua/lib/stats.lua codes a count in a call before it names its
+// field: a kind's code, plus 256 times the duration's bucket, plus a
+// second bucket (the wait of an attempt begun and ended in one call,
+// counted in the same field as its run time: <task>|<kind>|<run
+// bucket>|<wait bucket>) or statsNoBucket.
+//
+//taskq:lua const
+const (
+	statsCodeWait      = 65536  // statsWait
+	statsCodeSucceeded = 131072 // statsSucceeded
+	statsCodeFailed    = 196608 // statsFailed
+	statsCodeRetried   = 262144 // statsRetried
+	statsCodeDuplicate = 327680 // statsDuplicate, with no bucket
+	statsNoBucket      = 255    // no second bucket (and no first, for a duplicate)
+)
+
 // The source an event's suppressed trigger records in its origin:
 // "event:<event id>".
 const sourceEventPrefix = "event:"

@@ -75,14 +75,19 @@ func (h StatsHistogram) Quantile(q float64) time.Duration {
 
 // StatsBucket is the log-scale bucket of a duration of ms milliseconds,
 // as lua/lib/stats.lua computes it: four buckets per power of two, from
-// the mantissa and exponent of frexp; 0 below 1 ms.
+// the mantissa and exponent of frexp; 0 below 1 ms, and at most
+// statsMaxBucket.
 func StatsBucket(ms int64) int {
 	if ms < 1 {
 		return 0
 	}
 	m, e := math.Frexp(float64(ms))
-	return e*4 + int(math.Floor((m-0.5)*8))
+	return min(e*4+int(math.Floor((m-0.5)*8)), statsMaxBucket)
 }
+
+// statsMaxBucket is the last bucket, from about 2^63 ms: one below
+// statsNoBucket.
+const statsMaxBucket = statsNoBucket - 1
 
 // StatsBucketBounds are the milliseconds bucket b covers, [lo, hi).
 func StatsBucketBounds(b int) (lo, hi float64) {
@@ -178,34 +183,42 @@ func (s *Store) ReadStats(ctx context.Context, now time.Time, step time.Duration
 	return slots, nil
 }
 
-// addStatsField adds one field of a statistics hash to tasks. A field
-// that does not parse is left out.
+// addStatsField adds one field of a statistics hash to tasks:
+// "<task>|D", "<task>|<kind>|<bucket>", or "<task>|<kind>|<run
+// bucket>|<wait bucket>" for an attempt begun and ended in one call (see
+// lua/lib/stats.lua). The task name may hold the separator: the other
+// parts are the field's last. A field that does not parse is left out.
 func addStatsField(tasks map[string]*TaskStats, field, value string) {
 	n, err := strconv.ParseInt(value, 10, 64)
 	if err != nil {
 		return
 	}
-	// The task name may hold the separator: the kind and bucket are the
-	// field's last parts.
 	rest, last, ok := cutLast(field, statsSep)
 	if !ok {
 		return
 	}
-	task, kind, bucket := rest, last, -1
+	task, kind, bucket, wait := rest, last, -1, -1
 	if last != statsDuplicate {
-		b, err := strconv.Atoi(last)
-		if err != nil {
+		if bucket, err = strconv.Atoi(last); err != nil {
 			return
 		}
 		if task, kind, ok = cutLast(rest, statsSep); !ok {
 			return
 		}
-		bucket = b
+		if w, err := strconv.Atoi(kind); err == nil {
+			wait, bucket = bucket, w
+			if task, kind, ok = cutLast(task, statsSep); !ok {
+				return
+			}
+		}
 	}
 	t := tasks[task]
 	if t == nil {
 		t = newTaskStats()
 		tasks[task] = t
+	}
+	if wait >= 0 {
+		t.Wait[wait] += n
 	}
 	switch kind {
 	case statsDuplicate:

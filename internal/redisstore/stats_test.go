@@ -172,21 +172,35 @@ func TestRunStatsCountKnownRuns(t *testing.T) {
 			}
 		}
 		// Every hash written has its expiry: at most its span and its
-		// keep from now.
-		for part := range used {
-			m, c := parts.StatsKeys(part, last)
-			for _, k := range []struct {
-				key string
-				max time.Duration
-			}{{m, redisstore.StatsMinute + redisstore.StatsMinuteKeep}, {c, redisstore.StatsCoarse + redisstore.StatsCoarseKeep}} {
-				ttl, err := b.Client.PTTL(ctx, k.key).Result()
-				if err != nil {
-					t.Fatal(err)
+		// keep from now; the minute hashes in each partition with runs.
+		keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		minutes := map[int]bool{}
+		for _, key := range keys {
+			limit := redisstore.StatsCoarse + redisstore.StatsCoarseKeep
+			switch {
+			case strings.Contains(key, ":stats:m:"):
+				limit = redisstore.StatsMinute + redisstore.StatsMinuteKeep
+				for part := range used {
+					if m, _ := parts.StatsKeys(part, last); strings.HasPrefix(key, m[:strings.LastIndex(m, ":")]) {
+						minutes[part] = true
+					}
 				}
-				if ttl <= 0 || ttl > k.max+time.Minute {
-					t.Errorf("%s: TTL %v, want one within %v", k.key, ttl, k.max)
-				}
+			case !strings.Contains(key, ":stats:c:"):
+				continue
 			}
+			ttl, err := b.Client.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl <= 0 || ttl > limit+time.Minute {
+				t.Errorf("%s: TTL %v, want one within %v", key, ttl, limit)
+			}
+		}
+		if len(minutes) != len(used) {
+			t.Errorf("minute hashes in partitions %v, want %v", minutes, used)
 		}
 	})
 }

@@ -108,9 +108,8 @@ local recs, nrecs = nil, 0
 -- one each): zs holds their scores and IDs, nzs values, made with the
 -- second run created.
 local indexed, zs, nzs = false, nil, 0
--- The call's duplicates per task ("<task>|D" -> count) for the run
--- statistics (lib/stats.lua), made with the first, written at the end in
--- the minute of the last.
+-- The call's duplicates per task for the run statistics (lib/stats.lua),
+-- made with the first, written at the end in the minute of the last.
 local dups, dups_now = nil, nil
 
 -- Each trigger, whose ARGV start at a, gives its code and the values x,
@@ -179,9 +178,8 @@ for _ = 1, tonumber(ARGV[ARG_TRIGGERS]) do
       recs[nrecs + 1] = SUPPRESSED_RECORD
       recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. key
       nrecs = nrecs + 2
-      local f = task .. STATS_SEP .. STATS_DUPLICATE
-      dups = dups or {}
-      dups[f], dups_now = (dups[f] or 0) + 1, now
+      dups, dups_now = taskq_stats_count(dups, task,
+        STATS_CODE_DUPLICATE + 257 * STATS_NO_BUCKET), now
       x = owner
       break
     end

@@ -176,15 +176,15 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
     -- and for one begun here how long it waited in its stream.
     local started = began or r[4]
     if started then
-      local f = task .. STATS_SEP .. (outcome == 'succeeded' and STATS_SUCCEEDED or outcome == 'failed' and
-        STATS_FAILED or STATS_RETRIED) .. STATS_SEP .. taskq_stats_bucket(now - started)
-      st = st or {}
-      st[f] = (st[f] or 0) + 1
+      local code = (outcome == 'succeeded' and STATS_CODE_SUCCEEDED or outcome == 'failed' and STATS_CODE_FAILED or
+        STATS_CODE_RETRIED) +
+        256 * taskq_stats_bucket(now - started)
       if began and entry then
-        f = task .. STATS_SEP .. STATS_WAIT .. STATS_SEP ..
-          taskq_stats_bucket(began - tonumber(string.match(entry, '^%d+')))
-        st[f] = (st[f] or 0) + 1
+        code = code + taskq_stats_bucket(began - tonumber(string.match(entry, '^%d+')))
+      else
+        code = code + STATS_NO_BUCKET
       end
+      st = taskq_stats_count(st, task, code)
       st_now = st_now or now
     end
     local x = r[3]

@@ -233,6 +233,18 @@ local STATS_COARSE_MS = 600000 -- a coarse hash's span
 local STATS_MINUTE_KEEP_MS = 7200000 -- how long a minute hash is kept after its minute
 local STATS_COARSE_KEEP_MS = 93600000 -- how long a coarse hash is kept after its span
 
+-- How lua/lib/stats.lua codes a count in a call before it names its
+-- field: a kind's code, plus 256 times the duration's bucket, plus a
+-- second bucket (the wait of an attempt begun and ended in one call,
+-- counted in the same field as its run time: <task>|<kind>|<run
+-- bucket>|<wait bucket>) or statsNoBucket.
+local STATS_CODE_WAIT = 65536 -- statsWait
+local STATS_CODE_SUCCEEDED = 131072 -- statsSucceeded
+local STATS_CODE_FAILED = 196608 -- statsFailed
+local STATS_CODE_RETRIED = 262144 -- statsRetried
+local STATS_CODE_DUPLICATE = 327680 -- statsDuplicate, with no bucket
+local STATS_NO_BUCKET = 255 -- no second bucket (and no first, for a duplicate)
+
 -- MaxLingeringEntries bounds the acknowledged entries a task stream keeps
 -- behind an older delivery still pending (a long-running handler): past
 -- it, finishing runs deletes their entries at once instead of leaving them

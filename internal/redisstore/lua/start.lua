@@ -69,8 +69,9 @@ end
 local out, n = {}, 0
 -- The call's run statistics (lib/stats.lua): each attempt begun counts its
 -- queue wait, from its entry's ID (the time the entry was added) to now,
--- under "<task>|W|<bucket>", the task read off its stream's name.
-local st, task_at = nil, #taskq_key_stream(prefix, '') + 1
+-- the task read off its stream's name (once for a call's runs of one
+-- task).
+local st, task_at, st_stream, st_task = nil, #taskq_key_stream(prefix, '') + 1, nil, nil
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first delivery's KEYS and ARGV
 for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   local run_key, stream, run_id = KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID]
@@ -126,10 +127,11 @@ for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
     -- to a command with a printf of its own, at a cost.
     redis.call('HSET', run_key, RUN_STATUS, 'running', RUN_ATTEMPT, string.format('%d', attempt), RUN_STARTED, now,
       RUN_CONSUMER, consumer)
-    local f = string.sub(stream, task_at) .. STATS_SEP .. STATS_WAIT .. STATS_SEP ..
-      taskq_stats_bucket(now - tonumber(string.match(entry, '^%d+')))
-    st = st or {}
-    st[f] = (st[f] or 0) + 1
+    if stream ~= st_stream then
+      st_stream, st_task = stream, string.sub(stream, task_at)
+    end
+    st = taskq_stats_count(st, st_task,
+      STATS_CODE_WAIT + STATS_NO_BUCKET + 256 * taskq_stats_bucket(now - tonumber(string.match(entry, '^%d+'))))
     if maxdel ~= '' then
       c, x, y, record = 1, attempt, ''
       break
