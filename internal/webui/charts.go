@@ -50,8 +50,7 @@ func (u *UI) readCharts(ctx context.Context, task string) (*statsCharts, error) 
 	for _, w := range []struct {
 		name   string
 		window time.Duration
-		label  string
-	}{{"last hour", time.Hour, "15:04"}, {"last day", 24 * time.Hour, "15:04"}} {
+	}{{"Last hour", time.Hour}, {"Last day", 24 * time.Hour}} {
 		st, err := u.in.RunStats(ctx, task, w.window)
 		if err != nil {
 			return nil, err
@@ -94,7 +93,7 @@ func drawStats(st *client.RunStats, window string) chartSet {
 	}
 	set := chartSet{Window: window, Total: st.Total}
 	add := func(title, unit string, ss ...chartSeries) {
-		full := fmt.Sprintf("%s, %s, %s", title, who, window)
+		full := fmt.Sprintf("%s, %s, %s", title, who, strings.ToLower(window))
 		set.Charts = append(set.Charts, chart{Title: title, SVG: lineChart(full, unit, times, ss)})
 	}
 	add("Throughput", "runs "+per,
@@ -119,7 +118,7 @@ func drawStats(st *client.RunStats, window string) chartSet {
 const (
 	chartW, chartH           = 360.0, 170.0
 	chartLeft, chartRight    = 46.0, 8.0
-	chartTop, chartBottom    = 8.0, 22.0
+	chartTop, chartBottom    = 18.0, 22.0
 	chartTicksY, chartTicksX = 4, 4
 )
 
@@ -165,7 +164,7 @@ func lineChart(title, unit string, times []time.Time, ss []chartSeries) template
 		fmt.Fprintf(&b, `<line class="grid" x1="%g" x2="%g" y1="%.1f" y2="%.1f"/>`, chartLeft, chartW-chartRight, y(v), y(v))
 		fmt.Fprintf(&b, `<text class="axis" x="%g" y="%.1f" text-anchor="end">%s</text>`, chartLeft-4, y(v)+3, num(v))
 	}
-	fmt.Fprintf(&b, `<text class="axis unit" x="2" y="%g">%s</text>`, chartTop+2, esc(unit))
+	fmt.Fprintf(&b, `<text class="axis unit" x="2" y="10">%s</text>`, esc(unit))
 	// x axis: times.
 	for i := 0; i <= chartTicksX && n > 0; i++ {
 		j := (n - 1) * i / chartTicksX

@@ -21,8 +21,12 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, fmt.Errorf("webui: templates: %w", err)
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules"} {
-		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
+	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "task"} {
+		files := []string{"templates/" + name + ".html"}
+		if name == "overview" || name == "task" {
+			files = append(files, "templates/stats.html") // the charts and queue counts both show
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, files...)
 		if err != nil {
 			return nil, fmt.Errorf("webui: templates: %w", err)
 		}
@@ -46,6 +50,7 @@ func funcs() template.FuncMap {
 			return "/ui/keys/release?" + url.Values{"key": {key}, "owner": {owner}}.Encode()
 		},
 		"runsPath": func(k, v string) string { return "/ui/runs?" + url.Values{k: {v}}.Encode() },
+		"taskPath": func(name string) string { return "/ui/tasks/" + url.PathEscape(name) },
 		"suppressedPath": func(k, v string) string {
 			return "/ui/suppressed?" + url.Values{k: {v}}.Encode()
 		},

@@ -144,6 +144,7 @@ func (u *UI) routes() *http.ServeMux {
 	mux.HandleFunc("POST /ui/login", u.login)
 	mux.HandleFunc("POST /ui/logout", u.act(u.logout, false))
 	mux.HandleFunc("GET /ui/{$}", u.see(u.overview))
+	mux.HandleFunc("GET /ui/tasks/{name}", u.see(u.taskPage))
 	mux.HandleFunc("GET /ui/runs", u.see(u.runs))
 	mux.HandleFunc("GET /ui/runs/{id}", u.see(u.run))
 	mux.HandleFunc("GET /ui/runs/{id}/cancel", u.see(u.confirmCancel))
