@@ -75,18 +75,21 @@ func (h StatsHistogram) Quantile(q float64) time.Duration {
 
 // StatsBucket is the log-scale bucket of a duration of ms milliseconds,
 // as lua/lib/stats.lua computes it: four buckets per power of two, from
-// the mantissa and exponent of frexp; 0 below 1 ms, and at most
-// statsMaxBucket.
+// the mantissa and exponent of frexp; 0 below 1 ms, statsMaxBucket
+// from 1e15 ms.
 func StatsBucket(ms int64) int {
 	if ms < 1 {
 		return 0
 	}
+	if ms >= 1e15 {
+		return statsMaxBucket
+	}
 	m, e := math.Frexp(float64(ms))
-	return min(e*4+int(math.Floor((m-0.5)*8)), statsMaxBucket)
+	return e*4 + int(math.Floor((m-0.5)*8))
 }
 
-// statsMaxBucket is the last bucket, from about 2^63 ms: one below
-// statsNoBucket.
+// statsMaxBucket is the bucket of 1e15 ms and more (some 35,000 years):
+// one below statsNoBucket.
 const statsMaxBucket = statsNoBucket - 1
 
 // StatsBucketBounds are the milliseconds bucket b covers, [lo, hi).

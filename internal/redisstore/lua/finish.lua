@@ -180,7 +180,7 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
         STATS_CODE_RETRIED) +
         256 * taskq_stats_bucket(now - started)
       if began and entry then
-        code = code + taskq_stats_bucket(began - tonumber(string.match(entry, '^%d+')))
+        code = code + taskq_stats_bucket(began - string.match(entry, '^%d+'))
       else
         code = code + STATS_NO_BUCKET
       end

@@ -71,7 +71,7 @@ local out, n = {}, 0
 -- queue wait, from its entry's ID (the time the entry was added) to now,
 -- the task read off its stream's name (once for a call's runs of one
 -- task).
-local st, task_at, st_stream, st_task = nil, #taskq_key_stream(prefix, '') + 1, nil, nil
+local st, task_at, st_stream, st_task, now_ms = nil, #taskq_key_stream(prefix, '') + 1, nil, nil, tonumber(now)
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first delivery's KEYS and ARGV
 for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   local run_key, stream, run_id = KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID]
@@ -131,7 +131,7 @@ for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
       st_stream, st_task = stream, string.sub(stream, task_at)
     end
     st = taskq_stats_count(st, st_task,
-      STATS_CODE_WAIT + STATS_NO_BUCKET + 256 * taskq_stats_bucket(now - tonumber(string.match(entry, '^%d+'))))
+      STATS_CODE_WAIT + STATS_NO_BUCKET + 256 * taskq_stats_bucket(now_ms - string.match(entry, '^%d+')))
     if maxdel ~= '' then
       c, x, y, record = 1, attempt, ''
       break

@@ -19,9 +19,11 @@
 local function taskq_stats_bucket(ms)
   if ms < 1 then
     return 0
+  elseif ms >= 1e15 then -- 2^49.8 ms, some 35,000 years: nothing real
+    return 254
   end
   local m, e = math.frexp(ms)
-  return math.min(e * 4 + math.floor((m - 0.5) * 8), 254)
+  return e * 4 + math.floor((m - 0.5) * 8)
 end
 
 -- Adds one to code of task in st, the call's counts (nil before the
