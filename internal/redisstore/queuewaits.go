@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -48,7 +49,7 @@ func (s *Store) QueueWaits(ctx context.Context) (waits map[string]QueueWait, tru
 		}
 		return nil
 	})
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, false, err
 	}
 	type member struct {
@@ -68,7 +69,7 @@ func (s *Store) QueueWaits(ctx context.Context) (waits map[string]QueueWait, tru
 		}
 		return nil
 	})
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, false, err
 	}
 	waits = map[string]QueueWait{}

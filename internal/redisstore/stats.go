@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -169,13 +170,13 @@ func (s *Store) ReadStats(ctx context.Context, now time.Time, step time.Duration
 		}
 		return nil
 	})
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
 	for i := range slots {
 		for _, c := range cmds[i] {
 			m, err := c.Result()
-			if err != nil && err != redis.Nil {
+			if err != nil && !errors.Is(err, redis.Nil) {
 				return nil, err
 			}
 			for f, v := range m {
