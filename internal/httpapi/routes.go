@@ -55,6 +55,7 @@ func (s *Server) routeTable() []route {
 		{method: http.MethodGet, pattern: "/api/v1/workers", handler: s.listWorkers},
 		{method: http.MethodGet, pattern: "/api/v1/suppressed", handler: s.listSuppressed},
 		{method: http.MethodGet, pattern: "/api/v1/stats", handler: s.getStats},
+		{method: http.MethodGet, pattern: "/api/v1/queues", handler: s.listQueues},
 		{method: http.MethodGet, pattern: "/api/v1/ratelimits", handler: s.listRateLimits},
 		{method: http.MethodGet, pattern: "/api/v1/schedules", handler: s.listSchedules},
 		{method: http.MethodPost, pattern: "/api/v1/schedules", handler: s.createSchedule},

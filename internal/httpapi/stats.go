@@ -74,3 +74,19 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, body)
 }
+
+// listQueues answers GET /api/v1/queues?task=: each task's queue counts
+// (queued, running, the age of the oldest queued run, and the runs held
+// out of the streams: scheduled, rate limited, parked, retrying), of the
+// registered tasks or of the tasks named.
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
+	st, err := s.c.Inspector().QueueStats(r.Context(), r.URL.Query()["task"]...)
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	if st == nil {
+		st = []client.QueueStat{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": st})
+}

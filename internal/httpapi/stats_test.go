@@ -77,3 +77,23 @@ func TestGetStats(t *testing.T) {
 		}
 	})
 }
+
+// GET /api/v1/queues counts a task's queued and scheduled runs.
+func TestListQueues(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{})
+		e.register(task.Spec{Name: "ship", Expression: `"ship:" + input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
+		e.call("POST", "/api/v1/tasks/ship/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusCreated)
+		e.call("POST", "/api/v1/tasks/ship/runs", map[string]any{"input": map[string]any{"id": "2"}, "runIn": "1h"}).expect(t, http.StatusCreated)
+		r := e.call("GET", "/api/v1/queues", nil).expect(t, http.StatusOK)
+		qs := r.body["queues"].([]any)
+		if len(qs) != 1 {
+			t.Fatalf("queues: %s", r.raw)
+		}
+		q := qs[0].(map[string]any)
+		if q["task"] != "ship" || q["queued"] != 1.0 || q["scheduled"] != 1.0 || q["oldestQueued"] == nil || q["inFlight"] != 0.0 {
+			t.Fatalf("the ship queue: %s", r.raw)
+		}
+	})
+}
