@@ -12,7 +12,7 @@ import (
 )
 
 // enqueueModules are the lua/lib modules enqueue.lua calls.
-var enqueueModules = []string{"errors", "record", "stream", "ending", "signals", "claim", "suppressed", "stats"}
+var enqueueModules = []string{"errors", "record", "stream", "ending", "signals", "claim", "suppressed"}
 
 // enqueueScript triggers runs: lua/enqueue.lua.
 var enqueueScript = loadScript("enqueue", enqueueModules...)

@@ -283,19 +283,15 @@ const (
 	suppressedRecord = "rec" // one per trigger: "<outcome> <owner run> <input digest> <task> <key>" (see suppressedOf)
 )
 
-// Run statistics: per-minute counters each partition keeps, written by
-// the scripts that already write for the run (enqueue.lua for
-// duplicates, start.lua and finish.lua for attempts), read and summed over
-// the partitions by stats.go. Each partition has a hash per minute, kept
-// about two hours, and a hash per ten minutes with the same fields, kept
-// about a day, so that a day's chart reads 144 hashes a partition rather
-// than 1,440. Every field is "<task>|<kind>" or "<task>|<kind>|<bucket>",
-// its value a count (the kinds are capitals, apart from the flags
-// and field names of lowercase letters); a duration's bucket is a fixed log-scale bucket of
-// its milliseconds (see statsBucket in stats.go and taskq_stats_bucket in
-// lua/lib/stats.lua).
-//
-//taskq:lua keys
+// Run statistics: per-minute counters each partition keeps, added to by
+// the workers and clients from their in-process counts (AddRunStats in
+// stats.go, a pipeline of HINCRBY) and read and summed over the partitions
+// by ReadStats. Each partition has a hash per minute, kept about two
+// hours, and a hash per ten minutes with the same fields, kept about a
+// day, so that a day's chart reads 144 hashes a partition rather than
+// 1,440. Every field is "<task>|<kind>" or "<task>|<kind>|<bucket>", its
+// value a count; a duration's bucket is a fixed log-scale bucket of its
+// milliseconds (StatsBucket in stats.go).
 const (
 	keyStatsMinute = "stats:m:" // hash taskq:{ns}:stats:m:<unix minute>: the minute's counters (fields <task>|<kind>[|<bucket>]), expiring statsMinuteKeepMs after the minute
 	keyStatsCoarse = "stats:c:" // hash taskq:{ns}:stats:c:<unix ms / statsCoarseMs>: the same counters per ten minutes, expiring statsCoarseKeepMs after them
@@ -303,8 +299,6 @@ const (
 
 // The kinds of a run statistics field, and how long its hashes cover and
 // are kept (ms).
-//
-//taskq:lua const
 const (
 	statsWait         = "W"      // <task>|W|<bucket>: an attempt began after waiting in its stream that long (since its entry was added)
 	statsSucceeded    = "S"      // <task>|S|<bucket>: an attempt succeeded after running that long
@@ -316,22 +310,6 @@ const (
 	statsCoarseMs     = 600000   // a coarse hash's span
 	statsMinuteKeepMs = 7200000  // how long a minute hash is kept after its minute
 	statsCoarseKeepMs = 93600000 // how long a coarse hash is kept after its span
-)
-
-// How lua/lib/stats.lua codes a count in a call before it names its
-// field: a kind's code, plus 256 times the duration's bucket, plus a
-// second bucket (the wait of an attempt begun and ended in one call,
-// counted in the same field as its run time: <task>|<kind>|<run
-// bucket>|<wait bucket>) or statsNoBucket.
-//
-//taskq:lua const
-const (
-	statsCodeWait      = 65536  // statsWait
-	statsCodeSucceeded = 131072 // statsSucceeded
-	statsCodeFailed    = 196608 // statsFailed
-	statsCodeRetried   = 262144 // statsRetried
-	statsCodeDuplicate = 327680 // statsDuplicate, with no bucket
-	statsNoBucket      = 255    // no second bucket (and no first, for a duplicate)
 )
 
 // The source an event's suppressed trigger records in its origin:

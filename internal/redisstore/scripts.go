@@ -25,7 +25,6 @@ var luaModules = []string{
 	"claim",       // claiming an idempotency key for a new run
 	"events",      // an event record and its indexes
 	"suppressed",  // the record of a trigger that created no run
-	"stats",       // the run statistics
 }
 
 // script is one Lua script of lua/, as the store sends it: assembled from

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -12,9 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Run statistics: the per-minute counters enqueue.lua, start.lua and
-// finish.lua keep in each partition (keyStatsMinute, keyStatsCoarse in
-// layout.go; lua/lib/stats.lua), read back and summed over the partitions.
+// Run statistics: the per-minute counters workers and clients count in
+// memory and add to the home partition's hashes now and then
+// (AddRunStats; keyStatsMinute, keyStatsCoarse in layout.go), read back
+// and summed over the partitions (ReadStats). The scripts on a run's path
+// (enqueue.lua, start.lua, finish.lua) write none of them.
 
 // Spans of the statistics' hashes, and how long each is kept.
 const (
@@ -74,10 +77,9 @@ func (h StatsHistogram) Quantile(q float64) time.Duration {
 	return time.Duration(hi * float64(time.Millisecond))
 }
 
-// StatsBucket is the log-scale bucket of a duration of ms milliseconds,
-// as lua/lib/stats.lua computes it: four buckets per power of two, from
-// the mantissa and exponent of frexp; 0 below 1 ms, statsMaxBucket
-// from 1e15 ms.
+// StatsBucket is the log-scale bucket of a duration of ms milliseconds:
+// four buckets per power of two, from the mantissa and exponent of frexp;
+// 0 below 1 ms, statsMaxBucket from 1e15 ms.
 func StatsBucket(ms int64) int {
 	if ms < 1 {
 		return 0
@@ -90,8 +92,8 @@ func StatsBucket(ms int64) int {
 }
 
 // statsMaxBucket is the bucket of 1e15 ms and more (some 35,000 years):
-// one below statsNoBucket.
-const statsMaxBucket = statsNoBucket - 1
+// the largest a field holds.
+const statsMaxBucket = 254
 
 // StatsBucketBounds are the milliseconds bucket b covers, [lo, hi).
 func StatsBucketBounds(b int) (lo, hi float64) {
@@ -255,4 +257,94 @@ func (k Keys) statsMinute(m int64) string {
 // ms / statsCoarseMs).
 func (k Keys) statsCoarse(c int64) string {
 	return k.prefix + keyStatsCoarse + strconv.FormatInt(c, 10)
+}
+
+// StatsKind is what a run statistics counter counts.
+type StatsKind string
+
+// The kinds of counter.
+const (
+	// StatsKindWait counts attempts begun by how long they waited in
+	// their stream.
+	StatsKindWait StatsKind = statsWait
+	// StatsKindSucceeded counts attempts that succeeded by how long they
+	// ran.
+	StatsKindSucceeded StatsKind = statsSucceeded
+	// StatsKindFailed counts attempts that failed as their run's last by
+	// how long they ran.
+	StatsKindFailed StatsKind = statsFailed
+	// StatsKindRetried counts attempts that failed to be retried by how
+	// long they ran.
+	StatsKindRetried StatsKind = statsRetried
+	// StatsKindDuplicate counts triggers that created no run because
+	// their key was held; it has no bucket.
+	StatsKindDuplicate StatsKind = statsDuplicate
+)
+
+// StatsCounter names one counter of the run statistics: a task's kind
+// in a minute, with the duration's bucket (StatsBucket; ignored for
+// StatsKindDuplicate).
+type StatsCounter struct {
+	// Minute is the unix minute counted in (unix ms / StatsMinute).
+	Minute int64
+	// Task is the task's name.
+	Task string
+	// Kind is what is counted.
+	Kind StatsKind
+	// Bucket is the duration's bucket.
+	Bucket int
+}
+
+// StatsMinuteOf is the unix minute of t, as StatsCounter.Minute holds it.
+func StatsMinuteOf(t time.Time) int64 { return t.UnixMilli() / statsMinuteMs }
+
+// RunStatsBatch is what AddRunStats adds.
+type RunStatsBatch struct {
+	// Counts are the amounts to add to each counter.
+	Counts map[StatsCounter]int64
+	// Expire holds the minutes whose hashes, the minute's and the ten
+	// minutes' holding it, get their expiry with this batch: those the
+	// writer has not written before (an expiry is set once per minute,
+	// not with every batch).
+	Expire map[int64]bool
+}
+
+// field is c's field in a statistics hash.
+func (c StatsCounter) field() string {
+	if c.Kind == StatsKindDuplicate {
+		return c.Task + statsSep + statsDuplicate
+	}
+	return c.Task + statsSep + string(c.Kind) + statsSep + strconv.Itoa(c.Bucket)
+}
+
+// AddRunStats adds batch to the run statistics of the home partition
+// (ReadStats sums all the partitions, so one is enough, and the home
+// partition needs no read of the partition count), in one pipeline: an
+// HINCRBY per counter to its minute hash and its ten-minute hash, and a
+// PEXPIREAT on both hashes of each minute in batch.Expire. Each command
+// touches one key, so the pipeline suits a cluster.
+func (s *Store) AddRunStats(ctx context.Context, batch RunStatsBatch) error {
+	if len(batch.Counts) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for c, n := range batch.Counts {
+			if n == 0 {
+				continue
+			}
+			f := c.field()
+			p.HIncrBy(ctx, s.keys.statsMinute(c.Minute), f, n)
+			p.HIncrBy(ctx, s.keys.statsCoarse(c.Minute*statsMinuteMs/statsCoarseMs), f, n)
+		}
+		for m := range batch.Expire {
+			c := m * statsMinuteMs / statsCoarseMs
+			p.PExpireAt(ctx, s.keys.statsMinute(m), time.UnixMilli((m+1)*statsMinuteMs+statsMinuteKeepMs))
+			p.PExpireAt(ctx, s.keys.statsCoarse(c), time.UnixMilli((c+1)*statsCoarseMs+statsCoarseKeepMs))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: add run statistics: %w", err)
+	}
+	return nil
 }

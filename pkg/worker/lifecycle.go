@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/runstats"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -25,6 +26,7 @@ type lifecycle struct {
 	scheduler   component // *scheduler, or a component doing nothing under NoScheduler
 	recoverer   *recoverer
 	fetcher     *fetcher
+	stats       *statsRecorder
 }
 
 // wire builds the components of w, with the tasks registered on it (which
@@ -42,11 +44,13 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 	names := append([]string(nil), w.names...)
 	active := newActiveRuns()
 	free := newSlots(o.Concurrency)
+	stats := &statsRecorder{rec: runstats.New(st, w.log), interval: o.StatsInterval, opTimeout: o.OperationTimeout}
 
 	p := &processor{
 		store: st, tasks: w.tasks, active: active, slots: free,
 		consumer: o.Name, ns: o.Namespace, lease: o.LeaseDuration, startDelay: o.StartDelay,
 		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log, metrics: w.metrics,
+		stats: stats.rec,
 	}
 	p.limiter = &rateLimiter{store: st, tasks: w.tasks, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log, metrics: w.metrics}
 	// One call of each script in flight, and each batch bounded by
@@ -83,6 +87,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 		}
 	}
 	return &lifecycle{
+		stats:     stats,
 		scheduler: sched,
 		registrar: reg,
 		presence: &presence{
@@ -128,7 +133,9 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 //  3. canceller: subscribed, and the subscription confirmed by Redis,
 //     before any handler runs, so that no cancel made once Start returns
 //     is missed.
-//  4. processor: takes deliveries before anything dispatches them.
+//  4. stats, processor: the run statistics' flushes run before any
+//     attempt is counted; the processor takes deliveries before anything
+//     dispatches them.
 //  5. heartbeater: renews leases before the first attempt begins.
 //  6. forwarder, janitor, scheduler: they need nothing from the others
 //     and nothing needs them; they only have to run by the time Start
@@ -139,7 +146,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 //     on a worker started after a crash the runs whose lease lapsed are
 //     taken over before new ones are read.
 func (l *lifecycle) startOrder() []component {
-	return []component{l.registrar, l.presence, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.scheduler, l.recoverer, l.fetcher}
+	return []component{l.registrar, l.presence, l.canceller, l.stats, l.processor, l.heartbeater, l.forwarder, l.janitor, l.scheduler, l.recoverer, l.fetcher}
 }
 
 // start starts every component in startOrder; if one fails, it stops those
@@ -168,10 +175,12 @@ func (l *lifecycle) start(ctx context.Context) error {
 //     attempt has ended and its outcome is recorded. The heartbeater and
 //     the canceller run on meanwhile: a lease must be renewed, and a
 //     cancel must reach its handler, until the last handler has returned.
-//  3. heartbeater, canceller, forwarder, janitor, scheduler, registrar, presence:
+//  3. heartbeater, canceller, forwarder, janitor, scheduler, registrar, presence, stats:
 //     nothing needs them any more. The presence goes with them, after the
 //     processor, so the worker stays listed while it holds a run; its
 //     record is removed then (a worker that dies keeps it, listed as dead).
+//     The run statistics go with them: every attempt has been counted by
+//     then, and the last flush is bounded by OperationTimeout.
 //
 // Every Stop is safe before Start and twice, so stop also undoes a Start
 // that failed half-way, and runs again on a second Shutdown.
@@ -179,7 +188,7 @@ func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
 	stopTogether(l.fetcher, l.recoverer)
 	l.processor.drain(ctx, grace)
 	l.processor.Stop()
-	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.presence)
+	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.presence, l.stats)
 }
 
 // stopTogether stops cs at the same time and returns once all have

@@ -81,9 +81,7 @@
 -- The triggers that create no run because their key is held (replies 0,
 -- 2, 3 and 4) are recorded in one entry of the partition's suppressed-
 -- trigger stream taskq:{ns}:suppressed (lib/suppressed.lua), a write Redis
--- may refuse without failing them, and counted in the partition's run
--- statistics taskq:{ns}:stats:m:<minute> and taskq:{ns}:stats:c:<ten
--- minutes> (lib/stats.lua), likewise.
+-- may refuse without failing them.
 -- A resend of the same trigger (go-redis sends a command again when its
 -- reply was lost) finds the record the first send wrote, with this run ID,
 -- task and spec (creation time included), and answers {1, entry id} as the
@@ -108,9 +106,6 @@ local recs, nrecs = nil, 0
 -- one each): zs holds their scores and IDs, nzs values, made with the
 -- second run created.
 local indexed, zs, nzs = false, nil, 0
--- The call's duplicates per task for the run statistics (lib/stats.lua),
--- made with the first, written at the end in the minute of the last.
-local dups, dups_now = nil, nil
 
 -- Each trigger, whose ARGV start at a, gives its code and the values x,
 -- y that follow it, or an error reply as its code. It is written in the
@@ -178,8 +173,6 @@ for _ = 1, tonumber(ARGV[ARG_TRIGGERS]) do
       recs[nrecs + 1] = SUPPRESSED_RECORD
       recs[nrecs + 2] = outcome .. ' ' .. owner .. ' ' .. ARGV[a + ITEM_ARG_DIGEST] .. ' ' .. task .. ' ' .. key
       nrecs = nrecs + 2
-      dups, dups_now = taskq_stats_count(dups, task,
-        STATS_CODE_DUPLICATE + 257 * STATS_NO_BUCKET), now
       x = owner
       break
     end
@@ -226,8 +219,5 @@ for j = 1, nzs, 1000 do
 end
 if recs and suppressed_cap ~= '0' then
   taskq_suppressed_write(taskq_key_suppressed(prefix), suppressed_cap, ARGV[ARG_SOURCE], recs)
-end
-if dups then
-  taskq_stats_write(prefix, dups_now, dups)
 end
 return out

@@ -21,11 +21,6 @@
 -- attempt history (taskq_add_attempt, capped at MAX_ATTEMPT_RECORDS); one
 -- that succeeds is not: the record keeps the latest attempt.
 --
--- Every attempt ended is counted in the partition's run statistics,
--- taskq:{ns}:stats:m:<minute> and taskq:{ns}:stats:c:<ten minutes>, with
--- how long it ran (from RUN_STARTED, or +10), and one begun here with how
--- long it waited in its stream (lib/stats.lua).
---
 -- KEYS: KEY_COUNT (1):
 --   KEYS[1] KEY_RETRY  retry zset  taskq:{ns}:retry
 -- Each attempt's run hash taskq:{ns}:run:<run id> is named from the prefix
@@ -81,9 +76,6 @@ local group, prefix, consumer = ARGV[ARG_GROUP], ARGV[ARG_PREFIX], ARGV[ARG_CONS
 -- each table a call makes costs Redis its making and its collection.
 local task1, e1, n1, more = nil, nil, 0, nil
 local b = taskq_batch()
--- The call's run statistics (lib/stats.lua), written once at the end in
--- the minute of its first outcome.
-local st, st_now = nil, nil
 
 -- Each attempt's outcome, c and v in the reply. What the delivery told the
 -- worker comes as arguments (a, the attempt's first ARGV) read into
@@ -109,18 +101,18 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
     local r
     if task == '' then
       began = nil
-      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_STARTED, RUN_TASK, RUN_ENTRY,
-        RUN_SPEC, RUN_IDEMPOTENCY_KEY)
+      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_TASK, RUN_ENTRY, RUN_SPEC,
+        RUN_IDEMPOTENCY_KEY)
       if not r.err then
-        local spec = taskq_spec_values(taskq_record_spec(run_key, r[7]))
-        task, entry, strat, key, retain, keep = r[5], r[6], spec[SPEC_STRATEGY], r[8], spec[SPEC_RETAIN],
+        local spec = taskq_spec_values(taskq_record_spec(run_key, r[6]))
+        task, entry, strat, key, retain, keep = r[4], r[5], spec[SPEC_STRATEGY], r[7], spec[SPEC_RETAIN],
           spec[SPEC_RETENTION]
       end
     elseif began ~= '' then
-      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_ENTRY, RUN_STARTED)
+      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_ENTRY)
     else
       began = nil
-      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_STARTED)
+      r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS)
     end
     if r.err then
       c, v = taskq_failed(run_key, r), ''
@@ -172,21 +164,6 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
         end
       end
     end
-    -- The run statistics: how long the attempt ran, under its outcome,
-    -- and for one begun here how long it waited in its stream.
-    local started = began or r[4]
-    if started then
-      local code = (outcome == 'succeeded' and STATS_CODE_SUCCEEDED or outcome == 'failed' and STATS_CODE_FAILED or
-        STATS_CODE_RETRIED) +
-        256 * taskq_stats_bucket(now - started)
-      if began and entry then
-        code = code + taskq_stats_bucket(began - string.match(entry, '^%d+'))
-      else
-        code = code + STATS_NO_BUCKET
-      end
-      st = taskq_stats_count(st, task, code)
-      st_now = st_now or now
-    end
     local x = r[3]
     if outcome ~= 'succeeded' then
       -- A failure or a retry goes into the attempt history; a success is
@@ -218,9 +195,6 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
   a = a + ITEM_ARG_COUNT
 end
 taskq_batch_done(prefix, b)
-if st then
-  taskq_stats_write(prefix, st_now, st)
-end
 -- Acknowledges and trims one task's entries (e, n of them). Its values
 -- come as arguments: a function of the call that reads its locals costs
 -- Redis more to make.

@@ -26,9 +26,7 @@
 --                               finish.lua) still counts
 -- A delivery taken over from a running attempt (its lease lapsed) appends
 -- that attempt to the run's attempt history (taskq_add_attempt) as
--- "lapsed". Each attempt begun is counted in the partition's run
--- statistics, taskq:{ns}:stats:m:<minute> and taskq:{ns}:stats:c:<ten
--- minutes>, with its queue wait (lib/stats.lua).
+-- "lapsed".
 -- Returns a flat array with three values per delivery, in order (Redis
 -- turns a table in a reply into a reply much more slowly than a plain
 -- value):
@@ -67,11 +65,6 @@ end
 -- than as a function: the call would make such a function anew each time
 -- it runs (a closure over the call's locals).
 local out, n = {}, 0
--- The call's run statistics (lib/stats.lua): each attempt begun counts its
--- queue wait, from its entry's ID (the time the entry was added) to now,
--- the task read off its stream's name (once for a call's runs of one
--- task).
-local st, task_at, st_stream, st_task, now_ms = nil, #taskq_key_stream(prefix, '') + 1, nil, nil, tonumber(now)
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first delivery's KEYS and ARGV
 for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   local run_key, stream, run_id = KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID]
@@ -127,11 +120,6 @@ for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
     -- to a command with a printf of its own, at a cost.
     redis.call('HSET', run_key, RUN_STATUS, 'running', RUN_ATTEMPT, string.format('%d', attempt), RUN_STARTED, now,
       RUN_CONSUMER, consumer)
-    if stream ~= st_stream then
-      st_stream, st_task = stream, string.sub(stream, task_at)
-    end
-    st = taskq_stats_count(st, st_task,
-      STATS_CODE_WAIT + STATS_NO_BUCKET + 256 * taskq_stats_bucket(now_ms - string.match(entry, '^%d+')))
     if maxdel ~= '' then
       c, x, y, record = 1, attempt, ''
       break
@@ -147,8 +135,5 @@ for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
     n = n + #record
   end
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
-end
-if st then
-  taskq_stats_write(prefix, now, st)
 end
 return out
