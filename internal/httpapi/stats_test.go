@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
 )
@@ -18,8 +20,10 @@ import (
 func TestGetStats(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		e := newEnv(t, b, envOptions{})
-		e.startWorker(func(ctx worker.Context, in json.RawMessage) (json.RawMessage, error) {
+		// The client flushes the duplicates it met often; the worker its
+		// counts when it shuts down.
+		e := newEnv(t, b, envOptions{client: client.Options{StatsInterval: 20 * time.Millisecond}})
+		w := e.startWorker(func(ctx worker.Context, in json.RawMessage) (json.RawMessage, error) {
 			var v struct{ Fail bool }
 			_ = json.Unmarshal(in, &v)
 			if v.Fail {
@@ -38,6 +42,18 @@ func TestGetStats(t *testing.T) {
 		ids = append(ids, e.call("POST", "/api/v1/tasks/bill/runs", map[string]any{"input": map[string]any{}}).expect(t, http.StatusCreated).str("runId"))
 		for _, id := range ids {
 			e.result(id)
+		}
+		if err := w.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			r := e.call("GET", "/api/v1/stats?task=ship", nil).expect(t, http.StatusOK)
+			if r.body["total"].(map[string]any)["duplicates"] == 2.0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the duplicates never flushed: %s", r.raw)
+			}
 		}
 		for _, c := range []struct {
 			query                                  string

@@ -25,7 +25,7 @@ func TestChartsInABrowser(t *testing.T) {
 	e := newEnv(t, b, envOptions{ui: Options{Token: testToken, ReadOnlyToken: testReadOnly, PollInterval: time.Second}})
 	ctx := context.Background()
 	w, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Name: "charts-worker", Logger: quiet,
-		FetchBlock: 50 * time.Millisecond, ShutdownTimeout: time.Second})
+		FetchBlock: 50 * time.Millisecond, ShutdownTimeout: time.Second, StatsInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,18 +51,21 @@ func TestChartsInABrowser(t *testing.T) {
 			t.Fatalf("trigger %d: %v", i, err)
 		}
 	}
-	ended := func() int64 {
+	// The worker and the client write their counts every StatsInterval.
+	flushed := func() client.RunStatsPoint {
 		st, err := e.c.Inspector().RunStats(ctx, webhookTask.Name(), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st.Total.Ended
+		return st.Total
 	}
-	for deadline := time.Now().Add(20 * time.Second); ended() < 6; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runs ended, want 6", ended())
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if p := flushed(); p.Ended >= 6 && p.Duplicates >= 6 {
+			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("the counts written: %+v, want 6 runs ended and 6 duplicates", flushed())
+		}
 	}
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
