@@ -13,8 +13,6 @@ package runstats
 import (
 	"context"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -195,16 +193,4 @@ func (r *Recorder) flushWithin(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	_ = r.Flush(ctx)
-}
-
-// Pending is the counts not flushed yet, as "<minute> <task> <kind>
-// <bucket>" = count, for tests and debugging.
-func (r *Recorder) Pending() map[string]int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]int64, len(r.counts))
-	for c, n := range r.counts {
-		out[strings.Join([]string{strconv.FormatInt(c.Minute, 10), c.Task, string(c.Kind), strconv.Itoa(c.Bucket)}, " ")] = n
-	}
-	return out
 }
