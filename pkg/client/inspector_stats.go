@@ -62,10 +62,12 @@ type RunStatsPoint struct {
 
 // RunStats reads the run statistics of task ("" for every task) over the
 // window that ends now: per minute for a window of up to two hours, per
-// ten minutes beyond, up to RunStatsWindowMax. The counters are kept per
-// minute in each partition by the scripts that trigger, start and finish
-// runs, and summed here (see docs/dashboard.md). A window out of range is
-// an error matching ErrInvalidStatsWindow.
+// ten minutes beyond, up to RunStatsWindowMax. The counters are counted
+// in memory by the workers (attempts) and the clients (duplicates), added
+// to Redis every worker.Options.StatsInterval and Options.StatsInterval,
+// and summed over the partitions here (see docs/dashboard.md): the latest
+// minute lags by up to that interval. A window out of range is an error
+// matching ErrInvalidStatsWindow.
 func (in *Inspector) RunStats(ctx context.Context, task string, window time.Duration) (*RunStats, error) {
 	if window < time.Minute || window > RunStatsWindowMax {
 		return nil, fmt.Errorf("%w: %v, want 1m to %v", ErrInvalidStatsWindow, window, RunStatsWindowMax)
