@@ -189,11 +189,10 @@ func (s *Store) ReadStats(ctx context.Context, now time.Time, step time.Duration
 	return slots, nil
 }
 
-// addStatsField adds one field of a statistics hash to tasks:
-// "<task>|D", "<task>|<kind>|<bucket>", or "<task>|<kind>|<run
-// bucket>|<wait bucket>" for an attempt begun and ended in one call (see
-// lua/lib/stats.lua). The task name may hold the separator: the other
-// parts are the field's last. A field that does not parse is left out.
+// addStatsField adds one field of a statistics hash to tasks: "<task>|D"
+// or "<task>|<kind>|<bucket>" (see StatsCounter.field). The task name may
+// hold the separator: the other parts are the field's last. A field that
+// does not parse is left out.
 func addStatsField(tasks map[string]*TaskStats, field, value string) {
 	n, err := strconv.ParseInt(value, 10, 64)
 	if err != nil {
@@ -203,7 +202,7 @@ func addStatsField(tasks map[string]*TaskStats, field, value string) {
 	if !ok {
 		return
 	}
-	task, kind, bucket, wait := rest, last, -1, -1
+	task, kind, bucket := rest, last, -1
 	if last != statsDuplicate {
 		if bucket, err = strconv.Atoi(last); err != nil {
 			return
@@ -211,20 +210,11 @@ func addStatsField(tasks map[string]*TaskStats, field, value string) {
 		if task, kind, ok = cutLast(rest, statsSep); !ok {
 			return
 		}
-		if w, err := strconv.Atoi(kind); err == nil {
-			wait, bucket = bucket, w
-			if task, kind, ok = cutLast(task, statsSep); !ok {
-				return
-			}
-		}
 	}
 	t := tasks[task]
 	if t == nil {
 		t = newTaskStats()
 		tasks[task] = t
-	}
-	if wait >= 0 {
-		t.Wait[wait] += n
 	}
 	switch kind {
 	case statsDuplicate:
