@@ -9,7 +9,7 @@ STRESS_RUNS        ?= 10
 STRESS_RUN_TIMEOUT ?= 20m
 STRESS_TIMEOUT     ?= 90m
 
-.PHONY: all help build test test-short test-stress bench bench-cluster bench-peers cluster-cost script-cost lint api-check api-baseline fmt soak dev clean fuzz fuzz-http
+.PHONY: all help build test test-short test-stress bench bench-ui bench-cluster bench-peers cluster-cost script-cost lint api-check api-baseline fmt soak dev clean fuzz fuzz-http
 
 ## all: build, then test
 all: build test
@@ -45,6 +45,10 @@ bench:
 	@mkdir -p $(BIN)
 	@$(GO) test -run '^$$' -bench . -benchmem ./pkg/idempotency/ > $(BIN)/keybench.txt; status=$$?; cat $(BIN)/keybench.txt; exit $$status
 	$(GO) run ./cmd/taskq-bench -key-bench $(BIN)/keybench.txt $(BENCH_FLAGS)
+
+## bench-ui: server time of each dashboard page (overview with charts, run lists, a run, a task) with 100,000 runs present on a private redis-server, ms per page (target: under 200 ms)
+bench-ui:
+	$(GO) test -run '^$$' -bench '^BenchmarkPagesWith100kRuns$$' -benchtime 20x -count=1 ./internal/webui/
 
 ## bench-peers: taskq beside asynq v0.26 on one redis-server (a private one unless -redis), each through its public API, alternating rounds: trigger, duplicate rejection, end to end, with medians, ratios and redis-server CPU per op (bench/peers, a module of its own; BENCH_FLAGS="-n 50000 -rounds 5")
 bench-peers:

@@ -161,7 +161,7 @@ func (e *env) register(spec task.Spec) {
 }
 
 // startWorker runs a real worker handling each definition with fn.
-func (e *env) startWorker(fn func(worker.Context, json.RawMessage) (json.RawMessage, error), defs ...*task.Definition) {
+func (e *env) startWorker(fn func(worker.Context, json.RawMessage) (json.RawMessage, error), defs ...*task.Definition) *worker.Worker {
 	e.t.Helper()
 	w, err := worker.New(worker.Options{
 		Redis: e.b.Client, Namespace: e.b.Namespace, Logger: quiet,
@@ -179,6 +179,7 @@ func (e *env) startWorker(fn func(worker.Context, json.RawMessage) (json.RawMess
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
+	return w
 }
 
 // echo answers with the task name and the run's input.

@@ -63,6 +63,8 @@ func TestEveryOperationWithRedisDownAndBack(t *testing.T) {
 		"POST /api/v1/events/{id}/replay":       {"POST", "/api/v1/events/no-such-event/replay", nil, http.StatusNotFound, true},
 		"DELETE /api/v1/keys/{key...}":          {"DELETE", "/api/v1/keys/no-such-key", nil, http.StatusNotFound, true},
 		"GET /api/v1/suppressed":                {"GET", "/api/v1/suppressed?key=down:held", nil, http.StatusOK, true},
+		"GET /api/v1/stats":                     {"GET", "/api/v1/stats?window=24h", nil, http.StatusOK, true},
+		"GET /api/v1/queues":                    {"GET", "/api/v1/queues?task=down", nil, http.StatusOK, true},
 		"GET /api/v1/ratelimits":                {"GET", "/api/v1/ratelimits", nil, http.StatusOK, true},
 		"GET /api/v1/schedules":                 {"GET", "/api/v1/schedules", nil, http.StatusOK, true},
 		"POST /api/v1/schedules":                {"POST", "/api/v1/schedules", sched, http.StatusConflict, true},

@@ -63,6 +63,8 @@ func (s *Server) routeTable() []route {
 		{method: http.MethodPost, pattern: "/api/v1/keys/{key...}/signal", scope: auth.ScopeOperate, handler: s.signalKey},
 		{method: http.MethodGet, pattern: "/api/v1/workers", scope: auth.ScopeRead, handler: s.listWorkers},
 		{method: http.MethodGet, pattern: "/api/v1/suppressed", scope: auth.ScopeRead, handler: s.listSuppressed},
+		{method: http.MethodGet, pattern: "/api/v1/stats", scope: auth.ScopeRead, handler: s.getStats},
+		{method: http.MethodGet, pattern: "/api/v1/queues", scope: auth.ScopeRead, handler: s.listQueues},
 		{method: http.MethodGet, pattern: "/api/v1/ratelimits", scope: auth.ScopeRead, handler: s.listRateLimits},
 		{method: http.MethodGet, pattern: "/api/v1/schedules", scope: auth.ScopeRead, handler: s.listSchedules},
 		{method: http.MethodPost, pattern: "/api/v1/schedules", scope: auth.ScopeOperate, handler: s.createSchedule},

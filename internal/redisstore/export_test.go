@@ -51,3 +51,10 @@ func (s *Store) TakeFanoutsStep(ctx context.Context, cutoff, now time.Time, limi
 // SendScriptsWithEvalSha makes s send its scripts with EVALSHA, as it does
 // on a server without functions (see functions.go).
 func (s *Store) SendScriptsWithEvalSha() { s.noFunctions.Store(true) }
+
+// StatsKeys are partition i's statistics hashes of the minute and the
+// coarse span holding now.
+func (p *Partitions) StatsKeys(i int, now time.Time) (minute, coarse string) {
+	k := p.Keys(i)
+	return k.statsMinute(now.UnixMilli() / statsMinuteMs), k.statsCoarse(now.UnixMilli() / statsCoarseMs)
+}

@@ -287,6 +287,35 @@ const (
 	suppressedRecord = "rec" // one per trigger: "<outcome> <owner run> <input digest> <task> <key>" (see suppressedOf)
 )
 
+// Run statistics: per-minute counters each partition keeps, added to by
+// the workers and clients from their in-process counts (AddRunStats in
+// stats.go, a pipeline of HINCRBY) and read and summed over the partitions
+// by ReadStats. Each partition has a hash per minute, kept about two
+// hours, and a hash per ten minutes with the same fields, kept about a
+// day, so that a day's chart reads 144 hashes a partition rather than
+// 1,440. Every field is "<task>|<kind>" or "<task>|<kind>|<bucket>", its
+// value a count; a duration's bucket is a fixed log-scale bucket of its
+// milliseconds (StatsBucket in stats.go).
+const (
+	keyStatsMinute = "stats:m:" // hash taskq:{ns}:stats:m:<unix minute>: the minute's counters (fields <task>|<kind>[|<bucket>]), expiring statsMinuteKeepMs after the minute
+	keyStatsCoarse = "stats:c:" // hash taskq:{ns}:stats:c:<unix ms / statsCoarseMs>: the same counters per ten minutes, expiring statsCoarseKeepMs after them
+)
+
+// The kinds of a run statistics field, and how long its hashes cover and
+// are kept (ms).
+const (
+	statsWait         = "W"      // <task>|W|<bucket>: an attempt began after waiting in its stream that long (since its entry was added)
+	statsSucceeded    = "S"      // <task>|S|<bucket>: an attempt succeeded after running that long
+	statsFailed       = "F"      // <task>|F|<bucket>: an attempt failed, its run's last, after running that long
+	statsRetried      = "R"      // <task>|R|<bucket>: an attempt failed and its run will be retried, after running that long
+	statsDuplicate    = "D"      // <task>|D: a trigger created no run because its key was held
+	statsSep          = "|"      // between a field's parts
+	statsMinuteMs     = 60000    // a minute hash's span
+	statsCoarseMs     = 600000   // a coarse hash's span
+	statsMinuteKeepMs = 7200000  // how long a minute hash is kept after its minute
+	statsCoarseKeepMs = 93600000 // how long a coarse hash is kept after its span
+)
+
 // The source an event's suppressed trigger records in its origin:
 // "event:<event id>".
 const sourceEventPrefix = "event:"

@@ -55,6 +55,10 @@ type overviewData struct {
 	Max      int
 	// Truncated says older runs were left uncounted.
 	Truncated bool
+	// Queues are each task's queue counts; Charts the run statistics of
+	// every task.
+	Queues []client.QueueStat
+	Charts *statsCharts
 }
 
 func (u *UI) countRuns(ctx context.Context) (*overviewData, error) {
@@ -95,5 +99,17 @@ func (u *UI) countRuns(ctx context.Context) (*overviewData, error) {
 		d.Tasks = append(d.Tasks, t)
 	}
 	slices.SortFunc(d.Tasks, func(a, b *taskCounts) int { return strings.Compare(a.Task, b.Task) })
+	names := make([]string, len(d.Tasks))
+	for i, t := range d.Tasks {
+		names[i] = t.Task
+	}
+	if len(names) > 0 {
+		if d.Queues, err = u.in.QueueStats(ctx, names...); err != nil {
+			return nil, err
+		}
+	}
+	if d.Charts, err = u.readCharts(ctx, ""); err != nil {
+		return nil, err
+	}
 	return d, nil
 }

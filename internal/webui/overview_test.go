@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
 )
 
 func TestTheOverviewCountsByTaskStatusAndTheLastHour(t *testing.T) {
@@ -46,3 +47,38 @@ func TestTheOverviewCountsByTaskStatusAndTheLastHour(t *testing.T) {
 
 // cells turns a table row's markup into its cells' text, "|" between them.
 var cells = regexp.MustCompile(`(?s)\s*(<[^>]*>\s*)+`)
+
+// The overview's queue table counts each task's queued and scheduled runs
+// and says how long the oldest queued run has waited; the task's page
+// shows the same row.
+func TestTheOverviewShowsQueueCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, redistest.Mini(t), envOptions{})
+	e.trigger(ctx, order{ID: "q-1"})
+	e.trigger(ctx, order{ID: "q-2"})
+	e.trigger(ctx, order{ID: "q-3"}, client.RunIn(time.Hour))
+	b := e.browser()
+	b.signIn(testToken)
+	for _, path := range []string{"/ui/?fragment=1", "/ui/tasks/ui-order?fragment=1"} {
+		p := b.get(path)
+		i := strings.Index(p.body, `id="queues"`)
+		if p.status != http.StatusOK || i < 0 {
+			t.Fatalf("%s: %d without the queue table:\n%s", path, p.status, p.body)
+		}
+		j := strings.Index(p.body[i:], ">ui-order</a>")
+		if j < 0 {
+			t.Fatalf("%s: no queue row of the order task:\n%s", path, p.body[i:])
+		}
+		end := strings.Index(p.body[i+j:], "</tr>")
+		// queued 2, its oldest waiting, running 0, scheduled 1, rate
+		// limited 0, concurrency 0, retrying 0
+		row := cells.ReplaceAllString(p.body[i+j:i+j+end], "|")
+		if !regexp.MustCompile(`^>ui-order\|2\|[^|-][^|]* ago\|0\|1\|0\|0\|0\|$`).MatchString(row) {
+			t.Errorf("%s: the order task's queue row reads %q", path, row)
+		}
+		if !strings.Contains(p.body, `<svg class="chart"`) {
+			t.Errorf("%s: no chart", path)
+		}
+	}
+}

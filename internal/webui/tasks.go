@@ -25,6 +25,10 @@ type taskRow struct {
 	Concurrency string
 	RateLimits  []string
 	Schedules   []*client.ScheduleInfo
+	// Queues and Charts are the task's queue counts and run statistics,
+	// read for its own page only.
+	Queues []client.QueueStat
+	Charts *statsCharts
 }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
@@ -135,6 +139,14 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	for _, row := range rows {
 		if row.Spec.Name == name {
+			if row.Queues, err = u.in.QueueStats(r.Context(), name); err != nil {
+				u.failErr(w, r, s, "read the task's queue", err)
+				return
+			}
+			if row.Charts, err = u.readCharts(r.Context(), name); err != nil {
+				u.failErr(w, r, s, "read the task's statistics", err)
+				return
+			}
 			u.render(w, r, s, http.StatusOK, "task", &view{Title: "Task " + name, Nav: "tasks", Poll: pollURL(r), Flash: done(r), Data: row})
 			return
 		}

@@ -26,7 +26,11 @@ func parsePages() (map[string]*template.Template, error) {
 	}
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"login", "error", "overview", "runs", "run", "cancel", "retry", "suppressed", "keys", "release", "events", "event", "workers", "schedules", "tasks", "task", "bulk", "ratelimits", "session"} {
-		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
+		files := []string{"templates/" + name + ".html"}
+		if name == "overview" || name == "task" {
+			files = append(files, "templates/stats.html") // the charts and queue counts both show
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, files...)
 		if err != nil {
 			return nil, fmt.Errorf("webui: templates: %w", err)
 		}

@@ -32,7 +32,12 @@ func newTriggerBatcher(st *redisstore.Store, opts Options) (*triggerBatcher, err
 // flight wait for a Redis that does not answer. That bound is the
 // batcher's (DoWithin), which a trigger pays less for than for a context
 // with a timer of its own.
-func (c *Client) enqueue(ctx context.Context, p *redisstore.EnqueueParams) (redisstore.EnqueueResult, error) {
+func (c *Client) enqueue(ctx context.Context, p *redisstore.EnqueueParams) (res redisstore.EnqueueResult, err error) {
+	defer func() {
+		if err == nil {
+			c.countDuplicate(p, res)
+		}
+	}()
 	if c.triggers != nil {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < c.opts.OperationTimeout {
 			return c.triggers.Do(ctx, p)
@@ -42,4 +47,14 @@ func (c *Client) enqueue(ctx context.Context, p *redisstore.EnqueueParams) (redi
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
 	return c.store.Enqueue(ctx, p)
+}
+
+// countDuplicate counts in the run statistics a trigger that created no
+// run because its key was held: rejected, attached to the owner,
+// signalled to it or debounced into it.
+func (c *Client) countDuplicate(p *redisstore.EnqueueParams, r redisstore.EnqueueResult) {
+	switch r.Outcome {
+	case redisstore.TriggerRejected, redisstore.TriggerAttached, redisstore.TriggerSignalled, redisstore.TriggerDebounced:
+		c.stats.Duplicate(c.opts.Clock.Now(), p.Task)
+	}
 }

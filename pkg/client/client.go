@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redislog"
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/runstats"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -103,6 +105,12 @@ type Options struct {
 	// gives a prompt *UnavailableError: a call returns within about this
 	// long, however many round trips it makes.
 	OperationTimeout time.Duration
+	// StatsInterval is how often the client adds the run statistics it
+	// counted in memory (the triggers that met a held key, for the
+	// dashboard's duplicates chart) to Redis, in one pipeline (default
+	// 2s); Close adds the rest. The chart lags by up to this much, and a
+	// process that crashes loses what it had not added.
+	StatsInterval time.Duration
 	// DisableTriggerBatching sends each trigger as its own script call.
 	// By default, triggers made concurrently by many goroutines are
 	// coalesced into one script call (see batcher.go); nothing waits to fill a
@@ -180,6 +188,9 @@ func (o Options) withDefaults() Options {
 	if o.OperationTimeout == 0 {
 		o.OperationTimeout = OperationTimeoutDefault
 	}
+	if o.StatsInterval == 0 {
+		o.StatsInterval = runstats.DefaultInterval
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -203,6 +214,8 @@ func (o Options) validate() error {
 		return errors.New("client: limits must not be negative")
 	case o.OperationTimeout < 0:
 		return errors.New("client: OperationTimeout must not be negative")
+	case o.StatsInterval < 0:
+		return fmt.Errorf("client: StatsInterval %s must not be negative", o.StatsInterval)
 	}
 	if err := checkDurability(o.Durability, o.OperationTimeout); err != nil {
 		return fmt.Errorf("client: Options: %w", err)
@@ -229,6 +242,12 @@ type Client struct {
 	scheds schedCompiler
 	// unroute stops go-redis's lines going to this client's logger.
 	unroute func()
+	// stats counts the duplicates the client's triggers meet, flushed by
+	// a goroutine until Close (statsQuit, statsDone).
+	stats     *runstats.Recorder
+	statsQuit chan struct{}
+	statsDone chan struct{}
+	closeOnce sync.Once
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
@@ -302,8 +321,12 @@ func New(opts Options) (c *Client, err error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c = &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard, metrics: metrics,
-		unroute: unroute}
+		unroute: unroute, stats: runstats.New(st, opts.Logger), statsQuit: make(chan struct{}), statsDone: make(chan struct{})}
 	c.waiter = newWaiter(c)
+	go func() {
+		defer close(c.statsDone)
+		c.stats.Run(c.statsQuit, opts.StatsInterval, opts.OperationTimeout)
+	}()
 	return c, nil
 }
 
@@ -330,6 +353,8 @@ func (c *Client) doneChannel(ctx context.Context, runID string) (string, error) 
 
 // Close releases the Client's connections (not a Redis client passed in).
 func (c *Client) Close() error {
+	c.closeOnce.Do(func() { close(c.statsQuit) })
+	<-c.statsDone // the last flush, bounded by OperationTimeout
 	c.guard.Stop()
 	c.unroute()
 	err := c.waiter.close()

@@ -21,6 +21,18 @@ type QueueStat struct {
 	// OldestQueued is when the oldest queued run was queued (zero when
 	// none is).
 	OldestQueued time.Time `json:"oldestQueued,omitzero"`
+	// Scheduled counts runs waiting for their scheduled time (RunAt,
+	// RunIn) or a debounce window; RateLimited runs a rate limit held
+	// back; Concurrency runs parked by their concurrency group; Retrying
+	// runs waiting for their next attempt after a failed one. None of
+	// them is in Queued until it is due.
+	Scheduled   int64 `json:"scheduled"`
+	RateLimited int64 `json:"rateLimited"`
+	Concurrency int64 `json:"concurrency"`
+	Retrying    int64 `json:"retrying"`
+	// Truncated says a bound (10,000 waiting runs a partition) left some
+	// waiting runs uncounted: the four counts above are then lower bounds.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // OldestQueuedAge is how long the oldest queued run has waited at now
@@ -55,9 +67,16 @@ func (in *Inspector) QueueStats(ctx context.Context, tasks ...string) ([]QueueSt
 	if err != nil {
 		return nil, in.c.unavailable(ctx, err)
 	}
+	waits, truncated, err := in.c.store.QueueWaits(ctx)
+	if err != nil {
+		return nil, in.c.unavailable(ctx, err)
+	}
 	out := make([]QueueStat, 0, len(st))
 	for name, s := range st {
-		out = append(out, QueueStat{Task: name, Queued: s.Queued, InFlight: s.InFlight, OldestQueued: s.Oldest})
+		w := waits[name]
+		out = append(out, QueueStat{Task: name, Queued: s.Queued, InFlight: s.InFlight, OldestQueued: s.Oldest,
+			Scheduled: w.Scheduled, RateLimited: w.RateLimited, Concurrency: w.Concurrency, Retrying: w.Retrying,
+			Truncated: truncated})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
 	return out, nil

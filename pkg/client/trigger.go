@@ -273,6 +273,9 @@ func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers
 		case errs[i] != nil:
 			other = append(other, &BatchItemError{Index: i, Err: c.unavailable(ctx, errs[i])})
 			continue
+		}
+		c.countDuplicate(ps[i], r)
+		switch {
 		case r.Outcome != redisstore.TriggerRejected:
 			hs[i] = c.triggered(ps[i], r)
 			h = hs[i]

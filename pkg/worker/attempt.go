@@ -17,6 +17,9 @@ type attempt struct {
 	// stop releases the timeout's timer; nil without a timeout.
 	stop   context.CancelFunc
 	finish redisstore.FinishParams
+	// startedAt is when the worker began the attempt (its handler's run
+	// time counts from then in the run statistics).
+	startedAt time.Time
 	// recording: the handler returned and its slot was handed back; the
 	// attempt holds a recording token until its outcome is recorded.
 	recording bool

@@ -273,3 +273,6 @@ func (c fixedClock) Now() time.Time { return c.t }
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 var errFake = errors.New("fake failure")
+
+// AddRunStats takes the run statistics and keeps none.
+func (f *fakeStore) AddRunStats(context.Context, redisstore.RunStatsBatch) error { return nil }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/runstats"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -26,6 +27,7 @@ type lifecycle struct {
 	scheduler   component // *scheduler, or a component doing nothing under NoScheduler
 	recoverer   *recoverer
 	fetcher     *fetcher
+	stats       *statsRecorder
 }
 
 // wire builds the components of w, with the tasks registered on it (which
@@ -45,12 +47,14 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 	free := newSlots(o.Concurrency)
 	paused := &pauses{store: st, tasks: names, every: o.PauseRefresh, opTimeout: o.OperationTimeout, clock: o.Clock,
 		log: w.log, metrics: w.metrics}
+	stats := &statsRecorder{rec: runstats.New(st, w.log), interval: o.StatsInterval, opTimeout: o.OperationTimeout}
 
 	p := &processor{
 		store: st, tasks: w.tasks, active: active, slots: free,
 		consumer: o.Name, ns: o.Namespace, lease: o.LeaseDuration, startDelay: o.StartDelay,
 		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log, metrics: w.metrics,
 		pauses: paused,
+		stats:  stats.rec,
 	}
 	p.limiter = &rateLimiter{store: st, tasks: w.tasks, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log, metrics: w.metrics}
 	// One call of each script in flight, and each batch bounded by
@@ -87,6 +91,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 		}
 	}
 	return &lifecycle{
+		stats:     stats,
 		scheduler: sched,
 		registrar: reg,
 		pauses:    paused,
@@ -136,7 +141,9 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 //  4. canceller: subscribed, and the subscription confirmed by Redis,
 //     before any handler runs, so that no cancel made once Start returns
 //     is missed.
-//  5. processor: takes deliveries before anything dispatches them.
+//  5. stats, processor: the run statistics' flushes run before any
+//     attempt is counted; the processor takes deliveries before anything
+//     dispatches them.
 //  6. heartbeater: renews leases before the first attempt begins.
 //  7. forwarder, janitor, scheduler: they need nothing from the others
 //     and nothing needs them; they only have to run by the time Start
@@ -147,7 +154,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 //     on a worker started after a crash the runs whose lease lapsed are
 //     taken over before new ones are read.
 func (l *lifecycle) startOrder() []component {
-	return []component{l.registrar, l.pauses, l.presence, l.canceller, l.processor, l.heartbeater, l.forwarder, l.janitor, l.scheduler, l.recoverer, l.fetcher}
+	return []component{l.registrar, l.pauses, l.presence, l.canceller, l.stats, l.processor, l.heartbeater, l.forwarder, l.janitor, l.scheduler, l.recoverer, l.fetcher}
 }
 
 // start starts every component in startOrder; if one fails, it stops those
@@ -176,10 +183,12 @@ func (l *lifecycle) start(ctx context.Context) error {
 //     attempt has ended and its outcome is recorded. The heartbeater and
 //     the canceller run on meanwhile: a lease must be renewed, and a
 //     cancel must reach its handler, until the last handler has returned.
-//  3. heartbeater, canceller, forwarder, janitor, scheduler, registrar, pauses, presence:
+//  3. heartbeater, canceller, forwarder, janitor, scheduler, registrar, pauses, presence, stats:
 //     nothing needs them any more. The presence goes with them, after the
 //     processor, so the worker stays listed while it holds a run; its
 //     record is removed then (a worker that dies keeps it, listed as dead).
+//     The run statistics go with them: every attempt has been counted by
+//     then, and the last flush is bounded by OperationTimeout.
 //
 // Every Stop is safe before Start and twice, so stop also undoes a Start
 // that failed half-way, and runs again on a second Shutdown.
@@ -192,7 +201,7 @@ func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
 	stopTogether(l.fetcher, l.recoverer)
 	l.processor.drain(ctx, time.Until(handlersEnd))
 	l.processor.Stop()
-	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.pauses, l.presence)
+	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.pauses, l.presence, l.stats)
 }
 
 // stopTogether stops cs at the same time and returns once all have

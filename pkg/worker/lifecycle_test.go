@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/runstats"
 )
 
 // testLifecycle is a lifecycle of the components testComponents builds.
@@ -18,6 +19,7 @@ func testLifecycle(t *testing.T, st *fakeStore, sub subscriber) *lifecycle {
 		registrar: cs[0].c.(*registrar), presence: cs[1].c.(*presence), canceller: cs[2].c.(*canceller),
 		processor: cs[3].c.(*processor), heartbeater: cs[4].c.(*heartbeater), forwarder: cs[5].c.(*forwarder),
 		janitor: cs[6].c.(*janitor), scheduler: &idle{}, recoverer: cs[7].c.(*recoverer), fetcher: cs[8].c.(*fetcher),
+		stats: &statsRecorder{rec: runstats.New(st, nil), interval: time.Second, opTimeout: time.Second},
 	}
 }
 

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/runstats"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -61,6 +64,9 @@ type processor struct {
 	// limiter holds back the deliveries their task's rate limits refuse
 	// (see ratelimit.go); nil admits everything.
 	limiter *rateLimiter
+	// stats counts the run statistics: queue waits and run times (nil:
+	// none).
+	stats *runstats.Recorder
 	// conc asks concurrency groups for slots before runs start, and gives
 	// them back when they end (see concurrency.go); nil when no task has a
 	// concurrency limit.
@@ -288,7 +294,7 @@ func (p *processor) process(j runJob) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a := &attempt{d: d}
 	a.lease = redisstore.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}
-	a.task, a.cancel, a.leaseUntil = d.Task, cancel, j.begun.Add(p.lease)
+	a.task, a.cancel, a.leaseUntil, a.startedAt = d.Task, cancel, j.begun.Add(p.lease), j.begun
 	runCtx := ctx
 	if timeout := reg.def.Timeout; timeout > 0 {
 		runCtx, a.stop = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
@@ -302,6 +308,7 @@ func (p *processor) process(j runJob) {
 		a.beginAt = time.AfterFunc(p.startDelay, func() { p.beginDeferred(a) })
 	} else {
 		a.begun.Store(true)
+		p.countWait(d, j.begun)
 	}
 	if p.active.add(&a.activeRun) {
 		cancel(ErrShutdown)
@@ -327,6 +334,7 @@ func (p *processor) process(j runJob) {
 				p.end(a)
 				return
 			}
+			p.countWait(d, j.begun)
 		}
 	}
 
@@ -354,6 +362,7 @@ func (p *processor) process(j runJob) {
 				p.end(a)
 				return
 			}
+			p.countWait(d, j.begun)
 		}
 		rctx, rcancel := p.opCtx()
 		res, err := p.store.Requeue(rctx, d.RunID, d.Task, st.Attempt)
@@ -520,6 +529,23 @@ func (p *processor) recorded(a *attempt, res redisstore.FinishResult) {
 		a.rc.Logger().Info("taskq: outcome not recorded", "reason", res.Status)
 	} else {
 		p.metrics.recorded(a.task, a.finish.Outcome)
+		if !a.finish.Began.IsZero() {
+			// Begun with its outcome: its wait is counted now.
+			p.countWait(a.d, a.startedAt)
+		}
+		p.stats.Ran(a.finish.Now, a.task, a.finish.Outcome, a.finish.Now.Sub(a.startedAt))
 	}
 	p.end(a)
+}
+
+// countWait counts in the run statistics the queue wait of d's attempt,
+// begun at begun: from the time its stream entry was added (the entry ID's
+// milliseconds) until then.
+func (p *processor) countWait(d redisstore.Delivery, begun time.Time) {
+	ms, _, _ := strings.Cut(d.EntryID, "-")
+	added, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return
+	}
+	p.stats.Wait(begun, d.Task, begun.Sub(time.UnixMilli(added)))
 }

@@ -1,0 +1,191 @@
+package redisstore_test
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redistest"
+)
+
+// Counts added with AddRunStats, twice (the expiry set with the first
+// only), read back exactly per task, summed with what another partition
+// holds, in the minute hashes and the coarse ones alike, each with its
+// expiry.
+func TestRunStatsCountKnownRuns(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		s := redisstore.NewPartitioned(b.Client, b.Namespace, 4)
+		parts, err := s.Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		m := redisstore.StatsMinuteOf(now)
+		counts := map[redisstore.StatsCounter]int64{}
+		want := map[string]*redisstore.TaskStats{}
+		got := func(task string) *redisstore.TaskStats {
+			if want[task] == nil {
+				want[task] = &redisstore.TaskStats{Wait: redisstore.StatsHistogram{}, Succeeded: redisstore.StatsHistogram{},
+					Failed: redisstore.StatsHistogram{}, Retried: redisstore.StatsHistogram{}}
+			}
+			return want[task]
+		}
+		add := func(minute int64, task string, kind redisstore.StatsKind, d time.Duration, n int64) {
+			c := redisstore.StatsCounter{Minute: minute, Task: task, Kind: kind, Bucket: redisstore.StatsBucket(d.Milliseconds())}
+			if kind == redisstore.StatsKindDuplicate {
+				c.Bucket = 0
+			}
+			counts[c] += n
+			w := got(task)
+			switch kind {
+			case redisstore.StatsKindDuplicate:
+				w.Duplicates += 2 * n // added twice below
+			case redisstore.StatsKindWait:
+				w.Wait[c.Bucket] += 2 * n
+			case redisstore.StatsKindSucceeded:
+				w.Succeeded[c.Bucket] += 2 * n
+			case redisstore.StatsKindFailed:
+				w.Failed[c.Bucket] += 2 * n
+			case redisstore.StatsKindRetried:
+				w.Retried[c.Bucket] += 2 * n
+			}
+		}
+		add(m, "a", redisstore.StatsKindWait, 10*time.Millisecond, 5)
+		add(m, "a", redisstore.StatsKindSucceeded, 100*time.Millisecond, 4)
+		add(m-1, "a", redisstore.StatsKindSucceeded, 300*time.Millisecond, 1)
+		add(m, "a", redisstore.StatsKindFailed, 3*time.Second, 1)
+		add(m, "a", redisstore.StatsKindRetried, 40*time.Millisecond, 1)
+		add(m-1, "a|b", redisstore.StatsKindWait, 2*time.Second, 1) // the separator in a task's name
+		add(m, "b", redisstore.StatsKindDuplicate, 0, 3)
+		add(m, "b", redisstore.StatsKindWait, time.Millisecond/2, 2)
+		if err := s.AddRunStats(ctx, redisstore.RunStatsBatch{Counts: counts, Expire: map[int64]bool{m: true, m - 1: true}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddRunStats(ctx, redisstore.RunStatsBatch{Counts: counts}); err != nil {
+			t.Fatal(err)
+		}
+		// Another partition's counts are summed with the home one's.
+		other, _ := parts.StatsKeys(parts.Count()-1, now)
+		if err := b.Client.HIncrBy(ctx, other, "b|D", 7).Err(); err != nil {
+			t.Fatal(err)
+		}
+		want["b"].Duplicates += 7
+		for _, c := range []struct {
+			step time.Duration
+			n    int
+		}{{redisstore.StatsMinute, 5}, {redisstore.StatsCoarse, 2}} {
+			slots, err := s.ReadStats(ctx, now, c.step, c.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(slots) != c.n || !slots[c.n-1].Start.Equal(now.Truncate(c.step)) {
+				t.Fatalf("step %v: %d slots, the last from %v; want %d, the last from %v", c.step, len(slots),
+					slots[len(slots)-1].Start, c.n, now.Truncate(c.step))
+			}
+			sum := map[string]*redisstore.TaskStats{}
+			for _, sl := range slots {
+				for task, ts := range sl.Tasks {
+					if sum[task] == nil {
+						sum[task] = &redisstore.TaskStats{Wait: redisstore.StatsHistogram{}, Succeeded: redisstore.StatsHistogram{},
+							Failed: redisstore.StatsHistogram{}, Retried: redisstore.StatsHistogram{}}
+					}
+					sum[task].Add(ts)
+				}
+			}
+			if c.step == redisstore.StatsCoarse {
+				want["b"].Duplicates -= 7 // written to the other partition's minute hash only
+			}
+			for task, w := range want {
+				g := sum[task]
+				if g == nil {
+					t.Fatalf("step %v: no statistics of task %q", c.step, task)
+				}
+				if g.Duplicates != w.Duplicates || !maps.Equal(g.Wait, w.Wait) || !maps.Equal(g.Succeeded, w.Succeeded) ||
+					!maps.Equal(g.Failed, w.Failed) || !maps.Equal(g.Retried, w.Retried) {
+					t.Errorf("step %v, task %q: read %+v, want %+v", c.step, task, *g, *w)
+				}
+			}
+			if len(sum) != len(want) {
+				t.Errorf("step %v: tasks %v, want %v", c.step, sum, want)
+			}
+		}
+		// Every hash AddRunStats wrote has its expiry: at most its span
+		// and its keep from now.
+		keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, key := range keys {
+			limit := redisstore.StatsCoarse + redisstore.StatsCoarseKeep
+			switch {
+			case key == other:
+				continue
+			case strings.Contains(key, ":stats:m:"):
+				limit = redisstore.StatsMinute + redisstore.StatsMinuteKeep
+			case !strings.Contains(key, ":stats:c:"):
+				continue
+			}
+			n++
+			ttl, err := b.Client.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl <= 0 || ttl > limit+time.Minute {
+				t.Errorf("%s: TTL %v, want one within %v", key, ttl, limit)
+			}
+		}
+		if n < 3 {
+			t.Errorf("%d statistics hashes with expiries, want two minutes' and at least one coarse: %v", n, keys)
+		}
+	})
+}
+
+// The buckets are log-scale, four a power of two, and each duration lies
+// within its bucket's bounds.
+func TestStatsBucketBounds(t *testing.T) {
+	prev := -1
+	for ms := int64(1); ms < 1<<20; ms = ms*5/4 + 1 {
+		b := redisstore.StatsBucket(ms)
+		lo, hi := redisstore.StatsBucketBounds(b)
+		if float64(ms) < lo || float64(ms) >= hi {
+			t.Fatalf("%d ms in bucket %d [%v, %v)", ms, b, lo, hi)
+		}
+		if b < prev {
+			t.Fatalf("%d ms in bucket %d, below the previous %d", ms, b, prev)
+		}
+		if hi/lo > 1.26 {
+			t.Fatalf("bucket %d [%v, %v) spans more than a quarter power of two", b, lo, hi)
+		}
+		prev = b
+	}
+	if b := redisstore.StatsBucket(0); b != 0 {
+		t.Fatalf("0 ms in bucket %d", b)
+	}
+}
+
+// Percentiles of known durations, 1 to 1000 ms, fall in the buckets of
+// the durations at those ranks.
+func TestStatsQuantiles(t *testing.T) {
+	h := redisstore.StatsHistogram{}
+	for ms := int64(1); ms <= 1000; ms++ {
+		h[redisstore.StatsBucket(ms)]++
+	}
+	for _, c := range []struct {
+		q  float64
+		ms int64
+	}{{0.5, 500}, {0.95, 950}, {0.99, 990}, {1, 1000}} {
+		got := h.Quantile(c.q)
+		lo, hi := redisstore.StatsBucketBounds(redisstore.StatsBucket(c.ms))
+		if ms := float64(got) / float64(time.Millisecond); ms < lo || ms > hi {
+			t.Errorf("p%v = %v, want within the bucket of %d ms, [%v, %v)", c.q*100, got, c.ms, lo, hi)
+		}
+	}
+	if got := (redisstore.StatsHistogram{}).Quantile(0.5); got != 0 {
+		t.Errorf("p50 of nothing = %v", got)
+	}
+}
