@@ -54,6 +54,59 @@ func (s *Store) PageEvents(ctx context.Context, eventKey string, after *IndexEnt
 	return s.pageIndexes(ctx, indexes, after, limit)
 }
 
+// IndexedRuns returns how many entries the runs indexes of every partition
+// hold, with one ZCARD per partition in one pipeline. It counts the runs
+// PageRuns lists, and those whose records expired after their retention
+// until the sweep removes their entries.
+func (s *Store) IndexedRuns(ctx context.Context) (int64, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	indexes := make([]string, parts.Count())
+	for i := range indexes {
+		indexes[i] = parts.keys[i].Runs()
+	}
+	return s.cardIndexes(ctx, indexes)
+}
+
+// IndexedEvents is IndexedRuns for the events indexes or, with eventKey set,
+// the indexes of that event key's events: what PageEvents lists.
+func (s *Store) IndexedEvents(ctx context.Context, eventKey string) (int64, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	indexes := make([]string, parts.Count())
+	for i := range indexes {
+		indexes[i] = parts.keys[i].Events()
+		if eventKey != "" {
+			indexes[i] = parts.keys[i].EventKeyIndex(eventKey)
+		}
+	}
+	return s.cardIndexes(ctx, indexes)
+}
+
+// cardIndexes sums the ZCARD of each index, in one pipeline (one command
+// per index, so each touches one slot).
+func (s *Store) cardIndexes(ctx context.Context, indexes []string) (int64, error) {
+	cmds := make([]*redis.IntCmd, len(indexes))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, index := range indexes {
+			cmds[i] = p.ZCard(ctx, index)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
 // pageIndexes reads the page after after of each index, in one pipeline,
 // and merges them.
 func (s *Store) pageIndexes(ctx context.Context, indexes []string, after *IndexEntry, limit int) ([]IndexEntry, error) {

@@ -23,6 +23,44 @@ type pageNav struct {
 	// NewerURL goes back a page, NewestURL to the first ("" on the first
 	// page); OlderURL goes on ("" on the last).
 	NewerURL, NewestURL, OlderURL string
+	// Total is how many items the listing holds, as the page says it
+	// ("1,234"), or "" when no total was had cheaply: on the last page it
+	// is the items shown up to it, otherwise what withTotal was given.
+	Total string
+}
+
+// withTotal gives the page the listing's total, n, counted apart from the
+// listing (an index's size); on the last page the items shown up to it
+// stay the total. A count below the items already shown (entries removed
+// since) is raised to them.
+func (n *pageNav) withTotal(total int) *pageNav {
+	if n.OlderURL != "" {
+		n.Total = thousands(max(total, n.To))
+	}
+	return n
+}
+
+// noTotal leaves the page without a total, as for a listing by SCAN, whose
+// pages may repeat an item.
+func (n *pageNav) noTotal() *pageNav {
+	n.Total = ""
+	return n
+}
+
+// thousands writes n in decimal with its thousands separated by commas.
+func thousands(n int) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := strconv.Itoa(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // newPageNav makes the paging of the list at path, whose filter (without
@@ -62,6 +100,8 @@ func newPageNav(r *http.Request, path string, filter url.Values, next string, sh
 			older = older[len(older)-pagePrevMax:]
 		}
 		n.OlderURL = link(next, older, seen+shown)
+	} else {
+		n.Total = thousands(seen + shown)
 	}
 	if cursor != "" {
 		n.NewestURL = link("", nil, 0)

@@ -2,6 +2,8 @@ package webui
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"regexp"
@@ -10,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/events"
 )
 
 var (
@@ -69,7 +73,7 @@ func TestRunsListPagesNewerAndOlder(t *testing.T) {
 		t.Errorf("the filter is lost going on: %s", second.links["next"])
 	}
 	third := readListPage(t, b, second.links["next"])
-	if len(third.runs) != 20 || third.count != "101–120" || third.links["next"] != "" || third.links["newest"] == "" {
+	if len(third.runs) != 20 || third.count != "101–120 of 120" || third.links["next"] != "" || third.links["newest"] == "" {
 		t.Fatalf("last page: %d runs, %q, links %v", len(third.runs), third.count, third.links)
 	}
 	back := readListPage(t, b, third.links["newer"])
@@ -82,4 +86,94 @@ func TestRunsListPagesNewerAndOlder(t *testing.T) {
 	if top := readListPage(t, b, back.links["newer"]); !slices.Equal(top.runs, first.runs) || top.links["newer"] != "" {
 		t.Fatalf("newer from the second page: %q, links %v", top.count, top.links)
 	}
+}
+
+// walkList reads a list from path on through its Older links and returns
+// what each page says it shows.
+func walkList(t *testing.T, b *browser, path string) []string {
+	t.Helper()
+	var counts []string
+	for range 10 {
+		p := b.get(path)
+		if p.status != 200 {
+			t.Fatalf("GET %s: %d", path, p.status)
+		}
+		m := countRe.FindStringSubmatch(p.body)
+		if m == nil {
+			t.Fatalf("GET %s: no page count", path)
+		}
+		counts = append(counts, m[1])
+		next := ""
+		for _, l := range pagerRe.FindAllStringSubmatch(p.body, -1) {
+			if l[2] == "next" {
+				next = html.UnescapeString(l[1])
+			}
+		}
+		if next == "" {
+			return counts
+		}
+		path = next
+	}
+	t.Fatalf("%s: more than 10 pages", path)
+	return nil
+}
+
+// The lists say how many items they hold where the total is had in one
+// round trip: the runs unfiltered and the events, from the size of their
+// index, on every page; a filtered runs list and the suppressed triggers
+// once their last page shows how many there were; the keys, found by
+// SCAN, never.
+func TestListPagesCountTheirTotal(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, rb *redistest.Backend) {
+		ctx := context.Background()
+		e := newEnv(t, rb, envOptions{})
+		var ids []string
+		for i := range 2*pageSize + 20 {
+			ids = append(ids, e.trigger(ctx, order{ID: fmt.Sprint("total-", i)}))
+		}
+		for _, id := range ids[:5] {
+			if _, err := e.c.Inspector().CancelRun(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range pageSize + 4 {
+			if _, err := client.RunNoWait(ctx, e.c, orderTask, order{ID: "total-100", Amount: i + 1}); !errors.Is(err, client.ErrIdempotencyCollision) {
+				t.Fatalf("duplicate %d: %v, want a collision", i, err)
+			}
+		}
+		ing, err := events.New(e.c, events.Options{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range pageSize + 10 {
+			if _, err := ing.Push(ctx, "ui.total", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := e.browser()
+		b.signIn(testToken)
+		for _, c := range []struct {
+			path string
+			want []string
+		}{
+			{"/ui/runs", []string{"1–50 of 120", "51–100 of 120", "101–120 of 120"}},
+			{"/ui/runs?status=cancelled", []string{"1–5 of 5"}},
+			{"/ui/runs?task=ui-order&status=queued", []string{"1–50", "51–100", "101–115 of 115"}},
+			{"/ui/events", []string{"1–50 of 60", "51–60 of 60"}},
+			{"/ui/suppressed", []string{"1–50", "51–54 of 54"}},
+		} {
+			if got := walkList(t, b, c.path); !slices.Equal(got, c.want) {
+				t.Errorf("%s: pages say %q, want %q", c.path, got, c.want)
+			}
+		}
+		for _, count := range walkList(t, b, "/ui/keys") {
+			if strings.Contains(count, " of ") {
+				t.Errorf("a keys page says %q: SCAN has no total", count)
+			}
+		}
+		if p := b.get("/ui/keys"); !strings.Contains(p.body, "no total is counted") {
+			t.Error("the keys page does not say it has no total")
+		}
+	})
 }

@@ -136,6 +136,16 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 		d.Runs, d.NextCursor = page.Runs, page.NextCursor
 	}
 	d.Pager = newPageNav(r, "/ui/runs", url.Values{"task": {d.Task}, "status": {d.Status}, "q": {d.Q}}, d.NextCursor, len(d.Runs))
+	if d.Task == "" && d.Status == "" && d.Q == "" && d.Pager.OlderURL != "" {
+		// Unfiltered, the runs index's size is the total; a filter has
+		// no index to count, so its total shows once its last page does.
+		total, err := u.in.TotalRuns(ctx)
+		if err != nil {
+			u.failErr(w, r, s, "count the runs", err)
+			return
+		}
+		d.Pager.withTotal(total)
+	}
 	d.NextURL = d.Pager.OlderURL
 	if !fragment(r) {
 		tasks, err := u.in.ListTasks(ctx)
@@ -389,7 +399,7 @@ func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	d.Keys = page.Keys
 	slices.SortFunc(d.Keys, func(a, b *client.KeyInfo) int { return strings.Compare(a.Key, b.Key) })
-	d.Pager = newPageNav(r, "/ui/keys", url.Values{"match": {d.Match}}, page.NextCursor, len(d.Keys))
+	d.Pager = newPageNav(r, "/ui/keys", url.Values{"match": {d.Match}}, page.NextCursor, len(d.Keys)).noTotal()
 	d.NextURL = d.Pager.OlderURL
 	u.render(w, r, s, http.StatusOK, "keys", &view{Title: "Keys", Nav: "keys", Poll: pollURL(r), Flash: done(r), Data: d})
 }
@@ -450,6 +460,14 @@ func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	d.Events = page.Events
 	d.Pager = newPageNav(r, "/ui/events", url.Values{"key": {d.Key}}, page.NextCursor, len(d.Events))
+	if d.Pager.OlderURL != "" {
+		total, err := u.in.TotalEvents(r.Context(), d.Key)
+		if err != nil {
+			u.failErr(w, r, s, "count the events", err)
+			return
+		}
+		d.Pager.withTotal(total)
+	}
 	d.NextURL = d.Pager.OlderURL
 	u.render(w, r, s, http.StatusOK, "events", &view{Title: "Events", Nav: "events", Poll: pollURL(r), Data: d})
 }
