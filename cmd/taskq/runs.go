@@ -444,13 +444,8 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
   taskq runs trigger process-order --input '{"orderId":"1001"}' --replicas 1 --replicas-timeout 100ms
   taskq runs trigger send-reminder --input '{"userId":"7"}' --in 24h
   taskq runs trigger send-reminder --input '{"userId":"7"}' --at 2030-01-02T09:00:00Z`,
-		Args: argNames([]string{"TASK"}),
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return a.completeTasks(cmd, args, "")
-		},
+		Args:              argNames([]string{"TASK"}),
+		ValidArgsFunction: a.completeTaskArg,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if onConflict != "" && !slices.Contains(conflictPolicies, onConflict) {
 				return usageErrorf("invalid --on-conflict %q: use one of %s", onConflict, strings.Join(conflictPolicies, ", "))

@@ -104,13 +104,8 @@ func (a *app) tasksGetCmd() *cobra.Command {
 		Short: "Show one registered task definition",
 		Example: `  taskq tasks get process-order
   taskq tasks get handle-webhook -o json`,
-		Args: argNames([]string{"NAME"}),
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return a.completeTasks(cmd, args, "")
-		},
+		Args:              argNames([]string{"NAME"}),
+		ValidArgsFunction: a.completeTaskArg,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.client(ctx)
@@ -194,14 +189,9 @@ func (a *app) tasksPauseCmd(pause bool) *cobra.Command {
 Workers read which tasks are paused every PauseRefresh (1s by default), so a
 pause takes effect within about that long; runs already running finish. A run
 triggered while its task is paused stays queued.`,
-		Example: "  taskq tasks " + verb + " process-order",
-		Args:    argNames([]string{"NAME"}),
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return a.completeTasks(cmd, args, "")
-		},
+		Example:           "  taskq tasks " + verb + " process-order",
+		Args:              argNames([]string{"NAME"}),
+		ValidArgsFunction: a.completeTaskArg,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.client(ctx)
@@ -246,6 +236,14 @@ func concurrencyCell(c *task.ConcurrencySpec) string {
 
 // completeTasks completes task names from the registry; it stays silent
 // when Redis cannot be reached.
+// completeTaskArg completes a command's one task-name argument.
+func (a *app) completeTaskArg(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.completeTasks(cmd, args, "")
+}
+
 func (a *app) completeTasks(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
 	defer cancel()

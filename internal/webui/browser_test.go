@@ -212,14 +212,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = w.Shutdown(sctx)
-	})
+	runWorker(ctx, t, w)
 	ing, err := events.New(e.c, events.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

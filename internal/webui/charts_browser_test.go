@@ -35,14 +35,7 @@ func TestChartsInABrowser(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = w.Shutdown(sctx)
-	})
+	runWorker(ctx, t, w)
 	// Six runs, each triggered twice: six duplicates.
 	for i := range 12 {
 		_, err := client.RunNoWait(ctx, e.c, webhookTask, map[string]any{"id": fmt.Sprintf("c-%d", i%6)})

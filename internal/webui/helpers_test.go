@@ -20,6 +20,7 @@ import (
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
+	"github.com/taskq/taskq/pkg/worker"
 )
 
 const (
@@ -201,4 +202,17 @@ func (c *stepClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// runWorker starts w and shuts it down when the test ends.
+func runWorker(ctx context.Context, t *testing.T, w *worker.Worker) {
+	t.Helper()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Shutdown(sctx)
+	})
 }
