@@ -100,7 +100,7 @@ func TestKeysReleaseRefusesWhenTheOwnerChanged(t *testing.T) {
 		t.Run("while the question was open", func(t *testing.T) {
 			first := triggerLease(t, c, "2")
 			stdin, answer := io.Pipe()
-			stderr := &syncBuffer{}
+			stderr := &redistest.LogBuffer{}
 			done := make(chan result, 1)
 			go func() {
 				done <- runWith(context.Background(), invocation{stdin: stdin, stderr: stderr}, cl.args([]string{"keys", "release", "lease:2"})...)

@@ -76,13 +76,13 @@ func checkAcceptedThenRejected(t *testing.T, base, token, orderID string) {
 // process is a taskq process whose output the test reads as it comes.
 type process struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *redistest.LogBuffer
 	done           chan error
 }
 
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(taskqBinary(t), args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: exec.Command(taskqBinary(t), args...), stdout: &redistest.LogBuffer{}, stderr: &redistest.LogBuffer{}, done: make(chan error, 1)}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	// No TASKQ_* variables from the environment of the test run.
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -223,7 +223,7 @@ func TestServe(t *testing.T) {
 		f := seed(t, b)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		stderr := &syncBuffer{}
+		stderr := &redistest.LogBuffer{}
 		done := make(chan result, 1)
 		go func() {
 			done <- runWith(ctx, invocation{stderr: stderr}, f.cli.args([]string{"serve", "--addr", "127.0.0.1:0", "--token", "s3cret-s3cret-s3cret"})...)

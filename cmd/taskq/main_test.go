@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -67,31 +66,13 @@ type result struct {
 	code   int
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a command writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // invocation configures one in-process run of the CLI.
 type invocation struct {
 	stdin  io.Reader
 	tty    bool              // all three streams are terminals
 	env    map[string]string // the environment (empty by default)
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *redistest.LogBuffer
+	stderr *redistest.LogBuffer
 }
 
 // runWith runs the CLI in-process with no environment variables.
@@ -100,10 +81,10 @@ func runWith(ctx context.Context, inv invocation, args ...string) result {
 		inv.stdin = strings.NewReader("")
 	}
 	if inv.stdout == nil {
-		inv.stdout = &syncBuffer{}
+		inv.stdout = &redistest.LogBuffer{}
 	}
 	if inv.stderr == nil {
-		inv.stderr = &syncBuffer{}
+		inv.stderr = &redistest.LogBuffer{}
 	}
 	s := streams{
 		stdin: inv.stdin, stdout: inv.stdout, stderr: inv.stderr,

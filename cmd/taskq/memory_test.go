@@ -30,12 +30,12 @@ var listening = regexp.MustCompile(`msg="taskq HTTP API listening" addr=(127\.0\
 // serveUntilAddr runs args (a serve or dev command) until it logs its
 // address, and returns the address and a function that stops it and
 // returns its result.
-func serveUntilAddr(t *testing.T, args ...string) (addr string, stderr *syncBuffer, stop func() result) {
+func serveUntilAddr(t *testing.T, args ...string) (addr string, stderr *redistest.LogBuffer, stop func() result) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr = &syncBuffer{}
+	stderr = &redistest.LogBuffer{}
 	done := make(chan result, 1)
-	go func() { done <- runWith(ctx, invocation{stderr: stderr, stdout: &syncBuffer{}}, args...) }()
+	go func() { done <- runWith(ctx, invocation{stderr: stderr, stdout: &redistest.LogBuffer{}}, args...) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := listening.FindStringSubmatch(stderr.String()); m != nil {

@@ -75,7 +75,7 @@ func TestServeMountsTheDashboard(t *testing.T) {
 	cl := newCLI(t, redistest.Mini(t))
 	serve := func(t *testing.T, extra ...string) (url string, stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())
-		stderr := &syncBuffer{}
+		stderr := &redistest.LogBuffer{}
 		done := make(chan result, 1)
 		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--token", "s3cret-s3cret-s3cret", "--read-only-token", "r3ader-r3ader-r3ader"}, extra...)
 		go func() { done <- runWith(ctx, invocation{stderr: stderr}, cl.args(args)...) }()

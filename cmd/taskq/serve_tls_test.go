@@ -75,7 +75,7 @@ func TestServeTLSWithATokensFileReloadedOnHangup(t *testing.T) {
 	writeTokens("")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &syncBuffer{}
+	stderr := &redistest.LogBuffer{}
 	done := make(chan result, 1)
 	go func() {
 		done <- runWith(ctx, invocation{stderr: stderr}, cl.args([]string{"serve", "--addr", "127.0.0.1:0", "--tokens-file", tokens,

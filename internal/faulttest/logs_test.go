@@ -1,36 +1,16 @@
 package faulttest_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/taskq/taskq/internal/faulttest"
+	"github.com/taskq/taskq/internal/redistest"
 )
-
-// lockedBuffer is a child's stderr, written by the process's copier and
-// read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A worker that logs JSON keeps logging JSON while its Redis is killed and
 // restarted: go-redis's own lines (its failed dials) reach the worker's
@@ -38,7 +18,7 @@ func (l *lockedBuffer) String() string {
 func TestWorkerLogsStayJSONThroughARedisRestart(t *testing.T) {
 	t.Parallel()
 	cl := newCluster(t, faulttest.TaskConfig{})
-	var stderr lockedBuffer
+	var stderr redistest.LogBuffer
 	cfg := faulttest.WorkerConfig{
 		RedisURL: cl.srv.URL(), Namespace: cl.ns, Name: "json", Lease: time.Second, Tasks: cl.tasks, LogJSON: true,
 	}

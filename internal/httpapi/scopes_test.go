@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -135,7 +134,7 @@ func TestARouteWithoutAScopeNeedsAdmin(t *testing.T) {
 // state-changing request, never its value.
 func TestChangesAreAuditedByTokenName(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &redistest.LogBuffer{}
 	e := newEnv(t, redistest.Mini(t), envOptions{server: Options{Tokens: scopedKeyring(t)}})
 	e.s.log = slog.New(slog.NewTextHandler(logs, nil))
 	e.callWith("POST", "/api/v1/events", `{"key":"audit.evt"}`, map[string]string{"Authorization": "Bearer " + scopeTokens[auth.ScopeTrigger]}).
@@ -285,22 +284,4 @@ func TestTokenRotationWithoutRestart(t *testing.T) {
 	if st := get(newToken); st != http.StatusOK {
 		t.Errorf("after a failed reload the new token: %d, want 200", st)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -410,20 +410,6 @@ func TestOptionsAreValidated(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // Two workers registering different definitions under one name never
 // drift silently: the second replaces the registration with a warning (or
 // is refused), and ingestion follows the registered definition.
@@ -449,7 +435,7 @@ func TestRedefinedTaskIsWarnedAboutAndFollowed(t *testing.T) {
 			t.Fatalf("a refusing worker started over a different definition: %v", err)
 		}
 
-		logs := &syncBuffer{}
+		logs := &redistest.LogBuffer{}
 		w, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 			LeaseDuration: 2 * time.Second, FetchBlock: 100 * time.Millisecond, ShutdownTimeout: 200 * time.Millisecond})
 		if err != nil {
