@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
 )
@@ -73,11 +74,11 @@ func (b *baseline) send(ctx context.Context, c redis.Cmdable, keys []string, arg
 func (b *baseline) args(k string) ([]string, []any) {
 	def := b.e.noop.Definition()
 	id, _ := uuid.NewV7()
-	p := &redisstore.EnqueueParams{
+	p := &engine.EnqueueParams{
 		RunID: id.String(), Task: def.Name, Input: []byte(`{"id":"` + k + `"}`), Meta: []byte("{}"),
-		Key: k, Strategy: redisstore.StrategyStatus, Hold: def.Idempotency.Hold(),
+		Key: k, Strategy: engine.StrategyStatus, Hold: def.Idempotency.Hold(),
 		Retries: def.Retries, MaxDeliveries: def.MaxDeliveries, Timeout: def.Timeout,
-		Retention: client.RetentionDefault, Now: time.Now(), Policy: redisstore.PolicyReject,
+		Retention: client.RetentionDefault, Now: time.Now(), Policy: engine.PolicyReject,
 	}
 	return b.shape.EnqueueCall(p)
 }

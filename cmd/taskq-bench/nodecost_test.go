@@ -29,6 +29,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -103,10 +104,10 @@ func TestNodeCost(t *testing.T) {
 								continue
 							}
 							now := time.Now()
-							ps := make([]*redisstore.FinishParams, len(ds))
+							ps := make([]*engine.FinishParams, len(ds))
 							for k, d := range ds {
-								ps[k] = &redisstore.FinishParams{RunID: d.RunID, Attempt: d.Spec.Attempts + 1,
-									Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: now, Task: d.Task,
+								ps[k] = &engine.FinishParams{RunID: d.RunID, Attempt: d.Spec.Attempts + 1,
+									Outcome: engine.OutcomeSucceeded, Payload: []byte(`{}`), Now: now, Task: d.Task,
 									EntryID: d.EntryID, Spec: d.Spec, Began: now, Consumer: "w1"}
 							}
 							res, errs := st.FinishBatch(ctx, ps)

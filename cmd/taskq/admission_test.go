@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/httpapi"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -128,7 +129,7 @@ func newAdmissionFixture(t *testing.T, b *redistest.Backend) *admissionFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := clientlink.Store(c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
+	if _, err := redisstore.StoreOf(clientlink.Store(c)).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 		t.Fatal(err)
 	}
 	ing, err := events.New(c, events.Options{RefreshInterval: -1})

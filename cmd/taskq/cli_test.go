@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -41,7 +42,7 @@ func triggerLease(t *testing.T, c *client.Client, id string) string {
 // arrives.
 func handOver(t *testing.T, c *client.Client, key, from, id string) string {
 	t.Helper()
-	ok, err := clientlink.Store(c).ReleaseKey(context.Background(), key, from)
+	ok, err := redisstore.StoreOf(clientlink.Store(c)).ReleaseKey(context.Background(), key, from)
 	if err != nil || !ok {
 		t.Fatalf("release %s from %s: %v %v", key, from, ok, err)
 	}
@@ -50,7 +51,7 @@ func handOver(t *testing.T, c *client.Client, key, from, id string) string {
 
 func owner(t *testing.T, c *client.Client, key string) string {
 	t.Helper()
-	ks, ok, err := clientlink.Store(c).GetKey(context.Background(), key)
+	ks, ok, err := redisstore.StoreOf(clientlink.Store(c)).GetKey(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestKeysReleaseRefusesWhenTheOwnerChanged(t *testing.T) {
 
 		t.Run("freed meanwhile", func(t *testing.T) {
 			first := triggerLease(t, c, "3")
-			if _, err := clientlink.Store(c).ReleaseKey(context.Background(), "lease:3", first); err != nil {
+			if _, err := redisstore.StoreOf(clientlink.Store(c)).ReleaseKey(context.Background(), "lease:3", first); err != nil {
 				t.Fatal(err)
 			}
 			r := cl.run("keys", "release", "lease:3", "--owner", first, "--yes")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/devtasks"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -247,7 +248,7 @@ func TestChangingCommandsGolden(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) { f.check(t, tc) })
 		}
 		// The released key is free: the same order is accepted again.
-		if _, ok, _ := clientlink.Store(f.c).GetKey(context.Background(), "order:1001"); ok {
+		if _, ok, _ := redisstore.StoreOf(clientlink.Store(f.c)).GetKey(context.Background(), "order:1001"); ok {
 			t.Fatal("order:1001 still held after keys release")
 		}
 	})

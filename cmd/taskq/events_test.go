@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/devtasks"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
@@ -86,7 +87,7 @@ func TestEventsPushBatchListsWhatWasStoredWhenRedisFailsSome(t *testing.T) {
 		ctx := context.Background()
 		// A wrong-typed idempotency key makes the push script refuse the
 		// event whose task derives that key, and only that event.
-		ks, err := clientlink.Store(c).KeyKeys(ctx, "webhook:b2")
+		ks, err := redisstore.StoreOf(clientlink.Store(c)).KeyKeys(ctx, "webhook:b2")
 		if err != nil {
 			t.Fatal(err)
 		}

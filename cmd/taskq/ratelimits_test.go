@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/task"
@@ -29,10 +30,10 @@ func TestRateLimitsLs(t *testing.T) {
 		}}).Definition()
 		spec := d.Spec()
 		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
-		if _, err := clientlink.Store(c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
+		if _, err := redisstore.StoreOf(clientlink.Store(c)).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 			t.Fatal(err)
 		}
-		if _, errs := clientlink.Store(c).TakeRateLimits(context.Background(), time.Time{}, []redisstore.RateTake{
+		if _, errs := redisstore.StoreOf(clientlink.Store(c)).TakeRateLimits(context.Background(), time.Time{}, []engine.RateTake{
 			{Name: "per-tenant", Key: "acme", Limit: 5, Period: time.Minute, Units: 1, Token: "r"},
 		}); errs[0] != nil {
 			t.Fatal(errs[0])

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -19,7 +20,7 @@ func registerLease(t *testing.T, c *client.Client) {
 	t.Helper()
 	spec := leaseTask.Definition().Spec()
 	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
-	if _, err := clientlink.Store(c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
+	if _, err := redisstore.StoreOf(clientlink.Store(c)).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 		t.Fatal(err)
 	}
 }

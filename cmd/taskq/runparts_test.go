@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -18,7 +19,7 @@ func TestRunsGetCountsSignalsAndSteps(t *testing.T) {
 		ctx := context.Background()
 		c := newTestClient(t, b)
 		id := triggerLease(t, c, "parts")
-		st := clientlink.Store(c)
+		st := redisstore.StoreOf(clientlink.Store(c))
 		for _, sig := range []string{"a", "b"} {
 			if res, err := st.SignalRun(ctx, id, sig, []byte(`{}`), 10); err != nil || !res.Delivered {
 				t.Fatalf("signal = %+v, %v", res, err)

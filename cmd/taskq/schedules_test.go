@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/task"
@@ -23,7 +24,7 @@ func TestSchedulesCommands(t *testing.T) {
 		c := newTestClient(t, b)
 		spec := leaseTask.Definition().Spec()
 		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
-		if _, err := clientlink.Store(c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
+		if _, err := redisstore.StoreOf(clientlink.Store(c)).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 			t.Fatal(err)
 		}
 		cl := newCLI(t, b)

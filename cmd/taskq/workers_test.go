@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -57,8 +58,8 @@ func TestWorkersLs(t *testing.T) {
 
 		// A worker that stopped beating 10s ago (1s interval) while it
 		// held a run of "orphan", a task no live worker handles.
-		st := clientlink.Store(c)
-		rec := redisstore.WorkerRecord{Name: "gone", Host: "h", PID: 1, Tasks: []string{"orphan"},
+		st := redisstore.StoreOf(clientlink.Store(c))
+		rec := engine.WorkerRecord{Name: "gone", Host: "h", PID: 1, Tasks: []string{"orphan"},
 			Concurrency: 1, Started: time.Now().Add(-time.Minute), HeartbeatInterval: time.Second, LeaseDuration: 3 * time.Second}
 		if err := st.BeatWorker(ctx, rec, time.Now().Add(-10*time.Second), 0); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@
 // added here applies to each of them.
 //
 // The path of one trigger: client.TriggerJSON (or events.Ingester.Push) →
-// admission.Admit (or CheckEvent and Build) → redisstore.Store.Enqueue
+// admission.Admit (or CheckEvent and Build) → engine.Triggers.EnqueueBatch
 // (or PushEvent) → lua/enqueue.lua (or lua/push_event.lua, or the steps of
 // a fan-out, see internal/redisstore/fanout.go).
 package admission
@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -77,7 +77,7 @@ type Trigger struct {
 	Input    []byte // JSON; empty means {}
 	Metadata []byte // JSON object; empty means {}
 	// Policy applies when another run holds the key ("" rejects).
-	Policy redisstore.Policy
+	Policy engine.Policy
 	Now    time.Time
 	// Source says where the trigger came from ("" is a client's), recorded
 	// when it creates no run because its key is held.
@@ -91,7 +91,7 @@ type Trigger struct {
 // *RunAtError, *task.IdempotencyKeyError, *task.RateLimitKeyError or
 // *task.ConcurrencyGroupError.
 // It writes nothing.
-func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
+func (c Config) Admit(tr Trigger) (*engine.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	if err := c.checkLimits(tr.Input, tr.Metadata); err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 // rate limit key a *task.RateLimitKeyError, a failed concurrency expression
 // a *task.ConcurrencyGroupError, a schedule that cannot be accepted a
 // *RunAtError.
-func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
+func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	def := tr.Def
 	delay, err := c.delay(def, tr.Schedule, tr.Now)
@@ -149,13 +149,13 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &redisstore.EnqueueParams{
+	p := &engine.EnqueueParams{
 		RunID: id.String(), Task: def.Name, Input: tr.Input, Meta: tr.Metadata,
-		Strategy: redisstore.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
+		Strategy: engine.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
 		Timeout: def.Timeout, Retention: c.Retention, Now: tr.Now,
 		Policy: tr.Policy, MaxSignals: c.MaxSignals, Source: tr.Source,
 	}
-	if tr.Policy == redisstore.PolicySignal {
+	if tr.Policy == engine.PolicySignal {
 		sid, err := uuid.NewV7()
 		if err != nil {
 			return nil, err

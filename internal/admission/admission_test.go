@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/admission"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -67,7 +67,7 @@ func isDepth(err error) bool {
 // enqueue parameters; a task without a key is not deduplicated.
 func TestAdmitBuildsTheEnqueueParameters(t *testing.T) {
 	now := time.Unix(100, 0)
-	p, err := cfg.Admit(admission.Trigger{Def: keyed.Definition(), Input: []byte(`{"id":"A-1"}`), Policy: redisstore.PolicySignal, Now: now})
+	p, err := cfg.Admit(admission.Trigger{Def: keyed.Definition(), Input: []byte(`{"id":"A-1"}`), Policy: engine.PolicySignal, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestAdmitBuildsTheEnqueueParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Key != "" || p.Strategy != redisstore.StrategyNone || p.Retries != 2 || string(p.Input) != "{}" || p.SignalID != "" {
+	if p.Key != "" || p.Strategy != engine.StrategyNone || p.Retries != 2 || string(p.Input) != "{}" || p.SignalID != "" {
 		t.Fatalf("unkeyed params = %+v", p)
 	}
 }

@@ -7,40 +7,40 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
 // What an event records for each subscribed task.
 const (
-	EventRunCreated      = redisstore.EventRunCreated
-	EventRunDeduplicated = redisstore.EventRunDeduplicated
-	EventRunDebounced    = redisstore.EventRunDebounced
-	EventRunError        = redisstore.EventRunError
+	EventRunCreated      = engine.EventRunCreated
+	EventRunDeduplicated = engine.EventRunDeduplicated
+	EventRunDebounced    = engine.EventRunDebounced
+	EventRunError        = engine.EventRunError
 )
 
 // ErrEventNotFound is returned for an event that does not exist (any more).
-var ErrEventNotFound = redisstore.ErrEventNotFound
+var ErrEventNotFound = engine.ErrEventNotFound
 
 // The store's event types, named here so that package events needs only
 // this package.
 type (
 	// EventParams are the parameters of the push script.
-	EventParams = redisstore.PushEventParams
+	EventParams = engine.PushEventParams
 	// EventRun is what an event did to one subscribed task.
-	EventRun = redisstore.EventRun
+	EventRun = engine.EventRun
 	// EventRecord is a stored event.
-	EventRecord = redisstore.Event
+	EventRecord = engine.Event
 	// FanoutPendingError says an event is stored and its fan-out left for
 	// a worker to finish.
-	FanoutPendingError = redisstore.FanoutPendingError
+	FanoutPendingError = engine.FanoutPendingError
 )
 
 // FanoutGrace is how long a fan-out stays pending before a worker finishes
 // it.
-const FanoutGrace = redisstore.FanoutGrace
+const FanoutGrace = engine.FanoutGrace
 
-// EventStore is what package events needs of the store (*redisstore.Store
+// EventStore is what package events needs of the store (an engine.Engine
 // has it).
 type EventStore interface {
 	PushEvent(ctx context.Context, p *EventParams) ([]EventRun, error)
@@ -48,7 +48,7 @@ type EventStore interface {
 	GetEvent(ctx context.Context, id string) (*EventRecord, error)
 	GetEvents(ctx context.Context, ids []string) ([]*EventRecord, error)
 	ListEventIDs(ctx context.Context, eventKey string, offset, limit int64) ([]string, error)
-	Partitions(ctx context.Context) (*redisstore.Partitions, error)
+	PartitionCount(ctx context.Context) (int, error)
 	SweepEvents(ctx context.Context, part int, cutoff time.Time, offset, limit int) (removed, looked int, err error)
 }
 
@@ -81,11 +81,11 @@ func (c Config) BuildEvent(ev Event, subs []Subscriber) (*EventParams, error) {
 	}
 	p := &EventParams{
 		ID: id.String(), Key: ev.Key, Payload: ev.Payload, Meta: ev.Metadata,
-		Now: ev.Now, Retention: ev.Retention, Tasks: make([]redisstore.EventTask, 0, len(subs)),
+		Now: ev.Now, Retention: ev.Retention, Tasks: make([]engine.EventTask, 0, len(subs)),
 	}
 	for _, s := range subs {
 		if s.Err != nil {
-			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: "task definition: " + s.Err.Error()})
+			p.Tasks = append(p.Tasks, engine.EventTask{Task: s.Name, Error: "task definition: " + s.Err.Error()})
 			continue
 		}
 		run, err := c.Build(Trigger{Def: s.Def, Input: ev.Payload, Metadata: ev.Metadata, Now: ev.Now})
@@ -95,21 +95,21 @@ func (c Config) BuildEvent(ev Event, subs []Subscriber) (*EventParams, error) {
 		)
 		switch {
 		case errors.As(err, &ke):
-			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: ke.Err.Error()})
+			p.Tasks = append(p.Tasks, engine.EventTask{Task: s.Name, Error: ke.Err.Error()})
 			continue
 		case errors.As(err, &rk):
-			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: rk.Error()})
+			p.Tasks = append(p.Tasks, engine.EventTask{Task: s.Name, Error: rk.Error()})
 			continue
 		}
 		var ge *task.ConcurrencyGroupError
 		if errors.As(err, &ge) {
-			p.Tasks = append(p.Tasks, redisstore.EventTask{Task: s.Name, Error: ge.Error()})
+			p.Tasks = append(p.Tasks, engine.EventTask{Task: s.Name, Error: ge.Error()})
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		p.Tasks = append(p.Tasks, redisstore.EventTask{Run: run})
+		p.Tasks = append(p.Tasks, engine.EventTask{Run: run})
 	}
 	return p, nil
 }

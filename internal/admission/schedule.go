@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -91,12 +91,12 @@ func (c Config) ScheduleDelay(s *Schedule, now time.Time) (field string, d time.
 // and held for the strategy's ttl (or fallback ttl) from the due time, not
 // from the trigger: a duplicate meets the scheduled run while it waits and
 // as long after it falls due as it would meet one triggered then.
-func schedule(p *redisstore.EnqueueParams, d time.Duration) {
+func schedule(p *engine.EnqueueParams, d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	p.Delay = d
-	if p.Strategy == redisstore.StrategyTTL || p.Strategy == redisstore.StrategyStatus {
+	if p.Strategy == engine.StrategyTTL || p.Strategy == engine.StrategyStatus {
 		p.Hold += d
 	}
 }

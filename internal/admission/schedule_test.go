@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/admission"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -24,12 +24,12 @@ func TestScheduleSetsTheDelayAndHoldsTheKeyFromTheDueTime(t *testing.T) {
 		s         *admission.Schedule
 		delay     time.Duration
 		hold      time.Duration
-		strategy  redisstore.Strategy
+		strategy  engine.Strategy
 		unchanged bool
 	}{
 		{"ttl in", ttl.Definition(), &admission.Schedule{In: &hour}, time.Hour, time.Hour + time.Minute, task.StrategyTTL, false},
 		{"status at", keyed.Definition(), &admission.Schedule{At: &at}, 2 * time.Hour, 3 * time.Hour, task.StrategyStatus, false},
-		{"no key", unkeyed.Definition(), &admission.Schedule{In: &hour}, time.Hour, 0, redisstore.StrategyNone, false},
+		{"no key", unkeyed.Definition(), &admission.Schedule{In: &hour}, time.Hour, 0, engine.StrategyNone, false},
 		{"past", ttl.Definition(), &admission.Schedule{At: &past}, 0, time.Minute, task.StrategyTTL, true},
 		{"none", ttl.Definition(), nil, 0, time.Minute, task.StrategyTTL, true},
 	} {

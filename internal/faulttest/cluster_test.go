@@ -17,6 +17,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/faulttest"
 	"github.com/taskq/taskq/internal/history"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -153,7 +154,7 @@ func (cl *cluster) waitAll(timeout time.Duration) map[string]*client.RunInfo {
 // dump describes a run's record and queues, for failure messages.
 func (cl *cluster) dump(id string) string {
 	ctx := context.Background()
-	k := clientlink.Store(cl.c).Keys()
+	k := redisstore.StoreOf(clientlink.Store(cl.c)).Keys()
 	rec, _ := cl.rdb.HGetAll(ctx, k.Run(id)).Result()
 	delete(rec, "input")
 	score, rerr := cl.rdb.ZScore(ctx, k.Retry(), id).Result()
@@ -191,14 +192,14 @@ func (cl *cluster) check() ([]history.Op, *history.Report) {
 		keys = append(keys, k)
 	}
 	cl.mu.Unlock()
-	ids, err := clientlink.Store(cl.c).ListRunIDs(ctx, 0, 1<<20)
+	ids, err := redisstore.StoreOf(clientlink.Store(cl.c)).ListRunIDs(ctx, 0, 1<<20)
 	if err != nil {
 		cl.t.Fatal(err)
 	}
-	if err := history.ReadRuns(ctx, cl.rec, clientlink.Store(cl.c), ids); err != nil {
+	if err := history.ReadRuns(ctx, cl.rec, redisstore.StoreOf(clientlink.Store(cl.c)), ids); err != nil {
 		cl.t.Fatal(err)
 	}
-	if err := history.ReadKeys(ctx, cl.rec, clientlink.Store(cl.c), keys); err != nil {
+	if err := history.ReadKeys(ctx, cl.rec, redisstore.StoreOf(clientlink.Store(cl.c)), keys); err != nil {
 		cl.t.Fatal(err)
 	}
 	ops, err := history.ReadDir(cl.dir)

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/faulttest"
 	"github.com/taskq/taskq/internal/history"
 	"github.com/taskq/taskq/internal/redisstore"
@@ -96,7 +97,7 @@ func newFailoverRig(t *testing.T, pc *redistest.PrivateCluster, ns string, d tas
 	for _, d := range defs {
 		r.defs[d.Name] = d
 	}
-	parts, err := clientlink.Store(r.c).Partitions(context.Background())
+	parts, err := redisstore.StoreOf(clientlink.Store(r.c)).Partitions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func (r *failoverRig) partitionsOn(node int) []int {
 func (r *failoverRig) keyIn(parts []int, base string) string {
 	for n := 0; ; n++ {
 		k := fmt.Sprintf("%s-%d", base, n)
-		if slices.Contains(parts, redisstore.KeyPartition(r.ns, faulttest.KeyPrefix[faulttest.TaskStatus]+k, r.parts)) {
+		if slices.Contains(parts, engine.KeyPartition(r.ns, faulttest.KeyPrefix[faulttest.TaskStatus]+k, r.parts)) {
 			return k
 		}
 	}
@@ -258,7 +259,7 @@ func (r *failoverRig) firstAccepted(after time.Time, parts []int, shortfalls boo
 		slices.SortFunc(all, func(a, b acceptedTrigger) int { return a.at.Compare(b.at) })
 	}
 	for _, a := range all {
-		if p, _ := redisstore.RunPartition(a.run); a.at.After(after) && slices.Contains(parts, p) {
+		if p, _ := engine.RunPartition(a.run); a.at.After(after) && slices.Contains(parts, p) {
 			return a, true
 		}
 	}
@@ -270,7 +271,7 @@ func (r *failoverRig) firstStart(worker string, after time.Time, parts []int) (w
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.starts {
-		if p, _ := redisstore.RunPartition(s.run); s.worker == worker && s.at.After(after) && slices.Contains(parts, p) {
+		if p, _ := engine.RunPartition(s.run); s.worker == worker && s.at.After(after) && slices.Contains(parts, p) {
 			return s, true
 		}
 	}
@@ -334,15 +335,15 @@ func (r *failoverRig) killMaster(victim int) (promoted int, at time.Time) {
 
 // runsByOp reads every run of the namespace and groups their IDs by the
 // op of their input.
-func (r *failoverRig) runsByOp() (map[string][]*redisstore.Run, int) {
+func (r *failoverRig) runsByOp() (map[string][]*engine.Run, int) {
 	r.t.Helper()
 	ctx := context.Background()
-	st := clientlink.Store(r.c)
+	st := redisstore.StoreOf(clientlink.Store(r.c))
 	ids, err := st.ListRunIDs(ctx, 0, 1<<20)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	out := map[string][]*redisstore.Run{}
+	out := map[string][]*engine.Run{}
 	for _, id := range ids {
 		run, err := st.GetRun(ctx, id)
 		if err != nil {
@@ -383,7 +384,7 @@ func (r *failoverRig) waitEnded(within time.Duration) {
 func (r *failoverRig) check() *history.Report {
 	r.t.Helper()
 	ctx := context.Background()
-	st := clientlink.Store(r.c)
+	st := redisstore.StoreOf(clientlink.Store(r.c))
 	ids, err := st.ListRunIDs(ctx, 0, 1<<20)
 	if err != nil {
 		r.t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/faulttest"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
@@ -93,16 +94,16 @@ func TestEventFanoutSurvivesIngesterKill(t *testing.T) {
 
 	type kill struct {
 		name      string
-		step      redisstore.FanoutStep
+		step      engine.FanoutStep
 		triggered int
 	}
-	kills := []kill{{"after storing the event", redisstore.FanoutStored, 0}}
+	kills := []kill{{"after storing the event", engine.FanoutStored, 0}}
 	for n := 1; n < 4; n++ {
-		kills = append(kills, kill{fmt.Sprintf("after %d of 4 triggers", n), redisstore.FanoutTriggered, n})
+		kills = append(kills, kill{fmt.Sprintf("after %d of 4 triggers", n), engine.FanoutTriggered, n})
 	}
-	kills = append(kills, kill{"after every trigger, before recording", redisstore.FanoutTriggered, 4}, kill{"not killed", 0, 0})
+	kills = append(kills, kill{"after every trigger, before recording", engine.FanoutTriggered, 4}, kill{"not killed", 0, 0})
 
-	store := clientlink.Store(c)
+	store := redisstore.StoreOf(clientlink.Store(c))
 	keys := store.Keys()
 	held := map[string]string{} // order id -> the run that held fo.b's key
 	eventOf := map[string]string{}
@@ -143,7 +144,7 @@ func TestEventFanoutSurvivesIngesterKill(t *testing.T) {
 
 	// Two workers whose clocks are past the grace period recover at once.
 	for i := 0; i < 2; i++ {
-		w := newWorker(aheadClock{redisstore.FanoutGrace + time.Second})
+		w := newWorker(aheadClock{engine.FanoutGrace + time.Second})
 		if err := w.Start(ctx); err != nil {
 			t.Fatal(err)
 		}

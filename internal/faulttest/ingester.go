@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -32,7 +33,7 @@ type IngesterConfig struct {
 	// KillStep is the step after which the process dies: FanoutStored
 	// (the event is stored, no task triggered) or FanoutTriggered (once
 	// KillTriggered tasks have been triggered). 0 lets the push finish.
-	KillStep      redisstore.FanoutStep
+	KillStep      engine.FanoutStep
 	KillTriggered int
 }
 
@@ -51,9 +52,9 @@ func RunIngester(ctx context.Context, cfg IngesterConfig, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	clientlink.Store(c).SetFanoutHooks(&redisstore.FanoutHooks{
+	redisstore.StoreOf(clientlink.Store(c)).SetFanoutHooks(&engine.FanoutHooks{
 		Steps: true, TriggersPerCall: 1,
-		After: func(step redisstore.FanoutStep, eventID string, triggered int) error {
+		After: func(step engine.FanoutStep, eventID string, triggered int) error {
 			if step == cfg.KillStep && triggered == cfg.KillTriggered {
 				fmt.Fprintf(out, "killing %s\n", eventID)
 				killSelf()

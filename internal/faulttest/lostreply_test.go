@@ -12,6 +12,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/faulttest"
 	"github.com/taskq/taskq/internal/history"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 )
@@ -64,13 +65,13 @@ func TestLostTriggerReplyIsNotACollision(t *testing.T) {
 			if err != nil {
 				t.Fatalf("trigger whose first reply was lost: %v; want the run it created", err)
 			}
-			ids, _ := clientlink.Store(c).ListRunIDs(ctx, 0, 100)
+			ids, _ := redisstore.StoreOf(clientlink.Store(c)).ListRunIDs(ctx, 0, 100)
 			if len(ids) != i+2 || ids[0] != h.ID() {
 				t.Fatalf("runs = %v; want exactly one new run, %s", ids, h.ID())
 			}
 			if def.Deduplicated() {
 				key, _ := def.Key(raw, nil)
-				ks, _, _ := clientlink.Store(c).GetKey(ctx, key)
+				ks, _, _ := redisstore.StoreOf(clientlink.Store(c)).GetKey(ctx, key)
 				if ks.Owner != h.ID() {
 					t.Fatalf("key owner = %q, want %s", ks.Owner, h.ID())
 				}

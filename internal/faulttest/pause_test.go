@@ -9,6 +9,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/faulttest"
 	"github.com/taskq/taskq/internal/history"
+	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -105,7 +106,7 @@ func TestPausedWorkerIsFencedOut(t *testing.T) {
 			if info.Status != client.StatusSucceeded || info.Attempt != 2 || out.Worker != "w2" || out.Attempt != 2 {
 				t.Fatalf("run after A woke: status %s attempt %d result %s; want B's attempt 2", info.Status, info.Attempt, info.Result)
 			}
-			ks, held, err := clientlink.Store(cl.c).GetKey(ctx, "s:k")
+			ks, held, err := redisstore.StoreOf(clientlink.Store(cl.c)).GetKey(ctx, "s:k")
 			if err != nil || !held || ks.Owner != newer {
 				t.Fatalf("key after A woke: %+v held=%v err=%v; want it held by the newer run %s", ks, held, err, newer)
 			}

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Options tune Check. Zero values mean the defaults.
@@ -334,7 +333,7 @@ func (c *checker) invariants() {
 			continue
 		}
 		switch {
-		case op.Result.Code == CodeRefused && op.Result.Reply == int(redisstore.TriggerDebounced):
+		case op.Result.Code == CodeRefused && op.Result.Reply == int(engine.TriggerDebounced):
 			debounced[op.Result.Owner] = append(debounced[op.Result.Owner], op)
 		case op.Result.Code == CodeUnknown || op.Return == 0:
 			maybeDebounced[op.Key] = append(maybeDebounced[op.Key], op)

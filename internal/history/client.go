@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/idempotency"
@@ -13,7 +14,7 @@ import (
 // definite are the errors a trigger returns before it sends anything, or
 // that Redis answers without writing: the trigger certainly created nothing.
 var definite = []error{
-	client.ErrInputTooLarge, task.ErrInvalidConfig, redisstore.ErrWrongType,
+	client.ErrInputTooLarge, task.ErrInvalidConfig, engine.ErrWrongType,
 	idempotency.ErrNotString, idempotency.ErrEmptyKey, idempotency.ErrKeyTooLong,
 	idempotency.ErrEval, idempotency.ErrCostLimit, idempotency.ErrInput,
 }
@@ -56,7 +57,7 @@ func ReadRuns(ctx context.Context, rec *Recorder, st *redisstore.Store, ids []st
 		p := rec.Call(Op{Kind: KindReadRun, RunID: id})
 		s, err := st.RunStatus(ctx, id)
 		switch {
-		case errors.Is(err, redisstore.ErrRunNotFound):
+		case errors.Is(err, engine.ErrRunNotFound):
 			p.Return(Result{Code: CodeOK})
 		case err != nil:
 			p.Return(Result{Code: CodeUnknown, Err: err.Error()})

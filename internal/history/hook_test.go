@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -41,10 +42,10 @@ func hooked(t *testing.T) (ctx context.Context, now time.Time, st *redisstore.St
 	rdb.AddHook(NewHook(NewRecorder("p1", buf)))
 	ctx, now = context.Background(), time.Now()
 	st = redisstore.New(rdb, b.Namespace)
-	var ps []*redisstore.EnqueueParams
+	var ps []*engine.EnqueueParams
 	for _, id := range []string{"a", "b", "c"} {
-		ps = append(ps, &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
-			Key: "k-" + id, Strategy: redisstore.StrategyStatus, Hold: time.Minute, Retention: time.Minute, Now: now})
+		ps = append(ps, &engine.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
+			Key: "k-" + id, Strategy: engine.StrategyStatus, Hold: time.Minute, Retention: time.Minute, Now: now})
 	}
 	if _, errs := st.EnqueueBatch(ctx, ps); errs[0] != nil || errs[1] != nil || errs[2] != nil {
 		t.Fatal(errs)
@@ -68,9 +69,9 @@ func TestHookSplitsBatchedReplies(t *testing.T) {
 	ds[0].Spec = nil // started from the record: a longer reply
 	rdb.Del(ctx, st.Keys().Run("c"))
 	sts, _ := st.StartBatch(ctx, "w1", now, ds)
-	var fps []*redisstore.FinishParams
+	var fps []*engine.FinishParams
 	for i, d := range ds[:2] {
-		fps = append(fps, &redisstore.FinishParams{RunID: d.RunID, Attempt: sts[i].Attempt, Outcome: redisstore.OutcomeSucceeded,
+		fps = append(fps, &engine.FinishParams{RunID: d.RunID, Attempt: sts[i].Attempt, Outcome: engine.OutcomeSucceeded,
 			Now: now, Task: d.Task, EntryID: d.EntryID, Spec: sts[i].Spec})
 	}
 	st.FinishBatch(ctx, fps)
@@ -103,8 +104,8 @@ func TestHookRecordsBeganFinish(t *testing.T) {
 	if err != nil || len(ds) != 3 || ds[0].RunID != "a" || ds[1].RunID != "b" || ds[2].RunID != "c" {
 		t.Fatalf("read %+v, %v", ds, err)
 	}
-	beganFinish := func(d redisstore.Delivery) *redisstore.FinishParams {
-		return &redisstore.FinishParams{RunID: d.RunID, Attempt: d.Spec.Attempts + 1, Outcome: redisstore.OutcomeSucceeded,
+	beganFinish := func(d engine.Delivery) *engine.FinishParams {
+		return &engine.FinishParams{RunID: d.RunID, Attempt: d.Spec.Attempts + 1, Outcome: engine.OutcomeSucceeded,
 			Now: now, Task: d.Task, EntryID: d.EntryID, Spec: d.Spec, Began: now, Consumer: "w1"}
 	}
 	// b is begun by start.lua first, so its began finish is stale; c's
@@ -113,9 +114,9 @@ func TestHookRecordsBeganFinish(t *testing.T) {
 	if errs[0] != nil || !sts[0].Started || sts[0].Attempt != 1 {
 		t.Fatalf("start b = %+v, %v", sts[0], errs[0])
 	}
-	st.FinishBatch(ctx, []*redisstore.FinishParams{beganFinish(ds[0]), beganFinish(ds[1])})
-	st.FinishBatch(ctx, []*redisstore.FinishParams{beganFinish(ds[0])}) // a has ended
-	st.FinishBatch(ctx, []*redisstore.FinishParams{{RunID: "b", Attempt: 1, Outcome: redisstore.OutcomeSucceeded,
+	st.FinishBatch(ctx, []*engine.FinishParams{beganFinish(ds[0]), beganFinish(ds[1])})
+	st.FinishBatch(ctx, []*engine.FinishParams{beganFinish(ds[0])}) // a has ended
+	st.FinishBatch(ctx, []*engine.FinishParams{{RunID: "b", Attempt: 1, Outcome: engine.OutcomeSucceeded,
 		Now: now, Task: ds[1].Task, EntryID: ds[1].EntryID, Spec: sts[0].Spec}})
 	cs, err := st.AutoClaim(ctx, 0, "t", "w2", 0, 10)
 	if err != nil || len(cs) != 1 || cs[0].RunID != "c" || !cs[0].Redelivered {
@@ -125,7 +126,7 @@ func TestHookRecordsBeganFinish(t *testing.T) {
 	if errs[0] != nil || !sts[0].Started || sts[0].Attempt != 2 {
 		t.Fatalf("start c = %+v, %v", sts[0], errs[0])
 	}
-	st.FinishBatch(ctx, []*redisstore.FinishParams{{RunID: "c", Attempt: 2, Outcome: redisstore.OutcomeSucceeded,
+	st.FinishBatch(ctx, []*engine.FinishParams{{RunID: "c", Attempt: 2, Outcome: engine.OutcomeSucceeded,
 		Now: now, Task: cs[0].Task, EntryID: cs[0].EntryID, Spec: sts[0].Spec}})
 
 	ops, err := Read(strings.NewReader(buf.String()))

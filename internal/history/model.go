@@ -9,8 +9,7 @@ import (
 	"strings"
 
 	"github.com/anishathalye/porcupine"
-
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // The model: a sequential specification of one partition of the history,
@@ -468,7 +467,7 @@ func stepEnqueue(s state, op *Op, slack int64) []state {
 		}
 		return nil
 	case CodeRefused:
-		if held && res.Owner == s.owner && res.Reply == int(redisstore.TriggerDebounced) {
+		if held && res.Owner == s.owner && res.Reply == int(engine.TriggerDebounced) {
 			if debounceable {
 				return []state{debounced()}
 			}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -22,7 +22,7 @@ func TestARateLimitDeferralIsNotScheduled(t *testing.T) {
 		id := e.call("POST", "/api/v1/tasks/mail/runs", map[string]any{"input": map[string]any{"id": "1"}}).
 			expect(t, http.StatusCreated).str("runId")
 		st := clientlink.Store(e.c)
-		part, _ := redisstore.RunPartition(id)
+		part, _ := engine.RunPartition(id)
 		if err := st.EnsureGroup(t.Context(), "mail"); err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +30,7 @@ func TestARateLimitDeferralIsNotScheduled(t *testing.T) {
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("read = %v, %v", ds, err)
 		}
-		res, errs := st.DeferRuns(t.Context(), []redisstore.Deferral{{Delivery: ds[0], Due: time.Now().Add(time.Hour), Reason: `rate limit "emails" key "acme"`}})
+		res, errs := st.DeferRuns(t.Context(), []engine.Deferral{{Delivery: ds[0], Due: time.Now().Add(time.Hour), Reason: `rate limit "emails" key "acme"`}})
 		if errs[0] != nil || !res[0].Held {
 			t.Fatalf("defer = %+v, %v", res, errs)
 		}

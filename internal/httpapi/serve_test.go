@@ -52,7 +52,10 @@ func serve(t *testing.T, b *redistest.Backend, o envOptions) *served {
 // long-poll is in flight).
 func waitSubscribed(t *testing.T, b *redistest.Backend, c *client.Client, runID string) {
 	t.Helper()
-	ch := clientlink.Store(c).Keys().DoneChannel(runID)
+	ch, err := clientlink.Store(c).DoneTopic(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		n, err := b.Client.PubSubNumSub(context.Background(), ch).Result()

@@ -20,14 +20,6 @@ import (
 // (concurrency_park.lua), until it is given a slot (concurrency_unpark.lua)
 // or a recoverer finds it forgotten (take_parked.lua, ParkedStates).
 
-// Concurrency strategies as the scripts take them (task.ConcurrencyStrategy
-// has the same values).
-const (
-	ConcurrencyRoundRobin       = "group_round_robin"
-	ConcurrencyCancelInProgress = "cancel_in_progress"
-	ConcurrencyCancelNewest     = "cancel_newest"
-)
-
 // ConcurrencyPartition is the partition of namespace ns, of n, that holds
 // the state of task's concurrency group group: FNV-1a (32 bits) of
 // "<ns>\x00<task>\x00<group>", modulo n.
@@ -117,20 +109,6 @@ func (s *Store) evalGroups(ctx context.Context, sc *script, head []any, n, itemK
 // slotKeys is the key builder of the partition of the group of item items[0].
 func slotKeys(parts *Partitions, task, group string) Keys {
 	return parts.keys[ConcurrencyPartition(parts.ns, task, group, parts.Count())]
-}
-
-// ParkedState is what a group's state says of a parked run.
-type ParkedState struct {
-	// Holding: the run holds a slot (or one is reserved for it) whose lease
-	// has not lapsed.
-	Holding bool
-	// Waiting: the run is in the group's waiting line.
-	Waiting bool
-}
-
-// ParkedRun is a parked run a recoverer took (TakeParked).
-type ParkedRun struct {
-	RunID, Task, Group string
 }
 
 // ParkedStates reads, for each parked run, whether its group holds a slot

@@ -8,21 +8,6 @@ import (
 // concurrencyParkScript holds deliveries back: lua/concurrency_park.lua.
 var concurrencyParkScript = loadScript("concurrency_park", "errors", "record", "stream")
 
-// ParkParams hold back one delivery whose concurrency group is full.
-type ParkParams struct {
-	RunID, Task, EntryID string
-	// Reason is why it waits, the record's waiting field
-	// (`concurrency group "acme" (2/2 running)`).
-	Reason string
-	// Group is the concurrency group it waits in.
-	Group string
-}
-
-// ParkHeldBack is the result of a delivery Park held back; any other
-// result says why it was dropped instead: "missing", "stale" or the run's
-// terminal status.
-const ParkHeldBack = "held back"
-
 // Park holds back the deliveries of ps, one script call per partition the
 // runs are in (sent in one pipeline). A recoverer looks at them first at
 // recheck.

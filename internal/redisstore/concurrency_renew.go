@@ -8,13 +8,6 @@ import (
 // concurrencyRenewScript renews slot leases: lua/concurrency_renew.lua.
 var concurrencyRenewScript = loadScript("concurrency_renew", "errors", "concurrency")
 
-// RenewParams renew the lease of the slot a run holds.
-type RenewParams struct {
-	Task, Group, RunID, Token string
-	// Lease is the new lease, from now.
-	Lease time.Duration
-}
-
 // RenewSlots renews the slots of ps at now, one script call per partition
 // the groups are in (sent in one pipeline). The i-th result says whether
 // the i-th slot was still held with its token.

@@ -6,18 +6,6 @@ import "context"
 // lua/concurrency_unpark.lua.
 var concurrencyUnparkScript = loadScript("concurrency_unpark", "errors", "record", "stream")
 
-// UnparkParams name a parked run to put back in its task's stream.
-type UnparkParams struct {
-	RunID, Task string
-}
-
-// The results of Unpark besides the run's terminal status.
-const (
-	UnparkQueued    = "queued"     // back in its stream
-	UnparkNotParked = "not parked" // left alone
-	UnparkMissing   = "missing"    // no record
-)
-
 // Unpark puts the parked runs of ps back in their streams, one script call
 // per partition the runs are in (sent in one pipeline).
 func (s *Store) Unpark(ctx context.Context, ps []UnparkParams) ([]string, []error) {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,41 +17,14 @@ import (
 //	taskq:{ns}:eventkey:<event key>  zset  the events of one key by time (ms); trimmed
 //	                                       on every push and expiring with its newest event
 
-// ErrEventNotFound is returned for an event that does not exist, or whose
-// record has expired.
-var ErrEventNotFound = errors.New("event not found")
-
 // ErrEventExists is returned when an event ID is already taken.
 var ErrEventExists = errors.New("event ID already exists")
-
-// EventRun is what happened to one subscribed task of an event.
-type EventRun struct {
-	Task    string `json:"task"`
-	Outcome string `json:"outcome"`
-	// RunID is the run created, or the run the event was deduplicated or
-	// debounced to.
-	RunID          string `json:"runId,omitempty"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	Error          string `json:"error,omitempty"`
-}
-
-// Event is an event record as stored.
-type Event struct {
-	ID      string
-	Key     string
-	Payload []byte
-	Meta    []byte
-	Created time.Time
-	Runs    []EventRun
-	// fanout is the pending fan-out, "" once the outcomes are in Runs.
-	fanout string
-}
 
 func parseEvent(id string, h map[string]string) (*Event, error) {
 	e := &Event{ID: id, Key: h[eventKey], Payload: []byte(h[eventPayload]), Meta: []byte(h[eventMeta])}
 	created, _ := strconv.ParseInt(h[eventCreated], 10, 64)
 	e.Created = fromMS(created)
-	e.fanout = h[eventFanout]
+	e.PendingFanout = h[eventFanout]
 	if raw := h[eventRuns]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &e.Runs); err != nil {
 			return nil, fmt.Errorf("event %s: runs: %w", id, err)
@@ -155,20 +126,4 @@ func (s *Store) SubscribeFinished(ctx context.Context) (n *Notices, channels int
 	n = s.Notices()
 	// On an error n still subscribes once Redis answers.
 	return n, len(names), n.Subscribe(ctx, names...)
-}
-
-// ParseFinished reads a notice of the finished channel: how many runs
-// reached each terminal status. Unknown statuses and malformed counts are
-// left out.
-func ParseFinished(msg string) map[string]int {
-	f := strings.Fields(msg)
-	out := make(map[string]int, len(f)/2)
-	for i := 0; i+1 < len(f); i += 2 {
-		n, err := strconv.Atoi(f[i+1])
-		if err != nil || n <= 0 || !IsTerminal(f[i]) {
-			continue
-		}
-		out[f[i]] += n
-	}
-	return out
 }

@@ -37,12 +37,6 @@ import (
 // idempotent, a recoverer racing the ingester or another recoverer can only
 // do the same work twice.
 
-// FanoutGrace is how long a fan-out stays pending before a recoverer takes
-// it over. An ingester finishes its fan-out within its operation timeout
-// (5s by default), so a recoverer rarely repeats the work of a live one,
-// which would be harmless anyway.
-const FanoutGrace = 30 * time.Second
-
 // eventPrefix is the key prefix of the partition the event with ID id lives
 // in (the one its ID names, as a run ID does): its record, its entries in
 // the events indexes and in the pending fan-outs. The namespace's layout
@@ -104,7 +98,7 @@ func (s *Store) placeEvent(ctx context.Context, p *PushEventParams) error {
 	base := plainID(p.ID)
 	part := -1
 	for _, t := range p.Tasks {
-		if t.errText() == "" && t.Run != nil {
+		if eventTaskError(t) == "" && t.Run != nil {
 			if i := parts.place(t.Run); part < 0 {
 				part = i
 			}
@@ -125,7 +119,7 @@ func (s *Store) inEventSlot(p *PushEventParams) bool {
 	}
 	home := s.eventPrefix(p.ID)
 	for _, t := range p.Tasks {
-		if t.errText() == "" && s.triggerPrefix(t.Run) != home {
+		if eventTaskError(t) == "" && s.triggerPrefix(t.Run) != home {
 			return false
 		}
 	}
@@ -179,8 +173,8 @@ func (s *Store) planFanout(p *PushEventParams) *fanoutJob {
 	j := &fanoutJob{id: p.ID, prefix: s.eventPrefix(p.ID), payload: p.Payload, meta: meta, now: unixMS(p.Now),
 		f: fanout{Retention: ms(p.Retention), Tasks: make([]fanoutTask, len(p.Tasks))}}
 	for i, t := range p.Tasks {
-		if msg := t.errText(); msg != "" {
-			j.f.Tasks[i] = fanoutTask{Task: t.name(), Error: msg}
+		if msg := eventTaskError(t); msg != "" {
+			j.f.Tasks[i] = fanoutTask{Task: eventTaskName(t), Error: msg}
 			continue
 		}
 		r := t.Run
@@ -206,54 +200,6 @@ func jobOf(prefix, id, raw, payload, meta, created string) (*fanoutJob, error) {
 		return nil, fmt.Errorf("redisstore: event %s: pending fan-out: %w", id, err)
 	}
 	return j, nil
-}
-
-// FanoutPendingError says an event is stored but its fan-out could not be
-// finished: Redis refused or did not answer a later step. Nothing is lost:
-// the fan-out stays pending, and a worker finishes it once it has been so
-// for FanoutGrace, every task getting exactly one run or recorded
-// collision. Pushing the event again would store a second event.
-type FanoutPendingError struct {
-	EventID string
-	Err     error
-}
-
-func (e *FanoutPendingError) Error() string {
-	return fmt.Sprintf("event %s is stored but its fan-out is pending, for a worker to finish after %s: %v",
-		e.EventID, FanoutGrace, e.Err)
-}
-
-// Unwrap returns what stopped the fan-out.
-func (e *FanoutPendingError) Unwrap() error { return e.Err }
-
-// FanoutStep names a point between the steps of a fan-out, for
-// FanoutHooks.
-type FanoutStep int
-
-// The points FanoutHooks.After is called at.
-const (
-	// FanoutStored: step 1 is written, no task triggered yet.
-	FanoutStored FanoutStep = iota + 1
-	// FanoutTriggered: a call of step 2 was answered.
-	FanoutTriggered
-)
-
-// FanoutHooks let tests stop a fan-out in steps between two steps, where
-// an ingester may die (internal/faulttest kills its process there). A
-// Store has none unless a test sets them.
-type FanoutHooks struct {
-	// Steps sends every fan-out through the steps, even when all its runs
-	// live in the event's slot.
-	Steps bool
-	// TriggersPerCall bounds the tasks of one call of step 2 (0:
-	// MaxItemsPerCall), so that a fan-out can stop between two triggers.
-	TriggersPerCall int
-	// After, when set, is called after step 1 (FanoutStored, triggered 0)
-	// and after each call of step 2 (FanoutTriggered, with how many tasks
-	// have been triggered so far). An error stops the fan-out there,
-	// pending: the push or the recovery fails with a *FanoutPendingError
-	// wrapping it.
-	After func(step FanoutStep, eventID string, triggered int) error
 }
 
 // SetFanoutHooks sets the store's fan-out hooks (nil: none), for tests.

@@ -4,55 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 )
 
 // finishScript records outcomes of attempts: lua/finish.lua.
 var finishScript = loadScript("finish", "errors", "record", "attempts", "stream", "ending")
-
-// Outcome is what an attempt reports.
-type Outcome string
-
-// Outcomes of an attempt.
-const (
-	OutcomeSucceeded Outcome = "succeeded"
-	OutcomeFailed    Outcome = "failed"
-	OutcomeRetry     Outcome = "retry"
-)
-
-// FinishParams report the end of an attempt.
-type FinishParams struct {
-	RunID   string
-	Attempt int
-	Outcome Outcome
-	// Payload is the result JSON on success, the error message otherwise.
-	Payload []byte
-	RetryAt time.Time
-	Now     time.Time
-	// Task, EntryID and Spec come from the delivery and its start. With
-	// them, the finish script need not read from the record what does not
-	// change while a run is queued or running; without them it does.
-	Task    string
-	EntryID string
-	Spec    *RunSpec
-	// Began, when set, begins the attempt in the same write as its
-	// outcome, for a handler that ran before the attempt was recorded as
-	// begun (Start was never called for the delivery): Attempt is then the
-	// delivery's Spec.Attempts+1, and the write happens only if the run is
-	// still queued with EntryID and has begun no attempt since the entry
-	// was written. Needs Task, EntryID and Spec. Consumer is recorded as the
-	// attempt's worker.
-	Began    time.Time
-	Consumer string
-}
-
-// FinishResult says whether the outcome was recorded.
-type FinishResult struct {
-	Written bool
-	// Status is the run's status after a write; otherwise why nothing was
-	// written: "missing", "stale" or the status the run already had.
-	Status string
-}
 
 func (s *Store) parseWritten(name string, v any) (FinishResult, error) {
 	if err, ok := v.(error); ok {
@@ -105,7 +60,7 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 // beganBy is the worker an outcome's attempt is begun by in the finish
 // call ("" when it is not begun there).
 func beganBy(p *FinishParams) string {
-	if p.Began.IsZero() || !p.withDelivery() {
+	if p.Began.IsZero() || !withDelivery(p) {
 		return ""
 	}
 	return p.Consumer
@@ -133,10 +88,6 @@ func finishWorkerGroups(ps []*FinishParams) [][]int {
 		return first
 	})
 }
-
-// withDelivery says whether p carries the delivery's fields, which the
-// finish script then need not read from the record.
-func (p *FinishParams) withDelivery() bool { return p.Spec != nil && p.Task != "" && p.EntryID != "" }
 
 // finishBatch is FinishBatch for outcomes whose attempts begun in the call
 // are all begun by consumer.
@@ -177,7 +128,7 @@ func (s *Store) finishBatch(ctx context.Context, ps []*FinishParams, consumer st
 				finishItemArgTask: "", finishItemArgEntry: "", finishItemArgIdempotencyKey: "",
 				finishItemArgRetain: 0, finishItemArgRetention: 0, finishItemArgBegan: "",
 			}
-			if p.withDelivery() {
+			if withDelivery(p) {
 				sp := p.Spec
 				a[finishItemArgTask], a[finishItemArgEntry] = p.Task, p.EntryID
 				if sp.Strategy == StrategyStatus {
@@ -198,3 +149,6 @@ func (s *Store) finishBatch(ctx context.Context, ps []*FinishParams, consumer st
 	}))
 	return res, errs
 }
+
+// withDelivery says the outcome carries its delivery, so finish.lua begins the attempt too.
+func withDelivery(p *FinishParams) bool { return p.Spec != nil && p.Task != "" && p.EntryID != "" }

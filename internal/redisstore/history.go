@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,25 +26,6 @@ const (
 	// shut down (Requeue).
 	AttemptRequeued = "requeued"
 )
-
-// Attempt is one entry of a run's attempt history as stored.
-type Attempt struct {
-	Number   int
-	Outcome  string
-	Began    time.Time
-	Ended    time.Time
-	Consumer string
-	Error    string
-}
-
-// Parts is what ReadParts found of a run besides its record.
-type Parts struct {
-	// Attempts is the run's attempt history, oldest first (at most
-	// MaxAttemptRecords).
-	Attempts []Attempt
-	// Signals and Steps count the run's signals and durable steps.
-	Signals, Steps int64
-}
 
 // ReadParts reads the parts run r has (its flags say which): the attempt
 // history and the counts of its signals and durable steps, in one round
@@ -121,12 +101,6 @@ func (s *Store) ReadAttempts(ctx context.Context, runID string) ([]Attempt, erro
 		out = append(out, attemptOf(m.Values))
 	}
 	return out, nil
-}
-
-// Step is one durable step of a run as stored: its name and result (JSON).
-type Step struct {
-	Name   string
-	Result []byte
 }
 
 // ScanSteps returns a page of a run's durable steps, by name within the

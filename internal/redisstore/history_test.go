@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -167,7 +168,7 @@ func TestAttemptHistoryIsCapped(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		p := f.params("t", "", redisstore.StrategyNone)
-		total := redisstore.MaxAttemptRecords + 3
+		total := engine.MaxAttemptRecords + 3
 		p.Retries, p.MaxDeliveries = total+1, 0
 		f.enqueue(p)
 		for i := 1; i <= total; i++ {
@@ -182,10 +183,10 @@ func TestAttemptHistoryIsCapped(t *testing.T) {
 			}
 		}
 		as := f.attempts(p.RunID)
-		if len(as) != redisstore.MaxAttemptRecords || as[0].Number != 4 || as[len(as)-1].Number != total ||
+		if len(as) != engine.MaxAttemptRecords || as[0].Number != 4 || as[len(as)-1].Number != total ||
 			as[len(as)-1].Error != fmt.Sprint("boom ", total) {
 			t.Errorf("history holds %d attempts, %d to %d; want the latest %d, 4 to %d",
-				len(as), as[0].Number, as[len(as)-1].Number, redisstore.MaxAttemptRecords, total)
+				len(as), as[0].Number, as[len(as)-1].Number, engine.MaxAttemptRecords, total)
 		}
 	})
 }

@@ -10,14 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// IndexEntry is one entry of a time index (the runs index, the events
-// index, an event key's index): a record's ID and its score, the unix ms it
-// was created.
-type IndexEntry struct {
-	ID    string
-	Score int64
-}
-
 // PageRuns returns up to limit entries of the runs indexes of every
 // partition, merged newest first, that come after the entry after (nil:
 // from the newest). Entries of one score come by ID, descending; IDs are

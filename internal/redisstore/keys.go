@@ -4,9 +4,6 @@ import "strings"
 
 // Keys of a namespace: see the key layout in layout.go.
 
-// NamespaceDefault is the namespace used when none is configured.
-const NamespaceDefault = "default"
-
 // GroupName is the consumer group every task stream is read through.
 const GroupName = "taskq"
 

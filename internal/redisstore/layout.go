@@ -253,12 +253,13 @@ const (
 	attemptEntryError    = "m" // its error message
 )
 
-// MaxAttemptRecords bounds a run's attempt history: past it, the oldest
+// maxAttemptRecords bounds a run's attempt history: past it, the oldest
 // entries are trimmed (XADD MAXLEN), so a run retried without end holds
-// its latest MaxAttemptRecords attempts.
+// its latest maxAttemptRecords attempts. It is engine.MaxAttemptRecords
+// (TestLayoutFollowsTheEngine).
 //
 //taskq:lua const
-const MaxAttemptRecords = 100
+const maxAttemptRecords = 100
 
 // Fields of an event record, the hash at taskq:{ns}:event:<event id>.
 //
@@ -315,10 +316,6 @@ const (
 	statsMinuteKeepMs = 7200000  // how long a minute hash is kept after its minute
 	statsCoarseKeepMs = 93600000 // how long a coarse hash is kept after its span
 )
-
-// The source an event's suppressed trigger records in its origin:
-// "event:<event id>".
-const sourceEventPrefix = "event:"
 
 // MaxLingeringEntries bounds the acknowledged entries a task stream keeps
 // behind an older delivery still pending (a long-running handler): past

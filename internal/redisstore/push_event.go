@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,55 +14,6 @@ import (
 // fan-out at once: lua/push_event.lua. See fanout.go for the fan-out in
 // steps.
 var pushEventScript = loadScript("push_event", "errors", "record", "stream", "ending", "claim", "events", "suppressed")
-
-// What push_event.lua records for each subscribed task.
-const (
-	EventRunCreated      = "created"
-	EventRunDeduplicated = "deduplicated"
-	EventRunDebounced    = "debounced"
-	EventRunError        = "error"
-)
-
-// EventTask is one subscribed task's part of an event.
-type EventTask struct {
-	// Run describes the run to create: its input and metadata are the
-	// event's, Now is the event's time. Ignored when Error is set.
-	Run *EnqueueParams
-	// Task names the task when Run is nil.
-	Task string
-	// Error says why no run is attempted for the task (its expression
-	// failed on this payload). The event records it.
-	Error string
-}
-
-func (t EventTask) name() string {
-	if t.Run != nil {
-		return t.Run.Task
-	}
-	return t.Task
-}
-
-// errText is what the event records as the task's error: "" when a run is
-// attempted.
-func (t EventTask) errText() string {
-	if t.Error == "" && t.Run == nil {
-		return "no run described"
-	}
-	return t.Error
-}
-
-// PushEventParams describe one event.
-type PushEventParams struct {
-	ID      string
-	Key     string
-	Payload []byte // JSON object
-	Meta    []byte // JSON object
-	Now     time.Time
-	// Retention is how long the event record is kept.
-	Retention time.Duration
-	// Tasks are the subscribed tasks, in the order their keys are claimed.
-	Tasks []EventTask
-}
 
 // pushEventArgs returns the KEYS and ARGV of push_event.lua for p, whose
 // runs all live in the event's slot (inEventSlot).
@@ -96,9 +46,9 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 	args := append(make([]any, 0, pushEventArgCount+pushEventItemArgCount*len(p.Tasks)), h[1:]...)
 	for _, t := range p.Tasks {
 		r := t.Run
-		if msg := t.errText(); msg != "" {
+		if msg := eventTaskError(t); msg != "" {
 			a := [pushEventItemArgCount]any{
-				pushEventItemArgTask: t.name(), pushEventItemArgRunID: "", pushEventItemArgIdempotencyKey: "",
+				pushEventItemArgTask: eventTaskName(t), pushEventItemArgRunID: "", pushEventItemArgIdempotencyKey: "",
 				pushEventItemArgSpec: settingsSpec(StrategyNone, 0, 0, 0, 0, 0, 0, 0), pushEventItemArgError: msg,
 			}
 			args = append(args, a[:]...)
@@ -129,7 +79,7 @@ func parsePushEvent(p *PushEventParams, v any) ([]EventRun, error) {
 	}
 	out := make([]EventRun, len(p.Tasks))
 	for i, t := range p.Tasks {
-		out[i] = EventRun{Task: t.name(), Outcome: asString(r[2*i]), RunID: asString(r[2*i+1]), Error: t.errText()}
+		out[i] = EventRun{Task: eventTaskName(t), Outcome: asString(r[2*i]), RunID: asString(r[2*i+1]), Error: eventTaskError(t)}
 		if out[i].Error == "" {
 			out[i].IdempotencyKey = t.Run.Key
 		}
@@ -185,8 +135,8 @@ func (s *Store) fromEventResend(ctx context.Context, p *PushEventParams, err err
 	if gerr != nil || ev.Key != p.Key || ev.Created.UnixMilli() != unixMS(p.Now) || string(ev.Payload) != string(p.Payload) {
 		return nil, err
 	}
-	if ev.fanout != "" {
-		j, jerr := jobOf(s.eventPrefix(p.ID), p.ID, ev.fanout, string(ev.Payload), string(ev.Meta),
+	if ev.PendingFanout != "" {
+		j, jerr := jobOf(s.eventPrefix(p.ID), p.ID, ev.PendingFanout, string(ev.Payload), string(ev.Meta),
 			strconv.FormatInt(ev.Created.UnixMilli(), 10))
 		if jerr != nil || len(j.f.Tasks) != len(p.Tasks) {
 			return nil, err
@@ -262,4 +212,21 @@ func (s *Store) pushEventsAtOnce(ctx context.Context, ps []*PushEventParams, res
 		}
 		res[i], errs[i] = parsePushEvent(ps[i], v)
 	}
+}
+
+// eventTaskName is the task t is for.
+func eventTaskName(t EventTask) string {
+	if t.Run != nil {
+		return t.Run.Task
+	}
+	return t.Task
+}
+
+// eventTaskError is what the event records as the task's error: "" when a run is
+// attempted.
+func eventTaskError(t EventTask) string {
+	if t.Error == "" && t.Run == nil {
+		return "no run described"
+	}
+	return t.Error
 }

@@ -15,18 +15,6 @@ import (
 // some deletions, and on miniredis). Past it, Queued is a lower bound.
 const QueueCountMax = 10000
 
-// QueueStat is what a task's streams hold, summed over the partitions.
-type QueueStat struct {
-	// Queued counts entries not yet delivered to a worker.
-	Queued int64
-	// InFlight counts entries delivered and not yet acknowledged: runs a
-	// worker holds, or whose lease lapsed and await redelivery.
-	InFlight int64
-	// Oldest is when the oldest undelivered entry was added (zero when
-	// none is queued).
-	Oldest time.Time
-}
-
 // QueueStats reads the queue figures of each of tasks, in two pipelined
 // round trips over every partition: XINFO GROUPS and XLEN of each stream,
 // then the first undelivered entry of each stream with some. A stream or

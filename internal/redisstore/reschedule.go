@@ -12,18 +12,6 @@ import (
 // lua/reschedule.lua.
 var rescheduleScript = loadScript("reschedule", "record")
 
-// RescheduleResult is the outcome of Reschedule.
-type RescheduleResult struct {
-	// Moved is true when the run was waiting for its due time and now
-	// waits for the new one.
-	Moved bool
-	// Previous is the due time it had (when Moved).
-	Previous time.Time
-	// Why says why nothing was moved: "missing", "running", a terminal
-	// status, "queued" (due already), "retrying" or "debouncing".
-	Why string
-}
-
 // Reschedule moves a run created with a delay (EnqueueParams.Delay) and
 // not yet due to a new due time, shifting its key's expiry with it. A run
 // ID that names no partition of the namespace is "missing".

@@ -2,13 +2,6 @@ package redisstore
 
 import "context"
 
-// RunTaskStatus is a run's task and status, as RunTaskStatuses reads them;
-// both "" when its record is gone.
-type RunTaskStatus struct {
-	Task   string
-	Status string
-}
-
 // RunTaskStatuses reads the task and status of each run in one round trip,
 // for counting runs without reading their inputs and results.
 func (s *Store) RunTaskStatuses(ctx context.Context, ids []string) ([]RunTaskStatus, error) {

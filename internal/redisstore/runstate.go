@@ -6,15 +6,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RunState is what RunStates reads of one run.
-type RunState struct {
-	// Status is the run's status, "" when its record is gone.
-	Status string
-	// Error is why the run ended, as its record holds it ("superseded by
-	// run <id>", a cancel's reason, a failure).
-	Error string
-}
-
 // RunStates reads the status and error of each run in one round trip, for
 // a worker to learn that runs it is running, whose attempts are not begun
 // yet, have been cancelled.

@@ -11,12 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisguard"
 )
-
-// ErrInvalidScanCursor is returned for a ScanKeys cursor that no call
-// returned.
-var ErrInvalidScanCursor = errors.New("invalid scan cursor")
 
 // scanRoundsPerPage bounds the SCAN calls of one ScanKeys page, and
 // scanWorkMax the COUNT of one, which grows from the page's count while
@@ -170,7 +167,7 @@ func parseScanCursor(c string, masters int) (node int, scan uint64, err error) {
 	if c == "" {
 		return 0, 0, nil
 	}
-	bad := fmt.Errorf("%w: %q", ErrInvalidScanCursor, c)
+	bad := fmt.Errorf("%w: %q", engine.ErrInvalidCursor, c)
 	n, sc, several := strings.Cut(c, "-")
 	if several != (masters > 1) {
 		return 0, 0, bad

@@ -15,20 +15,6 @@ import (
 // save_schedule.go, pause_schedule.go, delete_schedule.go and
 // advance_schedule.go.
 
-// ScheduleRecord is a schedule as stored: its definition (JSON, which the
-// client reads and writes) and what the store keeps beside it.
-type ScheduleRecord struct {
-	Name       string
-	Definition []byte
-	Paused     bool
-	// Cursor is the latest tick fired, or when the schedule was
-	// registered or resumed if that is later: the next tick to fire is
-	// after it.
-	Cursor  time.Time
-	Created time.Time
-	Updated time.Time
-}
-
 // GetSchedule returns one schedule, or nil when there is none.
 func (s *Store) GetSchedule(ctx context.Context, name string) (*ScheduleRecord, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.Schedule(name)).Result()

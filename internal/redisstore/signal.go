@@ -7,22 +7,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // signalScript appends a signal to a run's signal stream: lua/signal.lua.
 var signalScript = loadScript("signal", "record", "signals")
-
-// SignalResult is the outcome of Signal.
-type SignalResult struct {
-	Delivered bool
-	RunID     string
-	SignalID  string
-	// Reason when not delivered: "none" (key not held), "missing",
-	// "finished" or "full".
-	Reason string
-	// Status is the run's status when Reason is "finished".
-	Status string
-}
 
 // SignalKey delivers payload to the run that owns key now.
 func (s *Store) SignalKey(ctx context.Context, key, signalID string, payload []byte, maxSignals int) (SignalResult, error) {
@@ -78,22 +67,14 @@ func (s *Store) signal(ctx context.Context, ks Keys, key, mode, runID, signalID 
 	return res, nil
 }
 
-// Signal is one signal as stored.
-type Signal struct {
-	// Cursor is the stream position to read after this signal.
-	Cursor  string
-	ID      string
-	Payload []byte
-	// Sent is when the signal was stored (the time its Cursor names).
-	Sent time.Time
-}
-
 // ReadSignals returns up to count signals of a run after cursor ("0" for
 // the first), blocking up to block when none is there yet (block < 0:
 // do not block).
 func (s *Store) ReadSignals(ctx context.Context, runID, cursor string, count int, block time.Duration) ([]Signal, error) {
 	if cursor == "" {
 		cursor = "0"
+	} else if _, ok := parseStreamID(cursor); !ok && cursor != "0" {
+		return nil, fmt.Errorf("%w: %q (of a signals listing)", engine.ErrInvalidCursor, cursor)
 	}
 	ks, err := s.keysOfRun(ctx, runID)
 	if errors.Is(err, ErrRunNotFound) {

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/taskq/taskq/pkg/task"
 )
 
 // Store is the only place taskq talks to Redis: every state change of a run
@@ -77,37 +75,6 @@ func (s *Store) Redis() redis.UniversalClient { return s.rdb }
 
 // Ping checks that Redis answers.
 func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
-
-// Strategy is the task's strategy (defined once, in package task), as the
-// scripts store and read it.
-type Strategy = task.Strategy
-
-// The strategies a run is stored with: the task's, or StrategyNone for a
-// run without an idempotency key, which is not deduplicated. StrategyNone
-// is a storage value only, never a task's configuration.
-const (
-	StrategyNone     Strategy = "none"
-	StrategyTTL               = task.StrategyTTL
-	StrategyStatus            = task.StrategyStatus
-	StrategyDebounce          = task.StrategyDebounce
-)
-
-// MaxSignalsDefault bounds the signals one run may hold.
-const MaxSignalsDefault = 10000
-
-// Run statuses as stored.
-const (
-	StatusQueued    = "queued"
-	StatusRunning   = "running"
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-)
-
-// IsTerminal reports whether status is final.
-func IsTerminal(status string) bool {
-	return status == StatusSucceeded || status == StatusFailed || status == StatusCancelled
-}
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 

@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Suppressed triggers: a trigger that created no run because another run
@@ -28,59 +27,6 @@ import (
 // whole stream nodes: up to stream-node-max-entries, 100 by default, more
 // per partition), and entries older than the retention are left out of
 // every listing and trimmed by the workers' janitor (TrimSuppressed).
-
-// The defaults of SuppressedLimits.
-const (
-	// SuppressedCapDefault is about the most suppressed triggers a
-	// namespace keeps, over all its partitions.
-	SuppressedCapDefault = 10000
-	// SuppressedRetentionDefault is how long a suppressed trigger is kept.
-	SuppressedRetentionDefault = 24 * time.Hour
-)
-
-// The sources of a trigger, as a suppressed trigger records them; an
-// event's runs record SourceEventPrefix followed by the event's ID.
-const (
-	SourceClient      = "client"
-	SourceHTTP        = "http"
-	SourceCLI         = "cli"
-	SourceEventPrefix = sourceEventPrefix
-)
-
-// MaxSourceBytes bounds a trigger's Source.
-const MaxSourceBytes = 64
-
-// What a suppressed trigger did instead of creating a run.
-const (
-	SuppressedRejected     = "rejected"     // refused (policy reject): the caller got a collision
-	SuppressedAttached     = "attached"     // the caller got the owner (policy attach)
-	SuppressedSignalled    = "signalled"    // its input went to the owner as a signal (policy signal)
-	SuppressedDebounced    = "debounced"    // the owner, still waiting, took its input
-	SuppressedDeduplicated = "deduplicated" // an event's task: the event records the owner
-)
-
-// digestLen is how many hex digits of the input's SHA-256 a record keeps.
-const digestLen = 16
-
-// SuppressedLimits bound the suppressed-trigger records of a namespace.
-type SuppressedLimits struct {
-	// Cap is about the most records kept over all partitions (0: the
-	// default; negative: none recorded).
-	Cap int
-	// Retention is how long a record is kept (0: the default).
-	Retention time.Duration
-}
-
-// WithDefaults fills in the zero values.
-func (l SuppressedLimits) WithDefaults() SuppressedLimits {
-	if l.Cap == 0 {
-		l.Cap = SuppressedCapDefault
-	}
-	if l.Retention <= 0 {
-		l.Retention = SuppressedRetentionDefault
-	}
-	return l
-}
 
 // SetSuppressedLimits sets the store's limits on suppressed-trigger
 // records, before its first trigger.
@@ -108,14 +54,6 @@ func (s *Store) suppressedCap(n int) string {
 	return strconv.Itoa((c + max(n, 1) - 1) / max(n, 1))
 }
 
-// InputDigest is the short digest of a trigger's input that a suppressed
-// trigger records: the first 16 hex digits of the SHA-256 of its bytes as
-// sent (equal JSON written in another key order digests differently).
-func InputDigest(input []byte) string {
-	sum := sha256.Sum256(input)
-	return hex.EncodeToString(sum[:digestLen/2])
-}
-
 // sourceOf is the source a trigger records: SourceClient for "".
 func sourceOf(source string) string {
 	if source == "" {
@@ -123,63 +61,6 @@ func sourceOf(source string) string {
 	}
 	return source
 }
-
-// ErrInvalidSource matches the error of CheckSource.
-var ErrInvalidSource = errors.New("invalid trigger source")
-
-// CheckSource reports whether source can be a trigger's Source: at most
-// MaxSourceBytes printable ASCII characters, no space. Its error matches
-// ErrInvalidSource.
-func CheckSource(source string) error {
-	if len(source) > MaxSourceBytes {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalidSource, len(source), MaxSourceBytes)
-	}
-	for i := 0; i < len(source); i++ {
-		if c := source[i]; c <= ' ' || c > '~' {
-			return fmt.Errorf("%w: %q holds a space or a character that is not printable ASCII", ErrInvalidSource, source)
-		}
-	}
-	return nil
-}
-
-// Suppressed is one recorded trigger that created no run.
-type Suppressed struct {
-	// ID is the record's stream entry ID, in its partition, and Index its
-	// place among the entry's records (the triggers of one call).
-	ID        string
-	Partition int
-	Index     int
-	Time      time.Time
-	Key       string
-	// Owner is the run that held the key.
-	Owner string
-	Task  string
-	// Source says where the trigger came from: client, http, cli or
-	// event:<event id> (or what a client named with its trigger).
-	Source string
-	// InputDigest is InputDigest of the trigger's input.
-	InputDigest string
-	// Outcome is one of the Suppressed* outcomes.
-	Outcome string
-}
-
-// SuppressedQuery selects suppressed triggers.
-type SuppressedQuery struct {
-	// Key and Owner keep only the records of this idempotency key and of
-	// this owner run ("" keeps all).
-	Key, Owner string
-	// Limit is the most records returned (at least 1).
-	Limit int
-	// Cursor continues a listing after the record it names ("" starts
-	// from the newest).
-	Cursor string
-	// Now is the time the retention counts back from.
-	Now time.Time
-}
-
-// ErrInvalidSuppressedCursor is returned for a cursor ListSuppressed did
-// not make.
-var ErrInvalidSuppressedCursor = errors.New("invalid suppressed-trigger cursor")
 
 // suppressedScanBatch is how many entries one XREVRANGE reads while a
 // filter skips entries.
@@ -360,44 +241,9 @@ func (s *Store) TrimSuppressed(ctx context.Context, part int, cutoff time.Time) 
 	return n, nil
 }
 
-// streamID is a stream entry ID, <ms>-<seq>.
-type streamID struct{ ms, seq uint64 }
-
-// IsStreamID reports whether s has the form of a stream entry ID,
-// <ms>-<seq>: a cursor the store's stream listings return.
-func IsStreamID(s string) bool {
-	_, ok := parseStreamID(s)
-	return ok
-}
-
-func parseStreamID(s string) (streamID, bool) {
-	a, b, ok := strings.Cut(s, "-")
-	if !ok {
-		return streamID{}, false
-	}
-	ms, err1 := strconv.ParseUint(a, 10, 64)
-	seq, err2 := strconv.ParseUint(b, 10, 64)
-	return streamID{ms, seq}, err1 == nil && err2 == nil
-}
-
 func mustStreamID(s string) streamID {
 	id, _ := parseStreamID(s)
 	return id
-}
-
-func (id streamID) String() string {
-	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
-}
-
-// prev is the ID just before id; ok is false for 0-0.
-func (id streamID) prev() (streamID, bool) {
-	switch {
-	case id.seq > 0:
-		return streamID{id.ms, id.seq - 1}, true
-	case id.ms > 0:
-		return streamID{id.ms - 1, ^uint64(0)}, true
-	}
-	return streamID{}, false
 }
 
 // suppressedPos is where a listing stopped: the last record's entry ID,
@@ -417,7 +263,7 @@ func parseSuppressedCursor(c string, parts int) (*suppressedPos, error) {
 	if c == "" {
 		return nil, nil
 	}
-	bad := fmt.Errorf("%w: %q", ErrInvalidSuppressedCursor, c)
+	bad := fmt.Errorf("%w: %q (of a %s listing)", engine.ErrInvalidCursor, c, "suppressed-trigger")
 	f := strings.Split(c, ".")
 	if len(f) != 3 {
 		return nil, bad
@@ -464,3 +310,38 @@ func (s *Store) knownCount() int {
 
 // SuppressedRetention is how long a suppressed trigger is kept.
 func (s *Store) SuppressedRetention() time.Duration { return s.SuppressedLimits().Retention }
+
+// streamID is a stream entry ID, <ms>-<seq>.
+type streamID struct{ ms, seq uint64 }
+
+// IsStreamID reports whether s has the form of a stream entry ID,
+// <ms>-<seq>: a cursor the store's stream listings return.
+func IsStreamID(s string) bool {
+	_, ok := parseStreamID(s)
+	return ok
+}
+
+func parseStreamID(s string) (streamID, bool) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return streamID{}, false
+	}
+	ms, err1 := strconv.ParseUint(a, 10, 64)
+	seq, err2 := strconv.ParseUint(b, 10, 64)
+	return streamID{ms, seq}, err1 == nil && err2 == nil
+}
+
+func (id streamID) String() string {
+	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
+}
+
+// prev is the ID just before id; ok is false for 0-0.
+func (id streamID) prev() (streamID, bool) {
+	switch {
+	case id.seq > 0:
+		return streamID{id.ms, id.seq - 1}, true
+	case id.ms > 0:
+		return streamID{id.ms - 1, ^uint64(0)}, true
+	}
+	return streamID{}, false
+}

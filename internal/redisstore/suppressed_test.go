@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -384,7 +385,7 @@ func TestSuppressedListingMergesPartitions(t *testing.T) {
 				t.Errorf("search of order-5 found %+v", e)
 			}
 		}
-		if _, _, err := s.ListSuppressed(t.Context(), redisstore.SuppressedQuery{Limit: 1, Cursor: "1-0.9"}); !errors.Is(err, redisstore.ErrInvalidSuppressedCursor) {
+		if _, _, err := s.ListSuppressed(t.Context(), redisstore.SuppressedQuery{Limit: 1, Cursor: "1-0.9"}); !errors.Is(err, engine.ErrInvalidCursor) {
 			t.Errorf("a cursor naming partition 9 of 4: %v", err)
 		}
 	})

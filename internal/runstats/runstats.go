@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Store is where a Recorder adds its counts.
 type Store interface {
-	AddRunStats(ctx context.Context, batch redisstore.RunStatsBatch) error
+	AddRunStats(ctx context.Context, batch engine.RunStatsBatch) error
 }
 
 // MaxMinutes is how many minutes of counts a Recorder keeps unflushed.
@@ -38,7 +38,7 @@ type Recorder struct {
 	log   *slog.Logger
 
 	mu     sync.Mutex
-	counts map[redisstore.StatsCounter]int64
+	counts map[engine.StatsCounter]int64
 	// minutes holds the minutes with counts, each with how many counters.
 	minutes map[int64]int
 	// expired holds the minutes whose hashes this process has given their
@@ -57,38 +57,38 @@ func New(store Store, log *slog.Logger) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{store: store, log: log, counts: map[redisstore.StatsCounter]int64{},
+	return &Recorder{store: store, log: log, counts: map[engine.StatsCounter]int64{},
 		minutes: map[int64]int{}, expired: map[int64]bool{}}
 }
 
 // Wait counts an attempt of task begun at now after waiting d in its
 // stream.
 func (r *Recorder) Wait(now time.Time, task string, d time.Duration) {
-	r.add(redisstore.StatsCounter{Minute: redisstore.StatsMinuteOf(now), Task: task, Kind: redisstore.StatsKindWait,
-		Bucket: redisstore.StatsBucket(d.Milliseconds())}, 1)
+	r.add(engine.StatsCounter{Minute: engine.StatsMinuteOf(now), Task: task, Kind: engine.StatsKindWait,
+		Bucket: engine.StatsBucket(d.Milliseconds())}, 1)
 }
 
 // Ran counts an attempt of task that ended at now with outcome after
 // running d.
-func (r *Recorder) Ran(now time.Time, task string, outcome redisstore.Outcome, d time.Duration) {
-	kind := redisstore.StatsKindSucceeded
+func (r *Recorder) Ran(now time.Time, task string, outcome engine.Outcome, d time.Duration) {
+	kind := engine.StatsKindSucceeded
 	switch outcome {
-	case redisstore.OutcomeFailed:
-		kind = redisstore.StatsKindFailed
-	case redisstore.OutcomeRetry:
-		kind = redisstore.StatsKindRetried
+	case engine.OutcomeFailed:
+		kind = engine.StatsKindFailed
+	case engine.OutcomeRetry:
+		kind = engine.StatsKindRetried
 	}
-	r.add(redisstore.StatsCounter{Minute: redisstore.StatsMinuteOf(now), Task: task, Kind: kind,
-		Bucket: redisstore.StatsBucket(d.Milliseconds())}, 1)
+	r.add(engine.StatsCounter{Minute: engine.StatsMinuteOf(now), Task: task, Kind: kind,
+		Bucket: engine.StatsBucket(d.Milliseconds())}, 1)
 }
 
 // Duplicate counts a trigger of task, at now, that created no run because
 // its key was held.
 func (r *Recorder) Duplicate(now time.Time, task string) {
-	r.add(redisstore.StatsCounter{Minute: redisstore.StatsMinuteOf(now), Task: task, Kind: redisstore.StatsKindDuplicate}, 1)
+	r.add(engine.StatsCounter{Minute: engine.StatsMinuteOf(now), Task: task, Kind: engine.StatsKindDuplicate}, 1)
 }
 
-func (r *Recorder) add(c redisstore.StatsCounter, n int64) {
+func (r *Recorder) add(c engine.StatsCounter, n int64) {
 	if r == nil {
 		return
 	}
@@ -99,7 +99,7 @@ func (r *Recorder) add(c redisstore.StatsCounter, n int64) {
 
 // addLocked adds n to c, dropping the oldest minute's counts when more
 // than MaxMinutes minutes hold some.
-func (r *Recorder) addLocked(c redisstore.StatsCounter, n int64) {
+func (r *Recorder) addLocked(c engine.StatsCounter, n int64) {
 	if _, ok := r.counts[c]; !ok {
 		if _, ok := r.minutes[c.Minute]; !ok && len(r.minutes) >= MaxMinutes {
 			oldest := c.Minute
@@ -132,13 +132,13 @@ func (r *Recorder) Flush(ctx context.Context) error {
 		r.mu.Unlock()
 		return nil
 	}
-	batch := redisstore.RunStatsBatch{Counts: r.counts, Expire: map[int64]bool{}}
+	batch := engine.RunStatsBatch{Counts: r.counts, Expire: map[int64]bool{}}
 	for m := range r.minutes {
 		if !r.expired[m] {
 			batch.Expire[m] = true
 		}
 	}
-	r.counts, r.minutes = map[redisstore.StatsCounter]int64{}, map[int64]int{}
+	r.counts, r.minutes = map[engine.StatsCounter]int64{}, map[int64]int{}
 	r.mu.Unlock()
 
 	err := r.store.AddRunStats(ctx, batch)

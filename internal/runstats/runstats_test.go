@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // fakeStore takes batches, or fails them while fail is set.
 type fakeStore struct {
 	fail    bool
-	batches []redisstore.RunStatsBatch
+	batches []engine.RunStatsBatch
 }
 
-func (f *fakeStore) AddRunStats(_ context.Context, b redisstore.RunStatsBatch) error {
+func (f *fakeStore) AddRunStats(_ context.Context, b engine.RunStatsBatch) error {
 	if f.fail {
 		return errors.New("redis down")
 	}
@@ -32,7 +32,7 @@ func TestFlushSumsAndExpiresOnce(t *testing.T) {
 	r := New(st, nil)
 	r.Wait(t0, "a", 10*time.Millisecond)
 	r.Wait(t0.Add(time.Second), "a", 10*time.Millisecond)
-	r.Ran(t0, "a", redisstore.OutcomeRetry, time.Second)
+	r.Ran(t0, "a", engine.OutcomeRetry, time.Second)
 	r.Duplicate(t0, "b")
 	if err := r.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -44,14 +44,14 @@ func TestFlushSumsAndExpiresOnce(t *testing.T) {
 	if err := r.Flush(context.Background()); err != nil { // nothing to send
 		t.Fatal(err)
 	}
-	m := redisstore.StatsMinuteOf(t0)
+	m := engine.StatsMinuteOf(t0)
 	if len(st.batches) != 2 {
 		t.Fatalf("%d batches, want 2", len(st.batches))
 	}
 	first, second := st.batches[0], st.batches[1]
-	wait := redisstore.StatsCounter{Minute: m, Task: "a", Kind: redisstore.StatsKindWait, Bucket: redisstore.StatsBucket(10)}
-	retried := redisstore.StatsCounter{Minute: m, Task: "a", Kind: redisstore.StatsKindRetried, Bucket: redisstore.StatsBucket(1000)}
-	dup := redisstore.StatsCounter{Minute: m, Task: "b", Kind: redisstore.StatsKindDuplicate}
+	wait := engine.StatsCounter{Minute: m, Task: "a", Kind: engine.StatsKindWait, Bucket: engine.StatsBucket(10)}
+	retried := engine.StatsCounter{Minute: m, Task: "a", Kind: engine.StatsKindRetried, Bucket: engine.StatsBucket(1000)}
+	dup := engine.StatsCounter{Minute: m, Task: "b", Kind: engine.StatsKindDuplicate}
 	if len(first.Counts) != 3 || first.Counts[wait] != 2 || first.Counts[retried] != 1 || first.Counts[dup] != 1 || !first.Expire[m] {
 		t.Errorf("first batch %+v", first)
 	}
@@ -84,8 +84,8 @@ func TestFailedFlushKeepsBoundedCounts(t *testing.T) {
 		t.Fatalf("batch %+v: want the last %d minutes", b, MaxMinutes)
 	}
 	for i := 2; i < MaxMinutes+2; i++ {
-		m := redisstore.StatsMinuteOf(t0.Add(time.Duration(i) * time.Minute))
-		if b.Counts[redisstore.StatsCounter{Minute: m, Task: "a", Kind: redisstore.StatsKindDuplicate}] != 1 || !b.Expire[m] {
+		m := engine.StatsMinuteOf(t0.Add(time.Duration(i) * time.Minute))
+		if b.Counts[engine.StatsCounter{Minute: m, Task: "a", Kind: engine.StatsKindDuplicate}] != 1 || !b.Expire[m] {
 			t.Errorf("minute %d: batch %+v", i, b)
 		}
 	}
@@ -95,6 +95,6 @@ func TestFailedFlushKeepsBoundedCounts(t *testing.T) {
 func TestNilRecorder(t *testing.T) {
 	var r *Recorder
 	r.Wait(t0, "a", time.Second)
-	r.Ran(t0, "a", redisstore.OutcomeSucceeded, time.Second)
+	r.Ran(t0, "a", engine.OutcomeSucceeded, time.Second)
 	r.Duplicate(t0, "a")
 }

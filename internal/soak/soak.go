@@ -394,7 +394,7 @@ func (s *soak) settled(ctx context.Context) (int64, map[string]bool, error) {
 	// So is trimming the suppressed-trigger records, which are kept for a
 	// day, not for the runs' retention: the soak trims them all, and an
 	// emptied stream (Redis keeps the key) does not count as left over.
-	st := clientlink.Store(s.c)
+	st := redisstore.StoreOf(clientlink.Store(s.c))
 	time.Sleep(s.o.Retention + max(s.wcfg.Tasks.TTL, time.Second) + time.Second)
 	parts, err := st.Partitions(ctx)
 	if err != nil {
@@ -440,7 +440,7 @@ func (s *soak) settled(ctx context.Context) (int64, map[string]bool, error) {
 		}
 	}
 	// A worker's record outlives it, by design: a worker that was killed
-	// stays listed as dead for redisstore.WorkerKeepDefault, its record
+	// stays listed as dead for engine.WorkerKeepDefault, its record
 	// expiring then. Records that expire do not count (which worker the
 	// faults killed differs from one soak to the next); one without an
 	// expiry does.
@@ -640,7 +640,7 @@ func (s *soak) drain(ctx context.Context, limit time.Duration) error {
 
 // readBack records the final status of every run and owner of every key.
 func (s *soak) readBack(ctx context.Context) error {
-	st := clientlink.Store(s.c) // the history's read-back reads Redis as it is
+	st := redisstore.StoreOf(clientlink.Store(s.c)) // the history's read-back reads Redis as it is
 	ids, err := s.allRunIDs(ctx)
 	if err != nil {
 		return err

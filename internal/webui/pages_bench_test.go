@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -34,12 +34,12 @@ func BenchmarkPagesWith100kRuns(b *testing.B) {
 	start := time.Now()
 	var some string
 	for i := 0; i < benchRuns; i += 1000 {
-		ps := make([]*redisstore.EnqueueParams, 1000)
+		ps := make([]*engine.EnqueueParams, 1000)
 		for j := range ps {
 			n := i + j
-			ps[j] = &redisstore.EnqueueParams{RunID: uuid.NewString(), Task: orderTask.Name(),
+			ps[j] = &engine.EnqueueParams{RunID: uuid.NewString(), Task: orderTask.Name(),
 				Input: fmt.Appendf(nil, `{"id":"b-%d","amount":%d}`, n, n), Meta: []byte(`{}`),
-				Key: fmt.Sprintf("order:b-%d", n), Strategy: redisstore.StrategyStatus, Hold: time.Hour,
+				Key: fmt.Sprintf("order:b-%d", n), Strategy: engine.StrategyStatus, Hold: time.Hour,
 				MaxDeliveries: 10, Retention: time.Hour, Now: time.Now()}
 		}
 		_, errs := store.EnqueueBatch(ctx, ps)

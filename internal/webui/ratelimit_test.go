@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 )
@@ -26,7 +26,7 @@ func TestTheRunPageSaysWhichRateLimitARunWaitsFor(t *testing.T) {
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("read = %v, %v", ds, err)
 	}
-	res, errs := st.DeferRuns(ctx, []redisstore.Deferral{{Delivery: ds[0], Due: time.Now().Add(time.Hour), Reason: `rate limit "emails" key "<b>acme</b>"`}})
+	res, errs := st.DeferRuns(ctx, []engine.Deferral{{Delivery: ds[0], Due: time.Now().Add(time.Hour), Reason: `rate limit "emails" key "<b>acme</b>"`}})
 	if errs[0] != nil || !res[0].Held {
 		t.Fatalf("hold back = %+v, %v", res, errs)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -22,7 +22,7 @@ func TestRateLimitsPageShowsUsePerKey(t *testing.T) {
 		e := newEnv(t, rb, envOptions{})
 		e.register(limitedTask.Definition())
 		key := "<b>acme</b>"
-		res, errs := clientlink.Store(e.c).TakeRateLimits(ctx, time.Now(), []redisstore.RateTake{
+		res, errs := clientlink.Store(e.c).TakeRateLimits(ctx, time.Now(), []engine.RateTake{
 			{Name: "emails", Key: key, Limit: 30, Period: time.Minute, Units: 1, Token: "t1"},
 			{Name: "emails", Key: key, Limit: 30, Period: time.Minute, Units: 1, Token: "t2"},
 		})

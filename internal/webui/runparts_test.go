@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -19,7 +19,7 @@ import (
 func (e *env) failAttempt(ctx context.Context, run, worker, errMsg string) {
 	e.t.Helper()
 	st := clientlink.Store(e.c)
-	part, ok := redisstore.RunPartition(run)
+	part, ok := engine.RunPartition(run)
 	if !ok {
 		e.t.Fatalf("run %s names no partition", run)
 	}
@@ -30,7 +30,7 @@ func (e *env) failAttempt(ctx context.Context, run, worker, errMsg string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ds = slices.DeleteFunc(ds, func(d redisstore.Delivery) bool { return d.RunID != run })
+	ds = slices.DeleteFunc(ds, func(d engine.Delivery) bool { return d.RunID != run })
 	if len(ds) != 1 {
 		e.t.Fatalf("no delivery of run %s", run)
 	}
@@ -39,10 +39,10 @@ func (e *env) failAttempt(ctx context.Context, run, worker, errMsg string) {
 	if errs[0] != nil || !sts[0].Started {
 		e.t.Fatalf("start = %+v, %v", sts[0], errs[0])
 	}
-	fr, err := st.Finish(ctx, &redisstore.FinishParams{RunID: run, Attempt: sts[0].Attempt, Outcome: redisstore.OutcomeRetry,
-		Payload: []byte(errMsg), Now: now.Add(time.Millisecond), RetryAt: now.Add(time.Hour)})
-	if err != nil || !fr.Written {
-		e.t.Fatalf("retry = %+v, %v", fr, err)
+	frs, errs := st.FinishBatch(ctx, []*engine.FinishParams{{RunID: run, Attempt: sts[0].Attempt, Outcome: engine.OutcomeRetry,
+		Payload: []byte(errMsg), Now: now.Add(time.Millisecond), RetryAt: now.Add(time.Hour)}})
+	if errs[0] != nil || !frs[0].Written {
+		e.t.Fatalf("retry = %+v, %v", frs[0], errs[0])
 	}
 }
 

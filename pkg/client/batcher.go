@@ -4,26 +4,26 @@ import (
 	"context"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // triggerBatcher coalesces the triggers that goroutines of one Client make
 // at the same time into one call of the enqueue script (see
-// redisstore.Batcher and Store.EnqueueBatch): under load, one round trip
+// engine.Batcher and Store.EnqueueBatch): under load, one round trip
 // and one script run carry many triggers, so Redis and the client spend far
 // less per trigger; a lone trigger is sent at once. Each trigger is still
 // atomic with its own outcome, and the triggers of one batch are handled in
 // the order they were queued (those that ask for durable acknowledgement
 // after the others, one group per level, each sharing one WAIT).
 // Options.DisableTriggerBatching turns it off.
-type triggerBatcher = redisstore.Batcher[*redisstore.EnqueueParams, redisstore.EnqueueResult]
+type triggerBatcher = engine.Batcher[*engine.EnqueueParams, engine.EnqueueResult]
 
 // newTriggerBatcher returns nil when batching is disabled.
-func newTriggerBatcher(st *redisstore.Store, opts Options) (*triggerBatcher, error) {
+func newTriggerBatcher(st engine.Engine, opts Options) (*triggerBatcher, error) {
 	if opts.DisableTriggerBatching {
 		return nil, nil
 	}
-	return redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: opts.OperationTimeout}, st.EnqueueBatch)
+	return engine.NewBatcher(engine.BatcherOptions{Timeout: opts.OperationTimeout}, st.EnqueueBatch)
 }
 
 // enqueue sends one trigger, batched unless batching is disabled. A batch
@@ -32,7 +32,7 @@ func newTriggerBatcher(st *redisstore.Store, opts Options) (*triggerBatcher, err
 // flight wait for a Redis that does not answer. That bound is the
 // batcher's (DoWithin), which a trigger pays less for than for a context
 // with a timer of its own.
-func (c *Client) enqueue(ctx context.Context, p *redisstore.EnqueueParams) (res redisstore.EnqueueResult, err error) {
+func (c *Client) enqueue(ctx context.Context, p *engine.EnqueueParams) (res engine.EnqueueResult, err error) {
 	defer func() {
 		if err == nil {
 			c.countDuplicate(p, res)
@@ -52,9 +52,9 @@ func (c *Client) enqueue(ctx context.Context, p *redisstore.EnqueueParams) (res 
 // countDuplicate counts in the run statistics a trigger that created no
 // run because its key was held: rejected, attached to the owner,
 // signalled to it or debounced into it.
-func (c *Client) countDuplicate(p *redisstore.EnqueueParams, r redisstore.EnqueueResult) {
+func (c *Client) countDuplicate(p *engine.EnqueueParams, r engine.EnqueueResult) {
 	switch r.Outcome {
-	case redisstore.TriggerRejected, redisstore.TriggerAttached, redisstore.TriggerSignalled, redisstore.TriggerDebounced:
+	case engine.TriggerRejected, engine.TriggerAttached, engine.TriggerSignalled, engine.TriggerDebounced:
 		c.stats.Duplicate(c.opts.Clock.Now(), p.Task)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -25,8 +23,7 @@ import (
 // first calls wait before they are sent, so that triggers made meanwhile
 // queue up behind them.
 type enqueueCounter struct {
-	names map[string]string // redisstore.ScriptNames
-	hold  chan struct{}
+	hold chan struct{}
 
 	mu        sync.Mutex
 	calls     []int
@@ -34,24 +31,12 @@ type enqueueCounter struct {
 }
 
 func newEnqueueCounter() *enqueueCounter {
-	return &enqueueCounter{names: redisstore.ScriptNames(), hold: make(chan struct{})}
+	return &enqueueCounter{hold: make(chan struct{})}
 }
 
-// triggers returns how many triggers an enqueue call carries, read as the
-// store's layout says (redisstore.EnqueueItems), or 0 for any other
-// command.
-func (c *enqueueCounter) triggers(cmd redis.Cmder) int {
-	a := cmd.Args()
-	if len(a) < 3 || !redistest.IsScriptCall(strings.ToLower(fmt.Sprint(a[0]))) || c.names[fmt.Sprint(a[1])] != "enqueue" {
-		return 0
-	}
-	n, _ := strconv.Atoi(fmt.Sprint(a[2]))
-	argv := make([]string, 0, len(a))
-	for _, v := range a[min(3+n, len(a)):] {
-		argv = append(argv, fmt.Sprint(v))
-	}
-	return len(redisstore.EnqueueItems(argv))
-}
+// triggers returns how many triggers an enqueue call carries, or 0 for
+// any other command.
+func (c *enqueueCounter) triggers(cmd redis.Cmder) int { return redispeek.EnqueueTriggers(cmd) }
 
 func (c *enqueueCounter) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
@@ -220,11 +205,11 @@ func TestConcurrentTriggersKeepTheirOwnOutcomes(t *testing.T) {
 func TestBatchedTriggerErrorsStayWithTheirTrigger(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		c := newClient(t, b)
-		ks, err := clientlink.Store(c).KeyKeys(context.Background(), "order:bad")
+		rk, err := redispeek.IdempotencyKey(context.Background(), clientlink.Store(c), "order:bad")
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Client.HSet(context.Background(), ks.IdempotencyKey("order:bad"), "x", "y")
+		b.Client.HSet(context.Background(), rk, "x", "y")
 		var wg sync.WaitGroup
 		results := make([]error, 20)
 		for i := range results {
@@ -241,7 +226,7 @@ func TestBatchedTriggerErrorsStayWithTheirTrigger(t *testing.T) {
 		wg.Wait()
 		for i, err := range results {
 			var wt *client.WrongTypeError
-			if i == 7 && (!errors.Is(err, client.ErrWrongType) || !errors.As(err, &wt) || wt.Key != ks.IdempotencyKey("order:bad")) {
+			if i == 7 && (!errors.Is(err, client.ErrWrongType) || !errors.As(err, &wt) || wt.Key != rk) {
 				t.Fatalf("trigger of the wrong-type key: %v, want a *client.WrongTypeError naming its key", err)
 			}
 			if i != 7 && err != nil {

@@ -13,9 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redislog"
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/runstats"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
@@ -32,7 +33,7 @@ const (
 )
 
 // RedisURLSchemes lists the schemes Options.RedisURL may have.
-const RedisURLSchemes = redisstore.Schemes
+const RedisURLSchemes = connect.Schemes
 
 // ClusterNodeError says Options.RedisURL (redis:// or rediss://) or
 // Options.Redis points at one node of a Redis Cluster, which it would
@@ -46,13 +47,13 @@ const RedisURLEnv = "TASKQ_REDIS_URL"
 // Limits and defaults of Options.Partitions: see docs/scaling.md.
 const (
 	// PartitionsMax is the largest partition count a namespace can have.
-	PartitionsMax = redisstore.PartitionsMax
+	PartitionsMax = engine.PartitionsMax
 	// PartitionsDefault is the count a namespace first used on a single
 	// Redis records when none is configured.
-	PartitionsDefault = redisstore.PartitionsDefault
+	PartitionsDefault = engine.PartitionsDefault
 	// PartitionsClusterDefault is the count a namespace first used on a
 	// Redis Cluster records when none is configured.
-	PartitionsClusterDefault = redisstore.PartitionsClusterDefault
+	PartitionsClusterDefault = engine.PartitionsClusterDefault
 )
 
 type systemClock struct{}
@@ -165,7 +166,7 @@ func (o Options) withDefaults() Options {
 		o.RedisURL = RedisURLDefault
 	}
 	if o.Namespace == "" {
-		o.Namespace = redisstore.NamespaceDefault
+		o.Namespace = engine.NamespaceDefault
 	}
 	if o.Retention == 0 {
 		o.Retention = RetentionDefault
@@ -183,7 +184,7 @@ func (o Options) withDefaults() Options {
 		o.MaxInputDepth = idempotency.MaxInputDepthDefault
 	}
 	if o.MaxSignals == 0 {
-		o.MaxSignals = redisstore.MaxSignalsDefault
+		o.MaxSignals = engine.MaxSignalsDefault
 	}
 	if o.OperationTimeout == 0 {
 		o.OperationTimeout = OperationTimeoutDefault
@@ -201,10 +202,10 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
-	if err := redisstore.ValidateNamespace(o.Namespace); err != nil {
+	if err := engine.ValidateNamespace(o.Namespace); err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	if err := redisstore.CheckPartitions(o.Partitions); err != nil {
+	if err := engine.CheckPartitions(o.Partitions); err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
 	switch {
@@ -225,11 +226,12 @@ func (o Options) validate() error {
 
 // Client triggers runs and follows them. It is safe for concurrent use.
 type Client struct {
-	opts    Options
-	store   *redisstore.Store
-	ownsRDB bool
-	waiter  *waiter
-	defs    definitions
+	opts  Options
+	store engine.Engine
+	// conn is the connection under store, closed with the client.
+	conn   *connect.Conn
+	waiter *waiter
+	defs   definitions
 	// triggers batches concurrent triggers; nil when disabled.
 	triggers *triggerBatcher
 	// dials remembers why connecting to Redis last failed.
@@ -263,18 +265,15 @@ func New(opts Options) (c *Client, err error) {
 			unroute()
 		}
 	}()
-	rdb, owns, err := redisstore.Connect(redisstore.ConnectOptions{
-		Redis: opts.Redis, URL: opts.RedisURL, OperationTimeout: opts.OperationTimeout,
-	})
+	conn, err := connect.Open(connect.Options{Redis: opts.Redis, URL: opts.RedisURL,
+		OperationTimeout: opts.OperationTimeout, Namespace: opts.Namespace, Partitions: opts.Partitions})
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	st := redisstore.NewPartitioned(rdb, opts.Namespace, opts.Partitions)
+	st, rdb := conn.Engine, conn.Redis
 	triggers, err := newTriggerBatcher(st, opts)
 	if err != nil {
-		if owns {
-			_ = rdb.Close()
-		}
+		_ = conn.Close()
 		return nil, err
 	}
 	dials := &dialRecorder{}
@@ -283,9 +282,7 @@ func New(opts Options) (c *Client, err error) {
 	guard := redisguard.New(rdb, redisguard.Options{AllowEvicting: opts.AllowEvictingRedis,
 		Interval: opts.RedisCheckInterval, Timeout: opts.OperationTimeout, Component: "client", Logger: opts.Logger})
 	if err := guard.Start(context.Background()); err != nil {
-		if owns {
-			_ = rdb.Close()
-		}
+		_ = conn.Close()
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	if opts.Partitions != 0 {
@@ -293,14 +290,12 @@ func New(opts Options) (c *Client, err error) {
 		// Redis that does not answer is no error here (as for the guard):
 		// the first call reads the count then.
 		ctx, cancel := context.WithTimeout(context.Background(), opts.OperationTimeout)
-		_, err := st.Partitions(ctx)
+		_, err := st.PartitionCount(ctx)
 		cancel()
 		var mismatch *PartitionsMismatchError
 		if errors.As(err, &mismatch) {
 			guard.Stop()
-			if owns {
-				_ = rdb.Close()
-			}
+			_ = conn.Close()
 			return nil, fmt.Errorf("client: %w", err)
 		}
 	}
@@ -315,12 +310,10 @@ func New(opts Options) (c *Client, err error) {
 	}
 	if err != nil {
 		guard.Stop()
-		if owns {
-			_ = rdb.Close()
-		}
+		_ = conn.Close()
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c = &Client{opts: opts, store: st, ownsRDB: owns, triggers: triggers, dials: dials, guard: guard, metrics: metrics,
+	c = &Client{opts: opts, store: st, conn: conn, triggers: triggers, dials: dials, guard: guard, metrics: metrics,
 		unroute: unroute, stats: runstats.New(st, opts.Logger), statsQuit: make(chan struct{}), statsDone: make(chan struct{})}
 	c.waiter = newWaiter(c)
 	go func() {
@@ -344,11 +337,11 @@ func (c *Client) watch(ctx context.Context, runID string) (string, error) {
 func (c *Client) doneChannel(ctx context.Context, runID string) (string, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	ks, err := c.store.RunKeys(ctx, runID)
+	topic, err := c.store.DoneTopic(ctx, runID)
 	if err != nil {
 		return "", c.unavailable(ctx, err)
 	}
-	return ks.DoneChannel(runID), nil
+	return topic, nil
 }
 
 // Close releases the Client's connections (not a Redis client passed in).
@@ -358,8 +351,8 @@ func (c *Client) Close() error {
 	c.guard.Stop()
 	c.unroute()
 	err := c.waiter.close()
-	if c.ownsRDB {
-		err = errors.Join(err, c.store.Redis().Close())
+	if c.conn.Owned() {
+		err = errors.Join(err, c.conn.Close())
 	}
 	return err
 }
@@ -372,11 +365,11 @@ func (c *Client) Namespace() string { return c.opts.Namespace }
 func (c *Client) Partitions(ctx context.Context) (int, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	p, err := c.store.Partitions(ctx)
+	n, err := c.store.PartitionCount(ctx)
 	if err != nil {
 		return 0, c.unavailable(ctx, err)
 	}
-	return p.Count(), nil
+	return n, nil
 }
 
 // routeRedisLog sends go-redis's lines to log (see internal/redislog),
@@ -390,11 +383,11 @@ func routeRedisLog(log *slog.Logger, keep bool) func() {
 	return redislog.Route(log)
 }
 
-func init() {
-	// The store stays out of the public API; taskq's own packages reach it
-	// through internal/clientlink.
-	clientlink.SetStoreFunc(func(c any) *redisstore.Store { return c.(*Client).store })
-}
+// Engine is the storage engine under c, for taskq's own packages (events
+// ingestion, tooling): its argument is a value only they can make. What
+// applications may do with stored runs, keys, events and tasks is
+// Inspector.
+func (c *Client) Engine(clientlink.Token) engine.Engine { return c.store }
 
 // RedisGuard exposes the watch on Redis's maxmemory-policy and memory to
 // the other taskq packages (readiness, metrics). It is not part of the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -92,11 +92,11 @@ var ErrNotDurable = errors.New("durable acknowledgement not reached")
 // ErrFsyncUnsupported matches every *FsyncUnsupportedError: a trigger (or
 // New, for Options.Durability) asked for a local fsync of a Redis older than
 // 7.2. Nothing was written.
-var ErrFsyncUnsupported = redisstore.ErrFsyncUnsupported
+var ErrFsyncUnsupported = engine.ErrFsyncUnsupported
 
 // FsyncUnsupportedError names the Redis and its version that cannot wait
 // for a local fsync (WAITAOF needs 7.2 or later). Nothing was written.
-type FsyncUnsupportedError = redisstore.FsyncUnsupportedError
+type FsyncUnsupportedError = engine.FsyncUnsupportedError
 
 // DurabilityError says a durable trigger's write did not reach the level
 // it asked for in time, or that waiting for it failed. The trigger DID
@@ -190,7 +190,7 @@ func (e *DurabilityError) Unwrap() []error {
 // acknowledged records on h how far its trigger's write reached (nothing
 // when it asked for no durability) and counts it; it returns false when
 // the level was not reached.
-func (c *Client) acknowledged(task string, h *RunHandle, ack *redisstore.Ack) bool {
+func (c *Client) acknowledged(task string, h *RunHandle, ack *engine.Ack) bool {
 	if ack == nil {
 		return true
 	}
@@ -233,7 +233,7 @@ func newClientMetrics() *clientMetrics {
 }
 
 // durable counts one durable trigger and, when it fell short, why.
-func (m *clientMetrics) durable(task string, ack *redisstore.Ack) {
+func (m *clientMetrics) durable(task string, ack *engine.Ack) {
 	m.durableTriggers.WithLabelValues(task).Inc()
 	switch {
 	case ack.Err != nil:

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisguard"
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -16,7 +16,7 @@ var ErrIdempotencyCollision = errors.New("idempotency collision")
 
 // ErrRunNotFound is returned for a run ID that does not exist, or whose
 // record has been removed after its retention.
-var ErrRunNotFound = redisstore.ErrRunNotFound
+var ErrRunNotFound = engine.ErrRunNotFound
 
 // ErrRunFailed matches every *RunFailedError.
 var ErrRunFailed = errors.New("run failed")
@@ -24,31 +24,31 @@ var ErrRunFailed = errors.New("run failed")
 // ErrOutOfMemory matches every *OutOfMemoryError: Redis is at its
 // maxmemory and refused to create anything. errors.Is(err, ErrUnavailable)
 // holds for it too. See docs/operations.md.
-var ErrOutOfMemory = redisstore.ErrOutOfMemory
+var ErrOutOfMemory = engine.ErrOutOfMemory
 
 // OutOfMemoryError says Redis refused a trigger (or a signal, an event, a
 // step result) because its memory is at maxmemory; nothing was written.
 // Runs already accepted go on and free memory as they end, so retrying
 // later succeeds.
-type OutOfMemoryError = redisstore.OutOfMemoryError
+type OutOfMemoryError = engine.OutOfMemoryError
 
 // ErrRedisReadOnly matches every *ReadOnlyError. errors.Is(err,
 // ErrUnavailable) holds for it too.
-var ErrRedisReadOnly = redisstore.ErrReadOnly
+var ErrRedisReadOnly = engine.ErrReadOnly
 
 // ReadOnlyError says the Redis server refused a write as a read-only
 // replica, as a master demoted by a failover does until clients reach the
 // new one; nothing was written, and retrying once the failover has settled
 // is safe.
-type ReadOnlyError = redisstore.ReadOnlyError
+type ReadOnlyError = engine.ReadOnlyError
 
 // ErrWrongType matches every *WrongTypeError.
-var ErrWrongType = redisstore.ErrWrongType
+var ErrWrongType = engine.ErrWrongType
 
 // WrongTypeError says a Redis key taskq needs holds a value of another
 // type (something else wrote there), so a script refused the call and
 // wrote nothing. It names the key and the type found.
-type WrongTypeError = redisstore.WrongTypeError
+type WrongTypeError = engine.WrongTypeError
 
 // ErrEvictingRedis matches the errors with which New refuses a Redis whose
 // maxmemory-policy may evict keys (*EvictingPolicyError), or that does not
@@ -62,18 +62,18 @@ type EvictingPolicyError = redisguard.EvictingPolicyError
 // PartitionsMismatchError says Options.Partitions is not the partition
 // count the namespace recorded when it was first used: New (or the first
 // call) fails with it. worker.PartitionsMismatchError is the same type.
-type PartitionsMismatchError = redisstore.PartitionsMismatchError
+type PartitionsMismatchError = engine.PartitionsMismatchError
 
 // ErrPartitionsMismatch matches every *PartitionsMismatchError.
-var ErrPartitionsMismatch = redisstore.ErrPartitionsMismatch
+var ErrPartitionsMismatch = engine.ErrPartitionsMismatch
 
 // InvalidNamespaceError says Options.Namespace is not a valid namespace
 // name (1 to 64 characters of A-Z a-z 0-9 _ . : -); New fails with it.
 // worker.InvalidNamespaceError is the same type.
-type InvalidNamespaceError = redisstore.InvalidNamespaceError
+type InvalidNamespaceError = engine.InvalidNamespaceError
 
 // ErrInvalidNamespace matches every *InvalidNamespaceError.
-var ErrInvalidNamespace = redisstore.ErrInvalidNamespace
+var ErrInvalidNamespace = engine.ErrInvalidNamespace
 
 // ErrInputTooLarge matches every *LimitError.
 var ErrInputTooLarge = errors.New("over a size limit")

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Status is a run's status.
@@ -15,15 +15,15 @@ type Status string
 
 // Run statuses. A run being retried is StatusQueued with Attempt > 0.
 const (
-	StatusQueued    Status = redisstore.StatusQueued
-	StatusRunning   Status = redisstore.StatusRunning
-	StatusSucceeded Status = redisstore.StatusSucceeded
-	StatusFailed    Status = redisstore.StatusFailed
-	StatusCancelled Status = redisstore.StatusCancelled
+	StatusQueued    Status = engine.StatusQueued
+	StatusRunning   Status = engine.StatusRunning
+	StatusSucceeded Status = engine.StatusSucceeded
+	StatusFailed    Status = engine.StatusFailed
+	StatusCancelled Status = engine.StatusCancelled
 )
 
 // Terminal reports whether the status is final.
-func (s Status) Terminal() bool { return redisstore.IsTerminal(string(s)) }
+func (s Status) Terminal() bool { return engine.IsTerminal(string(s)) }
 
 // RunInfo is a snapshot of a run.
 type RunInfo struct {
@@ -92,17 +92,17 @@ func optTime(t time.Time) *time.Time {
 	return &t
 }
 
-func runInfo(r *redisstore.Run) *RunInfo {
+func runInfo(r *engine.Run) *RunInfo {
 	info := &RunInfo{
 		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries, Failures: r.Fails,
 		IdempotencyKey: r.Key, Error: r.Error, CreatedAt: r.Created,
 		StartedAt: optTime(r.Started), FinishedAt: optTime(r.Finished),
 		Input: r.Input, Metadata: r.Meta, Result: r.Result, RetryOf: r.RetryOf, RetriedBy: r.RetriedBy,
 	}
-	if r.Strategy != redisstore.StrategyNone {
+	if r.Strategy != engine.StrategyNone {
 		info.Strategy = string(r.Strategy)
 	}
-	if r.Status == redisstore.StatusQueued {
+	if r.Status == engine.StatusQueued {
 		info.Waiting = r.Waiting
 	}
 	return info

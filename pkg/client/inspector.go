@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -27,7 +27,7 @@ const (
 )
 
 // ErrInvalidCursor matches a cursor that no list returned.
-var ErrInvalidCursor = errors.New("invalid cursor")
+var ErrInvalidCursor = engine.ErrInvalidCursor
 
 // ErrKeyOwnerChanged matches every *KeyOwnerChangedError.
 var ErrKeyOwnerChanged = errors.New("idempotency key owner changed")
@@ -131,14 +131,14 @@ func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error)
 	return info, nil
 }
 
-func inspected(r *redisstore.Run, due time.Time) *RunInfo {
+func inspected(r *engine.Run, due time.Time) *RunInfo {
 	info := runInfo(r)
 	info.ScheduledAt = optTime(due)
 	// Waiting in the retry set before any attempt: a run scheduled with
 	// RunAt or RunIn, unless its debounce window or a rate limit that
 	// deferred it (Waiting) is what it waits for.
 	info.Scheduled = !due.IsZero() && info.Status == StatusQueued && r.Attempt == 0 && r.Fails == 0 &&
-		r.Strategy != redisstore.StrategyDebounce && info.Waiting == ""
+		r.Strategy != engine.StrategyDebounce && info.Waiting == ""
 	return info
 }
 
@@ -179,7 +179,7 @@ func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage,
 // run looked at last, or "" once the runs (or the window) have ended.
 // Pages of size are read at a time (more when filtering: most records may
 // not pass).
-func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *redisstore.IndexEntry, size, budget int, keep func(*RunInfo) bool) (string, error) {
+func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *engine.IndexEntry, size, budget int, keep func(*RunInfo) bool) (string, error) {
 	w := windowOf(pos, o.Since, o.Until)
 	pos = w.pos
 	if o.filtered() {
@@ -243,7 +243,7 @@ func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDP
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
 	w := windowOf(pos, o.Since, o.Until)
-	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]redisstore.IndexEntry, error) {
+	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]engine.IndexEntry, error) {
 		return in.c.store.PageRuns(ctx, w.pos, limit)
 	}, limit, w)
 	if err != nil {
@@ -319,7 +319,7 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage,
 	sctx, cancel := in.c.opCtx(ctx)
 	names, next, err := in.c.store.ScanKeys(sctx, o.Match, o.Cursor, int64(limit))
 	cancel()
-	if errors.Is(err, redisstore.ErrInvalidScanCursor) {
+	if errors.Is(err, engine.ErrInvalidCursor) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
 	}
 	if err != nil {
@@ -412,7 +412,7 @@ func (in *Inspector) GetTask(ctx context.Context, name string) (*task.Registered
 // --- cursors and limits -------------------------------------------------------
 
 // pageStart checks a listing's page size and cursor.
-func pageStart(limit int, cursor string) (int, *redisstore.IndexEntry, error) {
+func pageStart(limit int, cursor string) (int, *engine.IndexEntry, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
 		return 0, nil, err
@@ -424,7 +424,7 @@ func pageStart(limit int, cursor string) (int, *redisstore.IndexEntry, error) {
 // indexPage reads a page of limit entries with read, cut to the window,
 // and the cursor of the next page ("" once a page comes back short or
 // reaches the window's start: the listing has ended).
-func (in *Inspector) indexPage(ctx context.Context, read func(context.Context) ([]redisstore.IndexEntry, error), limit int, w window) ([]redisstore.IndexEntry, string, error) {
+func (in *Inspector) indexPage(ctx context.Context, read func(context.Context) ([]engine.IndexEntry, error), limit int, w window) ([]engine.IndexEntry, string, error) {
 	es, err := read(ctx)
 	if err != nil {
 		return nil, "", in.c.unavailable(ctx, err)
@@ -449,7 +449,7 @@ func pageLimit(n int) (int, error) {
 	return n, nil
 }
 
-func entryIDs(es []redisstore.IndexEntry) []string {
+func entryIDs(es []engine.IndexEntry) []string {
 	ids := make([]string, len(es))
 	for i, e := range es {
 		ids[i] = e.ID
@@ -459,11 +459,11 @@ func entryIDs(es []redisstore.IndexEntry) []string {
 
 // A cursor names the last entry of a page (its score and ID), so a
 // listing goes on from there however many entries were added since.
-func encodeCursor(e *redisstore.IndexEntry) string {
+func encodeCursor(e *engine.IndexEntry) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(e.Score, 10) + ":" + e.ID))
 }
 
-func decodeCursor(s string) (*redisstore.IndexEntry, error) {
+func decodeCursor(s string) (*engine.IndexEntry, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -471,7 +471,7 @@ func decodeCursor(s string) (*redisstore.IndexEntry, error) {
 	if err == nil {
 		score, id, ok := strings.Cut(string(raw), ":")
 		if n, perr := strconv.ParseInt(score, 10, 64); ok && perr == nil && id != "" {
-			return &redisstore.IndexEntry{ID: id, Score: n}, nil
+			return &engine.IndexEntry{ID: id, Score: n}, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, s)

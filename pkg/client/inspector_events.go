@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ErrEventNotFound is returned for an event that does not exist, or whose
 // record has expired after its retention.
-var ErrEventNotFound = redisstore.ErrEventNotFound
+var ErrEventNotFound = engine.ErrEventNotFound
 
 // EventInfo is a stored event (see package events) and what it did to
 // each task subscribed to its key.
@@ -39,7 +39,7 @@ type EventTaskRun struct {
 }
 
 // eventInfo converts a stored event record.
-func eventInfo(r *redisstore.Event) *EventInfo {
+func eventInfo(r *engine.Event) *EventInfo {
 	e := &EventInfo{
 		ID: r.ID, Key: r.Key, Payload: json.RawMessage(r.Payload), Metadata: json.RawMessage(r.Meta),
 		CreatedAt: r.Created.UTC(), Runs: make([]EventTaskRun, len(r.Runs)),
@@ -97,7 +97,7 @@ func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*Even
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
 	w := windowOf(pos, o.Since, o.Until)
-	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]redisstore.IndexEntry, error) {
+	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]engine.IndexEntry, error) {
 		return in.c.store.PageEvents(ctx, o.Key, w.pos, limit)
 	}, limit, w)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ErrInvalidListOption matches every *ListOptionError.
@@ -186,7 +186,7 @@ func checkRange(since, until time.Time) error {
 }
 
 // keeps reports whether run r passes the options' filters.
-func (o *ListRunsOptions) keeps(r *redisstore.Run) bool {
+func (o *ListRunsOptions) keeps(r *engine.Run) bool {
 	if r == nil || o.Task != "" && r.Task != o.Task || o.Status != "" && Status(r.Status) != o.Status ||
 		o.Key != "" && r.Key != o.Key {
 		return false
@@ -213,18 +213,18 @@ func (o *ListRunsOptions) keeps(r *redisstore.Run) bool {
 // window is a time range of an index: where a listing starts (the cursor,
 // else just before Until) and the oldest score it keeps.
 type window struct {
-	pos   *redisstore.IndexEntry
+	pos   *engine.IndexEntry
 	since int64 // the oldest score kept; 0: no bound
 }
 
 // windowOf starts a listing at the cursor, or else just before until, and
 // ends it at since.
-func windowOf(pos *redisstore.IndexEntry, since, until time.Time) window {
+func windowOf(pos *engine.IndexEntry, since, until time.Time) window {
 	w := window{pos: pos}
 	if pos == nil && !until.IsZero() {
 		// No entry sorts below an empty ID: the page starts at the
 		// entries older than until.
-		w.pos = &redisstore.IndexEntry{Score: until.UnixMilli()}
+		w.pos = &engine.IndexEntry{Score: until.UnixMilli()}
 	}
 	if !since.IsZero() {
 		w.since = since.UnixMilli()
@@ -234,7 +234,7 @@ func windowOf(pos *redisstore.IndexEntry, since, until time.Time) window {
 
 // cut drops the entries older than the window, and reports whether it
 // dropped any (the listing has then ended).
-func (w window) cut(es []redisstore.IndexEntry) ([]redisstore.IndexEntry, bool) {
+func (w window) cut(es []engine.IndexEntry) ([]engine.IndexEntry, bool) {
 	if w.since == 0 {
 		return es, false
 	}

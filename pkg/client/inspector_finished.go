@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // FinishedRuns is a subscription to the namespace's notices of runs
@@ -13,7 +13,7 @@ import (
 // cluster, while the master of a partition fails over) are lost; the
 // subscription is made again by itself.
 type FinishedRuns struct {
-	n *redisstore.Notices
+	n engine.Notices
 	// channels is how many channels n subscribed to (one per partition);
 	// err is why it could not subscribe.
 	channels int
@@ -72,7 +72,7 @@ func (f *FinishedRuns) forward() {
 	confirmed := map[string]bool{}
 	for nt := range f.n.C() {
 		switch nt.Kind {
-		case redisstore.NoticeSubscribed:
+		case engine.NoticeSubscribed:
 			if !confirmed[nt.Channel] {
 				confirmed[nt.Channel] = true
 				if len(confirmed) == f.channels {
@@ -80,11 +80,11 @@ func (f *FinishedRuns) forward() {
 				}
 			}
 			continue
-		case redisstore.NoticeInterrupted:
+		case engine.NoticeInterrupted:
 			continue
 		}
 		counts := map[Status]int{}
-		for status, n := range redisstore.ParseFinished(nt.Payload) {
+		for status, n := range engine.ParseFinished(nt.Payload) {
 			counts[Status(status)] += n
 		}
 		select {

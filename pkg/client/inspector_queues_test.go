@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 )
@@ -26,7 +26,7 @@ func TestQueueStatsSumsThePartitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, _ := redisstore.RunPartition(ref.ID())
+			p, _ := engine.RunPartition(ref.ID())
 			parts[p] = true
 		}
 		if len(parts) < 2 {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -26,7 +26,7 @@ func TestListRateLimitsShowsTheirUse(t *testing.T) {
 		} {
 			registerDef(t, c, d)
 		}
-		take := []redisstore.RateTake{
+		take := []engine.RateTake{
 			{Name: "smtp", Limit: 50, Period: time.Second, Units: 1, Token: "r1"},
 			{Name: "smtp", Limit: 50, Period: time.Second, Units: 1, Token: "r2"},
 			{Name: "per-tenant", Key: "acme", Limit: 10, Period: time.Hour, Units: 1, Token: "r1"},

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // --- a run's attempts, signals and durable steps ----------------------------
@@ -57,12 +57,12 @@ type AttemptInfo struct {
 // MaxAttemptHistory is how many of a run's attempts that did not succeed
 // its attempt history keeps, the latest: a run retried more often shows
 // the latest MaxAttemptHistory of them, then its latest attempt.
-const MaxAttemptHistory = redisstore.MaxAttemptRecords
+const MaxAttemptHistory = engine.MaxAttemptRecords
 
 // attemptsOf merges the attempt history with the record's latest attempt,
 // which the history holds only when it did not succeed: a succeeded,
 // running or cancelled attempt is the record's alone.
-func attemptsOf(r *redisstore.Run, hist []redisstore.Attempt) []AttemptInfo {
+func attemptsOf(r *engine.Run, hist []engine.Attempt) []AttemptInfo {
 	out := make([]AttemptInfo, 0, len(hist)+1)
 	for _, a := range hist {
 		out = append(out, AttemptInfo{Attempt: a.Number, Outcome: AttemptOutcome(a.Outcome), Worker: a.Consumer,
@@ -92,7 +92,7 @@ func attemptsOf(r *redisstore.Run, hist []redisstore.Attempt) []AttemptInfo {
 // withParts fills info's Attempts, SignalCount and StepCount from r: one
 // more round trip for a run that has an attempt history, signals or steps,
 // none for one that has none.
-func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *redisstore.Run) error {
+func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *engine.Run) error {
 	parts, err := in.c.store.ReadParts(ctx, r)
 	if err != nil {
 		return in.c.unavailable(ctx, err)
@@ -119,7 +119,7 @@ func (in *Inspector) RunAttempts(ctx context.Context, runID string) ([]AttemptIn
 	if runs[0] == nil {
 		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, runID)
 	}
-	var hist []redisstore.Attempt
+	var hist []engine.Attempt
 	if runs[0].HasAttempts {
 		if hist, err = in.c.store.ReadAttempts(ctx, runID); err != nil {
 			return nil, in.c.unavailable(ctx, err)
@@ -165,9 +165,6 @@ func (in *Inspector) RunSignals(ctx context.Context, runID string, o PageOptions
 	}
 	from := "0"
 	if o.Cursor != "" {
-		if !redisstore.IsStreamID(o.Cursor) {
-			return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
-		}
 		from = o.Cursor
 	}
 	ctx, cancel := in.c.opCtx(ctx)

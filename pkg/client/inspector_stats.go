@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // RunStatsWindowMax is the longest window RunStats reads: the coarse
@@ -72,9 +72,9 @@ func (in *Inspector) RunStats(ctx context.Context, task string, window time.Dura
 	if window < time.Minute || window > RunStatsWindowMax {
 		return nil, fmt.Errorf("%w: %v, want 1m to %v", ErrInvalidStatsWindow, window, RunStatsWindowMax)
 	}
-	step := redisstore.StatsMinute
+	step := engine.StatsMinute
 	if window > 2*time.Hour {
-		step = redisstore.StatsCoarse
+		step = engine.StatsCoarse
 	}
 	n := int((window + step - 1) / step)
 	ctx, cancel := in.c.opCtx(ctx)
@@ -84,11 +84,11 @@ func (in *Inspector) RunStats(ctx context.Context, task string, window time.Dura
 		return nil, in.c.unavailable(ctx, err)
 	}
 	out := &RunStats{Task: task, Window: window, Step: step, Points: make([]RunStatsPoint, len(slots))}
-	total := redisstore.TaskStats{Wait: redisstore.StatsHistogram{}, Succeeded: redisstore.StatsHistogram{},
-		Failed: redisstore.StatsHistogram{}, Retried: redisstore.StatsHistogram{}}
+	total := engine.TaskStats{Wait: engine.StatsHistogram{}, Succeeded: engine.StatsHistogram{},
+		Failed: engine.StatsHistogram{}, Retried: engine.StatsHistogram{}}
 	for i, sl := range slots {
-		sum := redisstore.TaskStats{Wait: redisstore.StatsHistogram{}, Succeeded: redisstore.StatsHistogram{},
-			Failed: redisstore.StatsHistogram{}, Retried: redisstore.StatsHistogram{}}
+		sum := engine.TaskStats{Wait: engine.StatsHistogram{}, Succeeded: engine.StatsHistogram{},
+			Failed: engine.StatsHistogram{}, Retried: engine.StatsHistogram{}}
 		for name, ts := range sl.Tasks {
 			if task == "" || name == task {
 				sum.Add(ts)
@@ -104,13 +104,13 @@ func (in *Inspector) RunStats(ctx context.Context, task string, window time.Dura
 }
 
 // statsPoint sums a span's counts and reads its percentiles.
-func statsPoint(at time.Time, s *redisstore.TaskStats) RunStatsPoint {
+func statsPoint(at time.Time, s *engine.TaskStats) RunStatsPoint {
 	p := RunStatsPoint{
 		Time: at, Started: s.Wait.Count(), Succeeded: s.Succeeded.Count(), Failed: s.Failed.Count(),
 		Retried: s.Retried.Count(), Duplicates: s.Duplicates,
 	}
 	p.Ended = p.Succeeded + p.Failed + p.Retried
-	ran := redisstore.StatsHistogram{}
+	ran := engine.StatsHistogram{}
 	ran.Add(s.Succeeded)
 	ran.Add(s.Failed)
 	ran.Add(s.Retried)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ListSuppressedOptions select suppressed triggers for ListSuppressed.
@@ -53,16 +53,16 @@ type SuppressedPage struct {
 
 // The outcomes of a suppressed trigger.
 const (
-	SuppressedRejected     = redisstore.SuppressedRejected
-	SuppressedAttached     = redisstore.SuppressedAttached
-	SuppressedSignalled    = redisstore.SuppressedSignalled
-	SuppressedDebounced    = redisstore.SuppressedDebounced
-	SuppressedDeduplicated = redisstore.SuppressedDeduplicated
+	SuppressedRejected     = engine.SuppressedRejected
+	SuppressedAttached     = engine.SuppressedAttached
+	SuppressedSignalled    = engine.SuppressedSignalled
+	SuppressedDebounced    = engine.SuppressedDebounced
+	SuppressedDeduplicated = engine.SuppressedDeduplicated
 )
 
 // InputDigest is the digest a suppressed trigger records of its input, to
 // tell which of several triggers of a key a record is.
-func InputDigest(input []byte) string { return redisstore.InputDigest(input) }
+func InputDigest(input []byte) string { return engine.InputDigest(input) }
 
 // ListSuppressed answers "why didn't it run?": the triggers that created
 // no run because another run held their key, newest first, with the run
@@ -77,10 +77,10 @@ func (in *Inspector) ListSuppressed(ctx context.Context, o ListSuppressedOptions
 	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
-	es, next, err := in.c.store.ListSuppressed(ctx, redisstore.SuppressedQuery{
+	es, next, err := in.c.store.ListSuppressed(ctx, engine.SuppressedQuery{
 		Key: o.Key, Owner: o.Owner, Limit: limit, Cursor: o.Cursor, Now: in.c.opts.Clock.Now(),
 	})
-	if errors.Is(err, redisstore.ErrInvalidSuppressedCursor) {
+	if errors.Is(err, engine.ErrInvalidCursor) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, o.Cursor)
 	}
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -28,7 +28,7 @@ func TestTotalRunsAndEventsCountEveryPartition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, _ := redisstore.RunPartition(ref.ID())
+			p, _ := engine.RunPartition(ref.ID())
 			used[p] = true
 		}
 		if len(used) < 2 {

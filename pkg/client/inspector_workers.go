@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Workers is what ListWorkers found: the CLI's `workers ls -o json` and
@@ -89,7 +89,7 @@ func (m *Millis) UnmarshalJSON(b []byte) error {
 func (in *Inspector) ListWorkers(ctx context.Context) (*Workers, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
-	v, err := in.c.store.ListWorkers(ctx, redisstore.ListWorkersParams{Now: in.c.opts.Clock.Now()})
+	v, err := in.c.store.ListWorkers(ctx, engine.ListWorkersParams{Now: in.c.opts.Clock.Now()})
 	if err != nil {
 		return nil, in.c.unavailable(ctx, err)
 	}
@@ -112,7 +112,7 @@ func (in *Inspector) ListWorkers(ctx context.Context) (*Workers, error) {
 	return out, nil
 }
 
-func heldRuns(hs []redisstore.HeldRun) []HeldRun {
+func heldRuns(hs []engine.HeldRun) []HeldRun {
 	out := make([]HeldRun, len(hs))
 	for i, h := range hs {
 		out[i] = HeldRun{RunID: h.RunID, Task: h.Task, Worker: h.Consumer, EntryID: h.EntryID,

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // KeyInfo describes who holds an idempotency key. Its JSON (see
@@ -86,7 +86,7 @@ func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
 }
 
 // keyInfo describes a held key and its owner's record (nil when gone).
-func (c *Client) keyInfo(ks redisstore.KeyState, run *redisstore.Run) *KeyInfo {
+func (c *Client) keyInfo(ks engine.KeyState, run *engine.Run) *KeyInfo {
 	info := &KeyInfo{Key: ks.Key, OwnerRunID: ks.Owner, TTL: ks.TTL, Owner: c.Handle(ks.Owner)}
 	if ks.TTL > 0 {
 		info.ExpiresAt = c.opts.Clock.Now().Add(ks.TTL)

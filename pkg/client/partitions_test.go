@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -79,11 +79,11 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, ok := redisstore.RunPartition(ref.ID())
+			p, ok := engine.RunPartition(ref.ID())
 			if !ok || p >= 4 {
 				t.Fatalf("run ID %q names no partition of 4", ref.ID())
 			}
-			if tk == partKeyed && p != redisstore.KeyPartition(b.Namespace, "order:"+fmt.Sprint(i), 4) {
+			if tk == partKeyed && p != engine.KeyPartition(b.Namespace, "order:"+fmt.Sprint(i), 4) {
 				t.Fatalf("run %s is not in its key's partition", ref.ID())
 			}
 			parts[p] = true

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -159,7 +159,7 @@ func (s *Schedules) List(ctx context.Context) ([]*ScheduleInfo, error) {
 	return out, nil
 }
 
-func (s *Schedules) info(r *redisstore.ScheduleRecord) (*ScheduleInfo, error) {
+func (s *Schedules) info(r *engine.ScheduleRecord) (*ScheduleInfo, error) {
 	var rec scheduleRecord
 	if err := json.Unmarshal(r.Definition, &rec); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored definition: %w", r.Name, err)
@@ -268,7 +268,7 @@ func (s *Schedules) Fire(ctx context.Context, info *ScheduleInfo, tick time.Time
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: trigger: %w", sched.Name, s.c.unavailable(ctx, err))
 	}
-	if res.Outcome == redisstore.TriggerRejected {
+	if res.Outcome == engine.TriggerRejected {
 		return nil, s.c.collision(def, key, res.Owner)
 	}
 	h := s.c.triggered(p, res)

@@ -7,8 +7,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ErrKeyNotHeld matches every *KeyNotHeldError.
@@ -100,7 +99,7 @@ func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []by
 	}
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	var res redisstore.SignalResult
+	var res engine.SignalResult
 	if runID != "" {
 		res, err = c.store.SignalRun(ctx, runID, sid.String(), payload, c.opts.MaxSignals)
 	} else {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/taskq/taskq/internal/admission"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -35,7 +35,7 @@ func OnConflict(p task.ConflictPolicy) RunOption {
 	return func(o *runOptions) { o.policy = p }
 }
 
-func (o *runOptions) resolvePolicy(def *task.Definition) (redisstore.Policy, error) {
+func (o *runOptions) resolvePolicy(def *task.Definition) (engine.Policy, error) {
 	p := o.policy
 	if p == "" {
 		p = def.OnConflict
@@ -144,7 +144,7 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, err
 	}
-	if err := redisstore.CheckSource(o.source); err != nil {
+	if err := engine.CheckSource(o.source); err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, err)
 	}
 	dur, err := c.resolveDurability(def, o.durability)
@@ -166,7 +166,7 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 }
 
 // triggerOne admits and enqueues one trigger.
-func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy redisstore.Policy, dur task.Durability, source string, sched *admission.Schedule) (*RunHandle, error) {
+func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy engine.Policy, dur task.Durability, source string, sched *admission.Schedule) (*RunHandle, error) {
 	p, err := c.prepare(def, tr.Input, tr.Metadata, policy, source, sched)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigge
 	if err != nil {
 		return nil, fmt.Errorf("task %q: trigger: %w", def.Name, c.unavailable(ctx, err))
 	}
-	if res.Outcome == redisstore.TriggerRejected {
+	if res.Outcome == engine.TriggerRejected {
 		coll := c.collision(def, p.Key, res.Owner)
 		if !c.acknowledged(def.Name, coll.Owner, res.Ack) {
 			e := notDurable(def.Name, []*RunHandle{coll.Owner}, nil)
@@ -194,16 +194,16 @@ func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigge
 
 // triggered turns an enqueue result that did not fail into a handle: the
 // new run, or the owner the trigger was attached, signalled or debounced to.
-func (c *Client) triggered(p *redisstore.EnqueueParams, res redisstore.EnqueueResult) *RunHandle {
+func (c *Client) triggered(p *engine.EnqueueParams, res engine.EnqueueResult) *RunHandle {
 	var h *RunHandle
 	switch res.Outcome {
-	case redisstore.TriggerCreated:
+	case engine.TriggerCreated:
 		h = c.Handle(p.RunID)
 		h.outcome, h.superseded = OutcomeCreated, res.Superseded
-	case redisstore.TriggerAttached:
+	case engine.TriggerAttached:
 		h = c.Handle(res.Owner)
 		h.outcome = OutcomeAttached
-	case redisstore.TriggerSignalled:
+	case engine.TriggerSignalled:
 		h = c.Handle(res.Owner)
 		h.outcome, h.signalID = OutcomeSignalled, res.SignalID
 	default:
@@ -231,7 +231,7 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 	if err != nil {
 		return nil, err
 	}
-	if err := redisstore.CheckSource(o.source); err != nil {
+	if err := engine.CheckSource(o.source); err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, err)
 	}
 	dur, err := c.resolveDurability(def, o.durability)
@@ -250,8 +250,8 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 // triggerMany admits every trigger of a batch, then enqueues them in one
 // call. A durable batch shares one WAIT (see redisstore.EnqueueBatch); the
 // triggers that fell short are listed in one *DurabilityError.
-func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy redisstore.Policy, dur task.Durability, source string, sched *admission.Schedule) ([]*RunHandle, error) {
-	ps := make([]*redisstore.EnqueueParams, len(triggers))
+func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy engine.Policy, dur task.Durability, source string, sched *admission.Schedule) ([]*RunHandle, error) {
+	ps := make([]*engine.EnqueueParams, len(triggers))
 	for i, tr := range triggers {
 		var err error
 		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy, source, sched); err != nil {
@@ -276,7 +276,7 @@ func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers
 		}
 		c.countDuplicate(ps[i], r)
 		switch {
-		case r.Outcome != redisstore.TriggerRejected:
+		case r.Outcome != engine.TriggerRejected:
 			hs[i] = c.triggered(ps[i], r)
 			h = hs[i]
 		default:
@@ -304,7 +304,7 @@ func (c *Client) collision(def *task.Definition, key, owner string) *Idempotency
 // prepare admits a trigger (internal/admission: its limits, its key, the
 // parameters of the enqueue script) and words admission's errors as the
 // client's. It writes nothing.
-func (c *Client) prepare(def *task.Definition, input, meta []byte, policy redisstore.Policy, source string, sched *admission.Schedule) (*redisstore.EnqueueParams, error) {
+func (c *Client) prepare(def *task.Definition, input, meta []byte, policy engine.Policy, source string, sched *admission.Schedule) (*engine.EnqueueParams, error) {
 	p, err := c.admission().Admit(admission.Trigger{Def: def, Input: input, Metadata: meta, Policy: policy,
 		Now: c.opts.Clock.Now(), Source: source, Schedule: sched})
 	if err != nil {

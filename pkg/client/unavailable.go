@@ -11,15 +11,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ErrUnavailable matches every *UnavailableError, and the errors of a
 // Redis that answers but cannot write now: *OutOfMemoryError (at
 // maxmemory) and *ReadOnlyError (a replica, after a failover). Retrying
 // later is safe for all of them.
-var ErrUnavailable = redisstore.ErrUnavailable
+var ErrUnavailable = engine.ErrUnavailable
 
 // UnavailableError says Redis did not answer: it is down, unreachable
 // (its message says "refused the connection" when nothing listened at its
@@ -127,7 +126,7 @@ func (c *Client) unavailable(_ context.Context, err error) error {
 		// A dial failure within the time the call had is its cause.
 		ue.DialErr = c.dials.since(time.Now().Add(-c.opts.OperationTimeout))
 	}
-	if o, ok := c.store.Redis().(interface{ Options() *redis.Options }); ok {
+	if o, ok := c.conn.Redis.(interface{ Options() *redis.Options }); ok {
 		ue.Addr = o.Options().Addr
 	}
 	return ue

@@ -9,8 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/faulttest"
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -77,8 +78,11 @@ func TestWaitSurvivesARedisRestart(t *testing.T) {
 		}
 		results <- err
 	}()
-	st := redisstore.New(rdb, ns)
-	done := st.Keys().DoneChannel(ref.ID())
+	st := connect.Engine(rdb, ns)
+	done, err := st.DoneTopic(ctx, ref.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the waiter's subscription", func() bool { return rdb.PubSubNumSub(ctx, done).Val()[done] == 1 })
 	srv.Kill()
 	time.Sleep(2 * time.Second) // down for longer than a call's retries
@@ -119,8 +123,11 @@ func TestWaitSurvivesAnOutageBeforeItsSubscriptionIsConfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := redisstore.New(direct, ns)
-	done := st.Keys().DoneChannel(ref.ID())
+	st := connect.Engine(direct, ns)
+	done, err := st.DoneTopic(ctx, ref.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
 	px.DropReplyAndRefuse(done) // the SUBSCRIBE runs; its confirmation is lost
 	results := make(chan error, 1)
 	go func() {
@@ -148,7 +155,7 @@ func TestWaitSurvivesAnOutageBeforeItsSubscriptionIsConfirmed(t *testing.T) {
 // succeedTheOnlyRun starts and finishes the one queued run of task as a
 // worker would, with the result {"charged":"yes"}, and then wants its
 // waiter, reporting on results, to return without error within 20 s.
-func succeedTheOnlyRun(t *testing.T, st *redisstore.Store, task string, results <-chan error) {
+func succeedTheOnlyRun(t *testing.T, st engine.Engine, task string, results <-chan error) {
 	t.Helper()
 	ctx := context.Background()
 	if err := st.EnsureGroup(ctx, task); err != nil {
@@ -159,13 +166,14 @@ func succeedTheOnlyRun(t *testing.T, st *redisstore.Store, task string, results 
 		t.Fatalf("read: %v, %v", ds, err)
 	}
 	now := time.Now()
-	started, err := st.Start(ctx, &redisstore.StartParams{RunID: ds[0].RunID, Task: ds[0].Task, EntryID: ds[0].EntryID, Consumer: "w", Now: now})
-	if err != nil || !started.Started {
-		t.Fatalf("start: %+v, %v", started, err)
+	starts, errs := st.StartBatch(ctx, "w", now, ds)
+	if errs[0] != nil || !starts[0].Started {
+		t.Fatalf("start: %+v, %v", starts[0], errs[0])
 	}
-	if r, err := st.Finish(ctx, &redisstore.FinishParams{RunID: ds[0].RunID, Attempt: started.Attempt, Outcome: redisstore.OutcomeSucceeded,
-		Payload: []byte(`{"charged":"yes"}`), Now: now, RetryAt: now}); err != nil || !r.Written {
-		t.Fatalf("finish: %+v, %v", r, err)
+	rs, errs := st.FinishBatch(ctx, []*engine.FinishParams{{RunID: ds[0].RunID, Attempt: starts[0].Attempt, Outcome: engine.OutcomeSucceeded,
+		Payload: []byte(`{"charged":"yes"}`), Now: now, RetryAt: now}})
+	if errs[0] != nil || !rs[0].Written {
+		t.Fatalf("finish: %+v, %v", rs[0], errs[0])
 	}
 	select {
 	case err := <-results:

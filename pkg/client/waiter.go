@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // recheckInterval is a safety net only: waiters are woken by the run's
@@ -24,13 +24,13 @@ const recheckInterval = 5 * time.Second
 // Checking sooner would ask a master that is gone, and fail the wait.
 const resubscribeWithin = 30 * time.Second
 
-// waiter shares one subscription (redisstore.Notices: one Pub/Sub
+// waiter shares one subscription (engine.Notices: one Pub/Sub
 // connection, one per master on a cluster) among every goroutine of a
 // Client that waits for a run, subscribing to each run's completion
 // channel while somebody waits on it.
 type waiter struct {
 	// open makes the subscription, when a first waiter needs it.
-	open func() *redisstore.Notices
+	open func() engine.Notices
 	// channel names a run's completion channel, in its partition.
 	channel func(ctx context.Context, runID string) (string, error)
 	log     *slog.Logger
@@ -42,7 +42,7 @@ type waiter struct {
 	unavailable func(ctx context.Context, err error) error
 
 	mu     sync.Mutex
-	n      *redisstore.Notices
+	n      engine.Notices
 	subs   map[string]*subscription
 	closed bool
 	done   chan struct{}
@@ -81,10 +81,10 @@ func (w *waiter) wait(ctx context.Context, runID string, check func(context.Cont
 	watched := func(ctx context.Context) (bool, error) {
 		status, err := w.watch(ctx, runID)
 		switch {
-		case errors.Is(err, redisstore.ErrRunNotFound):
+		case errors.Is(err, engine.ErrRunNotFound):
 		case err != nil:
 			return false, err
-		case !redisstore.IsTerminal(status):
+		case !engine.IsTerminal(status):
 			return false, nil // the notice will come
 		}
 		return check(ctx)
@@ -210,17 +210,17 @@ func (w *waiter) unsubscribe(ch string, s *subscription) {
 // receive hands the notices of n to the waiters until n closes. A channel
 // whose connection broke is marked so; once Redis confirms it again, its
 // waiters check the run, since its notice may have been lost meanwhile.
-func (w *waiter) receive(n *redisstore.Notices, done chan struct{}) {
+func (w *waiter) receive(n engine.Notices, done chan struct{}) {
 	defer close(done)
 	for nt := range n.C() {
 		switch nt.Kind {
-		case redisstore.NoticeSubscribed:
+		case engine.NoticeSubscribed:
 			w.subscribed(nt.Channel)
-		case redisstore.NoticeMessage:
+		case engine.NoticeMessage:
 			if s := w.lookup(nt.Channel); s != nil {
 				s.doneOnce.Do(func() { close(s.notified) })
 			}
-		case redisstore.NoticeInterrupted:
+		case engine.NoticeInterrupted:
 			w.log.Debug("taskq: result subscription interrupted", "channels", len(nt.Channels))
 			w.broken(nt.Channels)
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -495,8 +495,8 @@ func TestEventFansOutAcrossPartitions(t *testing.T) {
 			if r.Outcome != events.OutcomeCreated {
 				t.Fatalf("first push, task %s: %+v", r.Task, r)
 			}
-			part, ok := redisstore.RunPartition(r.RunID)
-			if want := redisstore.KeyPartition(b.Namespace, r.IdempotencyKey, parts); !ok || part != want {
+			part, ok := engine.RunPartition(r.RunID)
+			if want := engine.KeyPartition(b.Namespace, r.IdempotencyKey, parts); !ok || part != want {
 				t.Fatalf("run %s of key %q in partition %d, want %d", r.RunID, r.IdempotencyKey, part, want)
 			}
 			used[part] = true

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/events"
 	"github.com/taskq/taskq/pkg/task"
@@ -50,9 +50,9 @@ func TestWorkerFinishesAFanoutItsIngesterLeft(t *testing.T) {
 		}
 
 		c := newClient(t, b, nil)
-		clientlink.Store(c).SetFanoutHooks(&redisstore.FanoutHooks{Steps: true,
-			After: func(step redisstore.FanoutStep, _ string, _ int) error {
-				if step == redisstore.FanoutStored {
+		clientlink.Store(c).SetFanoutHooks(&engine.FanoutHooks{Steps: true,
+			After: func(step engine.FanoutStep, _ string, _ int) error {
+				if step == engine.FanoutStored {
 					return errors.New("the ingester died here")
 				}
 				return nil

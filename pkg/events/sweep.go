@@ -11,12 +11,12 @@ import (
 // needed where no events are pushed. It returns how many entries it
 // removed.
 func (i *Ingester) Sweep(ctx context.Context) (int, error) {
-	parts, err := i.store.Partitions(ctx)
+	parts, err := i.store.PartitionCount(ctx)
 	if err != nil {
 		return 0, err
 	}
 	removed := 0
-	for part := range parts.Count() {
+	for part := range parts {
 		r, err := i.sweep(ctx, part)
 		removed += r
 		if err != nil {

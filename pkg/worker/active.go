@@ -6,13 +6,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // activeRun is an attempt this worker is running: what heartbeats and
 // cancel notices act on.
 type activeRun struct {
-	lease  redisstore.Lease
+	lease  engine.Lease
 	task   string
 	cancel context.CancelCauseFunc
 	// begun is set once Redis holds the attempt as begun: heartbeats renew

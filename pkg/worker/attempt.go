@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // attempt is one attempt this worker runs, from its start until its
@@ -16,7 +16,7 @@ type attempt struct {
 	rc runContext
 	// stop releases the timeout's timer; nil without a timeout.
 	stop   context.CancelFunc
-	finish redisstore.FinishParams
+	finish engine.FinishParams
 	// startedAt is when the worker began the attempt (its handler's run
 	// time counts from then in the run statistics).
 	startedAt time.Time
@@ -30,7 +30,7 @@ type attempt struct {
 	phase    atomic.Int32
 	beginAt  *time.Timer
 	answered chan struct{}
-	d        redisstore.Delivery
+	d        engine.Delivery
 }
 
 // Phases of a deferred attempt. The handler's return and the StartDelay
@@ -45,7 +45,7 @@ const (
 )
 
 // answer takes the answer to beginning a deferred attempt.
-func (a *attempt) answer(st redisstore.StartResult, err error) {
+func (a *attempt) answer(st engine.StartResult, err error) {
 	switch {
 	case err == nil && st.Started && st.Attempt == a.lease.Attempt:
 		// The lease still counts from the delivery's read: the next

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -48,7 +48,7 @@ func BenchmarkWorkerDrain(b *testing.B) {
 	if err := <-errs; err != nil {
 		b.Fatal(err)
 	}
-	stream := redisstore.NewKeys(be.Namespace).Stream(tk.Name())
+	stream := redispeek.StreamKey(be.Namespace, tk.Name())
 
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
-// subscriber makes a subscription to notices (a *redisstore.Store does:
+// subscriber makes a subscription to notices (an engine.Engine does:
 // SUBSCRIBE on one Redis, SSUBSCRIBE on the master of each channel's slot
 // on a cluster).
 type subscriber interface {
-	Notices() *redisstore.Notices
+	Notices() engine.Notices
 }
 
 // canceller cancels the context of a running handler as soon as its run is
@@ -52,7 +52,7 @@ func (c *canceller) Start(ctx context.Context) error {
 	return nil
 }
 
-func (c *canceller) subscribe(ctx context.Context) (*redisstore.Notices, error) {
+func (c *canceller) subscribe(ctx context.Context) (engine.Notices, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opTimeout)
 	defer cancel()
 	n := c.sub.Notices()
@@ -67,7 +67,7 @@ func (c *canceller) subscribe(ctx context.Context) (*redisstore.Notices, error) 
 	for len(waiting) > 0 {
 		select {
 		case nt := <-n.C():
-			if nt.Kind == redisstore.NoticeSubscribed {
+			if nt.Kind == engine.NoticeSubscribed {
 				delete(waiting, nt.Channel)
 			}
 		case <-ctx.Done():
@@ -79,7 +79,7 @@ func (c *canceller) subscribe(ctx context.Context) (*redisstore.Notices, error) 
 }
 
 // listen reads the notices n receives until quit closes, then closes n.
-func (c *canceller) listen(quit <-chan struct{}, n *redisstore.Notices) {
+func (c *canceller) listen(quit <-chan struct{}, n engine.Notices) {
 	defer n.Close()
 	for {
 		select {
@@ -87,9 +87,9 @@ func (c *canceller) listen(quit <-chan struct{}, n *redisstore.Notices) {
 			return
 		case nt := <-n.C():
 			switch nt.Kind {
-			case redisstore.NoticeMessage:
+			case engine.NoticeMessage:
 				c.notice(nt.Payload)
-			case redisstore.NoticeInterrupted:
+			case engine.NoticeInterrupted:
 				c.log.Debug("taskq: cancel subscription interrupted; subscribing again", "channels", len(nt.Channels))
 			}
 		}

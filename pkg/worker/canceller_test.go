@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/connect"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -21,7 +21,7 @@ func TestCancellerStartReturnsOnceSubscribed(t *testing.T) {
 	active := newActiveRuns()
 	_, cancelled := testRun(active, "r1", true, time.Now().Add(time.Minute))
 	_, superseded := testRun(active, "r2", true, time.Now().Add(time.Minute))
-	c := &canceller{sub: redisstore.New(b.Client, b.Namespace), channels: []string{"cancels"}, active: active, opTimeout: time.Second, log: discard}
+	c := &canceller{sub: connect.Engine(b.Client, b.Namespace), channels: []string{"cancels"}, active: active, opTimeout: time.Second, log: discard}
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestCancellerStartFailsWithoutRedis(t *testing.T) {
 	t.Parallel()
 	b := redistest.Mini(t)
 	b.Mini.Close()
-	c := &canceller{sub: redisstore.New(b.Client, b.Namespace), channels: []string{"cancels"}, active: newActiveRuns(), opTimeout: 200 * time.Millisecond, log: discard}
+	c := &canceller{sub: connect.Engine(b.Client, b.Namespace), channels: []string{"cancels"}, active: newActiveRuns(), opTimeout: 200 * time.Millisecond, log: discard}
 	err := c.Start(context.Background())
 	if err == nil {
 		c.Stop()

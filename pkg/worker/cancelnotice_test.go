@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -118,11 +119,10 @@ func TestMissedCancelOfQueuedRunReachesItsHandlerAtTheNextHeartbeat(t *testing.T
 			t.Fatal(err)
 		}
 		id := receive(t, "the handler to run", running)
-		ks, err := clientlink.Store(c).RunKeys(ctx, id)
+		runKey, err := redispeek.RunRecord(ctx, clientlink.Store(c), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		runKey := ks.Run(id)
 		if err := b.Client.HSet(ctx, runKey, "status", "cancelled", "error", "superseded by run newer").Err(); err != nil {
 			t.Fatal(err)
 		}

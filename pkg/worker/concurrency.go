@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -29,14 +29,14 @@ import (
 
 // concurrencyStore is what the concurrency gate reads and writes in Redis.
 type concurrencyStore interface {
-	AcquireSlots(ctx context.Context, now time.Time, ps []redisstore.AcquireParams) ([]redisstore.AcquireResult, []error)
-	ReleaseSlots(ctx context.Context, now time.Time, ps []redisstore.ReleaseParams) ([]redisstore.ReleaseResult, []error)
-	RenewSlots(ctx context.Context, now time.Time, ps []redisstore.RenewParams) ([]bool, []error)
-	Park(ctx context.Context, recheck time.Time, ps []redisstore.ParkParams) ([]string, []error)
-	Unpark(ctx context.Context, ps []redisstore.UnparkParams) ([]string, []error)
-	TakeParked(ctx context.Context, part int, now, next time.Time, limit int) ([]redisstore.ParkedRun, error)
-	ParkedStates(ctx context.Context, now time.Time, runs []redisstore.ParkedRun) ([]redisstore.ParkedState, error)
-	CancelWithNotice(ctx context.Context, runID, reason, notice string, now time.Time) (redisstore.FinishResult, error)
+	AcquireSlots(ctx context.Context, now time.Time, ps []engine.AcquireParams) ([]engine.AcquireResult, []error)
+	ReleaseSlots(ctx context.Context, now time.Time, ps []engine.ReleaseParams) ([]engine.ReleaseResult, []error)
+	RenewSlots(ctx context.Context, now time.Time, ps []engine.RenewParams) ([]bool, []error)
+	Park(ctx context.Context, recheck time.Time, ps []engine.ParkParams) ([]string, []error)
+	Unpark(ctx context.Context, ps []engine.UnparkParams) ([]string, []error)
+	TakeParked(ctx context.Context, part int, now, next time.Time, limit int) ([]engine.ParkedRun, error)
+	ParkedStates(ctx context.Context, now time.Time, runs []engine.ParkedRun) ([]engine.ParkedState, error)
+	CancelWithNotice(ctx context.Context, runID, reason, notice string, now time.Time) (engine.FinishResult, error)
 }
 
 // parkedBatch is the most parked runs one look takes per partition.
@@ -111,7 +111,7 @@ type concurrencyGate struct {
 	log        *slog.Logger
 	// releases coalesces the slots given back at about the same time into
 	// one call of the release script per partition.
-	releases *redisstore.Batcher[redisstore.ReleaseParams, redisstore.ReleaseResult]
+	releases *engine.Batcher[engine.ReleaseParams, engine.ReleaseResult]
 
 	mu   sync.Mutex
 	held map[string]*heldSlot
@@ -136,8 +136,8 @@ func newConcurrencyGate(g *concurrencyGate) (*concurrencyGate, error) {
 	gate := g
 	gate.held = map[string]*heldSlot{}
 	var err error
-	gate.releases, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: g.lease, Senders: 1},
-		func(ctx context.Context, ps []redisstore.ReleaseParams) ([]redisstore.ReleaseResult, []error) {
+	gate.releases, err = engine.NewBatcher(engine.BatcherOptions{Timeout: g.lease, Senders: 1},
+		func(ctx context.Context, ps []engine.ReleaseParams) ([]engine.ReleaseResult, []error) {
 			return g.store.ReleaseSlots(ctx, g.clock.Now(), ps)
 		})
 	if err != nil {
@@ -152,12 +152,12 @@ func newConcurrencyGate(g *concurrencyGate) (*concurrencyGate, error) {
 // pending after an error (reclaimed once their lease lapses, and asked
 // again). A run given the slot of an older one (task.CancelInProgress)
 // starts, and the older one is cancelled.
-func (g *concurrencyGate) admit(ds []redisstore.Delivery) []redisstore.Delivery {
+func (g *concurrencyGate) admit(ds []engine.Delivery) []engine.Delivery {
 	if g == nil {
 		return ds
 	}
 	var (
-		ask []redisstore.AcquireParams
+		ask []engine.AcquireParams
 		idx []int
 	)
 	for i, d := range ds {
@@ -177,7 +177,7 @@ func (g *concurrencyGate) admit(ds []redisstore.Delivery) []redisstore.Delivery 
 			continue
 		}
 		c := reg.def.Concurrency
-		ask = append(ask, redisstore.AcquireParams{
+		ask = append(ask, engine.AcquireParams{
 			Task: d.Task, Group: group, RunID: d.RunID, Token: g.consumer + " " + d.EntryID,
 			MaxRuns: c.MaxRuns, Strategy: string(c.Strategy), Lease: g.lease, Created: d.Spec.Created,
 		})
@@ -192,7 +192,7 @@ func (g *concurrencyGate) admit(ds []redisstore.Delivery) []redisstore.Delivery 
 	res, errs := g.store.AcquireSlots(ctx, now, ask)
 	drop := make([]bool, len(ds))
 	var (
-		park    []redisstore.ParkParams
+		park    []engine.ParkParams
 		cancels [][2]string // run, reason
 	)
 	for j, i := range idx {
@@ -201,17 +201,17 @@ func (g *concurrencyGate) admit(ds []redisstore.Delivery) []redisstore.Delivery 
 		case errs[j] != nil:
 			g.log.Warn("taskq: asking for a concurrency slot failed; the delivery is taken again after its lease", "run", a.RunID, "group", a.Group, "err", errs[j])
 			drop[i] = true
-		case r.Outcome == redisstore.AcquireHeld:
+		case r.Outcome == engine.AcquireHeld:
 			g.hold(a)
-		case r.Outcome == redisstore.AcquireEvict:
+		case r.Outcome == engine.AcquireEvict:
 			g.hold(a)
 			cancels = append(cancels, [2]string{r.Evicted, task.DisplacedReason(a.RunID, a.Group)})
-		case r.Outcome == redisstore.AcquireFull:
+		case r.Outcome == engine.AcquireFull:
 			drop[i] = true
 			cancels = append(cancels, [2]string{a.RunID, task.FullGroupReason(a.Group, r.Holders, a.MaxRuns)})
 		default: // AcquireWait
 			drop[i] = true
-			park = append(park, redisstore.ParkParams{
+			park = append(park, engine.ParkParams{
 				RunID: a.RunID, Task: a.Task, EntryID: ds[i].EntryID, Group: a.Group,
 				Reason: waitingReason(a.Group, r.Holders, a.MaxRuns),
 			})
@@ -244,7 +244,7 @@ func (g *concurrencyGate) admit(ds []redisstore.Delivery) []redisstore.Delivery 
 	return out
 }
 
-func (g *concurrencyGate) hold(a redisstore.AcquireParams) {
+func (g *concurrencyGate) hold(a engine.AcquireParams) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := g.held[a.RunID]
@@ -276,8 +276,8 @@ func (g *concurrencyGate) release(runID string) {
 	if h == nil {
 		return
 	}
-	p := redisstore.ReleaseParams{Task: h.task, Group: h.group, RunID: runID, Token: h.token, MaxRuns: h.maxRuns, Reserve: g.lease}
-	g.releases.Go(context.Background(), p, func(r redisstore.ReleaseResult, err error) {
+	p := engine.ReleaseParams{Task: h.task, Group: h.group, RunID: runID, Token: h.token, MaxRuns: h.maxRuns, Reserve: g.lease}
+	g.releases.Go(context.Background(), p, func(r engine.ReleaseResult, err error) {
 		if err != nil {
 			// The slot lapses with its lease, no longer renewed.
 			g.log.Warn("taskq: giving a concurrency slot back failed; it is free once its lease lapses", "run", runID, "group", h.group, "err", err)
@@ -300,19 +300,19 @@ func (g *concurrencyGate) release(runID string) {
 func (g *concurrencyGate) handOn(taskName, group string, maxRuns int, next []string) {
 	for round := 0; len(next) > 0 && round < handOnRounds; round++ {
 		ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
-		ups := make([]redisstore.UnparkParams, len(next))
+		ups := make([]engine.UnparkParams, len(next))
 		for i, id := range next {
-			ups[i] = redisstore.UnparkParams{RunID: id, Task: taskName}
+			ups[i] = engine.UnparkParams{RunID: id, Task: taskName}
 		}
 		res, errs := g.unpark(ctx, ups)
-		var back []redisstore.ReleaseParams
+		var back []engine.ReleaseParams
 		for i, id := range next {
 			switch {
 			case errs[i] != nil:
 				g.log.Warn("taskq: putting a run back in its stream failed; it is put back once its reservation lapses", "run", id, "err", errs[i])
-			case res[i] == redisstore.UnparkQueued, res[i] == redisstore.UnparkNotParked:
+			case res[i] == engine.UnparkQueued, res[i] == engine.UnparkNotParked:
 			default: // missing or ended
-				back = append(back, redisstore.ReleaseParams{Task: taskName, Group: group, RunID: id, MaxRuns: maxRuns, Reserve: g.lease})
+				back = append(back, engine.ReleaseParams{Task: taskName, Group: group, RunID: id, MaxRuns: maxRuns, Reserve: g.lease})
 			}
 		}
 		next = nil
@@ -338,12 +338,12 @@ var unparkRetries = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond,
 
 // unpark is Store.Unpark that asks again, after each of unparkRetries,
 // for the runs that were not parked yet.
-func (g *concurrencyGate) unpark(ctx context.Context, ups []redisstore.UnparkParams) ([]string, []error) {
+func (g *concurrencyGate) unpark(ctx context.Context, ups []engine.UnparkParams) ([]string, []error) {
 	res, errs := g.store.Unpark(ctx, ups)
 	for _, pause := range unparkRetries {
 		var again []int
 		for i := range ups {
-			if errs[i] == nil && res[i] == redisstore.UnparkNotParked {
+			if errs[i] == nil && res[i] == engine.UnparkNotParked {
 				again = append(again, i)
 			}
 		}
@@ -351,7 +351,7 @@ func (g *concurrencyGate) unpark(ctx context.Context, ups []redisstore.UnparkPar
 			break
 		}
 		time.Sleep(pause)
-		sub := make([]redisstore.UnparkParams, len(again))
+		sub := make([]engine.UnparkParams, len(again))
 		for j, i := range again {
 			sub[j] = ups[i]
 		}
@@ -410,9 +410,9 @@ func (g *concurrencyGate) wait() {
 
 func (g *concurrencyGate) renew() {
 	g.mu.Lock()
-	ps := make([]redisstore.RenewParams, 0, len(g.held))
+	ps := make([]engine.RenewParams, 0, len(g.held))
 	for id, h := range g.held {
-		ps = append(ps, redisstore.RenewParams{Task: h.task, Group: h.group, RunID: id, Token: h.token, Lease: g.lease})
+		ps = append(ps, engine.RenewParams{Task: h.task, Group: h.group, RunID: id, Token: h.token, Lease: g.lease})
 	}
 	g.mu.Unlock()
 	if len(ps) == 0 {
@@ -438,7 +438,7 @@ func (g *concurrencyGate) renew() {
 // its line.
 func (g *concurrencyGate) recoverParked() {
 	now := g.clock.Now()
-	var taken []redisstore.ParkedRun
+	var taken []engine.ParkedRun
 	for part := range max(g.partitions, 1) {
 		ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
 		runs, err := g.store.TakeParked(ctx, part, now, now.Add(g.lease), parkedBatch)
@@ -456,14 +456,14 @@ func (g *concurrencyGate) recoverParked() {
 	defer cancel()
 	type slot struct{ task, group string }
 	seen := map[slot]bool{}
-	var pump []redisstore.ReleaseParams
+	var pump []engine.ReleaseParams
 	for _, r := range taken {
 		reg := g.tasks[r.Task]
 		if reg == nil || reg.def.Concurrency == nil || seen[slot{r.Task, r.Group}] {
 			continue
 		}
 		seen[slot{r.Task, r.Group}] = true
-		pump = append(pump, redisstore.ReleaseParams{Task: r.Task, Group: r.Group, MaxRuns: reg.def.Concurrency.MaxRuns, Reserve: g.lease})
+		pump = append(pump, engine.ReleaseParams{Task: r.Task, Group: r.Group, MaxRuns: reg.def.Concurrency.MaxRuns, Reserve: g.lease})
 	}
 	res, errs := g.store.ReleaseSlots(ctx, now, pump)
 	for i, r := range res {
@@ -476,10 +476,10 @@ func (g *concurrencyGate) recoverParked() {
 		g.log.Warn("taskq: reading the groups of parked runs failed", "err", err)
 		return
 	}
-	var lost []redisstore.UnparkParams
+	var lost []engine.UnparkParams
 	for i, st := range states {
 		if !st.Holding && !st.Waiting {
-			lost = append(lost, redisstore.UnparkParams{RunID: taken[i].RunID, Task: taken[i].Task})
+			lost = append(lost, engine.UnparkParams{RunID: taken[i].RunID, Task: taken[i].Task})
 		}
 	}
 	if len(lost) == 0 {
@@ -488,7 +488,7 @@ func (g *concurrencyGate) recoverParked() {
 	ures, uerrs := g.store.Unpark(ctx, lost)
 	n := 0
 	for i := range ures {
-		if uerrs[i] == nil && ures[i] == redisstore.UnparkQueued {
+		if uerrs[i] == nil && ures[i] == engine.UnparkQueued {
 			n++
 		}
 	}

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -367,14 +369,14 @@ func TestConcurrencySlotOfADeadHolderIsGivenBackAfterItsLease(t *testing.T) {
 		tk := task.Must[grouped, out]("conc-dead", task.Options{
 			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1},
 		})
-		store := redisstore.New(b.Client, b.Namespace)
+		store := connect.Engine(b.Client, b.Namespace)
 		// A worker that died holding the group's only slot, its lease 1.5s.
 		lapses := time.Now().Add(1500 * time.Millisecond)
-		res, errs := store.AcquireSlots(ctx, time.Now(), []redisstore.AcquireParams{{
+		res, errs := store.AcquireSlots(ctx, time.Now(), []engine.AcquireParams{{
 			Task: tk.Name(), Group: "acme", RunID: "ghost", Token: "dead-worker 1-1", MaxRuns: 1,
-			Strategy: redisstore.ConcurrencyRoundRobin, Lease: 1500 * time.Millisecond, Created: time.Now(),
+			Strategy: engine.ConcurrencyRoundRobin, Lease: 1500 * time.Millisecond, Created: time.Now(),
 		}})
-		if errs[0] != nil || res[0].Outcome != redisstore.AcquireHeld {
+		if errs[0] != nil || res[0].Outcome != engine.AcquireHeld {
 			t.Fatalf("ghost holder: %+v, %v", res[0], errs[0])
 		}
 		bl := newBlocking()
@@ -384,13 +386,13 @@ func TestConcurrencySlotOfADeadHolderIsGivenBackAfterItsLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ks, err := store.RunKeys(ctx, ref.ID())
-		if err != nil {
-			t.Fatal(err)
-		}
 		var reason string
 		eventually(t, "the run to be parked", func() bool {
-			reason = b.Client.HGet(ctx, ks.Run(ref.ID()), "waiting").Val()
+			r, err := store.GetRun(ctx, ref.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			reason = r.Waiting
 			return reason != ""
 		})
 		if reason != `concurrency group "acme" (1/1 running)` {
@@ -408,26 +410,35 @@ func TestConcurrencySlotOfADeadHolderIsGivenBackAfterItsLease(t *testing.T) {
 		if info := wait(t, ref); info.Status != client.StatusSucceeded {
 			t.Fatalf("run: %s", info.Status)
 		}
-		if w := b.Client.HGet(ctx, ks.Run(ref.ID()), "waiting").Val(); w != "" {
+		if w := b.Client.HGet(ctx, mustRunKey(t, store, ref.ID()), "waiting").Val(); w != "" {
 			t.Fatalf("waiting still %q after the run started", w)
 		}
 		// The worker gives the slot back once Redis holds the outcome,
 		// with a call of its own that may land after the waiter heard of
 		// the outcome.
-		holders := mustConcKeys(t, store, tk.Name(), "acme").ConcurrencyHolders(tk.Name(), "acme")
+		holders := mustConcKeys(t, store, tk.Name(), "acme")
 		eventually(t, "the slot to be given back after the run ended", func() bool {
 			return b.Client.ZCard(ctx, holders).Val() == 0
 		})
 	})
 }
 
-func mustConcKeys(t *testing.T, s *redisstore.Store, taskName, group string) redisstore.Keys {
+func mustConcKeys(t *testing.T, e engine.Engine, taskName, group string) string {
 	t.Helper()
-	ks, err := s.ConcurrencyKeys(context.Background(), taskName, group)
+	k, err := redispeek.ConcurrencyHolders(context.Background(), e, taskName, group)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ks
+	return k
+}
+
+func mustRunKey(t *testing.T, e engine.Engine, runID string) string {
+	t.Helper()
+	k, err := redispeek.RunRecord(context.Background(), e, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // concKillTask allows one run per group at once.
@@ -528,37 +539,33 @@ func TestParkedRunForgottenMidReleaseIsPutBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		store := redisstore.New(b.Client, b.Namespace)
-		parts, err := store.Partitions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := connect.Engine(b.Client, b.Namespace)
 		if err := store.EnsureGroup(ctx, tk.Name()); err != nil {
 			t.Fatal(err)
 		}
-		part, _ := parts.OfRun(ref.ID())
+		part, _ := engine.RunPartition(ref.ID())
 		ds, err := store.ReadGroup(ctx, part, "dead", []string{tk.Name()}, 1, 0)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("read = %v, %v", ds, err)
 		}
 		now := time.Now()
-		ask := func(id, tok string) redisstore.AcquireResult {
-			res, errs := store.AcquireSlots(ctx, now, []redisstore.AcquireParams{{Task: tk.Name(), Group: "acme", RunID: id, Token: tok,
-				MaxRuns: 1, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: now}})
+		ask := func(id, tok string) engine.AcquireResult {
+			res, errs := store.AcquireSlots(ctx, now, []engine.AcquireParams{{Task: tk.Name(), Group: "acme", RunID: id, Token: tok,
+				MaxRuns: 1, Strategy: engine.ConcurrencyRoundRobin, Lease: time.Minute, Created: now}})
 			if errs[0] != nil {
 				t.Fatal(errs[0])
 			}
 			return res[0]
 		}
 		ask("holder", "dead holder")
-		if r := ask(ref.ID(), "dead "+ds[0].EntryID); r.Outcome != redisstore.AcquireWait {
+		if r := ask(ref.ID(), "dead "+ds[0].EntryID); r.Outcome != engine.AcquireWait {
 			t.Fatalf("acquire = %+v", r)
 		}
-		if res, errs := store.Park(ctx, now, []redisstore.ParkParams{{RunID: ref.ID(), Task: tk.Name(), EntryID: ds[0].EntryID, Reason: "full", Group: "acme"}}); errs[0] != nil || res[0] != redisstore.ParkHeldBack {
+		if res, errs := store.Park(ctx, now, []engine.ParkParams{{RunID: ref.ID(), Task: tk.Name(), EntryID: ds[0].EntryID, Reason: "full", Group: "acme"}}); errs[0] != nil || res[0] != engine.ParkHeldBack {
 			t.Fatalf("park = %v, %v", res, errs)
 		}
 		// The holder ends; its worker dies before it puts the next run back.
-		rres, errs := store.ReleaseSlots(ctx, now, []redisstore.ReleaseParams{{Task: tk.Name(), Group: "acme", RunID: "holder", Token: "dead holder",
+		rres, errs := store.ReleaseSlots(ctx, now, []engine.ReleaseParams{{Task: tk.Name(), Group: "acme", RunID: "holder", Token: "dead holder",
 			MaxRuns: 1, Reserve: 300 * time.Millisecond}})
 		if errs[0] != nil || len(rres[0].Next) != 1 || rres[0].Next[0] != ref.ID() {
 			t.Fatalf("release = %+v, %v", rres, errs)
@@ -610,8 +617,8 @@ func TestConcurrencyWithARateLimit(t *testing.T) {
 		if most.Load() > 2 {
 			t.Fatalf("%d runs of the group ran at once; MaxRuns is 2", most.Load())
 		}
-		store := redisstore.New(b.Client, b.Namespace)
-		key := mustConcKeys(t, store, tk.Name(), "acme").ConcurrencyHolders(tk.Name(), "acme")
+		store := connect.Engine(b.Client, b.Namespace)
+		key := mustConcKeys(t, store, tk.Name(), "acme")
 		eventually(t, "the group's slots to be given back", func() bool { return b.Client.ZCard(ctx, key).Val() == 0 })
 	})
 }

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -93,7 +93,7 @@ type Context interface {
 // runStore is what a handler's Context reads and writes in Redis: the
 // run's signals and the results of its steps.
 type runStore interface {
-	ReadSignals(ctx context.Context, runID, cursor string, count int, block time.Duration) ([]redisstore.Signal, error)
+	ReadSignals(ctx context.Context, runID, cursor string, count int, block time.Duration) ([]engine.Signal, error)
 	StepResult(ctx context.Context, runID, name string) ([]byte, bool, error)
 	SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error)
 }

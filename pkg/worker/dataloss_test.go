@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -87,9 +88,9 @@ func TestWorkerRegistersAgainAfterRedisLosesItsData(t *testing.T) {
 	}
 	result(ref.RunHandle)
 	// Read, not opened: opening a namespace without a record records one.
-	meta := clientlink.Store(c).Keys().Meta()
+	meta := redispeek.Store(clientlink.Store(c)).Keys().Meta()
 	eventually(t, "the partition count to be recorded again", func() bool {
-		return clientlink.Store(c).Redis().HGet(ctx, meta, "partitions").Val() == "2"
+		return redispeek.Store(clientlink.Store(c)).Redis().HGet(ctx, meta, "partitions").Val() == "2"
 	})
 	later, err := client.New(client.Options{RedisURL: srv.URL(), Namespace: ns, Logger: quiet})
 	if err != nil {
@@ -117,7 +118,7 @@ func TestWorkerRegistersAgainWhenTheRegistryIsGone(t *testing.T) {
 		if _, err := c.RegisteredTask(ctx, tk.Name()); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Client.Del(ctx, clientlink.Store(c).Keys().Tasks()).Err(); err != nil {
+		if err := b.Client.Del(ctx, redispeek.Store(clientlink.Store(c)).Keys().Tasks()).Err(); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the task to be registered again", func() bool {

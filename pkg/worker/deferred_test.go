@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -444,7 +445,7 @@ func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ks, err := clientlink.Store(c).RunKeys(ctx, ref.ID())
+				ks, err := redispeek.Store(clientlink.Store(c)).RunKeys(ctx, ref.ID())
 				if err != nil {
 					t.Fatal(err)
 				}

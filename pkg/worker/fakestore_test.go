@@ -9,10 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
-// fakeStore stands in for redisstore.Store behind every interface the
+// fakeStore stands in for the engine behind every interface the
 // components declare. Each method counts its calls and those in flight,
 // and does what its hook says (nothing, when the hook is nil).
 type fakeStore struct {
@@ -24,17 +24,17 @@ type fakeStore struct {
 	registered map[string][]byte
 	requeued   []string
 
-	readGroup    func(ctx context.Context, count int) ([]redisstore.Delivery, error)
-	autoClaim    func(task string, count int) ([]redisstore.Delivery, error)
-	heartbeat    func(task string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error)
-	runStates    func(ids []string) ([]redisstore.RunState, error)
+	readGroup    func(ctx context.Context, count int) ([]engine.Delivery, error)
+	autoClaim    func(task string, count int) ([]engine.Delivery, error)
+	heartbeat    func(task string, leases []engine.Lease) ([]engine.LeaseReport, error)
+	runStates    func(ids []string) ([]engine.RunState, error)
 	promote      func(part, limit int) (int, time.Time, error)
 	sweepRuns    func(offset, limit int) (removed, looked int, err error)
 	recover      func(now time.Time, grace time.Duration, limit int) (taken, finished int, err error)
 	registerTask func(name string, record []byte, replace bool) ([]byte, error)
 	missingTasks func(names []string) ([]string, error)
-	startBatch   func(ds []redisstore.Delivery) ([]redisstore.StartResult, []error)
-	finishBatch  func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error)
+	startBatch   func(ds []engine.Delivery) ([]engine.StartResult, []error)
+	finishBatch  func(ps []*engine.FinishParams) ([]engine.FinishResult, []error)
 	beatWorker   func() error
 }
 
@@ -50,7 +50,7 @@ var (
 	_ presenceStore  = (*fakeStore)(nil)
 )
 
-func (f *fakeStore) BeatWorker(context.Context, redisstore.WorkerRecord, time.Time, time.Duration) error {
+func (f *fakeStore) BeatWorker(context.Context, engine.WorkerRecord, time.Time, time.Duration) error {
 	defer f.enter()()
 	if f.beatWorker != nil {
 		return f.beatWorker()
@@ -69,7 +69,7 @@ func (f *fakeStore) enter() func() {
 	return func() { f.inFlight.Add(-1) }
 }
 
-func (f *fakeStore) ReadGroup(ctx context.Context, _ int, _ string, _ []string, count int, block time.Duration) ([]redisstore.Delivery, error) {
+func (f *fakeStore) ReadGroup(ctx context.Context, _ int, _ string, _ []string, count int, block time.Duration) ([]engine.Delivery, error) {
 	defer f.enter()()
 	if f.readGroup != nil {
 		return f.readGroup(ctx, count)
@@ -85,7 +85,7 @@ func (f *fakeStore) ReadGroup(ctx context.Context, _ int, _ string, _ []string, 
 	}
 }
 
-func (f *fakeStore) AutoClaim(_ context.Context, _ int, task, _ string, _ time.Duration, count int) ([]redisstore.Delivery, error) {
+func (f *fakeStore) AutoClaim(_ context.Context, _ int, task, _ string, _ time.Duration, count int) ([]engine.Delivery, error) {
 	defer f.enter()()
 	if f.autoClaim != nil {
 		return f.autoClaim(task, count)
@@ -93,20 +93,20 @@ func (f *fakeStore) AutoClaim(_ context.Context, _ int, task, _ string, _ time.D
 	return nil, nil
 }
 
-func (f *fakeStore) Heartbeat(_ context.Context, task, _ string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error) {
+func (f *fakeStore) Heartbeat(_ context.Context, task, _ string, leases []engine.Lease) ([]engine.LeaseReport, error) {
 	defer f.enter()()
 	if f.heartbeat != nil {
 		return f.heartbeat(task, leases)
 	}
-	return make([]redisstore.LeaseReport, len(leases)), nil
+	return make([]engine.LeaseReport, len(leases)), nil
 }
 
-func (f *fakeStore) RunStates(_ context.Context, ids []string) ([]redisstore.RunState, error) {
+func (f *fakeStore) RunStates(_ context.Context, ids []string) ([]engine.RunState, error) {
 	defer f.enter()()
 	if f.runStates != nil {
 		return f.runStates(ids)
 	}
-	return make([]redisstore.RunState, len(ids)), nil
+	return make([]engine.RunState, len(ids)), nil
 }
 
 func (f *fakeStore) PromoteDue(_ context.Context, part int, _ time.Time, limit int) (int, time.Time, error) {
@@ -179,43 +179,43 @@ func (f *fakeStore) MissingTasks(_ context.Context, names []string) ([]string, e
 	return out, nil
 }
 
-func (f *fakeStore) StartBatch(_ context.Context, _ string, _ time.Time, ds []redisstore.Delivery) ([]redisstore.StartResult, []error) {
+func (f *fakeStore) StartBatch(_ context.Context, _ string, _ time.Time, ds []engine.Delivery) ([]engine.StartResult, []error) {
 	defer f.enter()()
 	if f.startBatch != nil {
 		return f.startBatch(ds)
 	}
-	res := make([]redisstore.StartResult, len(ds))
+	res := make([]engine.StartResult, len(ds))
 	for i, d := range ds {
 		sp := d.Spec
 		if sp == nil {
-			sp = &redisstore.RunSpec{}
+			sp = &engine.RunSpec{}
 		}
-		res[i] = redisstore.StartResult{Started: true, Attempt: sp.Attempts + 1, Spec: sp}
+		res[i] = engine.StartResult{Started: true, Attempt: sp.Attempts + 1, Spec: sp}
 	}
 	return res, make([]error, len(ds))
 }
 
-func (f *fakeStore) FinishBatch(_ context.Context, ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error) {
+func (f *fakeStore) FinishBatch(_ context.Context, ps []*engine.FinishParams) ([]engine.FinishResult, []error) {
 	defer f.enter()()
 	if f.finishBatch != nil {
 		return f.finishBatch(ps)
 	}
-	res := make([]redisstore.FinishResult, len(ps))
+	res := make([]engine.FinishResult, len(ps))
 	for i := range ps {
-		res[i] = redisstore.FinishResult{Written: true, Status: redisstore.StatusSucceeded}
+		res[i] = engine.FinishResult{Written: true, Status: engine.StatusSucceeded}
 	}
 	return res, make([]error, len(ps))
 }
 
-func (f *fakeStore) Requeue(_ context.Context, runID, _ string, _ int) (redisstore.FinishResult, error) {
+func (f *fakeStore) Requeue(_ context.Context, runID, _ string, _ int) (engine.FinishResult, error) {
 	defer f.enter()()
 	f.mu.Lock()
 	f.requeued = append(f.requeued, runID)
 	f.mu.Unlock()
-	return redisstore.FinishResult{Written: true, Status: redisstore.StatusQueued}, nil
+	return engine.FinishResult{Written: true, Status: engine.StatusQueued}, nil
 }
 
-func (f *fakeStore) ReadSignals(context.Context, string, string, int, time.Duration) ([]redisstore.Signal, error) {
+func (f *fakeStore) ReadSignals(context.Context, string, string, int, time.Duration) ([]engine.Signal, error) {
 	defer f.enter()()
 	return nil, nil
 }
@@ -236,12 +236,12 @@ func (f *fakeStore) SaveStepResult(_ context.Context, _, _ string, result []byte
 type fakeDispatcher struct {
 	slots slots
 	mu    sync.Mutex
-	got   []redisstore.Delivery
+	got   []engine.Delivery
 	// seen receives the count dispatched so far after each dispatch.
 	seen chan int
 }
 
-func (d *fakeDispatcher) dispatch(ds []redisstore.Delivery) {
+func (d *fakeDispatcher) dispatch(ds []engine.Delivery) {
 	if len(ds) == 0 {
 		return
 	}
@@ -255,10 +255,10 @@ func (d *fakeDispatcher) dispatch(ds []redisstore.Delivery) {
 	}
 }
 
-func (d *fakeDispatcher) dispatched() []redisstore.Delivery {
+func (d *fakeDispatcher) dispatched() []engine.Delivery {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return append([]redisstore.Delivery(nil), d.got...)
+	return append([]engine.Delivery(nil), d.got...)
 }
 
 type fakeRestorer struct{ calls atomic.Int64 }
@@ -275,4 +275,4 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 var errFake = errors.New("fake failure")
 
 // AddRunStats takes the run statistics and keeps none.
-func (f *fakeStore) AddRunStats(context.Context, redisstore.RunStatsBatch) error { return nil }
+func (f *fakeStore) AddRunStats(context.Context, engine.RunStatsBatch) error { return nil }

@@ -8,18 +8,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // streamReader is what the fetcher reads from Redis.
 type streamReader interface {
-	ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]redisstore.Delivery, error)
+	ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]engine.Delivery, error)
 }
 
 // dispatcher takes deliveries, one handler slot taken for each (the
 // processor does).
 type dispatcher interface {
-	dispatch(ds []redisstore.Delivery)
+	dispatch(ds []engine.Delivery)
 }
 
 // restorer puts back the consumer groups and registrations Redis lost (the
@@ -185,7 +185,7 @@ func (f *fetcher) read(ctx context.Context, quit <-chan struct{}, part int) {
 // the others as slots free up, as many at once as are free. It reports
 // false when quit fired first; the deliveries not dispatched stay pending
 // and are reclaimed once their lease lapses.
-func (f *fetcher) dispatchSurplus(quit <-chan struct{}, ds []redisstore.Delivery, n int) bool {
+func (f *fetcher) dispatchSurplus(quit <-chan struct{}, ds []engine.Delivery, n int) bool {
 	if n > 0 {
 		f.dispatch.dispatch(ds[:n])
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // A read that fails with NOGROUP (Redis lost its data) has the registrar
@@ -16,7 +16,7 @@ import (
 func TestFetcherRestoresOnNoGroupAndReadsOn(t *testing.T) {
 	t.Parallel()
 	var reads atomic.Int64
-	st := &fakeStore{readGroup: func(ctx context.Context, count int) ([]redisstore.Delivery, error) {
+	st := &fakeStore{readGroup: func(ctx context.Context, count int) ([]engine.Delivery, error) {
 		if count > 3 {
 			t.Errorf("read %d with 3 slots", count)
 		}
@@ -24,7 +24,7 @@ func TestFetcherRestoresOnNoGroupAndReadsOn(t *testing.T) {
 		case 1:
 			return nil, errors.New("NOGROUP No such key or consumer group")
 		case 2:
-			return []redisstore.Delivery{{Task: "t", RunID: "r1"}, {Task: "t", RunID: "r2"}}, nil
+			return []engine.Delivery{{Task: "t", RunID: "r1"}, {Task: "t", RunID: "r2"}}, nil
 		}
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -57,16 +57,16 @@ func TestFetcherRestoresOnNoGroupAndReadsOn(t *testing.T) {
 func TestFetcherHoldsTheSurplusUntilSlotsFree(t *testing.T) {
 	t.Parallel()
 	var reads atomic.Int64
-	st := &fakeStore{readGroup: func(ctx context.Context, _ int) ([]redisstore.Delivery, error) {
+	st := &fakeStore{readGroup: func(ctx context.Context, _ int) ([]engine.Delivery, error) {
 		if reads.Add(1) == 1 {
-			return []redisstore.Delivery{{RunID: "1"}, {RunID: "2"}, {RunID: "3"}}, nil
+			return []engine.Delivery{{RunID: "1"}, {RunID: "2"}, {RunID: "3"}}, nil
 		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
 	free := newSlots(2)
-	held := make(chan []redisstore.Delivery, 3)
-	f := &fetcher{store: st, restorer: &fakeRestorer{}, slots: free, dispatch: dispatchFunc(func(ds []redisstore.Delivery) { held <- ds }),
+	held := make(chan []engine.Delivery, 3)
+	f := &fetcher{store: st, restorer: &fakeRestorer{}, slots: free, dispatch: dispatchFunc(func(ds []engine.Delivery) { held <- ds }),
 		consumer: "w", tasks: []string{"a", "b"}, block: time.Second, opTimeout: time.Second, log: discard}
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -91,6 +91,6 @@ func TestFetcherHoldsTheSurplusUntilSlotsFree(t *testing.T) {
 	}
 }
 
-type dispatchFunc func([]redisstore.Delivery)
+type dispatchFunc func([]engine.Delivery)
 
-func (f dispatchFunc) dispatch(ds []redisstore.Delivery) { f(ds) }
+func (f dispatchFunc) dispatch(ds []engine.Delivery) { f(ds) }

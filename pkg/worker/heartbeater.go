@@ -5,14 +5,14 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
 // leaseStore is what the heartbeater reads and writes in Redis.
 type leaseStore interface {
-	Heartbeat(ctx context.Context, task, consumer string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error)
-	RunStates(ctx context.Context, ids []string) ([]redisstore.RunState, error)
+	Heartbeat(ctx context.Context, task, consumer string, leases []engine.Lease) ([]engine.LeaseReport, error)
+	RunStates(ctx context.Context, ids []string) ([]engine.RunState, error)
 }
 
 // heartbeater renews the leases of every running attempt each interval,
@@ -52,7 +52,7 @@ func (h *heartbeater) beat() {
 	h.checkWaiting(waiting)
 	defer h.conc.beat() // after the leases: it must never delay them
 	for t, runs := range byTask {
-		leases := make([]redisstore.Lease, len(runs))
+		leases := make([]engine.Lease, len(runs))
 		for i, a := range runs {
 			leases[i] = a.lease
 		}
@@ -70,12 +70,12 @@ func (h *heartbeater) beat() {
 		}
 		for i, a := range runs {
 			switch states[i].State {
-			case redisstore.LeaseHeld:
+			case engine.LeaseHeld:
 				a.extend(began.Add(h.lease))
 				h.metrics.leaseRenewed()
-			case redisstore.LeaseLost, redisstore.LeaseStale:
+			case engine.LeaseLost, engine.LeaseStale:
 				a.cancel(ErrLeaseLost)
-			case redisstore.LeaseFinished:
+			case engine.LeaseFinished:
 				// The cancel notice may not have arrived yet: give the
 				// same cause it would have.
 				a.cancel(endedCause(a.lease.RunID, states[i].Reason))
@@ -110,7 +110,7 @@ func (h *heartbeater) checkWaiting(runs []*activeRun) {
 			// The record is gone (expired, or Redis lost its data):
 			// beginning the attempt would be refused.
 			a.cancel(ErrLeaseLost)
-		case redisstore.IsTerminal(st.Status):
+		case engine.IsTerminal(st.Status):
 			a.cancel(endedCause(a.lease.RunID, st.Error))
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -14,7 +14,7 @@ import (
 // context will be cancelled with.
 func testRun(active *activeRuns, runID string, begun bool, leaseUntil time.Time) (*activeRun, context.Context) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	a := &activeRun{lease: redisstore.Lease{EntryID: "1-0", RunID: runID, Attempt: 1}, task: "t", cancel: cancel, leaseUntil: leaseUntil}
+	a := &activeRun{lease: engine.Lease{EntryID: "1-0", RunID: runID, Attempt: 1}, task: "t", cancel: cancel, leaseUntil: leaseUntil}
 	a.begun.Store(begun)
 	active.add(a)
 	return a, ctx
@@ -28,24 +28,24 @@ func TestHeartbeaterBeat(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := &fakeStore{
-		heartbeat: func(_ string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error) {
-			out := make([]redisstore.LeaseReport, len(leases))
+		heartbeat: func(_ string, leases []engine.Lease) ([]engine.LeaseReport, error) {
+			out := make([]engine.LeaseReport, len(leases))
 			for i, l := range leases {
 				switch l.RunID {
 				case "held":
-					out[i].State = redisstore.LeaseHeld
+					out[i].State = engine.LeaseHeld
 				case "lost":
-					out[i].State = redisstore.LeaseLost
+					out[i].State = engine.LeaseLost
 				case "superseded":
-					out[i] = redisstore.LeaseReport{State: redisstore.LeaseFinished, Reason: supersededPrefix + "r9"}
+					out[i] = engine.LeaseReport{State: engine.LeaseFinished, Reason: supersededPrefix + "r9"}
 				}
 			}
 			return out, nil
 		},
-		runStates: func(ids []string) ([]redisstore.RunState, error) {
-			out := make([]redisstore.RunState, len(ids))
+		runStates: func(ids []string) ([]engine.RunState, error) {
+			out := make([]engine.RunState, len(ids))
 			for i := range ids {
-				out[i] = redisstore.RunState{Status: redisstore.StatusCancelled}
+				out[i] = engine.RunState{Status: engine.StatusCancelled}
 			}
 			return out, nil
 		},
@@ -82,7 +82,7 @@ func TestHeartbeaterBeat(t *testing.T) {
 func TestHeartbeaterFailingKeepsLeaseUntilItRunsOut(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := &fakeStore{heartbeat: func(string, []redisstore.Lease) ([]redisstore.LeaseReport, error) { return nil, errFake }}
+	st := &fakeStore{heartbeat: func(string, []engine.Lease) ([]engine.LeaseReport, error) { return nil, errFake }}
 	active := newActiveRuns()
 	_, liveCtx := testRun(active, "live", true, now.Add(time.Second))
 	_, goneCtx := testRun(active, "gone", true, now.Add(-time.Second))

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -43,7 +43,7 @@ type fanoutStore interface {
 // It also finishes the fan-outs of events whose ingester died (or whose
 // later steps Redis refused) between storing the event and recording what
 // it did to each subscribed task, once they have been pending for
-// redisstore.FanoutGrace (see internal/redisstore/fanout.go). That is a
+// engine.FanoutGrace (see internal/redisstore/fanout.go). That is a
 // worker's duty rather than the ingesters' or taskq serve's: a worker runs
 // wherever a namespace's runs are executed, while an ingester may be a
 // short-lived process (the CLI) or a service no other ingester watches,
@@ -91,7 +91,7 @@ func (j *janitor) recoverFanouts(quit <-chan struct{}) {
 	}
 	for n := 0; n < fanoutBatches; n++ {
 		ctx, cancel := context.WithTimeout(context.Background(), j.opTimeout)
-		taken, finished, err := j.fanouts.RecoverFanouts(ctx, j.clock.Now(), redisstore.FanoutGrace, fanoutBatch)
+		taken, finished, err := j.fanouts.RecoverFanouts(ctx, j.clock.Now(), engine.FanoutGrace, fanoutBatch)
 		cancel()
 		if finished > 0 {
 			j.log.Info("taskq: finished the fan-out of events whose ingester left it pending", "events", finished)

@@ -6,7 +6,7 @@ import (
 )
 
 // suppressedTrimmer trims the records of suppressed triggers past their
-// retention (*redisstore.Store has it).
+// retention (an engine.Engine has it).
 type suppressedTrimmer interface {
 	TrimSuppressed(ctx context.Context, part int, cutoff time.Time) (int64, error)
 	SuppressedRetention() time.Duration

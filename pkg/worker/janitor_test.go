@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // A sweep goes through the index batch by batch, its cursor moved past the
@@ -45,8 +45,8 @@ func TestJanitorRecoversPendingFanoutsInBatches(t *testing.T) {
 	takes := []int{fanoutBatch, fanoutBatch, 7}
 	calls := 0
 	st := &fakeStore{recover: func(now time.Time, grace time.Duration, limit int) (int, int, error) {
-		if !now.Equal(clock.t) || grace != redisstore.FanoutGrace || limit != fanoutBatch {
-			t.Errorf("RecoverFanouts(%s, %s, %d), want the clock's time, %s and %d", now, grace, limit, redisstore.FanoutGrace, fanoutBatch)
+		if !now.Equal(clock.t) || grace != engine.FanoutGrace || limit != fanoutBatch {
+			t.Errorf("RecoverFanouts(%s, %s, %d), want the clock's time, %s and %d", now, grace, limit, engine.FanoutGrace, fanoutBatch)
 		}
 		calls++
 		return takes[calls-1], takes[calls-1], nil

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/runstats"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -32,12 +32,8 @@ type lifecycle struct {
 
 // wire builds the components of w, with the tasks registered on it (which
 // no longer change once it starts), each given what it needs explicitly.
-func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
+func wire(w *Worker, parts int, cancels []string) (*lifecycle, error) {
 	o, st := w.opts, w.store
-	cancels := make([]string, parts.Count())
-	for i := range cancels {
-		cancels[i] = parts.Keys(i).CancelChannel()
-	}
 	defs := make([]*task.Definition, len(w.names))
 	for i, n := range w.names {
 		defs[i] = w.tasks[n].def
@@ -62,17 +58,17 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 	// time, and with a second sender their outcomes would go out in three
 	// round trips (the first, the second, the rest) rather than two.
 	var err error
-	p.finishes, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: o.LeaseDuration, Senders: 1}, st.FinishBatch)
+	p.finishes, err = engine.NewBatcher(engine.BatcherOptions{Timeout: o.LeaseDuration, Senders: 1}, st.FinishBatch)
 	if err == nil {
-		p.starts, err = redisstore.NewBatcher(redisstore.BatcherOptions{Timeout: o.LeaseDuration, Senders: 1},
-			func(ctx context.Context, ds []redisstore.Delivery) ([]redisstore.StartResult, []error) {
+		p.starts, err = engine.NewBatcher(engine.BatcherOptions{Timeout: o.LeaseDuration, Senders: 1},
+			func(ctx context.Context, ds []engine.Delivery) ([]engine.StartResult, []error) {
 				return st.StartBatch(ctx, o.Name, o.Clock.Now(), ds)
 			})
 	}
 	if err == nil {
 		p.conc, err = newConcurrencyGate(&concurrencyGate{
 			store: st, tasks: w.tasks, slots: free, consumer: o.Name, lease: o.LeaseDuration,
-			opTimeout: o.OperationTimeout, partitions: parts.Count(), clock: o.Clock, log: w.log,
+			opTimeout: o.OperationTimeout, partitions: parts, clock: o.Clock, log: w.log,
 		})
 	}
 	if err != nil {
@@ -86,7 +82,7 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 	var sched component = &idle{}
 	if !o.NoScheduler {
 		sched = &scheduler{
-			redis: st.Redis(), namespace: o.Namespace, partitions: parts.Count(), register: o.Schedules,
+			redis: w.conn.Redis, namespace: o.Namespace, partitions: parts, register: o.Schedules,
 			refresh: o.ScheduleRefresh, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
 		}
 	}
@@ -96,8 +92,8 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 		registrar: reg,
 		pauses:    paused,
 		presence: &presence{
-			store: st, keep: redisstore.WorkerKeepDefault, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
-			record: redisstore.WorkerRecord{
+			store: st, keep: engine.WorkerKeepDefault, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
+			record: engine.WorkerRecord{
 				Name: o.Name, Host: host, PID: os.Getpid(), Version: o.Version, Tasks: names,
 				Concurrency: o.Concurrency, Started: o.Clock.Now(),
 				HeartbeatInterval: o.HeartbeatInterval, LeaseDuration: o.LeaseDuration,
@@ -112,15 +108,15 @@ func wire(w *Worker, parts *redisstore.Partitions) (*lifecycle, error) {
 			store: st, active: active, consumer: o.Name, lease: o.LeaseDuration,
 			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics, conc: p.conc,
 		},
-		forwarder: &forwarder{store: st, partitions: parts.Count(), opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
-		janitor: &janitor{store: st, fanouts: st, partitions: parts.Count(), every: o.SweepInterval, opTimeout: o.OperationTimeout,
+		forwarder: &forwarder{store: st, partitions: parts, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
+		janitor: &janitor{store: st, fanouts: st, partitions: parts, every: o.SweepInterval, opTimeout: o.OperationTimeout,
 			clock: o.Clock, log: w.log},
 		recoverer: &recoverer{
-			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts.Count(),
+			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts,
 			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log, metrics: w.metrics, pauses: paused,
 		},
 		fetcher: &fetcher{
-			store: st, restorer: reg, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts.Count(),
+			store: st, restorer: reg, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts,
 			block: o.FetchBlock, opTimeout: o.OperationTimeout, log: w.log, pauses: paused,
 		},
 	}, nil

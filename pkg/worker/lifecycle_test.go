@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/internal/runstats"
 )
@@ -31,7 +32,7 @@ func TestLifecycleStartFailureStopsWhatStarted(t *testing.T) {
 	b := redistest.Mini(t)
 	b.Mini.Close()
 	st := &fakeStore{}
-	l := testLifecycle(t, st, redisstore.New(b.Client, b.Namespace))
+	l := testLifecycle(t, st, connect.Engine(b.Client, b.Namespace))
 	l.canceller.opTimeout = 200 * time.Millisecond
 	if err := l.start(context.Background()); err == nil {
 		t.Fatal("start succeeded with Redis gone")
@@ -56,7 +57,7 @@ func TestLifecycleStartFailureStopsWhatStarted(t *testing.T) {
 func TestLifecycleStoppedBeforeStart(t *testing.T) {
 	t.Parallel()
 	b := redistest.Mini(t)
-	l := testLifecycle(t, &fakeStore{}, redisstore.New(b.Client, b.Namespace))
+	l := testLifecycle(t, &fakeStore{}, connect.Engine(b.Client, b.Namespace))
 	within(t, "stop", func() { l.stop(context.Background(), time.Second) })
 	if err := l.start(context.Background()); err == nil || err.Error() != "worker: shut down before it started" {
 		t.Fatalf("start after stop = %v", err)
@@ -70,15 +71,15 @@ func TestLifecycleStopDrainsBeforeHeartbeatsStop(t *testing.T) {
 	t.Parallel()
 	b := redistest.Mini(t)
 	var beats atomic.Int64
-	st := &fakeStore{heartbeat: func(_ string, leases []redisstore.Lease) ([]redisstore.LeaseReport, error) {
+	st := &fakeStore{heartbeat: func(_ string, leases []engine.Lease) ([]engine.LeaseReport, error) {
 		beats.Add(1)
-		out := make([]redisstore.LeaseReport, len(leases))
+		out := make([]engine.LeaseReport, len(leases))
 		for i := range out {
-			out[i].State = redisstore.LeaseHeld
+			out[i].State = engine.LeaseHeld
 		}
 		return out, nil
 	}}
-	l := testLifecycle(t, st, redisstore.New(b.Client, b.Namespace))
+	l := testLifecycle(t, st, connect.Engine(b.Client, b.Namespace))
 	release := make(chan struct{})
 	running := make(chan struct{})
 	l.processor.tasks["t"].handler = func(Context, []byte) ([]byte, error) {
@@ -90,7 +91,7 @@ func TestLifecycleStopDrainsBeforeHeartbeatsStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.processor.slots.takeOne(nil) // the delivery's slot, as the fetcher takes it
-	l.processor.dispatch([]redisstore.Delivery{{Task: "t", EntryID: "1-0", RunID: "r1"}})
+	l.processor.dispatch([]engine.Delivery{{Task: "t", EntryID: "1-0", RunID: "r1"}})
 	<-running
 	stopped := make(chan struct{})
 	go func() { l.stop(context.Background(), 5*time.Second); close(stopped) }()

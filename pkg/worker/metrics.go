@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // workerMetrics are the worker's Prometheus metrics of its runs. A nil
@@ -105,16 +104,16 @@ func (m *workerMetrics) handlerReturned(task, outcome string, seconds float64) {
 }
 
 // recorded counts an outcome Redis holds.
-func (m *workerMetrics) recorded(task string, o redisstore.Outcome) {
+func (m *workerMetrics) recorded(task string, o engine.Outcome) {
 	if m == nil {
 		return
 	}
 	switch o {
-	case redisstore.OutcomeSucceeded:
+	case engine.OutcomeSucceeded:
 		m.succeeded.WithLabelValues(task).Inc()
-	case redisstore.OutcomeFailed:
+	case engine.OutcomeFailed:
 		m.failed.WithLabelValues(task).Inc()
-	case redisstore.OutcomeRetry:
+	case engine.OutcomeRetry:
 		m.retried.WithLabelValues(task).Inc()
 	}
 }

@@ -9,7 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -85,7 +86,7 @@ func TestNoticesSurviveAMasterFailover(t *testing.T) {
 	const target = 1
 	var ids []string
 	for i := 0; len(ids) < 2; i++ {
-		if id := fmt.Sprintf("f%d", i); redisstore.KeyPartition(b.Namespace, id, partitions) == target {
+		if id := fmt.Sprintf("f%d", i); engine.KeyPartition(b.Namespace, id, partitions) == target {
 			ids = append(ids, id)
 		}
 	}
@@ -143,13 +144,19 @@ func TestNoticesSurviveAMasterFailover(t *testing.T) {
 		results <- err
 	}()
 
-	st := redisstore.NewPartitioned(cc, b.Namespace, partitions)
-	parts, err := st.Partitions(ctx)
+	conn, err := connect.Open(connect.Options{Redis: cc, Namespace: b.Namespace, Partitions: partitions})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks := parts.Keys(target)
-	done, cancels := ks.DoneChannel(waited.ID()), ks.CancelChannel()
+	done, err := conn.Engine.DoneTopic(ctx, waited.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics, err := conn.Engine.CancelTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancels := topics[target]
 	until(t, "the waiter's subscription", func() bool { return shardSubscribers(cc, done) == 1 })
 	if n := shardSubscribers(cc, cancels); n != 1 {
 		t.Fatalf("%d sharded subscribers of %s before the failover, want the worker", n, cancels)
@@ -162,7 +169,7 @@ func TestNoticesSurviveAMasterFailover(t *testing.T) {
 	// both runs running.
 	var wait *redis.IntCmd
 	if _, err := master.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, ks.Prefix()+"replicated", "1", time.Minute)
+		p.Set(ctx, done+":replicated", "1", time.Minute) // the partition's slot, as the channel
 		wait = redis.NewIntCmd(ctx, "wait", 1, 5000)
 		return p.Process(ctx, wait)
 	}); err != nil || wait.Val() != 1 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -35,7 +35,7 @@ func keysIn(ns string, partitions, n int) [][]string {
 	out := make([][]string, partitions)
 	for i := 0; ; i++ {
 		k := fmt.Sprintf("order:%d", i)
-		p := redisstore.KeyPartition(ns, k, partitions)
+		p := engine.KeyPartition(ns, k, partitions)
 		if len(out[p]) < n {
 			out[p] = append(out[p], k)
 		}
@@ -72,7 +72,7 @@ func TestWorkerServesEveryPartitionFairly(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range refs {
-			if p, _ := redisstore.RunPartition(r.ID()); p != redisstore.KeyPartition(b.Namespace, r.IdempotencyKey(), partitions) {
+			if p, _ := engine.RunPartition(r.ID()); p != engine.KeyPartition(b.Namespace, r.IdempotencyKey(), partitions) {
 				t.Fatalf("run %s of key %s is not in its key's partition", r.ID(), r.IdempotencyKey())
 			}
 		}
@@ -83,7 +83,7 @@ func TestWorkerServesEveryPartitionFairly(t *testing.T) {
 		)
 		startWorker(t, b, worker.Options{Concurrency: 4}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				p, _ := redisstore.RunPartition(ctx.RunID())
+				p, _ := engine.RunPartition(ctx.RunID())
 				mu.Lock()
 				if started = append(started, p); len(started) == counted {
 					close(enough)

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -18,7 +18,7 @@ const PauseRefreshDefault = time.Second
 // pauseStore is what the pauses component reads and writes in Redis.
 type pauseStore interface {
 	PausedTasks(ctx context.Context) (map[string]time.Time, error)
-	DeferRuns(ctx context.Context, ds []redisstore.Deferral) ([]redisstore.DeferResult, []error)
+	DeferRuns(ctx context.Context, ds []engine.Deferral) ([]engine.DeferResult, []error)
 }
 
 // pauseReason is a held-back run's Waiting while its task is paused.
@@ -146,7 +146,7 @@ func (p *pauses) active(tasks []string) []string {
 
 // split returns the deliveries of ds whose task is not paused, and the
 // others.
-func (p *pauses) split(ds []redisstore.Delivery) (ok, held []redisstore.Delivery) {
+func (p *pauses) split(ds []engine.Delivery) (ok, held []engine.Delivery) {
 	if p == nil {
 		return ds, nil
 	}
@@ -169,13 +169,13 @@ func (p *pauses) split(ds []redisstore.Delivery) (ok, held []redisstore.Delivery
 // queues it again in its stream, which no worker reads while the task is
 // paused. A run that cannot be held back stays pending and is reclaimed
 // once its lease lapses, after the task is resumed.
-func (p *pauses) holdBack(ctx context.Context, ds []redisstore.Delivery) {
+func (p *pauses) holdBack(ctx context.Context, ds []engine.Delivery) {
 	ctx, cancel := context.WithTimeout(ctx, p.opTimeout)
 	defer cancel()
 	due := p.clock.Now().Add(p.every).Truncate(time.Millisecond)
-	defs := make([]redisstore.Deferral, len(ds))
+	defs := make([]engine.Deferral, len(ds))
 	for i, d := range ds {
-		defs[i] = redisstore.Deferral{Delivery: d, Due: due, Reason: pauseReason}
+		defs[i] = engine.Deferral{Delivery: d, Due: due, Reason: pauseReason}
 	}
 	res, errs := p.store.DeferRuns(ctx, defs)
 	for i, d := range ds {

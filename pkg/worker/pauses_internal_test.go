@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // pauseFake answers PausedTasks with set (or err) and records DeferRuns.
@@ -16,7 +16,7 @@ type pauseFake struct {
 	mu       sync.Mutex
 	set      map[string]time.Time
 	err      error
-	deferred []redisstore.Deferral
+	deferred []engine.Deferral
 }
 
 func (f *pauseFake) PausedTasks(context.Context) (map[string]time.Time, error) {
@@ -32,11 +32,11 @@ func (f *pauseFake) PausedTasks(context.Context) (map[string]time.Time, error) {
 	return out, nil
 }
 
-func (f *pauseFake) DeferRuns(_ context.Context, ds []redisstore.Deferral) ([]redisstore.DeferResult, []error) {
+func (f *pauseFake) DeferRuns(_ context.Context, ds []engine.Deferral) ([]engine.DeferResult, []error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deferred = append(f.deferred, ds...)
-	res := make([]redisstore.DeferResult, len(ds))
+	res := make([]engine.DeferResult, len(ds))
 	for i := range res {
 		res[i].Held = true
 	}
@@ -65,7 +65,7 @@ func TestPausesHoldBackDeliveriesOfPausedTasks(t *testing.T) {
 		t.Fatalf("took %d slots", n)
 	}
 	before := clock.Now()
-	ok := p.holdPaused([]redisstore.Delivery{{Task: "a", RunID: "r-a", EntryID: "1-0"}, {Task: "b", RunID: "r-b", EntryID: "2-0"}})
+	ok := p.holdPaused([]engine.Delivery{{Task: "a", RunID: "r-a", EntryID: "1-0"}, {Task: "b", RunID: "r-b", EntryID: "2-0"}})
 	p.inFlight.Wait()
 	if len(ok) != 1 || ok[0].RunID != "r-b" {
 		t.Fatalf("dispatched %+v, want r-b only", ok)
@@ -92,7 +92,7 @@ func TestPausesHoldBackDeliveriesOfPausedTasks(t *testing.T) {
 	if err := ps.refresh(context.Background()); err != nil || ps.paused("a") {
 		t.Fatalf("after resume: %v, a paused %v", err, ps.paused("a"))
 	}
-	if ok, held := ps.split([]redisstore.Delivery{{Task: "a"}}); len(ok) != 1 || len(held) != 0 {
+	if ok, held := ps.split([]engine.Delivery{{Task: "a"}}); len(ok) != 1 || len(held) != 0 {
 		t.Fatalf("split after resume = %v, %v", ok, held)
 	}
 }

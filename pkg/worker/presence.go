@@ -5,25 +5,25 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
 // presenceStore is what the presence component writes in Redis.
 type presenceStore interface {
-	BeatWorker(ctx context.Context, rec redisstore.WorkerRecord, now time.Time, keep time.Duration) error
+	BeatWorker(ctx context.Context, rec engine.WorkerRecord, now time.Time, keep time.Duration) error
 	DeregisterWorker(ctx context.Context, name string) error
 }
 
 // presence keeps the worker listed (taskq workers ls, GET /api/v1/workers):
 // it writes the worker's record at Start and every heartbeat interval
 // after, and removes it on a graceful stop. A worker that dies stops
-// writing it, and is listed as dead once redisstore.WorkerDeadAfterBeats
+// writing it, and is listed as dead once engine.WorkerDeadAfterBeats
 // intervals pass, then forgotten after keep.
 type presence struct {
 	startStop
 	store     presenceStore
-	record    redisstore.WorkerRecord
+	record    engine.WorkerRecord
 	keep      time.Duration
 	opTimeout time.Duration
 	clock     task.Clock

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // A record Redis refuses (at maxmemory, say) does not keep the worker from
@@ -26,7 +26,7 @@ func TestPresenceStartsWhenTheRecordIsRefused(t *testing.T) {
 		return nil
 	}}
 	p := &presence{store: st, opTimeout: time.Second, clock: systemClock{}, log: discard,
-		record: redisstore.WorkerRecord{Name: "w", HeartbeatInterval: 10 * time.Millisecond}}
+		record: engine.WorkerRecord{Name: "w", HeartbeatInterval: 10 * time.Millisecond}}
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatalf("Start with the record refused = %v, want it to start", err)
 	}

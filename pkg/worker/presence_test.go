@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
 )
 
-func listWorkers(t *testing.T, c *client.Client) redisstore.WorkersView {
+func listWorkers(t *testing.T, c *client.Client) engine.WorkersView {
 	t.Helper()
-	v, err := clientlink.Store(c).ListWorkers(context.Background(), redisstore.ListWorkersParams{DefaultLease: time.Minute})
+	v, err := clientlink.Store(c).ListWorkers(context.Background(), engine.ListWorkersParams{DefaultLease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/runstats"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -21,8 +21,8 @@ import (
 // and deferred starts go through its batchers.
 type processorStore interface {
 	runStore
-	StartBatch(ctx context.Context, consumer string, now time.Time, ds []redisstore.Delivery) ([]redisstore.StartResult, []error)
-	Requeue(ctx context.Context, runID, task string, attempt int) (redisstore.FinishResult, error)
+	StartBatch(ctx context.Context, consumer string, now time.Time, ds []engine.Delivery) ([]engine.StartResult, []error)
+	Requeue(ctx context.Context, runID, task string, attempt int) (engine.FinishResult, error)
 }
 
 // processor runs the handlers of the deliveries the fetcher and the
@@ -59,8 +59,8 @@ type processor struct {
 	// past StartDelay into one call of the start script; finishes the
 	// outcomes handlers record at the same time into one call of the
 	// finish script.
-	starts   *redisstore.Batcher[redisstore.Delivery, redisstore.StartResult]
-	finishes *redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult]
+	starts   *engine.Batcher[engine.Delivery, engine.StartResult]
+	finishes *engine.Batcher[*engine.FinishParams, engine.FinishResult]
 	// limiter holds back the deliveries their task's rate limits refuse
 	// (see ratelimit.go); nil admits everything.
 	limiter *rateLimiter
@@ -158,7 +158,7 @@ func (p *processor) Stop() {
 
 // dispatch hands a batch of deliveries, one slot taken for each, to
 // runners. A new delivery whose next attempt its entry tells (see
-// redisstore.RunSpec.Attempts) runs at once: its attempt is begun in Redis
+// engine.RunSpec.Attempts) runs at once: its attempt is begun in Redis
 // only if the handler is still running after StartDelay, or else together
 // with its outcome (see process). The others (reclaimed deliveries, which
 // must count the delivery that was lost, and runs at their last allowed
@@ -169,7 +169,7 @@ func (p *processor) Stop() {
 // reads again as soon as a slot is free, and a read that blocks is woken by
 // the next trigger call, so it takes what one trigger batch queued
 // (docs/performance.md has the batch sizes measured).
-func (p *processor) dispatch(ds []redisstore.Delivery) {
+func (p *processor) dispatch(ds []engine.Delivery) {
 	// A paused task's deliveries read before the worker learned of the
 	// pause go back first: they take no rate limit unit or group slot.
 	ds = p.holdPaused(ds)
@@ -181,13 +181,13 @@ func (p *processor) dispatch(ds []redisstore.Delivery) {
 	}
 	p.inFlight.Add(len(ds))
 	begun := p.clock.Now()
-	var first []redisstore.Delivery
+	var first []engine.Delivery
 	for _, d := range ds {
 		if !p.canDefer(d) {
 			first = append(first, d)
 			continue
 		}
-		p.run(runJob{d: d, st: redisstore.StartResult{Started: true, Attempt: d.Spec.Attempts + 1, Spec: d.Spec},
+		p.run(runJob{d: d, st: engine.StartResult{Started: true, Attempt: d.Spec.Attempts + 1, Spec: d.Spec},
 			begun: begun, deferred: true})
 	}
 	if len(first) > 0 {
@@ -197,7 +197,7 @@ func (p *processor) dispatch(ds []redisstore.Delivery) {
 
 // holdPaused returns the deliveries of ds whose task is not paused, and
 // holds back the others (pauses.holdBack), giving their slots back.
-func (p *processor) holdPaused(ds []redisstore.Delivery) []redisstore.Delivery {
+func (p *processor) holdPaused(ds []engine.Delivery) []engine.Delivery {
 	ok, held := p.pauses.split(ds)
 	if len(held) > 0 {
 		p.inFlight.Add(1)
@@ -212,13 +212,13 @@ func (p *processor) holdPaused(ds []redisstore.Delivery) []redisstore.Delivery {
 
 // canDefer reports whether d's handler may run before its attempt is
 // begun in Redis.
-func (p *processor) canDefer(d redisstore.Delivery) bool {
+func (p *processor) canDefer(d engine.Delivery) bool {
 	sp := d.Spec
 	return p.startDelay > 0 && sp != nil && !d.Redelivered &&
 		(sp.MaxDeliveries <= 0 || sp.Attempts+1 <= sp.MaxDeliveries)
 }
 
-func (p *processor) startBatch(ds []redisstore.Delivery) {
+func (p *processor) startBatch(ds []engine.Delivery) {
 	begun := p.clock.Now()
 	res, errs := p.store.StartBatch(p.base, p.consumer, begun, ds)
 	for i, d := range ds {
@@ -240,8 +240,8 @@ func (p *processor) startBatch(ds []redisstore.Delivery) {
 
 // runJob is an attempt that has started and waits for a runner.
 type runJob struct {
-	d     redisstore.Delivery
-	st    redisstore.StartResult
+	d     engine.Delivery
+	st    engine.StartResult
 	begun time.Time
 	// deferred: the attempt is not begun in Redis yet, and st is what the
 	// delivery's spec says it will be (see dispatch).
@@ -293,7 +293,7 @@ func (p *processor) process(j runJob) {
 	// run registering with, and removing itself from, a shared parent.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a := &attempt{d: d}
-	a.lease = redisstore.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}
+	a.lease = engine.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}
 	a.task, a.cancel, a.leaseUntil, a.startedAt = d.Task, cancel, j.begun.Add(p.lease), j.begun
 	runCtx := ctx
 	if timeout := reg.def.Timeout; timeout > 0 {
@@ -381,8 +381,8 @@ func (p *processor) process(j runJob) {
 		herr = fmt.Errorf("%w after %s", ErrTimeout, reg.def.Timeout)
 	}
 	f := &a.finish
-	*f = redisstore.FinishParams{
-		RunID: d.RunID, Attempt: st.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: out,
+	*f = engine.FinishParams{
+		RunID: d.RunID, Attempt: st.Attempt, Outcome: engine.OutcomeSucceeded, Payload: out,
 		Task: d.Task, EntryID: d.EntryID, Spec: st.Spec,
 	}
 	if withOutcome {
@@ -396,12 +396,12 @@ func (p *processor) process(j runJob) {
 		fails := st.Spec.Fails + 1
 		var nr *NonRetryableError
 		if fails <= st.Spec.Retries && !errors.As(herr, &nr) {
-			f.Outcome = redisstore.OutcomeRetry
+			f.Outcome = engine.OutcomeRetry
 			f.RetryAt = p.clock.Now().Add(reg.def.Backoff.Delay(fails))
 		} else {
-			f.Outcome = redisstore.OutcomeFailed
+			f.Outcome = engine.OutcomeFailed
 		}
-		if f.Outcome == redisstore.OutcomeFailed {
+		if f.Outcome == engine.OutcomeFailed {
 			// The run ends failed: operators look for this one.
 			a.rc.Logger().Warn("taskq: run failed", "err", herr)
 		} else {
@@ -431,7 +431,7 @@ func (p *processor) beginDeferred(a *attempt) {
 	if !a.phase.CompareAndSwap(phaseWaiting, phaseBeginning) {
 		return
 	}
-	p.starts.Go(context.Background(), a.d, func(st redisstore.StartResult, err error) { a.answer(st, err) })
+	p.starts.Go(context.Background(), a.d, func(st engine.StartResult, err error) { a.answer(st, err) })
 }
 
 // beginNow begins a deferred attempt whose handler has returned without
@@ -478,7 +478,7 @@ func (p *processor) finish(a *attempt) {
 	p.slots.release(1)
 	a.finish.Now = p.clock.Now()
 	// The batch is bounded by LeaseDuration (see the wiring in lifecycle.go).
-	p.finishes.Go(context.Background(), &a.finish, func(res redisstore.FinishResult, err error) {
+	p.finishes.Go(context.Background(), &a.finish, func(res engine.FinishResult, err error) {
 		if err != nil {
 			// Retrying waits: not on the goroutine that sent the batch.
 			go p.finishRetrying(a, err)
@@ -515,7 +515,7 @@ func (p *processor) finishRetrying(a *attempt, err error) {
 			return
 		}
 		a.finish.Now = p.clock.Now()
-		var res redisstore.FinishResult
+		var res engine.FinishResult
 		if res, err = p.finishes.Do(p.shutdownCtx(), &a.finish); err == nil {
 			p.recorded(a, res)
 			return
@@ -524,7 +524,7 @@ func (p *processor) finishRetrying(a *attempt, err error) {
 }
 
 // recorded ends an attempt whose outcome Redis answered for.
-func (p *processor) recorded(a *attempt, res redisstore.FinishResult) {
+func (p *processor) recorded(a *attempt, res engine.FinishResult) {
 	if !res.Written {
 		a.rc.Logger().Info("taskq: outcome not recorded", "reason", res.Status)
 	} else {
@@ -541,7 +541,7 @@ func (p *processor) recorded(a *attempt, res redisstore.FinishResult) {
 // countWait counts in the run statistics the queue wait of d's attempt,
 // begun at begun: from the time its stream entry was added (the entry ID's
 // milliseconds) until then.
-func (p *processor) countWait(d redisstore.Delivery, begun time.Time) {
+func (p *processor) countWait(d engine.Delivery, begun time.Time) {
 	ms, _, _ := strings.Cut(d.EntryID, "-")
 	added, err := strconv.ParseInt(ms, 10, 64)
 	if err != nil {

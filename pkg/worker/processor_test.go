@@ -7,24 +7,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
 // testBatchers are the processor's batchers on st, as the wiring makes them.
 func testBatchers(t *testing.T, st *fakeStore) (
-	*redisstore.Batcher[redisstore.Delivery, redisstore.StartResult],
-	*redisstore.Batcher[*redisstore.FinishParams, redisstore.FinishResult],
+	*engine.Batcher[engine.Delivery, engine.StartResult],
+	*engine.Batcher[*engine.FinishParams, engine.FinishResult],
 ) {
 	t.Helper()
-	starts, err := redisstore.NewBatcher(redisstore.BatcherOptions{Senders: 1},
-		func(ctx context.Context, ds []redisstore.Delivery) ([]redisstore.StartResult, []error) {
+	starts, err := engine.NewBatcher(engine.BatcherOptions{Senders: 1},
+		func(ctx context.Context, ds []engine.Delivery) ([]engine.StartResult, []error) {
 			return st.StartBatch(ctx, "w", time.Now(), ds)
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	finishes, err := redisstore.NewBatcher(redisstore.BatcherOptions{Senders: 1}, st.FinishBatch)
+	finishes, err := engine.NewBatcher(engine.BatcherOptions{Senders: 1}, st.FinishBatch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +48,12 @@ func testProcessor(t *testing.T, st *fakeStore, concurrency int, h handlerFunc) 
 func TestProcessorRunsAndRecordsADelivery(t *testing.T) {
 	t.Parallel()
 	st := &fakeStore{}
-	recorded := make(chan *redisstore.FinishParams, 1)
-	st.finishBatch = func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error) {
+	recorded := make(chan *engine.FinishParams, 1)
+	st.finishBatch = func(ps []*engine.FinishParams) ([]engine.FinishResult, []error) {
 		for _, p := range ps {
 			recorded <- p
 		}
-		return make([]redisstore.FinishResult, len(ps)), make([]error, len(ps))
+		return make([]engine.FinishResult, len(ps)), make([]error, len(ps))
 	}
 	p := testProcessor(t, st, 1, func(_ Context, in []byte) ([]byte, error) { return append([]byte("out:"), in...), nil })
 	if err := p.Start(context.Background()); err != nil {
@@ -61,14 +61,14 @@ func TestProcessorRunsAndRecordsADelivery(t *testing.T) {
 	}
 	defer p.Stop()
 	p.slots.take(nil)
-	p.dispatch([]redisstore.Delivery{{Task: "t", EntryID: "1-0", RunID: "r1", Spec: &redisstore.RunSpec{Input: []byte("x")}}})
-	var f *redisstore.FinishParams
+	p.dispatch([]engine.Delivery{{Task: "t", EntryID: "1-0", RunID: "r1", Spec: &engine.RunSpec{Input: []byte("x")}}})
+	var f *engine.FinishParams
 	select {
 	case f = <-recorded:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no outcome recorded")
 	}
-	if f.RunID != "r1" || f.Attempt != 1 || f.Outcome != redisstore.OutcomeSucceeded || string(f.Payload) != "out:x" {
+	if f.RunID != "r1" || f.Attempt != 1 || f.Outcome != engine.OutcomeSucceeded || string(f.Payload) != "out:x" {
 		t.Fatalf("recorded %+v", f)
 	}
 	within(t, "the slot to come back", func() { p.slots.take(nil) })
@@ -88,9 +88,9 @@ func TestProcessorHandsSlotsBackWhileOutcomesAreRecorded(t *testing.T) {
 	t.Parallel()
 	st := &fakeStore{}
 	unblock := make(chan struct{})
-	st.finishBatch = func(ps []*redisstore.FinishParams) ([]redisstore.FinishResult, []error) {
+	st.finishBatch = func(ps []*engine.FinishParams) ([]engine.FinishResult, []error) {
 		<-unblock
-		res := make([]redisstore.FinishResult, len(ps))
+		res := make([]engine.FinishResult, len(ps))
 		for i := range res {
 			res[i].Written = true
 		}
@@ -109,8 +109,8 @@ func TestProcessorHandsSlotsBackWhileOutcomesAreRecorded(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(unblock) }) }
 	defer release() // before Stop, which waits for the outcomes
-	delivery := func(id string) redisstore.Delivery {
-		return redisstore.Delivery{Task: "t", EntryID: id + "-0", RunID: id, Spec: &redisstore.RunSpec{}}
+	delivery := func(id string) engine.Delivery {
+		return engine.Delivery{Task: "t", EntryID: id + "-0", RunID: id, Spec: &engine.RunSpec{}}
 	}
 	run := func(ids ...string) {
 		t.Helper()
@@ -119,7 +119,7 @@ func TestProcessorHandsSlotsBackWhileOutcomesAreRecorded(t *testing.T) {
 				t.Fatal("no slot")
 			}
 		}
-		ds := make([]redisstore.Delivery, len(ids))
+		ds := make([]engine.Delivery, len(ids))
 		for i, id := range ids {
 			ds[i] = delivery(id)
 		}
@@ -188,7 +188,7 @@ func TestProcessorStopGivesRunningRunsBack(t *testing.T) {
 		t.Fatalf("took %d slots, want 2", n)
 	}
 	p.slots.release(1)
-	p.dispatch([]redisstore.Delivery{{Task: "t", EntryID: "1-0", RunID: "r1", Spec: &redisstore.RunSpec{}}})
+	p.dispatch([]engine.Delivery{{Task: "t", EntryID: "1-0", RunID: "r1", Spec: &engine.RunSpec{}}})
 	<-running
 	within(t, "Stop", p.Stop)
 	if err := <-causes; !errors.Is(err, ErrShutdown) {

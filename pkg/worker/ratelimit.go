@@ -8,15 +8,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
 // rateStore is what the rate limiter reads and writes in Redis.
 type rateStore interface {
-	TakeRateLimits(ctx context.Context, now time.Time, reqs []redisstore.RateTake) ([]redisstore.RateTakeResult, []error)
-	ReturnRateLimits(ctx context.Context, reqs []redisstore.RateTake) ([]int, []error)
-	DeferRuns(ctx context.Context, ds []redisstore.Deferral) ([]redisstore.DeferResult, []error)
+	TakeRateLimits(ctx context.Context, now time.Time, reqs []engine.RateTake) ([]engine.RateTakeResult, []error)
+	ReturnRateLimits(ctx context.Context, reqs []engine.RateTake) ([]int, []error)
+	DeferRuns(ctx context.Context, ds []engine.Deferral) ([]engine.DeferResult, []error)
 }
 
 // rateLimiter decides, between a delivery's read and the start of its
@@ -43,12 +43,12 @@ type rateLimiter struct {
 // limited is a delivery whose task has rate limits, on its way through
 // them.
 type limited struct {
-	d      redisstore.Delivery
+	d      engine.Delivery
 	limits []task.RateLimit
 	keys   []string
 	token  string
 	// taken are the requests whose units were taken so far.
-	taken []redisstore.RateTake
+	taken []engine.RateTake
 	// refused is the index of the limit that refused the run (-1: none
 	// yet), wait what that limit said; failed says a call failed.
 	refused int
@@ -62,7 +62,7 @@ type limited struct {
 // Redis failed, stay pending until their lease lapses) on a goroutine of
 // their own, so that the admitted ones start at once, and their handler
 // slots are given back once that is done.
-func (p *processor) admitRateLimited(ds []redisstore.Delivery) []redisstore.Delivery {
+func (p *processor) admitRateLimited(ds []engine.Delivery) []engine.Delivery {
 	if p.limiter == nil {
 		return ds
 	}
@@ -80,7 +80,7 @@ func (p *processor) admitRateLimited(ds []redisstore.Delivery) []redisstore.Deli
 
 // admit returns the deliveries of ds that may start now, and the others,
 // for holdBack.
-func (r *rateLimiter) admit(base context.Context, ds []redisstore.Delivery) (ok []redisstore.Delivery, rest []*limited) {
+func (r *rateLimiter) admit(base context.Context, ds []engine.Delivery) (ok []engine.Delivery, rest []*limited) {
 	var lims []*limited
 	for _, d := range ds {
 		reg := r.tasks[d.Task]
@@ -119,7 +119,7 @@ func (r *rateLimiter) holdBack(base context.Context, rest []*limited) {
 // cannot be evaluated (the definition changed since the trigger, which
 // evaluated it) falls back to the limit's units without a key, so that the
 // run is still limited.
-func (r *rateLimiter) prepare(def *task.Definition, d redisstore.Delivery) *limited {
+func (r *rateLimiter) prepare(def *task.Definition, d engine.Delivery) *limited {
 	// The token names the run, so that a limit's log says which runs took
 	// its units, and is unique to this request.
 	l := &limited{d: d, limits: def.RateLimits, refused: -1, token: d.RunID + "/" + strconv.FormatUint(rand.Uint64(), 36)}
@@ -142,7 +142,7 @@ func (r *rateLimiter) prepare(def *task.Definition, d redisstore.Delivery) *limi
 func (r *rateLimiter) take(ctx context.Context, lims []*limited) {
 	for i := 0; ; i++ {
 		var (
-			reqs []redisstore.RateTake
+			reqs []engine.RateTake
 			who  []*limited
 		)
 		for _, l := range lims {
@@ -150,7 +150,7 @@ func (r *rateLimiter) take(ctx context.Context, lims []*limited) {
 				continue
 			}
 			rl := l.limits[i]
-			reqs = append(reqs, redisstore.RateTake{Name: rl.Name, Key: l.keys[i], Limit: rl.Limit, Period: rl.Period,
+			reqs = append(reqs, engine.RateTake{Name: rl.Name, Key: l.keys[i], Limit: rl.Limit, Period: rl.Period,
 				Units: rl.Units, Token: l.token})
 			who = append(who, l)
 		}
@@ -178,7 +178,7 @@ func (r *rateLimiter) take(ctx context.Context, lims []*limited) {
 // Units it cannot give back stay taken until they leave the window: fewer
 // starts, never more.
 func (r *rateLimiter) giveBack(ctx context.Context, lims []*limited) {
-	var reqs []redisstore.RateTake
+	var reqs []engine.RateTake
 	for _, l := range lims {
 		if l.refused >= 0 || l.failed {
 			reqs = append(reqs, l.taken...)
@@ -199,7 +199,7 @@ func (r *rateLimiter) giveBack(ctx context.Context, lims []*limited) {
 // hold defers each refused run until its limit has room.
 func (r *rateLimiter) hold(ctx context.Context, lims []*limited) {
 	var (
-		defs []redisstore.Deferral
+		defs []engine.Deferral
 		who  []*limited
 	)
 	now := r.clock.Now()
@@ -215,7 +215,7 @@ func (r *rateLimiter) hold(ctx context.Context, lims []*limited) {
 		// Due on the next millisecond at or after the wait, the retry
 		// zset's unit, so that the run is not queued a moment too early.
 		due := now.Add(l.wait + time.Millisecond - 1).Truncate(time.Millisecond)
-		defs = append(defs, redisstore.Deferral{Delivery: l.d, Due: due, Reason: reason})
+		defs = append(defs, engine.Deferral{Delivery: l.d, Due: due, Reason: reason})
 		who = append(who, l)
 	}
 	if len(defs) == 0 {

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -90,12 +91,11 @@ func mostInAnyWindow(sorted []time.Time, w time.Duration) (most int, at time.Tim
 // unit (Redis's clock), read every few milliseconds: a unit stays in the
 // log for one period after it was taken.
 func admissions(t *testing.T, b *redistest.Backend, name string, stop <-chan struct{}) func() map[string]time.Time {
-	s := redisstore.New(b.Client, b.Namespace)
-	parts, err := s.Partitions(t.Context())
+	s := connect.Engine(b.Client, b.Namespace)
+	log, err := redispeek.RateLimitLog(t.Context(), s, b.Namespace, name, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := parts.Keys(redisstore.RateLimitPartition(b.Namespace, name, "", parts.Count())).RateLimit(name, "")
 	var (
 		mu   sync.Mutex
 		seen = map[string]time.Time{}
@@ -413,14 +413,13 @@ func TestRateLimitTwoLimitsTakeAllOrNone(t *testing.T) {
 		if reasons[`rate limit "a"`] < 1 || reasons[`rate limit "a"`]+reasons[`rate limit "b"`] != 2 {
 			t.Errorf("held runs wait for %v; want both for a limit of the task, at least one for a", reasons)
 		}
-		s := redisstore.New(b.Client, b.Namespace)
-		parts, err := s.Partitions(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := connect.Engine(b.Client, b.Namespace)
 		units := func(name string) int64 {
-			p := redisstore.RateLimitPartition(b.Namespace, name, "", parts.Count())
-			return b.Client.ZCard(t.Context(), parts.Keys(p).RateLimit(name, "")).Val()
+			log, err := redispeek.RateLimitLog(t.Context(), s, b.Namespace, name, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b.Client.ZCard(t.Context(), log).Val()
 		}
 		if got := units("b"); got != 2 {
 			t.Errorf("limit b holds %d units, want 2: the run limit a refused gives its unit back", got)

@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // claimer is what the recoverer claims from Redis.
 type claimer interface {
-	AutoClaim(ctx context.Context, part int, task, consumer string, minIdle time.Duration, count int) ([]redisstore.Delivery, error)
+	AutoClaim(ctx context.Context, part int, task, consumer string, minIdle time.Duration, count int) ([]engine.Delivery, error)
 }
 
 // recoverer takes over deliveries whose lease lapsed: their worker died or
@@ -81,8 +81,8 @@ func (r *recoverer) loop(quit <-chan struct{}, held int) {
 }
 
 // reclaim claims up to n lapsed deliveries.
-func (r *recoverer) reclaim(ctx context.Context, n int) []redisstore.Delivery {
-	var out []redisstore.Delivery
+func (r *recoverer) reclaim(ctx context.Context, n int) []engine.Delivery {
+	var out []engine.Delivery
 	parts := max(r.partitions, 1)
 	streams := len(r.tasks) * parts
 	for i := 0; i < streams && len(out) < n; i++ {

@@ -9,8 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // On Start the recoverer claims at once, and claims again without waiting
@@ -23,17 +22,17 @@ func TestRecovererClaimsWhileItFillsItsSlots(t *testing.T) {
 	var mu sync.Mutex
 	lapsed := map[string]int{"a": 3, "b": 2}
 	var order []string
-	st := &fakeStore{autoClaim: func(task string, count int) ([]redisstore.Delivery, error) {
+	st := &fakeStore{autoClaim: func(task string, count int) ([]engine.Delivery, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if count > 2 {
 			t.Errorf("claimed %d with 2 slots", count)
 		}
-		var ds []redisstore.Delivery
+		var ds []engine.Delivery
 		for ; count > 0 && lapsed[task] > 0; count-- {
 			lapsed[task]--
 			order = append(order, task)
-			ds = append(ds, redisstore.Delivery{Task: task, RunID: fmt.Sprintf("%s%d", task, lapsed[task]), Redelivered: true})
+			ds = append(ds, engine.Delivery{Task: task, RunID: fmt.Sprintf("%s%d", task, lapsed[task]), Redelivered: true})
 		}
 		return ds, nil
 	}}
@@ -81,8 +80,8 @@ func TestRecovererClaimsBeforeTheFirstRead(t *testing.T) {
 		mu.Unlock()
 	}
 	st := &fakeStore{
-		autoClaim: func(string, int) ([]redisstore.Delivery, error) { note("claim"); return nil, nil },
-		readGroup: func(ctx context.Context, _ int) ([]redisstore.Delivery, error) {
+		autoClaim: func(string, int) ([]engine.Delivery, error) { note("claim"); return nil, nil },
+		readGroup: func(ctx context.Context, _ int) ([]engine.Delivery, error) {
 			note("read")
 			<-ctx.Done()
 			return nil, ctx.Err()

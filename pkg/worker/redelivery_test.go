@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/connect"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -92,10 +92,11 @@ func TestMain(m *testing.M) {
 // signals than will come, to be SIGKILLed.
 func durableWorker() int {
 	// One node's URL or the cluster's.
-	rdb, _, err := redisstore.Connect(redisstore.ConnectOptions{URL: os.Getenv(workerURLEnv)})
+	conn, err := connect.Open(connect.Options{URL: os.Getenv(workerURLEnv)})
 	if err != nil {
 		return 1
 	}
+	rdb := conn.Redis
 	ns := os.Getenv(workerNSEnv)
 	w, err := worker.New(worker.Options{Redis: rdb, Namespace: ns, LeaseDuration: time.Second, Logger: quiet})
 	if err != nil {

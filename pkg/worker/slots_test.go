@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -77,10 +77,10 @@ func (s *slotCheck) same(what string, keys []string) {
 		return
 	}
 	s.multi++
-	slot := redisstore.Slot(keys[0])
+	slot := redispeek.Slot(keys[0])
 	for _, k := range keys[1:] {
-		if redisstore.Slot(k) != slot {
-			s.bad = append(s.bad, fmt.Sprintf("%s: %s (slot %d) and %s (slot %d)", what, keys[0], slot, k, redisstore.Slot(k)))
+		if redispeek.Slot(k) != slot {
+			s.bad = append(s.bad, fmt.Sprintf("%s: %s (slot %d) and %s (slot %d)", what, keys[0], slot, k, redispeek.Slot(k)))
 			return
 		}
 	}

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -38,7 +39,7 @@ func testComponents(t *testing.T, st *fakeStore, sub subscriber) []struct {
 	}{
 		{"registrar", reg},
 		{"presence", &presence{store: st, opTimeout: time.Second, clock: clock, log: discard,
-			record: redisstore.WorkerRecord{Name: "w", HeartbeatInterval: 10 * time.Millisecond}}},
+			record: engine.WorkerRecord{Name: "w", HeartbeatInterval: 10 * time.Millisecond}}},
 		{"canceller", &canceller{sub: sub, channels: []string{"cancels"}, active: active, opTimeout: time.Second, log: discard}},
 		{"processor", p.setUp()},
 		{"heartbeater", &heartbeater{store: st, active: active, consumer: "w", lease: time.Second,
@@ -75,7 +76,7 @@ func TestEveryComponentSharesTheStartStopShape(t *testing.T) {
 	ctx := context.Background()
 	t.Run("stop before start", func(t *testing.T) {
 		st := &fakeStore{}
-		for _, tc := range testComponents(t, st, redisstore.New(b.Client, b.Namespace)) {
+		for _, tc := range testComponents(t, st, connect.Engine(b.Client, b.Namespace)) {
 			within(t, tc.name+" Stop before Start", func() { tc.c.Stop(); tc.c.Stop() })
 			if err := tc.c.Start(ctx); !errors.Is(err, errStopped) {
 				t.Errorf("%s: Start after Stop = %v, want errStopped", tc.name, err)
@@ -87,7 +88,7 @@ func TestEveryComponentSharesTheStartStopShape(t *testing.T) {
 	})
 	t.Run("start twice, stop twice", func(t *testing.T) {
 		st := &fakeStore{}
-		cs := testComponents(t, st, redisstore.New(b.Client, b.Namespace))
+		cs := testComponents(t, st, connect.Engine(b.Client, b.Namespace))
 		for _, tc := range cs {
 			if err := tc.c.Start(ctx); err != nil {
 				t.Fatalf("%s: Start: %v", tc.name, err)

@@ -19,9 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redislog"
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/runstats"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -42,11 +43,11 @@ const (
 // PartitionsMismatchError says Options.Partitions is not the partition
 // count the namespace recorded when it was first used; Start refuses it.
 // It is client.PartitionsMismatchError too.
-type PartitionsMismatchError = redisstore.PartitionsMismatchError
+type PartitionsMismatchError = engine.PartitionsMismatchError
 
 // InvalidNamespaceError says Options.Namespace is not a valid namespace
 // name; New refuses it. It is client.InvalidNamespaceError too.
-type InvalidNamespaceError = redisstore.InvalidNamespaceError
+type InvalidNamespaceError = engine.InvalidNamespaceError
 
 type systemClock struct{}
 
@@ -184,7 +185,7 @@ func (o Options) withDefaults() Options {
 		o.RedisURL = "redis://127.0.0.1:6379/0"
 	}
 	if o.Namespace == "" {
-		o.Namespace = redisstore.NamespaceDefault
+		o.Namespace = engine.NamespaceDefault
 	}
 	if o.Name == "" {
 		host, _ := os.Hostname()
@@ -241,10 +242,10 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
-	if err := redisstore.ValidateNamespace(o.Namespace); err != nil {
+	if err := engine.ValidateNamespace(o.Namespace); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	if err := redisstore.CheckPartitions(o.Partitions); err != nil {
+	if err := engine.CheckPartitions(o.Partitions); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	switch {
@@ -285,10 +286,11 @@ type registration struct {
 // Worker runs the handlers of the tasks registered on it. Start it with
 // Run (which also handles SIGINT/SIGTERM) or Start and Shutdown.
 type Worker struct {
-	opts    Options
-	store   *redisstore.Store
-	ownsRDB bool
-	log     *slog.Logger
+	opts  Options
+	store engine.Engine
+	// conn is the connection under store, closed at shutdown.
+	conn *connect.Conn
+	log  *slog.Logger
 
 	mu      sync.Mutex
 	tasks   map[string]*registration
@@ -318,14 +320,14 @@ func New(opts Options) (*Worker, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	rdb, owns, err := redisstore.Connect(redisstore.ConnectOptions{
-		Redis: opts.Redis, URL: opts.RedisURL, OperationTimeout: opts.OperationTimeout,
-	})
+	conn, err := connect.Open(connect.Options{Redis: opts.Redis, URL: opts.RedisURL,
+		OperationTimeout: opts.OperationTimeout, Namespace: opts.Namespace, Partitions: opts.Partitions})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	rdb := conn.Redis
 	w := &Worker{
-		opts: opts, store: redisstore.NewPartitioned(rdb, opts.Namespace, opts.Partitions), ownsRDB: owns,
+		opts: opts, store: conn.Engine, conn: conn,
 		log:   opts.Logger.With("worker", opts.Name),
 		tasks: map[string]*registration{},
 	}
@@ -339,9 +341,7 @@ func New(opts Options) (*Worker, error) {
 		}
 		for _, c := range collectors {
 			if err := reg.Register(c); err != nil {
-				if owns {
-					_ = rdb.Close()
-				}
+				_ = conn.Close()
 				return nil, fmt.Errorf("worker: register metrics: %w", err)
 			}
 		}
@@ -438,7 +438,11 @@ func (w *Worker) start(ctx context.Context) error {
 	}
 	// The namespace's partitions: every duty covers each of them.
 	pctx, cancel := context.WithTimeout(ctx, w.opts.OperationTimeout)
-	parts, err := w.store.Partitions(pctx)
+	parts, err := w.store.PartitionCount(pctx)
+	var cancels []string
+	if err == nil {
+		cancels, err = w.store.CancelTopics(pctx)
+	}
 	cancel()
 	if err != nil {
 		w.guard.Stop()
@@ -450,7 +454,7 @@ func (w *Worker) start(ctx context.Context) error {
 		w.guard.Stop()
 		return errors.New("worker: shut down before it started")
 	}
-	life, err := wire(w, parts)
+	life, err := wire(w, parts, cancels)
 	w.life = life
 	w.mu.Unlock()
 	if err == nil {
@@ -466,7 +470,7 @@ func (w *Worker) start(ctx context.Context) error {
 		return err
 	}
 	w.log.Info("taskq worker started", "tasks", w.names, "concurrency", w.opts.Concurrency, "namespace", w.opts.Namespace,
-		"partitions", parts.Count())
+		"partitions", parts)
 	return nil
 }
 
@@ -524,10 +528,8 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	if unroute != nil {
 		defer unroute()
 	}
-	if w.ownsRDB {
-		if cerr := w.store.Redis().Close(); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
+	if cerr := w.conn.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -473,7 +474,7 @@ func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
 			}
 			wait(t, ref)
 		}
-		parts, err := clientlink.Store(c).Partitions(ctx)
+		parts, err := redispeek.Store(clientlink.Store(c)).Partitions(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -176,9 +176,10 @@ local ATTEMPT_ENTRY_ENDED = 'e' -- when it ended (for a lapsed one: when its del
 local ATTEMPT_ENTRY_CONSUMER = 'c' -- the worker that ran it
 local ATTEMPT_ENTRY_ERROR = 'm' -- its error message
 
--- MaxAttemptRecords bounds a run's attempt history: past it, the oldest
+-- maxAttemptRecords bounds a run's attempt history: past it, the oldest
 -- entries are trimmed (XADD MAXLEN), so a run retried without end holds
--- its latest MaxAttemptRecords attempts.
+-- its latest maxAttemptRecords attempts. It is engine.MaxAttemptRecords
+-- (TestLayoutFollowsTheEngine).
 local MAX_ATTEMPT_RECORDS = 100
 
 -- Fields of an event record, the hash at taskq:{ns}:event:<event id>.

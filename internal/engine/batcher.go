@@ -1,4 +1,4 @@
-package redisstore
+package engine
 
 import (
 	"context"
@@ -85,15 +85,6 @@ type batchCall[P, R any] struct {
 	then func(R, error)
 }
 
-// complete hands the call's result to whoever waits for it.
-func (c *batchCall[P, R]) complete() {
-	if c.then != nil {
-		c.then(c.r, c.err)
-		return
-	}
-	close(c.done)
-}
-
 // NewBatcher returns a Batcher that sends batches with send, which must
 // return one result and one error per parameter, in order (as the store's
 // *Batch methods do).
@@ -106,6 +97,15 @@ func NewBatcher[P, R any](opts BatcherOptions, send func(ctx context.Context, ps
 		return nil, errors.New("redisstore: batcher needs a send function")
 	}
 	return &Batcher[P, R]{send: send, opts: opts}, nil
+}
+
+// complete hands the call's result to whoever waits for it.
+func (c *batchCall[P, R]) complete() {
+	if c.then != nil {
+		c.then(c.r, c.err)
+		return
+	}
+	close(c.done)
 }
 
 // Do queues p, waits until the batch holding it has been sent and returns

@@ -1,0 +1,50 @@
+package engine
+
+import "time"
+
+// Outcome is what an attempt reports.
+type Outcome string
+
+// Outcomes of an attempt.
+const (
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeRetry     Outcome = "retry"
+)
+
+// FinishParams report the end of an attempt.
+type FinishParams struct {
+	RunID   string
+	Attempt int
+	Outcome Outcome
+	// Payload is the result JSON on success, the error message otherwise.
+	Payload []byte
+	RetryAt time.Time
+	Now     time.Time
+	// Task, EntryID and Spec come from the delivery and its start. With
+	// them, the finish script need not read from the record what does not
+	// change while a run is queued or running; without them it does.
+	Task    string
+	EntryID string
+	Spec    *RunSpec
+	// Began, when set, begins the attempt in the same write as its
+	// outcome, for a handler that ran before the attempt was recorded as
+	// begun (Start was never called for the delivery): Attempt is then the
+	// delivery's Spec.Attempts+1, and the write happens only if the run is
+	// still queued with EntryID and has begun no attempt since the entry
+	// was written. Needs Task, EntryID and Spec. Consumer is recorded as the
+	// attempt's worker.
+	Began    time.Time
+	Consumer string
+}
+
+// FinishResult says whether the outcome was recorded.
+type FinishResult struct {
+	Written bool
+	// Status is the run's status after a write; otherwise why nothing was
+	// written: "missing", "stale" or the status the run already had.
+	Status string
+}
+
+// withDelivery says whether p carries the delivery's fields, which the
+// finish script then need not read from the record.

@@ -1,0 +1,4 @@
+package engine
+
+// NamespaceDefault is the namespace used when none is configured.
+const NamespaceDefault = "default"
