@@ -184,5 +184,4 @@ var RunPartition = engine.RunPartition
 type QueueStat = engine.QueueStat
 type Suppressed = engine.Suppressed
 
-
 var ParseFinished = engine.ParseFinished
