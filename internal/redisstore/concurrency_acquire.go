@@ -7,7 +7,7 @@ import (
 )
 
 // concurrencyAcquireScript asks for slots: lua/concurrency_acquire.lua.
-var concurrencyAcquireScript = loadScript("concurrency_acquire", "errors", "concurrency")
+var concurrencyAcquireScript = loadScript("concurrency_acquire")
 
 // AcquireParams ask for a slot of a concurrency group for one delivery.
 type AcquireParams struct {

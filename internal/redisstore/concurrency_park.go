@@ -6,7 +6,7 @@ import (
 )
 
 // concurrencyParkScript holds deliveries back: lua/concurrency_park.lua.
-var concurrencyParkScript = loadScript("concurrency_park", "errors", "record", "stream")
+var concurrencyParkScript = loadScript("concurrency_park")
 
 // ParkParams hold back one delivery whose concurrency group is full.
 type ParkParams struct {

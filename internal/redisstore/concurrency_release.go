@@ -7,7 +7,7 @@ import (
 )
 
 // concurrencyReleaseScript gives slots back: lua/concurrency_release.lua.
-var concurrencyReleaseScript = loadScript("concurrency_release", "errors", "concurrency")
+var concurrencyReleaseScript = loadScript("concurrency_release")
 
 // ReleaseParams give back the slot a run holds in a concurrency group.
 type ReleaseParams struct {

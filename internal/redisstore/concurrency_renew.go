@@ -6,7 +6,7 @@ import (
 )
 
 // concurrencyRenewScript renews slot leases: lua/concurrency_renew.lua.
-var concurrencyRenewScript = loadScript("concurrency_renew", "errors", "concurrency")
+var concurrencyRenewScript = loadScript("concurrency_renew")
 
 // RenewParams renew the lease of the slot a run holds.
 type RenewParams struct {

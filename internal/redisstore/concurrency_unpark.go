@@ -4,7 +4,7 @@ import "context"
 
 // concurrencyUnparkScript puts parked runs back in their streams:
 // lua/concurrency_unpark.lua.
-var concurrencyUnparkScript = loadScript("concurrency_unpark", "errors", "record", "stream")
+var concurrencyUnparkScript = loadScript("concurrency_unpark")
 
 // UnparkParams name a parked run to put back in its task's stream.
 type UnparkParams struct {

@@ -8,7 +8,7 @@ import (
 )
 
 // finishScript records outcomes of attempts: lua/finish.lua.
-var finishScript = loadScript("finish", "errors", "record", "attempts", "stream", "ending")
+var finishScript = loadScript("finish")
 
 // Outcome is what an attempt reports.
 type Outcome string

@@ -325,6 +325,7 @@ func (s *Store) Partitions(ctx context.Context) (*Partitions, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.loadLibrary(ctx)
 	p := NewPartitions(s.keys.ns, n)
 	s.parts.Store(p)
 	return p, nil

@@ -8,7 +8,7 @@ import (
 
 // ratelimitDeferScript holds back runs a rate limit refused:
 // lua/ratelimit_defer.lua.
-var ratelimitDeferScript = loadScript("ratelimit_defer", "errors", "record", "stream")
+var ratelimitDeferScript = loadScript("ratelimit_defer")
 
 // Deferral is a delivery a rate limit refused, to be queued again at Due.
 type Deferral struct {

@@ -10,7 +10,7 @@ import (
 
 // rescheduleScript moves a scheduled run to a new due time:
 // lua/reschedule.lua.
-var rescheduleScript = loadScript("reschedule", "record")
+var rescheduleScript = loadScript("reschedule")
 
 // RescheduleResult is the outcome of Reschedule.
 type RescheduleResult struct {

@@ -10,7 +10,7 @@ import (
 )
 
 // signalScript appends a signal to a run's signal stream: lua/signal.lua.
-var signalScript = loadScript("signal", "record", "signals")
+var signalScript = loadScript("signal")
 
 // SignalResult is the outcome of Signal.
 type SignalResult struct {

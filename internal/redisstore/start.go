@@ -8,7 +8,7 @@ import (
 )
 
 // startScript begins attempts: lua/start.lua.
-var startScript = loadScript("start", "errors", "record", "attempts", "stream", "ending")
+var startScript = loadScript("start")
 
 // StartParams identify a delivery a worker is about to run.
 type StartParams struct {
