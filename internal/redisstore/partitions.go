@@ -430,13 +430,6 @@ func runPartition(parts *Partitions, id string) (int, error) {
 	return 0, fmt.Errorf("%w: %s", ErrRunNotFound, id)
 }
 
-// mustPartition is the partition of a run ID already checked by
-// runPartition.
-func mustPartition(parts *Partitions, id string) int {
-	i, _ := parts.OfRun(id)
-	return i
-}
-
 // fillErr sets every error of errs to err and returns errs.
 func fillErr(errs []error, err error) []error {
 	for i := range errs {
