@@ -561,9 +561,8 @@ func TestStartBatchRepliesStayWithTheirDeliveries(t *testing.T) {
 // the stream's length.
 func TestFinishBoundsEntriesLingeringBehindALongRun(t *testing.T) {
 	src, err := redisstore.ScriptSource("finish")
-	// The bound is MAX_LINGERING_ENTRIES in the layout, folded into the
-	// script as a literal.
-	if err != nil || !strings.Contains(src, fmt.Sprintf("> %d", redisstore.MaxLingeringEntries)) {
+	// The bound is MAX_LINGERING_ENTRIES in the layout.
+	if err != nil || !strings.Contains(src, fmt.Sprintf("local MAX_LINGERING_ENTRIES = %d", redisstore.MaxLingeringEntries)) {
 		t.Fatalf("the scripts' bound is not MaxLingeringEntries (%d)", redisstore.MaxLingeringEntries)
 	}
 	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {

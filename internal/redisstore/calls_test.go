@@ -32,7 +32,16 @@ func (l *callLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 func (l *callLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if redistest.IsScriptCall(strings.ToLower(cmd.Name())) {
+				l.mu.Lock()
+				l.calls = append(l.calls, cmd.Args())
+				l.mu.Unlock()
+			}
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // last returns the KEYS count and ARGV of the last script call.

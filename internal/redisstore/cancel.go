@@ -7,7 +7,7 @@ import (
 )
 
 // cancelScript cancels a run: lua/cancel.lua.
-var cancelScript = loadScript("cancel", "record", "stream", "ending")
+var cancelScript = loadScript("cancel")
 
 // Cancel cancels a run that has not ended.
 // A run ID that names no partition of the namespace is a run that does

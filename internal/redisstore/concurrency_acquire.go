@@ -7,7 +7,7 @@ import (
 )
 
 // concurrencyAcquireScript asks for slots: lua/concurrency_acquire.lua.
-var concurrencyAcquireScript = loadScript("concurrency_acquire", "errors", "concurrency")
+var concurrencyAcquireScript = loadScript("concurrency_acquire")
 
 // AcquireSlots asks for the slots of ps at now, one script call per
 // partition the groups are in (sent in one pipeline). The i-th result and

@@ -6,49 +6,40 @@ import (
 )
 
 // concurrencyParkScript holds deliveries back: lua/concurrency_park.lua.
-var concurrencyParkScript = loadScript("concurrency_park", "errors", "record", "stream")
+var concurrencyParkScript = loadScript("concurrency_park")
 
 // Park holds back the deliveries of ps, one script call per partition the
 // runs are in (sent in one pipeline). A recoverer looks at them first at
 // recheck.
 func (s *Store) Park(ctx context.Context, recheck time.Time, ps []ParkParams) ([]string, []error) {
-	res := make([]string, len(ps))
-	errs := make([]error, len(ps))
-	if len(ps) == 0 {
-		return res, errs
-	}
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return res, fillErr(errs, err)
-	}
-	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return runPartition(parts, ps[i].RunID) }, errs)
-	keepFirst(errs, s.evalBatch(ctx, concurrencyParkScript, groups, len(ps), func(items []int) ([]string, []any) {
-		ks := parts.keys[mustPartition(parts, ps[items[0]].RunID)]
-		hk := [1 + concurrencyParkKeyCount]string{concurrencyParkKeyParked: ks.Parked()}
-		h := [1 + concurrencyParkArgCount]any{concurrencyParkArgGroup: GroupName, concurrencyParkArgRecheck: unixMS(recheck)}
-		keys := append(make([]string, 0, concurrencyParkKeyCount+concurrencyParkItemKeyCount*len(items)), hk[1:]...)
-		args := append(make([]any, 0, concurrencyParkArgCount+concurrencyParkItemArgCount*len(items)), h[1:]...)
-		for _, i := range items {
-			p := ps[i]
-			k := [concurrencyParkItemKeyCount]string{
-				concurrencyParkItemKeyRun:    ks.Run(p.RunID),
-				concurrencyParkItemKeyStream: ks.Stream(p.Task),
+	return runBatch(ctx, s, batchOp[ParkParams, string]{
+		script: concurrencyParkScript,
+		part:   func(parts *Partitions, p ParkParams) (int, error) { return runPartition(parts, p.RunID) },
+		call: func(ks Keys, sub []ParkParams) ([]string, []any) {
+			hk := [1 + concurrencyParkKeyCount]string{concurrencyParkKeyParked: ks.Parked()}
+			h := [1 + concurrencyParkArgCount]any{concurrencyParkArgGroup: GroupName, concurrencyParkArgRecheck: unixMS(recheck)}
+			keys := append(make([]string, 0, concurrencyParkKeyCount+concurrencyParkItemKeyCount*len(sub)), hk[1:]...)
+			args := append(make([]any, 0, concurrencyParkArgCount+concurrencyParkItemArgCount*len(sub)), h[1:]...)
+			for _, p := range sub {
+				k := [concurrencyParkItemKeyCount]string{
+					concurrencyParkItemKeyRun:    ks.Run(p.RunID),
+					concurrencyParkItemKeyStream: ks.Stream(p.Task),
+				}
+				a := [concurrencyParkItemArgCount]any{
+					concurrencyParkItemArgRunID:     p.RunID,
+					concurrencyParkItemArgEntry:     p.EntryID,
+					concurrencyParkItemArgReason:    p.Reason,
+					concurrencyParkItemArgGroupName: p.Group,
+				}
+				keys, args = append(keys, k[:]...), append(args, a[:]...)
 			}
-			a := [concurrencyParkItemArgCount]any{
-				concurrencyParkItemArgRunID:     p.RunID,
-				concurrencyParkItemArgEntry:     p.EntryID,
-				concurrencyParkItemArgReason:    p.Reason,
-				concurrencyParkItemArgGroupName: p.Group,
+			return keys, args
+		},
+		reply: func(_ ParkParams, r []any) (string, int, error) {
+			if err, ok := r[0].(error); ok {
+				return "", 1, s.named("concurrency_park", scriptError(err))
 			}
-			keys, args = append(keys, k[:]...), append(args, a[:]...)
-		}
-		return keys, args
-	}, func(i int, r []any) (int, error) {
-		if err, ok := r[0].(error); ok {
-			return 1, s.named("concurrency_park", scriptError(err))
-		}
-		res[i] = asString(r[0])
-		return 1, nil
-	}))
-	return res, errs
+			return asString(r[0]), 1, nil
+		},
+	}, ps)
 }

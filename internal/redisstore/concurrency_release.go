@@ -7,7 +7,7 @@ import (
 )
 
 // concurrencyReleaseScript gives slots back: lua/concurrency_release.lua.
-var concurrencyReleaseScript = loadScript("concurrency_release", "errors", "concurrency")
+var concurrencyReleaseScript = loadScript("concurrency_release")
 
 // ReleaseSlots gives the slots of ps back at now, one script call per
 // partition the groups are in (sent in one pipeline).

@@ -6,7 +6,7 @@ import (
 )
 
 // concurrencyRenewScript renews slot leases: lua/concurrency_renew.lua.
-var concurrencyRenewScript = loadScript("concurrency_renew", "errors", "concurrency")
+var concurrencyRenewScript = loadScript("concurrency_renew")
 
 // RenewSlots renews the slots of ps at now, one script call per partition
 // the groups are in (sent in one pipeline). The i-th result says whether

@@ -13,7 +13,8 @@
 // layout, lua/layout_gen.lua, which go generate writes from layout.go
 // (constants, key builders such as taskq_key_run), and the modules of
 // lua/lib it calls (claim.lua claims an idempotency key for a new run,
-// ending.lua ends runs, ...). The layout is folded into the source as it
-// is loaded, so Redis runs literals and joined keys (see foldLayout).
+// ending.lua ends runs, ...). On Redis 7 and later they are the top level
+// of one Redis Functions library, each script a function of it (see
+// library.go); elsewhere each script is sent with them before it.
 // layout_test.go holds the scripts and the Go code to the declaration.
 package redisstore

@@ -275,20 +275,18 @@ type loadedKey struct {
 // met by sending the call again. It returns the function to call sc by on
 // node, or nil to send it with EVALSHA: the server has no functions, or
 // refused the library (see functions.go).
-func (s *Store) loadOn(ctx context.Context, node *redis.Client, sc *script) (*function, error) {
+func (s *Store) loadOn(ctx context.Context, node *redis.Client, sc *script) (string, error) {
 	if fn, ok := s.loaded.Load(loadedKey{node, sc}); ok {
-		return fn.(*function), nil
+		return fn.(string), nil
 	}
 	fn := s.functionOf(sc)
-	if fn != nil {
-		if err := loadFunctionOn(ctx, node, fn); err != nil {
-			if functionsUnsupported(err) {
-				s.noFunctions.Store(true)
-			}
-			fn = nil
+	if fn != "" {
+		if err := loadLibraryOn(ctx, node); err != nil {
+			s.noteFunctionsErr(err)
+			fn = ""
 		}
 	}
-	if fn == nil {
+	if fn == "" {
 		run := s.variant(sc)
 		err := run.Load(ctx, node).Err()
 		if run != sc.plain && sc.plain != nil && shebangUnsupported(err) {
@@ -296,7 +294,7 @@ func (s *Store) loadOn(ctx context.Context, node *redis.Client, sc *script) (*fu
 			err = sc.plain.Load(ctx, node).Err()
 		}
 		if err != nil {
-			return nil, s.named(sc.name, scriptError(err))
+			return "", s.named(sc.name, scriptError(err))
 		}
 	}
 	s.loaded.Store(loadedKey{node, sc}, fn)
@@ -335,14 +333,14 @@ func (s *Store) durableNodes(ctx context.Context, calls []durableCall, pending [
 	return nil, fmt.Errorf("redisstore: durable acknowledgement needs a single-node or cluster client, not a %T", s.rdb)
 }
 
-// pipeDurable sends the calls idx of sc (as function fn, unless nil) to
+// pipeDurable sends the calls idx of sc (as function fn, unless "") to
 // node in one pipeline, then an
 // ack mark per slot and one WAIT (or WAITAOF), and sets each call's reply
 // and level in out. It returns the calls that did not run and may be sent
 // again (their script was not cached, or could not be compiled with its
 // shebang; their slot moved), whether a slot moved, and whether the
 // connection failed rather than Redis answering.
-func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, fn *function, calls []durableCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
+func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, fn string, calls []durableCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
 	pipe := node.Pipeline()
 	cmds := make([]*redis.Cmd, len(idx))
 	run := s.variant(sc)
@@ -350,8 +348,8 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 		switch {
 		case source[i]:
 			cmds[j] = run.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
-		case fn != nil:
-			cmds[j] = pipe.FCall(ctx, fn.name, calls[i].keys, calls[i].args...)
+		case fn != "":
+			cmds[j] = fcall(ctx, pipe, sc, fn, calls[i].keys, calls[i].args...)
 		default:
 			cmds[j] = run.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
 		}
@@ -402,11 +400,11 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 		case isNoScript(err):
 			s.loaded.Delete(loadedKey{node, sc})
 			source[i] = true
-		case fn != nil && fn.refusedWhole(err):
+		case fn != "" && sc.refusedWhole(err):
 			// Refused as a function where the script runs (see
 			// functions.go): sent again as the script.
 			source[i] = true
-		case fn != nil && (isFunctionMissing(err) || functionsUnsupported(err)):
+		case fn != "" && (isFunctionMissing(err) || functionsUnsupported(err)):
 			// The call is sent again with the script's source, which runs
 			// wherever it goes; the next durable call loads the library
 			// again (or, without functions, the script).

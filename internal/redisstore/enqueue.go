@@ -5,40 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// enqueueModules are the lua/lib modules enqueue.lua calls.
-var enqueueModules = []string{"errors", "record", "stream", "ending", "signals", "claim", "suppressed"}
-
 // enqueueScript triggers runs: lua/enqueue.lua.
-var enqueueScript = loadScript("enqueue", enqueueModules...)
-
-// enqueueScheduledMark is the comment (matched whatever its indent) on the
-// line of enqueue.lua where its scheduled form reads a trigger's delay,
-// and enqueueScheduledRead what it reads there: the i-th of the delays
-// that follow the last trigger's ARGV (see the script's header), unless
-// the trigger is debounced, whose delay is its window.
-const (
-	enqueueScheduledMark = "-- @scheduled: the scheduled form reads the trigger's delay here\n"
-	enqueueScheduledRead = "delay = delay or ARGV[ARG_COUNT + ITEM_ARG_COUNT * tonumber(ARGV[ARG_TRIGGERS])" +
-		" + (a - ARG_COUNT - 1) / ITEM_ARG_COUNT + 1]\n"
-)
-
-// enqueueScheduledScript is the form of enqueue.lua sent for a call in
-// which some trigger asks to run later (EnqueueParams.Delay): the same
-// script, taking one more ARGV per trigger, its delay. Keeping it apart
-// keeps the common call, whose triggers all run now, as cheap as it was: no
-// ARGV more per trigger and nothing more for Redis to read or test. It has
-// the name of the script it is a form of, so errors and recorded histories
-// name it "enqueue".
-var enqueueScheduledScript = loadScriptForm("enqueue", func(body string) string {
-	if !strings.Contains(body, enqueueScheduledMark) {
-		panic("redisstore: enqueue.lua has lost the line its scheduled form reads a delay at")
-	}
-	return strings.Replace(body, enqueueScheduledMark, enqueueScheduledRead, 1)
-}, enqueueModules...)
+var enqueueScript = loadScript("enqueue")
 
 // scheduled reports whether any of ps asks to run later.
 func scheduled(ps []*EnqueueParams) bool {
@@ -46,7 +17,7 @@ func scheduled(ps []*EnqueueParams) bool {
 }
 
 // appendDelays appends, after the last trigger's ARGV, the delay of each
-// of ps, as the scheduled form of enqueue.lua reads them: in whole
+// of ps, as enqueue.lua reads them when a call carries them: in whole
 // milliseconds from the trigger's Now as the script reads it, so that the
 // due time is Now + Delay to the millisecond.
 func appendDelays(args []any, ps []*EnqueueParams, items []int) []any {
@@ -117,8 +88,8 @@ func enqueueHeader(ks Keys, n int, suppressedCap, source string) ([]string, []an
 		enqueueArgTriggers:      n,
 	}
 	k := [1 + enqueueKeyCount]string{enqueueKeyRuns: ks.Runs()}
-	// One more ARGV per trigger than the plain form needs: room for the
-	// scheduled form's delays.
+	// One more ARGV per trigger than a call without delays needs: room
+	// for them.
 	return k[1:], append(make([]any, 0, enqueueArgCount+(enqueueItemArgCount+1)*n), a[1:]...)
 }
 
@@ -260,9 +231,6 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 	capPer := s.suppressedCap(parts.Count())
 	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return parts.place(ps[i]), nil }, errs)
 	sc, later := enqueueScript, scheduled(ps)
-	if later {
-		sc = enqueueScheduledScript
-	}
 	build := func(items []int) ([]string, []any) {
 		ks := parts.Keys(parts.place(ps[items[0]]))
 		keys, args := enqueueHeader(ks, len(items), capPer, ps[items[0]].Source)

@@ -4,7 +4,7 @@ import "context"
 
 // ensureGroupScript creates a task's stream and consumer group:
 // lua/ensure_group.lua.
-var ensureGroupScript = loadScript("ensure_group", "errors")
+var ensureGroupScript = loadScript("ensure_group")
 
 // EnsureGroup creates the task's stream and consumer group in every
 // partition, where missing. The group starts at the stream's beginning so

@@ -7,7 +7,7 @@ import (
 )
 
 // finishScript records outcomes of attempts: lua/finish.lua.
-var finishScript = loadScript("finish", "errors", "record", "attempts", "stream", "ending")
+var finishScript = loadScript("finish")
 
 func (s *Store) parseWritten(name string, v any) (FinishResult, error) {
 	if err, ok := v.(error); ok {
@@ -38,23 +38,33 @@ func (s *Store) Finish(ctx context.Context, p *FinishParams) (FinishResult, erro
 	return res[0], errs[0]
 }
 
-// FinishBatch records many outcomes in one call of the finish script (or
-// more, past MaxItemsPerCall). The i-th result and error belong to the i-th
-// outcome.
+// FinishBatch records many outcomes in one call of the finish script per
+// partition (or more, past MaxItemsPerCall). A call names one worker for
+// the attempts it begins: a worker sends its own outcomes together, so
+// only a batch of several workers' begun attempts is split, and outcomes
+// that begin nothing go along with any call. The i-th result and error
+// belong to the i-th outcome.
 func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishResult, []error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	// A call names one worker for the attempts it begins: a worker sends
-	// its own outcomes together, so only a batch of several workers'
-	// begun attempts is split, and outcomes that begin nothing go along
-	// with any call.
-	if groups := finishWorkerGroups(ps); groups != nil {
-		return splitBatch(ps, groups, func(sub []*FinishParams) ([]FinishResult, []error) {
-			return s.finishBatch(ctx, sub, firstBeganBy(sub))
-		})
-	}
-	return s.finishBatch(ctx, ps, firstBeganBy(ps))
+	return runBatch(ctx, s, batchOp[*FinishParams, FinishResult]{
+		script: finishScript,
+		part: func(parts *Partitions, p *FinishParams) (int, error) {
+			switch p.Outcome {
+			case OutcomeSucceeded, OutcomeFailed, OutcomeRetry:
+				return runPartition(parts, p.RunID)
+			}
+			return 0, fmt.Errorf("redisstore: finish %s: outcome %q is none of %s, %s and %s", p.RunID, p.Outcome,
+				OutcomeSucceeded, OutcomeFailed, OutcomeRetry)
+		},
+		split: beganBy,
+		call:  finishCall,
+		reply: func(_ *FinishParams, r []any) (FinishResult, int, error) {
+			res, err := s.parseWrittenValues("finish", r)
+			return res, 2, err
+		},
+	}, ps)
 }
 
 // beganBy is the worker an outcome's attempt is begun by in the finish
@@ -66,88 +76,49 @@ func beganBy(p *FinishParams) string {
 	return p.Consumer
 }
 
-// firstBeganBy is the worker of the first of ps begun in the call.
-func firstBeganBy(ps []*FinishParams) string {
+
+// finishCall returns the KEYS and ARGV of a finish call of ps, in
+// partition ks, whose attempts begun in the call are all begun by one
+// worker.
+func finishCall(ks Keys, ps []*FinishParams) ([]string, []any) {
+	consumer := ""
 	for _, p := range ps {
-		if c := beganBy(p); c != "" {
-			return c
+		if consumer = beganBy(p); consumer != "" {
+			break
 		}
 	}
-	return ""
-}
-
-// finishWorkerGroups splits ps by the worker that begins each attempt in
-// the call, an outcome that begins none going with the first worker's;
-// nil when no two workers begin attempts in ps, the common case.
-func finishWorkerGroups(ps []*FinishParams) [][]int {
-	first := firstBeganBy(ps)
-	return groupsBy(ps, func(p *FinishParams) string {
-		if c := beganBy(p); c != "" {
-			return c
+	ha := [1 + finishArgCount]any{finishArgGroup: GroupName, finishArgPrefix: ks.Prefix(), finishArgConsumer: consumer}
+	args := append(make([]any, 0, finishArgCount+finishItemArgCount*len(ps)), ha[1:]...)
+	for _, p := range ps {
+		outcome := string(p.Outcome)
+		if p.Outcome == OutcomeRetry {
+			outcome += " " + strconv.FormatInt(unixMS(p.RetryAt), 10)
 		}
-		return first
-	})
-}
-
-// finishBatch is FinishBatch for outcomes whose attempts begun in the call
-// are all begun by consumer.
-func (s *Store) finishBatch(ctx context.Context, ps []*FinishParams, consumer string) ([]FinishResult, []error) {
-	res := make([]FinishResult, len(ps))
-	errs := make([]error, len(ps))
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return res, fillErr(errs, err)
+		a := [finishItemArgCount]any{
+			finishItemArgRunID:   p.RunID,
+			finishItemArgAttempt: p.Attempt,
+			finishItemArgOutcome: outcome,
+			finishItemArgPayload: p.Payload,
+			finishItemArgNow:     unixMS(p.Now),
+			// Without the delivery's fields the script reads them from
+			// the record.
+			finishItemArgTask: "", finishItemArgEntry: "", finishItemArgIdempotencyKey: "",
+			finishItemArgRetain: 0, finishItemArgRetention: 0, finishItemArgBegan: "",
+		}
+		if withDelivery(p) {
+			sp := p.Spec
+			a[finishItemArgTask], a[finishItemArgEntry] = p.Task, p.EntryID
+			if sp.Strategy == StrategyStatus {
+				a[finishItemArgIdempotencyKey] = sp.Key
+			}
+			a[finishItemArgRetain], a[finishItemArgRetention] = ms(sp.Retain), ms(sp.Retention)
+			if !p.Began.IsZero() {
+				a[finishItemArgBegan] = unixMS(p.Began)
+			}
+		}
+		args = append(args, a[:]...)
 	}
-	// Outcomes are grouped by partition, one call each.
-	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) {
-		switch ps[i].Outcome {
-		case OutcomeSucceeded, OutcomeFailed, OutcomeRetry:
-			return runPartition(parts, ps[i].RunID)
-		}
-		return 0, fmt.Errorf("redisstore: finish %s: outcome %q is none of %s, %s and %s", ps[i].RunID, ps[i].Outcome,
-			OutcomeSucceeded, OutcomeFailed, OutcomeRetry)
-	}, errs)
-	keepFirst(errs, s.evalBatch(ctx, finishScript, groups, len(ps), func(items []int) ([]string, []any) {
-		ks := parts.keys[mustPartition(parts, ps[items[0]].RunID)]
-		ha := [1 + finishArgCount]any{finishArgGroup: GroupName, finishArgPrefix: ks.Prefix(), finishArgConsumer: consumer}
-		args := append(make([]any, 0, finishArgCount+finishItemArgCount*len(items)), ha[1:]...)
-		for _, i := range items {
-			p := ps[i]
-			outcome := string(p.Outcome)
-			if p.Outcome == OutcomeRetry {
-				outcome += " " + strconv.FormatInt(unixMS(p.RetryAt), 10)
-			}
-			a := [finishItemArgCount]any{
-				finishItemArgRunID:   p.RunID,
-				finishItemArgAttempt: p.Attempt,
-				finishItemArgOutcome: outcome,
-				finishItemArgPayload: p.Payload,
-				finishItemArgNow:     unixMS(p.Now),
-				// Without the delivery's fields the script reads them from
-				// the record.
-				finishItemArgTask: "", finishItemArgEntry: "", finishItemArgIdempotencyKey: "",
-				finishItemArgRetain: 0, finishItemArgRetention: 0, finishItemArgBegan: "",
-			}
-			if withDelivery(p) {
-				sp := p.Spec
-				a[finishItemArgTask], a[finishItemArgEntry] = p.Task, p.EntryID
-				if sp.Strategy == StrategyStatus {
-					a[finishItemArgIdempotencyKey] = sp.Key
-				}
-				a[finishItemArgRetain], a[finishItemArgRetention] = ms(sp.Retain), ms(sp.Retention)
-				if !p.Began.IsZero() {
-					a[finishItemArgBegan] = unixMS(p.Began)
-				}
-			}
-			args = append(args, a[:]...)
-		}
-		return []string{ks.Retry()}, args
-	}, func(i int, r []any) (int, error) {
-		var err error
-		res[i], err = s.parseWrittenValues("finish", r)
-		return 2, err
-	}))
-	return res, errs
+	return []string{ks.Retry()}, args
 }
 
 // withDelivery says the outcome carries its delivery, so finish.lua begins the attempt too.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -271,5 +272,75 @@ func TestACallWhoseFunctionStaysMissingIsSentAsAScript(t *testing.T) {
 	}
 	if !ran {
 		t.Fatal("the trigger was not sent as a script")
+	}
+}
+
+// FUNCTION FLUSH, sent again and again while triggers are made from several
+// goroutines, loses no trigger and doubles none: a call that finds the
+// library gone loads it again and is sent again, and a call that ran is
+// not. The server is one of the test's own, as FUNCTION FLUSH empties the
+// whole server.
+func TestTriggersSurviveFunctionFlush(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	st := redisstore.New(rdb, "flush")
+	if err := st.EnsureGroup(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	const writers, batches, batch = 4, 50, 8
+	done := make(chan struct{})
+	flushes := make(chan int)
+	go func() {
+		n := 0
+		defer func() { flushes <- n }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := rdb.FunctionFlush(ctx).Err(); err != nil {
+				t.Errorf("FUNCTION FLUSH: %v", err)
+				return
+			}
+			n++
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				ps := make([]*redisstore.EnqueueParams, batch)
+				for i := range ps {
+					id := fmt.Sprintf("run-%d-%d-%d", w, b, i)
+					ps[i] = &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
+						Key: id, Strategy: redisstore.StrategyStatus, Hold: time.Hour, MaxDeliveries: 10,
+						Retention: time.Hour, Now: time.Now()}
+				}
+				res, errs := st.EnqueueBatch(ctx, ps)
+				for i := range ps {
+					if errs[i] != nil || !res[i].Accepted {
+						t.Errorf("trigger %s: %+v, %v", ps[i].RunID, res[i], errs[i])
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	if n := <-flushes; n == 0 {
+		t.Fatal("no FUNCTION FLUSH was sent while the triggers were made")
+	}
+	const want = writers * batches * batch
+	k := st.Keys()
+	if n := rdb.XLen(ctx, k.Stream("t")).Val(); n != want {
+		t.Errorf("the task stream holds %d entries, want %d", n, want)
+	}
+	if n := rdb.ZCard(ctx, k.Runs()).Val(); n != want {
+		t.Errorf("the runs index holds %d runs, want %d", n, want)
 	}
 }

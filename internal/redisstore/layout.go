@@ -63,14 +63,14 @@ const (
 
 // The command a script publishes a notice with, on the channels above:
 // PUBLISH, which reaches every node of a cluster. A store on a Redis
-// Cluster runs every script in a second form, with SPUBLISH (see
-// shardedSource): a sharded notice goes to the shard of the channel's slot
-// only, the one the script runs on, as the channel carries the
+// Cluster calls a script's sharded function, which sets it to SPUBLISH
+// (see libraryText): a sharded notice goes to the shard of the channel's
+// slot only, the one the script runs on, as the channel carries the
 // partition's hash tag.
 //
 //taskq:lua const
 const (
-	cmdPublish = "PUBLISH" // PUBLISH, or SPUBLISH in a script's sharded form
+	cmdPublish = "PUBLISH" // PUBLISH, or SPUBLISH in a script's sharded function
 )
 
 // The partition's suppressed-trigger stream, capped and trimmed by age

@@ -450,85 +450,36 @@ func TestGoUsesTheLayout(t *testing.T) {
 	}
 }
 
-// Every function a script calls is defined before, and every module a
-// script is given is one it calls.
+// Every function a script calls is defined before it, in the library and
+// in the script's EVAL source: scriptModules gives each script the
+// modules it needs.
 func TestScriptsAreGivenTheModulesTheyCall(t *testing.T) {
-	defined := regexp.MustCompile(`(?m)^local function (taskq_[a-z0-9_]+)\(`)
-	modFuncs := map[string][]string{}
-	for _, m := range luaModules {
-		src, err := luaFS.ReadFile("lua/lib/" + m + ".lua")
+	check := func(name, src string) {
+		if first, rest, ok := strings.Cut(src, "\n"); ok && strings.HasPrefix(first, "#!") {
+			src = rest
+		}
+		toks, err := luaTokens(src)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range defined.FindAllStringSubmatch(string(src), -1) {
-			modFuncs[m] = append(modFuncs[m], f[1])
-		}
-	}
-	for _, sc := range allScripts {
-		toks, err := luaTokens(strings.TrimPrefix(sc.src, "#!"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen, used := map[string]bool{}, map[string]int{}
-		prev := ""
+		seen, prev := map[string]bool{}, ""
 		for _, tk := range toks {
 			if tk.kind == luaName && strings.HasPrefix(tk.text, "taskq_") {
 				if prev == "function" {
 					seen[tk.text] = true
-				} else {
-					used[tk.text]++
-					if !seen[tk.text] {
-						t.Errorf("%s calls %s, not defined before", sc.name, tk.text)
-					}
+				} else if !seen[tk.text] {
+					t.Errorf("%s calls %s, not defined before", name, tk.text)
 				}
 			}
 			if tk.kind != luaSpace && tk.kind != luaComment {
 				prev = tk.text
 			}
 		}
-		for m, fs := range modFuncs {
-			if !seen[fs[0]] {
-				continue // not given
-			}
-			calls := 0
-			for _, f := range fs {
-				calls += used[f]
-			}
-			if calls == 0 {
-				t.Errorf("%s is given module %s and calls none of its functions", sc.name, m)
-			}
-		}
 	}
-}
-
-// Folding replaces the layout's constants and inlines its functions, and
-// leaves strings, comments, fields and other names alone.
-func TestFoldLayout(t *testing.T) {
-	layout := "-- layout\nlocal RUN_STATUS = 'status' -- the status\nlocal ITEM_ARG_NOW = 12\n" +
-		"local function taskq_key_run(prefix, id)\n  return prefix .. 'run:' .. id\nend\n"
-	code := "local s = redis.call('HGET', taskq_key_run(p, ARGV[a + ITEM_ARG_NOW]), RUN_STATUS) -- RUN_STATUS\n" +
-		"local t = {RUN_STATUS = RUN_STATUS}; local u = t.RUN_STATUS .. 'RUN_STATUS'\n" +
-		"local k = taskq_key_run(r.prefix, f(x, 'a,b'))\n"
-	got, err := foldLayout(layout, code)
-	if err != nil {
-		t.Fatal(err)
+	for _, sc := range allScripts {
+		check(sc.name, sc.src)
 	}
-	want := "-- layout\n\nlocal s = redis.call('HGET', (p .. 'run:' .. (ARGV[a + 12])), 'status') -- RUN_STATUS\n" +
-		"local t = {RUN_STATUS = 'status'}; local u = t.RUN_STATUS .. 'RUN_STATUS'\n" +
-		"local k = ((r.prefix) .. 'run:' .. (f(x, 'a,b')))\n"
-	if got != want {
-		t.Errorf("folded:\n%s\nwant:\n%s", got, want)
-	}
-	for _, c := range []struct{ layout, code, want string }{
-		{layout, "local f = taskq_key_run", "is not called"},
-		{layout, "local k = taskq_key_run(p)", "takes 2 arguments, not 1"},
-		{"local x = {}\n", "", "neither a constant nor a function"},
-		{"local function taskq_twice(a)\n  return a .. a\nend\n", "", "used 2 times"},
-	} {
-		if _, err := foldLayout(c.layout, c.code); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("fold of %q: %v, want an error saying %q", c.code, err, c.want)
-		}
-	}
+	check("the library", library)
 }
 
 // The tokens of every Lua file give it back whole.

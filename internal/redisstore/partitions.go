@@ -192,6 +192,7 @@ func (s *Store) Partitions(ctx context.Context) (*Partitions, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.loadLibrary(ctx)
 	p := NewPartitions(s.keys.ns, n)
 	s.parts.Store(p)
 	return p, nil
@@ -294,13 +295,6 @@ func runPartition(parts *Partitions, id string) (int, error) {
 		return i, nil
 	}
 	return 0, fmt.Errorf("%w: %s", ErrRunNotFound, id)
-}
-
-// mustPartition is the partition of a run ID already checked by
-// runPartition.
-func mustPartition(parts *Partitions, id string) int {
-	i, _ := parts.OfRun(id)
-	return i
 }
 
 // fillErr sets every error of errs to err and returns errs.

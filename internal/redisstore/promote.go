@@ -8,7 +8,7 @@ import (
 )
 
 // promoteScript queues runs whose retry is due: lua/promote.lua.
-var promoteScript = loadScript("promote", "record", "stream")
+var promoteScript = loadScript("promote")
 
 // Promote queues up to limit runs of partition part whose retry is due.
 func (s *Store) Promote(ctx context.Context, part int, now time.Time, limit int) (int, error) {

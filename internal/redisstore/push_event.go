@@ -13,7 +13,7 @@ import (
 // pushEventScript stores an event and triggers its tasks' runs, the whole
 // fan-out at once: lua/push_event.lua. See fanout.go for the fan-out in
 // steps.
-var pushEventScript = loadScript("push_event", "errors", "record", "stream", "ending", "claim", "events", "suppressed")
+var pushEventScript = loadScript("push_event")
 
 // pushEventArgs returns the KEYS and ARGV of push_event.lua for p, whose
 // runs all live in the event's slot (inEventSlot).

@@ -7,50 +7,44 @@ import (
 
 // ratelimitDeferScript holds back runs a rate limit refused:
 // lua/ratelimit_defer.lua.
-var ratelimitDeferScript = loadScript("ratelimit_defer", "errors", "record", "stream")
+var ratelimitDeferScript = loadScript("ratelimit_defer")
 
 // DeferRuns holds back each delivery's run until its Due time, in one call
 // of the defer script per partition, all in one pipeline: promote.lua
 // queues it again then (see Promote). The i-th result and error belong to
 // the i-th deferral.
 func (s *Store) DeferRuns(ctx context.Context, ds []Deferral) ([]DeferResult, []error) {
-	res := make([]DeferResult, len(ds))
-	errs := make([]error, len(ds))
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return res, fillErr(errs, err)
-	}
-	groups := groupByPartition(len(ds), parts.Count(), func(i int) (int, error) { return runPartition(parts, ds[i].RunID) }, errs)
-	keepFirst(errs, s.evalBatch(ctx, ratelimitDeferScript, groups, len(ds), func(items []int) ([]string, []any) {
-		ks := parts.keys[mustPartition(parts, ds[items[0]].RunID)]
-		hk := [1 + ratelimitDeferKeyCount]string{ratelimitDeferKeyRetry: ks.Retry()}
-		ha := [1 + ratelimitDeferArgCount]any{ratelimitDeferArgGroup: GroupName}
-		keys := append(make([]string, 0, ratelimitDeferKeyCount+ratelimitDeferItemKeyCount*len(items)), hk[1:]...)
-		args := append(make([]any, 0, ratelimitDeferArgCount+ratelimitDeferItemArgCount*len(items)), ha[1:]...)
-		for _, i := range items {
-			d := ds[i]
-			k := [ratelimitDeferItemKeyCount]string{
-				ratelimitDeferItemKeyRun:    ks.Run(d.RunID),
-				ratelimitDeferItemKeyStream: ks.Stream(d.Task),
+	return runBatch(ctx, s, batchOp[Deferral, DeferResult]{
+		script: ratelimitDeferScript,
+		part:   func(parts *Partitions, d Deferral) (int, error) { return runPartition(parts, d.RunID) },
+		call: func(ks Keys, sub []Deferral) ([]string, []any) {
+			hk := [1 + ratelimitDeferKeyCount]string{ratelimitDeferKeyRetry: ks.Retry()}
+			ha := [1 + ratelimitDeferArgCount]any{ratelimitDeferArgGroup: GroupName}
+			keys := append(make([]string, 0, ratelimitDeferKeyCount+ratelimitDeferItemKeyCount*len(sub)), hk[1:]...)
+			args := append(make([]any, 0, ratelimitDeferArgCount+ratelimitDeferItemArgCount*len(sub)), ha[1:]...)
+			for _, d := range sub {
+				k := [ratelimitDeferItemKeyCount]string{
+					ratelimitDeferItemKeyRun:    ks.Run(d.RunID),
+					ratelimitDeferItemKeyStream: ks.Stream(d.Task),
+				}
+				a := [ratelimitDeferItemArgCount]any{
+					ratelimitDeferItemArgRunID:  d.RunID,
+					ratelimitDeferItemArgEntry:  d.EntryID,
+					ratelimitDeferItemArgDue:    unixMS(d.Due),
+					ratelimitDeferItemArgReason: d.Reason,
+				}
+				keys, args = append(keys, k[:]...), append(args, a[:]...)
 			}
-			a := [ratelimitDeferItemArgCount]any{
-				ratelimitDeferItemArgRunID:  d.RunID,
-				ratelimitDeferItemArgEntry:  d.EntryID,
-				ratelimitDeferItemArgDue:    unixMS(d.Due),
-				ratelimitDeferItemArgReason: d.Reason,
+			return keys, args
+		},
+		reply: func(_ Deferral, r []any) (DeferResult, int, error) {
+			if len(r) < 2 {
+				return DeferResult{}, len(r), fmt.Errorf("redisstore: ratelimit_defer: unexpected reply %v", r)
 			}
-			keys, args = append(keys, k[:]...), append(args, a[:]...)
-		}
-		return keys, args
-	}, func(i int, r []any) (int, error) {
-		if len(r) < 2 {
-			return len(r), fmt.Errorf("redisstore: ratelimit_defer: unexpected reply %v", r)
-		}
-		if err, ok := r[0].(error); ok {
-			return 2, s.named("ratelimit_defer", scriptError(err))
-		}
-		res[i] = DeferResult{Held: asInt(r[0]) == 1, Reason: asString(r[1])}
-		return 2, nil
-	}))
-	return res, errs
+			if err, ok := r[0].(error); ok {
+				return DeferResult{}, 2, s.named("ratelimit_defer", scriptError(err))
+			}
+			return DeferResult{Held: asInt(r[0]) == 1, Reason: asString(r[1])}, 2, nil
+		},
+	}, ds)
 }

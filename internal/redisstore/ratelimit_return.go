@@ -6,7 +6,7 @@ import (
 )
 
 // ratelimitReturnScript gives units back: lua/ratelimit_return.lua.
-var ratelimitReturnScript = loadScript("ratelimit_return", "errors")
+var ratelimitReturnScript = loadScript("ratelimit_return")
 
 // ReturnRateLimits gives back the units requests took (their Name, Key,
 // Units and Token as TakeRateLimits had them) when their run does not

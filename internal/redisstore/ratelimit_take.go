@@ -8,7 +8,7 @@ import (
 )
 
 // ratelimitTakeScript takes units of rate limits: lua/ratelimit_take.lua.
-var ratelimitTakeScript = loadScript("ratelimit_take", "errors")
+var ratelimitTakeScript = loadScript("ratelimit_take")
 
 // RateLimitPartition is the partition whose slot holds a rate limit's log
 // for one value of its key: a function of the namespace, the limit's name

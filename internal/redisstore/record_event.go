@@ -8,7 +8,7 @@ import (
 
 // recordEventScript records the outcomes of a fan-out, step 3 of a fan-out
 // in steps: lua/record_event.lua.
-var recordEventScript = loadScript("record_event", "errors")
+var recordEventScript = loadScript("record_event")
 
 // recordEvent runs step 3 of j with the outcomes runs. It returns the
 // outcomes the event records: runs, or those a racing recorder recorded

@@ -6,7 +6,7 @@ import (
 )
 
 // requeueScript gives a running run back to the queue: lua/requeue.lua.
-var requeueScript = loadScript("requeue", "record", "attempts", "stream")
+var requeueScript = loadScript("requeue")
 
 // Requeue gives a running attempt's run back to the queue at once. The
 // attempt goes into the run's attempt history as "requeued".

@@ -10,7 +10,7 @@ import (
 
 // rescheduleScript moves a scheduled run to a new due time:
 // lua/reschedule.lua.
-var rescheduleScript = loadScript("reschedule", "record")
+var rescheduleScript = loadScript("reschedule")
 
 // Reschedule moves a run created with a delay (EnqueueParams.Delay) and
 // not yet due to a new due time, shifting its key's expiry with it. A run

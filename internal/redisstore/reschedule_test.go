@@ -1,7 +1,6 @@
 package redisstore_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -222,31 +221,4 @@ func TestCancelOfAScheduledRun(t *testing.T) {
 			t.Fatalf("status = %q", st)
 		}
 	})
-}
-
-// The scheduled form of enqueue.lua is the common one with one line more
-// read in, so that a call without a scheduled trigger runs what it ran
-// before scheduling existed.
-func TestScheduledFormDiffersFromEnqueueInOneLine(t *testing.T) {
-	src, err := redisstore.ScriptSource("enqueue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	forms := redisstore.ScriptFormSources("enqueue")
-	if len(forms) != 1 {
-		t.Fatalf("enqueue has %d second forms, want 1", len(forms))
-	}
-	a, b := strings.Split(src, "\n"), strings.Split(forms[0], "\n")
-	if len(a) != len(b) {
-		t.Fatalf("the forms have %d and %d lines", len(a), len(b))
-	}
-	var diff []string
-	for i := range a {
-		if a[i] != b[i] {
-			diff = append(diff, a[i]+" => "+b[i])
-		}
-	}
-	if len(diff) != 1 || !strings.HasPrefix(strings.TrimSpace(diff[0]), "--") || !strings.Contains(diff[0], "delay = delay or ARGV[") {
-		t.Fatalf("the forms differ in %v; want one comment line of enqueue.lua read in as the delay", diff)
-	}
 }

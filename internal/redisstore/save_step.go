@@ -8,7 +8,7 @@ import (
 )
 
 // saveStepScript stores a durable step's result: lua/save_step.lua.
-var saveStepScript = loadScript("save_step", "record")
+var saveStepScript = loadScript("save_step")
 
 // StepResult returns a completed step's stored result, or ok=false.
 func (s *Store) StepResult(ctx context.Context, runID, name string) ([]byte, bool, error) {

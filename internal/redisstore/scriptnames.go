@@ -7,13 +7,12 @@ package redisstore
 // ScriptSource gives it, and without its first line, as the store sends it
 // to a server that cannot compile a shebang; a script that publishes
 // notices is there once more, in the sharded form a store on a cluster
-// sends. The function names FCALL calls them by (see functions.go) map to
-// the script's name as well. The second forms of a script (scriptForms)
-// have its name too.
+// sends. The function names FCALL calls them by (see library.go) map to
+// the script's name as well.
 // Each call returns a fresh map.
 func ScriptNames() map[string]string {
-	m := make(map[string]string, 5*len(allScripts)+5)
-	for _, sc := range append(allScripts[:len(allScripts):len(allScripts)], scriptForms...) {
+	m := make(map[string]string, 5*len(allScripts))
+	for _, sc := range allScripts {
 		m[sc.Hash()] = sc.name
 		if sc.plain != nil {
 			m[sc.plain.Hash()] = sc.name
@@ -21,10 +20,10 @@ func ScriptNames() map[string]string {
 		if sc.sharded != nil {
 			m[sc.sharded.Hash()] = sc.name
 		}
-		// FCALL names the function, not a hash (see functions.go).
-		m[sc.fn.name] = sc.name
-		if sc.shardedFn != nil {
-			m[sc.shardedFn.name] = sc.name
+		// FCALL names the function, not a hash (see library.go).
+		m[sc.fn] = sc.name
+		if sc.shardedFn != "" {
+			m[sc.shardedFn] = sc.name
 		}
 	}
 	return m

@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -27,25 +30,37 @@ var luaModules = []string{
 	"suppressed",  // the record of a trigger that created no run
 }
 
-// script is one Lua script of lua/, as the store sends it: assembled from
-// the layout (lua/layout_gen.lua), the modules it calls (lua/lib/) and its
-// own file, see assembleScript. Each script is loaded once, in the Go file
-// of its name (enqueue.go holds enqueueScript); they are immutable.
+// script is one Lua script of lua/. On Redis 7 and later the store calls it
+// as a function of the store's one library (see library.go); elsewhere
+// (Redis 6.2, miniredis) it sends its EVAL source with EVALSHA: the layout
+// (lua/layout_gen.lua, its shared part and the script's own section), the
+// modules it calls and its file, one after the other. Each script is
+// loaded once, in the Go file of its name (enqueue.go holds
+// enqueueScript); they are immutable.
 type script struct {
 	name string
-	src  string // the source sent, see ScriptSource
+	// flags are those of the file's shebang line ("#!lua flags=allow-oom"),
+	// which lets a script that ends or advances runs already accepted run
+	// at maxmemory, so that workers drain the queue while new triggers are
+	// refused (see docs/operations.md).
+	flags   []string
+	section string // the layout's section of the script's KEYS and ARGV
+	body    string // the file without its shebang line
+	// publishes says the script (or a module it calls) publishes notices
+	// with CMD_PUBLISH, which a store on a cluster sends with SPUBLISH.
+	publishes bool
+	src       string // the EVAL source, shebang included (ScriptSource)
 	*redis.Script
-	// plain is the script without its shebang line, for servers that
+	// plain is the EVAL source without its shebang line, for servers that
 	// cannot compile one (Redis before 7.0, miniredis); nil for a script
 	// that has none.
 	plain *redis.Script
-	// sharded is the script as a store on a Redis Cluster runs it, its
-	// notices sent with SPUBLISH (see shardedSource); nil for a script
-	// that publishes nothing.
+	// sharded is the EVAL source a store on a Redis Cluster sends, its
+	// notices sent with SPUBLISH; nil for a script that publishes nothing.
 	sharded *redis.Script
-	// fn and shardedFn are the script and its sharded form as Redis
-	// functions (see functions.go); shardedFn is nil where sharded is.
-	fn, shardedFn *function
+	// fn and shardedFn name the script's functions in the library (see
+	// library.go); shardedFn is "" where sharded is nil.
+	fn, shardedFn string
 }
 
 // allScripts lists every script the store runs.
@@ -60,54 +75,162 @@ var allScripts = []*script{
 	concurrencyUnparkScript, takeParkedScript,
 }
 
-// scriptForms lists the second forms of scripts of allScripts (see
-// loadScriptForm), which have the name of the script they are a form of.
-var scriptForms = []*script{enqueueScheduledScript}
+// layoutShared is the generated layout's part every script reads, and
+// layoutSections the section of each script's own constants.
+var layoutShared, layoutSections = layoutParts(mustRead("lua/layout_gen.lua"))
 
-// loadScript loads lua/<name>.lua with the modules it calls.
-func loadScript(name string, modules ...string) *script {
-	return loadScriptForm(name, nil, modules...)
-}
+// moduleSources holds each module's file.
+var moduleSources = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range luaModules {
+		m[name] = mustRead("lua/lib/" + name + ".lua")
+	}
+	return m
+}()
 
-// loadScriptForm loads a form of lua/<name>.lua: its file with edit
-// applied (before the layout is folded in, so the edited text may name the
-// layout's constants), for a script that has a second form for calls that
-// need more than the common one, so that the common calls pay nothing for
-// it (see enqueueScheduledScript). A nil edit loads the file as it is.
-func loadScriptForm(name string, edit func(string) string, modules ...string) *script {
-	src, plain, err := assembleScript(name, modules, edit)
+func mustRead(name string) string {
+	b, err := luaFS.ReadFile(name)
 	if err != nil {
 		panic(err) // embedded at build time: the tests load every script
 	}
-	sc := &script{name: name, src: src, Script: redis.NewScript(src)}
-	if plain != "" {
+	return string(b)
+}
+
+// cmdPublishSharded goes between the layout and the modules of a script's
+// sharded EVAL source: the layout declares CMD_PUBLISH as PUBLISH.
+const cmdPublishSharded = "CMD_PUBLISH = 'S" + cmdPublish + "'\n"
+
+// loadScript loads lua/<name>.lua.
+func loadScript(name string) *script {
+	sc := &script{name: name, section: layoutSections[name], body: mustRead("lua/" + name + ".lua")}
+	shebang := ""
+	if first, rest, ok := strings.Cut(sc.body, "\n"); ok && strings.HasPrefix(first, "#!") {
+		shebang, sc.body = first+"\n", rest
+		for _, f := range strings.Fields(first)[1:] {
+			if v, ok := strings.CutPrefix(f, "flags="); ok {
+				sc.flags = strings.Split(v, ",")
+			}
+		}
+	}
+	var mods strings.Builder
+	for _, m := range scriptModules(sc.body) {
+		mods.WriteString(moduleSources[m] + "\n")
+	}
+	layout := layoutShared + "\n" + sc.section + "\n"
+	plain := layout + mods.String() + sc.body
+	sc.publishes = strings.Contains(mods.String()+sc.body, "CMD_PUBLISH")
+	sc.src = shebang + plain
+	sc.Script = redis.NewScript(sc.src)
+	if shebang != "" {
 		sc.plain = redis.NewScript(plain)
 	}
-	if sc.fn, err = newFunction(name, src); err != nil {
-		panic(err)
-	}
-	if sharded := shardedSource(src); sharded != src {
-		sc.sharded = redis.NewScript(sharded)
-		if sc.shardedFn, err = newFunction(name, sharded); err != nil {
-			panic(err)
-		}
+	if sc.publishes {
+		sc.sharded = redis.NewScript(shebang + layout + cmdPublishSharded + mods.String() + sc.body)
 	}
 	return sc
 }
 
-// shardedSource returns src, an assembled script, with its notices sent
-// with SPUBLISH rather than PUBLISH. The layout's CMD_PUBLISH is folded
-// into every use as the literal 'PUBLISH' (see foldLayout), so the form for
-// one node costs what a script written with PUBLISH would, and this one is
-// the same source with that literal changed: one script file, two forms,
-// no flag for Redis to test on every call. Only a cluster with Redis 7.0
-// or later (which the sharded form needs) runs it.
-func shardedSource(src string) string {
-	return strings.ReplaceAll(src, "redis.call('"+cmdPublish+"', ", "redis.call('S"+cmdPublish+"', ")
+// luaCall matches a call of a module's function, luaDefined its definition.
+var (
+	luaCall    = regexp.MustCompile(`\btaskq_[a-z0-9_]+\(`)
+	luaDefined = regexp.MustCompile(`(?m)^local function (taskq_[a-z0-9_]+)\(`)
+)
+
+// scriptModules returns the modules, in the order of luaModules, that
+// define a function code calls, and those their functions call. A
+// mention in a comment may bring in a module not needed: it costs an EVAL
+// its definitions, never a wrong answer.
+func scriptModules(code string) []string {
+	need := map[string]bool{}
+	for _, m := range slices.Backward(luaModules) {
+		src := moduleSources[m]
+		for _, d := range luaDefined.FindAllStringSubmatch(src, -1) {
+			if strings.Contains(code, d[1]+"(") {
+				need[m] = true
+				code += src // what it calls is needed too
+				break
+			}
+		}
+	}
+	var out []string
+	for _, m := range luaModules {
+		if need[m] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
-// variant returns the form of sc the store sends: sharded on a cluster,
-// without its shebang once the server turned out unable to compile one.
+// layoutSection opens the section of one script's own constants in the
+// generated layout (layoutgen.SectionPrefix).
+const layoutSection = "-- @script "
+
+// layoutParts cuts the generated layout into its shared part and the
+// section of each script.
+func layoutParts(gen string) (shared string, sections map[string]string) {
+	shared, rest, _ := strings.Cut(gen, "\n"+layoutSection)
+	sections = map[string]string{}
+	if rest == "" {
+		return shared, sections
+	}
+	for _, s := range strings.Split(rest, "\n"+layoutSection) {
+		n, text, _ := strings.Cut(s, "\n")
+		sections[n] = text
+	}
+	return shared, sections
+}
+
+// library is the store's Redis Functions library: the layout's shared
+// part and every module once, at its top level, then each script in a
+// block of its own with its section of the layout, registered as a
+// function whose body is the script's file (see library.go). It is named
+// after its content, as are its functions (Redis names functions across
+// libraries), so that stores of two versions of taskq share a server.
+var library, libraryName = func() (string, string) {
+	sum := sha1.Sum([]byte(libraryText(allScripts, "")))
+	name := hex.EncodeToString(sum[:8])
+	return libraryText(allScripts, name), "taskq_" + name
+}()
+
+// libraryText returns the library's source, its names ending in sum, and
+// sets each script's function names.
+func libraryText(scripts []*script, sum string) string {
+	var b strings.Builder
+	b.WriteString("#!lua name=taskq_" + sum + "\n" + layoutShared + "\n")
+	for _, m := range luaModules {
+		b.WriteString(moduleSources[m] + "\n")
+	}
+	for _, sc := range scripts {
+		flags := ""
+		if len(sc.flags) > 0 {
+			flags = "'" + strings.Join(sc.flags, "', '") + "'"
+		}
+		register := func(fn, publish string) {
+			fmt.Fprintf(&b, "redis.register_function{function_name = '%s', flags = {%s}, callback = function(KEYS, ARGV)\n", fn, flags)
+			if publish != "" {
+				// Every function that publishes sets the command it
+				// publishes with: the modules read it as an upvalue.
+				b.WriteString("CMD_PUBLISH = '" + publish + "'\n")
+			}
+			b.WriteString(sc.body + "\nend}\n")
+		}
+		b.WriteString("do\n" + sc.section + "\n")
+		sc.fn, sc.shardedFn = "taskq_"+sc.name+"_"+sum, ""
+		if !sc.publishes {
+			register(sc.fn, "")
+		} else {
+			register(sc.fn, cmdPublish)
+			sc.shardedFn = "taskq_" + sc.name + "_sharded_" + sum
+			register(sc.shardedFn, "S"+cmdPublish)
+		}
+		b.WriteString("end\n")
+	}
+	return b.String()
+}
+
+// variant returns the EVAL form of sc the store sends: sharded on a
+// cluster, without its shebang once the server turned out unable to
+// compile one.
 func (s *Store) variant(sc *script) *redis.Script {
 	switch {
 	case s.sharded && sc.sharded != nil:
@@ -116,113 +239,6 @@ func (s *Store) variant(sc *script) *redis.Script {
 		return sc.plain
 	}
 	return sc.Script
-}
-
-// assembleScript returns the source of script name as Redis runs it: the
-// layout's shared part and the script's own section, the modules (in the
-// order of luaModules), the script's file; with the layout folded in (see
-// foldLayout). A script file may start with a shebang
-// line declaring flags (Redis 7): "#!lua flags=allow-oom" lets the scripts
-// that end or advance runs already accepted keep running when Redis is at
-// maxmemory, so that workers drain the queue and free memory while new
-// triggers are refused (see docs/operations.md). The shebang must open the
-// source Redis compiles, so it goes first; plain is the source without it
-// ("" for a script that has none).
-func assembleScript(name string, modules []string, edit func(string) string) (src, plain string, err error) {
-	body, err := luaFS.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		return "", "", err
-	}
-	if edit != nil {
-		body = []byte(edit(string(body)))
-	}
-	gen, err := luaFS.ReadFile("lua/layout_gen.lua")
-	if err != nil {
-		return "", "", err
-	}
-	shared, section, err := layoutParts(string(gen), name)
-	if err != nil {
-		return "", "", err
-	}
-	var parts []string
-	for _, m := range luaModules {
-		if !slices.Contains(modules, m) {
-			continue
-		}
-		lib, err := luaFS.ReadFile("lua/lib/" + m + ".lua")
-		if err != nil {
-			return "", "", err
-		}
-		parts = append(parts, string(lib))
-	}
-	for _, m := range modules {
-		if !slices.Contains(luaModules, m) {
-			return "", "", fmt.Errorf("script %s: no module %q in lua/lib", name, m)
-		}
-	}
-	shebang, rest := "", string(body)
-	if first, after, ok := strings.Cut(rest, "\n"); ok && strings.HasPrefix(first, "#!") {
-		shebang, rest = first, after
-	}
-	plain, err = foldLayout(shared+"\n"+section, strings.Join(append(parts, scriptBodyMark+rest), "\n"))
-	if err != nil {
-		return "", "", fmt.Errorf("script %s: %w", name, err)
-	}
-	if shebang == "" {
-		return plain, "", nil
-	}
-	return shebang + "\n" + plain, plain, nil
-}
-
-// checkCalls reports a call of a taskq_ function that src, an assembled
-// script, does not define: a module missing from the script's list, which
-// Redis would report only when the call runs. The tests run it over every
-// script (TestEveryScriptDefinesTheFunctionsItCalls) rather than every
-// process at start, where it would cost some 25 ms.
-func checkCalls(src string) error {
-	toks, err := luaTokens(src)
-	if err != nil {
-		return err
-	}
-	var sig []luaToken
-	for _, t := range toks {
-		if t.kind != luaSpace && t.kind != luaComment {
-			sig = append(sig, t)
-		}
-	}
-	defined := map[string]bool{}
-	for i := 2; i < len(sig); i++ {
-		if sig[i-2].text == "local" && sig[i-1].text == "function" {
-			defined[sig[i].text] = true
-		}
-	}
-	for i := 0; i+1 < len(sig); i++ {
-		t := sig[i]
-		if t.kind == luaName && strings.HasPrefix(t.text, "taskq_") && sig[i+1].text == "(" && !defined[t.text] {
-			return fmt.Errorf("line %d calls %s, which no module of the script defines", t.line, t.text)
-		}
-	}
-	return nil
-}
-
-// layoutSection opens the section of one script's own constants in the
-// generated layout (layoutgen.SectionPrefix).
-const layoutSection = "-- @script "
-
-// layoutParts cuts the generated layout into its shared part and the
-// section of script name (empty when the script has none).
-func layoutParts(gen, name string) (shared, section string, err error) {
-	shared, sections, _ := strings.Cut(gen, "\n"+layoutSection)
-	if sections == "" {
-		return shared, "", nil
-	}
-	for _, s := range strings.Split(sections, "\n"+layoutSection) {
-		n, text, _ := strings.Cut(s, "\n")
-		if n == name {
-			return shared, text, nil
-		}
-	}
-	return shared, "", nil
 }
 
 // shebangUnsupported reports whether err says the server could not compile

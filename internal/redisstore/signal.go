@@ -11,7 +11,7 @@ import (
 )
 
 // signalScript appends a signal to a run's signal stream: lua/signal.lua.
-var signalScript = loadScript("signal", "record", "signals")
+var signalScript = loadScript("signal")
 
 // SignalKey delivers payload to the run that owns key now.
 func (s *Store) SignalKey(ctx context.Context, key, signalID string, payload []byte, maxSignals int) (SignalResult, error) {

@@ -8,7 +8,7 @@ import (
 )
 
 // startScript begins attempts: lua/start.lua.
-var startScript = loadScript("start", "errors", "record", "attempts", "stream", "ending")
+var startScript = loadScript("start")
 
 // Start begins a new attempt of the delivered run. StartBatch does the
 // same for many deliveries in one call.
@@ -22,51 +22,46 @@ func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) 
 // past MaxItemsPerCall). The i-th result and error belong to the i-th
 // delivery and are what Start would have returned for it alone.
 func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, ds []Delivery) ([]StartResult, []error) {
-	res := make([]StartResult, len(ds))
-	errs := make([]error, len(ds))
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return res, fillErr(errs, err)
-	}
-	groups := groupByPartition(len(ds), parts.Count(), func(i int) (int, error) { return runPartition(parts, ds[i].RunID) }, errs)
-	keepFirst(errs, s.evalBatch(ctx, startScript, groups, len(ds), func(items []int) ([]string, []any) {
-		ks := parts.keys[mustPartition(parts, ds[items[0]].RunID)]
-		h := [1 + startArgCount]any{
-			startArgGroup:    GroupName,
-			startArgConsumer: consumer,
-			startArgNow:      unixMS(now),
-			startArgPrefix:   ks.Prefix(),
-		}
-		keys := make([]string, startKeyCount, startKeyCount+startItemKeyCount*len(items))
-		args := append(make([]any, 0, startArgCount+startItemArgCount*len(items)), h[1:]...)
-		for _, i := range items {
-			d := ds[i]
-			maxdel := ""
-			if d.Spec != nil {
-				maxdel = strconv.Itoa(d.Spec.MaxDeliveries)
+	return runBatch(ctx, s, batchOp[Delivery, StartResult]{
+		script: startScript,
+		part:   func(parts *Partitions, d Delivery) (int, error) { return runPartition(parts, d.RunID) },
+		call: func(ks Keys, sub []Delivery) ([]string, []any) {
+			h := [1 + startArgCount]any{
+				startArgGroup:    GroupName,
+				startArgConsumer: consumer,
+				startArgNow:      unixMS(now),
+				startArgPrefix:   ks.Prefix(),
 			}
-			redelivered := ""
-			if d.Redelivered {
-				redelivered = "1"
+			keys := make([]string, startKeyCount, startKeyCount+startItemKeyCount*len(sub))
+			args := append(make([]any, 0, startArgCount+startItemArgCount*len(sub)), h[1:]...)
+			for _, d := range sub {
+				maxdel := ""
+				if d.Spec != nil {
+					maxdel = strconv.Itoa(d.Spec.MaxDeliveries)
+				}
+				redelivered := ""
+				if d.Redelivered {
+					redelivered = "1"
+				}
+				k := [startItemKeyCount]string{
+					startItemKeyRun:    ks.Run(d.RunID),
+					startItemKeyStream: ks.Stream(d.Task),
+				}
+				a := [startItemArgCount]any{
+					startItemArgRunID:         d.RunID,
+					startItemArgEntry:         d.EntryID,
+					startItemArgMaxDeliveries: maxdel,
+					startItemArgRedelivered:   redelivered,
+				}
+				keys, args = append(keys, k[:]...), append(args, a[:]...)
 			}
-			k := [startItemKeyCount]string{
-				startItemKeyRun:    ks.Run(d.RunID),
-				startItemKeyStream: ks.Stream(d.Task),
-			}
-			a := [startItemArgCount]any{
-				startItemArgRunID:         d.RunID,
-				startItemArgEntry:         d.EntryID,
-				startItemArgMaxDeliveries: maxdel,
-				startItemArgRedelivered:   redelivered,
-			}
-			keys, args = append(keys, k[:]...), append(args, a[:]...)
-		}
-		return keys, args
-	}, func(i int, r []any) (n int, err error) {
-		res[i], n, err = parseStart(r, ds[i].Spec)
-		return n, s.named("start", err)
-	}))
-	return res, errs
+			return keys, args
+		},
+		reply: func(d Delivery, r []any) (StartResult, int, error) {
+			res, n, err := parseStart(r, d.Spec)
+			return res, n, s.named("start", err)
+		},
+	}, ds)
 }
 
 // start.lua answers each delivery with startReplyValues values, and a

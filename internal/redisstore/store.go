@@ -131,8 +131,8 @@ func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args .
 // callScript is runScript with the server's error as it came: as a
 // function where the server has functions, else with EVALSHA.
 func (s *Store) callScript(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
-	if fn := s.functionOf(sc); fn != nil {
-		if v, err := s.callFunction(ctx, fn, keys, args...); !errors.Is(err, errNotAsFunction) {
+	if fn := s.functionOf(sc); fn != "" {
+		if v, err := s.callFunction(ctx, sc, fn, keys, args...); !errors.Is(err, errNotAsFunction) {
 			return v, err
 		}
 	}

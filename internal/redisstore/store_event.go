@@ -7,7 +7,7 @@ import (
 
 // storeEventScript stores an event with its pending fan-out, step 1 of a
 // fan-out in steps: lua/store_event.lua.
-var storeEventScript = loadScript("store_event", "errors", "events")
+var storeEventScript = loadScript("store_event")
 
 // storeEvent runs step 1 of j, an event of key eventKey.
 func (s *Store) storeEvent(ctx context.Context, j *fanoutJob, eventKey string) error {

@@ -9,7 +9,7 @@ import (
 
 // takeFanoutsScript takes over pending fan-outs for a recoverer:
 // lua/take_fanouts.lua.
-var takeFanoutsScript = loadScript("take_fanouts", "errors")
+var takeFanoutsScript = loadScript("take_fanouts")
 
 // takeFanouts takes up to limit fan-outs of the partition under prefix
 // pending since cutoff or before, and returns them to be finished. One

@@ -8,7 +8,7 @@ import (
 
 // triggerEventScript triggers the runs of an event's tasks under one
 // prefix, step 2 of a fan-out in steps: lua/trigger_event.lua.
-var triggerEventScript = loadScript("trigger_event", "errors", "record", "stream", "ending", "claim", "suppressed")
+var triggerEventScript = loadScript("trigger_event")
 
 // triggerEvent runs step 2 of j for its tasks at the indexes tasks, whose
 // runs live under prefix, and puts their outcomes in runs. A task Redis

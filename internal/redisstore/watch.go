@@ -9,7 +9,7 @@ import (
 )
 
 // watchScript asks for a run's completion notice: lua/watch.lua.
-var watchScript = loadScript("watch", "record")
+var watchScript = loadScript("watch")
 
 // WatchRun asks for the run's completion notice on its DoneChannel, which
 // is published only for runs watched before they end, and returns its

@@ -48,14 +48,13 @@
 --                                (0 = no limit)
 --   +8  ITEM_ARG_DIGEST          input digest, recorded when the trigger
 --                                creates no run
--- The scheduled form of this script (enqueueScheduledScript, see
--- enqueue.go), sent only for calls with a trigger that asks to run later,
--- takes one more ARGV per trigger after the last trigger's: the delay in ms
--- of trigger i (0 queues it at once), at ARG_COUNT + ITEM_ARG_COUNT * n +
--- i + 1. A delayed run is created queued, in the partition's retry zset
--- taskq:{ns}:retry at now + delay instead of its task stream, with its
--- key claimed at once; promote.lua queues it when it is due. Every other
--- call sends the form without it, which pays nothing for scheduling.
+-- A call with a trigger that asks to run later takes one more ARGV per
+-- trigger after the last trigger's: the delay in ms of trigger i (0 queues
+-- it at once), at ARG_COUNT + ITEM_ARG_COUNT * n + i + 1; other calls send
+-- none, and the read finds nil. A delayed run is created queued, in the
+-- partition's retry zset taskq:{ns}:retry at now + delay instead of its
+-- task stream, with its key claimed at once; promote.lua queues it when it
+-- is due.
 -- Returns one flat array (Redis turns a table in a reply into a reply far
 -- more slowly than a plain value): for each trigger in order, a code and
 -- the values it says follow (see EnqueueReplies):
@@ -113,7 +112,9 @@ local indexed, zs, nzs = false, nil, 0
 -- anew each time it runs (a closure over the call's locals).
 local out, n = {}, 0
 local a = ARG_COUNT + 1 -- the first trigger's ARGV
-for _ = 1, tonumber(ARGV[ARG_TRIGGERS]) do
+local ntriggers = tonumber(ARGV[ARG_TRIGGERS])
+local d = ITEM_ARG_COUNT * ntriggers + 1 -- the first trigger's delay, if any, after ARG_COUNT
+for _ = 1, ntriggers do
   local code, x, y
   repeat -- once: a break ends the trigger
     local run_id, task, input, meta = ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_TASK], ARGV[a + ITEM_ARG_INPUT],
@@ -127,7 +128,7 @@ for _ = 1, tonumber(ARGV[ARG_TRIGGERS]) do
     if strat == 'debounce' then
       delay = hold
     end
-    -- @scheduled: the scheduled form reads the trigger's delay here
+    delay = delay or ARGV[ARG_COUNT + d]
     local owner, prev_owner = taskq_claim_key(idem_key), nil
     if type(owner) == 'table' then
       code = owner
@@ -212,7 +213,7 @@ for _ = 1, tonumber(ARGV[ARG_TRIGGERS]) do
       out[n] = y
     end
   end
-  a = a + ITEM_ARG_COUNT
+  a, d = a + ITEM_ARG_COUNT, d + 1
 end
 for j = 1, nzs, 1000 do
   redis.call('ZADD', runs_key, unpack(zs, j, math.min(j + 999, nzs)))

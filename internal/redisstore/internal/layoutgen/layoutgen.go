@@ -210,11 +210,10 @@ func Generate(filename string, src []byte) ([]byte, error) {
 	out.WriteString(Header + "\n")
 	comment(&out, `The data layout the store shares with the scripts, from its declaration
 in internal/redisstore/layout.go (run "go generate" there after a change).
-The store puts the shared part below, and the section of a script's own
-KEYS and ARGV, before each script, and folds them in as it loads it: a
-constant's uses are replaced by its value and a function's calls by the
-expression it returns, so that a script costs Redis no more than one
-written with literals and joined keys.`)
+The store puts the shared part below once at the top of its Redis Functions
+library, and the section of a script's own KEYS and ARGV before the
+script's function (see library.go); sent with EVAL, a script has both
+before it.`)
 	out.WriteString("\n")
 	out.Write(bytes.TrimRight(shared.Bytes(), "\n"))
 	out.WriteString("\n\n")

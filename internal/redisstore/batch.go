@@ -1,0 +1,90 @@
+package redisstore
+
+import "context"
+
+// batchOp declares a batch operation: a script that takes many items in
+// one call and replies with one flat array holding each item's values in
+// order. runBatch owns the rest: routing each item to its partition,
+// keeping apart the items the operation says may not share a call,
+// chunking to MaxItemsPerCall, one pipeline for the calls, and handing
+// each item its part of the reply. See CONTRIBUTING.md for a worked
+// example.
+type batchOp[P, R any] struct {
+	script *script
+	// part returns the partition item p goes to; an error fails p alone.
+	part func(parts *Partitions, p P) (int, error)
+	// split, when set, names what the items of one call must share besides
+	// their partition (the worker that begins their attempts, say); an
+	// item it names "" goes with any. Nil when any items of a partition
+	// may share a call.
+	split func(p P) string
+	// call returns the KEYS and ARGV of one call carrying items, all of
+	// partition ks and of one split.
+	call func(ks Keys, items []P) ([]string, []any)
+	// reply reads item p's result from r, the rest of the call's reply,
+	// and returns how many values of r it used.
+	reply func(p P, r []any) (R, int, error)
+}
+
+// runBatch runs op for items. The i-th result and error belong to the
+// i-th item.
+func runBatch[P, R any](ctx context.Context, s *Store, op batchOp[P, R], items []P) ([]R, []error) {
+	res, errs := make([]R, len(items)), make([]error, len(items))
+	if len(items) == 0 {
+		return res, errs
+	}
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return res, fillErr(errs, err)
+	}
+	part := make([]int, len(items))
+	groups := groupByPartition(len(items), parts.Count(), func(i int) (int, error) {
+		p, err := op.part(parts, items[i])
+		part[i] = p
+		return p, err
+	}, errs)
+	if op.split != nil {
+		groups = splitGroups(groups, func(i int) string { return op.split(items[i]) })
+	}
+	keepFirst(errs, s.evalBatch(ctx, op.script, groups, len(items), func(idx []int) ([]string, []any) {
+		sub := make([]P, len(idx))
+		for k, i := range idx {
+			sub[k] = items[i]
+		}
+		return op.call(parts.Keys(part[idx[0]]), sub)
+	}, func(i int, r []any) (int, error) {
+		v, n, err := op.reply(items[i], r)
+		res[i] = v
+		return n, err
+	}))
+	return res, errs
+}
+
+// splitGroups splits each group by key, in the order each key first
+// appears in it; an item keyed "" goes with the group's first key.
+func splitGroups(groups [][]int, key func(i int) string) [][]int {
+	var out [][]int
+	for _, g := range groups {
+		first := ""
+		for _, i := range g {
+			if first = key(i); first != "" {
+				break
+			}
+		}
+		at := map[string]int{}
+		for _, i := range g {
+			k := key(i)
+			if k == "" {
+				k = first
+			}
+			j, ok := at[k]
+			if !ok {
+				j = len(out)
+				at[k] = j
+				out = append(out, nil)
+			}
+			out[j] = append(out[j], i)
+		}
+	}
+	return out
+}
