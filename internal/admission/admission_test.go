@@ -57,9 +57,9 @@ func isLimit(field string, limit int) func(error) bool {
 }
 
 func isDepth(err error) bool {
-	var ie *idempotency.InputError
+	var ie *idempotency.Error
 	var ae *admission.InvalidError
-	return (errors.As(err, &ie) && strings.Contains(ie.Message, "limit of 3 levels")) ||
+	return (errors.As(err, &ie) && ie.Kind == idempotency.ErrInput && strings.Contains(ie.Message, "limit of 3 levels")) ||
 		(errors.As(err, &ae) && strings.Contains(ae.Problem, "limit of 3 levels"))
 }
 
@@ -157,8 +157,7 @@ func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
 	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
 	_, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"id":"a"}`), Now: time.Unix(1, 0)})
 	var ge *task.ConcurrencyGroupError
-	var ee *idempotency.EvalError
-	if !errors.As(err, &ge) || ge.Expression != "input.tenant" || !errors.As(err, &ee) || !strings.Contains(err.Error(), `"input.tenant"`) {
+	if !errors.As(err, &ge) || ge.Expression != "input.tenant" || !errors.Is(err, idempotency.ErrEval) || !strings.Contains(err.Error(), `"input.tenant"`) {
 		t.Fatalf("Admit = %v, want a ConcurrencyGroupError naming input.tenant", err)
 	}
 	if _, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"tenant":"acme"}`), Now: time.Unix(1, 0)}); err != nil {

@@ -33,9 +33,9 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 
 		check := func(t *testing.T, err error, tk *task.Task[map[string]any, struct{}]) {
 			t.Helper()
-			var ee *idempotency.EvalError
-			if !errors.As(err, &ee) {
-				t.Fatalf("%v: want it to wrap an *idempotency.EvalError", err)
+			var ee *idempotency.Error
+			if !errors.As(err, &ee) || ee.Kind != idempotency.ErrEval {
+				t.Fatalf("%v: want it to wrap an ErrEval *idempotency.Error", err)
 			}
 			switch tk {
 			case refuseKey:

@@ -323,7 +323,7 @@ func (c *Client) admission() admission.Config {
 }
 
 // admissionError turns admission's errors into the client's: a size over
-// its limit is a *LimitError, bad JSON an *idempotency.InputError.
+// its limit is a *LimitError, bad JSON an *idempotency.Error of kind ErrInput.
 func admissionError(err error) error {
 	var (
 		le *admission.LimitError
@@ -333,16 +333,16 @@ func admissionError(err error) error {
 	case errors.As(err, &le):
 		return &LimitError{What: le.Field, Size: le.Size, Limit: le.Limit}
 	case errors.As(err, &ie):
-		return &idempotency.InputError{Message: ie.Error()}
+		return &idempotency.Error{Kind: idempotency.ErrInput, Message: ie.Error()}
 	}
 	return err
 }
 
-// validJSON says, as an *idempotency.InputError naming what, when data is
+// validJSON says, as an *idempotency.Error of kind ErrInput naming what, when data is
 // not JSON.
 func validJSON(what string, data []byte) error {
 	if !json.Valid(data) {
-		return &idempotency.InputError{Message: what + " is not valid JSON"}
+		return &idempotency.Error{Kind: idempotency.ErrInput, Message: what + " is not valid JSON"}
 	}
 	return nil
 }

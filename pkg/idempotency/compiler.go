@@ -42,10 +42,10 @@ type Options struct {
 	MaxInputDepth int    // deepest JSON nesting KeyJSON accepts; the top-level object is level 1
 	// MaxStringBytes bounds, in bytes, every string or bytes value one
 	// evaluation builds; a function that would build a longer one fails with
-	// a *SizeLimitError before it allocates.
+	// an ErrSizeLimit *Error before it allocates.
 	MaxStringBytes int
 	// MaxListElements bounds every list one evaluation builds (split, list
-	// concatenation); a longer one fails with a *SizeLimitError.
+	// concatenation); a longer one fails with an ErrSizeLimit *Error.
 	MaxListElements int
 }
 
@@ -143,7 +143,7 @@ func (c *Compiler) Options() Options { return c.opts }
 
 // Compile parses and type-checks expr. A given source is compiled once and
 // the same *Expression is returned while it stays in the cache. Failures are
-// *CompileError.
+// *Errors of kind ErrCompile.
 func (c *Compiler) Compile(expr string) (*Expression, error) {
 	if e := c.cached(expr); e != nil {
 		return e, nil
@@ -183,7 +183,7 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	// never take a task definition (or a fuzzer) down with a panic.
 	defer func() {
 		if r := recover(); r != nil {
-			e, err = nil, &CompileError{Expr: expr, Message: fmt.Sprintf("internal error: %v", r)}
+			e, err = nil, &Error{Kind: ErrCompile, Expr: expr, Message: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
 	checked, iss := c.env.Compile(expr)
@@ -192,7 +192,7 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	}
 	prg, err := c.env.Program(checked, c.prgOpts...)
 	if err != nil {
-		return nil, &CompileError{Expr: expr, Message: err.Error()}
+		return nil, &Error{Kind: ErrCompile, Expr: expr, Message: err.Error()}
 	}
 	root := checked.NativeRep().Expr()
 	e = &Expression{
@@ -208,7 +208,7 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	}
 	if e.bound != nil {
 		if e.untracked, err = c.env.Program(checked, untrackedProgramOptions(c.limits)...); err != nil {
-			return nil, &CompileError{Expr: expr, Message: err.Error()}
+			return nil, &Error{Kind: ErrCompile, Expr: expr, Message: err.Error()}
 		}
 	}
 	ast.PreOrderVisit(root, ast.NewExprVisitor(func(n ast.Expr) {
@@ -219,13 +219,13 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	return e, nil
 }
 
-func compileError(expr string, iss *cel.Issues) *CompileError {
+func compileError(expr string, iss *cel.Issues) *Error {
 	errs := iss.Errors()
 	if len(errs) == 0 {
-		return &CompileError{Expr: expr, Message: iss.Err().Error()}
+		return &Error{Kind: ErrCompile, Expr: expr, Message: iss.Err().Error()}
 	}
 	first := errs[0]
-	ce := &CompileError{Expr: expr, Message: first.Message}
+	ce := &Error{Kind: ErrCompile, Expr: expr, Message: first.Message}
 	if loc := first.Location; loc != nil && loc.Line() > 0 {
 		ce.Line = loc.Line()
 		// cel counts columns from 0, and reports -1 for an empty expression.

@@ -2,7 +2,7 @@ package idempotency
 
 import "fmt"
 
-// CheckDepth returns an *InputError when the JSON in data, named what in
+// CheckDepth returns an ErrInput *Error when the JSON in data, named what in
 // the message, nests objects and arrays deeper than limit levels. Callers
 // that accept JSON without deriving a key from it apply the same bound as
 // KeyJSON does. It does not validate the JSON otherwise.
@@ -11,7 +11,7 @@ func CheckDepth(what string, data []byte, limit int) error {
 		limit = MaxInputDepthDefault
 	}
 	if depthExceeds(data, limit) {
-		return &InputError{Message: fmt.Sprintf("%s nests deeper than the limit of %d levels", what, limit)}
+		return &Error{Kind: ErrInput, Message: fmt.Sprintf("%s nests deeper than the limit of %d levels", what, limit)}
 	}
 	return nil
 }

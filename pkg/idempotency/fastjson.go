@@ -78,7 +78,7 @@ func (e *Expression) jsonResult(v []byte) (string, bool, error) {
 	default:
 		name = "double"
 	}
-	return "", true, &ResultTypeError{Expr: e.src, Type: name}
+	return "", true, &Error{Kind: ErrNotString, Expr: e.src, Type: name}
 }
 
 // plainObject returns data without leading whitespace when it is a JSON

@@ -15,16 +15,16 @@ func decodeObject(what string, data []byte, maxDepth int) (map[string]any, error
 		return nil, nil
 	}
 	if trimmed[0] != '{' {
-		return nil, &InputError{Message: fmt.Sprintf("%s must be a JSON object, got %s", what, jsonKind(trimmed[0]))}
+		return nil, &Error{Kind: ErrInput, Message: fmt.Sprintf("%s must be a JSON object, got %s", what, jsonKind(trimmed[0]))}
 	}
 	// encoding/json recurses once per level; checking the depth first keeps
 	// hostile payloads from costing more than a linear scan.
 	if depthExceeds(trimmed, maxDepth) {
-		return nil, &InputError{Message: fmt.Sprintf("%s nests deeper than the limit of %d levels", what, maxDepth)}
+		return nil, &Error{Kind: ErrInput, Message: fmt.Sprintf("%s nests deeper than the limit of %d levels", what, maxDepth)}
 	}
 	var m map[string]any
 	if err := json.Unmarshal(trimmed, &m); err != nil {
-		return nil, &InputError{Message: fmt.Sprintf("%s is not valid JSON: %v", what, err)}
+		return nil, &Error{Kind: ErrInput, Message: fmt.Sprintf("%s is not valid JSON: %v", what, err)}
 	}
 	return m, nil
 }

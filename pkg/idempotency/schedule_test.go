@@ -35,24 +35,24 @@ func TestScheduleKeySeesTheScheduleAndTick(t *testing.T) {
 }
 
 // The schedule variable exists only for schedules: a task's expression
-// that names it still fails to compile, with a *CompileError.
+// that names it still fails to compile, with an ErrCompile *Error.
 func TestTaskExpressionsCannotNameSchedule(t *testing.T) {
 	c, err := idempotency.NewCompiler(idempotency.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Compile(`schedule.name`)
-	var ce *idempotency.CompileError
+	var ce *idempotency.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("compile = %v, want a *CompileError", err)
+		t.Fatalf("compile = %v, want a *Error", err)
 	}
 	e, err := c.Compile(`input.id`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ee *idempotency.EvalError
+	var ee *idempotency.Error
 	if _, err := e.ScheduleKeyJSON([]byte(`{"id":"1"}`), nil, "s", time.Now()); !errors.As(err, &ee) {
-		t.Fatalf("ScheduleKeyJSON of a task expression = %v, want an *EvalError", err)
+		t.Fatalf("ScheduleKeyJSON of a task expression = %v, want an *Error", err)
 	}
 }
 
@@ -64,23 +64,23 @@ func TestScheduleKeyKeepsTheLimits(t *testing.T) {
 	}
 	tick := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	long, _ := c.Compile(`schedule.name + "@" + string(schedule.time)`)
-	var tooLong *idempotency.KeyTooLongError
+	var tooLong *idempotency.Error
 	if _, err := long.ScheduleKeyJSON(nil, nil, "nightly", tick); !errors.As(err, &tooLong) {
-		t.Fatalf("long key = %v, want a *KeyTooLongError", err)
+		t.Fatalf("long key = %v, want a *Error", err)
 	}
 	missing, _ := c.Compile(`schedule.nmae`)
-	var ee *idempotency.EvalError
+	var ee *idempotency.Error
 	if _, err := missing.ScheduleKeyJSON(nil, nil, "n", tick); !errors.As(err, &ee) {
-		t.Fatalf("misspelt field = %v, want an *EvalError", err)
+		t.Fatalf("misspelt field = %v, want an *Error", err)
 	}
 	num, _ := c.Compile(`schedule.time.getHours()`)
-	var rt *idempotency.ResultTypeError
+	var rt *idempotency.Error
 	if _, err := num.ScheduleKeyJSON(nil, nil, "n", tick); !errors.As(err, &rt) {
-		t.Fatalf("int key = %v, want a *ResultTypeError", err)
+		t.Fatalf("int key = %v, want a *Error", err)
 	}
 	loop, _ := c.Compile(`[1,2,3,4,5,6,7,8,9,10].map(a, [1,2,3,4,5,6,7,8,9,10].map(b, [1,2,3,4,5,6,7,8,9,10].map(c, schedule.name + string(a+b+c)))).size() > 0 ? "k" : "j"`)
-	var cost *idempotency.CostLimitError
+	var cost *idempotency.Error
 	if _, err := loop.ScheduleKeyJSON(nil, nil, "n", tick); !errors.As(err, &cost) {
-		t.Fatalf("costly key = %v, want a *CostLimitError", err)
+		t.Fatalf("costly key = %v, want a *Error", err)
 	}
 }

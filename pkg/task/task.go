@@ -340,9 +340,8 @@ func (d *Definition) Key(input, meta []byte) (string, error) {
 // IdempotencyKeyError says a task's idempotency expression failed on a
 // trigger's input, so the trigger was refused and nothing was created. It
 // names the task and the expression, and wraps the typed error of package
-// idempotency that says what went wrong (*idempotency.EvalError,
-// *idempotency.ResultTypeError, ...), which errors.As and errors.Is reach
-// through it.
+// idempotency that says what went wrong (an *idempotency.Error), which
+// errors.As and errors.Is reach through it.
 type IdempotencyKeyError struct {
 	Task       string
 	Expression string
