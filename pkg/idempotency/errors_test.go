@@ -191,7 +191,7 @@ func TestEvalErrors(t *testing.T) {
 func TestSentinelsAreDistinct(t *testing.T) {
 	errs := map[error]error{
 		&Error{Kind: ErrCompile, Expr: "x"}:    ErrCompile,
-		&Error{Kind: ErrNotString, Expr: "x"}: ErrNotString,
+		&Error{Kind: ErrNotString, Expr: "x"}:  ErrNotString,
 		&Error{Kind: ErrEmptyKey, Expr: "x"}:   ErrEmptyKey,
 		&Error{Kind: ErrKeyTooLong, Expr: "x"}: ErrKeyTooLong,
 		&Error{Kind: ErrEval, Expr: "x"}:       ErrEval,
