@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/taskq/taskq/internal/jsondepth"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
@@ -186,11 +187,11 @@ func (c Config) checkLimits(input, meta []byte) error {
 		name string
 		data []byte
 	}{{FieldInput, input}, {FieldMetadata, meta}} {
-		if idempotency.CheckDepth(f.name, f.data, c.MaxInputDepth) != nil {
-			limit := c.MaxInputDepth
-			if limit <= 0 {
-				limit = idempotency.MaxInputDepthDefault
-			}
+		limit := c.MaxInputDepth
+		if limit <= 0 {
+			limit = idempotency.MaxInputDepthDefault
+		}
+		if jsondepth.Exceeds(f.data, limit) {
 			return &InvalidError{Field: f.name, Problem: fmt.Sprintf("nests deeper than the limit of %d levels", limit)}
 		}
 	}
