@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/taskq/taskq/internal/redisstore"
-	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -32,14 +31,6 @@ var (
 // use.
 type Schedules struct {
 	c *Client
-}
-
-// schedCompiler compiles the key expressions of a client's schedules,
-// built on first use.
-type schedCompiler struct {
-	once sync.Once
-	c    *idempotency.Compiler
-	err  error
 }
 
 // Schedules returns the client's access to cron schedules.
@@ -71,20 +62,7 @@ func (i *ScheduleInfo) Compiled() *task.CompiledSchedule { return i.compiled }
 // Compile checks s as Create would, without writing anything: a bad
 // schedule is a *task.ScheduleError naming the field.
 func (s *Schedules) Compile(sched task.Schedule) (*task.CompiledSchedule, error) {
-	comp, err := s.compiler()
-	if err != nil {
-		return nil, err
-	}
-	return sched.Compile(comp)
-}
-
-func (s *Schedules) compiler() (*idempotency.Compiler, error) {
-	sc := &s.c.scheds
-	sc.once.Do(func() { sc.c, sc.err = idempotency.NewScheduleCompiler(idempotency.Options{}) })
-	if sc.err != nil {
-		return nil, fmt.Errorf("client: %w", sc.err)
-	}
-	return sc.c, nil
+	return sched.Compile()
 }
 
 // Create registers a new schedule; a name already registered is
@@ -240,7 +218,7 @@ func (s *Schedules) TriggerNow(ctx context.Context, name string) (*RunHandle, er
 // cursor (see Advance).
 func (s *Schedules) Fire(ctx context.Context, info *ScheduleInfo, tick time.Time) (*RunHandle, error) {
 	sched, cs := info.Schedule, info.compiled
-	key, err := cs.Key(tick)
+	key, err := ticks.Key(cs, tick)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: tick %s: %w", sched.Name, tick.UTC().Format(time.RFC3339), err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
+	"github.com/taskq/taskq/internal/schedkey"
 )
 
 // Defaults for the zero values of Options.
@@ -79,7 +80,7 @@ func (o Options) withDefaults() (Options, error) {
 // for concurrent use.
 type Compiler struct {
 	env      *cel.Env
-	schedule bool // the environment declares schedule (NewScheduleCompiler)
+	schedule bool // the environment declares schedule (newScheduleCompiler)
 	opts     Options
 	limits   *evalLimits
 	prgOpts  []cel.ProgramOption
@@ -99,7 +100,7 @@ func NewCompiler(opts Options) (*Compiler, error) {
 	return newCompiler(opts, false)
 }
 
-// NewScheduleCompiler is NewCompiler for the key expressions of cron
+// newScheduleCompiler is NewCompiler for the key expressions of cron
 // schedules: their environment declares, beside input and
 // additional_metadata, the variable schedule, a map<string, dyn> with
 // schedule.name (string, the schedule's name) and schedule.time
@@ -107,10 +108,27 @@ func NewCompiler(opts Options) (*Compiler, error) {
 // string(schedule.time) is the tick in RFC 3339, as in the default
 // `schedule.name + "@" + string(schedule.time)`, and
 // schedule.time.getHours("Europe/Paris") is its hour in a zone. The limits
-// and typed errors are a task compiler's; evaluate with
-// Expression.ScheduleKeyJSON.
-func NewScheduleCompiler(opts Options) (*Compiler, error) {
+// and errors are a task compiler's; evaluate with scheduleKeyJSON. Package
+// task reaches it through internal/schedkey.
+func newScheduleCompiler(opts Options) (*Compiler, error) {
 	return newCompiler(opts, true)
+}
+
+// scheduleCompiler is the compiler internal/schedkey compiles with.
+var scheduleCompiler = sync.OnceValues(func() (*Compiler, error) { return newScheduleCompiler(Options{}) })
+
+func init() {
+	schedkey.Compile = func(expr string) (schedkey.Func, error) {
+		c, err := scheduleCompiler()
+		if err != nil {
+			return nil, err
+		}
+		e, err := c.Compile(expr)
+		if err != nil {
+			return nil, err
+		}
+		return e.scheduleKeyJSON, nil
+	}
 }
 
 func newCompiler(opts Options, schedule bool) (*Compiler, error) {
@@ -137,9 +155,6 @@ func newCompiler(opts Options, schedule bool) (*Compiler, error) {
 		index:    make(map[string]*list.Element),
 	}, nil
 }
-
-// Options returns the options in force, defaults filled in.
-func (c *Compiler) Options() Options { return c.opts }
 
 // Compile parses and type-checks expr. A given source is compiled once and
 // the same *Expression is returned while it stays in the cache. Failures are

@@ -85,7 +85,7 @@ func (e *Expression) keyDecoded(input, meta []byte) (string, error) {
 // map per evaluation.
 type activation struct {
 	input, meta map[string]any
-	// schedule is set for a schedule's key (ScheduleKeyJSON) only.
+	// schedule is set for a schedule's key (scheduleKeyJSON) only.
 	schedule map[string]any
 }
 
@@ -211,14 +211,14 @@ func (e *Expression) fieldForKey(key string) string {
 	return field
 }
 
-// ScheduleKeyJSON derives the key of one tick of a cron schedule from the
+// scheduleKeyJSON derives the key of one tick of a cron schedule from the
 // schedule's JSON input and metadata (as KeyJSON), its name and the tick's
 // nominal time, bound to schedule.name and schedule.time (see
-// NewScheduleCompiler). The errors are KeyJSON's. An expression compiled
+// newScheduleCompiler). The errors are KeyJSON's. An expression compiled
 // by a task compiler, which has no schedule variable, gets an ErrEval *Error.
-func (e *Expression) ScheduleKeyJSON(input, meta []byte, name string, tick time.Time) (string, error) {
+func (e *Expression) scheduleKeyJSON(input, meta []byte, name string, tick time.Time) (string, error) {
 	if !e.schedule {
-		return "", &Error{Kind: ErrEval, Expr: e.src, Message: "the expression was not compiled for a schedule (NewScheduleCompiler)"}
+		return "", &Error{Kind: ErrEval, Expr: e.src, Message: "the expression was not compiled for a schedule"}
 	}
 	in, err := decodeObject(varInput, input, e.maxDepth)
 	if err != nil {

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/internal/schedkey"
 )
 
 // ScheduleKeyDefault is the key expression of a schedule that sets none:
@@ -126,13 +125,12 @@ type CompiledSchedule struct {
 	loc   *time.Location
 	spec  cron.Schedule // nil for @every
 	every time.Duration
-	key   *idempotency.Expression
 }
 
-// Compile checks s and parses its expressions, with c (a compiler from
-// idempotency.NewScheduleCompiler; nil builds one). Every failure is a
-// *ScheduleError naming the field.
-func (s Schedule) Compile(c *idempotency.Compiler) (*CompiledSchedule, error) {
+// Compile checks s, parses its expressions and evaluates its key
+// expression on its next tick. Every failure is a *ScheduleError naming
+// the field.
+func (s Schedule) Compile() (*CompiledSchedule, error) {
 	bad := func(field, msg string, err error) error {
 		return &ScheduleError{Schedule: s.Name, Field: field, Message: msg, Err: err}
 	}
@@ -170,17 +168,13 @@ func (s Schedule) Compile(c *idempotency.Compiler) (*CompiledSchedule, error) {
 	if cs.s.KeyExpression == "" {
 		cs.s.KeyExpression = ScheduleKeyDefault
 	}
-	if c == nil {
-		if c, err = idempotency.NewScheduleCompiler(idempotency.Options{}); err != nil {
-			return nil, bad("key_expression", err.Error(), err)
-		}
-	}
-	if cs.key, err = c.Compile(cs.s.KeyExpression); err != nil {
+	key, err := schedkey.Compile(cs.s.KeyExpression)
+	if err != nil {
 		return nil, bad("key_expression", err.Error(), err)
 	}
 	// An expression that fails on the next tick would fail on every tick:
 	// say so now, not at the first tick.
-	if _, err := cs.Key(cs.Next(time.Now())); err != nil {
+	if _, err := key(cs.s.Input, cs.s.Metadata, cs.s.Name, cs.Next(time.Now())); err != nil {
 		return nil, bad("key_expression", err.Error(), err)
 	}
 	return cs, nil
@@ -267,9 +261,6 @@ func parseCron(expr, zone string, seconds bool) (*time.Location, cron.Schedule, 
 // Schedule returns the schedule as given, its key expression filled in.
 func (cs *CompiledSchedule) Schedule() Schedule { return cs.s }
 
-// Location is the time zone the expression is read in.
-func (cs *CompiledSchedule) Location() *time.Location { return cs.loc }
-
 // Next returns the first tick strictly after t, in the schedule's zone
 // (the zero time when there is none within five years).
 func (cs *CompiledSchedule) Next(t time.Time) time.Time {
@@ -300,54 +291,3 @@ func (cs *CompiledSchedule) Horizon() time.Duration {
 // ScheduleKeyMargin. No scheduler tries a tick older than the horizon, so
 // none meets a tick's key expired.
 func (cs *CompiledSchedule) KeyTTL() time.Duration { return cs.Horizon() + ScheduleKeyMargin }
-
-// Fresh reports whether tick may still fire at now: it is at most
-// Horizon old.
-func (cs *CompiledSchedule) Fresh(tick, now time.Time) bool { return now.Sub(tick) <= cs.Horizon() }
-
-// Key derives the key of the run of one tick.
-func (cs *CompiledSchedule) Key(tick time.Time) (string, error) {
-	return cs.key.ScheduleKeyJSON(cs.s.Input, cs.s.Metadata, cs.s.Name, tick)
-}
-
-// dueScanLimit bounds the ticks Due looks at in one call.
-const dueScanLimit = 100_000
-
-// Due returns the ticks that fire at now, oldest first, of those after
-// from (the latest tick fired, or when the schedule was registered or
-// resumed): under MisfireSkip the latest tick in (from, now] if it is
-// Fresh, under MisfireCatchUp the Max latest ones that are.
-func (cs *CompiledSchedule) Due(from, now time.Time) []time.Time {
-	n := 1
-	if cs.s.Misfire.Policy == MisfireCatchUp {
-		n = cs.s.Misfire.Max
-	}
-	lo := from
-	if h := now.Add(-cs.Horizon()).Add(-time.Nanosecond); h.After(lo) {
-		lo = h
-	}
-	if !now.After(lo) {
-		return nil
-	}
-	// Look back from now in windows that double, so that a schedule that
-	// ticks every second and one that ticks once a month both cost a few
-	// dozen steps, whatever the horizon.
-	scanned := 0
-	for w := time.Minute; ; w *= 2 {
-		start := now.Add(-w)
-		if !start.After(lo) {
-			start = lo
-		}
-		var ticks []time.Time
-		for t := cs.Next(start); !t.IsZero() && !t.After(now) && scanned < dueScanLimit; t = cs.Next(t) {
-			scanned++
-			ticks = append(ticks, t)
-			if len(ticks) > n {
-				ticks = ticks[1:]
-			}
-		}
-		if len(ticks) == n || start.Equal(lo) || scanned >= dueScanLimit {
-			return ticks
-		}
-	}
-}
