@@ -3,9 +3,8 @@ package task
 import (
 	"fmt"
 	"reflect"
-	"strconv"
-	"strings"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
 
@@ -118,44 +117,10 @@ func (d *Definition) ConcurrencyGroup(input, meta []byte) (string, error) {
 	return d.concExpr.KeyJSON(input, meta)
 }
 
-// The reasons a run cancelled by its group records as its error (and its
-// cancel notice carries), from which the cause is read back by the worker
-// (the handler's context) and by the client (RunCancelledError).
-const (
-	displacedPrefix = "displaced by run "
-	displacedIn     = " in concurrency group "
-	fullPrefix      = "concurrency group "
-	fullSuffix      = " was full"
-)
-
-// DisplacedReason is the recorded reason of a run whose slot in group was
-// taken by run by (CancelInProgress).
-func DisplacedReason(by, group string) string {
-	return displacedPrefix + by + displacedIn + strconv.Quote(group)
-}
-
-// FullGroupReason is the recorded reason of a run cancelled because group
-// already had holders of its max runs running (CancelNewest).
-func FullGroupReason(group string, holders, max int) string {
-	return fullPrefix + strconv.Quote(group) + fullSuffix + fmt.Sprintf(" (%d/%d running)", holders, max)
-}
-
-// ParseConcurrencyReason reads a run's recorded cancel reason: ok is true
-// when its concurrency group cancelled it, and then by is the run that
-// took its slot ("" when the group was full as it came).
+// ParseConcurrencyReason reads a run's recorded cancel reason (the Reason
+// of a *client.RunCancelledError): ok is true when its concurrency group
+// cancelled it, and then by is the run that took its slot ("" when the
+// group was full as it came).
 func ParseConcurrencyReason(reason string) (group, by string, ok bool) {
-	if rest, found := strings.CutPrefix(reason, displacedPrefix); found {
-		by, q, found := strings.Cut(rest, displacedIn)
-		if g, err := strconv.Unquote(q); found && err == nil {
-			return g, by, true
-		}
-	}
-	if rest, found := strings.CutPrefix(reason, fullPrefix); found {
-		if q, _, found := strings.Cut(rest, fullSuffix); found {
-			if g, err := strconv.Unquote(q); err == nil {
-				return g, "", true
-			}
-		}
-	}
-	return "", "", false
+	return cancelreason.Parse(reason)
 }

@@ -205,15 +205,15 @@ func TestConcurrencyOption(t *testing.T) {
 	}
 }
 
-// A concurrency group's cancel reasons read back as what they say, and no
-// other reason does.
+// The reasons a concurrency group records read back as what they say, and
+// no other reason does (internal/cancelreason writes them).
 func TestParseConcurrencyReason(t *testing.T) {
 	for _, c := range []struct {
 		reason, group, by string
 		ok                bool
 	}{
-		{task.DisplacedReason("r2", `acme "eu" | x`), `acme "eu" | x`, "r2", true},
-		{task.FullGroupReason("acme", 2, 2), "acme", "", true},
+		{`displaced by run r2 in concurrency group "acme \"eu\" | x"`, `acme "eu" | x`, "r2", true},
+		{`concurrency group "acme" was full (2/2 running)`, "acme", "", true},
 		{"displaced by run r2 somewhere", "", "", false},
 		{"cancelled by the operator", "", "", false},
 	} {
