@@ -89,8 +89,7 @@ type Trigger struct {
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *RunAtError, *task.IdempotencyKeyError, *task.RateLimitKeyError or
-// *task.ConcurrencyGroupError.
+// *RunAtError or *task.KeyError.
 // It writes nothing.
 func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
@@ -120,10 +119,9 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 
 // Build derives the trigger's key and returns the parameters of the
 // enqueue script, for input and metadata already checked (Admit,
-// CheckEvent). A failed expression is a *task.IdempotencyKeyError, a failed
-// rate limit key a *task.RateLimitKeyError, a failed concurrency expression
-// a *task.ConcurrencyGroupError, a schedule that cannot be accepted a
-// *RunAtError.
+// CheckEvent). A failed expression (the idempotency key, a rate limit key,
+// the concurrency group) is a *task.KeyError, a schedule that cannot be
+// accepted a *RunAtError.
 func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	def := tr.Def
@@ -133,10 +131,10 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	}
 	key, err := def.Key(tr.Input, tr.Metadata)
 	if err != nil {
-		return nil, &task.IdempotencyKeyError{Task: def.Name, Expression: def.Idempotency.Expression, Err: err}
+		return nil, err
 	}
 	// Rate limit keys: evaluated here only to refuse an input they fail
-	// on (a *task.RateLimitKeyError) before anything is written; the
+	// on (a *task.KeyError) before anything is written; the
 	// worker evaluates them again when the run starts.
 	if _, err := def.RateLimitKeys(tr.Input, tr.Metadata); err != nil {
 		return nil, err
@@ -144,7 +142,7 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	// The worker derives the group again when the run starts; nothing of
 	// it is stored with the run.
 	if _, err := def.ConcurrencyGroup(tr.Input, tr.Metadata); err != nil {
-		return nil, &task.ConcurrencyGroupError{Task: def.Name, Expression: def.Concurrency.Expression, Err: err}
+		return nil, err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

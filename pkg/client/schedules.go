@@ -60,13 +60,13 @@ type ScheduleInfo struct {
 func (i *ScheduleInfo) Compiled() *task.CompiledSchedule { return i.compiled }
 
 // Compile checks s as Create would, without writing anything: a bad
-// schedule is a *task.ScheduleError naming the field.
+// schedule is a *task.ConfigError naming the field.
 func (s *Schedules) Compile(sched task.Schedule) (*task.CompiledSchedule, error) {
 	return sched.Compile()
 }
 
 // Create registers a new schedule; a name already registered is
-// ErrScheduleExists, and a bad schedule a *task.ScheduleError. The first
+// ErrScheduleExists, and a bad schedule a *task.ConfigError. The first
 // tick to fire is the first after now; with sched.Paused it is registered
 // paused.
 func (s *Schedules) Create(ctx context.Context, sched task.Schedule) (*ScheduleInfo, error) {
@@ -118,7 +118,7 @@ func (s *Schedules) Get(ctx context.Context, name string) (*ScheduleInfo, error)
 
 // List returns every schedule of the namespace, by name. A record that no
 // longer compiles (written by a newer version, say) fails the list with
-// its *task.ScheduleError.
+// its *task.ConfigError.
 func (s *Schedules) List(ctx context.Context) ([]*ScheduleInfo, error) {
 	ctx, cancel := s.c.opCtx(ctx)
 	defer cancel()

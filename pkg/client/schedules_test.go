@@ -38,9 +38,10 @@ func TestSchedulesLifecycle(t *testing.T) {
 		if _, err := s.Create(ctx, sched); !errors.Is(err, client.ErrScheduleExists) {
 			t.Fatalf("second create = %v, want ErrScheduleExists", err)
 		}
-		var se *task.ScheduleError
-		if _, err := s.Create(ctx, task.Schedule{Name: "bad", Task: "t", Cron: "0 25 * * *"}); !errors.As(err, &se) || se.Field != "cron" {
-			t.Fatalf("bad create = %v, want a *task.ScheduleError on cron", err)
+		var se *task.ConfigError
+		if _, err := s.Create(ctx, task.Schedule{Name: "bad", Task: "t", Cron: "0 25 * * *"}); !errors.As(err, &se) || se.Field != "cron" ||
+			!errors.Is(err, task.ErrInvalidSchedule) {
+			t.Fatalf("bad create = %v, want a schedule *task.ConfigError on cron", err)
 		}
 		if err := s.Pause(ctx, "nightly"); err != nil {
 			t.Fatal(err)

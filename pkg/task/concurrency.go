@@ -87,34 +87,18 @@ func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.T
 	return &cc, expr, nil
 }
 
-// ConcurrencyGroupError says a task's concurrency expression failed on a
-// trigger's input, so the trigger was refused and nothing was created. It
-// names the task and the expression, and wraps the typed error of package
-// idempotency that says what went wrong. Every trigger path returns it:
-// client.RunNoWait, Run and RunMany, the HTTP API (an
-// idempotency_key_error answer naming the concurrency expression) and
-// events (recorded on the event as the task's error).
-type ConcurrencyGroupError struct {
-	Task       string
-	Expression string
-	Err        error
-}
-
-func (e *ConcurrencyGroupError) Error() string {
-	return fmt.Sprintf("concurrency group %q: %v", e.Expression, e.Err)
-}
-
-// Unwrap returns the expression's error.
-func (e *ConcurrencyGroupError) Unwrap() error { return e.Err }
-
 // ConcurrencyGroup derives a run's concurrency group from its JSON input
-// and metadata. It returns "" when the task has no Concurrency; errors
-// are the typed errors of package idempotency, as Key's.
+// and metadata. It returns "" when the task has no Concurrency. A failure
+// is a *KeyError of kind KeyConcurrency.
 func (d *Definition) ConcurrencyGroup(input, meta []byte) (string, error) {
 	if d.concExpr == nil {
 		return "", nil
 	}
-	return d.concExpr.KeyJSON(input, meta)
+	group, err := d.concExpr.KeyJSON(input, meta)
+	if err != nil {
+		return "", &KeyError{Task: d.Name, Kind: KeyConcurrency, Expression: d.Concurrency.Expression, Err: err}
+	}
+	return group, nil
 }
 
 // ParseConcurrencyReason reads a run's recorded cancel reason (the Reason

@@ -90,10 +90,10 @@ func TestRateLimitDefaultsSpecAndKeys(t *testing.T) {
 		t.Fatalf("keys = %q, %v", keys, err)
 	}
 	_, err = back.RateLimitKeys([]byte(`{}`), nil)
-	var rk *task.RateLimitKeyError
-	if !errors.As(err, &rk) || rk.Limit != "per-tenant" || !errors.Is(err, idempotency.ErrEval) ||
+	var rk *task.KeyError
+	if !errors.As(err, &rk) || rk.Kind != task.KeyRateLimit || rk.Limit != "per-tenant" || rk.Expression != `"t:" + input.tenant` || !errors.Is(err, idempotency.ErrEval) ||
 		!strings.HasPrefix(err.Error(), `rate limit "per-tenant" key: `) {
-		t.Fatalf("a key on a missing field: %v; want a *RateLimitKeyError naming the limit, wrapping the evaluation error", err)
+		t.Fatalf("a key on a missing field: %v; want a rate limit *KeyError naming the limit, wrapping the evaluation error", err)
 	}
 	// A spec without limits keeps the hash it had before there were any.
 	plain, _ := task.NewDefinition("send", task.Options{})

@@ -97,27 +97,6 @@ type Schedule struct {
 	Paused bool
 }
 
-// ErrInvalidSchedule matches every *ScheduleError.
-var ErrInvalidSchedule = errors.New("invalid schedule")
-
-// ScheduleError names the schedule, the field and what is wrong with it.
-type ScheduleError struct {
-	Schedule string
-	Field    string // name, task, cron, timezone, input, additional_metadata, key_expression, misfire
-	Message  string
-	Err      error
-}
-
-func (e *ScheduleError) Error() string {
-	return fmt.Sprintf("schedule %q: %s: %s", e.Schedule, e.Field, e.Message)
-}
-
-// Is makes errors.Is(err, ErrInvalidSchedule) hold.
-func (e *ScheduleError) Is(target error) bool { return target == ErrInvalidSchedule }
-
-// Unwrap returns the underlying error (the parser's or the compiler's).
-func (e *ScheduleError) Unwrap() error { return e.Err }
-
 // CompiledSchedule is a Schedule checked, its expression parsed and its
 // key expression compiled. It is immutable and safe for concurrent use.
 type CompiledSchedule struct {
@@ -128,11 +107,11 @@ type CompiledSchedule struct {
 }
 
 // Compile checks s, parses its expressions and evaluates its key
-// expression on its next tick. Every failure is a *ScheduleError naming
-// the field.
+// expression on its next tick. Every failure is a *ConfigError naming
+// the schedule and the field.
 func (s Schedule) Compile() (*CompiledSchedule, error) {
 	bad := func(field, msg string, err error) error {
-		return &ScheduleError{Schedule: s.Name, Field: field, Message: msg, Err: err}
+		return &ConfigError{Schedule: s.Name, Field: field, Message: msg, Err: err, schedule: true}
 	}
 	if !namePattern.MatchString(s.Name) {
 		return nil, bad("name", "must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", nil)
@@ -143,7 +122,7 @@ func (s Schedule) Compile() (*CompiledSchedule, error) {
 	cs := &CompiledSchedule{s: s}
 	var err error
 	if cs.loc, cs.spec, cs.every, err = parseCron(s.Cron, s.TimeZone, s.Seconds); err != nil {
-		var se *ScheduleError
+		var se *ConfigError
 		if errors.As(err, &se) {
 			se.Schedule = s.Name
 		}
@@ -199,10 +178,10 @@ func (m Misfire) check() error {
 	return nil
 }
 
-// cronError is a *ScheduleError on field without the schedule's name,
-// which Compile fills in.
+// cronError is a schedule's *ConfigError on field without the schedule's
+// name, which Compile fills in.
 func cronError(field, msg string, err error) error {
-	return &ScheduleError{Field: field, Message: msg, Err: err}
+	return &ConfigError{Field: field, Message: msg, Err: err, schedule: true}
 }
 
 // parseCron reads expr in zone (UTC when empty): its location, and either

@@ -2,6 +2,8 @@ package task_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +26,7 @@ func compile(t *testing.T, s task.Schedule) *task.CompiledSchedule {
 	return cs
 }
 
-// Bad schedules fail with a *ScheduleError naming the schedule and the
+// Bad schedules fail with a *ConfigError naming the schedule and the
 // field, matching ErrInvalidSchedule.
 func TestScheduleErrorsNameTheField(t *testing.T) {
 	cases := []struct {
@@ -56,9 +58,10 @@ func TestScheduleErrorsNameTheField(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := c.s.Compile()
-		var se *task.ScheduleError
-		if !errors.As(err, &se) || !errors.Is(err, task.ErrInvalidSchedule) {
-			t.Fatalf("%+v: err = %v, want a *ScheduleError", c.s, err)
+		var se *task.ConfigError
+		if !errors.As(err, &se) || !errors.Is(err, task.ErrInvalidSchedule) || errors.Is(err, task.ErrInvalidConfig) ||
+			!strings.HasPrefix(err.Error(), fmt.Sprintf("schedule %q: %s: ", c.s.Name, c.field)) {
+			t.Fatalf("%+v: err = %v, want a schedule's *ConfigError", c.s, err)
 		}
 		if se.Field != c.field || se.Schedule != c.s.Name {
 			t.Fatalf("%+v: error names schedule %q field %q (%v), want %q %q", c.s, se.Schedule, se.Field, err, c.s.Name, c.field)

@@ -182,30 +182,6 @@ type Options struct {
 	Concurrency *Concurrency
 }
 
-// ErrInvalidConfig matches every *ConfigError.
-var ErrInvalidConfig = errors.New("invalid task configuration")
-
-// ConfigError names the task, the field and what is wrong with it.
-type ConfigError struct {
-	Task    string
-	Field   string
-	Message string
-	Err     error
-}
-
-func (e *ConfigError) Error() string {
-	if e.Task == "" {
-		return fmt.Sprintf("%s: %s", e.Field, e.Message)
-	}
-	return fmt.Sprintf("task %q: %s: %s", e.Task, e.Field, e.Message)
-}
-
-// Is makes errors.Is(err, ErrInvalidConfig) hold.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
-
-// Unwrap returns the underlying error (a compile error, for instance).
-func (e *ConfigError) Unwrap() error { return e.Err }
-
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 // Definition is the untyped part of a task, shared by everything that
@@ -328,30 +304,18 @@ func newDefinition(name string, opts Options, in reflect.Type) (*Definition, err
 func (d *Definition) Deduplicated() bool { return d.expr != nil }
 
 // Key derives the idempotency key of a trigger from its JSON input and
-// metadata. It returns "" when the task is not deduplicated; errors are the
-// typed errors of package idempotency.
+// metadata. It returns "" when the task is not deduplicated. A failure is
+// a *KeyError of kind KeyIdempotency.
 func (d *Definition) Key(input, meta []byte) (string, error) {
 	if d.expr == nil {
 		return "", nil
 	}
-	return d.expr.KeyJSON(input, meta)
+	key, err := d.expr.KeyJSON(input, meta)
+	if err != nil {
+		return "", &KeyError{Task: d.Name, Kind: KeyIdempotency, Expression: d.Idempotency.Expression, Err: err}
+	}
+	return key, nil
 }
-
-// IdempotencyKeyError says a task's idempotency expression failed on a
-// trigger's input, so the trigger was refused and nothing was created. It
-// names the task and the expression, and wraps the typed error of package
-// idempotency that says what went wrong (an *idempotency.Error), which
-// errors.As and errors.Is reach through it.
-type IdempotencyKeyError struct {
-	Task       string
-	Expression string
-	Err        error
-}
-
-func (e *IdempotencyKeyError) Error() string { return "idempotency key: " + e.Err.Error() }
-
-// Unwrap returns the expression's error.
-func (e *IdempotencyKeyError) Unwrap() error { return e.Err }
 
 // Task is a typed task: I is its input, O its result; both travel as JSON.
 type Task[I, O any] struct {

@@ -173,7 +173,7 @@ func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
 }
 
 // validateSchedules checks Options.Schedules before anything starts: each
-// compiles (a *task.ScheduleError otherwise), and no name comes twice.
+// compiles (a *task.ConfigError otherwise), and no name comes twice.
 func validateSchedules(ss []task.Schedule) error {
 	if len(ss) == 0 {
 		return nil
