@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -75,7 +76,7 @@ func (b *baseline) args(k string) ([]string, []any) {
 	id, _ := uuid.NewV7()
 	p := &redisstore.EnqueueParams{
 		RunID: id.String(), Task: def.Name, Input: []byte(`{"id":"` + k + `"}`), Meta: []byte("{}"),
-		Key: k, Strategy: redisstore.StrategyStatus, Hold: def.Idempotency.Hold(),
+		Key: k, Strategy: redisstore.StrategyStatus, Hold: taskdef.Hold(def.Idempotency),
 		Retries: def.Retries, MaxDeliveries: def.MaxDeliveries, Timeout: def.Timeout,
 		Retention: client.RetentionDefault, Now: time.Now(), Policy: redisstore.PolicyReject,
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -30,7 +31,7 @@ func TestRunsTriggerAsksForReplicas(t *testing.T) {
 	c := newTestClient(t, b)
 	spec := task.Spec{Name: "ship", Expression: `"ship:" + input.id`, Strategy: task.StrategyTTL, TTLMs: 60000,
 		BackoffInitialMs: 1000, BackoffFactor: 2, MaxDeliveries: 11}
-	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
+	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: time.Now().UTC()})
 	if _, err := clientlink.Store(c).RegisterTask(context.Background(), "ship", raw, true); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -27,8 +28,8 @@ func TestRateLimitsLs(t *testing.T) {
 			{Name: "smtp", Limit: 50, Period: time.Second},
 			{Name: "per-tenant", Limit: 5, Period: time.Minute, Key: "input.tenant"},
 		}}).Definition()
-		spec := d.Spec()
-		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
+		spec := taskdef.Spec(d)
+		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: time.Now().UTC()})
 		if _, err := clientlink.Store(c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 			t.Fatal(err)
 		}

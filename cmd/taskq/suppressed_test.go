@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -20,7 +21,7 @@ func TestSuppressedLs(t *testing.T) {
 		c := newTestClient(t, b)
 		spec := task.Spec{Name: "ship", Expression: `"ship:" + input.id`, Strategy: task.StrategyTTL, TTLMs: 60000,
 			BackoffInitialMs: 1000, BackoffFactor: 2, MaxDeliveries: 11}
-		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
+		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: time.Now().UTC()})
 		if _, err := clientlink.Store(c).RegisterTask(context.Background(), "ship", raw, true); err != nil {
 			t.Fatal(err)
 		}

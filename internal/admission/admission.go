@@ -21,6 +21,7 @@ import (
 
 	"github.com/taskq/taskq/internal/jsondepth"
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -98,7 +99,7 @@ func (c Config) Admit(tr Trigger) (*redisstore.EnqueueParams, error) {
 	}
 	// Deriving a key checks that input and metadata are JSON objects, so
 	// only a task without a key needs the check on its own.
-	if !tr.Def.Deduplicated() {
+	if tr.Def.Idempotency == nil {
 		if err := checkJSON(tr.Input, tr.Metadata, false); err != nil {
 			return nil, err
 		}
@@ -164,7 +165,7 @@ func (c Config) Build(tr Trigger) (*redisstore.EnqueueParams, error) {
 	if idem := def.Idempotency; idem != nil {
 		p.Key = key
 		p.Strategy = idem.Strategy
-		p.Hold = idem.Hold()
+		p.Hold = taskdef.Hold(idem)
 		p.Retain = idem.Retain
 	}
 	schedule(p, delay)

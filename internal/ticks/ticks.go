@@ -11,10 +11,28 @@ import (
 	"github.com/taskq/taskq/pkg/task"
 )
 
+// Horizon is the oldest a tick of cs may be and still fire: its
+// Misfire.Horizon, or the default of its policy.
+func Horizon(cs *task.CompiledSchedule) time.Duration {
+	m := cs.Schedule().Misfire
+	switch {
+	case m.Horizon != 0:
+		return m.Horizon
+	case m.Policy == task.MisfireCatchUp:
+		return task.MisfireHorizonCatchUpDefault
+	}
+	return task.MisfireHorizonSkipDefault
+}
+
+// KeyTTL is how long a tick's key is held: the horizon and
+// task.ScheduleKeyMargin. No scheduler tries a tick older than the
+// horizon, so none meets a tick's key expired.
+func KeyTTL(cs *task.CompiledSchedule) time.Duration { return Horizon(cs) + task.ScheduleKeyMargin }
+
 // Fresh reports whether tick may still fire at now: it is at most the
 // schedule's Horizon old.
 func Fresh(cs *task.CompiledSchedule, tick, now time.Time) bool {
-	return now.Sub(tick) <= cs.Horizon()
+	return now.Sub(tick) <= Horizon(cs)
 }
 
 // Key derives the key of the run of one tick. The key expression was
@@ -41,7 +59,7 @@ func Due(cs *task.CompiledSchedule, from, now time.Time) []time.Time {
 		n = m.Max
 	}
 	lo := from
-	if h := now.Add(-cs.Horizon()).Add(-time.Nanosecond); h.After(lo) {
+	if h := now.Add(-Horizon(cs)).Add(-time.Nanosecond); h.After(lo) {
 		lo = h
 	}
 	if !now.After(lo) {

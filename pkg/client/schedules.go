@@ -238,7 +238,7 @@ func (s *Schedules) Fire(ctx context.Context, info *ScheduleInfo, tick time.Time
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}
-	p.Key, p.Strategy, p.Hold, p.Retain = key, task.StrategyTTL, cs.KeyTTL(), 0
+	p.Key, p.Strategy, p.Hold, p.Retain = key, task.StrategyTTL, ticks.KeyTTL(cs), 0
 	if p.Durability, err = s.c.resolveDurability(def, nil); err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}

@@ -76,7 +76,7 @@ func (o *runOptions) metaJSON() ([]byte, error) {
 // trigger whose write did not reach its level returns its reference and a
 // *DurabilityError.
 func RunNoWait[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, opts ...RunOption) (*RunRef[O], error) {
-	raw, err := t.EncodeInput(input)
+	raw, err := json.Marshal(input)
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode input: %w", t.Name(), err)
 	}
@@ -105,7 +105,7 @@ func Run[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, 
 func RunMany[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], inputs []I, opts ...RunOption) ([]*RunRef[O], error) {
 	raws := make([]Trigger, len(inputs))
 	for i, in := range inputs {
-		b, err := t.EncodeInput(in)
+		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, &BatchItemError{Index: i, Err: fmt.Errorf("encode input: %w", err)}
 		}

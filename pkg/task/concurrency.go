@@ -35,17 +35,17 @@ type Concurrency struct {
 	// that yields the run's group, e.g. `input.tenant`; it is compiled,
 	// bounded and checked as idempotency expressions are (a non-empty
 	// string).
-	Expression string
+	Expression string `json:"expression"`
 	// MaxRuns is how many runs of a group may run at once (at least 1).
-	MaxRuns int
+	MaxRuns int `json:"maxRuns"`
 	// Strategy says what a run does when its group is full (default
 	// GroupRoundRobin).
-	Strategy ConcurrencyStrategy
+	Strategy ConcurrencyStrategy `json:"strategy"`
 }
 
-// Valid reports whether s is a known strategy ("" counts as
+// valid reports whether s is a known strategy ("" counts as
 // GroupRoundRobin).
-func (s ConcurrencyStrategy) Valid() bool {
+func (s ConcurrencyStrategy) valid() bool {
 	switch s {
 	case "", GroupRoundRobin, CancelInProgress, CancelNewest:
 		return true
@@ -68,7 +68,7 @@ func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.T
 	if cc.Strategy == "" {
 		cc.Strategy = GroupRoundRobin
 	}
-	if !cc.Strategy.Valid() {
+	if !cc.Strategy.valid() {
 		return nil, nil, cfg("concurrency.strategy", fmt.Sprintf("%q is not %q, %q or %q", cc.Strategy, GroupRoundRobin, CancelInProgress, CancelNewest), nil)
 	}
 	if cc.MaxRuns < 1 || cc.MaxRuns > ConcurrencyMaxRunsMax {

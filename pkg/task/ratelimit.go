@@ -136,25 +136,3 @@ type RateLimitSpec struct {
 	Units    int    `json:"units"`
 	Key      string `json:"key,omitempty"`
 }
-
-func rateLimitSpecs(ls []RateLimit) []RateLimitSpec {
-	if len(ls) == 0 {
-		return nil
-	}
-	out := make([]RateLimitSpec, len(ls))
-	for i, l := range ls {
-		out[i] = RateLimitSpec{Name: l.Name, Limit: l.Limit, PeriodUs: l.Period.Microseconds(), Units: l.Units, Key: l.Key}
-	}
-	return out
-}
-
-func fromRateLimitSpecs(ss []RateLimitSpec) []RateLimit {
-	if len(ss) == 0 {
-		return nil
-	}
-	out := make([]RateLimit, len(ss))
-	for i, s := range ss {
-		out[i] = RateLimit{Name: s.Name, Limit: s.Limit, Period: time.Duration(s.PeriodUs) * time.Microsecond, Units: s.Units, Key: s.Key}
-	}
-	return out
-}

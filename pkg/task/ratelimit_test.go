@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -67,7 +68,7 @@ func TestRateLimitDefaultsSpecAndKeys(t *testing.T) {
 	if d.RateLimits[0].Units != 1 || limits[0].Units != 0 {
 		t.Fatalf("units = %d (caller's %d); want 1 in the definition, the caller's slice untouched", d.RateLimits[0].Units, limits[0].Units)
 	}
-	b, err := json.Marshal(d.Spec())
+	b, err := json.Marshal(taskdef.Spec(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,14 +76,14 @@ func TestRateLimitDefaultsSpecAndKeys(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	back, err := task.FromSpec(s, nil)
+	back, err := taskdef.Definition(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(back.RateLimits) != 2 || back.RateLimits[1] != d.RateLimits[1] || back.RateLimits[0] != d.RateLimits[0] {
 		t.Fatalf("rebuilt limits %+v, want %+v", back.RateLimits, d.RateLimits)
 	}
-	if s.Hash() == (task.Spec{Name: "send"}).Hash() {
+	if taskdef.Hash(s) == taskdef.Hash(task.Spec{Name: "send"}) {
 		t.Fatal("the spec's hash does not see its rate limits")
 	}
 	keys, err := back.RateLimitKeys([]byte(`{"tenant":"acme"}`), nil)
@@ -97,7 +98,7 @@ func TestRateLimitDefaultsSpecAndKeys(t *testing.T) {
 	}
 	// A spec without limits keeps the hash it had before there were any.
 	plain, _ := task.NewDefinition("send", task.Options{})
-	if b, _ := json.Marshal(plain.Spec()); strings.Contains(string(b), "rateLimits") {
+	if b, _ := json.Marshal(taskdef.Spec(plain)); strings.Contains(string(b), "rateLimits") {
 		t.Fatalf("a spec without limits says %s", b)
 	}
 }

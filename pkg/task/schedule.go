@@ -29,8 +29,8 @@ const (
 	MisfireHorizonMax = 30 * 24 * time.Hour
 	// MisfireMaxMax bounds Misfire.Max.
 	MisfireMaxMax = 1000
-	// ScheduleKeyMargin is how much longer than its horizon a tick's key
-	// is held: a scheduler checks a tick is within the horizon just
+	// ScheduleKeyMargin is how much longer than its horizon (Misfire.Horizon
+	// or its default) a tick's key is held: a scheduler checks a tick is within the horizon just
 	// before it fires it, so a scheduler paused for less than this
 	// between the check and the trigger still meets the key (see
 	// docs/cron.md).
@@ -254,19 +254,3 @@ func (cs *CompiledSchedule) Next(t time.Time) time.Time {
 	}
 	return cs.spec.Next(t.In(cs.loc))
 }
-
-// Horizon is the oldest a tick may be and still fire.
-func (cs *CompiledSchedule) Horizon() time.Duration {
-	switch {
-	case cs.s.Misfire.Horizon != 0:
-		return cs.s.Misfire.Horizon
-	case cs.s.Misfire.Policy == MisfireCatchUp:
-		return MisfireHorizonCatchUpDefault
-	}
-	return MisfireHorizonSkipDefault
-}
-
-// KeyTTL is how long a tick's key is held: the horizon and
-// ScheduleKeyMargin. No scheduler tries a tick older than the horizon, so
-// none meets a tick's key expired.
-func (cs *CompiledSchedule) KeyTTL() time.Duration { return cs.Horizon() + ScheduleKeyMargin }

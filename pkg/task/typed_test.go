@@ -69,7 +69,7 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, _ := tk.EncodeInput(Order{ID: "1", Customer: "acme", Items: []Item{{SKU: "s"}}, Count: 2, Labels: map[string]string{"region": "eu"}})
+	in, _ := json.Marshal(Order{ID: "1", Customer: "acme", Items: []Item{{SKU: "s"}}, Count: 2, Labels: map[string]string{"region": "eu"}})
 	d := tk.Definition()
 	key, kerr := d.Key(in, nil)
 	group, gerr := d.ConcurrencyGroup(in, nil)
@@ -91,7 +91,7 @@ func TestNewAcceptsNumericComparisonsAsTheyEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, _ := tk.EncodeInput(Order{ID: "1", Count: 3})
+	in, _ := json.Marshal(Order{ID: "1", Count: 3})
 	d := tk.Definition()
 	key, kerr := d.Key(in, nil)
 	group, gerr := d.ConcurrencyGroup(in, nil)
