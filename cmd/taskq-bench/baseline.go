@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -76,7 +77,7 @@ func (b *baseline) args(k string) ([]string, []any) {
 	id, _ := uuid.NewV7()
 	p := &engine.EnqueueParams{
 		RunID: id.String(), Task: def.Name, Input: []byte(`{"id":"` + k + `"}`), Meta: []byte("{}"),
-		Key: k, Strategy: engine.StrategyStatus, Hold: def.Idempotency.Hold(),
+		Key: k, Strategy: engine.StrategyStatus, Hold: taskdef.Hold(def.Idempotency),
 		Retries: def.Retries, MaxDeliveries: def.MaxDeliveries, Timeout: def.Timeout,
 		Retention: client.RetentionDefault, Now: time.Now(), Policy: engine.PolicyReject,
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/taskq/taskq/internal/httpapi"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 	"github.com/taskq/taskq/pkg/idempotency"
@@ -123,9 +124,9 @@ func newAdmissionFixture(t *testing.T, b *redistest.Backend) *admissionFixture {
 	// The task is registered, as a worker would, so that the HTTP API and
 	// the command line can trigger it by name; it also subscribes to the
 	// event key, so the event has a run to admit.
-	spec := leaseTask.Definition().Spec()
+	spec := taskdef.Spec(leaseTask.Definition())
 	spec.OnEvents = []string{"admission.test"}
-	raw, err := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
+	raw, err := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: time.Now().UTC()})
 	if err != nil {
 		t.Fatal(err)
 	}

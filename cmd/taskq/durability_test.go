@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskq/taskq/internal/clientlink"
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -31,8 +31,8 @@ func TestRunsTriggerAsksForReplicas(t *testing.T) {
 	c := newTestClient(t, b)
 	spec := task.Spec{Name: "ship", Expression: `"ship:" + input.id`, Strategy: task.StrategyTTL, TTLMs: 60000,
 		BackoffInitialMs: 1000, BackoffFactor: 2, MaxDeliveries: 11}
-	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
-	if _, err := redisstore.StoreOf(clientlink.Store(c)).RegisterTask(context.Background(), "ship", raw, true); err != nil {
+	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: time.Now().UTC()})
+	if _, err := clientlink.Store(c).RegisterTask(context.Background(), "ship", raw, true); err != nil {
 		t.Fatal(err)
 	}
 	cl := newCLI(t, b)

@@ -34,61 +34,53 @@ func (e *exprError) body() wire.Error {
 		Line: e.line, Column: e.column, Field: e.field}
 }
 
-// evalFailure turns the typed errors of package idempotency into an
+// evalFailure turns an *idempotency.Error into an
 // exprError for display; other errors are returned as they are.
 func evalFailure(expr string, err error) error {
-	var (
-		ce *idempotency.CompileError
-		rt *idempotency.ResultTypeError
-		ek *idempotency.EmptyKeyError
-		kl *idempotency.KeyTooLongError
-		ee *idempotency.EvalError
-		cl *idempotency.CostLimitError
-		sl *idempotency.SizeLimitError
-		ie *idempotency.InputError
-	)
+	var ie *idempotency.Error
+	if !errors.As(err, &ie) {
+		return err
+	}
 	e := &exprError{err: err}
-	switch {
-	case errors.As(err, &ce):
-		if ce.Line > 0 {
-			e.msg = fmt.Sprintf("invalid expression at line %d, column %d: %s", ce.Line, ce.Column, ce.Message)
+	switch ie.Kind {
+	case idempotency.ErrCompile:
+		if ie.Line > 0 {
+			e.msg = fmt.Sprintf("invalid expression at line %d, column %d: %s", ie.Line, ie.Column, ie.Message)
 		} else {
-			e.msg = "invalid expression: " + ce.Message
+			e.msg = "invalid expression: " + ie.Message
 		}
-		e.detail = indent(ce.Caret())
-	case errors.As(err, &rt):
-		e.msg = fmt.Sprintf("the expression evaluated to a value of type %s; a key must be a string", rt.Type)
+		e.detail = indent(ie.Caret())
+	case idempotency.ErrNotString:
+		e.msg = fmt.Sprintf("the expression evaluated to a value of type %s; a key must be a string", ie.Type)
 		e.detail = underline(expr, 0, len(expr))
-	case errors.As(err, &ek):
+	case idempotency.ErrEmptyKey:
 		e.msg = "the expression evaluated to an empty string; a key must not be empty"
 		e.detail = underline(expr, 0, len(expr))
-	case errors.As(err, &kl):
-		e.msg = fmt.Sprintf("the key is %d bytes, over the limit of %d", kl.Length, kl.Limit)
-	case errors.As(err, &ee):
-		if ee.Field != "" {
-			e.msg = fmt.Sprintf("cannot read %s: %s", ee.Field, ee.Message)
-			if at := strings.Index(expr, ee.Field); at >= 0 {
-				e.detail = underline(expr, at, len(ee.Field))
-			}
+	case idempotency.ErrKeyTooLong:
+		e.msg = fmt.Sprintf("the key is %d bytes, over the limit of %d", ie.Size, ie.Limit)
+	case idempotency.ErrCostLimit:
+		if ie.Function != "" {
+			e.msg = fmt.Sprintf("%s would cost %d, over the cost limit of %d; evaluation stopped before it", ie.Function, ie.Size, ie.Limit)
 		} else {
-			e.msg = "evaluation failed: " + ee.Message
+			e.msg = fmt.Sprintf("evaluation stopped at the cost limit of %d", ie.Limit)
 		}
-	case errors.As(err, &cl):
-		if cl.Function != "" {
-			e.msg = fmt.Sprintf("%s would cost %d, over the cost limit of %d; evaluation stopped before it", cl.Function, cl.Cost, cl.Limit)
-		} else {
-			e.msg = fmt.Sprintf("evaluation stopped at the cost limit of %d", cl.Limit)
-		}
-	case errors.As(err, &sl):
+	case idempotency.ErrSizeLimit:
 		what := "a string"
-		if sl.Unit == idempotency.UnitElements {
+		if ie.Unit == idempotency.UnitElements {
 			what = "a list"
 		}
-		e.msg = fmt.Sprintf("%s would build %s of %d %s, over the limit of %d; evaluation stopped before it", sl.Function, what, sl.Size, sl.Unit, sl.Limit)
-	case errors.As(err, &ie):
+		e.msg = fmt.Sprintf("%s would build %s of %d %s, over the limit of %d; evaluation stopped before it", ie.Function, what, ie.Size, ie.Unit, ie.Limit)
+	case idempotency.ErrInput:
 		e.msg = "invalid input: " + ie.Message
-	default:
-		return err
+	default: // ErrEval
+		if ie.Field != "" {
+			e.msg = fmt.Sprintf("cannot read %s: %s", ie.Field, ie.Message)
+			if at := strings.Index(expr, ie.Field); at >= 0 {
+				e.detail = underline(expr, at, len(ie.Field))
+			}
+		} else {
+			e.msg = "evaluation failed: " + ie.Message
+		}
 	}
 	// What failed and where, named as the HTTP API's 422 names it.
 	k, _ := wire.KeyErrorKind(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -28,9 +29,9 @@ func TestRateLimitsLs(t *testing.T) {
 			{Name: "smtp", Limit: 50, Period: time.Second},
 			{Name: "per-tenant", Limit: 5, Period: time.Minute, Key: "input.tenant"},
 		}}).Definition()
-		spec := d.Spec()
-		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
-		if _, err := redisstore.StoreOf(clientlink.Store(c)).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
+		spec := taskdef.Spec(d)
+		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: time.Now().UTC()})
+		if _, err := clientlink.Store(c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 			t.Fatal(err)
 		}
 		if _, errs := redisstore.StoreOf(clientlink.Store(c)).TakeRateLimits(context.Background(), time.Time{}, []engine.RateTake{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -99,7 +100,7 @@ func zoneOf(s task.Schedule) string {
 
 func misfireOf(info *client.ScheduleInfo) string {
 	m := info.Schedule.Misfire
-	h := formatDuration(info.Compiled().Horizon())
+	h := formatDuration(ticks.Horizon(info.Compiled()))
 	if m.Policy == task.MisfireCatchUp {
 		return fmt.Sprintf("catch up %d within %s", m.Max, h)
 	}
@@ -140,7 +141,7 @@ func (a *app) printSchedule(info *client.ScheduleInfo) error {
 	return p.Fields([][2]string{
 		{"Name", sc.Name}, {"Task", sc.Task}, {"Cron", sc.Cron}, {"Time zone", zoneOf(sc)}, {"State", st},
 		{"Key expression", sc.KeyExpression}, {"Misfire", misfireOf(info)},
-		{"Key held", formatDuration(info.Compiled().KeyTTL())},
+		{"Key held", formatDuration(ticks.KeyTTL(info.Compiled()))},
 		{"Input", orDash(string(sc.Input))}, {"Metadata", orDash(string(sc.Metadata))},
 		{"Cursor", formatTime(info.Cursor)}, {"Next tick", formatTime(info.Next)},
 		{"Created", formatTime(info.Created)}, {"Updated", formatTime(info.Updated)},

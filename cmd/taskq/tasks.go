@@ -227,7 +227,7 @@ triggered while its task is paused stays queued.`,
 }
 
 // concurrencyCell shows a task's concurrency limit ("" for none).
-func concurrencyCell(c *task.ConcurrencySpec) string {
+func concurrencyCell(c *task.Concurrency) string {
 	if c == nil {
 		return ""
 	}

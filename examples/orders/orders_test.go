@@ -48,8 +48,8 @@ func TestOrderIsChargedOnce(t *testing.T) {
 	}
 	// Three triggers, one run.
 	run := taskqtest.RequireTriggered(t, h, orders.ProcessOrder, taskqtest.WithInput(o))
-	if run.ID() != ref.ID() || run.Info.Status != client.StatusSucceeded {
-		t.Fatalf("run = %s %s, want %s succeeded", run.ID(), run.Info.Status, ref.ID())
+	if run.Info.ID != ref.ID() || run.Info.Status != client.StatusSucceeded {
+		t.Fatalf("run = %s %s, want %s succeeded", run.Info.ID, run.Info.Status, ref.ID())
 	}
 	// The key is held for the hour of retain, not for what is left of the
 	// 15-minute fallback of the run's claim. The harness's time stands
@@ -82,7 +82,7 @@ func TestOrderKeyIsRetainedForAnHour(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := taskqtest.Work(ctx, t, h, orders.ProcessOrder, orders.Handler{}.Handle)
-	if len(runs) != 1 || runs[0].ID() != first.ID() {
+	if len(runs) != 1 || runs[0].Info.ID != first.ID() {
 		t.Fatalf("worked %d runs, want %s", len(runs), first.ID())
 	}
 	if r, err := runs[0].Result(); err != nil || r.Currency != "USD" || r.Amount != 990 {
@@ -100,8 +100,8 @@ func TestOrderKeyIsRetainedForAnHour(t *testing.T) {
 		t.Fatalf("trigger after the retain window: %v, want a new run", err)
 	}
 	got := taskqtest.RequireTriggeredN(t, h, orders.ProcessOrder, 2, taskqtest.WithKey("order:B-7"))
-	if got[0].ID() != first.ID() || got[1].ID() != second.ID() || got[1].Info.Status != client.StatusQueued {
-		t.Fatalf("runs of order:B-7: %s, %s (%s); want %s, then %s queued", got[0].ID(), got[1].ID(), got[1].Info.Status, first.ID(), second.ID())
+	if got[0].Info.ID != first.ID() || got[1].Info.ID != second.ID() || got[1].Info.Status != client.StatusQueued {
+		t.Fatalf("runs of order:B-7: %s, %s (%s); want %s, then %s queued", got[0].Info.ID, got[1].Info.ID, got[1].Info.Status, first.ID(), second.ID())
 	}
 }
 
@@ -129,7 +129,7 @@ func TestRetriedChargeKeepsItsChargeID(t *testing.T) {
 	}
 
 	runs := taskqtest.Work(ctx, t, h, orders.ProcessOrder, flaky)
-	if len(runs) != 2 || !runs[0].Retrying() || runs[1].Info.Status != client.StatusFailed || runs[1].Info.Attempt != 1 {
+	if len(runs) != 2 || runs[0].Info.Status != client.StatusQueued || runs[0].Info.Attempt != 1 || runs[1].Info.Status != client.StatusFailed || runs[1].Info.Attempt != 1 {
 		t.Fatalf("after the first attempts: %d runs, want C-3 waiting for a retry and C-4 failed at once", len(runs))
 	}
 	if _, err := runs[1].Result(); !errors.As(err, new(*client.RunFailedError)) {

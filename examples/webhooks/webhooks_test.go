@@ -67,8 +67,8 @@ func TestRedeliveryIsDeduplicated(t *testing.T) {
 	// Three deliveries, one run, with the payload as its typed input.
 	delivery := webhooks.Delivery{ID: "evt_42", Type: "invoice.paid"}
 	run := taskqtest.RequireTriggered(t, h, webhooks.HandleWebhook, taskqtest.WithInput(delivery))
-	if run.ID() != first.Runs[0].RunID || run.Info.Status != client.StatusSucceeded {
-		t.Fatalf("run = %s %s, want %s succeeded", run.ID(), run.Info.Status, first.Runs[0].RunID)
+	if run.Info.ID != first.Runs[0].RunID || run.Info.Status != client.StatusSucceeded {
+		t.Fatalf("run = %s %s, want %s succeeded", run.Info.ID, run.Info.Status, first.Runs[0].RunID)
 	}
 	// The window counts from the first arrival, and no time has passed on
 	// the harness's clock: exactly 24 hours.
@@ -125,7 +125,7 @@ func TestEachDeliveryIDIsItsOwnKey(t *testing.T) {
 	}
 	deleted := taskqtest.RequireTriggered(t, h, webhooks.HandleWebhook,
 		taskqtest.Where(func(d webhooks.Delivery) bool { return d.Type == "customer.deleted" }))
-	ack, err := client.Ref[webhooks.Ack](h.Client(), deleted.ID()).Result(ctx)
+	ack, err := client.Ref[webhooks.Ack](h.Client(), deleted.Info.ID).Result(ctx)
 	if err != nil || ack.ID != "evt_3" || !ack.Handled || string(deleted.Input.Data) != `{"customer":"cus_9"}` {
 		t.Fatalf("customer.deleted: ack %+v, %v, data %s", ack, err, deleted.Input.Data)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/jsondepth"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -88,8 +90,7 @@ type Trigger struct {
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *RunAtError, *task.IdempotencyKeyError, *task.RateLimitKeyError or
-// *task.ConcurrencyGroupError.
+// *RunAtError or *task.KeyError.
 // It writes nothing.
 func (c Config) Admit(tr Trigger) (*engine.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
@@ -98,7 +99,7 @@ func (c Config) Admit(tr Trigger) (*engine.EnqueueParams, error) {
 	}
 	// Deriving a key checks that input and metadata are JSON objects, so
 	// only a task without a key needs the check on its own.
-	if !tr.Def.Deduplicated() {
+	if tr.Def.Idempotency == nil {
 		if err := checkJSON(tr.Input, tr.Metadata, false); err != nil {
 			return nil, err
 		}
@@ -119,10 +120,9 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 
 // Build derives the trigger's key and returns the parameters of the
 // enqueue script, for input and metadata already checked (Admit,
-// CheckEvent). A failed expression is a *task.IdempotencyKeyError, a failed
-// rate limit key a *task.RateLimitKeyError, a failed concurrency expression
-// a *task.ConcurrencyGroupError, a schedule that cannot be accepted a
-// *RunAtError.
+// CheckEvent). A failed expression (the idempotency key, a rate limit key,
+// the concurrency group) is a *task.KeyError, a schedule that cannot be
+// accepted a *RunAtError.
 func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	def := tr.Def
@@ -132,10 +132,10 @@ func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	}
 	key, err := def.Key(tr.Input, tr.Metadata)
 	if err != nil {
-		return nil, &task.IdempotencyKeyError{Task: def.Name, Expression: def.Idempotency.Expression, Err: err}
+		return nil, err
 	}
 	// Rate limit keys: evaluated here only to refuse an input they fail
-	// on (a *task.RateLimitKeyError) before anything is written; the
+	// on (a *task.KeyError) before anything is written; the
 	// worker evaluates them again when the run starts.
 	if _, err := def.RateLimitKeys(tr.Input, tr.Metadata); err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	// The worker derives the group again when the run starts; nothing of
 	// it is stored with the run.
 	if _, err := def.ConcurrencyGroup(tr.Input, tr.Metadata); err != nil {
-		return nil, &task.ConcurrencyGroupError{Task: def.Name, Expression: def.Concurrency.Expression, Err: err}
+		return nil, err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -165,7 +165,7 @@ func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	if idem := def.Idempotency; idem != nil {
 		p.Key = key
 		p.Strategy = idem.Strategy
-		p.Hold = idem.Hold()
+		p.Hold = taskdef.Hold(idem)
 		p.Retain = idem.Retain
 	}
 	schedule(p, delay)
@@ -186,11 +186,11 @@ func (c Config) checkLimits(input, meta []byte) error {
 		name string
 		data []byte
 	}{{FieldInput, input}, {FieldMetadata, meta}} {
-		if idempotency.CheckDepth(f.name, f.data, c.MaxInputDepth) != nil {
-			limit := c.MaxInputDepth
-			if limit <= 0 {
-				limit = idempotency.MaxInputDepthDefault
-			}
+		limit := c.MaxInputDepth
+		if limit <= 0 {
+			limit = idempotency.MaxInputDepthDefault
+		}
+		if jsondepth.Exceeds(f.data, limit) {
 			return &InvalidError{Field: f.name, Problem: fmt.Sprintf("nests deeper than the limit of %d levels", limit)}
 		}
 	}

@@ -57,9 +57,9 @@ func isLimit(field string, limit int) func(error) bool {
 }
 
 func isDepth(err error) bool {
-	var ie *idempotency.InputError
+	var ie *idempotency.Error
 	var ae *admission.InvalidError
-	return (errors.As(err, &ie) && strings.Contains(ie.Message, "limit of 3 levels")) ||
+	return (errors.As(err, &ie) && ie.Kind == idempotency.ErrInput && strings.Contains(ie.Message, "limit of 3 levels")) ||
 		(errors.As(err, &ae) && strings.Contains(ae.Problem, "limit of 3 levels"))
 }
 
@@ -84,12 +84,12 @@ func TestAdmitBuildsTheEnqueueParameters(t *testing.T) {
 	}
 }
 
-// A key expression that fails is a *task.IdempotencyKeyError wrapping the expression's
-// typed error, and nothing is built.
+// A key expression that fails is an idempotency *task.KeyError wrapping the
+// expression's error, and nothing is built.
 func TestAdmitWrapsKeyErrors(t *testing.T) {
 	p, err := cfg.Admit(admission.Trigger{Def: keyed.Definition(), Input: []byte(`{"other":1}`)})
-	var ke *task.IdempotencyKeyError
-	if p != nil || !errors.As(err, &ke) {
+	var ke *task.KeyError
+	if p != nil || !errors.As(err, &ke) || ke.Kind != task.KeyIdempotency {
 		t.Fatalf("Admit with no id = %v, %v; want a *KeyError", p, err)
 	}
 }
@@ -117,15 +117,15 @@ func TestJSONKind(t *testing.T) {
 }
 
 // A rate limit key that fails refuses the trigger with a
-// *task.RateLimitKeyError naming the limit, before anything is built.
+// rate limit *task.KeyError naming the limit, before anything is built.
 func TestAdmitRefusesAFailingRateLimitKey(t *testing.T) {
 	tk := task.Must[map[string]any, struct{}]("limited", task.Options{
 		RateLimits: []task.RateLimit{{Name: "per-tenant", Limit: 5, Period: time.Second, Key: "input.tenant"}},
 	})
 	p, err := cfg.Admit(admission.Trigger{Def: tk.Definition(), Input: []byte(`{"id":"1"}`)})
-	var rk *task.RateLimitKeyError
-	if p != nil || !errors.As(err, &rk) || rk.Limit != "per-tenant" {
-		t.Fatalf("Admit without a tenant = %v, %v; want a *task.RateLimitKeyError", p, err)
+	var rk *task.KeyError
+	if p != nil || !errors.As(err, &rk) || rk.Kind != task.KeyRateLimit || rk.Limit != "per-tenant" {
+		t.Fatalf("Admit without a tenant = %v, %v; want a rate limit *task.KeyError", p, err)
 	}
 	if p, err := cfg.Admit(admission.Trigger{Def: tk.Definition(), Input: []byte(`{"tenant":"acme"}`)}); err != nil || p == nil {
 		t.Fatalf("Admit with a tenant = %v, %v", p, err)
@@ -156,10 +156,9 @@ func TestBuildEventRecordsAFailingRateLimitKey(t *testing.T) {
 func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
 	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
 	_, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"id":"a"}`), Now: time.Unix(1, 0)})
-	var ge *task.ConcurrencyGroupError
-	var ee *idempotency.EvalError
-	if !errors.As(err, &ge) || ge.Expression != "input.tenant" || !errors.As(err, &ee) || !strings.Contains(err.Error(), `"input.tenant"`) {
-		t.Fatalf("Admit = %v, want a ConcurrencyGroupError naming input.tenant", err)
+	var ge *task.KeyError
+	if !errors.As(err, &ge) || ge.Kind != task.KeyConcurrency || ge.Expression != "input.tenant" || !errors.Is(err, idempotency.ErrEval) || !strings.Contains(err.Error(), `"input.tenant"`) {
+		t.Fatalf("Admit = %v, want a concurrency *task.KeyError naming input.tenant", err)
 	}
 	if _, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"tenant":"acme"}`), Now: time.Unix(1, 0)}); err != nil {
 		t.Fatalf("Admit with a group = %v", err)

@@ -89,21 +89,15 @@ func (c Config) BuildEvent(ev Event, subs []Subscriber) (*EventParams, error) {
 			continue
 		}
 		run, err := c.Build(Trigger{Def: s.Def, Input: ev.Payload, Metadata: ev.Metadata, Now: ev.Now})
-		var (
-			ke *task.IdempotencyKeyError
-			rk *task.RateLimitKeyError
-		)
-		switch {
-		case errors.As(err, &ke):
-			p.Tasks = append(p.Tasks, engine.EventTask{Task: s.Name, Error: ke.Err.Error()})
-			continue
-		case errors.As(err, &rk):
-			p.Tasks = append(p.Tasks, engine.EventTask{Task: s.Name, Error: rk.Error()})
-			continue
-		}
-		var ge *task.ConcurrencyGroupError
-		if errors.As(err, &ge) {
-			p.Tasks = append(p.Tasks, engine.EventTask{Task: s.Name, Error: ge.Error()})
+		// A failed expression is the task's error on the event; the
+		// idempotency key's is recorded without the wrapper's prefix.
+		var ke *task.KeyError
+		if errors.As(err, &ke) {
+			msg := ke.Error()
+			if ke.Kind == task.KeyIdempotency {
+				msg = ke.Err.Error()
+			}
+			p.Tasks = append(p.Tasks, engine.EventTask{Task: s.Name, Error: msg})
 			continue
 		}
 		if err != nil {

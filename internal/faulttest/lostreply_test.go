@@ -69,7 +69,7 @@ func TestLostTriggerReplyIsNotACollision(t *testing.T) {
 			if len(ids) != i+2 || ids[0] != h.ID() {
 				t.Fatalf("runs = %v; want exactly one new run, %s", ids, h.ID())
 			}
-			if def.Deduplicated() {
+			if def.Idempotency != nil {
 				key, _ := def.Key(raw, nil)
 				ks, _, _ := redisstore.StoreOf(clientlink.Store(c)).GetKey(ctx, key)
 				if ks.Owner != h.ID() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -159,7 +160,7 @@ func TestGoClientAndHTTPTriggersCollide(t *testing.T) {
 	redistest.EachReal(t, func(t *testing.T, be *redistest.Backend) {
 		e := newEnv(t, be, envOptions{})
 		charge := task.Must[map[string]string, map[string]any]("charge", task.Options{Idempotency: task.Status(`"charge:" + input.orderId`, time.Minute)})
-		e.register(charge.Definition().Spec())
+		e.register(taskdef.Spec(charge.Definition()))
 		ctx := context.Background()
 
 		ref, err := client.RunNoWait(ctx, e.c, charge, map[string]string{"orderId": "go-first"})
@@ -323,7 +324,7 @@ func TestKeyErrorSaysWhatFailed(t *testing.T) {
 			t.Errorf("a number for a key: %s", number.raw)
 		}
 		// A concurrency expression that fails says it was that one.
-		e.register(task.Spec{Name: "grouped", Concurrency: &task.ConcurrencySpec{Expression: `input.tenant`, MaxRuns: 1}})
+		e.register(task.Spec{Name: "grouped", Concurrency: &task.Concurrency{Expression: `input.tenant`, MaxRuns: 1}})
 		group := e.call("POST", "/api/v1/tasks/grouped/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusUnprocessableEntity)
 		if group.str("error") != CodeIdempotencyKeyError || group.str("kind") != "eval" || group.str("field") != "input.tenant" ||
 			!strings.HasPrefix(group.str("message"), `the task's concurrency expression cannot be evaluated on this input: task "grouped": concurrency group "input.tenant": `) {

@@ -216,11 +216,14 @@ func triggerError(err error) *apiError {
 		return e
 	case isKeyError(err):
 		what := "the task's idempotency expression"
-		switch {
-		case errors.As(err, new(*task.RateLimitKeyError)):
-			what = "a rate limit's key expression"
-		case errors.As(err, new(*task.ConcurrencyGroupError)):
-			what = "the task's concurrency expression"
+		var ke *task.KeyError
+		if errors.As(err, &ke) {
+			switch ke.Kind {
+			case task.KeyRateLimit:
+				what = "a rate limit's key expression"
+			case task.KeyConcurrency:
+				what = "the task's concurrency expression"
+			}
 		}
 		e := newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyError,
 			"%s cannot be evaluated on this input: %v", what, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
@@ -154,7 +155,7 @@ func (e *env) register(spec task.Spec) {
 	if spec.MaxDeliveries == 0 {
 		spec.MaxDeliveries = spec.Retries + 11
 	}
-	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
+	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: time.Now().UTC()})
 	if _, err := clientlink.Store(e.c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 		e.t.Fatal(err)
 	}

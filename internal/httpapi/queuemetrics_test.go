@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
 )
@@ -57,8 +58,8 @@ func TestQueueMetrics(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{})
 		def := mustDef(t, "backlog", task.Options{Idempotency: task.TTL(`"backlog:" + input.id`, time.Minute)})
-		raw, _ := json.Marshal(task.Registered{Spec: def.Spec(), Hash: def.Spec().Hash(), Worker: "test", RegisteredAt: time.Now().UTC()})
-		if _, err := clientlink.Store(e.c).RegisterTask(context.Background(), def.Spec().Name, raw, true); err != nil {
+		raw, _ := json.Marshal(task.Registered{Spec: taskdef.Spec(def), Hash: taskdef.Hash(taskdef.Spec(def)), Worker: "test", RegisteredAt: time.Now().UTC()})
+		if _, err := clientlink.Store(e.c).RegisterTask(context.Background(), taskdef.Spec(def).Name, raw, true); err != nil {
 			t.Fatal(err)
 		}
 		if d := e.gauge("taskq_queue_depth", "backlog"); d != 0 {

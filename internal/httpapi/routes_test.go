@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -18,7 +19,7 @@ func TestPathsAreNeverCleanedOrRedirected(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	def := mustDef(t, "hook", task.Options{Idempotency: task.Status(`input.key`, time.Minute)})
-	e.register(def.Spec())
+	e.register(taskdef.Spec(def))
 	keys := []string{"webhook:https://shop.example/evt/1", "a/../b", "./x", "a//b", "trailing/", "a/./b/..", "x/signal"}
 	owners := map[string]string{}
 	for _, k := range keys {

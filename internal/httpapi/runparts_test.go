@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
 )
@@ -24,7 +25,7 @@ func TestRunAttemptsSignalsAndStepsOverHTTP(t *testing.T) {
 		e := newEnv(t, b, envOptions{})
 		def := mustDef(t, "parts-http", task.Options{Retries: 1,
 			Backoff: task.Backoff{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond, Factor: 1}})
-		e.register(def.Spec())
+		e.register(taskdef.Spec(def))
 		run := e.call(http.MethodPost, "/api/v1/tasks/parts-http/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusCreated)
 		id := run.str("runId")
 		for i := range 3 {

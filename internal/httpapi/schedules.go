@@ -147,9 +147,9 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 
 // scheduleError maps the errors of client.Schedules to answers.
 func scheduleError(name string, err error) *apiError {
-	var se *task.ScheduleError
+	var se *task.ConfigError
 	switch {
-	case errors.As(err, &se):
+	case errors.Is(err, task.ErrInvalidSchedule) && errors.As(err, &se):
 		e := newError(http.StatusBadRequest, CodeInvalidField, "%v", err)
 		e.Field = se.Field
 		return e

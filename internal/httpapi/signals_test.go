@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
@@ -20,7 +21,7 @@ func TestSignalKeyOverHTTP(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{})
 		def := mustDef(t, "sig-http", task.Options{Idempotency: task.Status(`"order/" + input.id`, time.Minute).WithRetain(time.Minute)})
-		e.register(def.Spec())
+		e.register(taskdef.Spec(def))
 		got := make(chan string, 1)
 		e.startWorker(func(ctx worker.Context, in json.RawMessage) (json.RawMessage, error) {
 			s, err := ctx.NextSignal()
@@ -68,7 +69,7 @@ func TestSignalPayloadOverTheLimit(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, envOptions{client: client.Options{MaxInputBytes: 64}})
 		def := mustDef(t, "sig-limit", task.Options{Idempotency: task.Status(`"big:" + input.id`, time.Minute)})
-		e.register(def.Spec())
+		e.register(taskdef.Spec(def))
 		run := e.call(http.MethodPost, "/api/v1/tasks/sig-limit/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusCreated)
 		before := e.snapshot()
 		big := map[string]any{"payload": map[string]any{"pad": strings.Repeat("x", 100)}}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskq/taskq/internal/jsondepth"
 	"github.com/taskq/taskq/internal/webhook"
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/idempotency"
@@ -49,8 +50,12 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if err := idempotency.CheckDepth("the body", data, s.c.Options().MaxInputDepth); err != nil {
-		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, "%v", err))
+	limit := s.c.Options().MaxInputDepth
+	if limit <= 0 {
+		limit = idempotency.MaxInputDepthDefault
+	}
+	if jsondepth.Exceeds(data, limit) {
+		writeError(w, newError(http.StatusBadRequest, CodeInvalidField, "the body nests deeper than the limit of %d levels", limit))
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -18,6 +18,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/httpapi"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
@@ -96,8 +97,8 @@ func newEnv(t testing.TB, b *redistest.Backend, o envOptions) *env {
 // registered definition) while they stay queued.
 func (e *env) register(d *task.Definition) {
 	e.t.Helper()
-	spec := d.Spec()
-	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "ui-test", RegisteredAt: time.Now().UTC()})
+	spec := taskdef.Spec(d)
+	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "ui-test", RegisteredAt: time.Now().UTC()})
 	if _, err := clientlink.Store(e.c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 		e.t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -31,9 +32,9 @@ func (u *UI) schedules(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		m := info.Schedule.Misfire
 		if m.Policy == task.MisfireCatchUp {
-			row.Misfire = "catch up " + strconv.Itoa(m.Max) + " within " + info.Compiled().Horizon().String()
+			row.Misfire = "catch up " + strconv.Itoa(m.Max) + " within " + ticks.Horizon(info.Compiled()).String()
 		} else {
-			row.Misfire = "skip after " + info.Compiled().Horizon().String()
+			row.Misfire = "skip after " + ticks.Horizon(info.Compiled()).String()
 		}
 		rows[i] = row
 	}

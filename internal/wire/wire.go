@@ -232,30 +232,28 @@ func Collision(c *client.IdempotencyCollisionError, status client.Status) Error 
 // input) and where: the line and column of a compile error, the input
 // field an evaluation could not read. ok is false for any other error.
 func KeyErrorKind(err error) (e Error, ok bool) {
-	var (
-		ce *idempotency.CompileError
-		ee *idempotency.EvalError
-	)
-	e.Code = CodeIdempotencyKeyError
-	switch {
-	case errors.As(err, &ce):
-		e.Kind, e.Line, e.Column = "compile", ce.Line, ce.Column
-	case errors.As(err, new(*idempotency.ResultTypeError)):
-		e.Kind = "result_type"
-	case errors.As(err, new(*idempotency.EmptyKeyError)):
-		e.Kind = "empty_key"
-	case errors.As(err, new(*idempotency.KeyTooLongError)):
-		e.Kind = "key_too_long"
-	case errors.As(err, &ee):
-		e.Kind, e.Field = "eval", ee.Field
-	case errors.As(err, new(*idempotency.CostLimitError)):
-		e.Kind = "cost_limit"
-	case errors.As(err, new(*idempotency.SizeLimitError)):
-		e.Kind = "size_limit"
-	case errors.As(err, new(*idempotency.InputError)):
-		e.Kind = "input"
-	default:
+	var ie *idempotency.Error
+	if !errors.As(err, &ie) {
 		return Error{}, false
+	}
+	e.Code = CodeIdempotencyKeyError
+	switch ie.Kind {
+	case idempotency.ErrCompile:
+		e.Kind, e.Line, e.Column = "compile", ie.Line, ie.Column
+	case idempotency.ErrNotString:
+		e.Kind = "result_type"
+	case idempotency.ErrEmptyKey:
+		e.Kind = "empty_key"
+	case idempotency.ErrKeyTooLong:
+		e.Kind = "key_too_long"
+	case idempotency.ErrCostLimit:
+		e.Kind = "cost_limit"
+	case idempotency.ErrSizeLimit:
+		e.Kind = "size_limit"
+	case idempotency.ErrInput:
+		e.Kind = "input"
+	default: // ErrEval
+		e.Kind, e.Field = "eval", ie.Field
 	}
 	return e, true
 }

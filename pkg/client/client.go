@@ -240,8 +240,6 @@ type Client struct {
 	guard *redisguard.Guard
 	// metrics count durable triggers.
 	metrics *clientMetrics
-	// scheds compiles the key expressions of cron schedules.
-	scheds schedCompiler
 	// unroute stops go-redis's lines going to this client's logger.
 	unroute func()
 	// stats counts the duplicates the client's triggers meet, flushed by

@@ -99,9 +99,9 @@ func TestTTLTimeline(t *testing.T) {
 // created or claimed for it.
 func TestBadExpressionsAndInputsCreateNothing(t *testing.T) {
 	_, err := task.New[orderInput, orderResult]("bad-syntax", task.Options{Idempotency: task.TTL(`input.id +`, time.Minute)})
-	var ce *idempotency.CompileError
+	var ce *idempotency.Error
 	if !errors.As(err, &ce) || !errors.Is(err, task.ErrInvalidConfig) || !errors.Is(err, idempotency.ErrCompile) {
-		t.Fatalf("syntax error: got %v, want *idempotency.CompileError within a task config error", err)
+		t.Fatalf("syntax error: got %v, want *idempotency.Error  of kind ErrCompile within a task config error", err)
 	}
 	if ce.Line != 1 || ce.Column == 0 {
 		t.Fatalf("compile error position = %d:%d", ce.Line, ce.Column)
@@ -129,11 +129,11 @@ func TestBadExpressionsAndInputsCreateNothing(t *testing.T) {
 				t.Errorf("%s: got %v, want %v", tc.name, err, tc.is)
 			}
 		}
-		var rt *idempotency.ResultTypeError
+		var rt *idempotency.Error
 		tk := task.Must[orderInput, orderResult]("bad-type", task.Options{Idempotency: task.Status(`input.amount`, time.Minute)})
 		_, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "1", Amount: 12})
-		if !errors.As(err, &rt) || rt.Type != "double" {
-			t.Fatalf("non-string result: %v, want ResultTypeError naming double", err)
+		if !errors.As(err, &rt) || rt.Kind != idempotency.ErrNotString || rt.Type != "double" {
+			t.Fatalf("non-string result: %v, want an ErrNotString error naming double", err)
 		}
 		n, _ := b.Client.DBSize(ctx).Result()
 		if b.Real() {
@@ -211,8 +211,8 @@ func TestLimits(t *testing.T) {
 	c2, _ := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, MaxInputDepth: 5})
 	defer c2.Close()
 	_, err = c2.TriggerJSON(ctx, tk.Definition(), []byte(`{"a":`+string(deep)+`}`))
-	var ie *idempotency.InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "limit of 5 levels") {
+	var ie *idempotency.Error
+	if !errors.As(err, &ie) || ie.Kind != idempotency.ErrInput || !strings.Contains(err.Error(), "limit of 5 levels") {
 		t.Fatalf("deep input: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/pkg/task"
@@ -193,7 +194,7 @@ func (e *RunCancelledError) Error() string {
 // group cancelled it (task.ParseConcurrencyReason reads which group).
 func (e *RunCancelledError) Is(target error) bool {
 	if target == task.ErrConcurrencyCancelled {
-		_, _, ok := task.ParseConcurrencyReason(e.Reason)
+		_, _, ok := cancelreason.Parse(e.Reason)
 		return ok
 	}
 	return target == task.ErrRunCancelled

@@ -55,7 +55,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := client.RunNoWait(ctx, c, explode, json.RawMessage(`{"id":"x"}`))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.CostLimitError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrCostLimit
+			},
 			message: "exceeded the cost limit of 10000",
 		},
 		{
@@ -85,7 +88,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := client.RunNoWait(ctx, c, keyed, json.RawMessage(`{"id":"`+strings.Repeat("k", 600)+`"}`))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.KeyTooLongError; return errors.As(err, &e) && e.Length == 600 },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrKeyTooLong && e.Size == 600
+			},
 			message: "produced a key of 600 bytes, over the limit of 512",
 		},
 		{
@@ -103,7 +109,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := client.RunNoWait(ctx, c, keyed, json.RawMessage(nest(40)))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "input nests deeper than the limit of 16 levels",
 		},
 		{
@@ -112,7 +121,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := client.RunNoWait(ctx, c, plain, json.RawMessage(nest(40)))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "input nests deeper than the limit of 16 levels",
 		},
 		{
@@ -121,7 +133,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := client.RunNoWait(ctx, c, plain, json.RawMessage(`{}`), client.WithMetadataJSON(nest(40)))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "additional_metadata nests deeper than the limit of 16 levels",
 		},
 		{
@@ -130,7 +145,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := c.TriggerJSON(ctx, keyed.Definition(), []byte(`{"id":"x",}`))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "input is not valid JSON",
 		},
 		{
@@ -139,7 +157,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{"id":`))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "input is not valid JSON",
 		},
 		{
@@ -148,7 +169,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := c.TriggerJSON(ctx, keyed.Definition(), []byte(`{"id":"x"}`), client.WithMetadataJSON([]byte(`{"a"}`)))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "additional_metadata is not valid JSON",
 		},
 		{
@@ -157,7 +181,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`{"a"}`)))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "additional_metadata is not valid JSON",
 		},
 		{
@@ -166,7 +193,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`[1]`)))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "additional_metadata must be a JSON object",
 		},
 		{
@@ -175,7 +205,10 @@ func TestEachLimitHasAClearError(t *testing.T) {
 				_, err := c.SignalJSON(ctx, "x", json.RawMessage(`{"a":`))
 				return err
 			},
-			as:      func(err error) bool { var e *idempotency.InputError; return errors.As(err, &e) },
+			as: func(err error) bool {
+				var e *idempotency.Error
+				return errors.As(err, &e) && e.Kind == idempotency.ErrInput
+			},
 			message: "signal payload is not valid JSON",
 		},
 	}

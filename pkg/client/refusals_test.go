@@ -33,25 +33,25 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 
 		check := func(t *testing.T, err error, tk *task.Task[map[string]any, struct{}]) {
 			t.Helper()
-			var ee *idempotency.EvalError
-			if !errors.As(err, &ee) {
-				t.Fatalf("%v: want it to wrap an *idempotency.EvalError", err)
+			var ee *idempotency.Error
+			if !errors.As(err, &ee) || ee.Kind != idempotency.ErrEval {
+				t.Fatalf("%v: want it to wrap an ErrEval *idempotency.Error", err)
 			}
 			switch tk {
 			case refuseKey:
-				var ke *task.IdempotencyKeyError
-				if !errors.As(err, &ke) || ke.Task != "refuse-key" || ke.Expression != "input.id" {
-					t.Fatalf("%v: want a *task.IdempotencyKeyError naming the task and input.id", err)
+				var ke *task.KeyError
+				if !errors.As(err, &ke) || ke.Kind != task.KeyIdempotency || ke.Task != "refuse-key" || ke.Expression != "input.id" {
+					t.Fatalf("%v: want an idempotency *task.KeyError naming the task and input.id", err)
 				}
 			case group:
-				var ge *task.ConcurrencyGroupError
-				if !errors.As(err, &ge) || ge.Task != "refuse-group" || ge.Expression != "input.tenant" {
-					t.Fatalf("%v: want a *task.ConcurrencyGroupError naming the task and input.tenant", err)
+				var ge *task.KeyError
+				if !errors.As(err, &ge) || ge.Kind != task.KeyConcurrency || ge.Task != "refuse-group" || ge.Expression != "input.tenant" {
+					t.Fatalf("%v: want a concurrency *task.KeyError naming the task and input.tenant", err)
 				}
 			case limit:
-				var rk *task.RateLimitKeyError
-				if !errors.As(err, &rk) || rk.Task != "refuse-limit" || rk.Limit != "per-user" {
-					t.Fatalf("%v: want a *task.RateLimitKeyError naming the limit", err)
+				var rk *task.KeyError
+				if !errors.As(err, &rk) || rk.Kind != task.KeyRateLimit || rk.Task != "refuse-limit" || rk.Limit != "per-user" {
+					t.Fatalf("%v: want a rate limit *task.KeyError naming the limit", err)
 				}
 			}
 		}

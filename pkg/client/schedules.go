@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
-	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -32,14 +31,6 @@ var (
 // use.
 type Schedules struct {
 	c *Client
-}
-
-// schedCompiler compiles the key expressions of a client's schedules,
-// built on first use.
-type schedCompiler struct {
-	once sync.Once
-	c    *idempotency.Compiler
-	err  error
 }
 
 // Schedules returns the client's access to cron schedules.
@@ -69,26 +60,13 @@ type ScheduleInfo struct {
 func (i *ScheduleInfo) Compiled() *task.CompiledSchedule { return i.compiled }
 
 // Compile checks s as Create would, without writing anything: a bad
-// schedule is a *task.ScheduleError naming the field.
+// schedule is a *task.ConfigError naming the field.
 func (s *Schedules) Compile(sched task.Schedule) (*task.CompiledSchedule, error) {
-	comp, err := s.compiler()
-	if err != nil {
-		return nil, err
-	}
-	return sched.Compile(comp)
-}
-
-func (s *Schedules) compiler() (*idempotency.Compiler, error) {
-	sc := &s.c.scheds
-	sc.once.Do(func() { sc.c, sc.err = idempotency.NewScheduleCompiler(idempotency.Options{}) })
-	if sc.err != nil {
-		return nil, fmt.Errorf("client: %w", sc.err)
-	}
-	return sc.c, nil
+	return sched.Compile()
 }
 
 // Create registers a new schedule; a name already registered is
-// ErrScheduleExists, and a bad schedule a *task.ScheduleError. The first
+// ErrScheduleExists, and a bad schedule a *task.ConfigError. The first
 // tick to fire is the first after now; with sched.Paused it is registered
 // paused.
 func (s *Schedules) Create(ctx context.Context, sched task.Schedule) (*ScheduleInfo, error) {
@@ -140,7 +118,7 @@ func (s *Schedules) Get(ctx context.Context, name string) (*ScheduleInfo, error)
 
 // List returns every schedule of the namespace, by name. A record that no
 // longer compiles (written by a newer version, say) fails the list with
-// its *task.ScheduleError.
+// its *task.ConfigError.
 func (s *Schedules) List(ctx context.Context) ([]*ScheduleInfo, error) {
 	ctx, cancel := s.c.opCtx(ctx)
 	defer cancel()
@@ -240,7 +218,7 @@ func (s *Schedules) TriggerNow(ctx context.Context, name string) (*RunHandle, er
 // cursor (see Advance).
 func (s *Schedules) Fire(ctx context.Context, info *ScheduleInfo, tick time.Time) (*RunHandle, error) {
 	sched, cs := info.Schedule, info.compiled
-	key, err := cs.Key(tick)
+	key, err := ticks.Key(cs, tick)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: tick %s: %w", sched.Name, tick.UTC().Format(time.RFC3339), err)
 	}
@@ -260,7 +238,7 @@ func (s *Schedules) Fire(ctx context.Context, info *ScheduleInfo, tick time.Time
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}
-	p.Key, p.Strategy, p.Hold, p.Retain = key, task.StrategyTTL, cs.KeyTTL(), 0
+	p.Key, p.Strategy, p.Hold, p.Retain = key, task.StrategyTTL, ticks.KeyTTL(cs), 0
 	if p.Durability, err = s.c.resolveDurability(def, nil); err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}

@@ -27,16 +27,21 @@ func TestSchedulesLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		paris, err := time.LoadLocation(sched.TimeZone)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if info.Paused || info.Schedule.KeyExpression != task.ScheduleKeyDefault || info.Next.IsZero() ||
-			info.Next.In(info.Compiled().Location()).Hour() != 2 {
+			info.Next.In(paris).Hour() != 2 {
 			t.Fatalf("created = %+v", info)
 		}
 		if _, err := s.Create(ctx, sched); !errors.Is(err, client.ErrScheduleExists) {
 			t.Fatalf("second create = %v, want ErrScheduleExists", err)
 		}
-		var se *task.ScheduleError
-		if _, err := s.Create(ctx, task.Schedule{Name: "bad", Task: "t", Cron: "0 25 * * *"}); !errors.As(err, &se) || se.Field != "cron" {
-			t.Fatalf("bad create = %v, want a *task.ScheduleError on cron", err)
+		var se *task.ConfigError
+		if _, err := s.Create(ctx, task.Schedule{Name: "bad", Task: "t", Cron: "0 25 * * *"}); !errors.As(err, &se) || se.Field != "cron" ||
+			!errors.Is(err, task.ErrInvalidSchedule) {
+			t.Fatalf("bad create = %v, want a schedule *task.ConfigError on cron", err)
 		}
 		if err := s.Pause(ctx, "nightly"); err != nil {
 			t.Fatal(err)

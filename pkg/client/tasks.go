@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -84,7 +85,7 @@ func (d *definitions) get(r *task.Registered) (*task.Definition, error) {
 		}
 		d.compiler, d.byHash = c, map[string]*task.Definition{}
 	}
-	def, err := task.FromSpec(r.Spec, d.compiler)
+	def, err := taskdef.Definition(r.Spec, d.compiler)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func (o *runOptions) metaJSON() ([]byte, error) {
 // trigger whose write did not reach its level returns its reference and a
 // *DurabilityError.
 func RunNoWait[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, opts ...RunOption) (*RunRef[O], error) {
-	raw, err := t.EncodeInput(input)
+	raw, err := json.Marshal(input)
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode input: %w", t.Name(), err)
 	}
@@ -105,7 +105,7 @@ func Run[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, 
 func RunMany[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], inputs []I, opts ...RunOption) ([]*RunRef[O], error) {
 	raws := make([]Trigger, len(inputs))
 	for i, in := range inputs {
-		b, err := t.EncodeInput(in)
+		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, &BatchItemError{Index: i, Err: fmt.Errorf("encode input: %w", err)}
 		}
@@ -323,7 +323,7 @@ func (c *Client) admission() admission.Config {
 }
 
 // admissionError turns admission's errors into the client's: a size over
-// its limit is a *LimitError, bad JSON an *idempotency.InputError.
+// its limit is a *LimitError, bad JSON an *idempotency.Error of kind ErrInput.
 func admissionError(err error) error {
 	var (
 		le *admission.LimitError
@@ -333,16 +333,16 @@ func admissionError(err error) error {
 	case errors.As(err, &le):
 		return &LimitError{What: le.Field, Size: le.Size, Limit: le.Limit}
 	case errors.As(err, &ie):
-		return &idempotency.InputError{Message: ie.Error()}
+		return &idempotency.Error{Kind: idempotency.ErrInput, Message: ie.Error()}
 	}
 	return err
 }
 
-// validJSON says, as an *idempotency.InputError naming what, when data is
+// validJSON says, as an *idempotency.Error of kind ErrInput naming what, when data is
 // not JSON.
 func validJSON(what string, data []byte) error {
 	if !json.Valid(data) {
-		return &idempotency.InputError{Message: what + " is not valid JSON"}
+		return &idempotency.Error{Kind: idempotency.ErrInput, Message: what + " is not valid JSON"}
 	}
 	return nil
 }

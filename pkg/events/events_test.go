@@ -15,6 +15,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 	"github.com/taskq/taskq/pkg/task"
@@ -251,7 +252,7 @@ func TestBrokenRegisteredDefinition(t *testing.T) {
 		c := newClient(t, b, nil)
 		spec := task.Spec{Name: "broken", Expression: `input.`, Strategy: task.StrategyTTL, TTLMs: 1000,
 			BackoffInitialMs: 1000, BackoffFactor: 2, MaxDeliveries: 11, OnEvents: []string{"e"}}
-		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "w"})
+		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "w"})
 		if _, err := clientlink.Store(c).RegisterTask(ctx, "broken", raw, true); err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +331,7 @@ func TestPushManyAndList(t *testing.T) {
 		c := newClient(t, b, clock)
 		spec := task.Spec{Name: "count", Expression: `input.n`, Strategy: task.StrategyTTL, TTLMs: 60000,
 			BackoffInitialMs: 1000, BackoffFactor: 2, MaxDeliveries: 11, OnEvents: []string{"tick"}}
-		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "w"})
+		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "w"})
 		clientlink.Store(c).RegisterTask(ctx, "count", raw, true)
 		ing := newIngester(t, c, events.Options{})
 		var in []events.Input

@@ -11,7 +11,7 @@ import (
 )
 
 // Each bounded function with arguments that build exactly the limit, which
-// it builds, and one more, which it refuses with a *SizeLimitError naming it.
+// it builds, and one more, which it refuses with an ErrSizeLimit *Error naming it.
 func TestSizeLimitAtAndJustOver(t *testing.T) {
 	c := newTestCompiler(t, Options{CostLimit: 1_000_000_000, MaxStringBytes: 100, MaxListElements: 10, MaxKeyLength: 4096})
 	x := strings.Repeat
@@ -70,9 +70,9 @@ func TestSizeLimitAtAndJustOver(t *testing.T) {
 				t.Fatalf("at the limit: key of %d bytes, want 100", len(key))
 			}
 			_, err := e.Key(tc.over, nil)
-			var se *SizeLimitError
+			var se *Error
 			if !errors.As(err, &se) || !errors.Is(err, ErrSizeLimit) || !errors.Is(err, ErrCostLimit) {
-				t.Fatalf("just over the limit: %T %v, want *SizeLimitError", err, err)
+				t.Fatalf("just over the limit: %T %v, want *Error", err, err)
 			}
 			limit := uint64(100)
 			if tc.unit == UnitElements {
@@ -90,7 +90,7 @@ func TestSizeLimitAtAndJustOver(t *testing.T) {
 
 // Each function whose own cost reaches the limit runs (and the evaluation is
 // then stopped by its running total, the selects around it counted), and
-// one costing more is refused before it runs with a *CostLimitError naming
+// one costing more is refused before it runs with a *Error naming
 // it.
 func TestCostLimitAtAndJustOver(t *testing.T) {
 	x := strings.Repeat
@@ -152,15 +152,15 @@ func TestCostLimitAtAndJustOver(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestCompiler(t, Options{CostLimit: tc.limit, MaxStringBytes: 1 << 20, MaxKeyLength: 1 << 20})
 			e := mustCompile(t, c, tc.expr)
-			var ce *CostLimitError
+			var ce *Error
 			if _, err := e.Key(tc.at, nil); err != nil && (!errors.As(err, &ce) || ce.Function != "") {
 				t.Fatalf("at the limit: %v, want the call to run", err)
 			}
 			_, err := e.Key(tc.over, nil)
 			if !errors.As(err, &ce) || !errors.Is(err, ErrCostLimit) {
-				t.Fatalf("just over the limit: %T %v, want *CostLimitError", err, err)
+				t.Fatalf("just over the limit: %T %v, want *Error", err, err)
 			}
-			if ce.Function != tc.function || ce.Cost != tc.cost || ce.Limit != tc.limit || ce.Expr != tc.expr {
+			if ce.Function != tc.function || ce.Size != tc.cost || ce.Limit != tc.limit || ce.Expr != tc.expr {
 				t.Fatalf("just over the limit: %+v, want %s refused at cost %d", ce, tc.function, tc.cost)
 			}
 			if msg := err.Error(); !strings.Contains(msg, tc.function+" would cost "+strconv.FormatUint(tc.cost, 10)) ||

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
+	"github.com/taskq/taskq/internal/schedkey"
 )
 
 // Defaults for the zero values of Options.
@@ -42,10 +43,10 @@ type Options struct {
 	MaxInputDepth int    // deepest JSON nesting KeyJSON accepts; the top-level object is level 1
 	// MaxStringBytes bounds, in bytes, every string or bytes value one
 	// evaluation builds; a function that would build a longer one fails with
-	// a *SizeLimitError before it allocates.
+	// an ErrSizeLimit *Error before it allocates.
 	MaxStringBytes int
 	// MaxListElements bounds every list one evaluation builds (split, list
-	// concatenation); a longer one fails with a *SizeLimitError.
+	// concatenation); a longer one fails with an ErrSizeLimit *Error.
 	MaxListElements int
 }
 
@@ -79,7 +80,7 @@ func (o Options) withDefaults() (Options, error) {
 // for concurrent use.
 type Compiler struct {
 	env      *cel.Env
-	schedule bool // the environment declares schedule (NewScheduleCompiler)
+	schedule bool // the environment declares schedule (newScheduleCompiler)
 	opts     Options
 	limits   *evalLimits
 	prgOpts  []cel.ProgramOption
@@ -99,7 +100,7 @@ func NewCompiler(opts Options) (*Compiler, error) {
 	return newCompiler(opts, false)
 }
 
-// NewScheduleCompiler is NewCompiler for the key expressions of cron
+// newScheduleCompiler is NewCompiler for the key expressions of cron
 // schedules: their environment declares, beside input and
 // additional_metadata, the variable schedule, a map<string, dyn> with
 // schedule.name (string, the schedule's name) and schedule.time
@@ -107,10 +108,27 @@ func NewCompiler(opts Options) (*Compiler, error) {
 // string(schedule.time) is the tick in RFC 3339, as in the default
 // `schedule.name + "@" + string(schedule.time)`, and
 // schedule.time.getHours("Europe/Paris") is its hour in a zone. The limits
-// and typed errors are a task compiler's; evaluate with
-// Expression.ScheduleKeyJSON.
-func NewScheduleCompiler(opts Options) (*Compiler, error) {
+// and errors are a task compiler's; evaluate with scheduleKeyJSON. Package
+// task reaches it through internal/schedkey.
+func newScheduleCompiler(opts Options) (*Compiler, error) {
 	return newCompiler(opts, true)
+}
+
+// scheduleCompiler is the compiler internal/schedkey compiles with.
+var scheduleCompiler = sync.OnceValues(func() (*Compiler, error) { return newScheduleCompiler(Options{}) })
+
+func init() {
+	schedkey.Compile = func(expr string) (schedkey.Func, error) {
+		c, err := scheduleCompiler()
+		if err != nil {
+			return nil, err
+		}
+		e, err := c.Compile(expr)
+		if err != nil {
+			return nil, err
+		}
+		return e.scheduleKeyJSON, nil
+	}
 }
 
 func newCompiler(opts Options, schedule bool) (*Compiler, error) {
@@ -138,12 +156,9 @@ func newCompiler(opts Options, schedule bool) (*Compiler, error) {
 	}, nil
 }
 
-// Options returns the options in force, defaults filled in.
-func (c *Compiler) Options() Options { return c.opts }
-
 // Compile parses and type-checks expr. A given source is compiled once and
 // the same *Expression is returned while it stays in the cache. Failures are
-// *CompileError.
+// *Errors of kind ErrCompile.
 func (c *Compiler) Compile(expr string) (*Expression, error) {
 	if e := c.cached(expr); e != nil {
 		return e, nil
@@ -183,7 +198,7 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	// never take a task definition (or a fuzzer) down with a panic.
 	defer func() {
 		if r := recover(); r != nil {
-			e, err = nil, &CompileError{Expr: expr, Message: fmt.Sprintf("internal error: %v", r)}
+			e, err = nil, &Error{Kind: ErrCompile, Expr: expr, Message: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
 	checked, iss := c.env.Compile(expr)
@@ -192,7 +207,7 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	}
 	prg, err := c.env.Program(checked, c.prgOpts...)
 	if err != nil {
-		return nil, &CompileError{Expr: expr, Message: err.Error()}
+		return nil, &Error{Kind: ErrCompile, Expr: expr, Message: err.Error()}
 	}
 	root := checked.NativeRep().Expr()
 	e = &Expression{
@@ -208,7 +223,7 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	}
 	if e.bound != nil {
 		if e.untracked, err = c.env.Program(checked, untrackedProgramOptions(c.limits)...); err != nil {
-			return nil, &CompileError{Expr: expr, Message: err.Error()}
+			return nil, &Error{Kind: ErrCompile, Expr: expr, Message: err.Error()}
 		}
 	}
 	ast.PreOrderVisit(root, ast.NewExprVisitor(func(n ast.Expr) {
@@ -219,13 +234,13 @@ func (c *Compiler) compile(expr string) (e *Expression, err error) {
 	return e, nil
 }
 
-func compileError(expr string, iss *cel.Issues) *CompileError {
+func compileError(expr string, iss *cel.Issues) *Error {
 	errs := iss.Errors()
 	if len(errs) == 0 {
-		return &CompileError{Expr: expr, Message: iss.Err().Error()}
+		return &Error{Kind: ErrCompile, Expr: expr, Message: iss.Err().Error()}
 	}
 	first := errs[0]
-	ce := &CompileError{Expr: expr, Message: first.Message}
+	ce := &Error{Kind: ErrCompile, Expr: expr, Message: first.Message}
 	if loc := first.Location; loc != nil && loc.Line() > 0 {
 		ce.Line = loc.Line()
 		// cel counts columns from 0, and reports -1 for an empty expression.

@@ -17,11 +17,11 @@ func TestOptionsDefaults(t *testing.T) {
 		MaxStringBytes:  MaxStringBytesDefault,
 		MaxListElements: MaxListElementsDefault,
 	}
-	if got := c.Options(); got != want {
+	if got := c.opts; got != want {
 		t.Errorf("Options() = %+v, want %+v", got, want)
 	}
 	custom := Options{MaxKeyLength: 10, CostLimit: 5, CacheSize: 2, MaxInputDepth: 3, MaxStringBytes: 7, MaxListElements: 8}
-	if got := newTestCompiler(t, custom).Options(); got != custom {
+	if got := newTestCompiler(t, custom).opts; got != custom {
 		t.Errorf("Options() = %+v, want %+v", got, custom)
 	}
 	for _, bad := range []Options{{MaxKeyLength: -1}, {CacheSize: -1}, {MaxInputDepth: -1}, {MaxStringBytes: -1}, {MaxListElements: -1}} {

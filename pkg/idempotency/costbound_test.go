@@ -80,8 +80,8 @@ func TestCostBoundLimit(t *testing.T) {
 	}
 	// Long enough to exceed the limit when tracked.
 	_, err := e.Key(map[string]any{"a": strings.Repeat("x", 20000), "b": "y"}, nil)
-	if _, ok := err.(*CostLimitError); !ok {
-		t.Errorf("Key = %v, want *CostLimitError", err)
+	if _, ok := err.(*Error); !ok {
+		t.Errorf("Key = %v, want *Error", err)
 	}
 }
 
@@ -168,7 +168,7 @@ func TestCostBoundMatchesTracked(t *testing.T) {
 				untracked++
 			}
 		}
-		if _, ok := wantErr.(*CostLimitError); ok {
+		if _, ok := wantErr.(*Error); ok {
 			stopped++
 		}
 	}

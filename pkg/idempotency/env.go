@@ -21,7 +21,7 @@ const (
 	varInput    = "input"
 	varMetadata = "additional_metadata"
 	// varSchedule is declared only by a schedule compiler (see
-	// NewScheduleCompiler): the schedule and the tick being fired.
+	// newScheduleCompiler): the schedule and the tick being fired.
 	varSchedule = "schedule"
 )
 
@@ -39,7 +39,7 @@ const (
 // the provider that knows its object types; nil means map<string, dyn>.
 //
 // With schedule set, the environment also declares the variable schedule
-// (see NewScheduleCompiler); a task's environment never does, so a task's
+// (see newScheduleCompiler); a task's environment never does, so a task's
 // expression that names it fails to compile as before.
 func newEnv(l *evalLimits, schedule bool, input *types.Type, provider types.Provider) (*cel.Env, error) {
 	// _+_ and matches come out of the standard library and back in with

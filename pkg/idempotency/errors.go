@@ -8,31 +8,88 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinels let callers branch on the kind of failure with errors.Is without
-// caring about the details carried by the typed errors below.
+// The kinds of *Error. Each is a sentinel for errors.Is and the Kind of the
+// *Error that matches it, so callers branch on the kind of failure without
+// caring about the details the *Error carries.
 var (
-	// ErrCompile matches a *CompileError.
+	// ErrCompile: the expression does not parse or type-check. It is
+	// returned when a task is defined, so a bad expression never reaches a
+	// trigger. Message, Line and Column say what and where.
 	ErrCompile = errors.New("idempotency: invalid expression")
-	// ErrNotString matches a *ResultTypeError.
+	// ErrNotString: the expression evaluated to something other than a
+	// string, whose CEL type is Type.
 	ErrNotString = errors.New("idempotency: key is not a string")
-	// ErrEmptyKey matches an *EmptyKeyError.
+	// ErrEmptyKey: the expression evaluated to "". An empty key would make
+	// every such run a duplicate of every other, so it is refused.
 	ErrEmptyKey = errors.New("idempotency: key is empty")
-	// ErrKeyTooLong matches a *KeyTooLongError.
+	// ErrKeyTooLong: the key is Size bytes, over the compiler's
+	// MaxKeyLength (Limit).
 	ErrKeyTooLong = errors.New("idempotency: key too long")
-	// ErrEval matches an *EvalError.
+	// ErrEval: the evaluation failed, most often because the input lacks
+	// the field the expression reads (Field).
 	ErrEval = errors.New("idempotency: evaluation failed")
-	// ErrCostLimit matches a *CostLimitError, and a *SizeLimitError too:
-	// every evaluation stopped at one of the compiler's evaluation limits.
+	// ErrCostLimit: the evaluation stopped because it would have passed the
+	// compiler's CostLimit (Limit). Function is empty when the running
+	// total passed it; otherwise it names the function or operator that
+	// refused to run because its own cost, Size, was over it. An ErrSizeLimit
+	// error matches ErrCostLimit too: every evaluation stopped at one of
+	// the compiler's evaluation limits does.
 	ErrCostLimit = errors.New("idempotency: cost limit exceeded")
-	// ErrSizeLimit matches a *SizeLimitError.
+	// ErrSizeLimit: the evaluation stopped before Function built a string
+	// longer than the compiler's MaxStringBytes or a list longer than its
+	// MaxListElements (Limit, in Unit); Size is what it would have built.
+	// Nothing of that size was allocated.
 	ErrSizeLimit = errors.New("idempotency: size limit exceeded")
-	// ErrInput matches an *InputError.
+	// ErrInput: the run's input or metadata cannot be evaluated against
+	// (invalid JSON, JSON that is not an object, nesting deeper than the
+	// limit); Message says which and why, and Expr is empty.
 	ErrInput = errors.New("idempotency: invalid input")
 )
 
+// Units of an ErrSizeLimit *Error.
+const (
+	UnitBytes    = "bytes"    // a string or bytes value, limited by MaxStringBytes
+	UnitElements = "elements" // a list, limited by MaxListElements
+)
+
+// Error is every failure of this package: an expression that does not
+// compile, or a key that cannot be derived. Kind says which (one of the
+// sentinels above, which errors.Is matches); the other fields are set as
+// the sentinel of that kind documents.
+type Error struct {
+	Kind error
+	// Expr is the whole expression (the message quotes at most its first
+	// 200 bytes).
+	Expr string
+	// Message is cel's description of the problem (ErrCompile, ErrEval,
+	// e.g. "no such key: id") or what is wrong with the input (ErrInput).
+	Message string
+	// Line and Column are the 1-based position of a compile problem,
+	// Column in characters; 0 if unknown.
+	Line, Column int
+	// Field is the path of the field an evaluation could not read, such as
+	// "input.order.id", when it can be determined; otherwise a bare key
+	// name or "".
+	Field string
+	// Type is the CEL type of a result that is not a string: "int",
+	// "double", "map", "null_type", ...
+	Type string
+	// Function names the function or operator a limit stopped, e.g.
+	// "indexOf", "replace", "+", "split"; "" for the running total.
+	Function string
+	// Unit is UnitBytes or UnitElements, for ErrSizeLimit.
+	Unit string
+	// Size is what passed Limit: the key's length in bytes
+	// (ErrKeyTooLong), what Function would have cost (ErrCostLimit) or
+	// built (ErrSizeLimit).
+	Size uint64
+	// Limit is the limit passed, in the unit of Size.
+	Limit uint64
+}
+
 // maxQuotedExpr bounds how much of an expression an error message quotes:
 // messages end up in logs on every failed trigger, and an expression may be
-// long. The typed errors keep the whole expression in their Expr field.
+// long. The error keeps the whole expression in its Expr field.
 const maxQuotedExpr = 200
 
 func quoteExpr(expr string) string {
@@ -46,31 +103,53 @@ func quoteExpr(expr string) string {
 	return strconv.Quote(expr[:cut]) + "..."
 }
 
-// CompileError reports an expression that does not parse or type-check.
-// It is returned when a task is defined, so a bad expression never reaches a
-// trigger.
-type CompileError struct {
-	Expr    string
-	Message string // cel's description of the first problem
-	Line    int    // 1-based line of the problem, 0 if unknown
-	Column  int    // 1-based column (in characters) of the problem, 0 if unknown
-}
-
-// Error names the expression and what went wrong.
-func (e *CompileError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("idempotency: compiling %s: %d:%d: %s", quoteExpr(e.Expr), e.Line, e.Column, e.Message)
+// Error names the expression, what went wrong and, for a limit, the limit.
+func (e *Error) Error() string {
+	q := quoteExpr(e.Expr)
+	switch e.Kind {
+	case ErrCompile:
+		if e.Line > 0 {
+			return fmt.Sprintf("idempotency: compiling %s: %d:%d: %s", q, e.Line, e.Column, e.Message)
+		}
+		return fmt.Sprintf("idempotency: compiling %s: %s", q, e.Message)
+	case ErrNotString:
+		return fmt.Sprintf("idempotency: expression %s evaluated to a value of type %s, want a string", q, e.Type)
+	case ErrEmptyKey:
+		return fmt.Sprintf("idempotency: expression %s evaluated to an empty string", q)
+	case ErrKeyTooLong:
+		return fmt.Sprintf("idempotency: expression %s produced a key of %d bytes, over the limit of %d", q, e.Size, e.Limit)
+	case ErrCostLimit:
+		if e.Function != "" {
+			return fmt.Sprintf("idempotency: evaluating %s: %s would cost %d, over the cost limit of %d", q, e.Function, e.Size, e.Limit)
+		}
+		return fmt.Sprintf("idempotency: evaluating %s: exceeded the cost limit of %d", q, e.Limit)
+	case ErrSizeLimit:
+		what := "a string"
+		if e.Unit == UnitElements {
+			what = "a list"
+		}
+		return fmt.Sprintf("idempotency: evaluating %s: %s would build %s of %d %s, over the limit of %d",
+			q, e.Function, what, e.Size, e.Unit, e.Limit)
+	case ErrInput:
+		return "idempotency: invalid input: " + e.Message
 	}
-	return fmt.Sprintf("idempotency: compiling %s: %s", quoteExpr(e.Expr), e.Message)
+	// ErrEval, and an Error built without a Kind.
+	if e.Field != "" {
+		return fmt.Sprintf("idempotency: evaluating %s: field %s: %s", q, e.Field, e.Message)
+	}
+	return fmt.Sprintf("idempotency: evaluating %s: %s", q, e.Message)
 }
 
-// Is reports whether target is ErrCompile.
-func (e *CompileError) Is(target error) bool { return target == ErrCompile }
+// Is reports whether target is e's Kind, or ErrCostLimit for an
+// ErrSizeLimit error.
+func (e *Error) Is(target error) bool {
+	return target == e.Kind || (e.Kind == ErrSizeLimit && target == ErrCostLimit)
+}
 
-// Caret renders the offending line of the expression with a '^' under the
-// column of the problem, for display in a terminal. It returns "" when the
-// position is unknown.
-func (e *CompileError) Caret() string {
+// Caret renders the offending line of a compile error's expression with a
+// '^' under the column of the problem, for display in a terminal. It
+// returns "" when the position is unknown.
+func (e *Error) Caret() string {
 	if e.Line < 1 || e.Column < 1 {
 		return ""
 	}
@@ -97,137 +176,3 @@ func (e *CompileError) Caret() string {
 	// its caret just after the last character.
 	return line + "\n" + pad.String() + "^"
 }
-
-// ResultTypeError reports an expression that evaluated to something other
-// than a string.
-type ResultTypeError struct {
-	Expr string
-	Type string // the CEL type of the result: "int", "double", "map", "null_type", ...
-}
-
-// Error names the expression and what went wrong.
-func (e *ResultTypeError) Error() string {
-	return fmt.Sprintf("idempotency: expression %s evaluated to a value of type %s, want a string", quoteExpr(e.Expr), e.Type)
-}
-
-// Is reports whether target is ErrNotString.
-func (e *ResultTypeError) Is(target error) bool { return target == ErrNotString }
-
-// EmptyKeyError reports an expression that evaluated to "". An empty key would
-// make every such run a duplicate of every other, so it is refused.
-type EmptyKeyError struct {
-	Expr string
-}
-
-// Error names the expression and what went wrong.
-func (e *EmptyKeyError) Error() string {
-	return fmt.Sprintf("idempotency: expression %s evaluated to an empty string", quoteExpr(e.Expr))
-}
-
-// Is reports whether target is ErrEmptyKey.
-func (e *EmptyKeyError) Is(target error) bool { return target == ErrEmptyKey }
-
-// KeyTooLongError reports a key longer than the compiler's MaxKeyLength.
-type KeyTooLongError struct {
-	Expr   string
-	Length int // bytes
-	Limit  int // bytes
-}
-
-// Error names the expression and what went wrong.
-func (e *KeyTooLongError) Error() string {
-	return fmt.Sprintf("idempotency: expression %s produced a key of %d bytes, over the limit of %d", quoteExpr(e.Expr), e.Length, e.Limit)
-}
-
-// Is reports whether target is ErrKeyTooLong.
-func (e *KeyTooLongError) Is(target error) bool { return target == ErrKeyTooLong }
-
-// EvalError reports an evaluation that failed, most often because the input
-// lacks a field the expression reads.
-type EvalError struct {
-	Expr string
-	// Field is the path of the field that could not be read, such as
-	// "input.order.id", when it can be determined; otherwise a bare key name
-	// or "".
-	Field   string
-	Message string // cel's message, e.g. "no such key: id"
-}
-
-// Error names the expression and what went wrong.
-func (e *EvalError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("idempotency: evaluating %s: field %s: %s", quoteExpr(e.Expr), e.Field, e.Message)
-	}
-	return fmt.Sprintf("idempotency: evaluating %s: %s", quoteExpr(e.Expr), e.Message)
-}
-
-// Is reports whether target is ErrEval.
-func (e *EvalError) Is(target error) bool { return target == ErrEval }
-
-// CostLimitError reports an evaluation stopped because it would have passed
-// the compiler's CostLimit. Function is empty when the evaluation's running
-// total passed the limit; otherwise it names the function or operator that
-// refused to run because its own cost, Cost, was over the limit.
-type CostLimitError struct {
-	Expr     string
-	Limit    uint64
-	Function string // e.g. "indexOf", "replace", "matches"; "" for the running total
-	Cost     uint64 // what the call would have cost, when Function is set
-}
-
-// Error names the expression and what went wrong.
-func (e *CostLimitError) Error() string {
-	if e.Function != "" {
-		return fmt.Sprintf("idempotency: evaluating %s: %s would cost %d, over the cost limit of %d", quoteExpr(e.Expr), e.Function, e.Cost, e.Limit)
-	}
-	return fmt.Sprintf("idempotency: evaluating %s: exceeded the cost limit of %d", quoteExpr(e.Expr), e.Limit)
-}
-
-// Is reports whether target is ErrCostLimit.
-func (e *CostLimitError) Is(target error) bool { return target == ErrCostLimit }
-
-// Units of a SizeLimitError.
-const (
-	UnitBytes    = "bytes"    // a string or bytes value, limited by MaxStringBytes
-	UnitElements = "elements" // a list, limited by MaxListElements
-)
-
-// SizeLimitError reports an evaluation stopped before a function or operator
-// built a string longer than the compiler's MaxStringBytes or a list longer
-// than its MaxListElements. Nothing of that size was allocated.
-type SizeLimitError struct {
-	Expr     string
-	Function string // e.g. "replace", "+", "format", "split"
-	Unit     string // UnitBytes or UnitElements
-	Size     uint64 // what the call would have built
-	Limit    uint64
-}
-
-// Error names the expression, the function and the limit.
-func (e *SizeLimitError) Error() string {
-	what := "a string"
-	if e.Unit == UnitElements {
-		what = "a list"
-	}
-	return fmt.Sprintf("idempotency: evaluating %s: %s would build %s of %d %s, over the limit of %d",
-		quoteExpr(e.Expr), e.Function, what, e.Size, e.Unit, e.Limit)
-}
-
-// Is reports whether target is ErrSizeLimit or ErrCostLimit.
-func (e *SizeLimitError) Is(target error) bool {
-	return target == ErrSizeLimit || target == ErrCostLimit
-}
-
-// InputError reports run input or metadata that cannot be evaluated against:
-// invalid JSON, JSON that is not an object, or nesting deeper than the limit.
-type InputError struct {
-	Message string
-}
-
-// Error says what is wrong with the input.
-func (e *InputError) Error() string {
-	return "idempotency: invalid input: " + e.Message
-}
-
-// Is reports whether target is ErrInput.
-func (e *InputError) Is(target error) bool { return target == ErrInput }

@@ -28,9 +28,9 @@ func TestCompileError(t *testing.T) {
 			if e != nil {
 				t.Fatalf("Compile returned an expression")
 			}
-			var ce *CompileError
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %T %v, want *CompileError", err, err)
+				t.Fatalf("err = %T %v, want *Error", err, err)
 			}
 			if !errors.Is(err, ErrCompile) {
 				t.Errorf("errors.Is(err, ErrCompile) = false")
@@ -54,7 +54,7 @@ func TestCompileError(t *testing.T) {
 }
 
 func TestCompileErrorCaretUnknownPosition(t *testing.T) {
-	for _, ce := range []*CompileError{
+	for _, ce := range []*Error{
 		{Expr: "x", Message: "m"},
 		{Expr: "x", Line: 3, Column: 1},
 	} {
@@ -62,14 +62,14 @@ func TestCompileErrorCaretUnknownPosition(t *testing.T) {
 			t.Errorf("Caret() = %q, want empty", got)
 		}
 	}
-	if got := (&CompileError{Expr: "x", Message: "m"}).Error(); got != `idempotency: compiling "x": m` {
+	if got := (&Error{Kind: ErrCompile, Expr: "x", Message: "m"}).Error(); got != `idempotency: compiling "x": m` {
 		t.Errorf("Error() = %q", got)
 	}
 }
 
 func TestErrorMessagesQuoteLongExpressionsBriefly(t *testing.T) {
 	long := `"` + strings.Repeat("é", 500) + `"`
-	msg := (&EmptyKeyError{Expr: long}).Error()
+	msg := (&Error{Kind: ErrEmptyKey, Expr: long}).Error()
 	if len(msg) > 500 || !strings.HasSuffix(msg, `..." evaluated to an empty string`) && !strings.Contains(msg, `"...`) {
 		t.Errorf("Error() = %q, want the expression abbreviated", msg)
 	}
@@ -97,9 +97,9 @@ func TestEvalErrors(t *testing.T) {
 	type check func(t *testing.T, err error)
 	typeErr := func(typ string) check {
 		return func(t *testing.T, err error) {
-			var te *ResultTypeError
+			var te *Error
 			if !errors.As(err, &te) || !errors.Is(err, ErrNotString) {
-				t.Fatalf("err = %T %v, want *ResultTypeError", err, err)
+				t.Fatalf("err = %T %v, want *Error", err, err)
 			}
 			if te.Type != typ || !strings.Contains(err.Error(), typ) {
 				t.Errorf("ResultTypeError = %v, want type %s", err, typ)
@@ -108,9 +108,9 @@ func TestEvalErrors(t *testing.T) {
 	}
 	evalErr := func(field, message string) check {
 		return func(t *testing.T, err error) {
-			var ee *EvalError
+			var ee *Error
 			if !errors.As(err, &ee) || !errors.Is(err, ErrEval) {
-				t.Fatalf("err = %T %v, want *EvalError", err, err)
+				t.Fatalf("err = %T %v, want *Error", err, err)
 			}
 			if ee.Field != field || ee.Message != message {
 				t.Errorf("EvalError = %+v, want field %q message %q", ee, field, message)
@@ -121,19 +121,19 @@ func TestEvalErrors(t *testing.T) {
 		}
 	}
 	empty := func(t *testing.T, err error) {
-		var ke *EmptyKeyError
+		var ke *Error
 		if !errors.As(err, &ke) || !errors.Is(err, ErrEmptyKey) {
-			t.Fatalf("err = %T %v, want *EmptyKeyError", err, err)
+			t.Fatalf("err = %T %v, want *Error", err, err)
 		}
 	}
 	tooLong := func(length int) check {
 		return func(t *testing.T, err error) {
-			var ke *KeyTooLongError
+			var ke *Error
 			if !errors.As(err, &ke) || !errors.Is(err, ErrKeyTooLong) {
-				t.Fatalf("err = %T %v, want *KeyTooLongError", err, err)
+				t.Fatalf("err = %T %v, want *Error", err, err)
 			}
-			if ke.Length != length || ke.Limit != 16 || !strings.Contains(err.Error(), "16") {
-				t.Errorf("KeyTooLongError = %v", err)
+			if ke.Size != uint64(length) || ke.Limit != 16 || !strings.Contains(err.Error(), "16") {
+				t.Errorf("key too long: %v", err)
 			}
 		}
 	}
@@ -190,23 +190,23 @@ func TestEvalErrors(t *testing.T) {
 // Each error matches its own sentinel and no other.
 func TestSentinelsAreDistinct(t *testing.T) {
 	errs := map[error]error{
-		&CompileError{Expr: "x"}:    ErrCompile,
-		&ResultTypeError{Expr: "x"}: ErrNotString,
-		&EmptyKeyError{Expr: "x"}:   ErrEmptyKey,
-		&KeyTooLongError{Expr: "x"}: ErrKeyTooLong,
-		&EvalError{Expr: "x"}:       ErrEval,
-		&CostLimitError{Expr: "x"}:  ErrCostLimit,
-		&InputError{Message: "x"}:   ErrInput,
+		&Error{Kind: ErrCompile, Expr: "x"}:    ErrCompile,
+		&Error{Kind: ErrNotString, Expr: "x"}:  ErrNotString,
+		&Error{Kind: ErrEmptyKey, Expr: "x"}:   ErrEmptyKey,
+		&Error{Kind: ErrKeyTooLong, Expr: "x"}: ErrKeyTooLong,
+		&Error{Kind: ErrEval, Expr: "x"}:       ErrEval,
+		&Error{Kind: ErrCostLimit, Expr: "x"}:  ErrCostLimit,
+		&Error{Kind: ErrInput, Message: "x"}:   ErrInput,
 	}
 	for err, own := range errs {
 		for _, sentinel := range errs {
 			wrapped := fmt.Errorf("trigger: %w", err)
 			if got := errors.Is(wrapped, sentinel); got != (sentinel == own) {
-				t.Errorf("errors.Is(%T, %v) = %v", err, sentinel, got)
+				t.Errorf("errors.Is(%v, %v) = %v", err, sentinel, got)
 			}
 		}
 		if !strings.HasPrefix(err.Error(), "idempotency: ") {
-			t.Errorf("%T.Error() = %q", err, err)
+			t.Errorf("Error() = %q", err)
 		}
 	}
 }

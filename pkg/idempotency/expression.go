@@ -44,8 +44,8 @@ var emptyObject = map[string]any{}
 // Key derives the idempotency key of a run from its input and
 // additional_metadata, both as decoded by encoding/json (nil means an empty
 // object). Anything but a non-empty string within the length limit is an
-// error: *EvalError, *ResultTypeError, *EmptyKeyError, *KeyTooLongError,
-// *CostLimitError or *SizeLimitError.
+// error, an *Error of kind ErrEval, ErrNotString, ErrEmptyKey, ErrKeyTooLong,
+// ErrCostLimit or ErrSizeLimit.
 func (e *Expression) Key(input map[string]any, meta map[string]any) (string, error) {
 	if e.fast != nil {
 		if key, handled, err := e.fastKey(input, meta); handled {
@@ -57,7 +57,7 @@ func (e *Expression) Key(input map[string]any, meta map[string]any) (string, err
 
 // KeyJSON is Key for raw JSON. Empty input or metadata means an empty object;
 // otherwise each must be a JSON object nested no deeper than the compiler's
-// MaxInputDepth, or the result is an *InputError.
+// MaxInputDepth, or the result is an ErrInput *Error.
 func (e *Expression) KeyJSON(input, meta []byte) (string, error) {
 	if e.fast != nil {
 		if key, handled, err := e.fastKeyJSON(input, meta); handled {
@@ -85,7 +85,7 @@ func (e *Expression) keyDecoded(input, meta []byte) (string, error) {
 // map per evaluation.
 type activation struct {
 	input, meta map[string]any
-	// schedule is set for a schedule's key (ScheduleKeyJSON) only.
+	// schedule is set for a schedule's key (scheduleKeyJSON) only.
 	schedule map[string]any
 }
 
@@ -141,7 +141,7 @@ func (e *Expression) evalWith(prg cel.Program, input, meta, schedule map[string]
 	}
 	s, ok := out.(types.String)
 	if !ok {
-		return "", &ResultTypeError{Expr: e.src, Type: out.Type().TypeName()}
+		return "", &Error{Kind: ErrNotString, Expr: e.src, Type: out.Type().TypeName()}
 	}
 	return e.accept(string(s))
 }
@@ -149,10 +149,10 @@ func (e *Expression) evalWith(prg cel.Program, input, meta, schedule map[string]
 // accept applies the rules every key obeys, whichever path produced it.
 func (e *Expression) accept(key string) (string, error) {
 	if key == "" {
-		return "", &EmptyKeyError{Expr: e.src}
+		return "", &Error{Kind: ErrEmptyKey, Expr: e.src}
 	}
 	if len(key) > e.maxKeyLength {
-		return "", &KeyTooLongError{Expr: e.src, Length: len(key), Limit: e.maxKeyLength}
+		return "", &Error{Kind: ErrKeyTooLong, Expr: e.src, Size: uint64(len(key)), Limit: uint64(e.maxKeyLength)}
 	}
 	return key, nil
 }
@@ -162,13 +162,13 @@ func (e *Expression) accept(key string) (string, error) {
 func (e *Expression) evalError(err error, input, meta map[string]any) error {
 	var cancelled interpreter.EvalCancelledError
 	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
-		return &CostLimitError{Expr: e.src, Limit: e.costLimit}
+		return &Error{Kind: ErrCostLimit, Expr: e.src, Limit: e.costLimit}
 	}
 	var refused *limitExceeded
 	if errors.As(err, &refused) {
 		return refused.public(e.src)
 	}
-	ee := &EvalError{Expr: e.src, Message: err.Error()}
+	ee := &Error{Kind: ErrEval, Expr: e.src, Message: err.Error()}
 	var celErr *types.Err
 	if errors.As(err, &celErr) {
 		// cel labels an attribute error with the node of the whole select
@@ -211,14 +211,14 @@ func (e *Expression) fieldForKey(key string) string {
 	return field
 }
 
-// ScheduleKeyJSON derives the key of one tick of a cron schedule from the
+// scheduleKeyJSON derives the key of one tick of a cron schedule from the
 // schedule's JSON input and metadata (as KeyJSON), its name and the tick's
 // nominal time, bound to schedule.name and schedule.time (see
-// NewScheduleCompiler). The errors are KeyJSON's. An expression compiled
-// by a task compiler, which has no schedule variable, gets an *EvalError.
-func (e *Expression) ScheduleKeyJSON(input, meta []byte, name string, tick time.Time) (string, error) {
+// newScheduleCompiler). The errors are KeyJSON's. An expression compiled
+// by a task compiler, which has no schedule variable, gets an ErrEval *Error.
+func (e *Expression) scheduleKeyJSON(input, meta []byte, name string, tick time.Time) (string, error) {
 	if !e.schedule {
-		return "", &EvalError{Expr: e.src, Message: "the expression was not compiled for a schedule (NewScheduleCompiler)"}
+		return "", &Error{Kind: ErrEval, Expr: e.src, Message: "the expression was not compiled for a schedule"}
 	}
 	in, err := decodeObject(varInput, input, e.maxDepth)
 	if err != nil {

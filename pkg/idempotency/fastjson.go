@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/taskq/taskq/internal/jsondepth"
 )
 
 // For a chain expression, KeyJSON reads the selected value straight out of
@@ -78,7 +80,7 @@ func (e *Expression) jsonResult(v []byte) (string, bool, error) {
 	default:
 		name = "double"
 	}
-	return "", true, &ResultTypeError{Expr: e.src, Type: name}
+	return "", true, &Error{Kind: ErrNotString, Expr: e.src, Type: name}
 }
 
 // plainObject returns data without leading whitespace when it is a JSON
@@ -94,7 +96,7 @@ func plainObject(data []byte, maxDepth int) (obj []byte, ok bool) {
 	case len(trimmed) == 2 && trimmed[1] == '}':
 		return trimmed, true
 	}
-	if depthExceeds(trimmed, maxDepth) || !json.Valid(trimmed) || !numbersFit(trimmed) {
+	if jsondepth.Exceeds(trimmed, maxDepth) || !json.Valid(trimmed) || !numbersFit(trimmed) {
 		return nil, false
 	}
 	return trimmed, true

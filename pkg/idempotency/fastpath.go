@@ -178,7 +178,7 @@ func (e *Expression) fastKey(input, meta map[string]any) (key string, handled bo
 		if !ok {
 			return "", false, nil
 		}
-		return "", true, &ResultTypeError{Expr: e.src, Type: name}
+		return "", true, &Error{Kind: ErrNotString, Expr: e.src, Type: name}
 	case walkMissing, walkInList:
 		return "", true, e.chainError(step, res)
 	}
@@ -190,7 +190,7 @@ func (e *Expression) fastKey(input, meta map[string]any) (key string, handled bo
 func (e *Expression) chainError(step int, res walkResult) error {
 	c := e.fast
 	if res == walkInList {
-		return &EvalError{Expr: e.src, Field: c.paths[step], Message: msgInList}
+		return &Error{Kind: ErrEval, Expr: e.src, Field: c.paths[step], Message: msgInList}
 	}
-	return &EvalError{Expr: e.src, Field: c.paths[step], Message: msgNoSuchKey + c.keys[step]}
+	return &Error{Kind: ErrEval, Expr: e.src, Field: c.paths[step], Message: msgNoSuchKey + c.keys[step]}
 }

@@ -57,9 +57,9 @@ func FuzzKey(f *testing.F) {
 		c := fuzzCompiler
 		e, err := c.Compile(expr)
 		if err != nil {
-			var ce *CompileError
+			var ce *Error
 			if !errors.As(err, &ce) || !errors.Is(err, ErrCompile) {
-				t.Fatalf("Compile(%q) = %T %v, want *CompileError", expr, err, err)
+				t.Fatalf("Compile(%q) = %T %v, want *Error", expr, err, err)
 			}
 			_ = ce.Caret()
 			return

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/taskq/taskq/internal/jsondepth"
 )
 
 // decodeObject decodes data, which must be a JSON object, for the variable
@@ -15,16 +17,16 @@ func decodeObject(what string, data []byte, maxDepth int) (map[string]any, error
 		return nil, nil
 	}
 	if trimmed[0] != '{' {
-		return nil, &InputError{Message: fmt.Sprintf("%s must be a JSON object, got %s", what, jsonKind(trimmed[0]))}
+		return nil, &Error{Kind: ErrInput, Message: fmt.Sprintf("%s must be a JSON object, got %s", what, jsonKind(trimmed[0]))}
 	}
 	// encoding/json recurses once per level; checking the depth first keeps
 	// hostile payloads from costing more than a linear scan.
-	if depthExceeds(trimmed, maxDepth) {
-		return nil, &InputError{Message: fmt.Sprintf("%s nests deeper than the limit of %d levels", what, maxDepth)}
+	if jsondepth.Exceeds(trimmed, maxDepth) {
+		return nil, &Error{Kind: ErrInput, Message: fmt.Sprintf("%s nests deeper than the limit of %d levels", what, maxDepth)}
 	}
 	var m map[string]any
 	if err := json.Unmarshal(trimmed, &m); err != nil {
-		return nil, &InputError{Message: fmt.Sprintf("%s is not valid JSON: %v", what, err)}
+		return nil, &Error{Kind: ErrInput, Message: fmt.Sprintf("%s is not valid JSON: %v", what, err)}
 	}
 	return m, nil
 }
@@ -44,32 +46,4 @@ func jsonKind(c byte) string {
 		return "a number"
 	}
 	return "invalid JSON"
-}
-
-// depthExceeds reports whether the objects and arrays in data nest more than
-// limit levels deep. Brackets inside strings do not count. It does not
-// validate: malformed JSON is left for the decoder to reject.
-func depthExceeds(data []byte, limit int) bool {
-	depth := 0
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case '"':
-			// Skip to the closing quote, stepping over escapes.
-			for i++; i < len(data); i++ {
-				if data[i] == '\\' {
-					i++
-				} else if data[i] == '"' {
-					break
-				}
-			}
-		case '{', '[':
-			depth++
-			if depth > limit {
-				return true
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return false
 }

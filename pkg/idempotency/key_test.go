@@ -104,7 +104,7 @@ func TestKeyNilMaps(t *testing.T) {
 	}
 	e = mustCompile(t, c, `additional_metadata.tenant`)
 	_, err := e.Key(map[string]any{"tenant": "x"}, nil)
-	var ee *EvalError
+	var ee *Error
 	if !errors.As(err, &ee) || ee.Field != "additional_metadata.tenant" {
 		t.Fatalf("Key with nil meta: %v", err)
 	}
@@ -147,9 +147,9 @@ func TestKeyJSONInputErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.KeyJSON([]byte(tc.input), []byte(tc.meta))
-			var ie *InputError
+			var ie *Error
 			if !errors.As(err, &ie) || !errors.Is(err, ErrInput) {
-				t.Fatalf("KeyJSON = %v, want *InputError", err)
+				t.Fatalf("KeyJSON = %v, want *Error", err)
 			}
 			if !strings.Contains(ie.Message, tc.want) {
 				t.Errorf("message %q does not contain %q", ie.Message, tc.want)
@@ -175,9 +175,9 @@ func TestMaxInputDepth(t *testing.T) {
 		`{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`,
 	} {
 		_, err := e.KeyJSON([]byte(in), nil)
-		var ie *InputError
+		var ie *Error
 		if !errors.As(err, &ie) || !strings.Contains(ie.Message, "64") || !strings.Contains(ie.Message, "deeper") {
-			t.Fatalf("too deep: got %v, want an *InputError naming the limit", err)
+			t.Fatalf("too deep: got %v, want an ErrInput *Error naming the limit", err)
 		}
 	}
 	// Metadata is held to the same limit.
@@ -215,13 +215,13 @@ func TestCostLimit(t *testing.T) {
 	for _, expr := range exprs {
 		e := mustCompile(t, c, expr)
 		_, err := e.Key(map[string]any{"s": strings.Repeat("a", 10)}, nil)
-		var ce *CostLimitError
+		var ce *Error
 		if !errors.As(err, &ce) || !errors.Is(err, ErrCostLimit) {
 			name := expr
 			if len(name) > 60 {
 				name = name[:60] + "..."
 			}
-			t.Fatalf("%s: got %v, want *CostLimitError", name, err)
+			t.Fatalf("%s: got %v, want *Error", name, err)
 		}
 		if ce.Limit != CostLimitDefault || !strings.Contains(err.Error(), "10000") {
 			t.Errorf("CostLimitError = %v", err)

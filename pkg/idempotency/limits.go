@@ -39,7 +39,7 @@ const (
 
 // limitExceeded is the error a bounded function returns, inside a cel error
 // value, when it refuses to run. Expression.evalError turns it into a
-// *CostLimitError or *SizeLimitError naming the expression.
+// ErrCostLimit or ErrSizeLimit *Error naming the expression.
 type limitExceeded struct {
 	function string
 	kind     limitKind
@@ -65,11 +65,11 @@ func (e *limitExceeded) Error() string {
 func (e *limitExceeded) public(expr string) error {
 	switch e.kind {
 	case limitString:
-		return &SizeLimitError{Expr: expr, Function: e.function, Unit: UnitBytes, Size: e.need, Limit: e.limit}
+		return &Error{Kind: ErrSizeLimit, Expr: expr, Function: e.function, Unit: UnitBytes, Size: e.need, Limit: e.limit}
 	case limitList:
-		return &SizeLimitError{Expr: expr, Function: e.function, Unit: UnitElements, Size: e.need, Limit: e.limit}
+		return &Error{Kind: ErrSizeLimit, Expr: expr, Function: e.function, Unit: UnitElements, Size: e.need, Limit: e.limit}
 	}
-	return &CostLimitError{Expr: expr, Limit: e.limit, Function: e.function, Cost: e.need}
+	return &Error{Kind: ErrCostLimit, Expr: expr, Limit: e.limit, Function: e.function, Size: e.need}
 }
 
 // refusal returns the limitExceeded a call's result carries, or nil.

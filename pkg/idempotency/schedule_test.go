@@ -1,17 +1,15 @@
-package idempotency_test
+package idempotency
 
 import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/taskq/taskq/pkg/idempotency"
 )
 
 // A schedule's key expression sees schedule.name and schedule.time (a
 // timestamp, RFC 3339 as a string) beside input and additional_metadata.
 func TestScheduleKeySeesTheScheduleAndTick(t *testing.T) {
-	c, err := idempotency.NewScheduleCompiler(idempotency.Options{})
+	c, err := newScheduleCompiler(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +25,7 @@ func TestScheduleKeySeesTheScheduleAndTick(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		got, err := e.ScheduleKeyJSON([]byte(`{"region":"eu"}`), []byte(`{"team":"ops"}`), "nightly", tick)
+		got, err := e.scheduleKeyJSON([]byte(`{"region":"eu"}`), []byte(`{"team":"ops"}`), "nightly", tick)
 		if err != nil || got != want {
 			t.Fatalf("%s = %q, %v; want %q", src, got, err, want)
 		}
@@ -35,52 +33,46 @@ func TestScheduleKeySeesTheScheduleAndTick(t *testing.T) {
 }
 
 // The schedule variable exists only for schedules: a task's expression
-// that names it still fails to compile, with a *CompileError.
+// that names it still fails to compile, with an ErrCompile *Error.
 func TestTaskExpressionsCannotNameSchedule(t *testing.T) {
-	c, err := idempotency.NewCompiler(idempotency.Options{})
+	c, err := NewCompiler(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Compile(`schedule.name`)
-	var ce *idempotency.CompileError
-	if !errors.As(err, &ce) {
-		t.Fatalf("compile = %v, want a *CompileError", err)
+	if !errors.Is(err, ErrCompile) {
+		t.Fatalf("compile = %v, want an *Error of its kind", err)
 	}
 	e, err := c.Compile(`input.id`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ee *idempotency.EvalError
-	if _, err := e.ScheduleKeyJSON([]byte(`{"id":"1"}`), nil, "s", time.Now()); !errors.As(err, &ee) {
-		t.Fatalf("ScheduleKeyJSON of a task expression = %v, want an *EvalError", err)
+	if _, err := e.scheduleKeyJSON([]byte(`{"id":"1"}`), nil, "s", time.Now()); !errors.Is(err, ErrEval) {
+		t.Fatalf("scheduleKeyJSON of a task expression = %v, want an *Error of its kind", err)
 	}
 }
 
 // A schedule's key keeps the limits and typed errors of a task's.
 func TestScheduleKeyKeepsTheLimits(t *testing.T) {
-	c, err := idempotency.NewScheduleCompiler(idempotency.Options{MaxKeyLength: 8})
+	c, err := newScheduleCompiler(Options{MaxKeyLength: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tick := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	long, _ := c.Compile(`schedule.name + "@" + string(schedule.time)`)
-	var tooLong *idempotency.KeyTooLongError
-	if _, err := long.ScheduleKeyJSON(nil, nil, "nightly", tick); !errors.As(err, &tooLong) {
-		t.Fatalf("long key = %v, want a *KeyTooLongError", err)
+	if _, err := long.scheduleKeyJSON(nil, nil, "nightly", tick); !errors.Is(err, ErrKeyTooLong) {
+		t.Fatalf("long key = %v, want an *Error of its kind", err)
 	}
 	missing, _ := c.Compile(`schedule.nmae`)
-	var ee *idempotency.EvalError
-	if _, err := missing.ScheduleKeyJSON(nil, nil, "n", tick); !errors.As(err, &ee) {
-		t.Fatalf("misspelt field = %v, want an *EvalError", err)
+	if _, err := missing.scheduleKeyJSON(nil, nil, "n", tick); !errors.Is(err, ErrEval) {
+		t.Fatalf("misspelt field = %v, want an *Error of its kind", err)
 	}
 	num, _ := c.Compile(`schedule.time.getHours()`)
-	var rt *idempotency.ResultTypeError
-	if _, err := num.ScheduleKeyJSON(nil, nil, "n", tick); !errors.As(err, &rt) {
-		t.Fatalf("int key = %v, want a *ResultTypeError", err)
+	if _, err := num.scheduleKeyJSON(nil, nil, "n", tick); !errors.Is(err, ErrNotString) {
+		t.Fatalf("int key = %v, want an *Error of its kind", err)
 	}
 	loop, _ := c.Compile(`[1,2,3,4,5,6,7,8,9,10].map(a, [1,2,3,4,5,6,7,8,9,10].map(b, [1,2,3,4,5,6,7,8,9,10].map(c, schedule.name + string(a+b+c)))).size() > 0 ? "k" : "j"`)
-	var cost *idempotency.CostLimitError
-	if _, err := loop.ScheduleKeyJSON(nil, nil, "n", tick); !errors.As(err, &cost) {
-		t.Fatalf("costly key = %v, want a *CostLimitError", err)
+	if _, err := loop.scheduleKeyJSON(nil, nil, "n", tick); !errors.Is(err, ErrCostLimit) {
+		t.Fatalf("costly key = %v, want an *Error of its kind", err)
 	}
 }

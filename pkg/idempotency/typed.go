@@ -16,7 +16,7 @@ import (
 // CompileFor is Compile for an expression whose input is always a JSON
 // encoding of a value of Go type input: it also checks the expression
 // against that type's JSON shape, so a field the type does not have, or a
-// value used as a type it does not have, fails here with a *CompileError
+// value used as a type it does not have, fails here with an ErrCompile *Error
 // that gives the position and, for a field, the fields that do exist.
 //
 // The shape is what encoding/json writes and reads back: json tag names
@@ -82,7 +82,7 @@ func (c *Compiler) typedEnv(t reflect.Type) (*typedEnv, error) {
 func (te *typedEnv) check(expr string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &CompileError{Expr: expr, Message: fmt.Sprintf("internal error: %v", r)}
+			err = &Error{Kind: ErrCompile, Expr: expr, Message: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
 	parsed, iss := te.env.Parse(expr)

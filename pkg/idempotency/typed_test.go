@@ -126,9 +126,9 @@ func TestCompileForRefusesWhatTheTypeLacks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := c.CompileFor(tc.expr, typ)
-		var ce *CompileError
+		var ce *Error
 		if !errors.As(err, &ce) || !errors.Is(err, ErrCompile) {
-			t.Errorf("CompileFor(%q) = %v, want a *CompileError", tc.expr, err)
+			t.Errorf("CompileFor(%q) = %v, want a *Error", tc.expr, err)
 			continue
 		}
 		if ce.Message != tc.message || ce.Line != tc.line || ce.Column != tc.column {
@@ -339,16 +339,16 @@ func TestCompileForAgreesWithEvaluation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		key, evalErr := mustCompile(t, c, tc.expr).KeyJSON(data, nil)
-		var ee *EvalError
+		var ee *Error
 		typeErr := errors.As(evalErr, &ee) && strings.Contains(ee.Message, "no such overload")
 		if evalErr != nil && !typeErr {
 			t.Errorf("%s: evaluating: %v, want a key or a type error", tc.expr, evalErr)
 			continue
 		}
 		_, checkErr := c.CompileFor(tc.expr, typ)
-		var ce *CompileError
+		var ce *Error
 		if checkErr != nil && !errors.As(checkErr, &ce) {
-			t.Errorf("%s: CompileFor: %v, want nil or a *CompileError", tc.expr, checkErr)
+			t.Errorf("%s: CompileFor: %v, want nil or a *Error", tc.expr, checkErr)
 			continue
 		}
 		switch {

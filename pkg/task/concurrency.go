@@ -3,9 +3,8 @@ package task
 import (
 	"fmt"
 	"reflect"
-	"strconv"
-	"strings"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
 
@@ -36,17 +35,17 @@ type Concurrency struct {
 	// that yields the run's group, e.g. `input.tenant`; it is compiled,
 	// bounded and checked as idempotency expressions are (a non-empty
 	// string).
-	Expression string
+	Expression string `json:"expression"`
 	// MaxRuns is how many runs of a group may run at once (at least 1).
-	MaxRuns int
+	MaxRuns int `json:"maxRuns"`
 	// Strategy says what a run does when its group is full (default
 	// GroupRoundRobin).
-	Strategy ConcurrencyStrategy
+	Strategy ConcurrencyStrategy `json:"strategy"`
 }
 
-// Valid reports whether s is a known strategy ("" counts as
+// valid reports whether s is a known strategy ("" counts as
 // GroupRoundRobin).
-func (s ConcurrencyStrategy) Valid() bool {
+func (s ConcurrencyStrategy) valid() bool {
 	switch s {
 	case "", GroupRoundRobin, CancelInProgress, CancelNewest:
 		return true
@@ -69,7 +68,7 @@ func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.T
 	if cc.Strategy == "" {
 		cc.Strategy = GroupRoundRobin
 	}
-	if !cc.Strategy.Valid() {
+	if !cc.Strategy.valid() {
 		return nil, nil, cfg("concurrency.strategy", fmt.Sprintf("%q is not %q, %q or %q", cc.Strategy, GroupRoundRobin, CancelInProgress, CancelNewest), nil)
 	}
 	if cc.MaxRuns < 1 || cc.MaxRuns > ConcurrencyMaxRunsMax {
@@ -88,74 +87,24 @@ func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.T
 	return &cc, expr, nil
 }
 
-// ConcurrencyGroupError says a task's concurrency expression failed on a
-// trigger's input, so the trigger was refused and nothing was created. It
-// names the task and the expression, and wraps the typed error of package
-// idempotency that says what went wrong. Every trigger path returns it:
-// client.RunNoWait, Run and RunMany, the HTTP API (an
-// idempotency_key_error answer naming the concurrency expression) and
-// events (recorded on the event as the task's error).
-type ConcurrencyGroupError struct {
-	Task       string
-	Expression string
-	Err        error
-}
-
-func (e *ConcurrencyGroupError) Error() string {
-	return fmt.Sprintf("concurrency group %q: %v", e.Expression, e.Err)
-}
-
-// Unwrap returns the expression's error.
-func (e *ConcurrencyGroupError) Unwrap() error { return e.Err }
-
 // ConcurrencyGroup derives a run's concurrency group from its JSON input
-// and metadata. It returns "" when the task has no Concurrency; errors
-// are the typed errors of package idempotency, as Key's.
+// and metadata. It returns "" when the task has no Concurrency. A failure
+// is a *KeyError of kind KeyConcurrency.
 func (d *Definition) ConcurrencyGroup(input, meta []byte) (string, error) {
 	if d.concExpr == nil {
 		return "", nil
 	}
-	return d.concExpr.KeyJSON(input, meta)
+	group, err := d.concExpr.KeyJSON(input, meta)
+	if err != nil {
+		return "", &KeyError{Task: d.Name, Kind: KeyConcurrency, Expression: d.Concurrency.Expression, Err: err}
+	}
+	return group, nil
 }
 
-// The reasons a run cancelled by its group records as its error (and its
-// cancel notice carries), from which the cause is read back by the worker
-// (the handler's context) and by the client (RunCancelledError).
-const (
-	displacedPrefix = "displaced by run "
-	displacedIn     = " in concurrency group "
-	fullPrefix      = "concurrency group "
-	fullSuffix      = " was full"
-)
-
-// DisplacedReason is the recorded reason of a run whose slot in group was
-// taken by run by (CancelInProgress).
-func DisplacedReason(by, group string) string {
-	return displacedPrefix + by + displacedIn + strconv.Quote(group)
-}
-
-// FullGroupReason is the recorded reason of a run cancelled because group
-// already had holders of its max runs running (CancelNewest).
-func FullGroupReason(group string, holders, max int) string {
-	return fullPrefix + strconv.Quote(group) + fullSuffix + fmt.Sprintf(" (%d/%d running)", holders, max)
-}
-
-// ParseConcurrencyReason reads a run's recorded cancel reason: ok is true
-// when its concurrency group cancelled it, and then by is the run that
-// took its slot ("" when the group was full as it came).
+// ParseConcurrencyReason reads a run's recorded cancel reason (the Reason
+// of a *client.RunCancelledError): ok is true when its concurrency group
+// cancelled it, and then by is the run that took its slot ("" when the
+// group was full as it came).
 func ParseConcurrencyReason(reason string) (group, by string, ok bool) {
-	if rest, found := strings.CutPrefix(reason, displacedPrefix); found {
-		by, q, found := strings.Cut(rest, displacedIn)
-		if g, err := strconv.Unquote(q); found && err == nil {
-			return g, by, true
-		}
-	}
-	if rest, found := strings.CutPrefix(reason, fullPrefix); found {
-		if q, _, found := strings.Cut(rest, fullSuffix); found {
-			if g, err := strconv.Unquote(q); err == nil {
-				return g, "", true
-			}
-		}
-	}
-	return "", "", false
+	return cancelreason.Parse(reason)
 }

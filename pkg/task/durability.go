@@ -85,17 +85,3 @@ type DurabilitySpec struct {
 	TimeoutMs  int64 `json:"timeoutMs,omitempty"`
 	LocalFsync bool  `json:"localFsync,omitempty"`
 }
-
-func durabilitySpec(d *Durability) *DurabilitySpec {
-	if d == nil {
-		return nil
-	}
-	return &DurabilitySpec{Replicas: d.Replicas, TimeoutMs: d.Timeout.Milliseconds(), LocalFsync: d.LocalFsync}
-}
-
-func (s *DurabilitySpec) durability() *Durability {
-	if s == nil {
-		return nil
-	}
-	return &Durability{Replicas: s.Replicas, Timeout: time.Duration(s.TimeoutMs) * time.Millisecond, LocalFsync: s.LocalFsync}
-}

@@ -47,22 +47,6 @@ const (
 
 var rateLimitName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
-// RateLimitKeyError says a rate limit's key expression failed on a run's
-// input: it names the limit, and wraps the typed error of package
-// idempotency that says what went wrong.
-type RateLimitKeyError struct {
-	Task  string
-	Limit string
-	Err   error
-}
-
-func (e *RateLimitKeyError) Error() string {
-	return fmt.Sprintf("rate limit %q key: %v", e.Limit, e.Err)
-}
-
-// Unwrap returns the expression's error.
-func (e *RateLimitKeyError) Unwrap() error { return e.Err }
-
 // rateLimits validates opts.RateLimits, fills in their defaults in a copy
 // of their own, and compiles their key expressions (nil for a limit
 // without one), with opts.Compiler or a compiler with default limits,
@@ -124,8 +108,8 @@ func rateLimits(task string, opts *Options, in reflect.Type) ([]*idempotency.Exp
 
 // RateLimitKeys evaluates the key of each of the task's rate limits on a
 // run's JSON input and metadata: the i-th key is RateLimits[i]'s, "" for
-// a limit without a key. A failed expression is a *RateLimitKeyError
-// wrapping the typed error of package idempotency.
+// a limit without a key. A failed expression is a *KeyError of kind
+// KeyRateLimit naming the limit.
 func (d *Definition) RateLimitKeys(input, meta []byte) ([]string, error) {
 	if len(d.RateLimits) == 0 {
 		return nil, nil
@@ -137,7 +121,7 @@ func (d *Definition) RateLimitKeys(input, meta []byte) ([]string, error) {
 		}
 		k, err := e.KeyJSON(input, meta)
 		if err != nil {
-			return nil, &RateLimitKeyError{Task: d.Name, Limit: d.RateLimits[i].Name, Err: err}
+			return nil, &KeyError{Task: d.Name, Kind: KeyRateLimit, Expression: d.RateLimits[i].Key, Limit: d.RateLimits[i].Name, Err: err}
 		}
 		keys[i] = k
 	}
@@ -151,26 +135,4 @@ type RateLimitSpec struct {
 	PeriodUs int64  `json:"periodUs"`
 	Units    int    `json:"units"`
 	Key      string `json:"key,omitempty"`
-}
-
-func rateLimitSpecs(ls []RateLimit) []RateLimitSpec {
-	if len(ls) == 0 {
-		return nil
-	}
-	out := make([]RateLimitSpec, len(ls))
-	for i, l := range ls {
-		out[i] = RateLimitSpec{Name: l.Name, Limit: l.Limit, PeriodUs: l.Period.Microseconds(), Units: l.Units, Key: l.Key}
-	}
-	return out
-}
-
-func fromRateLimitSpecs(ss []RateLimitSpec) []RateLimit {
-	if len(ss) == 0 {
-		return nil
-	}
-	out := make([]RateLimit, len(ss))
-	for i, s := range ss {
-		out[i] = RateLimit{Name: s.Name, Limit: s.Limit, Period: time.Duration(s.PeriodUs) * time.Microsecond, Units: s.Units, Key: s.Key}
-	}
-	return out
 }

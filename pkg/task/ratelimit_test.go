@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -67,7 +68,7 @@ func TestRateLimitDefaultsSpecAndKeys(t *testing.T) {
 	if d.RateLimits[0].Units != 1 || limits[0].Units != 0 {
 		t.Fatalf("units = %d (caller's %d); want 1 in the definition, the caller's slice untouched", d.RateLimits[0].Units, limits[0].Units)
 	}
-	b, err := json.Marshal(d.Spec())
+	b, err := json.Marshal(taskdef.Spec(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,14 +76,14 @@ func TestRateLimitDefaultsSpecAndKeys(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	back, err := task.FromSpec(s, nil)
+	back, err := taskdef.Definition(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(back.RateLimits) != 2 || back.RateLimits[1] != d.RateLimits[1] || back.RateLimits[0] != d.RateLimits[0] {
 		t.Fatalf("rebuilt limits %+v, want %+v", back.RateLimits, d.RateLimits)
 	}
-	if s.Hash() == (task.Spec{Name: "send"}).Hash() {
+	if taskdef.Hash(s) == taskdef.Hash(task.Spec{Name: "send"}) {
 		t.Fatal("the spec's hash does not see its rate limits")
 	}
 	keys, err := back.RateLimitKeys([]byte(`{"tenant":"acme"}`), nil)
@@ -90,14 +91,14 @@ func TestRateLimitDefaultsSpecAndKeys(t *testing.T) {
 		t.Fatalf("keys = %q, %v", keys, err)
 	}
 	_, err = back.RateLimitKeys([]byte(`{}`), nil)
-	var rk *task.RateLimitKeyError
-	if !errors.As(err, &rk) || rk.Limit != "per-tenant" || !errors.Is(err, idempotency.ErrEval) ||
+	var rk *task.KeyError
+	if !errors.As(err, &rk) || rk.Kind != task.KeyRateLimit || rk.Limit != "per-tenant" || rk.Expression != `"t:" + input.tenant` || !errors.Is(err, idempotency.ErrEval) ||
 		!strings.HasPrefix(err.Error(), `rate limit "per-tenant" key: `) {
-		t.Fatalf("a key on a missing field: %v; want a *RateLimitKeyError naming the limit, wrapping the evaluation error", err)
+		t.Fatalf("a key on a missing field: %v; want a rate limit *KeyError naming the limit, wrapping the evaluation error", err)
 	}
 	// A spec without limits keeps the hash it had before there were any.
 	plain, _ := task.NewDefinition("send", task.Options{})
-	if b, _ := json.Marshal(plain.Spec()); strings.Contains(string(b), "rateLimits") {
+	if b, _ := json.Marshal(taskdef.Spec(plain)); strings.Contains(string(b), "rateLimits") {
 		t.Fatalf("a spec without limits says %s", b)
 	}
 }

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/internal/schedkey"
 )
 
 // ScheduleKeyDefault is the key expression of a schedule that sets none:
@@ -30,8 +29,8 @@ const (
 	MisfireHorizonMax = 30 * 24 * time.Hour
 	// MisfireMaxMax bounds Misfire.Max.
 	MisfireMaxMax = 1000
-	// ScheduleKeyMargin is how much longer than its horizon a tick's key
-	// is held: a scheduler checks a tick is within the horizon just
+	// ScheduleKeyMargin is how much longer than its horizon (Misfire.Horizon
+	// or its default) a tick's key is held: a scheduler checks a tick is within the horizon just
 	// before it fires it, so a scheduler paused for less than this
 	// between the check and the trigger still meets the key (see
 	// docs/cron.md).
@@ -98,27 +97,6 @@ type Schedule struct {
 	Paused bool
 }
 
-// ErrInvalidSchedule matches every *ScheduleError.
-var ErrInvalidSchedule = errors.New("invalid schedule")
-
-// ScheduleError names the schedule, the field and what is wrong with it.
-type ScheduleError struct {
-	Schedule string
-	Field    string // name, task, cron, timezone, input, additional_metadata, key_expression, misfire
-	Message  string
-	Err      error
-}
-
-func (e *ScheduleError) Error() string {
-	return fmt.Sprintf("schedule %q: %s: %s", e.Schedule, e.Field, e.Message)
-}
-
-// Is makes errors.Is(err, ErrInvalidSchedule) hold.
-func (e *ScheduleError) Is(target error) bool { return target == ErrInvalidSchedule }
-
-// Unwrap returns the underlying error (the parser's or the compiler's).
-func (e *ScheduleError) Unwrap() error { return e.Err }
-
 // CompiledSchedule is a Schedule checked, its expression parsed and its
 // key expression compiled. It is immutable and safe for concurrent use.
 type CompiledSchedule struct {
@@ -126,15 +104,14 @@ type CompiledSchedule struct {
 	loc   *time.Location
 	spec  cron.Schedule // nil for @every
 	every time.Duration
-	key   *idempotency.Expression
 }
 
-// Compile checks s and parses its expressions, with c (a compiler from
-// idempotency.NewScheduleCompiler; nil builds one). Every failure is a
-// *ScheduleError naming the field.
-func (s Schedule) Compile(c *idempotency.Compiler) (*CompiledSchedule, error) {
+// Compile checks s, parses its expressions and evaluates its key
+// expression on its next tick. Every failure is a *ConfigError naming
+// the schedule and the field.
+func (s Schedule) Compile() (*CompiledSchedule, error) {
 	bad := func(field, msg string, err error) error {
-		return &ScheduleError{Schedule: s.Name, Field: field, Message: msg, Err: err}
+		return &ConfigError{Schedule: s.Name, Field: field, Message: msg, Err: err, schedule: true}
 	}
 	if !namePattern.MatchString(s.Name) {
 		return nil, bad("name", "must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", nil)
@@ -145,7 +122,7 @@ func (s Schedule) Compile(c *idempotency.Compiler) (*CompiledSchedule, error) {
 	cs := &CompiledSchedule{s: s}
 	var err error
 	if cs.loc, cs.spec, cs.every, err = parseCron(s.Cron, s.TimeZone, s.Seconds); err != nil {
-		var se *ScheduleError
+		var se *ConfigError
 		if errors.As(err, &se) {
 			se.Schedule = s.Name
 		}
@@ -170,17 +147,13 @@ func (s Schedule) Compile(c *idempotency.Compiler) (*CompiledSchedule, error) {
 	if cs.s.KeyExpression == "" {
 		cs.s.KeyExpression = ScheduleKeyDefault
 	}
-	if c == nil {
-		if c, err = idempotency.NewScheduleCompiler(idempotency.Options{}); err != nil {
-			return nil, bad("key_expression", err.Error(), err)
-		}
-	}
-	if cs.key, err = c.Compile(cs.s.KeyExpression); err != nil {
+	key, err := schedkey.Compile(cs.s.KeyExpression)
+	if err != nil {
 		return nil, bad("key_expression", err.Error(), err)
 	}
 	// An expression that fails on the next tick would fail on every tick:
 	// say so now, not at the first tick.
-	if _, err := cs.Key(cs.Next(time.Now())); err != nil {
+	if _, err := key(cs.s.Input, cs.s.Metadata, cs.s.Name, cs.Next(time.Now())); err != nil {
 		return nil, bad("key_expression", err.Error(), err)
 	}
 	return cs, nil
@@ -205,10 +178,10 @@ func (m Misfire) check() error {
 	return nil
 }
 
-// cronError is a *ScheduleError on field without the schedule's name,
-// which Compile fills in.
+// cronError is a schedule's *ConfigError on field without the schedule's
+// name, which Compile fills in.
 func cronError(field, msg string, err error) error {
-	return &ScheduleError{Field: field, Message: msg, Err: err}
+	return &ConfigError{Field: field, Message: msg, Err: err, schedule: true}
 }
 
 // parseCron reads expr in zone (UTC when empty): its location, and either
@@ -267,9 +240,6 @@ func parseCron(expr, zone string, seconds bool) (*time.Location, cron.Schedule, 
 // Schedule returns the schedule as given, its key expression filled in.
 func (cs *CompiledSchedule) Schedule() Schedule { return cs.s }
 
-// Location is the time zone the expression is read in.
-func (cs *CompiledSchedule) Location() *time.Location { return cs.loc }
-
 // Next returns the first tick strictly after t, in the schedule's zone
 // (the zero time when there is none within five years).
 func (cs *CompiledSchedule) Next(t time.Time) time.Time {
@@ -283,71 +253,4 @@ func (cs *CompiledSchedule) Next(t time.Time) time.Time {
 		return time.Unix(0, next).In(cs.loc)
 	}
 	return cs.spec.Next(t.In(cs.loc))
-}
-
-// Horizon is the oldest a tick may be and still fire.
-func (cs *CompiledSchedule) Horizon() time.Duration {
-	switch {
-	case cs.s.Misfire.Horizon != 0:
-		return cs.s.Misfire.Horizon
-	case cs.s.Misfire.Policy == MisfireCatchUp:
-		return MisfireHorizonCatchUpDefault
-	}
-	return MisfireHorizonSkipDefault
-}
-
-// KeyTTL is how long a tick's key is held: the horizon and
-// ScheduleKeyMargin. No scheduler tries a tick older than the horizon, so
-// none meets a tick's key expired.
-func (cs *CompiledSchedule) KeyTTL() time.Duration { return cs.Horizon() + ScheduleKeyMargin }
-
-// Fresh reports whether tick may still fire at now: it is at most
-// Horizon old.
-func (cs *CompiledSchedule) Fresh(tick, now time.Time) bool { return now.Sub(tick) <= cs.Horizon() }
-
-// Key derives the key of the run of one tick.
-func (cs *CompiledSchedule) Key(tick time.Time) (string, error) {
-	return cs.key.ScheduleKeyJSON(cs.s.Input, cs.s.Metadata, cs.s.Name, tick)
-}
-
-// dueScanLimit bounds the ticks Due looks at in one call.
-const dueScanLimit = 100_000
-
-// Due returns the ticks that fire at now, oldest first, of those after
-// from (the latest tick fired, or when the schedule was registered or
-// resumed): under MisfireSkip the latest tick in (from, now] if it is
-// Fresh, under MisfireCatchUp the Max latest ones that are.
-func (cs *CompiledSchedule) Due(from, now time.Time) []time.Time {
-	n := 1
-	if cs.s.Misfire.Policy == MisfireCatchUp {
-		n = cs.s.Misfire.Max
-	}
-	lo := from
-	if h := now.Add(-cs.Horizon()).Add(-time.Nanosecond); h.After(lo) {
-		lo = h
-	}
-	if !now.After(lo) {
-		return nil
-	}
-	// Look back from now in windows that double, so that a schedule that
-	// ticks every second and one that ticks once a month both cost a few
-	// dozen steps, whatever the horizon.
-	scanned := 0
-	for w := time.Minute; ; w *= 2 {
-		start := now.Add(-w)
-		if !start.After(lo) {
-			start = lo
-		}
-		var ticks []time.Time
-		for t := cs.Next(start); !t.IsZero() && !t.After(now) && scanned < dueScanLimit; t = cs.Next(t) {
-			scanned++
-			ticks = append(ticks, t)
-			if len(ticks) > n {
-				ticks = ticks[1:]
-			}
-		}
-		if len(ticks) == n || start.Equal(lo) || scanned >= dueScanLimit {
-			return ticks
-		}
-	}
 }

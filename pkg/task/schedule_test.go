@@ -2,9 +2,12 @@ package task_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -16,14 +19,14 @@ func compile(t *testing.T, s task.Schedule) *task.CompiledSchedule {
 	if s.Task == "" {
 		s.Task = "report"
 	}
-	cs, err := s.Compile(nil)
+	cs, err := s.Compile()
 	if err != nil {
 		t.Fatalf("Compile(%+v): %v", s, err)
 	}
 	return cs
 }
 
-// Bad schedules fail with a *ScheduleError naming the schedule and the
+// Bad schedules fail with a *ConfigError naming the schedule and the
 // field, matching ErrInvalidSchedule.
 func TestScheduleErrorsNameTheField(t *testing.T) {
 	cases := []struct {
@@ -54,10 +57,11 @@ func TestScheduleErrorsNameTheField(t *testing.T) {
 		{task.Schedule{Name: "s", Task: "t", Cron: "* * * * *", Misfire: task.Misfire{Policy: task.MisfireCatchUp, Max: 1, Horizon: time.Millisecond}}, "misfire"},
 	}
 	for _, c := range cases {
-		_, err := c.s.Compile(nil)
-		var se *task.ScheduleError
-		if !errors.As(err, &se) || !errors.Is(err, task.ErrInvalidSchedule) {
-			t.Fatalf("%+v: err = %v, want a *ScheduleError", c.s, err)
+		_, err := c.s.Compile()
+		var se *task.ConfigError
+		if !errors.As(err, &se) || !errors.Is(err, task.ErrInvalidSchedule) || errors.Is(err, task.ErrInvalidConfig) ||
+			!strings.HasPrefix(err.Error(), fmt.Sprintf("schedule %q: %s: ", c.s.Name, c.field)) {
+			t.Fatalf("%+v: err = %v, want a schedule's *ConfigError", c.s, err)
 		}
 		if se.Field != c.field || se.Schedule != c.s.Name {
 			t.Fatalf("%+v: error names schedule %q field %q (%v), want %q %q", c.s, se.Schedule, se.Field, err, c.s.Name, c.field)
@@ -96,7 +100,7 @@ func TestScheduleForms(t *testing.T) {
 // (two instants, so two keys).
 func TestNextTicksAcrossDST(t *testing.T) {
 	ny, _ := time.LoadLocation("America/New_York")
-	ticks := func(cs *task.CompiledSchedule, from time.Time, n int) []time.Time {
+	next := func(cs *task.CompiledSchedule, from time.Time, n int) []time.Time {
 		var out []time.Time
 		for t := from; len(out) < n; {
 			t = cs.Next(t)
@@ -105,13 +109,13 @@ func TestNextTicksAcrossDST(t *testing.T) {
 		return out
 	}
 	spring := compile(t, task.Schedule{Cron: "30 2 * * *", TimeZone: "America/New_York"})
-	got := ticks(spring, time.Date(2026, 3, 7, 12, 0, 0, 0, ny), 2)
+	got := next(spring, time.Date(2026, 3, 7, 12, 0, 0, 0, ny), 2)
 	want := []time.Time{time.Date(2026, 3, 9, 6, 30, 0, 0, time.UTC), time.Date(2026, 3, 10, 6, 30, 0, 0, time.UTC)}
 	if !equalTimes(got, want) {
 		t.Fatalf("spring forward: ticks %v, want %v (no 02:30 on 8 March)", got, want)
 	}
 	fall := compile(t, task.Schedule{Cron: "30 1 * * *", TimeZone: "America/New_York"})
-	got = ticks(fall, time.Date(2026, 10, 31, 12, 0, 0, 0, ny), 3)
+	got = next(fall, time.Date(2026, 10, 31, 12, 0, 0, 0, ny), 3)
 	want = []time.Time{
 		time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), // 01:30 EDT
 		time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC), // 01:30 EST
@@ -120,8 +124,8 @@ func TestNextTicksAcrossDST(t *testing.T) {
 	if !equalTimes(got, want) {
 		t.Fatalf("fall back: ticks %v, want %v", got, want)
 	}
-	k1, _ := fall.Key(want[0])
-	k2, _ := fall.Key(want[1])
+	k1, _ := ticks.Key(fall, want[0])
+	k2, _ := ticks.Key(fall, want[1])
 	if k1 == k2 {
 		t.Fatalf("the two 01:30 ticks share key %q", k1)
 	}
@@ -137,60 +141,4 @@ func equalTimes(a, b []time.Time) bool {
 		}
 	}
 	return true
-}
-
-// After a gap, Skip fires only the latest tick and only while it is
-// within the horizon; CatchUp{N} fires the N latest, oldest first.
-func TestDueAfterAGap(t *testing.T) {
-	from := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
-	now := from.Add(10*time.Minute + 20*time.Second) // ticks 10:01 ... 10:10 were missed
-	skip := compile(t, task.Schedule{Cron: "* * * * *"})
-	if got := skip.Due(from, now); !equalTimes(got, []time.Time{from.Add(10 * time.Minute)}) {
-		t.Fatalf("skip: due %v, want only 10:10", got)
-	}
-	late := compile(t, task.Schedule{Cron: "*/10 * * * *", Misfire: task.Misfire{Horizon: 10 * time.Second}})
-	if got := late.Due(from, now); len(got) != 0 {
-		t.Fatalf("skip past the horizon: due %v, want none", got)
-	}
-	catch := compile(t, task.Schedule{Cron: "* * * * *", Misfire: task.Misfire{Policy: task.MisfireCatchUp, Max: 3}})
-	want := []time.Time{from.Add(8 * time.Minute), from.Add(9 * time.Minute), from.Add(10 * time.Minute)}
-	if got := catch.Due(from, now); !equalTimes(got, want) {
-		t.Fatalf("catch up 3: due %v, want %v", got, want)
-	}
-	few := compile(t, task.Schedule{Cron: "* * * * *", Misfire: task.Misfire{Policy: task.MisfireCatchUp, Max: 100}})
-	if got := few.Due(from, now); len(got) != 10 || !got[0].Equal(from.Add(time.Minute)) {
-		t.Fatalf("catch up 100: due %v, want the 10 missed", got)
-	}
-	if got := catch.Due(now, now); len(got) != 0 {
-		t.Fatalf("nothing new: due %v", got)
-	}
-	// A tick older than the horizon never fires, however many are asked
-	// for: no scheduler tries a tick whose key may have expired.
-	short := compile(t, task.Schedule{Cron: "* * * * *", Misfire: task.Misfire{Policy: task.MisfireCatchUp, Max: 100, Horizon: 150 * time.Second}})
-	if got := short.Due(from, now); len(got) != 3 || !got[0].Equal(from.Add(8*time.Minute)) {
-		t.Fatalf("catch up within 150s of 10:10:20: due %v, want 10:08, 10:09 and 10:10", got)
-	}
-	if short.KeyTTL() != 150*time.Second+task.ScheduleKeyMargin {
-		t.Fatalf("KeyTTL = %s", short.KeyTTL())
-	}
-	// A gap of a year on a one-second schedule looks at a bounded number
-	// of ticks.
-	every := compile(t, task.Schedule{Cron: "@every 1s", Misfire: task.Misfire{Policy: task.MisfireCatchUp, Max: 5, Horizon: 30 * 24 * time.Hour}})
-	got := every.Due(from.AddDate(-1, 0, 0), now)
-	if len(got) != 5 || !got[4].Equal(now) {
-		t.Fatalf("@every 1s after a year: due %v", got)
-	}
-}
-
-// The default key names the schedule and the tick in RFC 3339 (UTC).
-func TestScheduleDefaultKey(t *testing.T) {
-	cs := compile(t, task.Schedule{Name: "nightly", Cron: "0 2 * * *", TimeZone: "Europe/Paris"})
-	tick := cs.Next(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	key, err := cs.Key(tick)
-	if err != nil || key != "nightly@2026-06-02T00:00:00Z" {
-		t.Fatalf("key = %q, %v", key, err)
-	}
-	if cs.Schedule().KeyExpression != task.ScheduleKeyDefault {
-		t.Fatalf("key expression = %q", cs.Schedule().KeyExpression)
-	}
 }

@@ -5,11 +5,8 @@
 package task
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"reflect"
 	"regexp"
 	"time"
@@ -111,16 +108,9 @@ func (i Idempotency) WithRetain(d time.Duration) *Idempotency {
 	return &i
 }
 
-// Hold is how long a claim lasts when it is made: the TTL, or the fallback.
-func (i *Idempotency) Hold() time.Duration {
-	if i.Strategy == StrategyTTL || i.Strategy == StrategyDebounce {
-		return i.TTL
-	}
-	return i.FallbackTTL
-}
-
-// Backoff spaces out retries: Initial * Factor^(n-1), capped at Max, with
-// up to Jitter (a fraction) added at random.
+// Backoff spaces out retries: the retry after the n-th failure waits
+// Initial * Factor^(n-1), capped at Max, with up to Jitter (a fraction of
+// that) added at random.
 type Backoff struct {
 	Initial time.Duration
 	Max     time.Duration
@@ -130,22 +120,6 @@ type Backoff struct {
 
 // BackoffDefault is used when Options.Backoff is zero.
 var BackoffDefault = Backoff{Initial: time.Second, Max: 5 * time.Minute, Factor: 2, Jitter: 0.2}
-
-// Delay returns how long to wait before the retry that follows the n-th
-// failure (n starts at 1).
-func (b Backoff) Delay(n int) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	d := float64(b.Initial) * math.Pow(b.Factor, float64(n-1))
-	if b.Max > 0 && d > float64(b.Max) {
-		d = float64(b.Max)
-	}
-	if b.Jitter > 0 {
-		d += d * b.Jitter * rand.Float64()
-	}
-	return time.Duration(d)
-}
 
 // Options configure a task. Zero values mean the documented defaults.
 type Options struct {
@@ -181,30 +155,6 @@ type Options struct {
 	// expression's value) run at once, across every worker.
 	Concurrency *Concurrency
 }
-
-// ErrInvalidConfig matches every *ConfigError.
-var ErrInvalidConfig = errors.New("invalid task configuration")
-
-// ConfigError names the task, the field and what is wrong with it.
-type ConfigError struct {
-	Task    string
-	Field   string
-	Message string
-	Err     error
-}
-
-func (e *ConfigError) Error() string {
-	if e.Task == "" {
-		return fmt.Sprintf("%s: %s", e.Field, e.Message)
-	}
-	return fmt.Sprintf("task %q: %s: %s", e.Task, e.Field, e.Message)
-}
-
-// Is makes errors.Is(err, ErrInvalidConfig) hold.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
-
-// Unwrap returns the underlying error (a compile error, for instance).
-func (e *ConfigError) Unwrap() error { return e.Err }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
@@ -324,35 +274,19 @@ func newDefinition(name string, opts Options, in reflect.Type) (*Definition, err
 	return d, nil
 }
 
-// Deduplicated reports whether triggers of the task claim a key.
-func (d *Definition) Deduplicated() bool { return d.expr != nil }
-
 // Key derives the idempotency key of a trigger from its JSON input and
-// metadata. It returns "" when the task is not deduplicated; errors are the
-// typed errors of package idempotency.
+// metadata. It returns "" when the task is not deduplicated. A failure is
+// a *KeyError of kind KeyIdempotency.
 func (d *Definition) Key(input, meta []byte) (string, error) {
 	if d.expr == nil {
 		return "", nil
 	}
-	return d.expr.KeyJSON(input, meta)
+	key, err := d.expr.KeyJSON(input, meta)
+	if err != nil {
+		return "", &KeyError{Task: d.Name, Kind: KeyIdempotency, Expression: d.Idempotency.Expression, Err: err}
+	}
+	return key, nil
 }
-
-// IdempotencyKeyError says a task's idempotency expression failed on a
-// trigger's input, so the trigger was refused and nothing was created. It
-// names the task and the expression, and wraps the typed error of package
-// idempotency that says what went wrong (*idempotency.EvalError,
-// *idempotency.ResultTypeError, ...), which errors.As and errors.Is reach
-// through it.
-type IdempotencyKeyError struct {
-	Task       string
-	Expression string
-	Err        error
-}
-
-func (e *IdempotencyKeyError) Error() string { return "idempotency key: " + e.Err.Error() }
-
-// Unwrap returns the expression's error.
-func (e *IdempotencyKeyError) Unwrap() error { return e.Err }
 
 // Task is a typed task: I is its input, O its result; both travel as JSON.
 type Task[I, O any] struct {
@@ -386,6 +320,3 @@ func (t *Task[I, O]) Name() string { return t.def.Name }
 
 // Definition returns the untyped definition.
 func (t *Task[I, O]) Definition() *Definition { return t.def }
-
-// EncodeInput turns a typed input into the JSON stored with the run.
-func (t *Task[I, O]) EncodeInput(in I) ([]byte, error) { return json.Marshal(in) }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -62,20 +63,20 @@ func TestSpecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := def.Spec()
-	back, err := task.FromSpec(spec, nil)
+	spec := taskdef.Spec(def)
+	back, err := taskdef.Definition(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Spec().Hash() != spec.Hash() {
-		t.Fatalf("round trip changed the spec: %+v vs %+v", back.Spec(), spec)
+	if taskdef.Hash(taskdef.Spec(back)) != taskdef.Hash(spec) {
+		t.Fatalf("round trip changed the spec: %+v vs %+v", taskdef.Spec(back), spec)
 	}
 	key, err := back.Key([]byte(`{"id":"7"}`), nil)
 	if err != nil || key != "order:7" {
 		t.Fatalf("rebuilt definition derives %q, %v", key, err)
 	}
 	other, _ := task.NewDefinition("orders.charge", task.Options{Idempotency: task.Status(`input.id`, time.Hour)})
-	if other.Spec().Hash() == spec.Hash() {
+	if taskdef.Hash(taskdef.Spec(other)) == taskdef.Hash(spec) {
 		t.Fatal("different definitions share a hash")
 	}
 }
@@ -92,7 +93,7 @@ func TestSpecCarriesDurability(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := task.FromSpec(def.Spec(), nil)
+		back, err := taskdef.Definition(taskdef.Spec(def), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,14 +105,14 @@ func TestSpecCarriesDurability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(plain.Spec())
+	b, err := json.Marshal(taskdef.Spec(plain))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(b), "durability") {
 		t.Fatalf("a task without durability registers %s", b)
 	}
-	if back, _ := task.FromSpec(plain.Spec(), nil); back.Durability != nil {
+	if back, _ := taskdef.Definition(taskdef.Spec(plain), nil); back.Durability != nil {
 		t.Fatalf("no durability came back as %+v", *back.Durability)
 	}
 }
@@ -136,13 +137,13 @@ func TestBackoffDelay(t *testing.T) {
 	b := task.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Factor: 2}
 	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second}
 	for i, w := range want {
-		if got := b.Delay(i + 1); got != w {
+		if got := taskdef.Delay(b, i+1); got != w {
 			t.Fatalf("delay after failure %d = %v, want %v", i+1, got, w)
 		}
 	}
 	b.Jitter = 0.5
 	for i := 0; i < 100; i++ {
-		if d := b.Delay(1); d < 100*time.Millisecond || d > 150*time.Millisecond {
+		if d := taskdef.Delay(b, 1); d < 100*time.Millisecond || d > 150*time.Millisecond {
 			t.Fatalf("jittered delay %v outside [100ms, 150ms]", d)
 		}
 	}
@@ -153,7 +154,7 @@ func TestNoExpressionMeansNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.Deduplicated() {
+	if def.Idempotency != nil {
 		t.Fatal("a task without an expression is deduplicated")
 	}
 	if k, err := def.Key([]byte(`{"id":1}`), nil); k != "" || err != nil {
@@ -192,12 +193,12 @@ func TestConcurrencyOption(t *testing.T) {
 	if _, err := d.ConcurrencyGroup([]byte(`{}`), nil); err == nil {
 		t.Fatal("a missing field gave a group")
 	}
-	back, err := task.FromSpec(d.Spec(), nil)
-	if err != nil || *back.Concurrency != *d.Concurrency || back.Spec().Hash() != d.Spec().Hash() {
+	back, err := taskdef.Definition(taskdef.Spec(d), nil)
+	if err != nil || *back.Concurrency != *d.Concurrency || taskdef.Hash(taskdef.Spec(back)) != taskdef.Hash(taskdef.Spec(d)) {
 		t.Fatalf("from spec: %+v, %v", back, err)
 	}
 	plain, _ := task.NewDefinition("t", task.Options{})
-	if g, err := plain.ConcurrencyGroup([]byte(`{}`), nil); g != "" || err != nil || plain.Spec().Concurrency != nil {
+	if g, err := plain.ConcurrencyGroup([]byte(`{}`), nil); g != "" || err != nil || taskdef.Spec(plain).Concurrency != nil {
 		t.Fatalf("a task without concurrency: %q, %v", g, err)
 	}
 	if !errors.Is(task.ErrConcurrencyCancelled, task.ErrRunCancelled) {
@@ -205,15 +206,15 @@ func TestConcurrencyOption(t *testing.T) {
 	}
 }
 
-// A concurrency group's cancel reasons read back as what they say, and no
-// other reason does.
+// The reasons a concurrency group records read back as what they say, and
+// no other reason does (internal/cancelreason writes them).
 func TestParseConcurrencyReason(t *testing.T) {
 	for _, c := range []struct {
 		reason, group, by string
 		ok                bool
 	}{
-		{task.DisplacedReason("r2", `acme "eu" | x`), `acme "eu" | x`, "r2", true},
-		{task.FullGroupReason("acme", 2, 2), "acme", "", true},
+		{`displaced by run r2 in concurrency group "acme \"eu\" | x"`, `acme "eu" | x`, "r2", true},
+		{`concurrency group "acme" was full (2/2 running)`, "acme", "", true},
 		{"displaced by run r2 somewhere", "", "", false},
 		{"cancelled by the operator", "", "", false},
 	} {

@@ -50,9 +50,9 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := task.New[Order, struct{}]("typed", tc.opts)
 			var ce *task.ConfigError
-			var cmp *idempotency.CompileError
+			var cmp *idempotency.Error
 			if !errors.As(err, &ce) || ce.Field != tc.field || !errors.As(err, &cmp) || !errors.Is(err, task.ErrInvalidConfig) {
-				t.Fatalf("New = %v, want a %s *ConfigError wrapping a *CompileError", err, tc.field)
+				t.Fatalf("New = %v, want a %s *ConfigError wrapping an ErrCompile *idempotency.Error", err, tc.field)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New = %v\nwant it to contain %s", err, tc.want)
@@ -69,7 +69,7 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, _ := tk.EncodeInput(Order{ID: "1", Customer: "acme", Items: []Item{{SKU: "s"}}, Count: 2, Labels: map[string]string{"region": "eu"}})
+	in, _ := json.Marshal(Order{ID: "1", Customer: "acme", Items: []Item{{SKU: "s"}}, Count: 2, Labels: map[string]string{"region": "eu"}})
 	d := tk.Definition()
 	key, kerr := d.Key(in, nil)
 	group, gerr := d.ConcurrencyGroup(in, nil)
@@ -91,7 +91,7 @@ func TestNewAcceptsNumericComparisonsAsTheyEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, _ := tk.EncodeInput(Order{ID: "1", Count: 3})
+	in, _ := json.Marshal(Order{ID: "1", Count: 3})
 	d := tk.Definition()
 	key, kerr := d.Key(in, nil)
 	group, gerr := d.ConcurrencyGroup(in, nil)
@@ -101,9 +101,9 @@ func TestNewAcceptsNumericComparisonsAsTheyEvaluate(t *testing.T) {
 	}
 
 	_, err = task.New[Order, struct{}]("typed", task.Options{Idempotency: task.TTL(`input.id + string(input.count + 1)`, time.Minute)})
-	var cmp *idempotency.CompileError
+	var cmp *idempotency.Error
 	if !errors.As(err, &cmp) || !strings.Contains(err.Error(), `found no matching overload for '_+_' applied to '(double, int)'`) {
-		t.Errorf("New with input.count + 1 = %v, want a *CompileError", err)
+		t.Errorf("New with input.count + 1 = %v, want an ErrCompile *idempotency.Error", err)
 	}
 }
 

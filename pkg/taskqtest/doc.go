@@ -34,10 +34,9 @@
 //   - Work runs the task's queued runs with a handler and returns once they
 //     are done, with their outcomes: the test decides when runs are worked
 //     and sees each result.
-//   - Harness.StartWorker (or Start, for a worker built from
-//     Harness.WorkerOptions) runs a worker in the background for the rest of
-//     the test, stopped gracefully at its end, as the application's worker
-//     binary would: the code under test can trigger with client.Run and
+//   - Harness.StartWorker runs a worker in the background for the rest of
+//     the test (Options.Worker tailors its options), stopped gracefully at
+//     its end, as the application's worker binary would: the code under test can trigger with client.Run and
 //     wait for the result.
 //
 // Handlers run on worker goroutines: they report problems by returning an
@@ -46,7 +45,7 @@
 // # Time
 //
 // Time stands still in a harness until Harness.Advance moves it. The
-// client and workers tell the time by the harness's Clock, and Advance moves
+// client and workers tell the time by the harness's clock, and Advance moves
 // it together with the expiry of every Redis key, so a test steps through
 // TTL windows, retain windows, retry backoffs, debounce windows and run
 // retention without sleeping: advance past a key's window and the next

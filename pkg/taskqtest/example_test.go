@@ -65,7 +65,7 @@ func Example() {
 		t.Fatal(err)
 	}
 	taskqtest.RequireTriggeredN(t, h, RemindUser, 2, taskqtest.WithKey("remind:u1"))
-	taskqtest.RequireNotTriggered(t, h, RemindUser, taskqtest.WithKey("remind:u2"))
+	taskqtest.RequireTriggeredN(t, h, RemindUser, 0, taskqtest.WithKey("remind:u2"))
 	fmt.Println("runs:", len(taskqtest.Runs(t, h, RemindUser)))
 	// Output:
 	// triggered: Your trial ends soon

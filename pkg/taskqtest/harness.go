@@ -18,7 +18,7 @@ import (
 	"github.com/taskq/taskq/pkg/worker"
 )
 
-// Defaults of the workers a Harness builds (see Harness.WorkerOptions).
+// Defaults of the workers a Harness builds.
 const (
 	// FetchBlockDefault is how long a worker's read of the streams blocks:
 	// short, so that stopping a worker at the end of a test is quick.
@@ -44,11 +44,15 @@ type Options struct {
 	// Logger receives the logs of the harness's client and workers
 	// (default: discarded).
 	Logger *slog.Logger
+	// Worker, when set, changes the options of every worker the harness
+	// makes (StartWorker, Work) after it has wired them to the harness:
+	// schedules, concurrency, middleware, whatever the test needs.
+	Worker func(*worker.Options)
 }
 
 // Harness is an in-process taskq for one test: an embedded Redis
 // (miniredis), a client connected to it, and the workers the test starts,
-// all telling the time by one Clock that moves only with Advance. Everything
+// all telling the time by one clock that moves only with Advance. Everything
 // is closed when the test ends (testing.TB.Cleanup), workers first.
 //
 // A Harness reports its own failures (a worker that cannot start, say) to
@@ -58,25 +62,34 @@ type Harness struct {
 	mini   *miniredis.Miniredis
 	rdb    *redis.Client
 	client *client.Client
-	clock  *Clock
+	clock  *clock
 	ns     string
 	log    *slog.Logger
+	change func(*worker.Options) // Options.Worker
 
 	mu sync.Mutex
-	// running lists the tasks handled by the workers of Start, which Work
+	// running lists the tasks handled by the workers of StartWorker, which Work
 	// must not compete with.
 	running []string
 	workers atomic.Int64
 }
 
-// New starts a Harness with the default Options.
-func New(t testing.TB) *Harness {
+// New starts a Harness, configured by opts when given (at most one; none
+// means the zero Options).
+func New(t testing.TB, opts ...Options) *Harness {
 	t.Helper()
-	return NewWithOptions(t, Options{})
+	var o Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		t.Fatalf("taskqtest: New takes at most one Options, got %d", len(opts))
+	}
+	return newHarness(t, o)
 }
 
-// NewWithOptions starts a Harness.
-func NewWithOptions(t testing.TB, opts Options) *Harness {
+func newHarness(t testing.TB, opts Options) *Harness {
 	t.Helper()
 	if opts.Now.IsZero() {
 		opts.Now = time.Now().Truncate(time.Millisecond)
@@ -91,7 +104,7 @@ func NewWithOptions(t testing.TB, opts Options) *Harness {
 	t.Cleanup(m.Close)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	h := &Harness{t: t, mini: m, rdb: rdb, clock: &Clock{now: opts.Now}, ns: opts.Namespace, log: opts.Logger}
+	h := &Harness{t: t, mini: m, rdb: rdb, clock: &clock{now: opts.Now}, ns: opts.Namespace, log: opts.Logger, change: opts.Worker}
 	c, err := client.New(h.ClientOptions())
 	if err != nil {
 		t.Fatalf("taskqtest: make the client: %v", err)
@@ -102,69 +115,65 @@ func NewWithOptions(t testing.TB, opts Options) *Harness {
 }
 
 // Client is a client connected to the harness's Redis, telling the time by
-// its Clock. Hand it to the code under test that triggers runs.
+// its clock. Hand it to the code under test that triggers runs.
 func (h *Harness) Client() *client.Client { return h.client }
-
-// Redis is a go-redis client connected to the harness's Redis, for code
-// under test that builds its own taskq client from one.
-func (h *Harness) Redis() redis.UniversalClient { return h.rdb }
 
 // Miniredis is the embedded Redis itself, for what the other methods do not
 // cover (reading a key, making Redis fail with SetError).
 func (h *Harness) Miniredis() *miniredis.Miniredis { return h.mini }
 
-// Clock is the clock the harness's client and workers tell the time by.
-func (h *Harness) Clock() *Clock { return h.clock }
-
-// Now is the harness clock's current time.
+// Now is the current time of the harness's clock, which its client and
+// workers tell the time by (ClientOptions().Clock).
 func (h *Harness) Now() time.Time { return h.clock.Now() }
 
-// Namespace is the namespace the harness's client and workers use.
-func (h *Harness) Namespace() string { return h.client.Namespace() }
-
 // ClientOptions are the options of a client wired to the harness: its
-// Redis, namespace, clock and logger, and SkipDurability, as the embedded
+// Redis (a go-redis client of the embedded server, also for code under
+// test that builds its own taskq client), namespace, clock and logger, and SkipDurability, as the embedded
 // Redis has no replicas to wait for. Change what the test needs and pass
 // them to client.New; the harness does not close clients made this way.
 func (h *Harness) ClientOptions() client.Options {
 	return client.Options{Redis: h.rdb, Namespace: h.ns, Clock: h.clock, Logger: h.log, SkipDurability: true}
 }
 
-// WorkerOptions are the options of a worker wired to the harness: its
+// workerOptions are the options of a worker wired to the harness: its
 // Redis, namespace, clock and logger, a short FetchBlock and
-// ShutdownTimeout, and a name of its own. Change what the test needs and
-// pass them to worker.New, then to Start.
-func (h *Harness) WorkerOptions() worker.Options {
-	return worker.Options{
+// ShutdownTimeout, and a name of its own, then Options.Worker's changes.
+func (h *Harness) workerOptions() worker.Options {
+	o := worker.Options{
 		Redis: h.rdb, Namespace: h.ns, Clock: h.clock, Logger: h.log,
 		Name:       fmt.Sprintf("taskqtest-%d", h.workers.Add(1)),
 		FetchBlock: FetchBlockDefault, ShutdownTimeout: ShutdownTimeoutDefault,
 	}
+	if h.change != nil {
+		h.change(&o)
+	}
+	return o
 }
 
-// StartWorker makes a worker with WorkerOptions, lets register add the
+// StartWorker makes a worker wired to the harness (its Redis, namespace,
+// clock and logger, then Options.Worker's changes), lets register add the
 // test's handlers to it (worker.Handle, or an application's own Register
-// function), and starts it for the rest of the test (see Start).
+// function), and starts it for the rest of the test. It returns once the
+// worker is ready: its tasks are registered (so events reach them), it is
+// reading their streams and it hears cancels. It stops the worker
+// gracefully when the test ends, before the harness's Redis goes away. A
+// run triggered from now on is worked in the background: wait for it with
+// the client (RunRef.Result) or look at it with the Require functions.
 func (h *Harness) StartWorker(register func(w *worker.Worker) error) *worker.Worker {
 	h.t.Helper()
-	w, err := worker.New(h.WorkerOptions())
+	w, err := worker.New(h.workerOptions())
 	if err != nil {
 		h.t.Fatalf("taskqtest: make a worker: %v", err)
 	}
 	if err := register(w); err != nil {
 		h.t.Fatalf("taskqtest: register handlers: %v", err)
 	}
-	h.Start(w)
+	h.start(w)
 	return w
 }
 
-// Start starts w, a worker the test made (with WorkerOptions, say), and
-// returns once it is ready: its tasks are registered (so events reach
-// them), it is reading their streams and it hears cancels. It stops w
-// gracefully when the test ends, before the harness's Redis goes away. A
-// run triggered from now on is worked in the background: wait for it with
-// the client (RunRef.Result) or look at it with the Require functions.
-func (h *Harness) Start(w *worker.Worker) {
+// start starts w and stops it when the test ends (see StartWorker).
+func (h *Harness) start(w *worker.Worker) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), CallTimeoutDefault)
 	defer cancel()
@@ -183,14 +192,14 @@ func (h *Harness) Start(w *worker.Worker) {
 	})
 }
 
-// handledByWorker reports whether a worker of Start handles the task.
+// handledByWorker reports whether a worker of StartWorker handles the task.
 func (h *Harness) handledByWorker(task string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Contains(h.running, task)
 }
 
-// Advance moves the harness's time forward by d: its Clock, and the expiry
+// Advance moves the harness's time forward by d: its clock, and the expiry
 // of every key in its Redis (miniredis FastForward), together. Idempotency
 // keys whose TTL or retain window ends within d are released, run records
 // past their retention expire, and retries and debounced runs that fall due

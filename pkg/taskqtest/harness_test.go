@@ -19,13 +19,13 @@ import (
 func TestNewWiresAClientToAnEmbeddedRedis(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	h := taskqtest.NewWithOptions(t, taskqtest.Options{Namespace: "shop", Now: start})
+	h := taskqtest.New(t, taskqtest.Options{Namespace: "shop", Now: start})
 	ctx := context.Background()
 	if err := h.Client().Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h.Namespace() != "shop" || h.Client().Namespace() != "shop" || !h.Now().Equal(start) || !h.Clock().Now().Equal(start) {
-		t.Fatalf("namespace %q / %q, now %s / %s; want shop and %s", h.Namespace(), h.Client().Namespace(), h.Now(), h.Clock().Now(), start)
+	if h.Client().Namespace() != "shop" || h.Client().Namespace() != "shop" || !h.Now().Equal(start) || !h.Now().Equal(start) {
+		t.Fatalf("namespace %q / %q, now %s / %s; want shop and %s", h.Client().Namespace(), h.Client().Namespace(), h.Now(), h.Now(), start)
 	}
 	ref := trigger(t, h, signup{Email: "ada@example.com"})
 	info, err := ref.Get(ctx)
@@ -43,11 +43,11 @@ func TestNewWiresAClientToAnEmbeddedRedis(t *testing.T) {
 	if !found {
 		t.Fatalf("idempotency key not in the embedded Redis: %v", h.Miniredis().Keys())
 	}
-	if n, err := h.Redis().Exists(ctx, "taskq:{shop}:run:"+ref.ID()).Result(); err != nil || n != 1 {
+	if n, err := h.ClientOptions().Redis.Exists(ctx, "taskq:{shop}:run:"+ref.ID()).Result(); err != nil || n != 1 {
 		t.Fatalf("run record through Redis(): %d, %v", n, err)
 	}
 	// The default harness uses the client's default namespace.
-	if got := taskqtest.New(t).Namespace(); got != "default" {
+	if got := taskqtest.New(t).Client().Namespace(); got != "default" {
 		t.Fatalf("default namespace %q", got)
 	}
 }
@@ -100,20 +100,14 @@ func TestStartWorkerRunsForTheTest(t *testing.T) {
 	}
 }
 
-// Start runs a worker the test built from WorkerOptions.
-func TestStartRunsAWorkerBuiltFromWorkerOptions(t *testing.T) {
+// Options.Worker changes the options of the workers the harness makes.
+func TestOptionsWorkerTailorsTheWorkers(t *testing.T) {
 	t.Parallel()
-	h := taskqtest.New(t)
-	opts := h.WorkerOptions()
-	opts.Concurrency = 2
-	w, err := worker.New(opts)
-	if err != nil {
-		t.Fatal(err)
+	h := taskqtest.New(t, taskqtest.Options{Worker: func(o *worker.Options) { o.Concurrency, o.Name = 2, "tailored" }})
+	w := h.StartWorker(func(w *worker.Worker) error { return worker.Handle(w, sendWelcome, sendMail) })
+	if w.Name() != "tailored" {
+		t.Fatalf("worker name = %q, want the one Options.Worker set", w.Name())
 	}
-	if err := worker.Handle(w, sendWelcome, sendMail); err != nil {
-		t.Fatal(err)
-	}
-	h.Start(w)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// A second client, made by the code under test from the harness's
@@ -161,9 +155,9 @@ func TestAdvanceMovesKeysAndClockTogether(t *testing.T) {
 	}
 	second := trigger(t, h, signup{Email: "ada@example.com"})
 	runs := taskqtest.RequireTriggeredN(t, h, sendWelcome, 2, taskqtest.WithKey("welcome:ada@example.com"))
-	if runs[0].ID() != first.ID() || runs[1].ID() != second.ID() || !runs[1].Info.CreatedAt.Equal(t0.Add(time.Hour)) {
+	if runs[0].Info.ID != first.ID() || runs[1].Info.ID != second.ID() || !runs[1].Info.CreatedAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("runs %s (created %s), %s (created %s); want %s then %s, an hour apart",
-			runs[0].ID(), runs[0].Info.CreatedAt, runs[1].ID(), runs[1].Info.CreatedAt, first.ID(), second.ID())
+			runs[0].Info.ID, runs[0].Info.CreatedAt, runs[1].Info.ID, runs[1].Info.CreatedAt, first.ID(), second.ID())
 	}
 
 	msg := failure(t, func(tb testing.TB) {
@@ -185,7 +179,7 @@ func TestAdvancePastRetentionForgetsRuns(t *testing.T) {
 	h.Advance(client.RetentionDefault - time.Second)
 	taskqtest.RequireTriggered(t, h, sendWelcome, taskqtest.WithStatus(client.StatusSucceeded))
 	h.Advance(time.Second)
-	taskqtest.RequireNotTriggered(t, h, sendWelcome)
+	taskqtest.RequireTriggeredN(t, h, sendWelcome, 0)
 }
 
 // A task that asks for durable acknowledgement triggers on the harness as

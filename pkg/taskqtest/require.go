@@ -28,22 +28,14 @@ func RequireTriggered[I, O any](t testing.TB, h *Harness, tk *task.Task[I, O], m
 }
 
 // RequireTriggeredN asserts that exactly n runs of tk that every match
-// accepts were triggered, and returns them, oldest first. See
-// RequireTriggered.
+// accepts were triggered, and returns them, oldest first; n = 0 asserts
+// that none was. See RequireTriggered.
 func RequireTriggeredN[I, O any](t testing.TB, h *Harness, tk *task.Task[I, O], n int, matches ...Match) []*Run[I, O] {
 	t.Helper()
 	if n < 0 {
 		t.Fatalf("taskqtest: RequireTriggeredN(%d): the count must not be negative", n)
 	}
 	return requireN(t, "RequireTriggeredN", h, tk, n, matches)
-}
-
-// RequireNotTriggered asserts that no run of tk that every match accepts
-// was triggered: with no match given, that tk was not triggered at all. A
-// failure lists the runs that match.
-func RequireNotTriggered[I, O any](t testing.TB, h *Harness, tk *task.Task[I, O], matches ...Match) {
-	t.Helper()
-	requireN(t, "RequireNotTriggered", h, tk, 0, matches)
 }
 
 func requireN[I, O any](t testing.TB, fn string, h *Harness, tk *task.Task[I, O], n int, matches []Match) []*Run[I, O] {

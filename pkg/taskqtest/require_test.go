@@ -33,14 +33,14 @@ func TestRequireTriggeredMatches(t *testing.T) {
 	}
 
 	r := taskqtest.RequireTriggered(t, h, sendWelcome, taskqtest.WithKey("welcome:ada@example.com"))
-	if r.ID() != ada.ID() || r.Input != (signup{Email: "ada@example.com", Plan: "pro"}) || r.Info.Status != client.StatusQueued {
-		t.Fatalf("run = %s %+v %s, want %s with ada's first input, queued", r.ID(), r.Input, r.Info.Status, ada.ID())
+	if r.Info.ID != ada.ID() || r.Input != (signup{Email: "ada@example.com", Plan: "pro"}) || r.Info.Status != client.StatusQueued {
+		t.Fatalf("run = %s %+v %s, want %s with ada's first input, queued", r.Info.ID, r.Input, r.Info.Status, ada.ID())
 	}
-	if got := taskqtest.RequireTriggered(t, h, sendWelcome, taskqtest.WithInput(signup{Email: "ada@example.com", Plan: "pro"})); got.ID() != ada.ID() {
-		t.Fatalf("WithInput found %s, want %s", got.ID(), ada.ID())
+	if got := taskqtest.RequireTriggered(t, h, sendWelcome, taskqtest.WithInput(signup{Email: "ada@example.com", Plan: "pro"})); got.Info.ID != ada.ID() {
+		t.Fatalf("WithInput found %s, want %s", got.Info.ID, ada.ID())
 	}
-	if got := taskqtest.RequireTriggered(t, h, sendWelcome, taskqtest.Where(func(s signup) bool { return s.Plan == "pro" })); got.ID() != ada.ID() {
-		t.Fatalf("Where found %s, want %s", got.ID(), ada.ID())
+	if got := taskqtest.RequireTriggered(t, h, sendWelcome, taskqtest.Where(func(s signup) bool { return s.Plan == "pro" })); got.Info.ID != ada.ID() {
+		t.Fatalf("Where found %s, want %s", got.Info.ID, ada.ID())
 	}
 	runs := taskqtest.RequireTriggeredN(t, h, sendWelcome, 2, taskqtest.WithStatus(client.StatusQueued))
 	if runs[0].Input.Email != "ada@example.com" || runs[1].Input.Email != "bob@example.com" {
@@ -49,9 +49,9 @@ func TestRequireTriggeredMatches(t *testing.T) {
 	taskqtest.RequireTriggeredN(t, h, sendWelcome, 1,
 		taskqtest.Where(func(s signup) bool { return strings.HasSuffix(s.Email, "@example.com") }),
 		taskqtest.WithKey("welcome:bob@example.com"))
-	taskqtest.RequireNotTriggered(t, h, sendWelcome, taskqtest.WithKey("welcome:eve@example.com"))
-	taskqtest.RequireNotTriggered(t, h, sendWelcome, taskqtest.WithStatus(client.StatusSucceeded))
-	taskqtest.RequireNotTriggered(t, h, chargeInvoice)
+	taskqtest.RequireTriggeredN(t, h, sendWelcome, 0, taskqtest.WithKey("welcome:eve@example.com"))
+	taskqtest.RequireTriggeredN(t, h, sendWelcome, 0, taskqtest.WithStatus(client.StatusSucceeded))
+	taskqtest.RequireTriggeredN(t, h, chargeInvoice, 0)
 	if got := taskqtest.Runs(t, h, sendWelcome); len(got) != 2 {
 		t.Fatalf("Runs = %d runs, want 2", len(got))
 	}
@@ -89,9 +89,9 @@ func TestRequireFailuresSayWhatWasTriggered(t *testing.T) {
 	wantAll(t, msg, `RequireTriggeredN: want 3 runs of task "send-welcome" with input {"email":"ada@example.com"}, found 1.`)
 
 	msg = failure(t, func(tb testing.TB) {
-		taskqtest.RequireNotTriggered(tb, h, sendWelcome, taskqtest.WithKey("welcome:bob@example.com"))
+		taskqtest.RequireTriggeredN(tb, h, sendWelcome, 0, taskqtest.WithKey("welcome:bob@example.com"))
 	})
-	wantAll(t, msg, `RequireNotTriggered: want 0 runs of task "send-welcome" with key "welcome:bob@example.com", found 1.`,
+	wantAll(t, msg, `RequireTriggeredN: want 0 runs of task "send-welcome" with key "welcome:bob@example.com", found 1.`,
 		"Matching runs:", `input {"email":"bob@example.com","plan":"pro"}`)
 	if strings.Contains(msg, "ada@example.com") {
 		t.Errorf("RequireNotTriggered listed a run that does not match:\n%s", msg)

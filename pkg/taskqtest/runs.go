@@ -26,15 +26,13 @@ type Run[I, O any] struct {
 	Info *client.RunInfo
 }
 
-// ID is the run's ID.
-func (r *Run[I, O]) ID() string { return r.Info.ID }
-
 // Result returns the result of a run that succeeded, decoded; the run's
 // failure (*client.RunFailedError) or cancellation
 // (*client.RunCancelledError) for one that did not; or an error matching
 // ErrNotEnded for one not ended yet, naming its status and its last error.
 // It reads the record the Run holds and does not wait: to wait for a run,
-// use client.Ref(h.Client(), r.ID()).Result(ctx).
+// use client.Ref(h.Client(), r.Info.ID).Result(ctx). A run whose last
+// attempt failed and waits for a retry is queued with Info.Attempt > 0.
 func (r *Run[I, O]) Result() (O, error) {
 	var out O
 	info := r.Info
@@ -53,12 +51,6 @@ func (r *Run[I, O]) Result() (O, error) {
 	default:
 		return out, fmt.Errorf("%w: run %s is %s (attempt %d)", ErrNotEnded, info.ID, info.Status, info.Attempt)
 	}
-}
-
-// Retrying reports whether the run's last attempt failed and it waits for
-// a retry: it is queued again with attempts behind it.
-func (r *Run[I, O]) Retrying() bool {
-	return r.Info.Status == client.StatusQueued && r.Info.Attempt > 0
 }
 
 // Runs returns every run of tk in the harness, oldest first, whatever its

@@ -19,19 +19,19 @@ const WorkTimeoutDefault = 30 * time.Second
 const workPoll = 5 * time.Millisecond
 
 // Work runs the queued runs of tk that are due, with handler, and returns
-// once none is left: it blocks while a worker of its own (WorkerOptions,
-// one run at a time, in the order they were queued) takes each through the
+// once none is left: it blocks while a worker of its own (wired as
+// StartWorker's, one run at a time, in the order they were queued) takes each through the
 // real path of a run (delivery, attempt, handler, outcome recorded, key
 // released by its strategy), then stops that worker and returns the runs
 // it attempted, oldest first, as they stand: each ended, or waiting for a
-// retry (Run.Retrying) whose backoff the harness's clock has not reached.
+// retry (queued, Info.Attempt > 0) whose backoff the harness's clock has not reached.
 // Runs the handler triggers of tk are worked too; runs whose retry or
 // debounce window is not due are left queued until Advance moves past it.
 //
 // handler runs on the worker's goroutine, not the test's: it reports a
 // problem by returning an error (worker.NonRetryable to fail the run at
 // once), never with t.Fatal. Work fails the test if the worker cannot
-// start, if tk is handled by a worker of Start (the two would compete for
+// start, if tk is handled by a worker of StartWorker (the two would compete for
 // its runs), or if the runs are not done when ctx ends (or after
 // WorkTimeoutDefault, if ctx has no deadline).
 func Work[I, O any](ctx context.Context, t testing.TB, h *Harness, tk *task.Task[I, O], handler func(ctx worker.Context, input I) (O, error)) []*Run[I, O] {
@@ -53,7 +53,7 @@ func Work[I, O any](ctx context.Context, t testing.TB, h *Harness, tk *task.Task
 		attempts[info.ID] = info.Attempt
 	}
 
-	opts := h.WorkerOptions()
+	opts := h.workerOptions()
 	opts.Concurrency = 1
 	w, err := worker.New(opts)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -75,7 +76,7 @@ func (e *ConcurrencyCancelledError) Is(target error) bool {
 // concurrencyCause reads the cause of runID's cancel from reason, its
 // record's error; ok is false when its group did not cancel it.
 func concurrencyCause(runID, reason string) (err error, ok bool) {
-	group, by, ok := task.ParseConcurrencyReason(reason)
+	group, by, ok := cancelreason.Parse(reason)
 	if !ok {
 		return nil, false
 	}
@@ -205,10 +206,10 @@ func (g *concurrencyGate) admit(ds []engine.Delivery) []engine.Delivery {
 			g.hold(a)
 		case r.Outcome == engine.AcquireEvict:
 			g.hold(a)
-			cancels = append(cancels, [2]string{r.Evicted, task.DisplacedReason(a.RunID, a.Group)})
+			cancels = append(cancels, [2]string{r.Evicted, cancelreason.Displaced(a.RunID, a.Group)})
 		case r.Outcome == engine.AcquireFull:
 			drop[i] = true
-			cancels = append(cancels, [2]string{a.RunID, task.FullGroupReason(a.Group, r.Holders, a.MaxRuns)})
+			cancels = append(cancels, [2]string{a.RunID, cancelreason.FullGroup(a.Group, r.Holders, a.MaxRuns)})
 		default: // AcquireWait
 			drop[i] = true
 			park = append(park, engine.ParkParams{

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -18,8 +19,8 @@ func TestConcurrencyCauseFromItsReason(t *testing.T) {
 		reason string
 		want   *ConcurrencyCancelledError
 	}{
-		{task.DisplacedReason("r2", `acme "eu" | x`), &ConcurrencyCancelledError{RunID: "r1", Group: `acme "eu" | x`, By: "r2"}},
-		{task.FullGroupReason("acme", 2, 2), &ConcurrencyCancelledError{RunID: "r1", Group: "acme"}},
+		{cancelreason.Displaced("r2", `acme "eu" | x`), &ConcurrencyCancelledError{RunID: "r1", Group: `acme "eu" | x`, By: "r2"}},
+		{cancelreason.FullGroup("acme", 2, 2), &ConcurrencyCancelledError{RunID: "r1", Group: "acme"}},
 		{"no longer wanted", nil},
 		{supersededPrefix + "r9", nil},
 		{"displaced by run r2 somewhere", nil},
@@ -43,7 +44,7 @@ func TestConcurrencyCauseFromItsReason(t *testing.T) {
 	active := newActiveRuns()
 	_, ctx := testRun(active, "r1", true, time.Now().Add(time.Minute))
 	cn := &canceller{active: active}
-	cn.notice("r1|" + task.DisplacedReason("r2", "acme"))
+	cn.notice("r1|" + cancelreason.Displaced("r2", "acme"))
 	var ce *ConcurrencyCancelledError
 	if cause := context.Cause(ctx); !errors.As(cause, &ce) || ce.By != "r2" || ce.Group != "acme" {
 		t.Fatalf("notice cause = %v", cause)

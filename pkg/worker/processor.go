@@ -14,6 +14,7 @@ import (
 
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/runstats"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -397,7 +398,7 @@ func (p *processor) process(j runJob) {
 		var nr *NonRetryableError
 		if fails <= st.Spec.Retries && !errors.As(herr, &nr) {
 			f.Outcome = engine.OutcomeRetry
-			f.RetryAt = p.clock.Now().Add(reg.def.Backoff.Delay(fails))
+			f.RetryAt = p.clock.Now().Add(taskdef.Delay(reg.def.Backoff, fails))
 		} else {
 			f.Outcome = engine.OutcomeFailed
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -87,8 +88,8 @@ func (r *registrar) registerDefinitions(ctx context.Context) error {
 
 // record is the registry entry of d, and its JSON.
 func (r *registrar) record(d *task.Definition) (task.Registered, []byte, error) {
-	spec := d.Spec()
-	rec := task.Registered{Spec: spec, Hash: spec.Hash(), Worker: r.consumer, RegisteredAt: r.clock.Now().UTC()}
+	spec := taskdef.Spec(d)
+	rec := task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: r.consumer, RegisteredAt: r.clock.Now().UTC()}
 	raw, err := json.Marshal(rec)
 	return rec, raw, err
 }

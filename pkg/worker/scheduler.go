@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/pkg/client"
-	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -129,10 +129,10 @@ func (s *scheduler) pass(quit <-chan struct{}) time.Duration {
 func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
 	cs, name := info.Compiled(), info.Schedule.Name
 	now := s.clock.Now()
-	for _, tick := range cs.Due(info.Cursor, now) {
+	for _, tick := range ticks.Due(cs, info.Cursor, now) {
 		// Checked again just before the trigger: a tick older than the
 		// horizon may have a key that expired, and is never tried.
-		if !cs.Fresh(tick, s.clock.Now()) {
+		if !ticks.Fresh(cs, tick, s.clock.Now()) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
@@ -173,18 +173,14 @@ func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
 }
 
 // validateSchedules checks Options.Schedules before anything starts: each
-// compiles (a *task.ScheduleError otherwise), and no name comes twice.
+// compiles (a *task.ConfigError otherwise), and no name comes twice.
 func validateSchedules(ss []task.Schedule) error {
 	if len(ss) == 0 {
 		return nil
 	}
-	comp, err := idempotency.NewScheduleCompiler(idempotency.Options{})
-	if err != nil {
-		return fmt.Errorf("worker: %w", err)
-	}
 	seen := map[string]bool{}
 	for _, sc := range ss {
-		if _, err := sc.Compile(comp); err != nil {
+		if _, err := sc.Compile(); err != nil {
 			return err
 		}
 		if seen[sc.Name] {

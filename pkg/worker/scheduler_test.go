@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -47,8 +48,8 @@ func newCronRig(t *testing.T, b *redistest.Backend, start time.Time) *cronRig {
 	t.Helper()
 	r := &cronRig{t: t, b: b, clock: &manualClock{now: start}}
 	r.c = r.client()
-	spec := cronTask.Definition().Spec()
-	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: start})
+	spec := taskdef.Spec(cronTask.Definition())
+	raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: start})
 	if _, err := clientlink.Store(r.c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 		t.Fatal(err)
 	}
@@ -255,8 +256,8 @@ func TestSchedulerWaitsForTheTaskToBeRegistered(t *testing.T) {
 			t.Fatalf("pass with the task unregistered waits %s, want the refresh %s", wait, s.refresh)
 		}
 		later := task.Must[json.RawMessage, json.RawMessage]("cron-later", task.Options{})
-		spec := later.Definition().Spec()
-		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: spec.Hash(), Worker: "test", RegisteredAt: start})
+		spec := taskdef.Spec(later.Definition())
+		raw, _ := json.Marshal(task.Registered{Spec: spec, Hash: taskdef.Hash(spec), Worker: "test", RegisteredAt: start})
 		if _, err := clientlink.Store(r.c).RegisterTask(context.Background(), spec.Name, raw, true); err != nil {
 			t.Fatal(err)
 		}

@@ -37,13 +37,13 @@ func TestWorkerRegistersAndFiresItsSchedules(t *testing.T) {
 	})
 }
 
-// A bad schedule in Options fails New with its *task.ScheduleError, and
+// A bad schedule in Options fails New with its *task.ConfigError, and
 // Schedules need the scheduler.
 func TestWorkerRefusesBadSchedules(t *testing.T) {
 	_, err := worker.New(worker.Options{RedisURL: "redis://127.0.0.1:1", Schedules: []task.Schedule{{Name: "s", Task: "t", Cron: "@often"}}})
-	var se *task.ScheduleError
-	if !errors.As(err, &se) || se.Schedule != "s" || se.Field != "cron" {
-		t.Fatalf("New = %v, want a *task.ScheduleError on cron", err)
+	var se *task.ConfigError
+	if !errors.As(err, &se) || !errors.Is(err, task.ErrInvalidSchedule) || se.Schedule != "s" || se.Field != "cron" {
+		t.Fatalf("New = %v, want a schedule *task.ConfigError on cron", err)
 	}
 	ok := task.Schedule{Name: "s", Task: "t", Cron: "@hourly"}
 	if _, err := worker.New(worker.Options{RedisURL: "redis://127.0.0.1:1", Schedules: []task.Schedule{ok, ok}}); err == nil {

@@ -1,0 +1,96 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidConfig matches every *ConfigError of a task (or of a client's
+// or trigger's durability).
+var ErrInvalidConfig = errors.New("invalid task configuration")
+
+// ErrInvalidSchedule matches every *ConfigError of a schedule.
+var ErrInvalidSchedule = errors.New("invalid schedule")
+
+// ConfigError says what is wrong with a task's options or a schedule: it
+// names the task (or the schedule), the field and what is wrong with it.
+// It is returned when the task is defined (New, NewDefinition) or the
+// schedule compiled (Schedule.Compile), never at a trigger.
+type ConfigError struct {
+	// Task is the task's name; "" for a schedule, or a setting of no task.
+	Task string
+	// Schedule is the schedule's name, for a schedule's error.
+	Schedule string
+	// Field is the option at fault, e.g. "retries",
+	// "rate_limits[1].period", "concurrency.expression"; for a schedule
+	// one of name, task, cron, timezone, input, additional_metadata,
+	// key_expression or misfire.
+	Field   string
+	Message string
+	// Err is the underlying error: the *idempotency.Error of an
+	// expression that does not compile, the cron parser's.
+	Err error
+
+	schedule bool // a schedule's: matches ErrInvalidSchedule
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.schedule:
+		return fmt.Sprintf("schedule %q: %s: %s", e.Schedule, e.Field, e.Message)
+	case e.Task == "":
+		return fmt.Sprintf("%s: %s", e.Field, e.Message)
+	}
+	return fmt.Sprintf("task %q: %s: %s", e.Task, e.Field, e.Message)
+}
+
+// Is makes errors.Is(err, ErrInvalidSchedule) hold for a schedule's
+// error, errors.Is(err, ErrInvalidConfig) for any other.
+func (e *ConfigError) Is(target error) bool {
+	if e.schedule {
+		return target == ErrInvalidSchedule
+	}
+	return target == ErrInvalidConfig
+}
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// The kinds of *KeyError: which of a task's expressions failed.
+const (
+	KeyIdempotency = "idempotency" // Idempotency.Expression
+	KeyConcurrency = "concurrency" // Concurrency.Expression
+	KeyRateLimit   = "rate_limit"  // a RateLimit's Key
+)
+
+// KeyError says one of a task's expressions failed on a run's input: the
+// idempotency expression (Definition.Key), the concurrency expression
+// (ConcurrencyGroup) or a rate limit's key (RateLimitKeys). At a trigger
+// it refuses the trigger and nothing is created; every trigger path
+// returns it: client.RunNoWait, Run and RunMany, the HTTP API (a 422
+// idempotency_key_error naming the expression) and events (recorded on
+// the event as the task's error). It names the task and the expression,
+// and wraps the *idempotency.Error that says what went wrong, which
+// errors.As and errors.Is reach through it.
+type KeyError struct {
+	Task string
+	// Kind is KeyIdempotency, KeyConcurrency or KeyRateLimit.
+	Kind       string
+	Expression string
+	// Limit names the rate limit, for KeyRateLimit.
+	Limit string
+	Err   error
+}
+
+func (e *KeyError) Error() string {
+	switch e.Kind {
+	case KeyConcurrency:
+		return fmt.Sprintf("concurrency group %q: %v", e.Expression, e.Err)
+	case KeyRateLimit:
+		return fmt.Sprintf("rate limit %q key: %v", e.Limit, e.Err)
+	}
+	return "idempotency key: " + e.Err.Error()
+}
+
+// Unwrap returns the expression's error.
+func (e *KeyError) Unwrap() error { return e.Err }
