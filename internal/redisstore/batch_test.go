@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -17,9 +18,9 @@ import (
 func TestStartBatchStartsEachDeliveryAsStartWould(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		var ps []*redisstore.EnqueueParams
+		var ps []*engine.EnqueueParams
 		for _, k := range []string{"a", "b", "c", "d"} {
-			p := f.params("t", k, redisstore.StrategyStatus)
+			p := f.params("t", k, engine.StrategyStatus)
 			f.enqueue(p)
 			ps = append(ps, p)
 		}
@@ -54,7 +55,7 @@ func TestStartBatchStartsEachDeliveryAsStartWould(t *testing.T) {
 			}
 		}
 		run, err := f.s.GetRun(f.ctx, ps[0].RunID)
-		if err != nil || run.Status != redisstore.StatusRunning || run.Attempt != 1 || run.Consumer != "w1" {
+		if err != nil || run.Status != engine.StatusRunning || run.Attempt != 1 || run.Consumer != "w1" {
 			t.Fatalf("started run = %+v, %v", run, err)
 		}
 		// The skipped deliveries were acknowledged and deleted; the
@@ -77,14 +78,14 @@ func TestStartBatchOfNothing(t *testing.T) {
 func TestStartBatchErrorsStayWithTheirDelivery(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		good, bad := f.params("t", "a", redisstore.StrategyStatus), f.params("t", "b", redisstore.StrategyStatus)
+		good, bad := f.params("t", "a", engine.StrategyStatus), f.params("t", "b", engine.StrategyStatus)
 		f.enqueue(good)
 		f.enqueue(bad)
 		ds := f.read("t", "w1")
 		b.Client.Del(f.ctx, f.k.Run(bad.RunID))
 		b.Client.Set(f.ctx, f.k.Run(bad.RunID), "not a hash", 0)
-		res, errs := f.s.StartBatch(f.ctx, "w1", f.now, []redisstore.Delivery{ds[1], ds[0]})
-		if !errors.Is(errs[0], redisstore.ErrWrongType) {
+		res, errs := f.s.StartBatch(f.ctx, "w1", f.now, []engine.Delivery{ds[1], ds[0]})
+		if !errors.Is(errs[0], engine.ErrWrongType) {
 			t.Fatalf("wrong-type record: %v, want ErrWrongType", errs[0])
 		}
 		if errs[1] != nil || !res[1].Started {
@@ -147,7 +148,7 @@ func TestEnqueueCallIsWhatEnqueueSends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		keys, args := f.s.EnqueueCall(p)
 		flat, err := b.Client.Eval(f.ctx, src, keys, args...).Slice()
 		all := redisstore.EnqueueReplies(flat)
@@ -158,12 +159,12 @@ func TestEnqueueCallIsWhatEnqueueSends(t *testing.T) {
 		if len(v) != 2 || v[0] != int64(1) {
 			t.Fatalf("enqueue by hand = %v, %v", v, err)
 		}
-		dup := f.params("t", "k", redisstore.StrategyStatus)
+		dup := f.params("t", "k", engine.StrategyStatus)
 		if r := f.enqueue(dup); r.Accepted || r.Owner != p.RunID {
 			t.Fatalf("a trigger of the same key = %+v, want a collision with %s", r, p.RunID)
 		}
 		run, err := f.s.GetRun(f.ctx, p.RunID)
-		if err != nil || run.Key != "k" || run.Strategy != redisstore.StrategyStatus || string(run.Input) != string(p.Input) {
+		if err != nil || run.Key != "k" || run.Strategy != engine.StrategyStatus || string(run.Input) != string(p.Input) {
 			t.Fatalf("run = %+v, %v", run, err)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -23,13 +24,13 @@ func TestEnqueueBatchRefusedTriggerLeavesNothingAndStopsNothing(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		b.Client.Set(f.ctx, f.k.Stream("bad"), "x", 0)
-		ps := []*redisstore.EnqueueParams{
-			f.params("good", "a", redisstore.StrategyStatus),
-			f.params("bad", "b", redisstore.StrategyStatus),
-			f.params("good", "c", redisstore.StrategyStatus),
+		ps := []*engine.EnqueueParams{
+			f.params("good", "a", engine.StrategyStatus),
+			f.params("bad", "b", engine.StrategyStatus),
+			f.params("good", "c", engine.StrategyStatus),
 		}
 		res, errs := f.s.EnqueueBatch(f.ctx, ps)
-		var wt *redisstore.WrongTypeError
+		var wt *engine.WrongTypeError
 		if !errors.As(errs[1], &wt) || wt.Key != f.k.Stream("bad") || wt.Type != "string" {
 			t.Fatalf("trigger on a wrong-typed stream: %v, want a WrongTypeError naming %s", errs[1], f.k.Stream("bad"))
 		}
@@ -57,9 +58,9 @@ func TestEnqueueDebounceOverWrongTypedRetrySetWritesNothing(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		b.Client.Set(f.ctx, f.k.Retry(), "x", 0)
-		p := f.params("t", "k", redisstore.StrategyDebounce)
+		p := f.params("t", "k", engine.StrategyDebounce)
 		_, err := f.s.Enqueue(f.ctx, p)
-		if !errors.Is(err, redisstore.ErrWrongType) {
+		if !errors.Is(err, engine.ErrWrongType) {
 			t.Fatalf("enqueue = %v, want ErrWrongType", err)
 		}
 		for _, k := range []string{f.k.Run(p.RunID), f.k.IdempotencyKey("k"), f.k.Runs()} {
@@ -78,9 +79,9 @@ func TestEnqueueDebounceOverWrongTypedRetrySetWritesNothing(t *testing.T) {
 func TestFinishBatchRecordsEachOutcomeAndDropsEveryDelivery(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		ps := []*redisstore.EnqueueParams{
-			f.params("a", "1", redisstore.StrategyStatus), f.params("a", "2", redisstore.StrategyStatus),
-			f.params("b", "3", redisstore.StrategyStatus), f.params("b", "4", redisstore.StrategyStatus),
+		ps := []*engine.EnqueueParams{
+			f.params("a", "1", engine.StrategyStatus), f.params("a", "2", engine.StrategyStatus),
+			f.params("b", "3", engine.StrategyStatus), f.params("b", "4", engine.StrategyStatus),
 		}
 		for _, p := range ps {
 			f.enqueue(p)
@@ -91,15 +92,15 @@ func TestFinishBatchRecordsEachOutcomeAndDropsEveryDelivery(t *testing.T) {
 				attempts = append(attempts, f.start(d, "w1").Attempt)
 			}
 		}
-		batch := []*redisstore.FinishParams{
-			{RunID: ps[0].RunID, Attempt: attempts[0], Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{"ok":1}`), Now: f.now},
-			{RunID: ps[1].RunID, Attempt: attempts[1], Outcome: redisstore.OutcomeFailed, Payload: []byte("boom"), Now: f.now},
-			{RunID: ps[2].RunID, Attempt: attempts[2], Outcome: redisstore.OutcomeRetry, Payload: []byte("again"), Now: f.now, RetryAt: f.now.Add(time.Minute)},
-			{RunID: ps[3].RunID, Attempt: attempts[3] + 1, Outcome: redisstore.OutcomeSucceeded, Now: f.now}, // stale
-			{RunID: "no-such-run", Attempt: 1, Outcome: redisstore.OutcomeSucceeded, Now: f.now},
+		batch := []*engine.FinishParams{
+			{RunID: ps[0].RunID, Attempt: attempts[0], Outcome: engine.OutcomeSucceeded, Payload: []byte(`{"ok":1}`), Now: f.now},
+			{RunID: ps[1].RunID, Attempt: attempts[1], Outcome: engine.OutcomeFailed, Payload: []byte("boom"), Now: f.now},
+			{RunID: ps[2].RunID, Attempt: attempts[2], Outcome: engine.OutcomeRetry, Payload: []byte("again"), Now: f.now, RetryAt: f.now.Add(time.Minute)},
+			{RunID: ps[3].RunID, Attempt: attempts[3] + 1, Outcome: engine.OutcomeSucceeded, Now: f.now}, // stale
+			{RunID: "no-such-run", Attempt: 1, Outcome: engine.OutcomeSucceeded, Now: f.now},
 		}
 		res, errs := f.s.FinishBatch(f.ctx, batch)
-		want := []redisstore.FinishResult{
+		want := []engine.FinishResult{
 			{Written: true, Status: "succeeded"}, {Written: true, Status: "failed"}, {Written: true, Status: "queued"},
 			{Status: "stale"}, {Status: "missing"},
 		}
@@ -121,8 +122,8 @@ func TestFinishBatchRecordsEachOutcomeAndDropsEveryDelivery(t *testing.T) {
 		}
 		defer func() {
 			// Once the last pending delivery ends, the trim is exact.
-			_, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: ps[3].RunID, Attempt: attempts[3],
-				Outcome: redisstore.OutcomeSucceeded, Now: f.now}})
+			_, errs := f.s.FinishBatch(f.ctx, []*engine.FinishParams{{RunID: ps[3].RunID, Attempt: attempts[3],
+				Outcome: engine.OutcomeSucceeded, Now: f.now}})
 			if errs[0] != nil {
 				t.Fatal(errs[0])
 			}
@@ -147,18 +148,18 @@ func TestFinishBatchRecordsEachOutcomeAndDropsEveryDelivery(t *testing.T) {
 // finish with the spec its delivery carried (the worker's way), its finish
 // read from the record, or a cancel. A run that had none gets no such keys.
 func TestSignalsAndStepsExpireWithTheRecord(t *testing.T) {
-	endings := map[string]func(f *fixture, d redisstore.Delivery, st redisstore.StartResult){
-		"finish with spec": func(f *fixture, d redisstore.Delivery, st redisstore.StartResult) {
-			_, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: d.RunID, Attempt: st.Attempt,
-				Outcome: redisstore.OutcomeSucceeded, Now: f.now, Task: d.Task, EntryID: d.EntryID, Spec: st.Spec}})
+	endings := map[string]func(f *fixture, d engine.Delivery, st engine.StartResult){
+		"finish with spec": func(f *fixture, d engine.Delivery, st engine.StartResult) {
+			_, errs := f.s.FinishBatch(f.ctx, []*engine.FinishParams{{RunID: d.RunID, Attempt: st.Attempt,
+				Outcome: engine.OutcomeSucceeded, Now: f.now, Task: d.Task, EntryID: d.EntryID, Spec: st.Spec}})
 			if errs[0] != nil {
 				f.t.Fatal(errs[0])
 			}
 		},
-		"finish from the record": func(f *fixture, d redisstore.Delivery, st redisstore.StartResult) {
-			f.finish(d.RunID, st.Attempt, redisstore.OutcomeSucceeded, `{}`)
+		"finish from the record": func(f *fixture, d engine.Delivery, st engine.StartResult) {
+			f.finish(d.RunID, st.Attempt, engine.OutcomeSucceeded, `{}`)
 		},
-		"cancel": func(f *fixture, d redisstore.Delivery, _ redisstore.StartResult) {
+		"cancel": func(f *fixture, d engine.Delivery, _ engine.StartResult) {
 			if r, err := f.s.Cancel(f.ctx, d.RunID, "test", f.now); err != nil || !r.Written {
 				f.t.Fatalf("cancel = %+v, %v", r, err)
 			}
@@ -206,7 +207,7 @@ func TestSignalsAndStepsExpireWithTheRecord(t *testing.T) {
 func TestSaveStepResult(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "a", redisstore.StrategyStatus)
+		p := f.params("t", "a", engine.StrategyStatus)
 		f.enqueue(p)
 		got, err := f.s.SaveStepResult(f.ctx, p.RunID, "s", []byte(`"first"`))
 		if err != nil || string(got) != `"first"` {
@@ -238,7 +239,7 @@ func TestSaveStepResult(t *testing.T) {
 func TestResentSignalIsStoredOnce(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		owner := f.params("t", "k", redisstore.StrategyStatus)
+		owner := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(owner)
 		for i := 0; i < 2; i++ {
 			r, err := f.s.SignalRun(f.ctx, owner.RunID, "sig-1", []byte(`1`), 0)
@@ -246,11 +247,11 @@ func TestResentSignalIsStoredOnce(t *testing.T) {
 				t.Fatalf("send %d = %+v, %v", i, r, err)
 			}
 		}
-		trigger := f.params("t", "k", redisstore.StrategyStatus)
-		trigger.Policy, trigger.SignalID = redisstore.PolicySignal, "sig-2"
+		trigger := f.params("t", "k", engine.StrategyStatus)
+		trigger.Policy, trigger.SignalID = engine.PolicySignal, "sig-2"
 		for i := 0; i < 2; i++ {
 			r := f.enqueue(trigger)
-			if r.Outcome != redisstore.TriggerSignalled || r.Owner != owner.RunID || r.SignalID != "sig-2" {
+			if r.Outcome != engine.TriggerSignalled || r.Owner != owner.RunID || r.SignalID != "sig-2" {
 				t.Fatalf("signal-policy trigger, send %d = %+v", i, r)
 			}
 		}
@@ -311,12 +312,12 @@ func TestEnqueueBatchPastTheCallLimitIsSplitInOrder(t *testing.T) {
 		f := newFixture(t, b)
 		f.s = redisstore.New(rdb, b.Namespace)
 		n := 2*redisstore.MaxItemsPerCall + 10
-		ps := make([]*redisstore.EnqueueParams, n)
+		ps := make([]*engine.EnqueueParams, n)
 		for i := range ps {
-			ps[i] = f.params("t", fmt.Sprint("k", i), redisstore.StrategyStatus)
+			ps[i] = f.params("t", fmt.Sprint("k", i), engine.StrategyStatus)
 		}
 		last := n - 1
-		ps[last] = f.params("t", "k0", redisstore.StrategyStatus) // collides with the first
+		ps[last] = f.params("t", "k0", engine.StrategyStatus) // collides with the first
 		res, errs := f.s.EnqueueBatch(f.ctx, ps)
 		for i := 0; i < last; i++ {
 			if errs[i] != nil || !res[i].Accepted {
@@ -337,14 +338,14 @@ func TestEnqueueBatchPastTheCallLimitIsSplitInOrder(t *testing.T) {
 func TestFinishBatchErrorsStayWithTheirOutcome(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		good := f.params("t", "a", redisstore.StrategyStatus)
+		good := f.params("t", "a", engine.StrategyStatus)
 		st := f.running(good, "w1")
 		b.Client.Set(f.ctx, f.k.Run("broken"), "not a hash", 0)
-		res, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{
-			{RunID: "broken", Attempt: 1, Outcome: redisstore.OutcomeSucceeded, Now: f.now},
-			{RunID: good.RunID, Attempt: st.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now},
+		res, errs := f.s.FinishBatch(f.ctx, []*engine.FinishParams{
+			{RunID: "broken", Attempt: 1, Outcome: engine.OutcomeSucceeded, Now: f.now},
+			{RunID: good.RunID, Attempt: st.Attempt, Outcome: engine.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now},
 		})
-		var wt *redisstore.WrongTypeError
+		var wt *engine.WrongTypeError
 		if !errors.As(errs[0], &wt) || wt.Key != f.k.Run("broken") {
 			t.Fatalf("outcome of the wrong-typed run: %v, want a WrongTypeError naming its key", errs[0])
 		}
@@ -372,7 +373,7 @@ func TestFinishTrimsOnlyTheAcknowledgedHead(t *testing.T) {
 		for _, d := range ds {
 			attempts = append(attempts, f.start(d, "w1").Attempt)
 		}
-		unread := f.params("t", "4", redisstore.StrategyStatus)
+		unread := f.params("t", "4", engine.StrategyStatus)
 		f.enqueue(unread)
 		entries := func() []string {
 			var ids []string
@@ -384,12 +385,12 @@ func TestFinishTrimsOnlyTheAcknowledgedHead(t *testing.T) {
 
 		// The second and third finish while the first is still running.
 		for _, i := range []int{1, 2} {
-			f.finish(ps[i].RunID, attempts[i], redisstore.OutcomeSucceeded, `{}`)
+			f.finish(ps[i].RunID, attempts[i], engine.OutcomeSucceeded, `{}`)
 		}
 		if got := entries(); len(got) != 4 {
 			t.Fatalf("stream = %v, want all 4 entries while the oldest delivery is pending", got)
 		}
-		f.finish(ps[0].RunID, attempts[0], redisstore.OutcomeSucceeded, `{}`)
+		f.finish(ps[0].RunID, attempts[0], engine.OutcomeSucceeded, `{}`)
 		if got := entries(); len(got) != 1 {
 			t.Fatalf("stream = %v, want only the unread entry", got)
 		}
@@ -414,20 +415,20 @@ func TestEnqueueBatchIndexesEveryRunItCreates(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		b.Client.Set(f.ctx, f.k.Stream("bad"), "x", 0)
-		refused := f.params("bad", "r", redisstore.StrategyStatus)
-		first, second := f.params("a", "1", redisstore.StrategyStatus), f.params("b", "2", redisstore.StrategyTTL)
-		dup := f.params("a", "1", redisstore.StrategyStatus)
-		none := f.params("a", "", redisstore.StrategyNone)
-		later := f.scheduledParams("3", redisstore.StrategyTTL, time.Hour)
+		refused := f.params("bad", "r", engine.StrategyStatus)
+		first, second := f.params("a", "1", engine.StrategyStatus), f.params("b", "2", engine.StrategyTTL)
+		dup := f.params("a", "1", engine.StrategyStatus)
+		none := f.params("a", "", engine.StrategyNone)
+		later := f.scheduledParams("3", engine.StrategyTTL, time.Hour)
 		// Each run its own creation time, so that a score read off another
 		// run's arguments shows.
-		for i, p := range []*redisstore.EnqueueParams{refused, first, second, dup, none, later} {
+		for i, p := range []*engine.EnqueueParams{refused, first, second, dup, none, later} {
 			p.Now = f.now.Add(time.Duration(i) * time.Second)
 		}
 		resend := *first
-		batch := []*redisstore.EnqueueParams{refused, first, second, dup, &resend, none, later}
+		batch := []*engine.EnqueueParams{refused, first, second, dup, &resend, none, later}
 		rs, errs := f.s.EnqueueBatch(f.ctx, batch)
-		if !errors.Is(errs[0], redisstore.ErrWrongType) {
+		if !errors.Is(errs[0], engine.ErrWrongType) {
 			t.Fatalf("trigger over a wrong-typed stream: %+v, %v; want ErrWrongType", rs[0], errs[0])
 		}
 		for _, i := range []int{1, 2, 4, 5, 6} {
@@ -443,7 +444,7 @@ func TestEnqueueBatchIndexesEveryRunItCreates(t *testing.T) {
 		}
 		got := b.Client.ZRangeWithScores(f.ctx, f.k.Runs(), 0, -1).Val()
 		want := []redis.Z{}
-		for _, p := range []*redisstore.EnqueueParams{first, second, none, later} {
+		for _, p := range []*engine.EnqueueParams{first, second, none, later} {
 			want = append(want, redis.Z{Score: float64(p.Now.UnixMilli()), Member: p.RunID})
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -458,10 +459,10 @@ func TestEnqueueBatchQueuesEachRunInItsTasksStream(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		tasks := []string{"a", "a", "b", "a", "c", "c", "b"}
-		batch := make([]*redisstore.EnqueueParams, len(tasks))
+		batch := make([]*engine.EnqueueParams, len(tasks))
 		want := map[string][]string{}
 		for i, task := range tasks {
-			batch[i] = f.params(task, fmt.Sprintf("k%d", i), redisstore.StrategyTTL)
+			batch[i] = f.params(task, fmt.Sprintf("k%d", i), engine.StrategyTTL)
 			want[task] = append(want[task], batch[i].RunID)
 		}
 		rs, errs := f.s.EnqueueBatch(f.ctx, batch)
@@ -487,17 +488,17 @@ func TestFinishBatchReleasesOnlyKeysItsRunsOwn(t *testing.T) {
 		f := newFixture(t, b)
 		// In this order, so that the keys released are not one run of
 		// the call's: one before the lapsed key, one after it.
-		owned, lapsed, owned2, retained := f.params("t", "owned", redisstore.StrategyStatus),
-			f.params("t", "lapsed", redisstore.StrategyStatus), f.params("t", "owned2", redisstore.StrategyStatus),
-			f.params("t", "retained", redisstore.StrategyStatus)
+		owned, lapsed, owned2, retained := f.params("t", "owned", engine.StrategyStatus),
+			f.params("t", "lapsed", engine.StrategyStatus), f.params("t", "owned2", engine.StrategyStatus),
+			f.params("t", "retained", engine.StrategyStatus)
 		retained.Retain = time.Hour
-		for _, p := range []*redisstore.EnqueueParams{owned, lapsed, owned2, retained} {
+		for _, p := range []*engine.EnqueueParams{owned, lapsed, owned2, retained} {
 			f.enqueue(p)
 		}
-		var batch []*redisstore.FinishParams
+		var batch []*engine.FinishParams
 		for _, d := range f.read("t", "w1") {
-			batch = append(batch, &redisstore.FinishParams{
-				RunID: d.RunID, Attempt: f.start(d, "w1").Attempt, Outcome: redisstore.OutcomeSucceeded, Now: f.now,
+			batch = append(batch, &engine.FinishParams{
+				RunID: d.RunID, Attempt: f.start(d, "w1").Attempt, Outcome: engine.OutcomeSucceeded, Now: f.now,
 			})
 		}
 		// lapsed's key expired while it ran and another run claimed it.
@@ -548,7 +549,7 @@ func TestStartBatchRepliesStayWithTheirDeliveries(t *testing.T) {
 		if errs[1] != nil || res[1].Started || res[1].Reason != "missing" {
 			t.Errorf("delivery of a deleted run: %+v, %v; want not started, missing", res[1], errs[1])
 		}
-		if !errors.Is(errs[2], redisstore.ErrWrongType) {
+		if !errors.Is(errs[2], engine.ErrWrongType) {
 			t.Errorf("delivery of a wrong-typed run key: %v, want ErrWrongType", errs[2])
 		}
 	})
@@ -567,7 +568,7 @@ func TestFinishBoundsEntriesLingeringBehindALongRun(t *testing.T) {
 	}
 	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		long := f.params("t", "long", redisstore.StrategyStatus)
+		long := f.params("t", "long", engine.StrategyStatus)
 		f.running(long, "w1") // runs on, pending, oldest
 		stream := f.k.Stream("t")
 		// Acknowledged entries behind it, one short of the bound.
@@ -591,15 +592,15 @@ func TestFinishBoundsEntriesLingeringBehindALongRun(t *testing.T) {
 
 		finishOne := func(key string) {
 			t.Helper()
-			p := f.params("t", key, redisstore.StrategyStatus)
+			p := f.params("t", key, engine.StrategyStatus)
 			f.enqueue(p)
 			d := f.read("t", "w1")[0]
-			st, errs := f.s.StartBatch(f.ctx, "w1", f.now, []redisstore.Delivery{d})
+			st, errs := f.s.StartBatch(f.ctx, "w1", f.now, []engine.Delivery{d})
 			if errs[0] != nil {
 				t.Fatal(errs[0])
 			}
-			_, ferrs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: p.RunID, Attempt: st[0].Attempt,
-				Outcome: redisstore.OutcomeSucceeded, Now: f.now, Task: d.Task, EntryID: d.EntryID, Spec: st[0].Spec}})
+			_, ferrs := f.s.FinishBatch(f.ctx, []*engine.FinishParams{{RunID: p.RunID, Attempt: st[0].Attempt,
+				Outcome: engine.OutcomeSucceeded, Now: f.now, Task: d.Task, EntryID: d.EntryID, Spec: st[0].Spec}})
 			if ferrs[0] != nil {
 				t.Fatal(ferrs[0])
 			}
@@ -615,7 +616,7 @@ func TestFinishBoundsEntriesLingeringBehindALongRun(t *testing.T) {
 			t.Fatalf("stream holds %d entries after one more finished, want no more", n)
 		}
 		// Once the long run ends, the whole acknowledged head goes.
-		f.finish(long.RunID, 1, redisstore.OutcomeSucceeded, `{}`)
+		f.finish(long.RunID, 1, engine.OutcomeSucceeded, `{}`)
 		if n := b.Client.XLen(f.ctx, stream).Val(); n != 0 {
 			t.Fatalf("stream holds %d entries after the long run ended, want none", n)
 		}
@@ -632,9 +633,9 @@ func TestFinishTrimsTheAcknowledgedHeadWhileDeliveriesArePending(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		const n, ended = 300, 250
-		ps := make([]*redisstore.EnqueueParams, n)
+		ps := make([]*engine.EnqueueParams, n)
 		for i := range ps {
-			ps[i] = f.params("t", "", redisstore.StrategyNone)
+			ps[i] = f.params("t", "", engine.StrategyNone)
 		}
 		if _, errs := f.s.EnqueueBatch(f.ctx, ps); errs[0] != nil {
 			t.Fatal(errs[0])
@@ -643,7 +644,7 @@ func TestFinishTrimsTheAcknowledgedHeadWhileDeliveriesArePending(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Ten workers, each holding 30 deliveries.
-		var ds []redisstore.Delivery
+		var ds []engine.Delivery
 		consumer := map[string]string{}
 		for w := range 10 {
 			name := fmt.Sprint("w", w)
@@ -656,10 +657,10 @@ func TestFinishTrimsTheAcknowledgedHeadWhileDeliveriesArePending(t *testing.T) {
 			}
 			ds = append(ds, got...)
 		}
-		finish := func(d redisstore.Delivery) {
+		finish := func(d engine.Delivery) {
 			t.Helper()
-			res, errs := f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{{RunID: d.RunID, Attempt: d.Spec.Attempts + 1,
-				Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now, Task: d.Task, EntryID: d.EntryID,
+			res, errs := f.s.FinishBatch(f.ctx, []*engine.FinishParams{{RunID: d.RunID, Attempt: d.Spec.Attempts + 1,
+				Outcome: engine.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now, Task: d.Task, EntryID: d.EntryID,
 				Spec: d.Spec, Began: f.now, Consumer: consumer[d.RunID]}})
 			if errs[0] != nil || !res[0].Written {
 				t.Fatalf("finish %s: %+v, %v", d.RunID, res[0], errs[0])

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -15,8 +16,8 @@ import (
 // began returns the finish of delivery d's next attempt that also begins
 // it, as a worker sends it when the handler returned before the attempt
 // was begun.
-func began(d redisstore.Delivery, o redisstore.Outcome, payload string, at, now time.Time) *redisstore.FinishParams {
-	return &redisstore.FinishParams{
+func began(d engine.Delivery, o engine.Outcome, payload string, at, now time.Time) *engine.FinishParams {
+	return &engine.FinishParams{
 		RunID: d.RunID, Attempt: d.Spec.Attempts + 1, Outcome: o, Payload: []byte(payload), Now: now,
 		RetryAt: now.Add(time.Minute), Task: d.Task, EntryID: d.EntryID, Spec: d.Spec, Began: at, Consumer: "w1",
 	}
@@ -34,10 +35,10 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 			held
 			replies []string
 		}
-		outcomes := map[string]redisstore.Outcome{
-			"ok": redisstore.OutcomeSucceeded, "retained": redisstore.OutcomeSucceeded, "failed": redisstore.OutcomeFailed,
-			"retry": redisstore.OutcomeRetry, "plain": redisstore.OutcomeSucceeded, "ttl": redisstore.OutcomeSucceeded,
-			"second": redisstore.OutcomeSucceeded,
+		outcomes := map[string]engine.Outcome{
+			"ok": engine.OutcomeSucceeded, "retained": engine.OutcomeSucceeded, "failed": engine.OutcomeFailed,
+			"retry": engine.OutcomeRetry, "plain": engine.OutcomeSucceeded, "ttl": engine.OutcomeSucceeded,
+			"second": engine.OutcomeSucceeded,
 		}
 		run := func(ns string, begin bool) state {
 			// One partition, the cluster's too: the streams and keys
@@ -47,16 +48,16 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 			k := s.Keys()
 			now := time.UnixMilli(1_700_000_000_000)
 			at := now.Add(-5 * time.Millisecond)
-			mk := func(id, key string, strat redisstore.Strategy, retain time.Duration) *redisstore.EnqueueParams {
-				return &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{"id":"` + id + `"}`), Meta: []byte(`{}`),
+			mk := func(id, key string, strat engine.Strategy, retain time.Duration) *engine.EnqueueParams {
+				return &engine.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{"id":"` + id + `"}`), Meta: []byte(`{}`),
 					Key: key, Strategy: strat, Hold: time.Hour, Retain: retain, Retries: 1, MaxDeliveries: 5,
 					Retention: time.Hour, Now: now}
 			}
-			ps := []*redisstore.EnqueueParams{
-				mk("ok", "k-ok", redisstore.StrategyStatus, 0), mk("retained", "k-ret", redisstore.StrategyStatus, time.Minute),
-				mk("failed", "k-fail", redisstore.StrategyStatus, 0), mk("retry", "k-retry", redisstore.StrategyStatus, 0),
-				mk("plain", "", redisstore.StrategyNone, 0), mk("ttl", "k-ttl", redisstore.StrategyTTL, 0),
-				mk("second", "k-second", redisstore.StrategyStatus, 0),
+			ps := []*engine.EnqueueParams{
+				mk("ok", "k-ok", engine.StrategyStatus, 0), mk("retained", "k-ret", engine.StrategyStatus, time.Minute),
+				mk("failed", "k-fail", engine.StrategyStatus, 0), mk("retry", "k-retry", engine.StrategyStatus, 0),
+				mk("plain", "", engine.StrategyNone, 0), mk("ttl", "k-ttl", engine.StrategyTTL, 0),
+				mk("second", "k-second", engine.StrategyStatus, 0),
 			}
 			if _, errs := s.EnqueueBatch(ctx, ps); errs[0] != nil {
 				t.Fatal(errs[0])
@@ -68,8 +69,8 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 			// "second" fails its first attempt (begun by start.lua in both
 			// runs) and is queued again, as is "retry" after its first, so
 			// their second deliveries say one attempt was begun before.
-			end := func(ds []redisstore.Delivery) {
-				var fps []*redisstore.FinishParams
+			end := func(ds []engine.Delivery) {
+				var fps []*engine.FinishParams
 				if begin {
 					for _, d := range ds {
 						fps = append(fps, began(d, outcomes[d.RunID], `{"r":1}`, at, now))
@@ -80,7 +81,7 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 						if errs[i] != nil || !sts[i].Started {
 							t.Fatalf("start %s = %+v, %v", d.RunID, sts[i], errs[i])
 						}
-						fps = append(fps, &redisstore.FinishParams{RunID: d.RunID, Attempt: sts[i].Attempt, Outcome: outcomes[d.RunID],
+						fps = append(fps, &engine.FinishParams{RunID: d.RunID, Attempt: sts[i].Attempt, Outcome: outcomes[d.RunID],
 							Payload: []byte(`{"r":1}`), Now: now, RetryAt: now.Add(time.Minute), Task: d.Task, EntryID: d.EntryID, Spec: sts[i].Spec})
 					}
 				}
@@ -93,14 +94,14 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 			if err != nil || len(ds) != len(ps) {
 				t.Fatalf("read %d deliveries, %v", len(ds), err)
 			}
-			var first []redisstore.Delivery
+			var first []engine.Delivery
 			for _, d := range ds {
 				if d.RunID == "second" {
-					sts, errs := s.StartBatch(ctx, "w1", at, []redisstore.Delivery{d})
+					sts, errs := s.StartBatch(ctx, "w1", at, []engine.Delivery{d})
 					if errs[0] != nil || !sts[0].Started {
 						t.Fatalf("start second = %+v, %v", sts[0], errs[0])
 					}
-					fr, err := s.Finish(ctx, &redisstore.FinishParams{RunID: d.RunID, Attempt: sts[0].Attempt, Outcome: redisstore.OutcomeRetry,
+					fr, err := s.Finish(ctx, &engine.FinishParams{RunID: d.RunID, Attempt: sts[0].Attempt, Outcome: engine.OutcomeRetry,
 						Payload: []byte("again"), Now: now, RetryAt: now, Task: d.Task, EntryID: d.EntryID, Spec: sts[0].Spec})
 					if err != nil || !fr.Written {
 						t.Fatalf("retry second = %+v, %v", fr, err)
@@ -174,8 +175,8 @@ func TestFinishThatBeginsWritesWhatStartThenFinishWrite(t *testing.T) {
 func TestFinishThatBeginsIsRefusedOnceTheRunMovedOn(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		deliver := func(key string) (*redisstore.EnqueueParams, redisstore.Delivery) {
-			p := f.params("t", key, redisstore.StrategyStatus)
+		deliver := func(key string) (*engine.EnqueueParams, engine.Delivery) {
+			p := f.params("t", key, engine.StrategyStatus)
 			f.enqueue(p)
 			ds := f.read("t", "w1")
 			if len(ds) != 1 || ds[0].Spec == nil {
@@ -183,10 +184,10 @@ func TestFinishThatBeginsIsRefusedOnceTheRunMovedOn(t *testing.T) {
 			}
 			return p, ds[0]
 		}
-		refused := func(name string, d redisstore.Delivery, want string) {
+		refused := func(name string, d engine.Delivery, want string) {
 			t.Helper()
 			before := b.Client.HGetAll(f.ctx, f.k.Run(d.RunID)).Val()
-			r, err := f.s.Finish(f.ctx, began(d, redisstore.OutcomeSucceeded, `{}`, f.now, f.now))
+			r, err := f.s.Finish(f.ctx, began(d, engine.OutcomeSucceeded, `{}`, f.now, f.now))
 			if err != nil || r.Written || r.Status != want {
 				t.Fatalf("%s: finish = %+v, %v; want nothing written, reason %q", name, r, err, want)
 			}
@@ -227,7 +228,7 @@ func TestFinishThatBeginsIsRefusedOnceTheRunMovedOn(t *testing.T) {
 		if len(next) != 1 || next[0].Spec.Attempts != 1 {
 			t.Fatalf("new delivery %+v, want one that says an attempt was begun", next)
 		}
-		if r, err := f.s.Finish(f.ctx, began(next[0], redisstore.OutcomeSucceeded, `{}`, f.now, f.now)); err != nil || !r.Written {
+		if r, err := f.s.Finish(f.ctx, began(next[0], engine.OutcomeSucceeded, `{}`, f.now, f.now)); err != nil || !r.Written {
 			t.Fatalf("finish of the new delivery = %+v, %v", r, err)
 		}
 
@@ -244,7 +245,7 @@ func TestFinishThatBeginsIsRefusedOnceTheRunMovedOn(t *testing.T) {
 func TestReclaimedDeliveryCountsTheLostOne(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		p.MaxDeliveries = 1
 		f.enqueue(p)
 		if ds := f.read("t", "w1"); len(ds) != 1 || ds[0].Redelivered {
@@ -269,7 +270,7 @@ func TestReclaimedDeliveryCountsTheLostOne(t *testing.T) {
 func TestCancelOfAQueuedRunNotifiesWorkers(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		ps := subscribeNotices(t, f.s, f.k.CancelChannel())
 		if r, err := f.s.Cancel(f.ctx, p.RunID, "by test", f.now); err != nil || !r.Written {
@@ -288,11 +289,11 @@ func TestCancelOfAQueuedRunNotifiesWorkers(t *testing.T) {
 func TestStartOfASupersededRunSaysWhoSupersededIt(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		ds := f.read("t", "w1")
-		newer := f.params("t", "k", redisstore.StrategyStatus)
-		newer.Policy = redisstore.PolicySupersede
+		newer := f.params("t", "k", engine.StrategyStatus)
+		newer.Policy = engine.PolicySupersede
 		if r := f.enqueue(newer); !r.Accepted || r.Superseded != p.RunID {
 			t.Fatalf("supersede = %+v", r)
 		}
@@ -320,9 +321,9 @@ func TestFinishBatchRecordsEachAttemptsOwnWorker(t *testing.T) {
 			return len(log.calls)
 		}
 		f := newFixture(t, b)
-		ps := []*redisstore.EnqueueParams{f.params("t", "k1", redisstore.StrategyStatus),
-			f.params("t", "k2", redisstore.StrategyStatus), f.params("t", "k3", redisstore.StrategyStatus),
-			f.params("t", "k4", redisstore.StrategyStatus), f.params("t", "k5", redisstore.StrategyStatus)}
+		ps := []*engine.EnqueueParams{f.params("t", "k1", engine.StrategyStatus),
+			f.params("t", "k2", engine.StrategyStatus), f.params("t", "k3", engine.StrategyStatus),
+			f.params("t", "k4", engine.StrategyStatus), f.params("t", "k5", engine.StrategyStatus)}
 		for _, p := range ps {
 			f.enqueue(p)
 		}
@@ -335,19 +336,19 @@ func TestFinishBatchRecordsEachAttemptsOwnWorker(t *testing.T) {
 			t.Fatalf("start: %+v", started)
 		}
 		at := f.now.Add(-time.Millisecond)
-		fps := []*redisstore.FinishParams{
-			began(ds[0], redisstore.OutcomeSucceeded, `{}`, at, f.now),
-			began(ds[1], redisstore.OutcomeSucceeded, `{}`, at, f.now),
-			{RunID: ds[2].RunID, Attempt: started.Attempt, Outcome: redisstore.OutcomeFailed, Payload: []byte("boom"),
+		fps := []*engine.FinishParams{
+			began(ds[0], engine.OutcomeSucceeded, `{}`, at, f.now),
+			began(ds[1], engine.OutcomeSucceeded, `{}`, at, f.now),
+			{RunID: ds[2].RunID, Attempt: started.Attempt, Outcome: engine.OutcomeFailed, Payload: []byte("boom"),
 				Now: f.now, Task: ds[2].Task, EntryID: ds[2].EntryID, Spec: ds[2].Spec},
-			began(ds[3], redisstore.OutcomeRetry, "again", at, f.now),
+			began(ds[3], engine.OutcomeRetry, "again", at, f.now),
 			began(ds[4], "skipped", `{}`, at, f.now),
 		}
 		fps[1].Consumer, fps[3].Consumer = "w2", "w2"
 		// The server loads the script at its first call, which the call
 		// then sends again: a finish of a missing run first, not counted.
-		if r, err := f.s.Finish(f.ctx, &redisstore.FinishParams{RunID: "missing", Attempt: 1,
-			Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now}); err != nil || r.Status != "missing" {
+		if r, err := f.s.Finish(f.ctx, &engine.FinishParams{RunID: "missing", Attempt: 1,
+			Outcome: engine.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now}); err != nil || r.Status != "missing" {
 			t.Fatalf("finish of a missing run: %+v, %v", r, err)
 		}
 		before := calls()
@@ -386,8 +387,8 @@ func TestFinishBatchRecordsEachAttemptsOwnWorker(t *testing.T) {
 
 		// One worker's outcomes, one begun in the call and one begun by
 		// start.lua, are one call.
-		more := []*redisstore.EnqueueParams{f.params("t", "k6", redisstore.StrategyStatus),
-			f.params("t", "k7", redisstore.StrategyStatus)}
+		more := []*engine.EnqueueParams{f.params("t", "k6", engine.StrategyStatus),
+			f.params("t", "k7", engine.StrategyStatus)}
 		for _, p := range more {
 			f.enqueue(p)
 		}
@@ -397,9 +398,9 @@ func TestFinishBatchRecordsEachAttemptsOwnWorker(t *testing.T) {
 		}
 		started = f.start(ds[1], "w1")
 		before = calls()
-		res, errs = f.s.FinishBatch(f.ctx, []*redisstore.FinishParams{
-			began(ds[0], redisstore.OutcomeSucceeded, `{}`, at, f.now),
-			{RunID: ds[1].RunID, Attempt: started.Attempt, Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`),
+		res, errs = f.s.FinishBatch(f.ctx, []*engine.FinishParams{
+			began(ds[0], engine.OutcomeSucceeded, `{}`, at, f.now),
+			{RunID: ds[1].RunID, Attempt: started.Attempt, Outcome: engine.OutcomeSucceeded, Payload: []byte(`{}`),
 				Now: f.now, Task: ds[1].Task, EntryID: ds[1].EntryID, Spec: ds[1].Spec},
 		})
 		if n := calls() - before; n != 1 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -75,7 +76,7 @@ func TestScriptCallsReadBackWhatTheStoreSent(t *testing.T) {
 		b.Client.AddHook(log)
 		f := newFixture(t, b)
 		ps := f.statusRuns("calls", "k:1", "k:2")
-		ps[1].Policy = redisstore.PolicyAttach
+		ps[1].Policy = engine.PolicyAttach
 		if _, errs := f.s.EnqueueBatch(f.ctx, ps); errs[0] != nil || errs[1] != nil {
 			t.Fatal(errs)
 		}
@@ -96,7 +97,7 @@ func TestScriptCallsReadBackWhatTheStoreSent(t *testing.T) {
 				t.Errorf("enqueue item %d = %+v, sent %+v", i, it, p)
 			}
 		}
-		if enq[1].Policy != string(redisstore.PolicyAttach) {
+		if enq[1].Policy != string(engine.PolicyAttach) {
 			t.Errorf("enqueue item 1 policy = %q", enq[1].Policy)
 		}
 
@@ -113,9 +114,9 @@ func TestScriptCallsReadBackWhatTheStoreSent(t *testing.T) {
 			t.Fatalf("start items = %+v for %+v", st, ds)
 		}
 
-		fs := []*redisstore.FinishParams{
-			{RunID: ds[0].RunID, Attempt: 1, Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now},
-			{RunID: ds[1].RunID, Attempt: 1, Outcome: redisstore.OutcomeRetry, Payload: []byte(`boom`), Now: f.now,
+		fs := []*engine.FinishParams{
+			{RunID: ds[0].RunID, Attempt: 1, Outcome: engine.OutcomeSucceeded, Payload: []byte(`{}`), Now: f.now},
+			{RunID: ds[1].RunID, Attempt: 1, Outcome: engine.OutcomeRetry, Payload: []byte(`boom`), Now: f.now,
 				RetryAt: f.now.Add(time.Minute)},
 		}
 		if _, errs := f.s.FinishBatch(f.ctx, fs); errs[0] != nil || errs[1] != nil {
@@ -128,7 +129,7 @@ func TestScriptCallsReadBackWhatTheStoreSent(t *testing.T) {
 			t.Fatalf("finish items = %+v", fin)
 		}
 
-		p := f.params("calls", "", redisstore.StrategyNone)
+		p := f.params("calls", "", engine.StrategyNone)
 		f.enqueue(p)
 		if _, err := f.s.Cancel(f.ctx, p.RunID, "test", f.now); err != nil {
 			t.Fatal(err)

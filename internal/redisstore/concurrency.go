@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Concurrency groups: at most MaxRuns runs of a group hold a slot at once,
@@ -116,12 +117,12 @@ func slotKeys(parts *Partitions, task, group string) Keys {
 // forgotten (its reservation lapsed, or its worker died between the two
 // steps of a release) and is put back in its stream (Unpark). It reads
 // only; one pipeline.
-func (s *Store) ParkedStates(ctx context.Context, now time.Time, runs []ParkedRun) ([]ParkedState, error) {
+func (s *Store) ParkedStates(ctx context.Context, now time.Time, runs []engine.ParkedRun) ([]engine.ParkedState, error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ParkedState, len(runs))
+	out := make([]engine.ParkedState, len(runs))
 	if len(runs) == 0 {
 		return out, nil
 	}

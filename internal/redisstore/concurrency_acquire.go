@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // concurrencyAcquireScript asks for slots: lua/concurrency_acquire.lua.
@@ -12,8 +14,8 @@ var concurrencyAcquireScript = loadScript("concurrency_acquire")
 // AcquireSlots asks for the slots of ps at now, one script call per
 // partition the groups are in (sent in one pipeline). The i-th result and
 // error belong to the i-th params.
-func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []AcquireParams) ([]AcquireResult, []error) {
-	res := make([]AcquireResult, len(ps))
+func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []engine.AcquireParams) ([]engine.AcquireResult, []error) {
+	res := make([]engine.AcquireResult, len(ps))
 	head := [1 + concurrencyAcquireArgCount]any{concurrencyAcquireArgNow: unixMS(now)}
 	errs := s.evalGroups(ctx, concurrencyAcquireScript, head[1:], len(ps), concurrencyAcquireItemKeyCount, concurrencyAcquireItemArgCount,
 		func(i int) (string, string) { return ps[i].Task, ps[i].Group },
@@ -40,7 +42,7 @@ func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []AcquirePar
 			if err, ok := r[0].(error); ok {
 				return 3, s.named("concurrency_acquire", scriptError(err))
 			}
-			res[i] = AcquireResult{Outcome: AcquireOutcome(asString(r[0])), Holders: int(asInt(r[1])), Evicted: asString(r[2])}
+			res[i] = engine.AcquireResult{Outcome: engine.AcquireOutcome(asString(r[0])), Holders: int(asInt(r[1])), Evicted: asString(r[2])}
 			return 3, nil
 		})
 	return res, errs

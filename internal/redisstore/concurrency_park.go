@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // concurrencyParkScript holds deliveries back: lua/concurrency_park.lua.
@@ -11,11 +13,11 @@ var concurrencyParkScript = loadScript("concurrency_park")
 // Park holds back the deliveries of ps, one script call per partition the
 // runs are in (sent in one pipeline). A recoverer looks at them first at
 // recheck.
-func (s *Store) Park(ctx context.Context, recheck time.Time, ps []ParkParams) ([]string, []error) {
-	return runBatch(ctx, s, batchOp[ParkParams, string]{
+func (s *Store) Park(ctx context.Context, recheck time.Time, ps []engine.ParkParams) ([]string, []error) {
+	return runBatch(ctx, s, batchOp[engine.ParkParams, string]{
 		script: concurrencyParkScript,
-		part:   func(parts *Partitions, p ParkParams) (int, error) { return runPartition(parts, p.RunID) },
-		call: func(ks Keys, sub []ParkParams) ([]string, []any) {
+		part:   func(parts *Partitions, p engine.ParkParams) (int, error) { return runPartition(parts, p.RunID) },
+		call: func(ks Keys, sub []engine.ParkParams) ([]string, []any) {
 			hk := [1 + concurrencyParkKeyCount]string{concurrencyParkKeyParked: ks.Parked()}
 			h := [1 + concurrencyParkArgCount]any{concurrencyParkArgGroup: GroupName, concurrencyParkArgRecheck: unixMS(recheck)}
 			keys := append(make([]string, 0, concurrencyParkKeyCount+concurrencyParkItemKeyCount*len(sub)), hk[1:]...)
@@ -35,7 +37,7 @@ func (s *Store) Park(ctx context.Context, recheck time.Time, ps []ParkParams) ([
 			}
 			return keys, args
 		},
-		reply: func(_ ParkParams, r []any) (string, int, error) {
+		reply: func(_ engine.ParkParams, r []any) (string, int, error) {
 			if err, ok := r[0].(error); ok {
 				return "", 1, s.named("concurrency_park", scriptError(err))
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // concurrencyReleaseScript gives slots back: lua/concurrency_release.lua.
@@ -11,8 +13,8 @@ var concurrencyReleaseScript = loadScript("concurrency_release")
 
 // ReleaseSlots gives the slots of ps back at now, one script call per
 // partition the groups are in (sent in one pipeline).
-func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []ReleaseParams) ([]ReleaseResult, []error) {
-	res := make([]ReleaseResult, len(ps))
+func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []engine.ReleaseParams) ([]engine.ReleaseResult, []error) {
+	res := make([]engine.ReleaseResult, len(ps))
 	head := [1 + concurrencyReleaseArgCount]any{concurrencyReleaseArgNow: unixMS(now)}
 	errs := s.evalGroups(ctx, concurrencyReleaseScript, head[1:], len(ps), concurrencyReleaseItemKeyCount, concurrencyReleaseItemArgCount,
 		func(i int) (string, string) { return ps[i].Task, ps[i].Group },
@@ -45,7 +47,7 @@ func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []ReleasePar
 			for j := range next {
 				next[j] = asString(r[2+j])
 			}
-			res[i] = ReleaseResult{Released: asInt(r[0]) == 1, Next: next}
+			res[i] = engine.ReleaseResult{Released: asInt(r[0]) == 1, Next: next}
 			return 2 + k, nil
 		})
 	return res, errs

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // concurrencyRenewScript renews slot leases: lua/concurrency_renew.lua.
@@ -11,7 +13,7 @@ var concurrencyRenewScript = loadScript("concurrency_renew")
 // RenewSlots renews the slots of ps at now, one script call per partition
 // the groups are in (sent in one pipeline). The i-th result says whether
 // the i-th slot was still held with its token.
-func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []RenewParams) ([]bool, []error) {
+func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []engine.RenewParams) ([]bool, []error) {
 	res := make([]bool, len(ps))
 	head := [1 + concurrencyRenewArgCount]any{concurrencyRenewArgNow: unixMS(now)}
 	errs := s.evalGroups(ctx, concurrencyRenewScript, head[1:], len(ps), concurrencyRenewItemKeyCount, concurrencyRenewItemArgCount,

@@ -7,14 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
 // acquire asks for a slot of task t's group g for run id with token tok.
-func (f *fixture) acquire(at time.Time, g, id, tok string, max int, strategy string) redisstore.AcquireResult {
+func (f *fixture) acquire(at time.Time, g, id, tok string, max int, strategy string) engine.AcquireResult {
 	f.t.Helper()
-	res, errs := f.s.AcquireSlots(f.ctx, at, []redisstore.AcquireParams{{
+	res, errs := f.s.AcquireSlots(f.ctx, at, []engine.AcquireParams{{
 		Task: "t", Group: g, RunID: id, Token: tok, MaxRuns: max, Strategy: strategy, Lease: 10 * time.Second, Created: at,
 	}})
 	if errs[0] != nil {
@@ -23,9 +24,9 @@ func (f *fixture) acquire(at time.Time, g, id, tok string, max int, strategy str
 	return res[0]
 }
 
-func (f *fixture) releaseSlot(at time.Time, g, id, tok string, max int) redisstore.ReleaseResult {
+func (f *fixture) releaseSlot(at time.Time, g, id, tok string, max int) engine.ReleaseResult {
 	f.t.Helper()
-	res, errs := f.s.ReleaseSlots(f.ctx, at, []redisstore.ReleaseParams{{
+	res, errs := f.s.ReleaseSlots(f.ctx, at, []engine.ReleaseParams{{
 		Task: "t", Group: g, RunID: id, Token: tok, MaxRuns: max, Reserve: 10 * time.Second,
 	}})
 	if errs[0] != nil {
@@ -55,19 +56,19 @@ func (f *fixture) holders(g string) []string {
 func TestConcurrencyGroupHoldsMaxRunsAndHandsSlotsOnInLineOrder(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		rr := redisstore.ConcurrencyRoundRobin
-		for i, want := range []redisstore.AcquireOutcome{redisstore.AcquireHeld, redisstore.AcquireHeld, redisstore.AcquireWait, redisstore.AcquireWait} {
+		rr := engine.ConcurrencyRoundRobin
+		for i, want := range []engine.AcquireOutcome{engine.AcquireHeld, engine.AcquireHeld, engine.AcquireWait, engine.AcquireWait} {
 			id := fmt.Sprintf("r%d", i+1)
 			if r := f.acquire(f.now.Add(time.Duration(i)*time.Millisecond), "g", id, "w "+id, 2, rr); r.Outcome != want {
 				t.Fatalf("acquire %s = %+v, want %s", id, r, want)
 			}
 		}
 		// r3 asks again: still one place in line.
-		if r := f.acquire(f.now.Add(5*time.Millisecond), "g", "r3", "w r3", 2, rr); r.Outcome != redisstore.AcquireWait || r.Holders != 2 {
+		if r := f.acquire(f.now.Add(5*time.Millisecond), "g", "r3", "w r3", 2, rr); r.Outcome != engine.AcquireWait || r.Holders != 2 {
 			t.Fatalf("second ask of r3 = %+v", r)
 		}
 		// r1 asks again with its token (a redelivery to the same worker): it still holds.
-		if r := f.acquire(f.now.Add(6*time.Millisecond), "g", "r1", "w r1", 2, rr); r.Outcome != redisstore.AcquireHeld || r.Holders != 2 {
+		if r := f.acquire(f.now.Add(6*time.Millisecond), "g", "r1", "w r1", 2, rr); r.Outcome != engine.AcquireHeld || r.Holders != 2 {
 			t.Fatalf("r1 asking again = %+v", r)
 		}
 		if r := f.releaseSlot(f.now, "g", "r1", "other", 2); r.Released || len(r.Next) != 0 {
@@ -81,10 +82,10 @@ func TestConcurrencyGroupHoldsMaxRunsAndHandsSlotsOnInLineOrder(t *testing.T) {
 			t.Fatalf("holders = %v, want r2 and r3 (reserved)", got)
 		}
 		// r4 cannot jump the reservation; r3 takes it over.
-		if r := f.acquire(f.now.Add(7*time.Millisecond), "g", "r4", "w r4", 2, rr); r.Outcome != redisstore.AcquireWait {
+		if r := f.acquire(f.now.Add(7*time.Millisecond), "g", "r4", "w r4", 2, rr); r.Outcome != engine.AcquireWait {
 			t.Fatalf("r4 = %+v, want wait", r)
 		}
-		if r := f.acquire(f.now.Add(8*time.Millisecond), "g", "r3", "w2 r3", 2, rr); r.Outcome != redisstore.AcquireHeld {
+		if r := f.acquire(f.now.Add(8*time.Millisecond), "g", "r3", "w2 r3", 2, rr); r.Outcome != engine.AcquireHeld {
 			t.Fatalf("r3 taking its reservation = %+v", r)
 		}
 		// A reserved slot given back with the empty token moves the line on.
@@ -101,7 +102,7 @@ func TestConcurrencyGroupHoldsMaxRunsAndHandsSlotsOnInLineOrder(t *testing.T) {
 			t.Fatalf("holders = %v, want r2", got)
 		}
 		// Another group of the same task has slots of its own.
-		if r := f.acquire(f.now, "h", "r9", "w r9", 2, rr); r.Outcome != redisstore.AcquireHeld || r.Holders != 1 {
+		if r := f.acquire(f.now, "h", "r9", "w r9", 2, rr); r.Outcome != engine.AcquireHeld || r.Holders != 1 {
 			t.Fatalf("group h = %+v", r)
 		}
 	})
@@ -113,13 +114,13 @@ func TestConcurrencyGroupHoldsMaxRunsAndHandsSlotsOnInLineOrder(t *testing.T) {
 func TestConcurrencySlotOfALapsedHolderIsGivenBack(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		rr := redisstore.ConcurrencyRoundRobin
+		rr := engine.ConcurrencyRoundRobin
 		f.acquire(f.now, "g", "dead", "w1 dead", 1, rr)
-		if r := f.acquire(f.now, "g", "r2", "w2 r2", 1, rr); r.Outcome != redisstore.AcquireWait {
+		if r := f.acquire(f.now, "g", "r2", "w2 r2", 1, rr); r.Outcome != engine.AcquireWait {
 			t.Fatalf("r2 = %+v, want wait", r)
 		}
 		renew := func(at time.Time, id, tok string) bool {
-			res, errs := f.s.RenewSlots(f.ctx, at, []redisstore.RenewParams{{Task: "t", Group: "g", RunID: id, Token: tok, Lease: 10 * time.Second}})
+			res, errs := f.s.RenewSlots(f.ctx, at, []engine.RenewParams{{Task: "t", Group: "g", RunID: id, Token: tok, Lease: 10 * time.Second}})
 			if errs[0] != nil {
 				t.Fatal(errs[0])
 			}
@@ -140,7 +141,7 @@ func TestConcurrencySlotOfALapsedHolderIsGivenBack(t *testing.T) {
 			t.Fatalf("holders = %v, want r2", got)
 		}
 		// The same through acquire: r2's reservation lapses, r3 gets the slot.
-		if r := f.acquire(later.Add(11*time.Second), "g", "r3", "w3 r3", 1, rr); r.Outcome != redisstore.AcquireHeld {
+		if r := f.acquire(later.Add(11*time.Second), "g", "r3", "w3 r3", 1, rr); r.Outcome != engine.AcquireHeld {
 			t.Fatalf("r3 after r2's reservation lapsed = %+v", r)
 		}
 	})
@@ -151,15 +152,15 @@ func TestConcurrencySlotOfALapsedHolderIsGivenBack(t *testing.T) {
 func TestConcurrencyCancelStrategies(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		cip := redisstore.ConcurrencyCancelInProgress
+		cip := engine.ConcurrencyCancelInProgress
 		f.acquire(f.now, "g", "old", "w old", 2, cip)
 		f.acquire(f.now.Add(time.Millisecond), "g", "mid", "w mid", 2, cip)
 		// Renewing mid does not make it the older one.
-		if _, errs := f.s.RenewSlots(f.ctx, f.now, []redisstore.RenewParams{{Task: "t", Group: "g", RunID: "old", Token: "w old", Lease: time.Hour}}); errs[0] != nil {
+		if _, errs := f.s.RenewSlots(f.ctx, f.now, []engine.RenewParams{{Task: "t", Group: "g", RunID: "old", Token: "w old", Lease: time.Hour}}); errs[0] != nil {
 			t.Fatal(errs[0])
 		}
 		r := f.acquire(f.now.Add(2*time.Millisecond), "g", "new", "w new", 2, cip)
-		if r.Outcome != redisstore.AcquireEvict || r.Evicted != "old" {
+		if r.Outcome != engine.AcquireEvict || r.Evicted != "old" {
 			t.Fatalf("cancel_in_progress = %+v, want old evicted", r)
 		}
 		if got := f.holders("g"); !slices.Equal(got, []string{"mid", "new"}) {
@@ -170,9 +171,9 @@ func TestConcurrencyCancelStrategies(t *testing.T) {
 			t.Fatalf("evicted run released a slot: %+v", r)
 		}
 
-		cn := redisstore.ConcurrencyCancelNewest
+		cn := engine.ConcurrencyCancelNewest
 		f.acquire(f.now, "n", "first", "w first", 1, cn)
-		if r := f.acquire(f.now, "n", "second", "w second", 1, cn); r.Outcome != redisstore.AcquireFull || r.Holders != 1 {
+		if r := f.acquire(f.now, "n", "second", "w second", 1, cn); r.Outcome != engine.AcquireFull || r.Holders != 1 {
 			t.Fatalf("cancel_newest = %+v, want full", r)
 		}
 		if got := f.holders("n"); !slices.Equal(got, []string{"first"}) {
@@ -188,11 +189,11 @@ func TestConcurrencyCancelStrategies(t *testing.T) {
 func TestParkedRunWaitsOutOfItsStreamUntilUnparked(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "", redisstore.StrategyNone)
+		p := f.params("t", "", engine.StrategyNone)
 		d := f.delivered(p)
 		reason := `concurrency group "g" (1/1 running)`
-		res, errs := f.s.Park(f.ctx, f.now.Add(time.Second), []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: reason, Group: "g"}})
-		if errs[0] != nil || res[0] != redisstore.ParkHeldBack {
+		res, errs := f.s.Park(f.ctx, f.now.Add(time.Second), []engine.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: reason, Group: "g"}})
+		if errs[0] != nil || res[0] != engine.ParkHeldBack {
 			t.Fatalf("park = %q, %v", res[0], errs[0])
 		}
 		rec := f.b.Client.HGetAll(f.ctx, f.k.Run(p.RunID)).Val()
@@ -206,7 +207,7 @@ func TestParkedRunWaitsOutOfItsStreamUntilUnparked(t *testing.T) {
 			t.Fatalf("stream holds %d entries, want none", n)
 		}
 		// Parking the same delivery again: stale, nothing changes.
-		if res, _ := f.s.Park(f.ctx, f.now, []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: reason, Group: "g"}}); res[0] != "stale" {
+		if res, _ := f.s.Park(f.ctx, f.now, []engine.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: reason, Group: "g"}}); res[0] != "stale" {
 			t.Fatalf("second park = %q, want stale", res[0])
 		}
 		// Not due yet; then due, and re-scored.
@@ -214,7 +215,7 @@ func TestParkedRunWaitsOutOfItsStreamUntilUnparked(t *testing.T) {
 			t.Fatalf("take before due = %v, %v", got, err)
 		}
 		got, err := f.s.TakeParked(f.ctx, 0, f.now.Add(time.Second), f.now.Add(time.Minute), 10)
-		if err != nil || len(got) != 1 || got[0] != (redisstore.ParkedRun{RunID: p.RunID, Task: "t", Group: "g"}) {
+		if err != nil || len(got) != 1 || got[0] != (engine.ParkedRun{RunID: p.RunID, Task: "t", Group: "g"}) {
 			t.Fatalf("take when due = %v, %v", got, err)
 		}
 		if got, _ := f.s.TakeParked(f.ctx, 0, f.now.Add(2*time.Second), f.now.Add(time.Minute), 10); len(got) != 0 {
@@ -222,27 +223,27 @@ func TestParkedRunWaitsOutOfItsStreamUntilUnparked(t *testing.T) {
 		}
 		// Neither waiting nor holding in its group: a recoverer would unpark it.
 		states, err := f.s.ParkedStates(f.ctx, f.now, got)
-		if err != nil || len(states) != 1 || states[0] != (redisstore.ParkedState{}) {
+		if err != nil || len(states) != 1 || states[0] != (engine.ParkedState{}) {
 			t.Fatalf("states before the group knows it = %v, %v", states, err)
 		}
-		f.acquire(f.now, "g", "holder", "w holder", 1, redisstore.ConcurrencyRoundRobin)
-		if r := f.acquire(f.now, "g", p.RunID, "w x", 1, redisstore.ConcurrencyRoundRobin); r.Outcome != redisstore.AcquireWait {
+		f.acquire(f.now, "g", "holder", "w holder", 1, engine.ConcurrencyRoundRobin)
+		if r := f.acquire(f.now, "g", p.RunID, "w x", 1, engine.ConcurrencyRoundRobin); r.Outcome != engine.AcquireWait {
 			t.Fatalf("acquire = %+v", r)
 		}
-		pr := []redisstore.ParkedRun{{RunID: p.RunID, Task: "t", Group: "g"}}
-		if st, err := f.s.ParkedStates(f.ctx, f.now, pr); err != nil || st[0] != (redisstore.ParkedState{Waiting: true}) {
+		pr := []engine.ParkedRun{{RunID: p.RunID, Task: "t", Group: "g"}}
+		if st, err := f.s.ParkedStates(f.ctx, f.now, pr); err != nil || st[0] != (engine.ParkedState{Waiting: true}) {
 			t.Fatalf("state while waiting = %+v, %v", st, err)
 		}
 		f.releaseSlot(f.now, "g", "holder", "w holder", 1)
-		if st, err := f.s.ParkedStates(f.ctx, f.now, pr); err != nil || st[0] != (redisstore.ParkedState{Holding: true}) {
+		if st, err := f.s.ParkedStates(f.ctx, f.now, pr); err != nil || st[0] != (engine.ParkedState{Holding: true}) {
 			t.Fatalf("state once reserved = %+v, %v", st, err)
 		}
-		if st, err := f.s.ParkedStates(f.ctx, f.now.Add(time.Minute), pr); err != nil || st[0] != (redisstore.ParkedState{}) {
+		if st, err := f.s.ParkedStates(f.ctx, f.now.Add(time.Minute), pr); err != nil || st[0] != (engine.ParkedState{}) {
 			t.Fatalf("state once the reservation lapsed = %+v, %v", st, err)
 		}
 
-		up, errs := f.s.Unpark(f.ctx, []redisstore.UnparkParams{{RunID: p.RunID, Task: "t"}})
-		if errs[0] != nil || up[0] != redisstore.UnparkQueued {
+		up, errs := f.s.Unpark(f.ctx, []engine.UnparkParams{{RunID: p.RunID, Task: "t"}})
+		if errs[0] != nil || up[0] != engine.UnparkQueued {
 			t.Fatalf("unpark = %q, %v", up[0], errs[0])
 		}
 		rec = f.b.Client.HGetAll(f.ctx, f.k.Run(p.RunID)).Val()
@@ -252,7 +253,7 @@ func TestParkedRunWaitsOutOfItsStreamUntilUnparked(t *testing.T) {
 		if n := f.b.Client.ZCard(f.ctx, f.k.Parked()).Val(); n != 0 {
 			t.Fatalf("parked index holds %d", n)
 		}
-		if up, _ := f.s.Unpark(f.ctx, []redisstore.UnparkParams{{RunID: p.RunID, Task: "t"}}); up[0] != redisstore.UnparkNotParked {
+		if up, _ := f.s.Unpark(f.ctx, []engine.UnparkParams{{RunID: p.RunID, Task: "t"}}); up[0] != engine.UnparkNotParked {
 			t.Fatalf("second unpark = %q", up[0])
 		}
 		// Its next delivery is its first attempt: parking counted none.
@@ -271,9 +272,9 @@ func TestParkedRunWaitsOutOfItsStreamUntilUnparked(t *testing.T) {
 func TestCancelledParkedRunIsNotQueuedAgain(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		d := f.delivered(p)
-		if res, errs := f.s.Park(f.ctx, f.now, []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "r", Group: "g"}}); errs[0] != nil || res[0] != redisstore.ParkHeldBack {
+		if res, errs := f.s.Park(f.ctx, f.now, []engine.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "r", Group: "g"}}); errs[0] != nil || res[0] != engine.ParkHeldBack {
 			t.Fatalf("park = %v %v", res, errs)
 		}
 		if r, err := f.s.Cancel(f.ctx, p.RunID, "no longer wanted", f.now); err != nil || !r.Written {
@@ -285,7 +286,7 @@ func TestCancelledParkedRunIsNotQueuedAgain(t *testing.T) {
 		if got, err := f.s.TakeParked(f.ctx, 0, f.now, f.now.Add(time.Minute), 10); err != nil || len(got) != 0 {
 			t.Fatalf("take = %v, %v", got, err)
 		}
-		if up, _ := f.s.Unpark(f.ctx, []redisstore.UnparkParams{{RunID: p.RunID, Task: "t"}}); up[0] != redisstore.StatusCancelled {
+		if up, _ := f.s.Unpark(f.ctx, []engine.UnparkParams{{RunID: p.RunID, Task: "t"}}); up[0] != engine.StatusCancelled {
 			t.Fatalf("unpark of a cancelled run = %q", up[0])
 		}
 		if n := f.b.Client.XLen(f.ctx, f.k.Stream("t")).Val(); n != 0 {
@@ -302,15 +303,15 @@ func TestConcurrencyScriptsOnManyPartitions(t *testing.T) {
 		s := redisstore.NewPartitioned(b.Client, b.Namespace, 8)
 		ctx := context.Background()
 		now := time.Now()
-		var ps []redisstore.AcquireParams
-		var rs []redisstore.ReleaseParams
-		var ns []redisstore.RenewParams
+		var ps []engine.AcquireParams
+		var rs []engine.ReleaseParams
+		var ns []engine.RenewParams
 		for i := range 40 {
 			g := fmt.Sprintf("g%d", i%10)
 			id := fmt.Sprintf("run-%d", i)
-			ps = append(ps, redisstore.AcquireParams{Task: "t", Group: g, RunID: id, Token: id, MaxRuns: 2, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: now})
-			rs = append(rs, redisstore.ReleaseParams{Task: "t", Group: g, RunID: id, Token: id, MaxRuns: 2, Reserve: time.Minute})
-			ns = append(ns, redisstore.RenewParams{Task: "t", Group: g, RunID: id, Token: id, Lease: time.Minute})
+			ps = append(ps, engine.AcquireParams{Task: "t", Group: g, RunID: id, Token: id, MaxRuns: 2, Strategy: engine.ConcurrencyRoundRobin, Lease: time.Minute, Created: now})
+			rs = append(rs, engine.ReleaseParams{Task: "t", Group: g, RunID: id, Token: id, MaxRuns: 2, Reserve: time.Minute})
+			ns = append(ns, engine.RenewParams{Task: "t", Group: g, RunID: id, Token: id, Lease: time.Minute})
 		}
 		res, errs := s.AcquireSlots(ctx, now, ps)
 		held := 0
@@ -318,7 +319,7 @@ func TestConcurrencyScriptsOnManyPartitions(t *testing.T) {
 			if errs[i] != nil {
 				t.Fatal(errs[i])
 			}
-			if res[i].Outcome == redisstore.AcquireHeld {
+			if res[i].Outcome == engine.AcquireHeld {
 				held++
 			}
 		}
@@ -339,11 +340,11 @@ func TestConcurrencyScriptsOnManyPartitions(t *testing.T) {
 		if next != 20 {
 			t.Fatalf("%d runs handed a slot, want the 20 waiting", next)
 		}
-		var ups []redisstore.UnparkParams
+		var ups []engine.UnparkParams
 		for i := range 8 {
-			ups = append(ups, redisstore.UnparkParams{RunID: redisstore.InPartition(fmt.Sprintf("run-x%d", i), i), Task: "t"})
+			ups = append(ups, engine.UnparkParams{RunID: engine.InPartition(fmt.Sprintf("run-x%d", i), i), Task: "t"})
 		}
-		if res, errs := s.Unpark(ctx, ups); errs[0] != nil || res[0] != redisstore.UnparkMissing {
+		if res, errs := s.Unpark(ctx, ups); errs[0] != nil || res[0] != engine.UnparkMissing {
 			t.Fatalf("unpark of missing runs = %v, %v", res, errs)
 		}
 	})

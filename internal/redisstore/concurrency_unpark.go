@@ -1,6 +1,10 @@
 package redisstore
 
-import "context"
+import (
+	"context"
+
+	"github.com/taskq/taskq/internal/engine"
+)
 
 // concurrencyUnparkScript puts parked runs back in their streams:
 // lua/concurrency_unpark.lua.
@@ -8,11 +12,11 @@ var concurrencyUnparkScript = loadScript("concurrency_unpark")
 
 // Unpark puts the parked runs of ps back in their streams, one script call
 // per partition the runs are in (sent in one pipeline).
-func (s *Store) Unpark(ctx context.Context, ps []UnparkParams) ([]string, []error) {
-	return runBatch(ctx, s, batchOp[UnparkParams, string]{
+func (s *Store) Unpark(ctx context.Context, ps []engine.UnparkParams) ([]string, []error) {
+	return runBatch(ctx, s, batchOp[engine.UnparkParams, string]{
 		script: concurrencyUnparkScript,
-		part:   func(parts *Partitions, p UnparkParams) (int, error) { return runPartition(parts, p.RunID) },
-		call: func(ks Keys, sub []UnparkParams) ([]string, []any) {
+		part:   func(parts *Partitions, p engine.UnparkParams) (int, error) { return runPartition(parts, p.RunID) },
+		call: func(ks Keys, sub []engine.UnparkParams) ([]string, []any) {
 			hk := [1 + concurrencyUnparkKeyCount]string{concurrencyUnparkKeyParked: ks.Parked()}
 			keys := append(make([]string, 0, concurrencyUnparkKeyCount+concurrencyUnparkItemKeyCount*len(sub)), hk[1:]...)
 			args := make([]any, 0, concurrencyUnparkArgCount+concurrencyUnparkItemArgCount*len(sub))
@@ -26,7 +30,7 @@ func (s *Store) Unpark(ctx context.Context, ps []UnparkParams) ([]string, []erro
 			}
 			return keys, args
 		},
-		reply: func(_ UnparkParams, r []any) (string, int, error) {
+		reply: func(_ engine.UnparkParams, r []any) (string, int, error) {
 			if err, ok := r[0].(error); ok {
 				return "", 1, s.named("concurrency_unpark", scriptError(err))
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ConnectOptions say how a client or a worker reaches Redis.
@@ -203,7 +204,7 @@ func ClientOptions(rawURL string, opTimeout time.Duration) (*redis.Options, erro
 // heartbeats and outcomes then waited for a connection until their leases
 // lapsed and other workers took their runs. A pool opens connections only
 // when they are needed, so the headroom costs nothing when idle.
-const PoolHeadroom = PartitionsClusterDefault
+const PoolHeadroom = engine.PartitionsClusterDefault
 
 // capTimeouts lowers each of ds to opTimeout, when opTimeout is set and d
 // is unset or higher.

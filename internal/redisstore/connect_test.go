@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
@@ -81,11 +82,11 @@ func TestClusterOptionsRefusals(t *testing.T) {
 // cluster default; a URL's pool_size is kept.
 func TestURLClientsHaveRoomForAReaderPerPartition(t *testing.T) {
 	co, err := redisstore.ClusterOptions("redis+cluster://10.0.0.1:7000", 0)
-	if err != nil || co.PoolSize != 5*runtime.GOMAXPROCS(0)+redisstore.PartitionsClusterDefault {
+	if err != nil || co.PoolSize != 5*runtime.GOMAXPROCS(0)+engine.PartitionsClusterDefault {
 		t.Errorf("cluster pool %d, %v", co.PoolSize, err)
 	}
 	ro, err := redisstore.ClientOptions("redis://10.0.0.1:6379/0", 0)
-	if err != nil || ro.PoolSize != 10*runtime.GOMAXPROCS(0)+redisstore.PartitionsClusterDefault {
+	if err != nil || ro.PoolSize != 10*runtime.GOMAXPROCS(0)+engine.PartitionsClusterDefault {
 		t.Errorf("pool %d, %v", ro.PoolSize, err)
 	}
 	if ro, err := redisstore.ClientOptions("redis://10.0.0.1:6379/0?pool_size=3", 0); err != nil || ro.PoolSize != 3 {

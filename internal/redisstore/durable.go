@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Durable acknowledgement: a trigger that asks for it returns only once
@@ -104,7 +105,7 @@ func (s *Store) ServerVersion(ctx context.Context) (string, error) {
 // CheckDurability says whether the server can give d: a local fsync needs
 // Redis 7.2 or later (an *FsyncUnsupportedError otherwise). Replicas alone
 // need nothing checked: WAIT exists since Redis 3.0.
-func (s *Store) CheckDurability(ctx context.Context, d Durability) error {
+func (s *Store) CheckDurability(ctx context.Context, d engine.Durability) error {
 	if !d.LocalFsync {
 		return nil
 	}
@@ -113,12 +114,12 @@ func (s *Store) CheckDurability(ctx context.Context, d Durability) error {
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
 			// Redis answered, and not with its version.
-			return &FsyncUnsupportedError{Addr: s.addr, Err: err}
+			return &engine.FsyncUnsupportedError{Addr: s.addr, Err: err}
 		}
 		return fmt.Errorf("read the server version: %w", err)
 	}
 	if versionLess(v, "7.2") {
-		return &FsyncUnsupportedError{Addr: s.addr, Version: v}
+		return &engine.FsyncUnsupportedError{Addr: s.addr, Version: v}
 	}
 	return nil
 }
@@ -154,7 +155,7 @@ type durableCall struct {
 type callReply struct {
 	v   any
 	err error
-	ack Ack
+	ack engine.Ack
 }
 
 // evalBatchDurable is evalBatch with durable acknowledgement: the calls go
@@ -162,8 +163,8 @@ type callReply struct {
 // WAIT (see runDurable). acks[i] is how far item i's write reached; it is
 // meaningful where errs[i] is nil. Every batch script takes its key prefix
 // as ARGV[1].
-func (s *Store) evalBatchDurable(ctx context.Context, sc *script, groups [][]int, n int, d Durability, build func(items []int) ([]string, []any), parse func(i int, r []any) (int, error)) ([]error, []Ack) {
-	errs, acks := make([]error, n), make([]Ack, n)
+func (s *Store) evalBatchDurable(ctx context.Context, sc *script, groups [][]int, n int, d engine.Durability, build func(items []int) ([]string, []any), parse func(i int, r []any) (int, error)) ([]error, []engine.Ack) {
+	errs, acks := make([]error, n), make([]engine.Ack, n)
 	calls := batchCalls(groups, build)
 	sent := make([]durableCall, len(calls))
 	for i, c := range calls {
@@ -186,7 +187,7 @@ func (s *Store) evalBatchDurable(ctx context.Context, sc *script, groups [][]int
 // share one pipeline, one mark per slot and one WAIT; the pipelines of
 // several masters run at once. A call that Redis did not run (its script
 // was not cached, its slot moved) is sent again, with its own WAIT.
-func (s *Store) runDurable(ctx context.Context, sc *script, calls []durableCall, d Durability) []callReply {
+func (s *Store) runDurable(ctx context.Context, sc *script, calls []durableCall, d engine.Durability) []callReply {
 	d = d.WithDefaults()
 	out := make([]callReply, len(calls))
 	if err := s.CheckDurability(ctx, d); err != nil {
@@ -340,7 +341,7 @@ func (s *Store) durableNodes(ctx context.Context, calls []durableCall, pending [
 // again (their script was not cached, or could not be compiled with its
 // shebang; their slot moved), whether a slot moved, and whether the
 // connection failed rather than Redis answering.
-func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, fn string, calls []durableCall, idx []int, source []bool, d Durability, out []callReply) (again []int, moved, broken bool) {
+func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script, fn string, calls []durableCall, idx []int, source []bool, d engine.Durability, out []callReply) (again []int, moved, broken bool) {
 	pipe := node.Pipeline()
 	cmds := make([]*redis.Cmd, len(idx))
 	run := s.variant(sc)
@@ -378,7 +379,7 @@ func (s *Store) pipeDurable(ctx context.Context, node *redis.Client, sc *script,
 	var rerr redis.Error
 	broken = err != nil && !errors.As(err, &rerr)
 
-	ack := Ack{Wanted: d}
+	ack := engine.Ack{Wanted: d}
 	if wait != nil {
 		n, err := wait.Result()
 		ack.Replicas, ack.Err = int(n), err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -24,10 +25,10 @@ func BenchmarkEnqueueDurability(b *testing.B) {
 	redistest.StartReplica(b, m, "--appendonly", "no")
 	for _, c := range []struct {
 		name string
-		d    redisstore.Durability
+		d    engine.Durability
 	}{
-		{"off", redisstore.Durability{}},
-		{"replicas=1", redisstore.Durability{Replicas: 1, Timeout: time.Second}},
+		{"off", engine.Durability{}},
+		{"replicas=1", engine.Durability{Replicas: 1, Timeout: time.Second}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			hook := newCommandCounter()
@@ -37,9 +38,9 @@ func BenchmarkEnqueueDurability(b *testing.B) {
 			s := redisstore.New(rdb, ns)
 			ctx := context.Background()
 			now := time.Now()
-			params := func(i int) *redisstore.EnqueueParams {
-				return &redisstore.EnqueueParams{RunID: fmt.Sprint(c.name, "-", i), Task: "bench", Input: []byte(`{}`),
-					Key: fmt.Sprint(c.name, "-", i), Strategy: redisstore.StrategyStatus, Hold: time.Hour, MaxDeliveries: 3,
+			params := func(i int) *engine.EnqueueParams {
+				return &engine.EnqueueParams{RunID: fmt.Sprint(c.name, "-", i), Task: "bench", Input: []byte(`{}`),
+					Key: fmt.Sprint(c.name, "-", i), Strategy: engine.StrategyStatus, Hold: time.Hour, MaxDeliveries: 3,
 					Retention: time.Hour, Now: now, Durability: c.d}
 			}
 			if _, err := s.Enqueue(ctx, params(-1)); err != nil { // the script cached, a connection open

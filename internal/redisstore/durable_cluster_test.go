@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -84,9 +85,9 @@ func TestDurableTriggerFollowsAMovedSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, &redistest.Backend{Client: cc, Namespace: ns})
-	first := f.params("ship", "a", redisstore.StrategyStatus)
-	first.Durability = redisstore.Durability{Replicas: 1, Timeout: 20 * time.Millisecond}
-	if r, err := s.Enqueue(ctx, first); err != nil || r.Outcome != redisstore.TriggerCreated || r.Ack == nil {
+	first := f.params("ship", "a", engine.StrategyStatus)
+	first.Durability = engine.Durability{Replicas: 1, Timeout: 20 * time.Millisecond}
+	if r, err := s.Enqueue(ctx, first); err != nil || r.Outcome != engine.TriggerCreated || r.Ack == nil {
 		t.Fatalf("durable trigger on the first master: %+v, %v", r, err)
 	}
 	if n, _ := ca.Exists(ctx, f.k.Run(first.RunID)).Result(); n != 1 {
@@ -112,10 +113,10 @@ func TestDurableTriggerFollowsAMovedSlot(t *testing.T) {
 		}
 	}
 
-	p := f.params("ship", "b", redisstore.StrategyStatus)
-	p.Durability = redisstore.Durability{Replicas: 1, Timeout: 20 * time.Millisecond}
+	p := f.params("ship", "b", engine.StrategyStatus)
+	p.Durability = engine.Durability{Replicas: 1, Timeout: 20 * time.Millisecond}
 	r, err := s.Enqueue(ctx, p)
-	if err != nil || r.Outcome != redisstore.TriggerCreated || r.Ack == nil || r.Ack.Err != nil {
+	if err != nil || r.Outcome != engine.TriggerCreated || r.Ack == nil || r.Ack.Err != nil {
 		t.Fatalf("durable trigger after the move: %+v, %v", r, err)
 	}
 	if moved.n.Load() == 0 {

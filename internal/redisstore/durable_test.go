@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/task"
@@ -113,7 +114,7 @@ func (rs *replicated) pause(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 }
 
-func durable(ps []*redisstore.EnqueueParams, d redisstore.Durability) []*redisstore.EnqueueParams {
+func durable(ps []*engine.EnqueueParams, d engine.Durability) []*engine.EnqueueParams {
 	for _, p := range ps {
 		p.Durability = d
 	}
@@ -127,10 +128,10 @@ func TestDurableTriggerReachesTheReplica(t *testing.T) {
 	t.Parallel()
 	rs := startReplicated(t)
 	f := newFixture(t, &redistest.Backend{Client: rs.rdb, Namespace: redistest.Namespace(t)})
-	ps := durable(f.statusRuns("ship", "a", "b"), redisstore.Durability{Replicas: 1, Timeout: 5 * time.Second})
+	ps := durable(f.statusRuns("ship", "a", "b"), engine.Durability{Replicas: 1, Timeout: 5 * time.Second})
 	res, errs := f.s.EnqueueBatch(f.ctx, ps)
 	for i, r := range res {
-		if errs[i] != nil || r.Outcome != redisstore.TriggerCreated {
+		if errs[i] != nil || r.Outcome != engine.TriggerCreated {
 			t.Fatalf("trigger %d: %+v, %v", i, r, errs[i])
 		}
 		if r.Ack == nil || r.Ack.Replicas != 1 || !r.Ack.Reached() || r.Ack.Err != nil {
@@ -153,10 +154,10 @@ func TestDurableTriggerWithTheReplicaStoppedFallsShort(t *testing.T) {
 	rs := startReplicated(t)
 	f := newFixture(t, &redistest.Backend{Client: rs.rdb, Namespace: redistest.Namespace(t)})
 	rs.pause(t)
-	p := f.params("ship", "a", redisstore.StrategyStatus)
-	p.Durability = redisstore.Durability{Replicas: 1, Timeout: 100 * time.Millisecond}
+	p := f.params("ship", "a", engine.StrategyStatus)
+	p.Durability = engine.Durability{Replicas: 1, Timeout: 100 * time.Millisecond}
 	r, err := f.s.Enqueue(f.ctx, p)
-	if err != nil || r.Outcome != redisstore.TriggerCreated {
+	if err != nil || r.Outcome != engine.TriggerCreated {
 		t.Fatalf("durable trigger: %+v, %v", r, err)
 	}
 	if r.Ack == nil || r.Ack.Reached() || r.Ack.Replicas != 0 || r.Ack.Err != nil {
@@ -183,19 +184,19 @@ func TestDurableDuplicateWaitsForTheOwnersWrite(t *testing.T) {
 	other := redis.NewClient(&redis.Options{Addr: rs.master.Addr(), PoolSize: 1})
 	t.Cleanup(func() { _ = other.Close() })
 	dups := redisstore.New(other, ns)
-	first := f.params("ship", "earlier", redisstore.StrategyStatus)
-	first.Durability = redisstore.Durability{Replicas: 1, Timeout: 5 * time.Second}
+	first := f.params("ship", "earlier", engine.StrategyStatus)
+	first.Durability = engine.Durability{Replicas: 1, Timeout: 5 * time.Second}
 	if r, err := dups.Enqueue(f.ctx, first); err != nil || !r.Ack.Reached() {
 		t.Fatalf("first trigger: %+v, %v", r, err)
 	}
 
 	rs.pause(t)
-	owner := f.params("ship", "a", redisstore.StrategyStatus)
+	owner := f.params("ship", "a", engine.StrategyStatus)
 	f.enqueue(owner)
-	for _, policy := range []redisstore.Policy{redisstore.PolicyReject, redisstore.PolicyAttach} {
-		dup := f.params("ship", "a", redisstore.StrategyStatus)
+	for _, policy := range []engine.Policy{engine.PolicyReject, engine.PolicyAttach} {
+		dup := f.params("ship", "a", engine.StrategyStatus)
 		dup.Policy = policy
-		dup.Durability = redisstore.Durability{Replicas: 1, Timeout: 100 * time.Millisecond}
+		dup.Durability = engine.Durability{Replicas: 1, Timeout: 100 * time.Millisecond}
 		r, err := dups.Enqueue(f.ctx, dup)
 		if err != nil || r.Owner != owner.RunID {
 			t.Fatalf("%s duplicate: %+v, %v", policy, r, err)
@@ -217,7 +218,7 @@ func TestDurableBatchSharesOneWait(t *testing.T) {
 	for i := range keys {
 		keys[i] = "k" + strconv.Itoa(i)
 	}
-	one := redisstore.Durability{Replicas: 1, Timeout: 5 * time.Second}
+	one := engine.Durability{Replicas: 1, Timeout: 5 * time.Second}
 	rs.hook.reset()
 	ps := durable(f.statusRuns("ship", keys...), one)
 	res, errs := f.s.EnqueueBatch(f.ctx, ps)
@@ -234,11 +235,11 @@ func TestDurableBatchSharesOneWait(t *testing.T) {
 	mixed := f.statusRuns("ship", "m1", "m2", "m3", "m4")
 	mixed[1].Durability = one
 	// The same level: a zero timeout is the default.
-	mixed[2].Durability = redisstore.Durability{Replicas: 1}
-	mixed[3].Durability = redisstore.Durability{Replicas: 1, Timeout: task.DurabilityTimeoutDefault}
+	mixed[2].Durability = engine.Durability{Replicas: 1}
+	mixed[3].Durability = engine.Durability{Replicas: 1, Timeout: task.DurabilityTimeoutDefault}
 	res, errs = f.s.EnqueueBatch(f.ctx, mixed)
 	for i, want := range []bool{false, true, true, true} {
-		if errs[i] != nil || res[i].Outcome != redisstore.TriggerCreated || (res[i].Ack != nil) != want {
+		if errs[i] != nil || res[i].Outcome != engine.TriggerCreated || (res[i].Ack != nil) != want {
 			t.Fatalf("trigger %d: %+v, %v", i, res[i], errs[i])
 		}
 	}
@@ -257,7 +258,7 @@ func TestTriggerWithoutDurabilitySendsNoWait(t *testing.T) {
 		b.Client.AddHook(hook)
 		f := newFixture(t, b)
 		ps := f.statusRuns("ship", "a", "b")
-		ps[1].Durability = redisstore.Durability{Timeout: time.Second} // no replica, no fsync: nothing asked
+		ps[1].Durability = engine.Durability{Timeout: time.Second} // no replica, no fsync: nothing asked
 		res, errs := f.s.EnqueueBatch(f.ctx, ps)
 		for i := range res {
 			if errs[i] != nil || res[i].Ack != nil {
@@ -277,10 +278,10 @@ func TestTriggerWithoutDurabilitySendsNoWait(t *testing.T) {
 func TestDurableTriggerOnMiniredisFallsShort(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, redistest.Mini(t))
-	p := f.params("ship", "a", redisstore.StrategyStatus)
-	p.Durability = redisstore.Durability{Replicas: 1, Timeout: 10 * time.Millisecond}
+	p := f.params("ship", "a", engine.StrategyStatus)
+	p.Durability = engine.Durability{Replicas: 1, Timeout: 10 * time.Millisecond}
 	r, err := f.s.Enqueue(f.ctx, p)
-	if err != nil || r.Outcome != redisstore.TriggerCreated || r.Ack == nil || r.Ack.Reached() {
+	if err != nil || r.Outcome != engine.TriggerCreated || r.Ack == nil || r.Ack.Reached() {
 		t.Fatalf("durable trigger on miniredis: %+v, %v", r, err)
 	}
 }
@@ -295,23 +296,23 @@ func TestDurableFsyncNeedsRedis72(t *testing.T) {
 		v, _ := f.s.ServerVersion(f.ctx)
 		if v != "" && !strings.HasPrefix(v, "6.") && !strings.HasPrefix(v, "7.0") && !strings.HasPrefix(v, "7.1") {
 			// A server with WAITAOF is accepted.
-			if err := f.s.CheckDurability(f.ctx, redisstore.Durability{LocalFsync: true}); err != nil {
+			if err := f.s.CheckDurability(f.ctx, engine.Durability{LocalFsync: true}); err != nil {
 				t.Fatalf("redis %s refused a local fsync: %v", v, err)
 			}
 			return
 		}
-		p := f.params("ship", "a", redisstore.StrategyStatus)
-		p.Durability = redisstore.Durability{LocalFsync: true}
+		p := f.params("ship", "a", engine.StrategyStatus)
+		p.Durability = engine.Durability{LocalFsync: true}
 		_, err := f.s.Enqueue(f.ctx, p)
-		var fe *redisstore.FsyncUnsupportedError
-		if !errors.As(err, &fe) || !errors.Is(err, redisstore.ErrFsyncUnsupported) || fe.Version != v ||
+		var fe *engine.FsyncUnsupportedError
+		if !errors.As(err, &fe) || !errors.Is(err, engine.ErrFsyncUnsupported) || fe.Version != v ||
 			!strings.Contains(err.Error(), "7.2") {
 			t.Fatalf("fsync on %q: %v", v, err)
 		}
 		if v != "" && !strings.Contains(err.Error(), v) {
 			t.Fatalf("the error does not name version %s: %v", v, err)
 		}
-		if _, err := f.s.GetRun(f.ctx, p.RunID); !errors.Is(err, redisstore.ErrRunNotFound) {
+		if _, err := f.s.GetRun(f.ctx, p.RunID); !errors.Is(err, engine.ErrRunNotFound) {
 			t.Fatalf("a refused trigger left run %s: %v", p.RunID, err)
 		}
 	})
@@ -337,7 +338,7 @@ func TestDurableTriggerAfterTheScriptCacheIsFlushed(t *testing.T) {
 			if c.evalsha {
 				f.s.SendScriptsWithEvalSha()
 			}
-			d := redisstore.Durability{Replicas: 1, Timeout: 5 * time.Second}
+			d := engine.Durability{Replicas: 1, Timeout: 5 * time.Second}
 			ps := durable(f.statusRuns("ship", "a", "b", "c"), d)
 			if r, err := f.s.Enqueue(f.ctx, ps[0]); err != nil || !r.Ack.Reached() {
 				t.Fatalf("first trigger: %+v, %v", r, err)
@@ -350,7 +351,7 @@ func TestDurableTriggerAfterTheScriptCacheIsFlushed(t *testing.T) {
 			}
 			rs.hook.reset()
 			r, err := f.s.Enqueue(f.ctx, ps[1])
-			if err != nil || r.Outcome != redisstore.TriggerCreated || !r.Ack.Reached() {
+			if err != nil || r.Outcome != engine.TriggerCreated || !r.Ack.Reached() {
 				t.Fatalf("trigger after the flush: %+v, %v", r, err)
 			}
 			if rs.hook.count("eval") != 1 || rs.hook.count("script call that ran") != 1 || rs.hook.count("wait") != 2 {

@@ -6,21 +6,23 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // enqueueScript triggers runs: lua/enqueue.lua.
 var enqueueScript = loadScript("enqueue")
 
 // scheduled reports whether any of ps asks to run later.
-func scheduled(ps []*EnqueueParams) bool {
-	return slices.ContainsFunc(ps, func(p *EnqueueParams) bool { return p.Delay > 0 })
+func scheduled(ps []*engine.EnqueueParams) bool {
+	return slices.ContainsFunc(ps, func(p *engine.EnqueueParams) bool { return p.Delay > 0 })
 }
 
 // appendDelays appends, after the last trigger's ARGV, the delay of each
 // of ps, as enqueue.lua reads them when a call carries them: in whole
 // milliseconds from the trigger's Now as the script reads it, so that the
 // due time is Now + Delay to the millisecond.
-func appendDelays(args []any, ps []*EnqueueParams, items []int) []any {
+func appendDelays(args []any, ps []*engine.EnqueueParams, items []int) []any {
 	for _, i := range items {
 		p := ps[i]
 		args = append(args, max(unixMS(p.Now.Add(p.Delay))-unixMS(p.Now), 0))
@@ -31,10 +33,10 @@ func appendDelays(args []any, ps []*EnqueueParams, items []int) []any {
 // appendEnqueue appends one trigger's ARGV, in the layout of
 // enqueue.lua, to args (which must start with the script's header,
 // enqueueHeader). Its keys the script builds from the prefix.
-func appendEnqueue(args []any, p *EnqueueParams) []any {
+func appendEnqueue(args []any, p *engine.EnqueueParams) []any {
 	strat := p.Strategy
 	if strat == "" {
-		strat = StrategyNone
+		strat = engine.StrategyNone
 	}
 	// A run without metadata sends the constant, which costs no allocation
 	// to pass (the script writes no field for it).
@@ -44,11 +46,11 @@ func appendEnqueue(args []any, p *EnqueueParams) []any {
 	}
 	policy := p.Policy
 	if policy == "" {
-		policy = PolicyReject
+		policy = engine.PolicyReject
 	}
 	maxSignals := p.MaxSignals
 	if maxSignals == 0 {
-		maxSignals = MaxSignalsDefault
+		maxSignals = engine.MaxSignalsDefault
 	}
 	a := [enqueueItemArgCount]any{
 		enqueueItemArgRunID:          p.RunID,
@@ -60,7 +62,7 @@ func appendEnqueue(args []any, p *EnqueueParams) []any {
 			ms(p.Retain), ms(p.Retention)),
 		enqueueItemArgNow:    unixMS(p.Now),
 		enqueueItemArgPolicy: policyArg(policy, maxSignals, p.SignalID),
-		enqueueItemArgDigest: InputDigest(p.Input),
+		enqueueItemArgDigest: engine.InputDigest(p.Input),
 	}
 	return append(args, a[:]...)
 }
@@ -68,8 +70,8 @@ func appendEnqueue(args []any, p *EnqueueParams) []any {
 // policyArg is a trigger's policy as enqueue.lua takes it: the policy, or
 // for PolicySignal "signal <max signals> <signal id>", so that the two
 // values only that policy uses cost other triggers no argument.
-func policyArg(policy Policy, maxSignals int, signalID string) string {
-	if policy != PolicySignal {
+func policyArg(policy engine.Policy, maxSignals int, signalID string) string {
+	if policy != engine.PolicySignal {
 		return string(policy)
 	}
 	return string(policy) + " " + strconv.Itoa(maxSignals) + " " + signalID
@@ -101,8 +103,8 @@ const enqueueCreatedSuperseding = 5
 // enqueueReplyValues is how many values follow each code in enqueue.lua's
 // flat reply.
 var enqueueReplyValues = map[int64]int{
-	int64(TriggerRejected): 2, int64(TriggerCreated): 1, int64(TriggerAttached): 1, int64(TriggerSignalled): 2,
-	int64(TriggerDebounced): 1, enqueueCreatedSuperseding: 2,
+	int64(engine.TriggerRejected): 2, int64(engine.TriggerCreated): 1, int64(engine.TriggerAttached): 1, int64(engine.TriggerSignalled): 2,
+	int64(engine.TriggerDebounced): 1, enqueueCreatedSuperseding: 2,
 }
 
 // enqueueReply cuts the first trigger's reply from flat, the rest of a
@@ -120,7 +122,7 @@ func enqueueReply(flat []any) (item any, n int) {
 	n = min(1+enqueueReplyValues[code], len(flat))
 	item = flat[:n]
 	if code == enqueueCreatedSuperseding {
-		item = append([]any{int64(TriggerCreated)}, flat[1:n]...)
+		item = append([]any{int64(engine.TriggerCreated)}, flat[1:n]...)
 	}
 	return item, n
 }
@@ -138,29 +140,29 @@ func EnqueueReplies(flat []any) []any {
 	return out
 }
 
-func (s *Store) parseEnqueue(v any) (EnqueueResult, error) {
+func (s *Store) parseEnqueue(v any) (engine.EnqueueResult, error) {
 	if err, ok := v.(error); ok {
-		return EnqueueResult{}, s.named("enqueue", scriptError(err))
+		return engine.EnqueueResult{}, s.named("enqueue", scriptError(err))
 	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
-		return EnqueueResult{}, fmt.Errorf("redisstore: enqueue: unexpected reply %v", v)
+		return engine.EnqueueResult{}, fmt.Errorf("redisstore: enqueue: unexpected reply %v", v)
 	}
-	res := EnqueueResult{Outcome: TriggerOutcome(asInt(r[0]))}
+	res := engine.EnqueueResult{Outcome: engine.TriggerOutcome(asInt(r[0]))}
 	switch res.Outcome {
-	case TriggerCreated:
+	case engine.TriggerCreated:
 		res.Accepted, res.EntryID = true, asString(r[1])
 		if len(r) > 2 {
 			res.Superseded = asString(r[2])
 		}
-	case TriggerRejected:
+	case engine.TriggerRejected:
 		res.Owner = asString(r[1])
 		if len(r) > 2 {
 			if t := asInt(r[2]); t > 0 {
 				res.OwnerTTL = time.Duration(t) * time.Millisecond
 			}
 		}
-	case TriggerSignalled:
+	case engine.TriggerSignalled:
 		res.Owner = asString(r[1])
 		if len(r) > 2 {
 			res.SignalID = asString(r[2])
@@ -172,8 +174,8 @@ func (s *Store) parseEnqueue(v any) (EnqueueResult, error) {
 }
 
 // Enqueue claims the key, creates the run and queues it in one script.
-func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, error) {
-	res, errs := s.EnqueueBatch(ctx, []*EnqueueParams{p})
+func (s *Store) Enqueue(ctx context.Context, p *engine.EnqueueParams) (engine.EnqueueResult, error) {
+	res, errs := s.EnqueueBatch(ctx, []*engine.EnqueueParams{p})
 	return res[0], errs[0]
 }
 
@@ -185,9 +187,9 @@ func (s *Store) Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, e
 // would have returned for it alone. Each trigger's RunID is made to name
 // its run's partition first (the partition of its key, or one its ID
 // hashes to): the caller reads the run's ID from it afterwards.
-func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
-	if groups := groupsBy(ps, func(p *EnqueueParams) string { return sourceOf(p.Source) }); groups != nil {
-		return splitBatch(ps, groups, func(sub []*EnqueueParams) ([]EnqueueResult, []error) {
+func (s *Store) EnqueueBatch(ctx context.Context, ps []*engine.EnqueueParams) ([]engine.EnqueueResult, []error) {
+	if groups := groupsBy(ps, func(p *engine.EnqueueParams) string { return sourceOf(p.Source) }); groups != nil {
+		return splitBatch(ps, groups, func(sub []*engine.EnqueueParams) ([]engine.EnqueueResult, []error) {
 			return s.enqueueOneSource(ctx, sub)
 		})
 	}
@@ -196,14 +198,14 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]Enqueu
 
 // enqueueOneSource is EnqueueBatch for triggers of one Source, which the
 // calls name once (see enqueueHeader).
-func (s *Store) enqueueOneSource(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error) {
+func (s *Store) enqueueOneSource(ctx context.Context, ps []*engine.EnqueueParams) ([]engine.EnqueueResult, []error) {
 	groups := durabilityGroups(ps)
 	if groups == nil {
-		return s.enqueueBatch(ctx, ps, Durability{})
+		return s.enqueueBatch(ctx, ps, engine.Durability{})
 	}
-	results, errs := make([]EnqueueResult, len(ps)), make([]error, len(ps))
+	results, errs := make([]engine.EnqueueResult, len(ps)), make([]error, len(ps))
 	for _, g := range groups {
-		sub := make([]*EnqueueParams, len(g.items))
+		sub := make([]*engine.EnqueueParams, len(g.items))
 		for j, i := range g.items {
 			sub[j] = ps[i]
 		}
@@ -217,8 +219,8 @@ func (s *Store) enqueueOneSource(ctx context.Context, ps []*EnqueueParams) ([]En
 
 // enqueueBatch sends triggers that all ask for durability d (none, or one
 // level).
-func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durability) ([]EnqueueResult, []error) {
-	results := make([]EnqueueResult, len(ps))
+func (s *Store) enqueueBatch(ctx context.Context, ps []*engine.EnqueueParams, d engine.Durability) ([]engine.EnqueueResult, []error) {
+	results := make([]engine.EnqueueResult, len(ps))
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		errs := make([]error, len(ps))
@@ -263,7 +265,7 @@ func (s *Store) enqueueBatch(ctx context.Context, ps []*EnqueueParams, d Durabil
 
 // durabilityGroup is the triggers of a batch that ask for one level.
 type durabilityGroup struct {
-	d     Durability
+	d     engine.Durability
 	items []int
 }
 
@@ -271,7 +273,7 @@ type durabilityGroup struct {
 // those that ask for none first, then each level in the order it first
 // appears. It returns nil when no trigger asks for any, the common case,
 // which then costs nothing more than before.
-func durabilityGroups(ps []*EnqueueParams) []durabilityGroup {
+func durabilityGroups(ps []*engine.EnqueueParams) []durabilityGroup {
 	durable := false
 	for _, p := range ps {
 		if p.Durability.Enabled() {
@@ -284,7 +286,7 @@ func durabilityGroups(ps []*EnqueueParams) []durabilityGroup {
 	}
 	groups := []durabilityGroup{{}}
 	for i, p := range ps {
-		d := Durability{}
+		d := engine.Durability{}
 		if p.Durability.Enabled() {
 			d = p.Durability.WithDefaults()
 		}
@@ -306,7 +308,7 @@ func durabilityGroups(ps []*EnqueueParams) []durabilityGroup {
 // script replies with an array holding p's one reply. It places p as
 // EnqueueBatch does, in the layout Partitions read (one partition before
 // that).
-func (s *Store) EnqueueCall(p *EnqueueParams) (keys []string, args []any) {
+func (s *Store) EnqueueCall(p *engine.EnqueueParams) (keys []string, args []any) {
 	parts := s.KnownPartitions()
 	if parts == nil {
 		parts = NewPartitions(s.keys.ns, 1)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ErrRunExists is returned when a run ID is already taken.
@@ -26,16 +28,16 @@ func scriptError(err error) error {
 		// As taskq_failed passes them on, as items of an array reply.
 		msg = strings.TrimPrefix(msg, "TASKQ_")
 		if strings.HasPrefix(msg, "OOM ") {
-			return &OutOfMemoryError{Reply: msg}
+			return &engine.OutOfMemoryError{Reply: msg}
 		}
-		return &ReadOnlyError{Reply: msg}
+		return &engine.ReadOnlyError{Reply: msg}
 	case strings.HasPrefix(msg, "OOM "):
-		return &OutOfMemoryError{Reply: msg}
+		return &engine.OutOfMemoryError{Reply: msg}
 	case strings.HasPrefix(msg, "READONLY "):
-		return &ReadOnlyError{Reply: msg}
+		return &engine.ReadOnlyError{Reply: msg}
 	case strings.HasPrefix(msg, "TASKQ_WRONGTYPE "):
 		f := strings.Fields(strings.TrimPrefix(msg, "TASKQ_WRONGTYPE "))
-		e := &WrongTypeError{}
+		e := &engine.WrongTypeError{}
 		if len(f) > 0 {
 			e.Key = f[0]
 		}
@@ -46,7 +48,7 @@ func scriptError(err error) error {
 	case strings.HasPrefix(msg, "TASKQ_EXISTS "):
 		return fmt.Errorf("%w: %s", ErrRunExists, strings.TrimPrefix(msg, "TASKQ_EXISTS "))
 	case strings.Contains(msg, "WRONGTYPE"):
-		return &WrongTypeError{Type: msg}
+		return &engine.WrongTypeError{Type: msg}
 	}
 	return err
 }
@@ -55,8 +57,8 @@ func scriptError(err error) error {
 // *ReadOnlyError, which scriptError cannot know.
 func (s *Store) named(script string, err error) error {
 	var (
-		oom *OutOfMemoryError
-		ro  *ReadOnlyError
+		oom *engine.OutOfMemoryError
+		ro  *engine.ReadOnlyError
 	)
 	switch {
 	case errors.As(err, &oom) && oom.Script == "":

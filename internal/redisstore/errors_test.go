@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -31,7 +32,7 @@ func TestScriptErrorTypesEveryFormOfOOM(t *testing.T) {
 	} {
 		err := rdb.Eval(ctx, src, []string{"k"}).Err()
 		got := scriptError(err)
-		if !errors.Is(got, ErrOutOfMemory) || !errors.Is(got, ErrUnavailable) || errors.Is(got, ErrWrongType) {
+		if !errors.Is(got, engine.ErrOutOfMemory) || !errors.Is(got, engine.ErrUnavailable) || errors.Is(got, engine.ErrWrongType) {
 			t.Errorf("%s: Redis answered %v, typed as %v; want ErrOutOfMemory", name, err, got)
 		}
 	}
@@ -47,7 +48,7 @@ func TestScriptErrorTypesEveryFormOfOOM(t *testing.T) {
 		"passed on": "local r = redis.pcall('INCR', 'h')\nreturn r",
 	} {
 		err := rdb.Eval(ctx, src, nil).Err()
-		if got := scriptError(err); !errors.Is(got, ErrWrongType) || errors.Is(got, ErrUnavailable) {
+		if got := scriptError(err); !errors.Is(got, engine.ErrWrongType) || errors.Is(got, engine.ErrUnavailable) {
 			t.Errorf("wrong type %s: Redis answered %v, typed as %v; want ErrWrongType only", name, err, got)
 		}
 	}
@@ -64,7 +65,7 @@ func TestScriptsGoWithoutTheirShebangWhereItDoesNotCompile(t *testing.T) {
 			t.Fatal("finish.lua has no shebang line")
 		}
 		for i := 0; i < 2; i++ {
-			r, err := s.Finish(ctx, &FinishParams{RunID: "nope", Attempt: 1, Outcome: OutcomeSucceeded, Now: time.Now()})
+			r, err := s.Finish(ctx, &engine.FinishParams{RunID: "nope", Attempt: 1, Outcome: engine.OutcomeSucceeded, Now: time.Now()})
 			if err != nil || r.Written || r.Status != "missing" {
 				t.Fatalf("finish of a missing run = %+v, %v", r, err)
 			}

@@ -6,22 +6,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
 // eventPush describes the n-th event of a benchmark: tasks subscribed
 // tasks, each with a key of its own (every push creates a run per task).
-func eventPush(n, tasks int, now time.Time) *redisstore.PushEventParams {
-	p := &redisstore.PushEventParams{
+func eventPush(n, tasks int, now time.Time) *engine.PushEventParams {
+	p := &engine.PushEventParams{
 		ID: fmt.Sprintf("ev-%08d", n), Key: "order.paid", Payload: []byte(`{"id":"` + fmt.Sprint(n) + `"}`),
 		Meta: []byte(`{}`), Now: now, Retention: time.Hour,
 	}
 	for i := 0; i < tasks; i++ {
 		task := fmt.Sprintf("task-%d", i)
-		p.Tasks = append(p.Tasks, redisstore.EventTask{Run: &redisstore.EnqueueParams{
+		p.Tasks = append(p.Tasks, engine.EventTask{Run: &engine.EnqueueParams{
 			RunID: fmt.Sprintf("run-%08d-%d", n, i), Task: task, Input: p.Payload, Meta: p.Meta,
-			Key: fmt.Sprintf("%s:%d", task, n), Strategy: redisstore.StrategyStatus, Hold: time.Hour,
+			Key: fmt.Sprintf("%s:%d", task, n), Strategy: engine.StrategyStatus, Hold: time.Hour,
 			MaxDeliveries: 10, Retention: time.Hour, Now: now,
 		}})
 	}
@@ -42,7 +43,7 @@ func BenchmarkPushEvent(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				be := redistest.Real(b)
 				s := redisstore.New(be.Client, be.Namespace)
-				s.SetFanoutHooks(&redisstore.FanoutHooks{Steps: steps})
+				s.SetFanoutHooks(&engine.FanoutHooks{Steps: steps})
 				ctx, now := context.Background(), time.Now()
 				if _, err := s.PushEvent(ctx, eventPush(-1, tasks, now)); err != nil {
 					b.Fatal(err)

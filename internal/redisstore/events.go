@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Events live in three kinds of keys, all under the namespace's hash tag:
@@ -20,8 +21,8 @@ import (
 // ErrEventExists is returned when an event ID is already taken.
 var ErrEventExists = errors.New("event ID already exists")
 
-func parseEvent(id string, h map[string]string) (*Event, error) {
-	e := &Event{ID: id, Key: h[eventKey], Payload: []byte(h[eventPayload]), Meta: []byte(h[eventMeta])}
+func parseEvent(id string, h map[string]string) (*engine.Event, error) {
+	e := &engine.Event{ID: id, Key: h[eventKey], Payload: []byte(h[eventPayload]), Meta: []byte(h[eventMeta])}
 	created, _ := strconv.ParseInt(h[eventCreated], 10, 64)
 	e.Created = fromMS(created)
 	e.PendingFanout = h[eventFanout]
@@ -34,10 +35,10 @@ func parseEvent(id string, h map[string]string) (*Event, error) {
 }
 
 // GetEvent reads an event record.
-func (s *Store) GetEvent(ctx context.Context, id string) (*Event, error) {
+func (s *Store) GetEvent(ctx context.Context, id string) (*engine.Event, error) {
 	ks, err := s.keysOfRun(ctx, id)
-	if errors.Is(err, ErrRunNotFound) {
-		return nil, fmt.Errorf("%w: %s", ErrEventNotFound, id)
+	if errors.Is(err, engine.ErrRunNotFound) {
+		return nil, fmt.Errorf("%w: %s", engine.ErrEventNotFound, id)
 	}
 	if err != nil {
 		return nil, err
@@ -47,14 +48,14 @@ func (s *Store) GetEvent(ctx context.Context, id string) (*Event, error) {
 		return nil, err
 	}
 	if len(h) == 0 {
-		return nil, fmt.Errorf("%w: %s", ErrEventNotFound, id)
+		return nil, fmt.Errorf("%w: %s", engine.ErrEventNotFound, id)
 	}
 	return parseEvent(id, h)
 }
 
 // GetEvents reads many event records in one round trip. An event that does
 // not exist (any more) is left out.
-func (s *Store) GetEvents(ctx context.Context, ids []string) ([]*Event, error) {
+func (s *Store) GetEvents(ctx context.Context, ids []string) ([]*engine.Event, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -74,7 +75,7 @@ func (s *Store) GetEvents(ctx context.Context, ids []string) ([]*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Event, 0, len(ids))
+	out := make([]*engine.Event, 0, len(ids))
 	for i, c := range cmds {
 		if c == nil {
 			continue // an event that cannot exist

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
-func (f *fixture) event(id, key string, tasks ...redisstore.EventTask) *redisstore.PushEventParams {
-	return &redisstore.PushEventParams{
+func (f *fixture) event(id, key string, tasks ...engine.EventTask) *engine.PushEventParams {
+	return &engine.PushEventParams{
 		ID: id, Key: key, Payload: []byte(`{"id":"1"}`), Meta: []byte(`{"tenant":"a"}`),
 		Now: f.now, Retention: time.Hour, Tasks: tasks,
 	}
@@ -30,7 +31,7 @@ func eachFanout(t *testing.T, fn func(t *testing.T, b *redistest.Backend, f *fix
 			own.Namespace = redistest.Namespace(t)
 			t.Cleanup(func() { redistest.DeleteNamespace(context.Background(), b.Client, own.Namespace) })
 			f := newFixture(t, &own)
-			f.s.SetFanoutHooks(&redisstore.FanoutHooks{Steps: true})
+			f.s.SetFanoutHooks(&engine.FanoutHooks{Steps: true})
 			fn(t, &own, f)
 			if n := b.Client.ZCard(f.ctx, f.k.Fanouts()).Val(); n != 0 {
 				t.Errorf("%d fan-outs left pending", n)
@@ -40,13 +41,13 @@ func eachFanout(t *testing.T, fn func(t *testing.T, b *redistest.Backend, f *fix
 }
 
 // eventRun is the run a subscribed task gets, described as for Enqueue.
-func (f *fixture) eventRun(task, key string, strat redisstore.Strategy) redisstore.EventTask {
+func (f *fixture) eventRun(task, key string, strat engine.Strategy) engine.EventTask {
 	p := f.params(task, key, strat)
 	p.Input, p.Meta = []byte(`{"id":"1"}`), []byte(`{"tenant":"a"}`)
-	return redisstore.EventTask{Run: p}
+	return engine.EventTask{Run: p}
 }
 
-func (f *fixture) push(p *redisstore.PushEventParams) []redisstore.EventRun {
+func (f *fixture) push(p *engine.PushEventParams) []engine.EventRun {
 	f.t.Helper()
 	runs, err := f.s.PushEvent(f.ctx, p)
 	if err != nil {
@@ -59,12 +60,12 @@ func (f *fixture) push(p *redisstore.PushEventParams) []redisstore.EventRun {
 // with the same parameters.
 func TestPushEventCreatesRunsLikeEnqueue(t *testing.T) {
 	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
-		direct := f.params("mail", "direct:1", redisstore.StrategyStatus)
+		direct := f.params("mail", "direct:1", engine.StrategyStatus)
 		direct.Input, direct.Meta = []byte(`{"id":"1"}`), []byte(`{"tenant":"a"}`)
 		f.enqueue(direct)
-		viaEvent := f.eventRun("mail", "event:1", redisstore.StrategyStatus)
+		viaEvent := f.eventRun("mail", "event:1", engine.StrategyStatus)
 		runs := f.push(f.event("ev-1", "user.created", viaEvent))
-		if len(runs) != 1 || runs[0].Outcome != redisstore.EventRunCreated || runs[0].RunID != viaEvent.Run.RunID {
+		if len(runs) != 1 || runs[0].Outcome != engine.EventRunCreated || runs[0].RunID != viaEvent.Run.RunID {
 			t.Fatalf("runs = %+v", runs)
 		}
 		a := b.Client.HGetAll(f.ctx, f.k.Run(direct.RunID)).Val()
@@ -101,15 +102,15 @@ func TestPushEventCreatesRunsLikeEnqueue(t *testing.T) {
 // expression failed is recorded and the others still run.
 func TestPushEventDeduplicatesAndRecordsErrors(t *testing.T) {
 	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
-		held := f.params("other", "k-held", redisstore.StrategyTTL)
+		held := f.params("other", "k-held", engine.StrategyTTL)
 		f.enqueue(held)
-		a := f.eventRun("a", "k-held", redisstore.StrategyTTL)
-		bb := f.eventRun("b", "k-same", redisstore.StrategyTTL)
-		c := f.eventRun("c", "k-same", redisstore.StrategyStatus)
-		d := redisstore.EventTask{Task: "d", Error: "evaluating input.missing: no such key"}
-		e := f.eventRun("e", "", redisstore.StrategyNone)
+		a := f.eventRun("a", "k-held", engine.StrategyTTL)
+		bb := f.eventRun("b", "k-same", engine.StrategyTTL)
+		c := f.eventRun("c", "k-same", engine.StrategyStatus)
+		d := engine.EventTask{Task: "d", Error: "evaluating input.missing: no such key"}
+		e := f.eventRun("e", "", engine.StrategyNone)
 		runs := f.push(f.event("ev-1", "k", a, bb, c, d, e))
-		want := []redisstore.EventRun{
+		want := []engine.EventRun{
 			{Task: "a", Outcome: "deduplicated", RunID: held.RunID, IdempotencyKey: "k-held"},
 			{Task: "b", Outcome: "created", RunID: bb.Run.RunID, IdempotencyKey: "k-same"},
 			{Task: "c", Outcome: "deduplicated", RunID: bb.Run.RunID, IdempotencyKey: "k-same"},
@@ -140,25 +141,25 @@ func TestPushEventDeduplicatesAndRecordsErrors(t *testing.T) {
 func TestPushEventWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 	cases := []struct {
 		name  string
-		plant func(f *fixture, p *redisstore.PushEventParams)
+		plant func(f *fixture, p *engine.PushEventParams)
 		is    error
 	}{
-		{"event exists", func(f *fixture, p *redisstore.PushEventParams) {
+		{"event exists", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.HSet(f.ctx, f.k.Event(p.ID), "key", "old")
 		}, redisstore.ErrEventExists},
-		{"events index is a string", func(f *fixture, p *redisstore.PushEventParams) {
+		{"events index is a string", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.Set(f.ctx, f.k.Events(), "x", 0)
-		}, redisstore.ErrWrongType},
-		{"key index is a list", func(f *fixture, p *redisstore.PushEventParams) {
+		}, engine.ErrWrongType},
+		{"key index is a list", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.RPush(f.ctx, f.k.EventKeyIndex(p.Key), "x")
-		}, redisstore.ErrWrongType},
-		{"second task's key is a hash", func(f *fixture, p *redisstore.PushEventParams) {
+		}, engine.ErrWrongType},
+		{"second task's key is a hash", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.HSet(f.ctx, f.k.IdempotencyKey(p.Tasks[1].Run.Key), "x", "y")
-		}, redisstore.ErrWrongType},
-		{"second task's stream is a string", func(f *fixture, p *redisstore.PushEventParams) {
+		}, engine.ErrWrongType},
+		{"second task's stream is a string", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.Set(f.ctx, f.k.Stream(p.Tasks[1].Run.Task), "x", 0)
-		}, redisstore.ErrWrongType},
-		{"second task's run exists", func(f *fixture, p *redisstore.PushEventParams) {
+		}, engine.ErrWrongType},
+		{"second task's run exists", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.HSet(f.ctx, f.k.Run(p.Tasks[1].Run.RunID), "x", "y")
 		}, redisstore.ErrRunExists},
 	}
@@ -166,7 +167,7 @@ func TestPushEventWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 				f := newFixture(t, b)
-				p := f.event("ev-1", "k", f.eventRun("t1", "a", redisstore.StrategyTTL), f.eventRun("t2", "b", redisstore.StrategyTTL))
+				p := f.event("ev-1", "k", f.eventRun("t1", "a", engine.StrategyTTL), f.eventRun("t2", "b", engine.StrategyTTL))
 				tc.plant(f, p)
 				before := f.snapshot()
 				_, err := f.s.PushEvent(f.ctx, p)
@@ -208,7 +209,7 @@ func TestEventRetention(t *testing.T) {
 	b.Mini.FastForward(time.Hour + time.Second)
 	f.now = f.now.Add(time.Hour + time.Second)
 	f.push(f.event("ev-new", "k"))
-	if _, err := f.s.GetEvent(f.ctx, "ev-old"); !errors.Is(err, redisstore.ErrEventNotFound) {
+	if _, err := f.s.GetEvent(f.ctx, "ev-old"); !errors.Is(err, engine.ErrEventNotFound) {
 		t.Fatalf("expired event: %v", err)
 	}
 	if ids, _ := f.s.ListEventIDs(f.ctx, "k", 0, 10); fmt.Sprint(ids) != "[ev-new]" {
@@ -237,9 +238,9 @@ func TestPushEventsBatch(t *testing.T) {
 		if !b.Real() {
 			b.Client.ScriptFlush(f.ctx)
 		}
-		first := f.eventRun("t", "same", redisstore.StrategyTTL)
-		second := f.eventRun("t", "same", redisstore.StrategyTTL)
-		res, errs := f.s.PushEvents(f.ctx, []*redisstore.PushEventParams{f.event("ev-1", "k", first), f.event("ev-2", "k", second)})
+		first := f.eventRun("t", "same", engine.StrategyTTL)
+		second := f.eventRun("t", "same", engine.StrategyTTL)
+		res, errs := f.s.PushEvents(f.ctx, []*engine.PushEventParams{f.event("ev-1", "k", first), f.event("ev-2", "k", second)})
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("event %d: %v", i, err)
@@ -263,14 +264,14 @@ func TestPushEventsBatch(t *testing.T) {
 // restarts the window, as a direct trigger does.
 func TestPushEventDebounce(t *testing.T) {
 	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
-		first := f.eventRun("d", "deb", redisstore.StrategyDebounce)
+		first := f.eventRun("d", "deb", engine.StrategyDebounce)
 		if r := f.push(f.event("ev-1", "k", first)); r[0].Outcome != "created" {
 			t.Fatalf("first = %+v", r)
 		}
 		if st := b.Client.HGet(f.ctx, f.k.Run(first.Run.RunID), "entry").Val(); st != "" {
 			t.Fatalf("a debounced run was queued at once (entry %q)", st)
 		}
-		second := f.event("ev-2", "k", f.eventRun("d", "deb", redisstore.StrategyDebounce))
+		second := f.event("ev-2", "k", f.eventRun("d", "deb", engine.StrategyDebounce))
 		second.Payload = []byte(`{"id":"2"}`)
 		f.now = f.now.Add(time.Second)
 		second.Now = f.now
@@ -293,13 +294,13 @@ func TestPushEventDebounce(t *testing.T) {
 // itself.
 func TestPushEventResentReportsFirstOutcome(t *testing.T) {
 	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
-		p := f.event("ev-1", "k", f.eventRun("t", "key-1", redisstore.StrategyTTL))
+		p := f.event("ev-1", "k", f.eventRun("t", "key-1", engine.StrategyTTL))
 		first := f.push(p)
 		again, err := f.s.PushEvent(f.ctx, p)
 		if err != nil || fmt.Sprint(again) != fmt.Sprint(first) {
 			t.Fatalf("resent push = %+v, %v; want %+v", again, err, first)
 		}
-		res, errs := f.s.PushEvents(f.ctx, []*redisstore.PushEventParams{p})
+		res, errs := f.s.PushEvents(f.ctx, []*engine.PushEventParams{p})
 		if errs[0] != nil || fmt.Sprint(res[0]) != fmt.Sprint(first) {
 			t.Fatalf("resent batch push = %+v, %v", res, errs)
 		}

@@ -4,22 +4,24 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // The steps of a fan-out, one script each, for the direct tests of the
 // scripts (see fanout.go).
 
 // StoreEventStep runs store_event.lua for p.
-func (s *Store) StoreEventStep(ctx context.Context, p *PushEventParams) error {
+func (s *Store) StoreEventStep(ctx context.Context, p *engine.PushEventParams) error {
 	return s.storeEvent(ctx, s.planFanout(p), p.Key)
 }
 
 // TriggerEventStep runs trigger_event.lua once for every task of p that
 // gets a trigger. It returns every task's outcome, and the first error of a
 // task Redis refused.
-func (s *Store) TriggerEventStep(ctx context.Context, p *PushEventParams) ([]EventRun, error) {
+func (s *Store) TriggerEventStep(ctx context.Context, p *engine.PushEventParams) ([]engine.EventRun, error) {
 	j := s.planFanout(p)
-	runs, refused := make([]EventRun, len(j.f.Tasks)), make([]error, len(j.f.Tasks))
+	runs, refused := make([]engine.EventRun, len(j.f.Tasks)), make([]error, len(j.f.Tasks))
 	var tasks []int
 	for i, t := range j.f.Tasks {
 		if t.Error == "" {
@@ -33,7 +35,7 @@ func (s *Store) TriggerEventStep(ctx context.Context, p *PushEventParams) ([]Eve
 }
 
 // RecordEventStep runs record_event.lua for p with the outcomes runs.
-func (s *Store) RecordEventStep(ctx context.Context, p *PushEventParams, runs []EventRun) ([]EventRun, error) {
+func (s *Store) RecordEventStep(ctx context.Context, p *engine.PushEventParams, runs []engine.EventRun) ([]engine.EventRun, error) {
 	return s.recordEvent(ctx, s.planFanout(p), runs)
 }
 

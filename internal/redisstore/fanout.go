@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // An event's fan-out is what it does to each task subscribed to its key: a
@@ -59,7 +61,7 @@ func (s *Store) eventPrefix(id string) string {
 // (placing r names it). The trigger's marker lives there too. It is decided
 // once, when the event is stored, and kept with the pending fan-out, so a
 // replay goes where the first trigger went.
-func (s *Store) triggerPrefix(r *EnqueueParams) string {
+func (s *Store) triggerPrefix(r *engine.EnqueueParams) string {
 	parts := s.KnownPartitions()
 	if parts == nil {
 		return s.keys.Prefix()
@@ -87,7 +89,7 @@ func (s *Store) eventPrefixes() []string {
 // share a partition (every event of a namespace with one partition, and
 // each event of one subscribed task) is pushed in one script; an event with
 // no run goes where its ID hashes to.
-func (s *Store) placeEvent(ctx context.Context, p *PushEventParams) error {
+func (s *Store) placeEvent(ctx context.Context, p *engine.PushEventParams) error {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return err
@@ -105,15 +107,15 @@ func (s *Store) placeEvent(ctx context.Context, p *PushEventParams) error {
 		}
 	}
 	if part < 0 {
-		part = parts.place(&EnqueueParams{RunID: base})
+		part = parts.place(&engine.EnqueueParams{RunID: base})
 	}
-	p.ID = InPartition(base, part)
+	p.ID = engine.InPartition(base, part)
 	return nil
 }
 
 // inEventSlot reports whether every run of p lives in the event's slot, so
 // that push_event.lua can do the whole fan-out at once.
-func (s *Store) inEventSlot(p *PushEventParams) bool {
+func (s *Store) inEventSlot(p *engine.PushEventParams) bool {
 	if h := s.fanoutHooks.Load(); h != nil && h.Steps {
 		return false
 	}
@@ -142,16 +144,16 @@ type fanoutTask struct {
 	// Error says why no run is attempted: the task gets no trigger.
 	Error string `json:"error,omitempty"`
 	// Prefix is where the trigger goes (triggerPrefix).
-	Prefix        string   `json:"prefix,omitempty"`
-	RunID         string   `json:"run,omitempty"`
-	Key           string   `json:"key,omitempty"`
-	Strategy      Strategy `json:"strat,omitempty"`
-	Hold          int64    `json:"hold,omitempty"`
-	Retain        int64    `json:"retain,omitempty"`
-	Retries       int      `json:"retries,omitempty"`
-	MaxDeliveries int      `json:"maxdel,omitempty"`
-	Timeout       int64    `json:"timeout,omitempty"`
-	RunRetention  int64    `json:"runKeep,omitempty"`
+	Prefix        string          `json:"prefix,omitempty"`
+	RunID         string          `json:"run,omitempty"`
+	Key           string          `json:"key,omitempty"`
+	Strategy      engine.Strategy `json:"strat,omitempty"`
+	Hold          int64           `json:"hold,omitempty"`
+	Retain        int64           `json:"retain,omitempty"`
+	Retries       int             `json:"retries,omitempty"`
+	MaxDeliveries int             `json:"maxdel,omitempty"`
+	Timeout       int64           `json:"timeout,omitempty"`
+	RunRetention  int64           `json:"runKeep,omitempty"`
 }
 
 // fanoutJob is a fan-out to carry out: the event's part and the tasks'.
@@ -165,7 +167,7 @@ type fanoutJob struct {
 }
 
 // planFanout decides where each task's trigger of p goes.
-func (s *Store) planFanout(p *PushEventParams) *fanoutJob {
+func (s *Store) planFanout(p *engine.PushEventParams) *fanoutJob {
 	meta := p.Meta
 	if len(meta) == 0 {
 		meta = []byte("{}")
@@ -180,7 +182,7 @@ func (s *Store) planFanout(p *PushEventParams) *fanoutJob {
 		r := t.Run
 		strat := r.Strategy
 		if strat == "" {
-			strat = StrategyNone
+			strat = engine.StrategyNone
 		}
 		j.f.Tasks[i] = fanoutTask{
 			Task: r.Task, Prefix: s.triggerPrefix(r), RunID: r.RunID, Key: r.Key, Strategy: strat,
@@ -203,24 +205,24 @@ func jobOf(prefix, id, raw, payload, meta, created string) (*fanoutJob, error) {
 }
 
 // SetFanoutHooks sets the store's fan-out hooks (nil: none), for tests.
-func (s *Store) SetFanoutHooks(h *FanoutHooks) { s.fanoutHooks.Store(h) }
+func (s *Store) SetFanoutHooks(h *engine.FanoutHooks) { s.fanoutHooks.Store(h) }
 
-func (s *Store) afterStep(step FanoutStep, j *fanoutJob, triggered int) error {
+func (s *Store) afterStep(step engine.FanoutStep, j *fanoutJob, triggered int) error {
 	if h := s.fanoutHooks.Load(); h != nil && h.After != nil {
 		if err := h.After(step, j.id, triggered); err != nil {
-			return &FanoutPendingError{EventID: j.id, Err: err}
+			return &engine.FanoutPendingError{EventID: j.id, Err: err}
 		}
 	}
 	return nil
 }
 
 // pushEventSteps carries out p's fan-out in steps.
-func (s *Store) pushEventSteps(ctx context.Context, p *PushEventParams) ([]EventRun, error) {
+func (s *Store) pushEventSteps(ctx context.Context, p *engine.PushEventParams) ([]engine.EventRun, error) {
 	j := s.planFanout(p)
 	if err := s.storeEvent(ctx, j, p.Key); err != nil {
 		return s.fromEventResend(ctx, p, err)
 	}
-	if err := s.afterStep(FanoutStored, j, 0); err != nil {
+	if err := s.afterStep(engine.FanoutStored, j, 0); err != nil {
 		return nil, err
 	}
 	return s.finishFanout(ctx, j)
@@ -229,13 +231,13 @@ func (s *Store) pushEventSteps(ctx context.Context, p *PushEventParams) ([]Event
 // finishFanout triggers the tasks of j, partition by partition, in order
 // within each, and records the outcomes: steps 2 and 3, for a push as for
 // a recovery.
-func (s *Store) finishFanout(ctx context.Context, j *fanoutJob) ([]EventRun, error) {
-	runs, refused := make([]EventRun, len(j.f.Tasks)), make([]error, len(j.f.Tasks))
+func (s *Store) finishFanout(ctx context.Context, j *fanoutJob) ([]engine.EventRun, error) {
+	runs, refused := make([]engine.EventRun, len(j.f.Tasks)), make([]error, len(j.f.Tasks))
 	var prefixes []string
 	byPrefix := map[string][]int{}
 	for i, t := range j.f.Tasks {
 		if t.Error != "" {
-			runs[i] = EventRun{Task: t.Task, Outcome: EventRunError, Error: t.Error}
+			runs[i] = engine.EventRun{Task: t.Task, Outcome: engine.EventRunError, Error: t.Error}
 			continue
 		}
 		if _, ok := byPrefix[t.Prefix]; !ok {
@@ -253,17 +255,17 @@ func (s *Store) finishFanout(ctx context.Context, j *fanoutJob) ([]EventRun, err
 		for lo := 0; lo < len(tasks); lo += per {
 			hi := min(lo+per, len(tasks))
 			if err := s.triggerEvent(ctx, j, prefix, tasks[lo:hi], runs, refused); err != nil {
-				return nil, &FanoutPendingError{EventID: j.id, Err: err}
+				return nil, &engine.FanoutPendingError{EventID: j.id, Err: err}
 			}
 			triggered += hi - lo
-			if err := s.afterStep(FanoutTriggered, j, triggered); err != nil {
+			if err := s.afterStep(engine.FanoutTriggered, j, triggered); err != nil {
 				return nil, err
 			}
 		}
 	}
 	recorded, err := s.recordEvent(ctx, j, runs)
 	if err != nil {
-		return nil, &FanoutPendingError{EventID: j.id, Err: err}
+		return nil, &engine.FanoutPendingError{EventID: j.id, Err: err}
 	}
 	return recorded, nil
 }

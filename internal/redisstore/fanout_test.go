@@ -13,22 +13,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
 // inSteps returns a store of f's namespace whose fan-outs go in steps, one
 // trigger per call, with after as its hook.
-func (f *fixture) inSteps(after func(step redisstore.FanoutStep, eventID string, triggered int) error) *redisstore.Store {
+func (f *fixture) inSteps(after func(step engine.FanoutStep, eventID string, triggered int) error) *redisstore.Store {
 	s := redisstore.New(f.b.Client, f.b.Namespace)
-	s.SetFanoutHooks(&redisstore.FanoutHooks{Steps: true, TriggersPerCall: 1, After: after})
+	s.SetFanoutHooks(&engine.FanoutHooks{Steps: true, TriggersPerCall: 1, After: after})
 	return s
 }
 
 // stopAt is a hook that stops the fan-out at step, once triggered tasks
 // have been triggered.
-func stopAt(step redisstore.FanoutStep, triggered int) func(redisstore.FanoutStep, string, int) error {
-	return func(s redisstore.FanoutStep, _ string, n int) error {
+func stopAt(step engine.FanoutStep, triggered int) func(engine.FanoutStep, string, int) error {
+	return func(s engine.FanoutStep, _ string, n int) error {
 		if s == step && n == triggered {
 			return errors.New("the ingester stopped here")
 		}
@@ -41,23 +42,23 @@ func stopAt(step redisstore.FanoutStep, triggered int) func(redisstore.FanoutSte
 // the same event, a run without a key, and a task whose key could not be
 // derived. want is what the event records for them.
 type fanoutScenario struct {
-	p     *redisstore.PushEventParams
-	held  *redisstore.EnqueueParams
-	want  []redisstore.EventRun
+	p     *engine.PushEventParams
+	held  *engine.EnqueueParams
+	want  []engine.EventRun
 	tasks int // tasks that get a trigger
 }
 
 func (f *fixture) fanoutScenario(id string) fanoutScenario {
-	held := f.params("other", "k-held-"+id, redisstore.StrategyTTL)
+	held := f.params("other", "k-held-"+id, engine.StrategyTTL)
 	f.enqueue(held)
-	a := f.eventRun("a", "k-a-"+id, redisstore.StrategyStatus)
-	b := f.eventRun("b", "k-held-"+id, redisstore.StrategyTTL)
-	c := f.eventRun("c", "k-a-"+id, redisstore.StrategyTTL)
-	d := f.eventRun("d", "", redisstore.StrategyNone)
-	e := redisstore.EventTask{Task: "e", Error: "evaluating input.missing: no such key"}
+	a := f.eventRun("a", "k-a-"+id, engine.StrategyStatus)
+	b := f.eventRun("b", "k-held-"+id, engine.StrategyTTL)
+	c := f.eventRun("c", "k-a-"+id, engine.StrategyTTL)
+	d := f.eventRun("d", "", engine.StrategyNone)
+	e := engine.EventTask{Task: "e", Error: "evaluating input.missing: no such key"}
 	return fanoutScenario{
 		p: f.event(id, "order.paid", a, b, c, d, e), held: held, tasks: 4,
-		want: []redisstore.EventRun{
+		want: []engine.EventRun{
 			{Task: "a", Outcome: "created", RunID: a.Run.RunID, IdempotencyKey: a.Run.Key},
 			{Task: "b", Outcome: "deduplicated", RunID: held.RunID, IdempotencyKey: b.Run.Key},
 			{Task: "c", Outcome: "deduplicated", RunID: a.Run.RunID, IdempotencyKey: c.Run.Key},
@@ -232,18 +233,18 @@ func TestTriggerEventAnswersAReplayWithTheFirstOutcome(t *testing.T) {
 func TestTriggerEventReplayDoesNotDebounceAgain(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		owner := f.params("d", "deb", redisstore.StrategyDebounce)
+		owner := f.params("d", "deb", engine.StrategyDebounce)
 		f.enqueue(owner)
-		p := f.event("ev-1", "k", f.eventRun("d", "deb", redisstore.StrategyDebounce))
+		p := f.event("ev-1", "k", f.eventRun("d", "deb", engine.StrategyDebounce))
 		p.Payload = []byte(`{"id":"event"}`)
 		first, err := f.s.TriggerEventStep(f.ctx, p)
-		if err != nil || first[0].Outcome != redisstore.EventRunDebounced || first[0].RunID != owner.RunID {
+		if err != nil || first[0].Outcome != engine.EventRunDebounced || first[0].RunID != owner.RunID {
 			t.Fatalf("first trigger = %+v, %v", first, err)
 		}
-		newer := f.params("d", "deb", redisstore.StrategyDebounce)
+		newer := f.params("d", "deb", engine.StrategyDebounce)
 		newer.Input = []byte(`{"id":"newer"}`)
 		newer.Now = f.now.Add(time.Second)
-		if r := f.enqueue(newer); r.Outcome != redisstore.TriggerDebounced {
+		if r := f.enqueue(newer); r.Outcome != engine.TriggerDebounced {
 			t.Fatalf("newer trigger = %+v", r)
 		}
 		due := b.Client.ZScore(f.ctx, f.k.Retry(), owner.RunID).Val()
@@ -281,7 +282,7 @@ func TestRecordEventFirstRecorderWins(t *testing.T) {
 		if ttl := b.Client.PTTL(f.ctx, f.k.Event("ev-1")).Val(); ttl <= 0 {
 			t.Fatalf("the record lost its expiry (PTTL %s)", ttl)
 		}
-		other := append([]redisstore.EventRun(nil), sc.want...)
+		other := append([]engine.EventRun(nil), sc.want...)
 		other[0].Outcome = "deduplicated"
 		got, err = f.s.RecordEventStep(f.ctx, sc.p, other)
 		if err != nil || fmt.Sprint(got) != fmt.Sprint(sc.want) {
@@ -291,12 +292,12 @@ func TestRecordEventFirstRecorderWins(t *testing.T) {
 			t.Fatalf("event = %+v", ev.Runs)
 		}
 
-		gone := f.event("ev-gone", "order.paid", f.eventRun("a", "k-gone", redisstore.StrategyTTL))
+		gone := f.event("ev-gone", "order.paid", f.eventRun("a", "k-gone", engine.StrategyTTL))
 		if err := f.s.StoreEventStep(f.ctx, gone); err != nil {
 			t.Fatal(err)
 		}
 		b.Client.Del(f.ctx, f.k.Event("ev-gone")) // as if its retention ended
-		runs := []redisstore.EventRun{{Task: "a", Outcome: "created", RunID: "r"}}
+		runs := []engine.EventRun{{Task: "a", Outcome: "created", RunID: "r"}}
 		if got, err := f.s.RecordEventStep(f.ctx, gone, runs); err != nil || fmt.Sprint(got) != fmt.Sprint(runs) {
 			t.Fatalf("record of a gone event = %+v, %v", got, err)
 		}
@@ -313,9 +314,9 @@ func TestRecordEventFirstRecorderWins(t *testing.T) {
 func TestTakeFanoutsTakesWhatIsPastTheGrace(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		grace := redisstore.FanoutGrace
-		store := func(id string, at time.Time) *redisstore.PushEventParams {
-			p := f.event(id, "k", f.eventRun("t", "k-"+id, redisstore.StrategyTTL))
+		grace := engine.FanoutGrace
+		store := func(id string, at time.Time) *engine.PushEventParams {
+			p := f.event(id, "k", f.eventRun("t", "k-"+id, engine.StrategyTTL))
 			p.Now = at
 			if err := f.s.StoreEventStep(f.ctx, p); err != nil {
 				t.Fatal(err)
@@ -373,16 +374,16 @@ func TestTakeFanoutsTakesWhatIsPastTheGrace(t *testing.T) {
 func TestFanoutStoppedBetweenStepsIsFinishedByRecovery(t *testing.T) {
 	type stop struct {
 		name      string
-		step      redisstore.FanoutStep
+		step      engine.FanoutStep
 		triggered int
 		byRedis   bool
 	}
-	stops := []stop{{name: "after storing", step: redisstore.FanoutStored}}
+	stops := []stop{{name: "after storing", step: engine.FanoutStored}}
 	for n := 1; n <= 4; n++ {
-		stops = append(stops, stop{name: fmt.Sprintf("after %d of 4 triggers", n), step: redisstore.FanoutTriggered, triggered: n})
+		stops = append(stops, stop{name: fmt.Sprintf("after %d of 4 triggers", n), step: engine.FanoutTriggered, triggered: n})
 	}
-	stops = append(stops, stop{name: "Redis fails the triggers", step: redisstore.FanoutStored, byRedis: true},
-		stop{name: "Redis fails the record", step: redisstore.FanoutTriggered, triggered: 4, byRedis: true})
+	stops = append(stops, stop{name: "Redis fails the triggers", step: engine.FanoutStored, byRedis: true},
+		stop{name: "Redis fails the record", step: engine.FanoutTriggered, triggered: 4, byRedis: true})
 	for _, st := range stops {
 		t.Run(st.name, func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
@@ -392,14 +393,14 @@ func TestFanoutStoppedBetweenStepsIsFinishedByRecovery(t *testing.T) {
 				broken := &redistest.ScriptFailure{}
 				if st.byRedis {
 					b.Client.AddHook(broken)
-					after = func(s redisstore.FanoutStep, _ string, n int) error {
+					after = func(s engine.FanoutStep, _ string, n int) error {
 						broken.Broken.Store(s == st.step && n == st.triggered)
 						return nil
 					}
 				}
 				_, err := f.inSteps(after).PushEvent(f.ctx, sc.p)
 				broken.Broken.Store(false)
-				var pending *redisstore.FanoutPendingError
+				var pending *engine.FanoutPendingError
 				if !errors.As(err, &pending) || pending.EventID != "ev-1" || (st.byRedis && !errors.Is(err, io.EOF)) {
 					t.Fatalf("stopped push: %v; want a *FanoutPendingError", err)
 				}
@@ -409,11 +410,11 @@ func TestFanoutStoppedBetweenStepsIsFinishedByRecovery(t *testing.T) {
 				if n, _ := f.runsByTask()["a"]; st.triggered == 0 && n != 0 {
 					t.Fatalf("a run before any trigger")
 				}
-				taken, _, err := f.s.RecoverFanouts(f.ctx, f.now.Add(redisstore.FanoutGrace-time.Millisecond), redisstore.FanoutGrace, 10)
+				taken, _, err := f.s.RecoverFanouts(f.ctx, f.now.Add(engine.FanoutGrace-time.Millisecond), engine.FanoutGrace, 10)
 				if err != nil || taken != 0 {
 					t.Fatalf("recovery within the grace period took %d (%v)", taken, err)
 				}
-				taken, finished, err := f.s.RecoverFanouts(f.ctx, f.now.Add(redisstore.FanoutGrace), redisstore.FanoutGrace, 10)
+				taken, finished, err := f.s.RecoverFanouts(f.ctx, f.now.Add(engine.FanoutGrace), engine.FanoutGrace, 10)
 				if err != nil || taken != 1 || finished != 1 {
 					t.Fatalf("recovery: took %d, finished %d, %v", taken, finished, err)
 				}
@@ -425,7 +426,7 @@ func TestFanoutStoppedBetweenStepsIsFinishedByRecovery(t *testing.T) {
 						}
 					}
 				}
-				if taken, _, _ := f.s.RecoverFanouts(f.ctx, f.now.Add(time.Hour), redisstore.FanoutGrace, 10); taken != 0 {
+				if taken, _, _ := f.s.RecoverFanouts(f.ctx, f.now.Add(time.Hour), engine.FanoutGrace, 10); taken != 0 {
 					t.Fatalf("a finished fan-out was taken again")
 				}
 			})
@@ -440,7 +441,7 @@ func TestPushEventAgainFinishesAPendingFanout(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		sc := f.fanoutScenario("ev-1")
-		if _, err := f.inSteps(stopAt(redisstore.FanoutTriggered, 2)).PushEvent(f.ctx, sc.p); err == nil {
+		if _, err := f.inSteps(stopAt(engine.FanoutTriggered, 2)).PushEvent(f.ctx, sc.p); err == nil {
 			t.Fatal("the stopped push succeeded")
 		}
 		runs, err := f.inSteps(nil).PushEvent(f.ctx, sc.p)
@@ -458,20 +459,20 @@ func TestRecoverersRacingAnIngesterCreateEachRunOnce(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		sc := f.fanoutScenario("ev-1")
-		grace := redisstore.FanoutGrace
+		grace := engine.FanoutGrace
 		// pausing stops its caller after the first trigger until resumed.
-		pausing := func() (hook func(redisstore.FanoutStep, string, int) error, paused, resume chan struct{}) {
+		pausing := func() (hook func(engine.FanoutStep, string, int) error, paused, resume chan struct{}) {
 			paused, resume = make(chan struct{}), make(chan struct{})
 			var once sync.Once
-			return func(s redisstore.FanoutStep, _ string, n int) error {
-				if s == redisstore.FanoutTriggered && n == 1 {
+			return func(s engine.FanoutStep, _ string, n int) error {
+				if s == engine.FanoutTriggered && n == 1 {
 					once.Do(func() { close(paused); <-resume })
 				}
 				return nil
 			}, paused, resume
 		}
 		type result struct {
-			runs []redisstore.EventRun
+			runs []engine.EventRun
 			err  error
 		}
 		ingHook, ingPaused, ingResume := pausing()
@@ -530,7 +531,7 @@ func TestRecoverersRacingAnIngesterCreateEachRunOnce(t *testing.T) {
 func TestFanoutRecordsATaskRedisRefusesForGood(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.event("ev-1", "k", f.eventRun("t1", "a", redisstore.StrategyTTL), f.eventRun("t2", "b", redisstore.StrategyTTL))
+		p := f.event("ev-1", "k", f.eventRun("t1", "a", engine.StrategyTTL), f.eventRun("t2", "b", engine.StrategyTTL))
 		b.Client.HSet(f.ctx, f.k.IdempotencyKey("b"), "x", "y")
 		runs, err := f.inSteps(nil).PushEvent(f.ctx, p)
 		if err != nil {

@@ -4,37 +4,39 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // finishScript records outcomes of attempts: lua/finish.lua.
 var finishScript = loadScript("finish")
 
-func (s *Store) parseWritten(name string, v any) (FinishResult, error) {
+func (s *Store) parseWritten(name string, v any) (engine.FinishResult, error) {
 	if err, ok := v.(error); ok {
-		return FinishResult{}, s.named(name, scriptError(err))
+		return engine.FinishResult{}, s.named(name, scriptError(err))
 	}
 	r, err := asSlice(v)
 	if err != nil || len(r) < 2 {
-		return FinishResult{}, fmt.Errorf("redisstore: %s: unexpected reply %v", name, v)
+		return engine.FinishResult{}, fmt.Errorf("redisstore: %s: unexpected reply %v", name, v)
 	}
 	return s.parseWrittenValues(name, r)
 }
 
 // parseWrittenValues reads a {written, status or reason} reply from its
 // first two values.
-func (s *Store) parseWrittenValues(name string, r []any) (FinishResult, error) {
+func (s *Store) parseWrittenValues(name string, r []any) (engine.FinishResult, error) {
 	if len(r) < 2 {
-		return FinishResult{}, fmt.Errorf("redisstore: %s: unexpected reply %v", name, r)
+		return engine.FinishResult{}, fmt.Errorf("redisstore: %s: unexpected reply %v", name, r)
 	}
 	if err, ok := r[0].(error); ok {
-		return FinishResult{}, s.named(name, scriptError(err))
+		return engine.FinishResult{}, s.named(name, scriptError(err))
 	}
-	return FinishResult{Written: asInt(r[0]) == 1, Status: asString(r[1])}, nil
+	return engine.FinishResult{Written: asInt(r[0]) == 1, Status: asString(r[1])}, nil
 }
 
 // Finish records an attempt's outcome, fenced by its attempt number.
-func (s *Store) Finish(ctx context.Context, p *FinishParams) (FinishResult, error) {
-	res, errs := s.FinishBatch(ctx, []*FinishParams{p})
+func (s *Store) Finish(ctx context.Context, p *engine.FinishParams) (engine.FinishResult, error) {
+	res, errs := s.FinishBatch(ctx, []*engine.FinishParams{p})
 	return res[0], errs[0]
 }
 
@@ -44,23 +46,23 @@ func (s *Store) Finish(ctx context.Context, p *FinishParams) (FinishResult, erro
 // only a batch of several workers' begun attempts is split, and outcomes
 // that begin nothing go along with any call. The i-th result and error
 // belong to the i-th outcome.
-func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishResult, []error) {
+func (s *Store) FinishBatch(ctx context.Context, ps []*engine.FinishParams) ([]engine.FinishResult, []error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	return runBatch(ctx, s, batchOp[*FinishParams, FinishResult]{
+	return runBatch(ctx, s, batchOp[*engine.FinishParams, engine.FinishResult]{
 		script: finishScript,
-		part: func(parts *Partitions, p *FinishParams) (int, error) {
+		part: func(parts *Partitions, p *engine.FinishParams) (int, error) {
 			switch p.Outcome {
-			case OutcomeSucceeded, OutcomeFailed, OutcomeRetry:
+			case engine.OutcomeSucceeded, engine.OutcomeFailed, engine.OutcomeRetry:
 				return runPartition(parts, p.RunID)
 			}
 			return 0, fmt.Errorf("redisstore: finish %s: outcome %q is none of %s, %s and %s", p.RunID, p.Outcome,
-				OutcomeSucceeded, OutcomeFailed, OutcomeRetry)
+				engine.OutcomeSucceeded, engine.OutcomeFailed, engine.OutcomeRetry)
 		},
 		split: beganBy,
 		call:  finishCall,
-		reply: func(_ *FinishParams, r []any) (FinishResult, int, error) {
+		reply: func(_ *engine.FinishParams, r []any) (engine.FinishResult, int, error) {
 			res, err := s.parseWrittenValues("finish", r)
 			return res, 2, err
 		},
@@ -69,18 +71,17 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*FinishParams) ([]FinishRe
 
 // beganBy is the worker an outcome's attempt is begun by in the finish
 // call ("" when it is not begun there).
-func beganBy(p *FinishParams) string {
+func beganBy(p *engine.FinishParams) string {
 	if p.Began.IsZero() || !withDelivery(p) {
 		return ""
 	}
 	return p.Consumer
 }
 
-
 // finishCall returns the KEYS and ARGV of a finish call of ps, in
 // partition ks, whose attempts begun in the call are all begun by one
 // worker.
-func finishCall(ks Keys, ps []*FinishParams) ([]string, []any) {
+func finishCall(ks Keys, ps []*engine.FinishParams) ([]string, []any) {
 	consumer := ""
 	for _, p := range ps {
 		if consumer = beganBy(p); consumer != "" {
@@ -91,7 +92,7 @@ func finishCall(ks Keys, ps []*FinishParams) ([]string, []any) {
 	args := append(make([]any, 0, finishArgCount+finishItemArgCount*len(ps)), ha[1:]...)
 	for _, p := range ps {
 		outcome := string(p.Outcome)
-		if p.Outcome == OutcomeRetry {
+		if p.Outcome == engine.OutcomeRetry {
 			outcome += " " + strconv.FormatInt(unixMS(p.RetryAt), 10)
 		}
 		a := [finishItemArgCount]any{
@@ -108,7 +109,7 @@ func finishCall(ks Keys, ps []*FinishParams) ([]string, []any) {
 		if withDelivery(p) {
 			sp := p.Spec
 			a[finishItemArgTask], a[finishItemArgEntry] = p.Task, p.EntryID
-			if sp.Strategy == StrategyStatus {
+			if sp.Strategy == engine.StrategyStatus {
 				a[finishItemArgIdempotencyKey] = sp.Key
 			}
 			a[finishItemArgRetain], a[finishItemArgRetention] = ms(sp.Retain), ms(sp.Retention)
@@ -122,4 +123,6 @@ func finishCall(ks Keys, ps []*FinishParams) ([]string, []any) {
 }
 
 // withDelivery says the outcome carries its delivery, so finish.lua begins the attempt too.
-func withDelivery(p *FinishParams) bool { return p.Spec != nil && p.Task != "" && p.EntryID != "" }
+func withDelivery(p *engine.FinishParams) bool {
+	return p.Spec != nil && p.Task != "" && p.EntryID != ""
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -87,11 +88,11 @@ func TestScriptsGoOutAsFunctionsWhereTheServerHasThem(t *testing.T) {
 		log := newScriptLog()
 		rdb.AddHook(log)
 		f := newFixture(t, &redistest.Backend{Client: rdb, Namespace: b.Namespace})
-		p := f.params("fn", "k1", redisstore.StrategyStatus)
+		p := f.params("fn", "k1", engine.StrategyStatus)
 		f.enqueue(p)
 		d := f.read("fn", "w1")[0]
 		st := f.start(d, "w1")
-		f.finish(p.RunID, st.Attempt, redisstore.OutcomeSucceeded, `{}`)
+		f.finish(p.RunID, st.Attempt, engine.OutcomeSucceeded, `{}`)
 		two := redisstore.NewPartitioned(rdb, b.Namespace+"-two", 2)
 		ps := f.statusRuns("fn", "a", "b", "c", "d", "e", "f")
 		if _, errs := two.EnqueueBatch(f.ctx, ps); errs[0] != nil {
@@ -145,7 +146,7 @@ func TestFunctionsAreLoadedAgainAfterTheServerLostThem(t *testing.T) {
 	ctx := context.Background()
 	s := redisstore.NewPartitioned(rdb, "fnload", 4)
 	f := newFixture(t, &redistest.Backend{Client: rdb, Namespace: "fnload-home"})
-	f.enqueue(f.params("fn", "before", redisstore.StrategyStatus))
+	f.enqueue(f.params("fn", "before", engine.StrategyStatus))
 
 	for round, lose := range []func(){
 		func() { srv.Restart() },
@@ -157,7 +158,7 @@ func TestFunctionsAreLoadedAgainAfterTheServerLostThem(t *testing.T) {
 	} {
 		lose()
 		log.take()
-		if r := f.enqueue(f.params("fn", fmt.Sprint("alone-", round), redisstore.StrategyStatus)); !r.Accepted {
+		if r := f.enqueue(f.params("fn", fmt.Sprint("alone-", round), engine.StrategyStatus)); !r.Accepted {
 			t.Fatalf("round %d: trigger after the functions were lost: %+v", round, r)
 		}
 		ps := f.statusRuns("fn", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8")
@@ -213,7 +214,7 @@ func TestAUserWithoutFunctionsGetsItsScriptsAsEvalSha(t *testing.T) {
 			rdb.AddHook(log)
 			f := newFixture(t, &redistest.Backend{Client: rdb, Namespace: "acl-" + c.user})
 			for i := range 3 {
-				if r := f.enqueue(f.params("fn", fmt.Sprint("k", i), redisstore.StrategyStatus)); !r.Accepted {
+				if r := f.enqueue(f.params("fn", fmt.Sprint("k", i), engine.StrategyStatus)); !r.Accepted {
 					t.Fatalf("trigger %d: %+v", i, r)
 				}
 			}
@@ -260,7 +261,7 @@ func TestACallWhoseFunctionStaysMissingIsSentAsAScript(t *testing.T) {
 	rdb.AddHook(log)
 	rdb.AddHook(missingFunctions{})
 	f := newFixture(t, &redistest.Backend{Client: rdb, Namespace: b.Namespace})
-	if r := f.enqueue(f.params("fn", "k", redisstore.StrategyStatus)); !r.Accepted {
+	if r := f.enqueue(f.params("fn", "k", engine.StrategyStatus)); !r.Accepted {
 		t.Fatalf("trigger: %+v", r)
 	}
 	ran := false
@@ -314,11 +315,11 @@ func TestTriggersSurviveFunctionFlush(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for b := range batches {
-				ps := make([]*redisstore.EnqueueParams, batch)
+				ps := make([]*engine.EnqueueParams, batch)
 				for i := range ps {
 					id := fmt.Sprintf("run-%d-%d-%d", w, b, i)
-					ps[i] = &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
-						Key: id, Strategy: redisstore.StrategyStatus, Hold: time.Hour, MaxDeliveries: 10,
+					ps[i] = &engine.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
+						Key: id, Strategy: engine.StrategyStatus, Hold: time.Hour, MaxDeliveries: 10,
 						Retention: time.Hour, Now: time.Now()}
 				}
 				res, errs := st.EnqueueBatch(ctx, ps)

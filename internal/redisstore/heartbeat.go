@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"fmt"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // heartbeatScript extends leases: lua/heartbeat.lua.
@@ -11,11 +13,11 @@ var heartbeatScript = loadScript("heartbeat")
 // Heartbeat extends the leases consumer holds on task's streams: one call
 // per partition the leases' runs are in. It fails as a whole when any
 // call does.
-func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []Lease) ([]LeaseReport, error) {
-	out, errs := runBatch(ctx, s, batchOp[Lease, LeaseReport]{
+func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []engine.Lease) ([]engine.LeaseReport, error) {
+	out, errs := runBatch(ctx, s, batchOp[engine.Lease, engine.LeaseReport]{
 		script: heartbeatScript,
-		part:   func(parts *Partitions, l Lease) (int, error) { return runPartition(parts, l.RunID) },
-		call: func(ks Keys, sub []Lease) ([]string, []any) {
+		part:   func(parts *Partitions, l engine.Lease) (int, error) { return runPartition(parts, l.RunID) },
+		call: func(ks Keys, sub []engine.Lease) ([]string, []any) {
 			k := [1 + heartbeatKeyCount]string{heartbeatKeyStream: ks.Stream(task)}
 			h := [1 + heartbeatArgCount]any{
 				heartbeatArgGroup:    GroupName,
@@ -33,11 +35,11 @@ func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []L
 			}
 			return k[1:], args
 		},
-		reply: func(_ Lease, r []any) (LeaseReport, int, error) {
+		reply: func(_ engine.Lease, r []any) (engine.LeaseReport, int, error) {
 			if len(r) < 2 {
-				return LeaseReport{}, len(r), fmt.Errorf("redisstore: heartbeat: unexpected reply %v", r)
+				return engine.LeaseReport{}, len(r), fmt.Errorf("redisstore: heartbeat: unexpected reply %v", r)
 			}
-			return LeaseReport{State: LeaseState(asInt(r[0])), Reason: asString(r[1])}, 2, nil
+			return engine.LeaseReport{State: engine.LeaseState(asInt(r[0])), Reason: asString(r[1])}, 2, nil
 		},
 	}, leases)
 	for _, err := range errs {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // What a run did besides its record: its attempt history, its signals and
@@ -30,8 +31,8 @@ const (
 // ReadParts reads the parts run r has (its flags say which): the attempt
 // history and the counts of its signals and durable steps, in one round
 // trip to the run's partition; none at all for a run that has none.
-func (s *Store) ReadParts(ctx context.Context, r *Run) (Parts, error) {
-	var out Parts
+func (s *Store) ReadParts(ctx context.Context, r *engine.Run) (engine.Parts, error) {
+	var out engine.Parts
 	if !r.HasAttempts && !r.HasSignals && !r.HasSteps {
 		return out, nil
 	}
@@ -73,10 +74,10 @@ func (s *Store) ReadParts(ctx context.Context, r *Run) (Parts, error) {
 	return out, nil
 }
 
-func attemptOf(v map[string]any) Attempt {
+func attemptOf(v map[string]any) engine.Attempt {
 	str := func(k string) string { s, _ := v[k].(string); return s }
 	num := func(k string) int64 { n, _ := strconv.ParseInt(str(k), 10, 64); return n }
-	return Attempt{Number: int(num(attemptEntryNumber)), Outcome: str(attemptEntryOutcome),
+	return engine.Attempt{Number: int(num(attemptEntryNumber)), Outcome: str(attemptEntryOutcome),
 		Began: fromMS(num(attemptEntryBegan)), Ended: fromMS(num(attemptEntryEnded)),
 		Consumer: str(attemptEntryConsumer), Error: str(attemptEntryError)}
 }
@@ -84,9 +85,9 @@ func attemptOf(v map[string]any) Attempt {
 // ReadAttempts returns a run's attempt history, oldest first: its latest
 // MaxAttemptRecords attempts that failed, were retried or lapsed (none for
 // a run that does not exist).
-func (s *Store) ReadAttempts(ctx context.Context, runID string) ([]Attempt, error) {
+func (s *Store) ReadAttempts(ctx context.Context, runID string) ([]engine.Attempt, error) {
 	ks, err := s.keysOfRun(ctx, runID)
-	if errors.Is(err, ErrRunNotFound) {
+	if errors.Is(err, engine.ErrRunNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -96,7 +97,7 @@ func (s *Store) ReadAttempts(ctx context.Context, runID string) ([]Attempt, erro
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Attempt, 0, len(ms))
+	out := make([]engine.Attempt, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, attemptOf(m.Values))
 	}
@@ -109,9 +110,9 @@ func (s *Store) ReadAttempts(ctx context.Context, runID string) ([]Attempt, erro
 // COUNT: a small steps hash comes whole, as Redis stores it compactly), and
 // as with any HSCAN, a step stored while the pages are walked may be left
 // out and one may come twice if the hash grew meanwhile.
-func (s *Store) ScanSteps(ctx context.Context, runID string, cursor uint64, count int) ([]Step, uint64, error) {
+func (s *Store) ScanSteps(ctx context.Context, runID string, cursor uint64, count int) ([]engine.Step, uint64, error) {
 	ks, err := s.keysOfRun(ctx, runID)
-	if errors.Is(err, ErrRunNotFound) {
+	if errors.Is(err, engine.ErrRunNotFound) {
 		return nil, 0, nil
 	}
 	if err != nil {
@@ -124,10 +125,10 @@ func (s *Store) ScanSteps(ctx context.Context, runID string, cursor uint64, coun
 	if len(kv)%2 != 0 {
 		return nil, 0, fmt.Errorf("redisstore: steps of run %s: odd HSCAN reply", runID)
 	}
-	out := make([]Step, 0, len(kv)/2)
+	out := make([]engine.Step, 0, len(kv)/2)
 	for i := 0; i < len(kv); i += 2 {
-		out = append(out, Step{Name: kv[i], Result: []byte(kv[i+1])})
+		out = append(out, engine.Step{Name: kv[i], Result: []byte(kv[i+1])})
 	}
-	slices.SortFunc(out, func(a, b Step) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b engine.Step) int { return strings.Compare(a.Name, b.Name) })
 	return out, next, nil
 }

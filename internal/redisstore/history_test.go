@@ -13,7 +13,7 @@ import (
 
 // startOne starts the only delivery of the run's task for consumer at now
 // and returns its attempt.
-func (f *fixture) startOne(task, consumer string, ds []redisstore.Delivery, now time.Time) int {
+func (f *fixture) startOne(task, consumer string, ds []engine.Delivery, now time.Time) int {
 	f.t.Helper()
 	if len(ds) != 1 {
 		f.t.Fatalf("%d deliveries of %s, want 1", len(ds), task)
@@ -25,7 +25,7 @@ func (f *fixture) startOne(task, consumer string, ds []redisstore.Delivery, now 
 	return sts[0].Attempt
 }
 
-func (f *fixture) attempts(runID string) []redisstore.Attempt {
+func (f *fixture) attempts(runID string) []engine.Attempt {
 	f.t.Helper()
 	as, err := f.s.ReadAttempts(f.ctx, runID)
 	if err != nil {
@@ -34,7 +34,7 @@ func (f *fixture) attempts(runID string) []redisstore.Attempt {
 	return as
 }
 
-func attemptsText(as []redisstore.Attempt) string {
+func attemptsText(as []engine.Attempt) string {
 	var b strings.Builder
 	for _, a := range as {
 		fmt.Fprintf(&b, "[%d %s %d-%d %s %q]", a.Number, a.Outcome, a.Began.UnixMilli(), a.Ended.UnixMilli(), a.Consumer, a.Error)
@@ -51,7 +51,7 @@ func attemptsText(as []redisstore.Attempt) string {
 func TestAttemptHistoryRecordsRetriesLapsesAndFailures(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		p.Retries, p.MaxDeliveries = 5, 10
 		f.enqueue(p)
 		t0 := time.UnixMilli(1_700_000_000_000)
@@ -59,7 +59,7 @@ func TestAttemptHistoryRecordsRetriesLapsesAndFailures(t *testing.T) {
 
 		// Attempt 1, begun by start.lua for w1, is retried.
 		n := f.startOne("t", "w1", f.read("t", "w1"), at(1))
-		fr, err := f.s.Finish(f.ctx, &redisstore.FinishParams{RunID: p.RunID, Attempt: n, Outcome: redisstore.OutcomeRetry,
+		fr, err := f.s.Finish(f.ctx, &engine.FinishParams{RunID: p.RunID, Attempt: n, Outcome: engine.OutcomeRetry,
 			Payload: []byte("boom <1>"), Now: at(2), RetryAt: at(2)})
 		if err != nil || !fr.Written {
 			t.Fatalf("retry = %+v, %v", fr, err)
@@ -83,7 +83,7 @@ func TestAttemptHistoryRecordsRetriesLapsesAndFailures(t *testing.T) {
 			t.Fatalf("attempt after the lapse = %d", n)
 		}
 		// Attempt 3 fails the run.
-		fr, err = f.s.Finish(f.ctx, &redisstore.FinishParams{RunID: p.RunID, Attempt: n, Outcome: redisstore.OutcomeFailed,
+		fr, err = f.s.Finish(f.ctx, &engine.FinishParams{RunID: p.RunID, Attempt: n, Outcome: engine.OutcomeFailed,
 			Payload: []byte("boom 3"), Now: at(5)})
 		if err != nil || !fr.Written || fr.Status != "failed" {
 			t.Fatalf("fail = %+v, %v", fr, err)
@@ -114,14 +114,14 @@ func TestAttemptHistoryRecordsRetriesLapsesAndFailures(t *testing.T) {
 func TestAttemptHistoryOfAnAttemptBegunAtItsEnd(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "", redisstore.StrategyNone)
+		p := f.params("t", "", engine.StrategyNone)
 		f.enqueue(p)
 		ds := f.read("t", "w1")
 		if len(ds) != 1 {
 			t.Fatalf("%d deliveries", len(ds))
 		}
 		t0 := time.UnixMilli(1_700_000_000_000)
-		fp := began(ds[0], redisstore.OutcomeRetry, "slow start", t0, t0.Add(time.Second))
+		fp := began(ds[0], engine.OutcomeRetry, "slow start", t0, t0.Add(time.Second))
 		if fr, err := f.s.Finish(f.ctx, fp); err != nil || !fr.Written {
 			t.Fatalf("finish = %+v, %v", fr, err)
 		}
@@ -138,15 +138,15 @@ func TestSucceededRunHasNoAttemptHistory(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		for _, begin := range []bool{false, true} {
-			p := f.params("t", "", redisstore.StrategyNone)
+			p := f.params("t", "", engine.StrategyNone)
 			f.enqueue(p)
 			ds := f.read("t", "w1")
-			var fp *redisstore.FinishParams
+			var fp *engine.FinishParams
 			if begin {
-				fp = began(ds[0], redisstore.OutcomeSucceeded, `{"ok":true}`, f.now, f.now)
+				fp = began(ds[0], engine.OutcomeSucceeded, `{"ok":true}`, f.now, f.now)
 			} else {
 				n := f.startOne("t", "w1", ds, f.now)
-				fp = &redisstore.FinishParams{RunID: p.RunID, Attempt: n, Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`1`), Now: f.now}
+				fp = &engine.FinishParams{RunID: p.RunID, Attempt: n, Outcome: engine.OutcomeSucceeded, Payload: []byte(`1`), Now: f.now}
 			}
 			if fr, err := f.s.Finish(f.ctx, fp); err != nil || fr.Status != "succeeded" {
 				t.Fatalf("finish = %+v, %v", fr, err)
@@ -167,7 +167,7 @@ func TestSucceededRunHasNoAttemptHistory(t *testing.T) {
 func TestAttemptHistoryIsCapped(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "", redisstore.StrategyNone)
+		p := f.params("t", "", engine.StrategyNone)
 		total := engine.MaxAttemptRecords + 3
 		p.Retries, p.MaxDeliveries = total+1, 0
 		f.enqueue(p)
@@ -178,7 +178,7 @@ func TestAttemptHistoryIsCapped(t *testing.T) {
 				}
 			}
 			n := f.startOne("t", "w1", f.read("t", "w1"), f.now)
-			if fr := f.finish(p.RunID, n, redisstore.OutcomeRetry, fmt.Sprint("boom ", i)); !fr.Written {
+			if fr := f.finish(p.RunID, n, engine.OutcomeRetry, fmt.Sprint("boom ", i)); !fr.Written {
 				t.Fatalf("retry %d = %+v", i, fr)
 			}
 		}
@@ -196,7 +196,7 @@ func TestAttemptHistoryIsCapped(t *testing.T) {
 func TestRunPartsCountSignalsAndSteps(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		for i := range 3 {
 			if res, err := f.s.SignalRun(f.ctx, p.RunID, fmt.Sprint("sig-", i), []byte(fmt.Sprint(i)), 10); err != nil || !res.Delivered {
@@ -224,7 +224,7 @@ func TestRunPartsCountSignalsAndSteps(t *testing.T) {
 		if err != nil || len(sigs) != 3 || sigs[0].Sent.IsZero() {
 			t.Fatalf("signals = %+v, %v", sigs, err)
 		}
-		plain := f.params("t", "", redisstore.StrategyNone)
+		plain := f.params("t", "", engine.StrategyNone)
 		f.enqueue(plain)
 		r, _ = f.s.GetRun(f.ctx, plain.RunID)
 		if parts, err := f.s.ReadParts(f.ctx, r); err != nil || parts.Signals != 0 || parts.Steps != 0 || parts.Attempts != nil {
@@ -238,7 +238,7 @@ func TestRunPartsCountSignalsAndSteps(t *testing.T) {
 func TestAttemptHistoryRecordsARequeue(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "", redisstore.StrategyNone)
+		p := f.params("t", "", engine.StrategyNone)
 		f.running(p, "c")
 		if r, err := f.s.Requeue(f.ctx, p.RunID, "t", 1); err != nil || !r.Written {
 			t.Fatalf("requeue = %+v, %v", r, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // PageRuns returns up to limit entries of the runs indexes of every
@@ -17,7 +18,7 @@ import (
 // entry itself, not an offset, so a page is stable while newer entries are
 // added and older ones swept, and the next page of every partition starts
 // from the same position.
-func (s *Store) PageRuns(ctx context.Context, after *IndexEntry, limit int) ([]IndexEntry, error) {
+func (s *Store) PageRuns(ctx context.Context, after *engine.IndexEntry, limit int) ([]engine.IndexEntry, error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (s *Store) PageRuns(ctx context.Context, after *IndexEntry, limit int) ([]I
 
 // PageEvents is PageRuns for the events indexes or, with eventKey set,
 // the indexes of that event key's events.
-func (s *Store) PageEvents(ctx context.Context, eventKey string, after *IndexEntry, limit int) ([]IndexEntry, error) {
+func (s *Store) PageEvents(ctx context.Context, eventKey string, after *engine.IndexEntry, limit int) ([]engine.IndexEntry, error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func (s *Store) cardIndexes(ctx context.Context, indexes []string) (int64, error
 
 // pageIndexes reads the page after after of each index, in one pipeline,
 // and merges them.
-func (s *Store) pageIndexes(ctx context.Context, indexes []string, after *IndexEntry, limit int) ([]IndexEntry, error) {
+func (s *Store) pageIndexes(ctx context.Context, indexes []string, after *engine.IndexEntry, limit int) ([]engine.IndexEntry, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -127,7 +128,7 @@ func (s *Store) pageIndexes(ctx context.Context, indexes []string, after *IndexE
 	if err != nil {
 		return nil, err
 	}
-	var out []IndexEntry
+	var out []engine.IndexEntry
 	for i := range indexes {
 		if same[i] != nil {
 			out = append(out, entries(same[i].Val(), func(id string) bool { return id < after.ID })...)
@@ -142,7 +143,7 @@ func (s *Store) pageIndexes(ctx context.Context, indexes []string, after *IndexE
 
 // sortEntries sorts index entries newest first, those of one score by ID,
 // descending: the order of ZREVRANGE within one index.
-func sortEntries(es []IndexEntry) {
+func sortEntries(es []engine.IndexEntry) {
 	sort.Slice(es, func(i, j int) bool {
 		if es[i].Score != es[j].Score {
 			return es[i].Score > es[j].Score
@@ -170,7 +171,7 @@ func (s *Store) rangeIndexes(ctx context.Context, indexes []string, offset, limi
 	if err != nil {
 		return nil, err
 	}
-	var all []IndexEntry
+	var all []engine.IndexEntry
 	for _, c := range cmds {
 		all = append(all, entries(c.Val(), nil)...)
 	}
@@ -186,12 +187,12 @@ func (s *Store) rangeIndexes(ctx context.Context, indexes []string, offset, limi
 	return ids, nil
 }
 
-func entries(zs []redis.Z, keep func(string) bool) []IndexEntry {
-	out := make([]IndexEntry, 0, len(zs))
+func entries(zs []redis.Z, keep func(string) bool) []engine.IndexEntry {
+	out := make([]engine.IndexEntry, 0, len(zs))
 	for _, z := range zs {
 		id, _ := z.Member.(string)
 		if keep == nil || keep(id) {
-			out = append(out, IndexEntry{ID: id, Score: int64(z.Score)})
+			out = append(out, engine.IndexEntry{ID: id, Score: int64(z.Score)})
 		}
 	}
 	return out
@@ -201,7 +202,7 @@ func entries(zs []redis.Z, keep func(string) bool) []IndexEntry {
 // a queued run waiting for a retry or a debounce window falls due (zero
 // when it waits for nothing). A record that does not exist (any more) is
 // nil.
-func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*Run, []time.Time, error) {
+func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*engine.Run, []time.Time, error) {
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
@@ -223,7 +224,7 @@ func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*Run, []time.Time,
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, nil, err
 	}
-	runs := make([]*Run, len(ids))
+	runs := make([]*engine.Run, len(ids))
 	due := make([]time.Time, len(ids))
 	for i, id := range ids {
 		if recs[i] == nil {
@@ -244,7 +245,7 @@ func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*Run, []time.Time,
 
 // GetKeys reads who holds each of keys, and for how long, in one round
 // trip; held[i] is false for a key nobody holds.
-func (s *Store) GetKeys(ctx context.Context, keys []string) (states []KeyState, held []bool, err error) {
+func (s *Store) GetKeys(ctx context.Context, keys []string) (states []engine.KeyState, held []bool, err error) {
 	if len(keys) == 0 {
 		return nil, nil, nil
 	}
@@ -264,7 +265,7 @@ func (s *Store) GetKeys(ctx context.Context, keys []string) (states []KeyState, 
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, nil, err
 	}
-	states, held = make([]KeyState, len(keys)), make([]bool, len(keys))
+	states, held = make([]engine.KeyState, len(keys)), make([]bool, len(keys))
 	for i, k := range keys {
 		states[i].Key = k
 		owner, err := gets[i].Result()

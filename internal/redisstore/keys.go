@@ -1,6 +1,10 @@
 package redisstore
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/taskq/taskq/internal/engine"
+)
 
 // Keys of a namespace: see the key layout in layout.go.
 
@@ -23,7 +27,7 @@ type Keys struct {
 // namespace ns ("" means NamespaceDefault).
 func NewKeys(ns string) Keys {
 	if ns == "" {
-		ns = NamespaceDefault
+		ns = engine.NamespaceDefault
 	}
 	home := PartitionPrefix(ns, 0, 1)
 	return Keys{ns: ns, prefix: home, home: home}

@@ -3,7 +3,7 @@ package redisstore_test
 import (
 	"testing"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -12,8 +12,8 @@ import (
 func TestLinkRetry(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		of, retry, other := f.params("t", "k1", redisstore.StrategyStatus), f.params("t", "k2", redisstore.StrategyStatus), f.params("t", "k3", redisstore.StrategyStatus)
-		for _, p := range []*redisstore.EnqueueParams{of, retry, other} {
+		of, retry, other := f.params("t", "k1", engine.StrategyStatus), f.params("t", "k2", engine.StrategyStatus), f.params("t", "k3", engine.StrategyStatus)
+		for _, p := range []*engine.EnqueueParams{of, retry, other} {
 			f.enqueue(p)
 		}
 		if existing, err := f.s.LinkRetry(f.ctx, of.RunID, retry.RunID); err != nil || existing != "" {

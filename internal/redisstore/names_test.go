@@ -3,7 +3,7 @@ package redisstore_test
 import (
 	"testing"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -13,15 +13,15 @@ import (
 // below; StrategyNone is the one the store adds, for runs without a key.
 func TestStrategyAndPolicyAreTheTasks(t *testing.T) {
 	def := task.Idempotency{Strategy: task.StrategyDebounce}
-	p := redisstore.EnqueueParams{Strategy: def.Strategy, Policy: task.ConflictSupersede}
-	if p.Strategy != redisstore.StrategyDebounce || p.Policy != redisstore.PolicySupersede {
+	p := engine.EnqueueParams{Strategy: def.Strategy, Policy: task.ConflictSupersede}
+	if p.Strategy != engine.StrategyDebounce || p.Policy != engine.PolicySupersede {
 		t.Fatalf("params = %q/%q, want debounce/supersede", p.Strategy, p.Policy)
 	}
 	for got, want := range map[string]string{
-		string(redisstore.StrategyNone): "none", string(redisstore.StrategyTTL): "ttl",
-		string(redisstore.StrategyStatus): "status", string(redisstore.StrategyDebounce): "debounce",
-		string(redisstore.PolicyReject): "reject", string(redisstore.PolicyAttach): "attach",
-		string(redisstore.PolicySupersede): "supersede", string(redisstore.PolicySignal): "signal",
+		string(engine.StrategyNone): "none", string(engine.StrategyTTL): "ttl",
+		string(engine.StrategyStatus): "status", string(engine.StrategyDebounce): "debounce",
+		string(engine.PolicyReject): "reject", string(engine.PolicyAttach): "attach",
+		string(engine.PolicySupersede): "supersede", string(engine.PolicySignal): "signal",
 	} {
 		if got != want {
 			t.Errorf("script value %q, want %q", got, want)

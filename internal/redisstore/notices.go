@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // noticeRetryMax bounds the wait between two attempts to subscribe the
@@ -32,7 +33,7 @@ const noticeRetryMax = time.Second
 // cluster names then (after a failover, the promoted replica), until it
 // succeeds or the subscription is closed.
 type Notices struct {
-	c    chan Notice
+	c    chan engine.Notice
 	quit chan struct{}
 	wg   sync.WaitGroup
 
@@ -71,7 +72,7 @@ type noticeShard struct {
 // publish there with SPUBLISH. It holds no connection until a channel is
 // subscribed. Read C until it is closed, which Close does.
 func (s *Store) Notices() *Notices {
-	n := &Notices{c: make(chan Notice, 64), quit: make(chan struct{})}
+	n := &Notices{c: make(chan engine.Notice, 64), quit: make(chan struct{})}
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok && s.sharded {
 		n.cluster = cc
 		n.shards = map[*redis.Client]*noticeShard{}
@@ -85,7 +86,7 @@ func (s *Store) Notices() *Notices {
 }
 
 // C delivers the subscription's notices. It is closed after Close.
-func (n *Notices) C() <-chan Notice { return n.c }
+func (n *Notices) C() <-chan engine.Notice { return n.c }
 
 // Subscribe subscribes to channels. It returns once the subscription is
 // sent, not confirmed: a NoticeSubscribed per channel says when it is.
@@ -201,7 +202,7 @@ func (n *Notices) Close() error {
 }
 
 // send hands nt to the reader of C, unless the subscription closes first.
-func (n *Notices) send(nt Notice) bool {
+func (n *Notices) send(nt engine.Notice) bool {
 	select {
 	case n.c <- nt:
 		return true
@@ -235,7 +236,7 @@ func (n *Notices) receiveSingle() {
 		default:
 		}
 		if err != nil {
-			if chs := n.singleChannels(); len(chs) > 0 && !n.send(Notice{Kind: NoticeInterrupted, Channels: chs}) {
+			if chs := n.singleChannels(); len(chs) > 0 && !n.send(engine.Notice{Kind: engine.NoticeInterrupted, Channels: chs}) {
 				return
 			}
 			if !n.sleep(100 * time.Millisecond) {
@@ -264,14 +265,14 @@ func (n *Notices) forward(msg any, sh *noticeShard) bool {
 	case *redis.Subscription:
 		switch m.Kind {
 		case "subscribe", "ssubscribe":
-			return n.send(Notice{Kind: NoticeSubscribed, Channel: m.Channel})
+			return n.send(engine.Notice{Kind: engine.NoticeSubscribed, Channel: m.Channel})
 		case "sunsubscribe":
 			if sh != nil {
 				n.movedAway(sh, m.Channel)
 			}
 		}
 	case *redis.Message:
-		return n.send(Notice{Kind: NoticeMessage, Channel: m.Channel, Payload: m.Payload})
+		return n.send(engine.Notice{Kind: engine.NoticeMessage, Channel: m.Channel, Payload: m.Payload})
 	}
 	return true
 }
@@ -412,7 +413,7 @@ func (n *Notices) replace() {
 		lost := n.lost
 		n.lost = nil
 		n.mu.Unlock()
-		if len(lost) > 0 && !n.send(Notice{Kind: NoticeInterrupted, Channels: lost}) {
+		if len(lost) > 0 && !n.send(engine.Notice{Kind: engine.NoticeInterrupted, Channels: lost}) {
 			return
 		}
 		n.cluster.ReloadState(context.Background())

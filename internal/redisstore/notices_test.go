@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -27,14 +28,14 @@ func subscribeNotices(t *testing.T, s *redisstore.Store, chans ...string) *redis
 	if err := n.Subscribe(ctx, chans...); err != nil {
 		t.Fatal(err)
 	}
-	waitNotice(t, n, redisstore.NoticeSubscribed, 10*time.Second, chans...)
+	waitNotice(t, n, engine.NoticeSubscribed, 10*time.Second, chans...)
 	return n
 }
 
 // waitNotice reads n until a notice of kind has come for each of chans (a
 // NoticeInterrupted counts for every channel it names), within d, and
 // fails on a message meanwhile.
-func waitNotice(t *testing.T, n *redisstore.Notices, kind redisstore.NoticeKind, d time.Duration, chans ...string) {
+func waitNotice(t *testing.T, n *redisstore.Notices, kind engine.NoticeKind, d time.Duration, chans ...string) {
 	t.Helper()
 	waiting := map[string]bool{}
 	for _, ch := range chans {
@@ -45,7 +46,7 @@ func waitNotice(t *testing.T, n *redisstore.Notices, kind redisstore.NoticeKind,
 	for len(waiting) > 0 {
 		select {
 		case nt := <-n.C():
-			if nt.Kind == redisstore.NoticeMessage {
+			if nt.Kind == engine.NoticeMessage {
 				t.Fatalf("a notice on %s (%q) while waiting for %v", nt.Channel, nt.Payload, waiting)
 			}
 			if nt.Kind == kind {
@@ -69,7 +70,7 @@ func receive(t *testing.T, n *redisstore.Notices, count int) map[string][]string
 	for count > 0 {
 		select {
 		case nt := <-n.C():
-			if nt.Kind == redisstore.NoticeMessage {
+			if nt.Kind == engine.NoticeMessage {
 				got[nt.Channel] = append(got[nt.Channel], nt.Payload)
 				count--
 			}
@@ -171,8 +172,8 @@ func TestNoticesGoToOneShardOnACluster(t *testing.T) {
 		cancels = append(cancels, parts.Keys(i).CancelChannel())
 	}
 
-	p := &redisstore.EnqueueParams{RunID: "sharded-1", Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
-		Strategy: redisstore.StrategyNone, Retention: time.Hour, Now: time.Now()}
+	p := &engine.EnqueueParams{RunID: "sharded-1", Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
+		Strategy: engine.StrategyNone, Retention: time.Hour, Now: time.Now()}
 	if _, err := s.Enqueue(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -286,13 +287,13 @@ func TestNoticesFollowAFailover(t *testing.T) {
 	const target = 1
 	ch := parts.Keys(target).CancelChannel()
 	victim := killMasterOf(t, pc, cc, ch)
-	waitNotice(t, n, redisstore.NoticeInterrupted, 20*time.Second, ch)
+	waitNotice(t, n, engine.NoticeInterrupted, 20*time.Second, ch)
 	waitPromoted(t, cc, ch, victim, 20*time.Second)
-	waitNotice(t, n, redisstore.NoticeSubscribed, 20*time.Second, ch)
+	waitNotice(t, n, engine.NoticeSubscribed, 20*time.Second, ch)
 
 	// A run of that partition, cancelled on the new master.
-	p := &redisstore.EnqueueParams{RunID: "failover-1", Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
-		Key: keyIn(parts, target), Strategy: redisstore.StrategyTTL, Hold: time.Minute, Retention: time.Hour, Now: time.Now()}
+	p := &engine.EnqueueParams{RunID: "failover-1", Task: "t", Input: []byte(`{}`), Meta: []byte(`{}`),
+		Key: keyIn(parts, target), Strategy: engine.StrategyTTL, Hold: time.Minute, Retention: time.Hour, Now: time.Now()}
 	enqueueRetrying(t, s, p)
 	if r, err := s.Cancel(ctx, p.RunID, "after the failover", time.Now()); err != nil || !r.Written {
 		t.Fatalf("cancel = %+v, %v", r, err)
@@ -359,7 +360,7 @@ func waitPromoted(t *testing.T, cc *redis.ClusterClient, key, old string, within
 
 // enqueueRetrying enqueues p, trying again while the cluster settles after
 // a failover (within 20 s).
-func enqueueRetrying(t *testing.T, s *redisstore.Store, p *redisstore.EnqueueParams) {
+func enqueueRetrying(t *testing.T, s *redisstore.Store, p *engine.EnqueueParams) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -388,8 +389,8 @@ func TestNoticesResubscribeAfterARestart(t *testing.T) {
 	chans := []string{s.Keys().CancelChannel(), s.Keys().FinishedChannel()}
 	n := subscribeNotices(t, s, chans...)
 	srv.Restart()
-	waitNotice(t, n, redisstore.NoticeInterrupted, 20*time.Second, chans...)
-	waitNotice(t, n, redisstore.NoticeSubscribed, 20*time.Second, chans...)
+	waitNotice(t, n, engine.NoticeInterrupted, 20*time.Second, chans...)
+	waitNotice(t, n, engine.NoticeSubscribed, 20*time.Second, chans...)
 	b := &redistest.Backend{Client: rdb}
 	publishNotice(t, b, chans[0], "r1")
 	if got := receive(t, n, 1); fmt.Sprint(got[chans[0]]) != "[r1]" {
@@ -410,10 +411,10 @@ func TestSupersedeAndFinishPublishShardedOnACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, b: b, s: s, k: s.Keys(), ctx: ctx, now: time.Now()}
-	old := f.params("t", "k", redisstore.StrategyStatus)
+	old := f.params("t", "k", engine.StrategyStatus)
 	f.running(old, "c")
-	newer := f.params("t", "k", redisstore.StrategyStatus)
-	newer.Policy = redisstore.PolicySupersede
+	newer := f.params("t", "k", engine.StrategyStatus)
+	newer.Policy = engine.PolicySupersede
 	n := subscribeNotices(t, s, f.k.CancelChannel(), f.k.FinishedChannel(), f.k.DoneChannel(newer.RunID))
 	if r := f.enqueue(newer); !r.Accepted || r.Superseded != old.RunID {
 		t.Fatalf("supersede = %+v", r)
@@ -431,7 +432,7 @@ func TestSupersedeAndFinishPublishShardedOnACluster(t *testing.T) {
 		t.Fatalf("deliveries = %+v", ds)
 	}
 	st := f.start(ds[0], "c")
-	if r := f.finish(newer.RunID, st.Attempt, redisstore.OutcomeSucceeded, "{}"); !r.Written {
+	if r := f.finish(newer.RunID, st.Attempt, engine.OutcomeSucceeded, "{}"); !r.Written {
 		t.Fatalf("finish = %+v", r)
 	}
 	got = receive(t, n, 2)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Partitions. A namespace's keys are spread over P partitions, each a key
@@ -32,9 +33,9 @@ import (
 // Cluster, PartitionsDefault otherwise.
 func DefaultPartitions(rdb redis.UniversalClient) int {
 	if _, ok := rdb.(*redis.ClusterClient); ok {
-		return PartitionsClusterDefault
+		return engine.PartitionsClusterDefault
 	}
-	return PartitionsDefault
+	return engine.PartitionsDefault
 }
 
 // PartitionPrefix is the key prefix of partition i of the n of namespace
@@ -88,7 +89,7 @@ func HomeRange(ns string, n int) int {
 // plainID strips the partition an ID names, if it names a valid one.
 func plainID(id string) string {
 	if dot := strings.LastIndexByte(id, '.'); dot >= 0 {
-		if _, ok := RunPartition(id); ok {
+		if _, ok := engine.RunPartition(id); ok {
 			return id[:dot]
 		}
 	}
@@ -105,7 +106,7 @@ type Partitions struct {
 // NewPartitions returns the layout of n partitions of namespace ns (n is
 // clamped to 1..PartitionsMax).
 func NewPartitions(ns string, n int) *Partitions {
-	n = min(max(n, 1), PartitionsMax)
+	n = min(max(n, 1), engine.PartitionsMax)
 	p := &Partitions{ns: ns, keys: make([]Keys, n)}
 	for i := range p.keys {
 		p.keys[i] = partitionKeys(ns, i, n)
@@ -120,12 +121,12 @@ func (p *Partitions) Count() int { return len(p.keys) }
 func (p *Partitions) Keys(i int) Keys { return p.keys[i] }
 
 // OfKey is the partition of an idempotency key (see KeyPartition).
-func (p *Partitions) OfKey(key string) int { return KeyPartition(p.ns, key, len(p.keys)) }
+func (p *Partitions) OfKey(key string) int { return engine.KeyPartition(p.ns, key, len(p.keys)) }
 
 // OfRun is the partition a run (or event) ID names; ok is false when it
 // names none of the namespace's partitions, so the run cannot exist.
 func (p *Partitions) OfRun(id string) (int, bool) {
-	i, ok := RunPartition(id)
+	i, ok := engine.RunPartition(id)
 	return i, ok && i < len(p.keys)
 }
 
@@ -134,7 +135,7 @@ func (p *Partitions) OfRun(id string) (int, bool) {
 func (p *Partitions) runKeys(id string) (Keys, error) {
 	i, ok := p.OfRun(id)
 	if !ok {
-		return Keys{}, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+		return Keys{}, fmt.Errorf("%w: %s", engine.ErrRunNotFound, id)
 	}
 	return p.keys[i], nil
 }
@@ -143,19 +144,19 @@ func (p *Partitions) runKeys(id string) (Keys, error) {
 // idempotency key's partition, or for a run without a key the partition
 // its plain ID hashes to (a random one, as IDs are random). Placing a run
 // again changes nothing.
-func (p *Partitions) place(e *EnqueueParams) int {
+func (p *Partitions) place(e *engine.EnqueueParams) int {
 	base := plainID(e.RunID)
 	part := 0
 	switch n := len(p.keys); {
 	case n == 1:
-	case e.Strategy != "" && e.Strategy != StrategyNone:
+	case e.Strategy != "" && e.Strategy != engine.StrategyNone:
 		part = p.OfKey(e.Key)
 	default:
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(base))
 		part = int(h.Sum32() % uint32(n))
 	}
-	e.RunID = InPartition(base, part)
+	e.RunID = engine.InPartition(base, part)
 	return part
 }
 
@@ -227,7 +228,7 @@ func (s *Store) readPartitions(ctx context.Context) (int, error) {
 	case exists.Val() > 0:
 		// Data from before partitions: all of it is in the home partition.
 		if n != 0 && n != 1 {
-			return 0, &PartitionsMismatchError{Namespace: s.keys.ns, Configured: n, Recorded: 1}
+			return 0, &engine.PartitionsMismatchError{Namespace: s.keys.ns, Configured: n, Recorded: 1}
 		}
 		n = 1
 	case n == 0:
@@ -246,7 +247,7 @@ func (s *Store) readPartitions(ctx context.Context) (int, error) {
 	if err == nil {
 		err = set.Err()
 	}
-	if err = scriptError(err); errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrReadOnly) {
+	if err = scriptError(err); errors.Is(err, engine.ErrOutOfMemory) || errors.Is(err, engine.ErrReadOnly) {
 		// Redis refuses writes (at maxmemory, or a replica) but serves
 		// reads: work with the count it would have recorded, so that a
 		// worker can still drain the queue; a process opening the
@@ -260,12 +261,12 @@ func (s *Store) readPartitions(ctx context.Context) (int, error) {
 // one.
 func (s *Store) recorded(v string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > PartitionsMax {
+	if err != nil || n < 1 || n > engine.PartitionsMax {
 		return 0, fmt.Errorf("redisstore: namespace %q: its meta record %s holds partitions %q, not a number from 1 to %d",
-			s.keys.ns, s.keys.Meta(), v, PartitionsMax)
+			s.keys.ns, s.keys.Meta(), v, engine.PartitionsMax)
 	}
 	if s.want != 0 && s.want != n {
-		return 0, &PartitionsMismatchError{Namespace: s.keys.ns, Configured: s.want, Recorded: n}
+		return 0, &engine.PartitionsMismatchError{Namespace: s.keys.ns, Configured: s.want, Recorded: n}
 	}
 	return n, nil
 }
@@ -282,7 +283,7 @@ func (s *Store) RecordPartitions(ctx context.Context) error {
 		return err
 	}
 	err := scriptError(s.rdb.HSetNX(ctx, s.keys.Meta(), metaPartitions, p.Count()).Err())
-	if errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrReadOnly) {
+	if errors.Is(err, engine.ErrOutOfMemory) || errors.Is(err, engine.ErrReadOnly) {
 		return nil
 	}
 	return err
@@ -294,7 +295,7 @@ func runPartition(parts *Partitions, id string) (int, error) {
 	if i, ok := parts.OfRun(id); ok {
 		return i, nil
 	}
-	return 0, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+	return 0, fmt.Errorf("%w: %s", engine.ErrRunNotFound, id)
 }
 
 // fillErr sets every error of errs to err and returns errs.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -38,7 +39,7 @@ func TestSlotIsRedisClusterSlot(t *testing.T) {
 // the range i after the home partition's of P equal ranges of the slots:
 // every range holds one partition.
 func TestPartitionPrefixes(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 4, 16, 100, redisstore.PartitionsMax} {
+	for _, n := range []int{1, 2, 3, 4, 16, 100, engine.PartitionsMax} {
 		seen := map[string]bool{}
 		home := redisstore.HomeRange("orders", n)
 		if s := redisstore.Slot("taskq:{orders}:x"); n > 1 && (s < home*16384/n || s >= (home+1)*16384/n) {
@@ -78,18 +79,18 @@ func TestRunPartitionParsesIDs(t *testing.T) {
 		"run-7": 0,
 		"":      0,
 	} {
-		if got, ok := redisstore.RunPartition(id); !ok || got != want {
+		if got, ok := engine.RunPartition(id); !ok || got != want {
 			t.Errorf("RunPartition(%q) = %d, %v; want %d", id, got, ok, want)
 		}
 	}
 	for _, id := range []string{"x.", "x.0", "x.01", "x.-1", "x.a", "x.1a", "x.9999999", "x.1 "} {
-		if got, ok := redisstore.RunPartition(id); ok {
+		if got, ok := engine.RunPartition(id); ok {
 			t.Errorf("RunPartition(%q) = %d, true; want not ok", id, got)
 		}
 	}
 	for _, part := range []int{0, 1, 7, 1023} {
-		id := redisstore.InPartition("0190f1d2-7a6b-7cde-8f00-0123456789ab", part)
-		if got, ok := redisstore.RunPartition(id); !ok || got != part {
+		id := engine.InPartition("0190f1d2-7a6b-7cde-8f00-0123456789ab", part)
+		if got, ok := engine.RunPartition(id); !ok || got != part {
 			t.Errorf("RunPartition(InPartition(_, %d)) = %d, %v", part, got, ok)
 		}
 	}
@@ -108,8 +109,8 @@ func TestKeyPartitionSpreadsKeys(t *testing.T) {
 	counts := make([]int, n)
 	for i := range keys {
 		k := fmt.Sprintf("order:%d", i)
-		p := redisstore.KeyPartition("shop", k, n)
-		if p != redisstore.KeyPartition("shop", k, n) || p < 0 || p >= n {
+		p := engine.KeyPartition("shop", k, n)
+		if p != engine.KeyPartition("shop", k, n) || p < 0 || p >= n {
 			t.Fatalf("KeyPartition(%q) = %d, unstable or out of range", k, p)
 		}
 		counts[p]++
@@ -119,14 +120,14 @@ func TestKeyPartitionSpreadsKeys(t *testing.T) {
 			t.Fatalf("partition %d got %d of %d keys: %v", i, c, keys, counts)
 		}
 	}
-	if redisstore.KeyPartition("shop", "k", 1) != 0 {
+	if engine.KeyPartition("shop", "k", 1) != 0 {
 		t.Fatal("one partition: key not in partition 0")
 	}
 }
 
 func TestValidateNamespace(t *testing.T) {
 	for _, ns := range []string{"default", "a", "Orders_v2.eu-west:1", strings.Repeat("x", 64)} {
-		if err := redisstore.ValidateNamespace(ns); err != nil {
+		if err := engine.ValidateNamespace(ns); err != nil {
 			t.Errorf("%q: %v", ns, err)
 		}
 	}
@@ -138,9 +139,9 @@ func TestValidateNamespace(t *testing.T) {
 		"a b":                   `holds ' '`,
 		"é":                     "holds",
 	} {
-		err := redisstore.ValidateNamespace(ns)
-		var ie *redisstore.InvalidNamespaceError
-		if !errors.As(err, &ie) || !errors.Is(err, redisstore.ErrInvalidNamespace) || ie.Namespace != ns || !strings.Contains(err.Error(), problem) {
+		err := engine.ValidateNamespace(ns)
+		var ie *engine.InvalidNamespaceError
+		if !errors.As(err, &ie) || !errors.Is(err, engine.ErrInvalidNamespace) || ie.Namespace != ns || !strings.Contains(err.Error(), problem) {
 			t.Errorf("%q: %v, want an *InvalidNamespaceError saying %q", ns, err, problem)
 		}
 	}
@@ -168,8 +169,8 @@ func TestPartitionsAreRecordedOnFirstUse(t *testing.T) {
 			t.Fatalf("open with the same count: %v, %v", same, err)
 		}
 		_, err = redisstore.NewPartitioned(b.Client, b.Namespace, 8).Partitions(ctx)
-		var mm *redisstore.PartitionsMismatchError
-		if !errors.As(err, &mm) || !errors.Is(err, redisstore.ErrPartitionsMismatch) || mm.Configured != 8 || mm.Recorded != 4 ||
+		var mm *engine.PartitionsMismatchError
+		if !errors.As(err, &mm) || !errors.Is(err, engine.ErrPartitionsMismatch) || mm.Configured != 8 || mm.Recorded != 4 ||
 			!strings.Contains(err.Error(), "4") || !strings.Contains(err.Error(), "8") {
 			t.Fatalf("open with 8: %v; want a *PartitionsMismatchError naming 8 and 4", err)
 		}
@@ -178,9 +179,9 @@ func TestPartitionsAreRecordedOnFirstUse(t *testing.T) {
 		// 16 on a cluster.
 		fresh := b.Namespace + "-fresh"
 		t.Cleanup(func() { redistest.DeleteNamespace(ctx, b.Client, fresh) })
-		want := redisstore.PartitionsDefault
+		want := engine.PartitionsDefault
 		if b.IsCluster() {
-			want = redisstore.PartitionsClusterDefault
+			want = engine.PartitionsClusterDefault
 		}
 		def, err := redisstore.New(b.Client, fresh).Partitions(ctx)
 		if err != nil || def.Count() != want {
@@ -235,12 +236,12 @@ func TestRunsLiveInTheirPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		var ps []*redisstore.EnqueueParams
+		var ps []*engine.EnqueueParams
 		for i := range 40 {
-			p := &redisstore.EnqueueParams{RunID: fmt.Sprintf("0190f1d2-7a6b-7cde-8f00-%012d", i), Task: "t",
+			p := &engine.EnqueueParams{RunID: fmt.Sprintf("0190f1d2-7a6b-7cde-8f00-%012d", i), Task: "t",
 				Input: []byte(`{}`), Retention: time.Hour, Now: now, MaxDeliveries: 3}
 			if i%2 == 0 {
-				p.Key, p.Strategy, p.Hold = fmt.Sprint("k", i), redisstore.StrategyStatus, time.Hour
+				p.Key, p.Strategy, p.Hold = fmt.Sprint("k", i), engine.StrategyStatus, time.Hour
 			}
 			ps = append(ps, p)
 		}
@@ -261,7 +262,7 @@ func TestRunsLiveInTheirPartition(t *testing.T) {
 			if n := b.Client.Exists(ctx, parts.Keys(part).Run(p.RunID)).Val(); n != 1 {
 				t.Fatalf("run %s not in partition %d", p.RunID, part)
 			}
-			if r, err := s.GetRun(ctx, p.RunID); err != nil || r.Status != redisstore.StatusQueued {
+			if r, err := s.GetRun(ctx, p.RunID); err != nil || r.Status != engine.StatusQueued {
 				t.Fatalf("GetRun(%s) = %+v, %v", p.RunID, r, err)
 			}
 		}
@@ -269,8 +270,8 @@ func TestRunsLiveInTheirPartition(t *testing.T) {
 			t.Fatalf("40 runs used partitions %v, want all 4", used)
 		}
 		// A duplicate collides, in its key's partition.
-		dup := &redisstore.EnqueueParams{RunID: "0190f1d2-7a6b-7cde-8f00-999999999999", Task: "t", Input: []byte(`{}`),
-			Key: "k4", Strategy: redisstore.StrategyStatus, Hold: time.Hour, Retention: time.Hour, Now: now}
+		dup := &engine.EnqueueParams{RunID: "0190f1d2-7a6b-7cde-8f00-999999999999", Task: "t", Input: []byte(`{}`),
+			Key: "k4", Strategy: engine.StrategyStatus, Hold: time.Hour, Retention: time.Hour, Now: now}
 		if r, err := s.Enqueue(ctx, dup); err != nil || r.Accepted || r.Owner != ps[4].RunID {
 			t.Fatalf("duplicate of k4: %+v, %v; want owner %s", r, err, ps[4].RunID)
 		}
@@ -279,7 +280,7 @@ func TestRunsLiveInTheirPartition(t *testing.T) {
 		}
 		// Lookups of IDs naming no partition find nothing.
 		for _, id := range []string{ps[1].RunID + ".4", "x.0", "x.y"} {
-			if _, err := s.GetRun(ctx, id); !errors.Is(err, redisstore.ErrRunNotFound) {
+			if _, err := s.GetRun(ctx, id); !errors.Is(err, engine.ErrRunNotFound) {
 				t.Fatalf("GetRun(%q) = %v, want ErrRunNotFound", id, err)
 			}
 			if res, err := s.Cancel(ctx, id, "r", now); err != nil || res.Status != "missing" {
@@ -290,7 +291,7 @@ func TestRunsLiveInTheirPartition(t *testing.T) {
 		if err := s.EnsureGroup(ctx, "t"); err != nil {
 			t.Fatal(err)
 		}
-		var ds []redisstore.Delivery
+		var ds []engine.Delivery
 		for part := range 4 {
 			got, err := s.ReadGroup(ctx, part, "w", []string{"t"}, 100, -1)
 			if err != nil {
@@ -307,12 +308,12 @@ func TestRunsLiveInTheirPartition(t *testing.T) {
 			t.Fatalf("read %d deliveries from 4 partitions, want %d", len(ds), len(ps))
 		}
 		st, errs := s.StartBatch(ctx, "w", now, ds)
-		fs := make([]*redisstore.FinishParams, len(ds))
+		fs := make([]*engine.FinishParams, len(ds))
 		for i, d := range ds {
 			if errs[i] != nil || !st[i].Started {
 				t.Fatalf("start %s: %+v, %v", d.RunID, st[i], errs[i])
 			}
-			fs[i] = &redisstore.FinishParams{RunID: d.RunID, Attempt: st[i].Attempt, Outcome: redisstore.OutcomeSucceeded,
+			fs[i] = &engine.FinishParams{RunID: d.RunID, Attempt: st[i].Attempt, Outcome: engine.OutcomeSucceeded,
 				Payload: []byte(`{}`), Now: now, Task: d.Task, EntryID: d.EntryID, Spec: st[i].Spec}
 		}
 		reps, err := s.Heartbeat(ctx, "t", "w", leases(ds, st))
@@ -320,13 +321,13 @@ func TestRunsLiveInTheirPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, r := range reps {
-			if r.State != redisstore.LeaseHeld {
+			if r.State != engine.LeaseHeld {
 				t.Fatalf("heartbeat of %s: %+v", ds[i].RunID, r)
 			}
 		}
 		fr, errs := s.FinishBatch(ctx, fs)
 		for i := range fs {
-			if errs[i] != nil || !fr[i].Written || fr[i].Status != redisstore.StatusSucceeded {
+			if errs[i] != nil || !fr[i].Written || fr[i].Status != engine.StatusSucceeded {
 				t.Fatalf("finish %s: %+v, %v", fs[i].RunID, fr[i], errs[i])
 			}
 		}
@@ -337,10 +338,10 @@ func TestRunsLiveInTheirPartition(t *testing.T) {
 	})
 }
 
-func leases(ds []redisstore.Delivery, st []redisstore.StartResult) []redisstore.Lease {
-	out := make([]redisstore.Lease, len(ds))
+func leases(ds []engine.Delivery, st []engine.StartResult) []engine.Lease {
+	out := make([]engine.Lease, len(ds))
 	for i, d := range ds {
-		out[i] = redisstore.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st[i].Attempt}
+		out[i] = engine.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st[i].Attempt}
 	}
 	return out
 }

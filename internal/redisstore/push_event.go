@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // pushEventScript stores an event and triggers its tasks' runs, the whole
@@ -17,7 +18,7 @@ var pushEventScript = loadScript("push_event")
 
 // pushEventArgs returns the KEYS and ARGV of push_event.lua for p, whose
 // runs all live in the event's slot (inEventSlot).
-func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
+func (s *Store) pushEventArgs(p *engine.PushEventParams) ([]string, []any) {
 	prefix := s.eventPrefix(p.ID)
 	keys := s.keys.under(prefix)
 	k := [1 + pushEventKeyCount]string{
@@ -39,8 +40,8 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 		pushEventArgRetention:     ms(p.Retention),
 		pushEventArgPrefix:        prefix,
 		pushEventArgTaskCount:     len(p.Tasks),
-		pushEventArgSource:        SourceEventPrefix + p.ID,
-		pushEventArgDigest:        InputDigest(p.Payload),
+		pushEventArgSource:        engine.SourceEventPrefix + p.ID,
+		pushEventArgDigest:        engine.InputDigest(p.Payload),
 		pushEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
 	}
 	args := append(make([]any, 0, pushEventArgCount+pushEventItemArgCount*len(p.Tasks)), h[1:]...)
@@ -49,14 +50,14 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 		if msg := eventTaskError(t); msg != "" {
 			a := [pushEventItemArgCount]any{
 				pushEventItemArgTask: eventTaskName(t), pushEventItemArgRunID: "", pushEventItemArgIdempotencyKey: "",
-				pushEventItemArgSpec: settingsSpec(StrategyNone, 0, 0, 0, 0, 0, 0, 0), pushEventItemArgError: msg,
+				pushEventItemArgSpec: settingsSpec(engine.StrategyNone, 0, 0, 0, 0, 0, 0, 0), pushEventItemArgError: msg,
 			}
 			args = append(args, a[:]...)
 			continue
 		}
 		strat := r.Strategy
 		if strat == "" {
-			strat = StrategyNone
+			strat = engine.StrategyNone
 		}
 		// The same fields, in the same units, as appendEnqueue gives enqueue.lua.
 		a := [pushEventItemArgCount]any{
@@ -72,14 +73,14 @@ func (s *Store) pushEventArgs(p *PushEventParams) ([]string, []any) {
 	return k[1:], args
 }
 
-func parsePushEvent(p *PushEventParams, v any) ([]EventRun, error) {
+func parsePushEvent(p *engine.PushEventParams, v any) ([]engine.EventRun, error) {
 	r, err := asSlice(v)
 	if err != nil || len(r) != 2*len(p.Tasks) {
 		return nil, fmt.Errorf("redisstore: push event: unexpected reply %v", v)
 	}
-	out := make([]EventRun, len(p.Tasks))
+	out := make([]engine.EventRun, len(p.Tasks))
 	for i, t := range p.Tasks {
-		out[i] = EventRun{Task: eventTaskName(t), Outcome: asString(r[2*i]), RunID: asString(r[2*i+1]), Error: eventTaskError(t)}
+		out[i] = engine.EventRun{Task: eventTaskName(t), Outcome: asString(r[2*i]), RunID: asString(r[2*i+1]), Error: eventTaskError(t)}
 		if out[i].Error == "" {
 			out[i].IdempotencyKey = t.Run.Key
 		}
@@ -107,7 +108,7 @@ func (s *Store) eventScriptError(err error) error {
 // when they all live in the event's slot, else in steps (see fanout.go).
 // The i-th EventRun belongs to the i-th task. A *FanoutPendingError says
 // the event is stored and its fan-out will be finished by a worker.
-func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, error) {
+func (s *Store) PushEvent(ctx context.Context, p *engine.PushEventParams) ([]engine.EventRun, error) {
 	if err := s.placeEvent(ctx, p); err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func (s *Store) PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, 
 // arrived, and the second run finds the event the first one stored. What
 // that first run recorded is the push's outcome; a fan-out it left pending
 // is finished now.
-func (s *Store) fromEventResend(ctx context.Context, p *PushEventParams, err error) ([]EventRun, error) {
+func (s *Store) fromEventResend(ctx context.Context, p *engine.PushEventParams, err error) ([]engine.EventRun, error) {
 	if !errors.Is(err, ErrEventExists) {
 		return nil, err
 	}
@@ -155,8 +156,8 @@ func (s *Store) fromEventResend(ctx context.Context, p *PushEventParams, err err
 // events in steps, in one each); each event is atomic on its own, or
 // carried out in steps. The i-th result and error belong to the i-th
 // event.
-func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]EventRun, []error) {
-	res := make([][]EventRun, len(ps))
+func (s *Store) PushEvents(ctx context.Context, ps []*engine.PushEventParams) ([][]engine.EventRun, []error) {
+	res := make([][]engine.EventRun, len(ps))
 	errs := make([]error, len(ps))
 	for _, p := range ps {
 		if err := s.placeEvent(ctx, p); err != nil {
@@ -180,7 +181,7 @@ func (s *Store) PushEvents(ctx context.Context, ps []*PushEventParams) ([][]Even
 // pushEventsAtOnce pushes events whose runs all live in their slot with
 // push_event.lua, in one pipeline, putting the i-th event's outcome in
 // res[i] and errs[i].
-func (s *Store) pushEventsAtOnce(ctx context.Context, ps []*PushEventParams, res [][]EventRun, errs []error) {
+func (s *Store) pushEventsAtOnce(ctx context.Context, ps []*engine.PushEventParams, res [][]engine.EventRun, errs []error) {
 	if len(ps) == 0 {
 		return
 	}
@@ -215,7 +216,7 @@ func (s *Store) pushEventsAtOnce(ctx context.Context, ps []*PushEventParams, res
 }
 
 // eventTaskName is the task t is for.
-func eventTaskName(t EventTask) string {
+func eventTaskName(t engine.EventTask) string {
 	if t.Run != nil {
 		return t.Run.Task
 	}
@@ -224,7 +225,7 @@ func eventTaskName(t EventTask) string {
 
 // eventTaskError is what the event records as the task's error: "" when a run is
 // attempted.
-func eventTaskError(t EventTask) string {
+func eventTaskError(t engine.EventTask) string {
 	if t.Error == "" && t.Run == nil {
 		return "no run described"
 	}

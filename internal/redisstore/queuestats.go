@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // QueueCountMax bounds how many undelivered entries of one task stream
@@ -20,12 +21,12 @@ const QueueCountMax = 10000
 // then the first undelivered entry of each stream with some. A stream or
 // that does not exist counts as empty; a stream without the consumer group
 // (no worker has read it yet) as wholly queued.
-func (s *Store) QueueStats(ctx context.Context, tasks []string) (map[string]QueueStat, error) {
+func (s *Store) QueueStats(ctx context.Context, tasks []string) (map[string]engine.QueueStat, error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]QueueStat, len(tasks))
+	out := make(map[string]engine.QueueStat, len(tasks))
 	if len(tasks) == 0 {
 		return out, nil
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -17,13 +17,13 @@ import (
 func TestQueueStatsCountsQueuedAndInFlight(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		stats := func() redisstore.QueueStat {
+		stats := func() engine.QueueStat {
 			t.Helper()
 			m, err := f.s.QueueStats(f.ctx, []string{"q", "none"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m["none"] != (redisstore.QueueStat{}) {
+			if m["none"] != (engine.QueueStat{}) {
 				t.Fatalf("a task with no stream: %+v", m["none"])
 			}
 			return m["q"]
@@ -47,7 +47,7 @@ func TestQueueStatsCountsQueuedAndInFlight(t *testing.T) {
 		if err := f.s.EnsureGroup(f.ctx, "q"); err != nil {
 			t.Fatal(err)
 		}
-		var got []redisstore.Delivery
+		var got []engine.Delivery
 		for range 2 {
 			ds, err := f.s.ReadGroup(f.ctx, 0, "c1", []string{"q"}, 1, 0)
 			if err != nil || len(ds) != 1 {
@@ -66,7 +66,7 @@ func TestQueueStatsCountsQueuedAndInFlight(t *testing.T) {
 			t.Fatalf("one queued run cancelled: %+v, want 1 queued since %v and 2 in flight", s, at(ids[3].ID))
 		}
 		f.start(got[0], "c1")
-		if r := f.finish(got[0].RunID, 1, redisstore.OutcomeSucceeded, "{}"); !r.Written {
+		if r := f.finish(got[0].RunID, 1, engine.OutcomeSucceeded, "{}"); !r.Written {
 			t.Fatal("finish not written")
 		}
 		if s := stats(); s.Queued != 1 || s.InFlight != 1 {

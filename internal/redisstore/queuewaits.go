@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // QueueWaits counts, per task, the runs held out of their streams: the
@@ -14,7 +15,7 @@ import (
 // a partition, and their records' task, fails and waiting fields, in two
 // pipelined round trips; past that bound the counts are lower bounds and
 // truncated is set.
-func (s *Store) QueueWaits(ctx context.Context) (waits map[string]QueueWait, truncated bool, err error) {
+func (s *Store) QueueWaits(ctx context.Context) (waits map[string]engine.QueueWait, truncated bool, err error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, false, err
@@ -56,7 +57,7 @@ func (s *Store) QueueWaits(ctx context.Context) (waits map[string]QueueWait, tru
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, false, err
 	}
-	waits = map[string]QueueWait{}
+	waits = map[string]engine.QueueWait{}
 	for _, m := range ms {
 		v := m.cmd.Val()
 		if len(v) != 3 {

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"fmt"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ratelimitDeferScript holds back runs a rate limit refused:
@@ -13,11 +15,11 @@ var ratelimitDeferScript = loadScript("ratelimit_defer")
 // of the defer script per partition, all in one pipeline: promote.lua
 // queues it again then (see Promote). The i-th result and error belong to
 // the i-th deferral.
-func (s *Store) DeferRuns(ctx context.Context, ds []Deferral) ([]DeferResult, []error) {
-	return runBatch(ctx, s, batchOp[Deferral, DeferResult]{
+func (s *Store) DeferRuns(ctx context.Context, ds []engine.Deferral) ([]engine.DeferResult, []error) {
+	return runBatch(ctx, s, batchOp[engine.Deferral, engine.DeferResult]{
 		script: ratelimitDeferScript,
-		part:   func(parts *Partitions, d Deferral) (int, error) { return runPartition(parts, d.RunID) },
-		call: func(ks Keys, sub []Deferral) ([]string, []any) {
+		part:   func(parts *Partitions, d engine.Deferral) (int, error) { return runPartition(parts, d.RunID) },
+		call: func(ks Keys, sub []engine.Deferral) ([]string, []any) {
 			hk := [1 + ratelimitDeferKeyCount]string{ratelimitDeferKeyRetry: ks.Retry()}
 			ha := [1 + ratelimitDeferArgCount]any{ratelimitDeferArgGroup: GroupName}
 			keys := append(make([]string, 0, ratelimitDeferKeyCount+ratelimitDeferItemKeyCount*len(sub)), hk[1:]...)
@@ -37,14 +39,14 @@ func (s *Store) DeferRuns(ctx context.Context, ds []Deferral) ([]DeferResult, []
 			}
 			return keys, args
 		},
-		reply: func(_ Deferral, r []any) (DeferResult, int, error) {
+		reply: func(_ engine.Deferral, r []any) (engine.DeferResult, int, error) {
 			if len(r) < 2 {
-				return DeferResult{}, len(r), fmt.Errorf("redisstore: ratelimit_defer: unexpected reply %v", r)
+				return engine.DeferResult{}, len(r), fmt.Errorf("redisstore: ratelimit_defer: unexpected reply %v", r)
 			}
 			if err, ok := r[0].(error); ok {
-				return DeferResult{}, 2, s.named("ratelimit_defer", scriptError(err))
+				return engine.DeferResult{}, 2, s.named("ratelimit_defer", scriptError(err))
 			}
-			return DeferResult{Held: asInt(r[0]) == 1, Reason: asString(r[1])}, 2, nil
+			return engine.DeferResult{Held: asInt(r[0]) == 1, Reason: asString(r[1])}, 2, nil
 		},
 	}, ds)
 }

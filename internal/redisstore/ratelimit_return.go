@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"fmt"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ratelimitReturnScript gives units back: lua/ratelimit_return.lua.
@@ -12,7 +14,7 @@ var ratelimitReturnScript = loadScript("ratelimit_return")
 // Units and Token as TakeRateLimits had them) when their run does not
 // start after all, in one call per partition, all in one pipeline. The
 // i-th count (units removed) and error belong to the i-th request.
-func (s *Store) ReturnRateLimits(ctx context.Context, reqs []RateTake) ([]int, []error) {
+func (s *Store) ReturnRateLimits(ctx context.Context, reqs []engine.RateTake) ([]int, []error) {
 	res := make([]int, len(reqs))
 	errs := make([]error, len(reqs))
 	parts, err := s.Partitions(ctx)

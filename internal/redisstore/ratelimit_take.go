@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // ratelimitTakeScript takes units of rate limits: lua/ratelimit_take.lua.
@@ -16,7 +18,7 @@ var ratelimitTakeScript = loadScript("ratelimit_take")
 // takes its units in the same place. Different keys of one limit spread
 // over the partitions.
 func RateLimitPartition(ns, name, key string, n int) int {
-	return KeyPartition(ns, keyRateLimit+name+"\x00"+key, n)
+	return engine.KeyPartition(ns, keyRateLimit+name+"\x00"+key, n)
 }
 
 // TakeRateLimits takes the units of each request, each on its own, in one
@@ -25,8 +27,8 @@ func RateLimitPartition(ns, name, key string, n int) int {
 // zero time uses the Redis server's clock, as workers should: one clock
 // for every worker sharing a limit, whatever their skew. The i-th result
 // and error belong to the i-th request.
-func (s *Store) TakeRateLimits(ctx context.Context, now time.Time, reqs []RateTake) ([]RateTakeResult, []error) {
-	res := make([]RateTakeResult, len(reqs))
+func (s *Store) TakeRateLimits(ctx context.Context, now time.Time, reqs []engine.RateTake) ([]engine.RateTakeResult, []error) {
+	res := make([]engine.RateTakeResult, len(reqs))
 	errs := make([]error, len(reqs))
 	parts, err := s.Partitions(ctx)
 	if err != nil {
@@ -67,9 +69,9 @@ func (s *Store) TakeRateLimits(ctx context.Context, now time.Time, reqs []RateTa
 			return 2, fmt.Errorf("redisstore: ratelimit_take: unexpected reply %v", r[:2])
 		}
 		if asInt(r[0]) == 1 {
-			res[i] = RateTakeResult{Taken: true, Used: int(n)}
+			res[i] = engine.RateTakeResult{Taken: true, Used: int(n)}
 		} else {
-			res[i] = RateTakeResult{Wait: time.Duration(n) * time.Microsecond}
+			res[i] = engine.RateTakeResult{Wait: time.Duration(n) * time.Microsecond}
 		}
 		return 2, nil
 	}))

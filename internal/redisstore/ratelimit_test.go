@@ -5,22 +5,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
 // take asks for one request at now and fails the test on an error.
-func (f *fixture) take(now time.Time, r redisstore.RateTake) redisstore.RateTakeResult {
+func (f *fixture) take(now time.Time, r engine.RateTake) engine.RateTakeResult {
 	f.t.Helper()
-	res, errs := f.s.TakeRateLimits(f.ctx, now, []redisstore.RateTake{r})
+	res, errs := f.s.TakeRateLimits(f.ctx, now, []engine.RateTake{r})
 	if errs[0] != nil {
 		f.t.Fatalf("take %+v: %v", r, errs[0])
 	}
 	return res[0]
 }
 
-func perSecond(limit, units int, token string) redisstore.RateTake {
-	return redisstore.RateTake{Name: "emails", Limit: limit, Period: time.Second, Units: units, Token: token}
+func perSecond(limit, units int, token string) engine.RateTake {
+	return engine.RateTake{Name: "emails", Limit: limit, Period: time.Second, Units: units, Token: token}
 }
 
 // ratelimit_take.lua keeps a sliding window: at most limit units in any
@@ -78,7 +79,7 @@ func TestRateLimitUnitsAreTakenAndGivenBackTogether(t *testing.T) {
 		if n := b.Client.ZCard(f.ctx, log).Val(); n != 4 {
 			t.Fatalf("log holds %d units after a refusal, want 4", n)
 		}
-		back := []redisstore.RateTake{perSecond(5, 2, "a")}
+		back := []engine.RateTake{perSecond(5, 2, "a")}
 		if n, errs := f.s.ReturnRateLimits(f.ctx, back); errs[0] != nil || n[0] != 2 {
 			t.Fatalf("give a's units back = %v, %v; want 2", n, errs)
 		}
@@ -98,9 +99,9 @@ func TestRateLimitKeysAreIsolated(t *testing.T) {
 		s := redisstore.New(b.Client, b.Namespace)
 		ctx := t.Context()
 		now := time.Now()
-		var reqs []redisstore.RateTake
+		var reqs []engine.RateTake
 		for _, key := range []string{"acme", "acme", "globex", "initech", "umbrella"} {
-			reqs = append(reqs, redisstore.RateTake{Name: "emails", Key: key, Limit: 1, Period: time.Minute, Units: 1,
+			reqs = append(reqs, engine.RateTake{Name: "emails", Key: key, Limit: 1, Period: time.Minute, Units: 1,
 				Token: fmt.Sprint("t", len(reqs))})
 		}
 		res, errs := s.TakeRateLimits(ctx, now, reqs)
@@ -129,7 +130,7 @@ func TestRateLimitKeysAreIsolated(t *testing.T) {
 func TestRateLimitTakeUsesTheServersClock(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		hour := redisstore.RateTake{Name: "reports", Limit: 1, Period: time.Hour, Units: 1}
+		hour := engine.RateTake{Name: "reports", Limit: 1, Period: time.Hour, Units: 1}
 		hour.Token = "a"
 		if r := f.take(time.Time{}, hour); !r.Taken {
 			t.Fatalf("first = %+v", r)
@@ -158,10 +159,10 @@ func TestRateLimitTakeUsesTheServersClock(t *testing.T) {
 func TestDeferRunsHoldsBackWithoutAnAttempt(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		d := f.delivered(p)
 		due := f.now.Add(time.Second)
-		res, errs := f.s.DeferRuns(f.ctx, []redisstore.Deferral{{Delivery: d, Due: due, Reason: `rate limit "emails"`}})
+		res, errs := f.s.DeferRuns(f.ctx, []engine.Deferral{{Delivery: d, Due: due, Reason: `rate limit "emails"`}})
 		if errs[0] != nil || !res[0].Held {
 			t.Fatalf("defer = %+v, %v; want held", res, errs)
 		}
@@ -169,7 +170,7 @@ func TestDeferRunsHoldsBackWithoutAnAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.Status != redisstore.StatusQueued || run.Waiting != `rate limit "emails"` || run.Attempt != 0 ||
+		if run.Status != engine.StatusQueued || run.Waiting != `rate limit "emails"` || run.Attempt != 0 ||
 			b.Client.HGet(f.ctx, f.k.Run(p.RunID), "entry").Val() != "" {
 			t.Fatalf("held run = %+v; want queued, waiting, no attempt, no entry", run)
 		}
@@ -185,7 +186,7 @@ func TestDeferRunsHoldsBackWithoutAnAttempt(t *testing.T) {
 		if n, err := f.s.Promote(f.ctx, 0, due, 10); n != 1 || err != nil {
 			t.Fatalf("promote when due = %d, %v", n, err)
 		}
-		if run, _ := f.s.GetRun(f.ctx, p.RunID); run.Waiting != "" || run.Status != redisstore.StatusQueued {
+		if run, _ := f.s.GetRun(f.ctx, p.RunID); run.Waiting != "" || run.Status != engine.StatusQueued {
 			t.Fatalf("queued again = %+v; want queued, no reason left", run)
 		}
 		again := f.read("t", "w")
@@ -198,16 +199,16 @@ func TestDeferRunsHoldsBackWithoutAnAttempt(t *testing.T) {
 
 		// A stale delivery (the run has another) and one of a cancelled
 		// run are dropped, the run left alone.
-		q := f.params("t", "k2", redisstore.StrategyStatus)
+		q := f.params("t", "k2", engine.StrategyStatus)
 		dq := f.delivered(q)
 		stale := dq
 		stale.EntryID = "1-1"
-		c := f.params("t", "k3", redisstore.StrategyStatus)
+		c := f.params("t", "k3", engine.StrategyStatus)
 		dc := f.delivered(c)
 		if _, err := f.s.Cancel(f.ctx, c.RunID, "no longer wanted", f.now); err != nil {
 			t.Fatal(err)
 		}
-		res, errs = f.s.DeferRuns(f.ctx, []redisstore.Deferral{{Delivery: stale, Due: due}, {Delivery: dc, Due: due}})
+		res, errs = f.s.DeferRuns(f.ctx, []engine.Deferral{{Delivery: stale, Due: due}, {Delivery: dc, Due: due}})
 		if errs[0] != nil || errs[1] != nil || res[0].Held || res[0].Reason != "stale" || res[1].Held || res[1].Reason != "cancelled" {
 			t.Fatalf("defer stale and cancelled = %+v, %v", res, errs)
 		}
@@ -226,7 +227,7 @@ func init() {
 			log := f.k.RateLimit("emails", "")
 			return prepared{
 				call: func(s *redisstore.Store) error {
-					res, errs := s.TakeRateLimits(f.ctx, time.Time{}, []redisstore.RateTake{perSecond(5, 1, "a")})
+					res, errs := s.TakeRateLimits(f.ctx, time.Time{}, []engine.RateTake{perSecond(5, 1, "a")})
 					if errs[0] == nil && !res[0].Taken {
 						return fmt.Errorf("not taken: %+v", res[0])
 					}
@@ -243,7 +244,7 @@ func init() {
 			}
 			return prepared{
 				call: func(s *redisstore.Store) error {
-					n, errs := s.ReturnRateLimits(f.ctx, []redisstore.RateTake{perSecond(5, 1, "a")})
+					n, errs := s.ReturnRateLimits(f.ctx, []engine.RateTake{perSecond(5, 1, "a")})
 					if errs[0] == nil && n[0] != 1 {
 						return fmt.Errorf("gave back %d units, want 1", n[0])
 					}
@@ -254,10 +255,10 @@ func init() {
 			}
 		}},
 		scriptCase{"ratelimit_defer", true, func(f *fixture) prepared {
-			d := f.delivered(f.params("t", "k", redisstore.StrategyStatus))
+			d := f.delivered(f.params("t", "k", engine.StrategyStatus))
 			return prepared{
 				call: func(s *redisstore.Store) error {
-					res, errs := s.DeferRuns(f.ctx, []redisstore.Deferral{{Delivery: d, Due: f.now.Add(time.Second), Reason: "r"}})
+					res, errs := s.DeferRuns(f.ctx, []engine.Deferral{{Delivery: d, Due: f.now.Add(time.Second), Reason: "r"}})
 					if errs[0] == nil && !res[0].Held {
 						return fmt.Errorf("not held: %+v", res[0])
 					}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // recordEventScript records the outcomes of a fan-out, step 3 of a fan-out
@@ -13,7 +15,7 @@ var recordEventScript = loadScript("record_event")
 // recordEvent runs step 3 of j with the outcomes runs. It returns the
 // outcomes the event records: runs, or those a racing recorder recorded
 // first (the same, for every task that got a trigger).
-func (s *Store) recordEvent(ctx context.Context, j *fanoutJob, runs []EventRun) ([]EventRun, error) {
+func (s *Store) recordEvent(ctx context.Context, j *fanoutJob, runs []engine.EventRun) ([]engine.EventRun, error) {
 	raw, err := json.Marshal(runs)
 	if err != nil {
 		return nil, err
@@ -40,7 +42,7 @@ func (s *Store) recordEvent(ctx context.Context, j *fanoutJob, runs []EventRun) 
 		// retention): either way these are the outcomes.
 		return runs, nil
 	}
-	var first []EventRun
+	var first []engine.EventRun
 	if err := json.Unmarshal([]byte(asString(r[1])), &first); err != nil {
 		return nil, fmt.Errorf("event %s: runs: %w", j.id, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -106,7 +107,7 @@ type scriptCase struct {
 }
 
 // delivered enqueues p and reads its delivery for consumer w.
-func (f *fixture) delivered(p *redisstore.EnqueueParams) redisstore.Delivery {
+func (f *fixture) delivered(p *engine.EnqueueParams) engine.Delivery {
 	f.t.Helper()
 	f.enqueue(p)
 	ds := f.read(p.Task, "w")
@@ -122,7 +123,7 @@ func (f *fixture) status(runID string) string {
 
 var scriptCases = []scriptCase{
 	{"enqueue", false, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		return prepared{
 			call: func(s *redisstore.Store) error {
 				r, err := s.Enqueue(f.ctx, p)
@@ -132,11 +133,11 @@ var scriptCases = []scriptCase{
 				return err
 			},
 			wrong: f.k.IdempotencyKey("k"),
-			done:  func() bool { return f.status(p.RunID) == redisstore.StatusQueued },
+			done:  func() bool { return f.status(p.RunID) == engine.StatusQueued },
 		}
 	}},
 	{"push_event", false, func(f *fixture) prepared {
-		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", engine.StrategyStatus))
 		return prepared{
 			call: func(s *redisstore.Store) error {
 				_, err := s.PushEvent(f.ctx, p)
@@ -147,7 +148,7 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"store_event", false, func(f *fixture) prepared {
-		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", engine.StrategyStatus))
 		return prepared{
 			call:  func(s *redisstore.Store) error { return s.StoreEventStep(f.ctx, p) },
 			wrong: f.k.Events(),
@@ -157,24 +158,24 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"trigger_event", false, func(f *fixture) prepared {
-		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", engine.StrategyStatus))
 		if err := f.s.StoreEventStep(f.ctx, p); err != nil {
 			f.t.Fatal(err)
 		}
 		return prepared{
 			call: func(s *redisstore.Store) error {
 				runs, err := s.TriggerEventStep(f.ctx, p)
-				if err == nil && runs[0].Outcome != redisstore.EventRunCreated {
+				if err == nil && runs[0].Outcome != engine.EventRunCreated {
 					err = fmt.Errorf("not created: %+v", runs)
 				}
 				return err
 			},
 			wrong: f.k.EventTrigger("ev-1", "t"),
-			done:  func() bool { return f.status(p.Tasks[0].Run.RunID) == redisstore.StatusQueued },
+			done:  func() bool { return f.status(p.Tasks[0].Run.RunID) == engine.StatusQueued },
 		}
 	}},
 	{"record_event", true, func(f *fixture) prepared {
-		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", engine.StrategyStatus))
 		if err := f.s.StoreEventStep(f.ctx, p); err != nil {
 			f.t.Fatal(err)
 		}
@@ -194,11 +195,11 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"take_fanouts", true, func(f *fixture) prepared {
-		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", redisstore.StrategyStatus))
+		p := f.event("ev-1", "order.paid", f.eventRun("t", "k", engine.StrategyStatus))
 		if err := f.s.StoreEventStep(f.ctx, p); err != nil {
 			f.t.Fatal(err)
 		}
-		later := f.now.Add(redisstore.FanoutGrace)
+		later := f.now.Add(engine.FanoutGrace)
 		return prepared{
 			call: func(s *redisstore.Store) error {
 				ids, err := s.TakeFanoutsStep(f.ctx, later, later, 10)
@@ -214,33 +215,33 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"start", true, func(f *fixture) prepared {
-		d := f.delivered(f.params("t", "k", redisstore.StrategyStatus))
+		d := f.delivered(f.params("t", "k", engine.StrategyStatus))
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				_, errs := s.StartBatch(f.ctx, "w", f.now, []redisstore.Delivery{d})
+				_, errs := s.StartBatch(f.ctx, "w", f.now, []engine.Delivery{d})
 				return errs[0]
 			},
 			wrong: f.k.Run(d.RunID),
-			done:  func() bool { return f.status(d.RunID) == redisstore.StatusRunning },
+			done:  func() bool { return f.status(d.RunID) == engine.StatusRunning },
 		}
 	}},
 	{"finish", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		st := f.running(p, "w")
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				_, err := s.Finish(f.ctx, &redisstore.FinishParams{RunID: p.RunID, Attempt: st.Attempt,
-					Outcome: redisstore.OutcomeSucceeded, Payload: []byte(`{"ok":true}`), Now: f.now})
+				_, err := s.Finish(f.ctx, &engine.FinishParams{RunID: p.RunID, Attempt: st.Attempt,
+					Outcome: engine.OutcomeSucceeded, Payload: []byte(`{"ok":true}`), Now: f.now})
 				return err
 			},
 			wrong: f.k.Run(p.RunID),
 			done: func() bool {
-				return f.status(p.RunID) == redisstore.StatusSucceeded && !f.exists(f.k.IdempotencyKey("k"))
+				return f.status(p.RunID) == engine.StatusSucceeded && !f.exists(f.k.IdempotencyKey("k"))
 			},
 		}
 	}},
 	{"cancel", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		return prepared{
 			call: func(s *redisstore.Store) error {
@@ -249,18 +250,18 @@ var scriptCases = []scriptCase{
 			},
 			wrong: f.k.Run(p.RunID),
 			done: func() bool {
-				return f.status(p.RunID) == redisstore.StatusCancelled && !f.exists(f.k.IdempotencyKey("k"))
+				return f.status(p.RunID) == engine.StatusCancelled && !f.exists(f.k.IdempotencyKey("k"))
 			},
 		}
 	}},
 	{"heartbeat", true, func(f *fixture) prepared {
-		d := f.delivered(f.params("t", "k", redisstore.StrategyStatus))
+		d := f.delivered(f.params("t", "k", engine.StrategyStatus))
 		st := f.start(d, "w")
 		held := false
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				r, err := s.Heartbeat(f.ctx, "t", "w", []redisstore.Lease{{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}})
-				held = err == nil && len(r) == 1 && r[0].State == redisstore.LeaseHeld
+				r, err := s.Heartbeat(f.ctx, "t", "w", []engine.Lease{{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}})
+				held = err == nil && len(r) == 1 && r[0].State == engine.LeaseHeld
 				return err
 			},
 			wrong: f.k.Run(d.RunID),
@@ -268,9 +269,9 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"promote", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		st := f.running(p, "w")
-		if r := f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "try again"); !r.Written {
+		if r := f.finish(p.RunID, st.Attempt, engine.OutcomeRetry, "try again"); !r.Written {
 			f.t.Fatalf("retry not written: %+v", r)
 		}
 		return prepared{
@@ -285,7 +286,7 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"reschedule", false, func(f *fixture) prepared {
-		p := f.scheduledParams("k", redisstore.StrategyStatus, time.Hour)
+		p := f.scheduledParams("k", engine.StrategyStatus, time.Hour)
 		f.enqueue(p)
 		due := f.now.Add(2 * time.Hour)
 		return prepared{
@@ -301,7 +302,7 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"requeue", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		st := f.running(p, "w")
 		return prepared{
 			call: func(s *redisstore.Store) error {
@@ -312,11 +313,11 @@ var scriptCases = []scriptCase{
 				return err
 			},
 			wrong: f.k.Run(p.RunID),
-			done:  func() bool { return f.status(p.RunID) == redisstore.StatusQueued },
+			done:  func() bool { return f.status(p.RunID) == engine.StatusQueued },
 		}
 	}},
 	{"sweep", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		f.b.Client.Del(f.ctx, f.k.Run(p.RunID)) // as if its retention ended
 		return prepared{
@@ -329,7 +330,7 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"release", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		return prepared{
 			call: func(s *redisstore.Store) error {
@@ -344,8 +345,8 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"link_retry", false, func(f *fixture) prepared {
-		of := f.params("t", "k1", redisstore.StrategyStatus)
-		retry := f.params("t", "k2", redisstore.StrategyStatus)
+		of := f.params("t", "k1", engine.StrategyStatus)
+		retry := f.params("t", "k2", engine.StrategyStatus)
 		f.enqueue(of)
 		f.enqueue(retry)
 		return prepared{
@@ -426,7 +427,7 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"signal", false, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		return prepared{
 			call: func(s *redisstore.Store) error {
@@ -441,7 +442,7 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"save_step", false, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.running(p, "w")
 		return prepared{
 			call: func(s *redisstore.Store) error {
@@ -465,8 +466,8 @@ var scriptCases = []scriptCase{
 	{"concurrency_acquire", true, func(f *fixture) prepared {
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				_, errs := s.AcquireSlots(f.ctx, f.now, []redisstore.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
-					MaxRuns: 1, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}})
+				_, errs := s.AcquireSlots(f.ctx, f.now, []engine.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
+					MaxRuns: 1, Strategy: engine.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}})
 				return errs[0]
 			},
 			wrong: f.k.ConcurrencyHolders("t", "g"),
@@ -474,13 +475,13 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"concurrency_release", true, func(f *fixture) prepared {
-		if _, errs := f.s.AcquireSlots(f.ctx, f.now, []redisstore.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
-			MaxRuns: 1, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}}); errs[0] != nil {
+		if _, errs := f.s.AcquireSlots(f.ctx, f.now, []engine.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
+			MaxRuns: 1, Strategy: engine.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}}); errs[0] != nil {
 			f.t.Fatal(errs[0])
 		}
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				_, errs := s.ReleaseSlots(f.ctx, f.now, []redisstore.ReleaseParams{{Task: "t", Group: "g", RunID: "r1", Token: "w", MaxRuns: 1, Reserve: time.Minute}})
+				_, errs := s.ReleaseSlots(f.ctx, f.now, []engine.ReleaseParams{{Task: "t", Group: "g", RunID: "r1", Token: "w", MaxRuns: 1, Reserve: time.Minute}})
 				return errs[0]
 			},
 			wrong: f.k.ConcurrencyHolders("t", "g"),
@@ -488,14 +489,14 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"concurrency_renew", true, func(f *fixture) prepared {
-		if _, errs := f.s.AcquireSlots(f.ctx, f.now, []redisstore.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
-			MaxRuns: 1, Strategy: redisstore.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}}); errs[0] != nil {
+		if _, errs := f.s.AcquireSlots(f.ctx, f.now, []engine.AcquireParams{{Task: "t", Group: "g", RunID: "r1", Token: "w",
+			MaxRuns: 1, Strategy: engine.ConcurrencyRoundRobin, Lease: time.Minute, Created: f.now}}); errs[0] != nil {
 			f.t.Fatal(errs[0])
 		}
 		later := f.now.Add(time.Minute)
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				_, errs := s.RenewSlots(f.ctx, f.now, []redisstore.RenewParams{{Task: "t", Group: "g", RunID: "r1", Token: "w", Lease: 2 * time.Minute}})
+				_, errs := s.RenewSlots(f.ctx, f.now, []engine.RenewParams{{Task: "t", Group: "g", RunID: "r1", Token: "w", Lease: 2 * time.Minute}})
 				return errs[0]
 			},
 			wrong: f.k.ConcurrencyHolders("t", "g"),
@@ -505,12 +506,12 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"concurrency_park", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		d := f.delivered(p)
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				res, errs := s.Park(f.ctx, f.now, []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}})
-				if errs[0] == nil && res[0] != redisstore.ParkHeldBack {
+				res, errs := s.Park(f.ctx, f.now, []engine.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}})
+				if errs[0] == nil && res[0] != engine.ParkHeldBack {
 					return fmt.Errorf("not held back: %s", res[0])
 				}
 				return errs[0]
@@ -520,15 +521,15 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"concurrency_unpark", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		d := f.delivered(p)
-		if _, errs := f.s.Park(f.ctx, f.now, []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}}); errs[0] != nil {
+		if _, errs := f.s.Park(f.ctx, f.now, []engine.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}}); errs[0] != nil {
 			f.t.Fatal(errs[0])
 		}
 		return prepared{
 			call: func(s *redisstore.Store) error {
-				res, errs := s.Unpark(f.ctx, []redisstore.UnparkParams{{RunID: p.RunID, Task: "t"}})
-				if errs[0] == nil && res[0] != redisstore.UnparkQueued {
+				res, errs := s.Unpark(f.ctx, []engine.UnparkParams{{RunID: p.RunID, Task: "t"}})
+				if errs[0] == nil && res[0] != engine.UnparkQueued {
 					return fmt.Errorf("not queued: %s", res[0])
 				}
 				return errs[0]
@@ -538,9 +539,9 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"take_parked", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		d := f.delivered(p)
-		if _, errs := f.s.Park(f.ctx, f.now, []redisstore.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}}); errs[0] != nil {
+		if _, errs := f.s.Park(f.ctx, f.now, []engine.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "full", Group: "g"}}); errs[0] != nil {
 			f.t.Fatal(errs[0])
 		}
 		next := f.now.Add(time.Minute)
@@ -557,7 +558,7 @@ var scriptCases = []scriptCase{
 		}
 	}},
 	{"watch", true, func(f *fixture) prepared {
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		return prepared{
 			call: func(s *redisstore.Store) error {
@@ -608,9 +609,9 @@ func TestScriptsReportEachRefusalAsWhatItIs(t *testing.T) {
 					}
 					return
 				}
-				var oom *redisstore.OutOfMemoryError
-				if !errors.As(err, &oom) || !errors.Is(err, redisstore.ErrOutOfMemory) || !errors.Is(err, redisstore.ErrUnavailable) ||
-					errors.Is(err, redisstore.ErrWrongType) || oom.Script != sc.script || oom.Addr != srv.master.Options().Addr {
+				var oom *engine.OutOfMemoryError
+				if !errors.As(err, &oom) || !errors.Is(err, engine.ErrOutOfMemory) || !errors.Is(err, engine.ErrUnavailable) ||
+					errors.Is(err, engine.ErrWrongType) || oom.Script != sc.script || oom.Addr != srv.master.Options().Addr {
 					t.Fatalf("at maxmemory: %v; want an *OutOfMemoryError naming %s and the server", err, sc.script)
 				}
 				if !sameDump(before, after) || p.done() {
@@ -626,9 +627,9 @@ func TestScriptsReportEachRefusalAsWhatItIs(t *testing.T) {
 				srv.synced(t)
 				before := dump(t, srv.replica, f.b.Namespace)
 				err := p.call(redisstore.New(srv.replica, f.b.Namespace))
-				var ro *redisstore.ReadOnlyError
-				if !errors.As(err, &ro) || !errors.Is(err, redisstore.ErrReadOnly) || !errors.Is(err, redisstore.ErrUnavailable) ||
-					errors.Is(err, redisstore.ErrWrongType) || ro.Script != sc.script {
+				var ro *engine.ReadOnlyError
+				if !errors.As(err, &ro) || !errors.Is(err, engine.ErrReadOnly) || !errors.Is(err, engine.ErrUnavailable) ||
+					errors.Is(err, engine.ErrWrongType) || ro.Script != sc.script {
 					t.Fatalf("on a replica: %v; want a *ReadOnlyError naming %s", err, sc.script)
 				}
 				if after := dump(t, srv.replica, f.b.Namespace); !sameDump(before, after) {
@@ -642,7 +643,7 @@ func TestScriptsReportEachRefusalAsWhatItIs(t *testing.T) {
 				f.b.Client.RPush(f.ctx, p.wrong, "x")
 				before := dump(t, srv.master, f.b.Namespace)
 				err := p.call(f.s)
-				if !errors.Is(err, redisstore.ErrWrongType) || errors.Is(err, redisstore.ErrUnavailable) {
+				if !errors.Is(err, engine.ErrWrongType) || errors.Is(err, engine.ErrUnavailable) {
 					t.Fatalf("with %s of the wrong type: %v; want ErrWrongType", p.wrong, err)
 				}
 				if after := dump(t, srv.master, f.b.Namespace); !sameDump(before, after) {
@@ -659,22 +660,22 @@ func TestScriptsReportEachRefusalAsWhatItIs(t *testing.T) {
 func TestEnqueueAtMaxmemoryRefusesNewRunsAndAnswersDuplicates(t *testing.T) {
 	srv := startRefusalServers(t)
 	f := newFixture(t, &redistest.Backend{Name: "private", Client: srv.master, Namespace: redistest.Namespace(t)})
-	owner := f.params("t", "held", redisstore.StrategyStatus)
+	owner := f.params("t", "held", engine.StrategyStatus)
 	f.enqueue(owner)
-	ps := []*redisstore.EnqueueParams{
-		f.params("t", "a", redisstore.StrategyStatus),
-		f.params("t", "held", redisstore.StrategyStatus),
-		f.params("t", "b", redisstore.StrategyTTL),
-		f.params("t", "", redisstore.StrategyNone),
+	ps := []*engine.EnqueueParams{
+		f.params("t", "a", engine.StrategyStatus),
+		f.params("t", "held", engine.StrategyStatus),
+		f.params("t", "b", engine.StrategyTTL),
+		f.params("t", "", engine.StrategyNone),
 	}
 	before := dump(t, srv.master, f.b.Namespace)
 	var (
-		res  []redisstore.EnqueueResult
+		res  []engine.EnqueueResult
 		errs []error
 	)
 	srv.atLimit(t, func() { res, errs = f.s.EnqueueBatch(f.ctx, ps) })
 	for _, i := range []int{0, 2, 3} {
-		if !errors.Is(errs[i], redisstore.ErrOutOfMemory) {
+		if !errors.Is(errs[i], engine.ErrOutOfMemory) {
 			t.Errorf("trigger %d at maxmemory: %+v, %v; want ErrOutOfMemory", i, res[i], errs[i])
 		}
 	}
@@ -692,7 +693,7 @@ func TestEnqueueAtMaxmemoryRefusesNewRunsAndAnswersDuplicates(t *testing.T) {
 func TestEnsureGroupAtMaxmemory(t *testing.T) {
 	srv := startRefusalServers(t)
 	f := newFixture(t, &redistest.Backend{Name: "private", Client: srv.master, Namespace: redistest.Namespace(t)})
-	f.enqueue(f.params("queued", "k", redisstore.StrategyStatus)) // a stream without a group
+	f.enqueue(f.params("queued", "k", engine.StrategyStatus)) // a stream without a group
 	if err := f.s.EnsureGroup(f.ctx, "known"); err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
 // scheduledParams is a status-strategy trigger of task t with key k that
 // asks to run in delay.
-func (f *fixture) scheduledParams(key string, strat redisstore.Strategy, delay time.Duration) *redisstore.EnqueueParams {
+func (f *fixture) scheduledParams(key string, strat engine.Strategy, delay time.Duration) *engine.EnqueueParams {
 	p := f.params("t", key, strat)
 	p.Delay = delay
 	p.Hold += delay
@@ -33,7 +33,7 @@ func (f *fixture) due(id string) time.Time {
 func TestScheduledEnqueueWaitsInTheRetrySet(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.scheduledParams("k", redisstore.StrategyStatus, time.Hour)
+		p := f.scheduledParams("k", engine.StrategyStatus, time.Hour)
 		r := f.enqueue(p)
 		if !r.Accepted || r.EntryID != "" {
 			t.Fatalf("scheduled enqueue = %+v; want accepted with no stream entry", r)
@@ -41,7 +41,7 @@ func TestScheduledEnqueueWaitsInTheRetrySet(t *testing.T) {
 		if got := f.due(p.RunID); got.UnixMilli() != f.now.Add(time.Hour).UnixMilli() {
 			t.Fatalf("due = %v, want %v", got, f.now.Add(time.Hour))
 		}
-		if st := f.status(p.RunID); st != redisstore.StatusQueued {
+		if st := f.status(p.RunID); st != engine.StatusQueued {
 			t.Fatalf("status = %q", st)
 		}
 		if n := f.b.Client.XLen(f.ctx, f.k.Stream("t")).Val(); n != 0 {
@@ -54,7 +54,7 @@ func TestScheduledEnqueueWaitsInTheRetrySet(t *testing.T) {
 		if pttl := f.b.Client.PTTL(f.ctx, f.k.IdempotencyKey("k")).Val(); pttl <= time.Hour {
 			t.Fatalf("key pttl = %v; want over the hour to the due time", pttl)
 		}
-		dup := f.enqueue(f.params("t", "k", redisstore.StrategyStatus))
+		dup := f.enqueue(f.params("t", "k", engine.StrategyStatus))
 		if dup.Accepted || dup.Owner != p.RunID {
 			t.Fatalf("duplicate = %+v; want rejected naming %s", dup, p.RunID)
 		}
@@ -79,12 +79,12 @@ func TestScheduledEnqueueWaitsInTheRetrySet(t *testing.T) {
 func TestScheduledEnqueueInABatch(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		later := f.scheduledParams("a", redisstore.StrategyTTL, time.Hour)
-		now := f.params("t", "b", redisstore.StrategyTTL)
-		dup := f.params("t", "a", redisstore.StrategyTTL)
+		later := f.scheduledParams("a", engine.StrategyTTL, time.Hour)
+		now := f.params("t", "b", engine.StrategyTTL)
+		dup := f.params("t", "a", engine.StrategyTTL)
 		// A second delay, so that each trigger is seen to read its own.
-		soon := f.scheduledParams("c", redisstore.StrategyTTL, time.Minute)
-		rs, errs := f.s.EnqueueBatch(f.ctx, []*redisstore.EnqueueParams{later, now, dup, soon})
+		soon := f.scheduledParams("c", engine.StrategyTTL, time.Minute)
+		rs, errs := f.s.EnqueueBatch(f.ctx, []*engine.EnqueueParams{later, now, dup, soon})
 		for _, err := range errs {
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +97,7 @@ func TestScheduledEnqueueInABatch(t *testing.T) {
 		if rs[2].Accepted || rs[2].Owner != later.RunID {
 			t.Fatalf("duplicate = %+v; want rejected naming %s", rs[2], later.RunID)
 		}
-		for _, p := range []*redisstore.EnqueueParams{later, soon} {
+		for _, p := range []*engine.EnqueueParams{later, soon} {
 			if want := time.UnixMilli(p.Now.Add(p.Delay).UnixMilli()); !f.due(p.RunID).Equal(want) {
 				t.Errorf("run %s due %v, want %v (its own delay, %v)", p.RunID, f.due(p.RunID), want, p.Delay)
 			}
@@ -119,7 +119,7 @@ func TestScheduledEnqueueInABatch(t *testing.T) {
 func TestRescheduleMovesAScheduledRun(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.scheduledParams("k", redisstore.StrategyTTL, time.Hour)
+		p := f.scheduledParams("k", engine.StrategyTTL, time.Hour)
 		f.enqueue(p)
 		key := f.k.IdempotencyKey("k")
 		pttl := f.b.Client.PTTL(f.ctx, key).Val()
@@ -158,11 +158,11 @@ func TestRescheduleMovesAScheduledRun(t *testing.T) {
 		}
 		ds := f.read("t", "w")
 		f.start(ds[0], "w")
-		if r, err := f.s.Reschedule(f.ctx, p.RunID, later); err != nil || r.Moved || r.Why != redisstore.StatusRunning {
+		if r, err := f.s.Reschedule(f.ctx, p.RunID, later); err != nil || r.Moved || r.Why != engine.StatusRunning {
 			t.Fatalf("reschedule of a running run = %+v, %v; want refused: running", r, err)
 		}
-		f.finish(p.RunID, 1, redisstore.OutcomeSucceeded, `"ok"`)
-		if r, err := f.s.Reschedule(f.ctx, p.RunID, later); err != nil || r.Moved || r.Why != redisstore.StatusSucceeded {
+		f.finish(p.RunID, 1, engine.OutcomeSucceeded, `"ok"`)
+		if r, err := f.s.Reschedule(f.ctx, p.RunID, later); err != nil || r.Moved || r.Why != engine.StatusSucceeded {
 			t.Fatalf("reschedule of an ended run = %+v, %v; want refused: succeeded", r, err)
 		}
 		if r, err := f.s.Reschedule(f.ctx, "no-such-run", later); err != nil || r.Moved || r.Why != "missing" {
@@ -179,9 +179,9 @@ func TestRescheduleMovesAScheduledRun(t *testing.T) {
 func TestRescheduleRefusesRetriesAndDebounces(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.running(p, "w")
-		if _, err := f.s.Finish(f.ctx, &redisstore.FinishParams{RunID: p.RunID, Attempt: 1, Outcome: redisstore.OutcomeRetry,
+		if _, err := f.s.Finish(f.ctx, &engine.FinishParams{RunID: p.RunID, Attempt: 1, Outcome: engine.OutcomeRetry,
 			Payload: []byte("transient"), Now: f.now, RetryAt: f.now.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestRescheduleRefusesRetriesAndDebounces(t *testing.T) {
 		if r, err := f.s.Reschedule(f.ctx, p.RunID, f.now.Add(time.Minute)); err != nil || r.Moved || r.Why != "retrying" {
 			t.Fatalf("reschedule of a retrying run = %+v, %v; want refused: retrying", r, err)
 		}
-		d := f.params("d", "kd", redisstore.StrategyDebounce)
+		d := f.params("d", "kd", engine.StrategyDebounce)
 		f.enqueue(d)
 		debounceDue := f.due(d.RunID)
 		if r, err := f.s.Reschedule(f.ctx, d.RunID, f.now.Add(time.Hour)); err != nil || r.Moved || r.Why != "debouncing" {
@@ -206,7 +206,7 @@ func TestRescheduleRefusesRetriesAndDebounces(t *testing.T) {
 func TestCancelOfAScheduledRun(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.scheduledParams("k", redisstore.StrategyStatus, time.Hour)
+		p := f.scheduledParams("k", engine.StrategyStatus, time.Hour)
 		f.enqueue(p)
 		if r, err := f.s.Cancel(f.ctx, p.RunID, "not wanted", f.now); err != nil || !r.Written {
 			t.Fatalf("cancel = %+v, %v", r, err)
@@ -217,7 +217,7 @@ func TestCancelOfAScheduledRun(t *testing.T) {
 		if n, err := f.s.Promote(f.ctx, 0, f.now.Add(2*time.Hour), 10); err != nil || n != 0 {
 			t.Fatalf("promote after cancel = %d, %v", n, err)
 		}
-		if st := f.status(p.RunID); st != redisstore.StatusCancelled {
+		if st := f.status(p.RunID); st != engine.StatusCancelled {
 			t.Fatalf("status = %q", st)
 		}
 	})

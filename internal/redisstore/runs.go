@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // recordSpec is a run record's spec (its fields h): runSpec, or for a
@@ -19,14 +20,14 @@ func recordSpec(h map[string]string) string {
 		return s
 	}
 	n := func(k string) int64 { x, _ := strconv.ParseInt(h[k], 10, 64); return x }
-	return settingsSpec(Strategy(h[legacyRunStrategy]), n(legacyRunHold), int(n(legacyRunRetries)), n(legacyRunTimeout),
+	return settingsSpec(engine.Strategy(h[legacyRunStrategy]), n(legacyRunHold), int(n(legacyRunRetries)), n(legacyRunTimeout),
 		n(legacyRunCreated), int(n(legacyRunMaxDeliveries)), n(legacyRunRetain), n(legacyRunRetention))
 }
 
-func parseRun(id string, h map[string]string) *Run {
+func parseRun(id string, h map[string]string) *engine.Run {
 	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
 	strat, spec, _ := parseSpecValues(recordSpec(h))
-	r := &Run{
+	r := &engine.Run{
 		ID: id, Task: h[runTask], Status: h[runStatus], Key: h[runIdempotencyKey], Strategy: strat,
 		Hold:    time.Duration(spec[specHold]) * time.Millisecond,
 		Retain:  time.Duration(spec[specRetain]) * time.Millisecond,
@@ -54,7 +55,7 @@ func parseRun(id string, h map[string]string) *Run {
 }
 
 // GetRun reads a run record.
-func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (*engine.Run, error) {
 	ks, err := s.keysOfRun(ctx, id)
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
 		return nil, err
 	}
 	if len(h) == 0 {
-		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+		return nil, fmt.Errorf("%w: %s", engine.ErrRunNotFound, id)
 	}
 	return parseRun(id, h), nil
 }
@@ -77,7 +78,7 @@ func (s *Store) RunStatus(ctx context.Context, id string) (string, error) {
 	}
 	st, err := s.rdb.HGet(ctx, ks.Run(id), runStatus).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", fmt.Errorf("%w: %s", ErrRunNotFound, id)
+		return "", fmt.Errorf("%w: %s", engine.ErrRunNotFound, id)
 	}
 	return st, err
 }

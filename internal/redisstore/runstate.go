@@ -4,19 +4,20 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // RunStates reads the status and error of each run in one round trip, for
 // a worker to learn that runs it is running, whose attempts are not begun
 // yet, have been cancelled.
-func (s *Store) RunStates(ctx context.Context, ids []string) ([]RunState, error) {
+func (s *Store) RunStates(ctx context.Context, ids []string) ([]engine.RunState, error) {
 	vals, err := s.runFields(ctx, ids, runStatus, runError)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]RunState, len(ids))
+	out := make([]engine.RunState, len(ids))
 	for i, v := range vals {
-		out[i] = RunState{Status: v[0], Error: v[1]}
+		out[i] = engine.RunState{Status: v[0], Error: v[1]}
 	}
 	return out, nil
 }

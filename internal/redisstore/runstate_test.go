@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -14,7 +14,7 @@ import (
 func TestRunStates(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		queued, cancelled := f.params("rs", "", redisstore.StrategyNone), f.params("rs", "", redisstore.StrategyNone)
+		queued, cancelled := f.params("rs", "", engine.StrategyNone), f.params("rs", "", engine.StrategyNone)
 		f.enqueue(queued)
 		f.enqueue(cancelled)
 		if _, err := f.s.Cancel(f.ctx, cancelled.RunID, "superseded by run x", time.Now()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // saveStepScript stores a durable step's result: lua/save_step.lua.
@@ -13,7 +14,7 @@ var saveStepScript = loadScript("save_step")
 // StepResult returns a completed step's stored result, or ok=false.
 func (s *Store) StepResult(ctx context.Context, runID, name string) ([]byte, bool, error) {
 	ks, err := s.keysOfRun(ctx, runID)
-	if errors.Is(err, ErrRunNotFound) {
+	if errors.Is(err, engine.ErrRunNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {

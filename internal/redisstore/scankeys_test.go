@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -35,8 +36,8 @@ func TestScanKeysPageReachesPastOtherKeys(t *testing.T) {
 	var want []string
 	for i := range 10 {
 		key := fmt.Sprintf("order:%d", i)
-		p := &redisstore.EnqueueParams{RunID: fmt.Sprintf("run-%d", i), Task: "t", Input: []byte(`{}`), Key: key,
-			Strategy: redisstore.StrategyTTL, Hold: time.Hour, Now: time.Now()}
+		p := &engine.EnqueueParams{RunID: fmt.Sprintf("run-%d", i), Task: "t", Input: []byte(`{}`), Key: key,
+			Strategy: engine.StrategyTTL, Hold: time.Hour, Now: time.Now()}
 		if r, err := s.Enqueue(ctx, p); err != nil || !r.Accepted {
 			t.Fatalf("enqueue %s: %+v, %v", key, r, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // A namespace's cron schedules live in its home partition: one hash per
@@ -16,7 +17,7 @@ import (
 // advance_schedule.go.
 
 // GetSchedule returns one schedule, or nil when there is none.
-func (s *Store) GetSchedule(ctx context.Context, name string) (*ScheduleRecord, error) {
+func (s *Store) GetSchedule(ctx context.Context, name string) (*engine.ScheduleRecord, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.Schedule(name)).Result()
 	if err != nil {
 		return nil, err
@@ -26,7 +27,7 @@ func (s *Store) GetSchedule(ctx context.Context, name string) (*ScheduleRecord, 
 
 // ListSchedules returns every schedule of the namespace, by name: the
 // index and then the records, two round trips to the home partition.
-func (s *Store) ListSchedules(ctx context.Context) ([]ScheduleRecord, error) {
+func (s *Store) ListSchedules(ctx context.Context) ([]engine.ScheduleRecord, error) {
 	names, err := s.rdb.SMembers(ctx, s.keys.Schedules()).Result()
 	if err != nil || len(names) == 0 {
 		return nil, err
@@ -40,7 +41,7 @@ func (s *Store) ListSchedules(ctx context.Context) ([]ScheduleRecord, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]ScheduleRecord, 0, len(names))
+	out := make([]engine.ScheduleRecord, 0, len(names))
 	for i, n := range names {
 		// A schedule deleted between the two reads is left out.
 		if r := scheduleOf(n, cmds[i].Val()); r != nil {
@@ -51,7 +52,7 @@ func (s *Store) ListSchedules(ctx context.Context) ([]ScheduleRecord, error) {
 }
 
 // scheduleOf reads a schedule hash; nil when it has no definition.
-func scheduleOf(name string, m map[string]string) *ScheduleRecord {
+func scheduleOf(name string, m map[string]string) *engine.ScheduleRecord {
 	def, ok := m[scheduleDefinition]
 	if !ok {
 		return nil
@@ -63,7 +64,7 @@ func scheduleOf(name string, m map[string]string) *ScheduleRecord {
 		}
 		return fromMS(v)
 	}
-	return &ScheduleRecord{
+	return &engine.ScheduleRecord{
 		Name: name, Definition: []byte(def), Paused: m[schedulePaused] == "1",
 		Cursor: at(scheduleCursor), Created: at(scheduleCreated), Updated: at(scheduleUpdated),
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -16,7 +16,7 @@ func (f *fixture) schedule(name string) {
 	}
 }
 
-func (f *fixture) getSchedule(name string) *redisstore.ScheduleRecord {
+func (f *fixture) getSchedule(name string) *engine.ScheduleRecord {
 	f.t.Helper()
 	r, err := f.s.GetSchedule(f.ctx, name)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
@@ -26,11 +27,11 @@ func TestDuplicateScriptCost(t *testing.T) {
 	}
 	now := time.Now()
 	trigger := func(from, to int, round string, accepted bool) {
-		ps := make([]*redisstore.EnqueueParams, 0, to-from)
+		ps := make([]*engine.EnqueueParams, 0, to-from)
 		for i := from; i < to; i++ {
 			id := fmt.Sprintf("run-%06d", i)
-			ps = append(ps, &redisstore.EnqueueParams{RunID: id + round, Task: "noop", Input: []byte(`{"id":"` + id + `"}`),
-				Meta: []byte(`{}`), Key: "order-" + id, Strategy: redisstore.StrategyStatus, Hold: time.Hour,
+			ps = append(ps, &engine.EnqueueParams{RunID: id + round, Task: "noop", Input: []byte(`{"id":"` + id + `"}`),
+				Meta: []byte(`{}`), Key: "order-" + id, Strategy: engine.StrategyStatus, Hold: time.Hour,
 				MaxDeliveries: 10, Retention: 24 * time.Hour, Now: now})
 		}
 		res, errs := st.EnqueueBatch(ctx, ps)
@@ -60,7 +61,7 @@ func TestDuplicateScriptCost(t *testing.T) {
 	})
 	// The same duplicates with suppressed triggers not recorded: what a
 	// record adds to the duplicate path.
-	st.SetSuppressedLimits(redisstore.SuppressedLimits{Cap: -1})
+	st.SetSuppressedLimits(engine.SuppressedLimits{Cap: -1})
 	trigger(-1, 0, "-bare", false)
 	dupBare := s.measure("duplicate, not recorded", func() {
 		for i := 0; i < n; i += batch {

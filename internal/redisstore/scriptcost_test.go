@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -107,11 +108,11 @@ func TestScriptCost(t *testing.T) {
 	}
 	now := time.Now()
 	trigger := func(from, to int) {
-		ps := make([]*redisstore.EnqueueParams, 0, to-from)
+		ps := make([]*engine.EnqueueParams, 0, to-from)
 		for i := from; i < to; i++ {
 			id := fmt.Sprintf("run-%06d", i)
-			ps = append(ps, &redisstore.EnqueueParams{RunID: id, Task: "noop", Input: []byte(`{"id":"` + id + `"}`),
-				Meta: []byte(`{}`), Key: "order-" + id, Strategy: redisstore.StrategyStatus, Hold: time.Hour,
+			ps = append(ps, &engine.EnqueueParams{RunID: id, Task: "noop", Input: []byte(`{"id":"` + id + `"}`),
+				Meta: []byte(`{}`), Key: "order-" + id, Strategy: engine.StrategyStatus, Hold: time.Hour,
 				MaxDeliveries: 10, Retention: 24 * time.Hour, Now: now})
 		}
 		res, errs := st.EnqueueBatch(ctx, ps)
@@ -121,7 +122,7 @@ func TestScriptCost(t *testing.T) {
 			}
 		}
 	}
-	var ds []redisstore.Delivery
+	var ds []engine.Delivery
 	read := func() {
 		got, err := st.ReadGroup(ctx, 0, "w1", []string{"noop"}, batch, -1)
 		if err != nil || len(got) == 0 {
@@ -129,15 +130,15 @@ func TestScriptCost(t *testing.T) {
 		}
 		ds = append(ds, got...)
 	}
-	outcome := func(d redisstore.Delivery, attempt int, began bool) *redisstore.FinishParams {
-		p := &redisstore.FinishParams{RunID: d.RunID, Attempt: attempt, Outcome: redisstore.OutcomeSucceeded,
+	outcome := func(d engine.Delivery, attempt int, began bool) *engine.FinishParams {
+		p := &engine.FinishParams{RunID: d.RunID, Attempt: attempt, Outcome: engine.OutcomeSucceeded,
 			Payload: []byte(`{}`), Now: now, Task: d.Task, EntryID: d.EntryID, Spec: d.Spec}
 		if began {
 			p.Began, p.Consumer = now, "w1"
 		}
 		return p
 	}
-	finish := func(ps []*redisstore.FinishParams) {
+	finish := func(ps []*engine.FinishParams) {
 		res, errs := st.FinishBatch(ctx, ps)
 		for i := range ps {
 			if errs[i] != nil || !res[i].Written {
@@ -148,7 +149,7 @@ func TestScriptCost(t *testing.T) {
 	// Scripts are loaded (EVAL, then cached) before anything is counted.
 	trigger(-1, 0)
 	read()
-	finish([]*redisstore.FinishParams{outcome(ds[0], 1, true)})
+	finish([]*engine.FinishParams{outcome(ds[0], 1, true)})
 	ds = ds[:0]
 	trigger(-2, -1)
 	read()
@@ -171,7 +172,7 @@ func TestScriptCost(t *testing.T) {
 	short, long := ds[:n], ds[n:]
 	withOutcome := s.measure("finish, begun with its outcome", func() {
 		for i := 0; i < n; i += batch {
-			ps := make([]*redisstore.FinishParams, 0, batch)
+			ps := make([]*engine.FinishParams, 0, batch)
 			for _, d := range short[i : i+batch] {
 				ps = append(ps, outcome(d, d.Spec.Attempts+1, true))
 			}
@@ -192,7 +193,7 @@ func TestScriptCost(t *testing.T) {
 	})
 	afterStart := s.measure("finish after start", func() {
 		for i := 0; i < n; i += batch {
-			ps := make([]*redisstore.FinishParams, 0, batch)
+			ps := make([]*engine.FinishParams, 0, batch)
 			for j, d := range long[i : i+batch] {
 				ps = append(ps, outcome(d, attempts[i+j], false))
 			}
@@ -214,7 +215,7 @@ func TestScriptCost(t *testing.T) {
 	}
 	alone := s.measure("finish, one outcome per call", func() {
 		for _, d := range ds[2*n:] {
-			finish([]*redisstore.FinishParams{outcome(d, d.Spec.Attempts+1, true)})
+			finish([]*engine.FinishParams{outcome(d, d.Spec.Attempts+1, true)})
 		}
 	})
 
@@ -222,11 +223,11 @@ func TestScriptCost(t *testing.T) {
 	// claim, and no key field written.
 	keyless := s.measure("trigger without a key", func() {
 		for i := 0; i+batch <= single; i += batch {
-			ps := make([]*redisstore.EnqueueParams, 0, batch)
+			ps := make([]*engine.EnqueueParams, 0, batch)
 			for j := i; j < i+batch; j++ {
 				id := fmt.Sprintf("plain-%06d", j)
-				ps = append(ps, &redisstore.EnqueueParams{RunID: id, Task: "noop", Input: []byte(`{"id":"` + id + `"}`),
-					Meta: []byte(`{}`), Strategy: redisstore.StrategyNone, MaxDeliveries: 10, Retention: 24 * time.Hour,
+				ps = append(ps, &engine.EnqueueParams{RunID: id, Task: "noop", Input: []byte(`{"id":"` + id + `"}`),
+					Meta: []byte(`{}`), Strategy: engine.StrategyNone, MaxDeliveries: 10, Retention: 24 * time.Hour,
 					Now: now})
 			}
 			res, errs := st.EnqueueBatch(ctx, ps)
@@ -243,7 +244,7 @@ func TestScriptCost(t *testing.T) {
 	// with the workers.
 	const workers = 100
 	trigger(2*n+single, 2*n+2*single)
-	var spread []redisstore.Delivery
+	var spread []engine.Delivery
 	for w := 0; len(spread) < single; w = (w + 1) % workers {
 		got, err := st.ReadGroup(ctx, 0, fmt.Sprintf("w%d", w), []string{"noop"}, single/workers, -1)
 		if err != nil || len(got) == 0 {
@@ -253,7 +254,7 @@ func TestScriptCost(t *testing.T) {
 	}
 	many := s.measure("finish, one outcome per call, 100 workers", func() {
 		for _, d := range spread {
-			finish([]*redisstore.FinishParams{outcome(d, d.Spec.Attempts+1, true)})
+			finish([]*engine.FinishParams{outcome(d, d.Spec.Attempts+1, true)})
 		}
 	})
 
@@ -283,7 +284,7 @@ func TestEventScriptCost(t *testing.T) {
 	ctx := context.Background()
 	atOnce := redisstore.New(s.rdb, "cost")
 	inSteps := redisstore.New(s.rdb, "cost")
-	inSteps.SetFanoutHooks(&redisstore.FanoutHooks{Steps: true})
+	inSteps.SetFanoutHooks(&engine.FanoutHooks{Steps: true})
 	now := time.Now()
 	push := func(st *redisstore.Store, i int) {
 		if _, err := st.PushEvent(ctx, eventPush(i, tasks, now)); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -18,13 +19,13 @@ import (
 func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k1", redisstore.StrategyStatus)
+		p := f.params("t", "k1", engine.StrategyStatus)
 		p.Input, p.Meta = []byte(`{"id":"a b"}`), []byte(`{"tenant":"x"}`)
 		p.Retain, p.Timeout, p.Retries, p.MaxDeliveries = 2*time.Second, 3*time.Second, 4, 5
 		f.enqueue(p)
 		ds := f.read("t", "w1")
-		want := redisstore.RunSpec{
-			Input: p.Input, Meta: p.Meta, Key: "k1", Strategy: redisstore.StrategyStatus, Hold: p.Hold, Retries: 4,
+		want := engine.RunSpec{
+			Input: p.Input, Meta: p.Meta, Key: "k1", Strategy: engine.StrategyStatus, Hold: p.Hold, Retries: 4,
 			Timeout: 3 * time.Second, Created: time.UnixMilli(p.Now.UnixMilli()), MaxDeliveries: 5,
 			Retain: 2 * time.Second, Retention: time.Hour,
 		}
@@ -32,11 +33,11 @@ func TestDeliveryCarriesTheRunSpec(t *testing.T) {
 			t.Fatalf("delivery = %+v, want spec %+v", ds, want)
 		}
 		// Started without its spec, the run's start reads the same from the record.
-		st := f.start(redisstore.Delivery{Task: "t", EntryID: ds[0].EntryID, RunID: p.RunID}, "w1")
+		st := f.start(engine.Delivery{Task: "t", EntryID: ds[0].EntryID, RunID: p.RunID}, "w1")
 		if st.Spec == nil || fmt.Sprint(*st.Spec) != fmt.Sprint(want) {
 			t.Fatalf("start without a spec read %+v, want %+v", st.Spec, want)
 		}
-		f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
+		f.finish(p.RunID, st.Attempt, engine.OutcomeRetry, "again")
 		if n, err := f.s.Promote(f.ctx, 0, f.now.Add(time.Hour), 10); err != nil || n != 1 {
 			t.Fatalf("promote = %d, %v", n, err)
 		}
@@ -71,19 +72,19 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 			t.Cleanup(func() { redistest.DeleteNamespace(context.Background(), b.Client, ns) })
 			k := s.Keys()
 			now := time.UnixMilli(1_700_000_000_000)
-			mk := func(id, key string, strat redisstore.Strategy, retain time.Duration, maxdel int) *redisstore.EnqueueParams {
-				return &redisstore.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{"id":"` + id + `"}`), Meta: []byte(`{}`),
+			mk := func(id, key string, strat engine.Strategy, retain time.Duration, maxdel int) *engine.EnqueueParams {
+				return &engine.EnqueueParams{RunID: id, Task: "t", Input: []byte(`{"id":"` + id + `"}`), Meta: []byte(`{}`),
 					Key: key, Strategy: strat, Hold: time.Hour, Retain: retain, Retries: 1, MaxDeliveries: maxdel,
 					Retention: time.Hour, Now: now}
 			}
-			ps := []*redisstore.EnqueueParams{
-				mk("ok", "k-ok", redisstore.StrategyStatus, 0, 0),
-				mk("retained", "k-ret", redisstore.StrategyStatus, time.Minute, 0),
-				mk("failed", "k-fail", redisstore.StrategyTTL, 0, 0),
-				mk("retry", "k-retry", redisstore.StrategyStatus, 0, 0),
-				mk("plain", "", redisstore.StrategyNone, 0, 0),
-				mk("stale", "k-stale", redisstore.StrategyStatus, 0, 0),
-				mk("once", "k-once", redisstore.StrategyStatus, 0, 1),
+			ps := []*engine.EnqueueParams{
+				mk("ok", "k-ok", engine.StrategyStatus, 0, 0),
+				mk("retained", "k-ret", engine.StrategyStatus, time.Minute, 0),
+				mk("failed", "k-fail", engine.StrategyTTL, 0, 0),
+				mk("retry", "k-retry", engine.StrategyStatus, 0, 0),
+				mk("plain", "", engine.StrategyNone, 0, 0),
+				mk("stale", "k-stale", engine.StrategyStatus, 0, 0),
+				mk("once", "k-once", engine.StrategyStatus, 0, 1),
 			}
 			if _, errs := s.EnqueueBatch(ctx, ps); errs[0] != nil {
 				t.Fatal(errs[0])
@@ -117,20 +118,20 @@ func TestSpecPathWritesWhatTheRecordPathWrites(t *testing.T) {
 				if !withSpec {
 					d.Spec = nil
 				}
-				r, errs := s.StartBatch(ctx, "w2", now, []redisstore.Delivery{d})
+				r, errs := s.StartBatch(ctx, "w2", now, []engine.Delivery{d})
 				st.starts = append(st.starts, fmt.Sprint(r[0].Started, r[0].Reason, specOf(r[0]), errs[0]))
 			}
-			outcome := map[string]redisstore.Outcome{
-				"ok": redisstore.OutcomeSucceeded, "retained": redisstore.OutcomeSucceeded, "failed": redisstore.OutcomeFailed,
-				"retry": redisstore.OutcomeRetry, "plain": redisstore.OutcomeSucceeded, "stale": redisstore.OutcomeSucceeded,
+			outcome := map[string]engine.Outcome{
+				"ok": engine.OutcomeSucceeded, "retained": engine.OutcomeSucceeded, "failed": engine.OutcomeFailed,
+				"retry": engine.OutcomeRetry, "plain": engine.OutcomeSucceeded, "stale": engine.OutcomeSucceeded,
 			}
-			var fps []*redisstore.FinishParams
+			var fps []*engine.FinishParams
 			for i, d := range ds {
 				o, ok := outcome[d.RunID]
 				if !ok {
 					continue
 				}
-				fp := &redisstore.FinishParams{RunID: d.RunID, Attempt: sts[i].Attempt, Outcome: o, Payload: []byte(`{}`),
+				fp := &engine.FinishParams{RunID: d.RunID, Attempt: sts[i].Attempt, Outcome: o, Payload: []byte(`{}`),
 					Now: now, RetryAt: now.Add(time.Minute)}
 				if d.RunID == "stale" {
 					fp.Attempt++
@@ -181,7 +182,7 @@ func TestEntryWithoutAValidSpecIsStartedFromTheRecord(t *testing.T) {
 		f := newFixture(t, b)
 		for _, o := range []string{"", "status 1 2", "status 0 0 0 0 0 0 x", "status 0 0 0 0 0 0",
 			"status 0 0 0 0 0 0 0 0", "status 0 0 0 0 0 0 0 0 0 0 9"} {
-			p := f.params("t", "k"+o, redisstore.StrategyStatus)
+			p := f.params("t", "k"+o, engine.StrategyStatus)
 			p.Input = []byte(`{"from":"record"}`)
 			f.enqueue(p)
 			if err := f.s.EnsureGroup(f.ctx, "t"); err != nil {
@@ -217,7 +218,7 @@ type held struct {
 }
 
 // heldBy reads what Redis holds of runs ps of task.
-func heldBy(ctx context.Context, b *redistest.Backend, k redisstore.Keys, task string, ps []*redisstore.EnqueueParams) held {
+func heldBy(ctx context.Context, b *redistest.Backend, k redisstore.Keys, task string, ps []*engine.EnqueueParams) held {
 	h := held{records: map[string]map[string]string{}, keys: map[string]map[string]string{}, ttls: map[string]bool{}}
 	for _, p := range ps {
 		rec := b.Client.HGetAll(ctx, k.Run(p.RunID)).Val()
@@ -238,7 +239,7 @@ func heldBy(ctx context.Context, b *redistest.Backend, k redisstore.Keys, task s
 }
 
 // specOf is r's spec as a value, for comparing results.
-func specOf(r redisstore.StartResult) any {
+func specOf(r engine.StartResult) any {
 	if r.Spec == nil {
 		return nil
 	}
@@ -249,7 +250,7 @@ func specOf(r redisstore.StartResult) any {
 // a record held its settings in one spec field: one field per setting and
 // a created field, and an entry whose spec has the nine values of then
 // (which no longer parse, so its delivery carries no spec).
-func legacyRun(f *fixture, p *redisstore.EnqueueParams) {
+func legacyRun(f *fixture, p *engine.EnqueueParams) {
 	f.t.Helper()
 	c, ctx, run := f.b.Client, f.ctx, f.k.Run(p.RunID)
 	c.HDel(ctx, run, "spec")
@@ -277,12 +278,12 @@ func TestRunsRecordedBeforeTheSpecFieldKeepTheirSettings(t *testing.T) {
 		if err := f.s.EnsureGroup(f.ctx, "t"); err != nil {
 			t.Fatal(err)
 		}
-		p := f.params("t", "old-1", redisstore.StrategyStatus)
+		p := f.params("t", "old-1", engine.StrategyStatus)
 		p.Timeout, p.Retries, p.MaxDeliveries = 3*time.Second, 2, 5
 		f.enqueue(p)
 		legacyRun(f, p)
 		run, err := f.s.GetRun(f.ctx, p.RunID)
-		if err != nil || run.Strategy != redisstore.StrategyStatus || run.Hold != p.Hold || run.Retries != 2 ||
+		if err != nil || run.Strategy != engine.StrategyStatus || run.Hold != p.Hold || run.Retries != 2 ||
 			run.Timeout != 3*time.Second || !run.Created.Equal(time.UnixMilli(p.Now.UnixMilli())) {
 			t.Fatalf("old record read as %+v, %v; want its settings", run, err)
 		}
@@ -291,11 +292,11 @@ func TestRunsRecordedBeforeTheSpecFieldKeepTheirSettings(t *testing.T) {
 			t.Fatalf("old delivery = %+v, want one without a spec", ds)
 		}
 		st := f.start(ds[0], "w1")
-		if !st.Started || st.Spec == nil || st.Spec.Strategy != redisstore.StrategyStatus || st.Spec.MaxDeliveries != 5 ||
+		if !st.Started || st.Spec == nil || st.Spec.Strategy != engine.StrategyStatus || st.Spec.MaxDeliveries != 5 ||
 			st.Spec.Retention != time.Hour {
 			t.Fatalf("start = %+v (spec %+v); want the old record's settings", st, st.Spec)
 		}
-		f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
+		f.finish(p.RunID, st.Attempt, engine.OutcomeRetry, "again")
 		if owner := b.Client.Get(f.ctx, f.k.IdempotencyKey(p.Key)).Val(); owner != p.RunID {
 			t.Fatalf("key owner after a retry = %q, want %s: a status key is held through retries", owner, p.RunID)
 		}
@@ -307,7 +308,7 @@ func TestRunsRecordedBeforeTheSpecFieldKeepTheirSettings(t *testing.T) {
 			t.Fatalf("retried delivery = %+v; want the old settings and one failure in its spec", ds)
 		}
 		st = f.start(ds[0], "w1")
-		f.finish(p.RunID, st.Attempt, redisstore.OutcomeSucceeded, `{}`)
+		f.finish(p.RunID, st.Attempt, engine.OutcomeSucceeded, `{}`)
 		if n := b.Client.Exists(f.ctx, f.k.IdempotencyKey(p.Key)).Val(); n != 0 {
 			t.Fatalf("the key of an old run that succeeded is still held")
 		}
@@ -315,7 +316,7 @@ func TestRunsRecordedBeforeTheSpecFieldKeepTheirSettings(t *testing.T) {
 			t.Fatalf("old record's TTL after its end = %v, want its retention of 1h", ttl)
 		}
 
-		c := f.params("t", "old-2", redisstore.StrategyStatus)
+		c := f.params("t", "old-2", engine.StrategyStatus)
 		f.enqueue(c)
 		legacyRun(f, c)
 		if res, err := f.s.Cancel(f.ctx, c.RunID, "no longer wanted", f.now); err != nil || !res.Written {
@@ -334,7 +335,7 @@ func TestRunsRecordedBeforeTheSpecFieldKeepTheirSettings(t *testing.T) {
 func TestRunWithoutMetadataWritesNoneAndReadsAsEmpty(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		bare, tagged := f.params("t", "k1", redisstore.StrategyStatus), f.params("t", "k2", redisstore.StrategyStatus)
+		bare, tagged := f.params("t", "k1", engine.StrategyStatus), f.params("t", "k2", engine.StrategyStatus)
 		tagged.Meta = []byte(`{"tenant":"x"}`)
 		f.enqueue(bare)
 		f.enqueue(tagged)
@@ -358,16 +359,16 @@ func TestRunWithoutMetadataWritesNoneAndReadsAsEmpty(t *testing.T) {
 		if len(ds) != 2 || string(ds[0].Spec.Meta) != "{}" || string(ds[1].Spec.Meta) != string(tagged.Meta) {
 			t.Fatalf("deliveries' metadata: %+v", ds)
 		}
-		for i, p := range []*redisstore.EnqueueParams{bare, tagged} {
+		for i, p := range []*engine.EnqueueParams{bare, tagged} {
 			run, err := f.s.GetRun(f.ctx, p.RunID)
 			if err != nil || string(run.Meta) != string(p.Meta) {
 				t.Errorf("run %s metadata = %q, %v; want %s", p.RunID, run.Meta, err, p.Meta)
 			}
-			st := f.start(redisstore.Delivery{Task: "t", EntryID: ds[i].EntryID, RunID: p.RunID}, "w1")
+			st := f.start(engine.Delivery{Task: "t", EntryID: ds[i].EntryID, RunID: p.RunID}, "w1")
 			if st.Spec == nil || string(st.Spec.Meta) != string(p.Meta) {
 				t.Fatalf("start from the record of %s read %+v, want metadata %s", p.RunID, st.Spec, p.Meta)
 			}
-			f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
+			f.finish(p.RunID, st.Attempt, engine.OutcomeRetry, "again")
 		}
 		if n, err := f.s.Promote(f.ctx, 0, f.now.Add(time.Hour), 10); err != nil || n != 2 {
 			t.Fatalf("promote = %d, %v", n, err)
@@ -386,10 +387,10 @@ func TestRunWithoutMetadataWritesNoneAndReadsAsEmpty(t *testing.T) {
 func TestRunWithoutKeyWritesNoneAndReadsAsEmpty(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		bare, tagged := f.params("t", "", redisstore.StrategyNone), f.params("t", "", redisstore.StrategyNone)
+		bare, tagged := f.params("t", "", engine.StrategyNone), f.params("t", "", engine.StrategyNone)
 		tagged.Meta = []byte(`{"tenant":"x"}`)
-		keyed := f.params("t", "k1", redisstore.StrategyStatus)
-		ps := []*redisstore.EnqueueParams{bare, tagged, keyed}
+		keyed := f.params("t", "k1", engine.StrategyStatus)
+		ps := []*engine.EnqueueParams{bare, tagged, keyed}
 		for _, p := range ps {
 			f.enqueue(p)
 		}
@@ -422,11 +423,11 @@ func TestRunWithoutKeyWritesNoneAndReadsAsEmpty(t *testing.T) {
 			if err != nil || run.Key != p.Key || run.Task != "t" {
 				t.Errorf("run %s = %+v, %v; want key %q", p.RunID, run, err, p.Key)
 			}
-			st := f.start(redisstore.Delivery{Task: "t", EntryID: ds[i].EntryID, RunID: p.RunID}, "w1")
+			st := f.start(engine.Delivery{Task: "t", EntryID: ds[i].EntryID, RunID: p.RunID}, "w1")
 			if st.Spec == nil || st.Spec.Key != p.Key {
 				t.Fatalf("start from the record of %s read %+v, want key %q", p.RunID, st.Spec, p.Key)
 			}
-			f.finish(p.RunID, st.Attempt, redisstore.OutcomeRetry, "again")
+			f.finish(p.RunID, st.Attempt, engine.OutcomeRetry, "again")
 		}
 		if n, err := f.s.Promote(f.ctx, 0, f.now.Add(time.Hour), 10); err != nil || n != 3 {
 			t.Fatalf("promote = %d, %v", n, err)
@@ -452,7 +453,7 @@ func TestRunWithoutKeyWritesNoneAndReadsAsEmpty(t *testing.T) {
 				t.Fatalf("redelivery %d = %+v, want key %q", i, ds[i].Spec, p.Key)
 			}
 			st := f.start(ds[i], "w1")
-			f.finish(p.RunID, st.Attempt, redisstore.OutcomeSucceeded, `{}`)
+			f.finish(p.RunID, st.Attempt, engine.OutcomeSucceeded, `{}`)
 			if run, err := f.s.GetRun(f.ctx, p.RunID); err != nil || run.Status != "succeeded" || run.Key != p.Key {
 				t.Errorf("run %s after its end = %+v, %v; want succeeded with key %q", p.RunID, run, err, p.Key)
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // startScript begins attempts: lua/start.lua.
@@ -12,8 +14,8 @@ var startScript = loadScript("start")
 
 // Start begins a new attempt of the delivered run. StartBatch does the
 // same for many deliveries in one call.
-func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) {
-	res, errs := s.StartBatch(ctx, p.Consumer, p.Now, []Delivery{{Task: p.Task, EntryID: p.EntryID, RunID: p.RunID}})
+func (s *Store) Start(ctx context.Context, p *engine.StartParams) (engine.StartResult, error) {
+	res, errs := s.StartBatch(ctx, p.Consumer, p.Now, []engine.Delivery{{Task: p.Task, EntryID: p.EntryID, RunID: p.RunID}})
 	return res[0], errs[0]
 }
 
@@ -21,11 +23,11 @@ func (s *Store) Start(ctx context.Context, p *StartParams) (StartResult, error) 
 // has just read (or reclaimed), in one call of the start script (or more,
 // past MaxItemsPerCall). The i-th result and error belong to the i-th
 // delivery and are what Start would have returned for it alone.
-func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, ds []Delivery) ([]StartResult, []error) {
-	return runBatch(ctx, s, batchOp[Delivery, StartResult]{
+func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, ds []engine.Delivery) ([]engine.StartResult, []error) {
+	return runBatch(ctx, s, batchOp[engine.Delivery, engine.StartResult]{
 		script: startScript,
-		part:   func(parts *Partitions, d Delivery) (int, error) { return runPartition(parts, d.RunID) },
-		call: func(ks Keys, sub []Delivery) ([]string, []any) {
+		part:   func(parts *Partitions, d engine.Delivery) (int, error) { return runPartition(parts, d.RunID) },
+		call: func(ks Keys, sub []engine.Delivery) ([]string, []any) {
 			h := [1 + startArgCount]any{
 				startArgGroup:    GroupName,
 				startArgConsumer: consumer,
@@ -57,7 +59,7 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 			}
 			return keys, args
 		},
-		reply: func(d Delivery, r []any) (StartResult, int, error) {
+		reply: func(d engine.Delivery, r []any) (engine.StartResult, int, error) {
 			res, n, err := parseStart(r, d.Spec)
 			return res, n, s.named("start", err)
 		},
@@ -75,28 +77,28 @@ const (
 // parseStart reads the reply values of start.lua for one delivery with
 // spec (nil when it had none, and a started reply carries the record's),
 // and says how many values were the delivery's.
-func parseStart(r []any, spec *RunSpec) (StartResult, int, error) {
+func parseStart(r []any, spec *engine.RunSpec) (engine.StartResult, int, error) {
 	if len(r) < startReplyValues {
-		return StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
+		return engine.StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
 	}
 	if err, ok := r[0].(error); ok {
-		return StartResult{}, startReplyValues, scriptError(err)
+		return engine.StartResult{}, startReplyValues, scriptError(err)
 	}
 	if asInt(r[0]) != 1 {
-		return StartResult{Reason: asString(r[1]), Error: asString(r[2])}, startReplyValues, nil
+		return engine.StartResult{Reason: asString(r[1]), Error: asString(r[2])}, startReplyValues, nil
 	}
 	n := startReplyValues
 	if spec == nil {
 		n = startReplyValues + startRecordValues
 		if len(r) < n {
-			return StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
+			return engine.StartResult{}, len(r), fmt.Errorf("redisstore: start: unexpected reply %v", r)
 		}
 		spec = parseSpec(map[string]any{entryInput: asString(r[3]), entryMeta: asString(r[4]),
 			entryIdempotencyKey: asString(r[5]), entrySpec: asString(r[6])})
 		if spec == nil {
-			return StartResult{}, n, fmt.Errorf("redisstore: start: the record's spec %q is not one", asString(r[6]))
+			return engine.StartResult{}, n, fmt.Errorf("redisstore: start: the record's spec %q is not one", asString(r[6]))
 		}
 		spec.Fails = int(asInt(r[2]))
 	}
-	return StartResult{Started: true, Attempt: int(asInt(r[1])), Spec: spec}, n, nil
+	return engine.StartResult{Started: true, Attempt: int(asInt(r[1])), Spec: spec}, n, nil
 }

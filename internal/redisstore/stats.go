@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Run statistics: the per-minute counters workers and clients count in
@@ -17,30 +18,30 @@ import (
 // and summed over the partitions (ReadStats). The scripts on a run's path
 // (enqueue.lua, start.lua, finish.lua) write none of them.
 
-func newTaskStats() *TaskStats {
-	return &TaskStats{Wait: StatsHistogram{}, Succeeded: StatsHistogram{}, Failed: StatsHistogram{}, Retried: StatsHistogram{}}
+func newTaskStats() *engine.TaskStats {
+	return &engine.TaskStats{Wait: engine.StatsHistogram{}, Succeeded: engine.StatsHistogram{}, Failed: engine.StatsHistogram{}, Retried: engine.StatsHistogram{}}
 }
 
 // ReadStats reads the run statistics of the n spans of length step (StatsMinute or
 // StatsCoarse) that end with the one holding now, oldest first, in one
 // pipeline of an HGETALL per span and partition.
-func (s *Store) ReadStats(ctx context.Context, now time.Time, step time.Duration, n int) ([]StatsSlot, error) {
+func (s *Store) ReadStats(ctx context.Context, now time.Time, step time.Duration, n int) ([]engine.StatsSlot, error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	coarse := step >= StatsCoarse
+	coarse := step >= engine.StatsCoarse
 	stepMs := int64(statsMinuteMs)
 	if coarse {
 		stepMs = statsCoarseMs
 	}
 	last := now.UnixMilli() / stepMs
-	slots := make([]StatsSlot, n)
+	slots := make([]engine.StatsSlot, n)
 	cmds := make([][]*redis.MapStringStringCmd, n)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
 			id := last - int64(n-1-i)
-			slots[i] = StatsSlot{Start: time.UnixMilli(id * stepMs), Tasks: map[string]*TaskStats{}}
+			slots[i] = engine.StatsSlot{Start: time.UnixMilli(id * stepMs), Tasks: map[string]*engine.TaskStats{}}
 			cmds[i] = make([]*redis.MapStringStringCmd, parts.Count())
 			for j := range parts.Count() {
 				ks := parts.Keys(j)
@@ -74,7 +75,7 @@ func (s *Store) ReadStats(ctx context.Context, now time.Time, step time.Duration
 // or "<task>|<kind>|<bucket>" (see StatsCounter.field). The task name may
 // hold the separator: the other parts are the field's last. A field that
 // does not parse is left out.
-func addStatsField(tasks map[string]*TaskStats, field, value string) {
+func addStatsField(tasks map[string]*engine.TaskStats, field, value string) {
 	n, err := strconv.ParseInt(value, 10, 64)
 	if err != nil {
 		return
@@ -136,7 +137,7 @@ func (k Keys) statsCoarse(c int64) string {
 // HINCRBY per counter to its minute hash and its ten-minute hash, and a
 // PEXPIREAT on both hashes of each minute in batch.Expire. Each command
 // touches one key, so the pipeline suits a cluster.
-func (s *Store) AddRunStats(ctx context.Context, batch RunStatsBatch) error {
+func (s *Store) AddRunStats(ctx context.Context, batch engine.RunStatsBatch) error {
 	if len(batch.Counts) == 0 {
 		return nil
 	}
@@ -163,8 +164,8 @@ func (s *Store) AddRunStats(ctx context.Context, batch RunStatsBatch) error {
 }
 
 // statsField is c's field in a statistics hash.
-func statsField(c StatsCounter) string {
-	if c.Kind == StatsKindDuplicate {
+func statsField(c engine.StatsCounter) string {
+	if c.Kind == engine.StatsKindDuplicate {
 		return c.Task + statsSep + statsDuplicate
 	}
 	return c.Task + statsSep + string(c.Kind) + statsSep + strconv.Itoa(c.Bucket)

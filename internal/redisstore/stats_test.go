@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -24,48 +25,48 @@ func TestRunStatsCountKnownRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		m := redisstore.StatsMinuteOf(now)
-		counts := map[redisstore.StatsCounter]int64{}
-		want := map[string]*redisstore.TaskStats{}
-		got := func(task string) *redisstore.TaskStats {
+		m := engine.StatsMinuteOf(now)
+		counts := map[engine.StatsCounter]int64{}
+		want := map[string]*engine.TaskStats{}
+		got := func(task string) *engine.TaskStats {
 			if want[task] == nil {
-				want[task] = &redisstore.TaskStats{Wait: redisstore.StatsHistogram{}, Succeeded: redisstore.StatsHistogram{},
-					Failed: redisstore.StatsHistogram{}, Retried: redisstore.StatsHistogram{}}
+				want[task] = &engine.TaskStats{Wait: engine.StatsHistogram{}, Succeeded: engine.StatsHistogram{},
+					Failed: engine.StatsHistogram{}, Retried: engine.StatsHistogram{}}
 			}
 			return want[task]
 		}
-		add := func(minute int64, task string, kind redisstore.StatsKind, d time.Duration, n int64) {
-			c := redisstore.StatsCounter{Minute: minute, Task: task, Kind: kind, Bucket: redisstore.StatsBucket(d.Milliseconds())}
-			if kind == redisstore.StatsKindDuplicate {
+		add := func(minute int64, task string, kind engine.StatsKind, d time.Duration, n int64) {
+			c := engine.StatsCounter{Minute: minute, Task: task, Kind: kind, Bucket: engine.StatsBucket(d.Milliseconds())}
+			if kind == engine.StatsKindDuplicate {
 				c.Bucket = 0
 			}
 			counts[c] += n
 			w := got(task)
 			switch kind {
-			case redisstore.StatsKindDuplicate:
+			case engine.StatsKindDuplicate:
 				w.Duplicates += 2 * n // added twice below
-			case redisstore.StatsKindWait:
+			case engine.StatsKindWait:
 				w.Wait[c.Bucket] += 2 * n
-			case redisstore.StatsKindSucceeded:
+			case engine.StatsKindSucceeded:
 				w.Succeeded[c.Bucket] += 2 * n
-			case redisstore.StatsKindFailed:
+			case engine.StatsKindFailed:
 				w.Failed[c.Bucket] += 2 * n
-			case redisstore.StatsKindRetried:
+			case engine.StatsKindRetried:
 				w.Retried[c.Bucket] += 2 * n
 			}
 		}
-		add(m, "a", redisstore.StatsKindWait, 10*time.Millisecond, 5)
-		add(m, "a", redisstore.StatsKindSucceeded, 100*time.Millisecond, 4)
-		add(m-1, "a", redisstore.StatsKindSucceeded, 300*time.Millisecond, 1)
-		add(m, "a", redisstore.StatsKindFailed, 3*time.Second, 1)
-		add(m, "a", redisstore.StatsKindRetried, 40*time.Millisecond, 1)
-		add(m-1, "a|b", redisstore.StatsKindWait, 2*time.Second, 1) // the separator in a task's name
-		add(m, "b", redisstore.StatsKindDuplicate, 0, 3)
-		add(m, "b", redisstore.StatsKindWait, time.Millisecond/2, 2)
-		if err := s.AddRunStats(ctx, redisstore.RunStatsBatch{Counts: counts, Expire: map[int64]bool{m: true, m - 1: true}}); err != nil {
+		add(m, "a", engine.StatsKindWait, 10*time.Millisecond, 5)
+		add(m, "a", engine.StatsKindSucceeded, 100*time.Millisecond, 4)
+		add(m-1, "a", engine.StatsKindSucceeded, 300*time.Millisecond, 1)
+		add(m, "a", engine.StatsKindFailed, 3*time.Second, 1)
+		add(m, "a", engine.StatsKindRetried, 40*time.Millisecond, 1)
+		add(m-1, "a|b", engine.StatsKindWait, 2*time.Second, 1) // the separator in a task's name
+		add(m, "b", engine.StatsKindDuplicate, 0, 3)
+		add(m, "b", engine.StatsKindWait, time.Millisecond/2, 2)
+		if err := s.AddRunStats(ctx, engine.RunStatsBatch{Counts: counts, Expire: map[int64]bool{m: true, m - 1: true}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AddRunStats(ctx, redisstore.RunStatsBatch{Counts: counts}); err != nil {
+		if err := s.AddRunStats(ctx, engine.RunStatsBatch{Counts: counts}); err != nil {
 			t.Fatal(err)
 		}
 		// Another partition's counts are summed with the home one's.
@@ -77,7 +78,7 @@ func TestRunStatsCountKnownRuns(t *testing.T) {
 		for _, c := range []struct {
 			step time.Duration
 			n    int
-		}{{redisstore.StatsMinute, 5}, {redisstore.StatsCoarse, 2}} {
+		}{{engine.StatsMinute, 5}, {engine.StatsCoarse, 2}} {
 			slots, err := s.ReadStats(ctx, now, c.step, c.n)
 			if err != nil {
 				t.Fatal(err)
@@ -86,17 +87,17 @@ func TestRunStatsCountKnownRuns(t *testing.T) {
 				t.Fatalf("step %v: %d slots, the last from %v; want %d, the last from %v", c.step, len(slots),
 					slots[len(slots)-1].Start, c.n, now.Truncate(c.step))
 			}
-			sum := map[string]*redisstore.TaskStats{}
+			sum := map[string]*engine.TaskStats{}
 			for _, sl := range slots {
 				for task, ts := range sl.Tasks {
 					if sum[task] == nil {
-						sum[task] = &redisstore.TaskStats{Wait: redisstore.StatsHistogram{}, Succeeded: redisstore.StatsHistogram{},
-							Failed: redisstore.StatsHistogram{}, Retried: redisstore.StatsHistogram{}}
+						sum[task] = &engine.TaskStats{Wait: engine.StatsHistogram{}, Succeeded: engine.StatsHistogram{},
+							Failed: engine.StatsHistogram{}, Retried: engine.StatsHistogram{}}
 					}
 					sum[task].Add(ts)
 				}
 			}
-			if c.step == redisstore.StatsCoarse {
+			if c.step == engine.StatsCoarse {
 				want["b"].Duplicates -= 7 // written to the other partition's minute hash only
 			}
 			for task, w := range want {
@@ -121,12 +122,12 @@ func TestRunStatsCountKnownRuns(t *testing.T) {
 		}
 		n := 0
 		for _, key := range keys {
-			limit := redisstore.StatsCoarse + redisstore.StatsCoarseKeep
+			limit := engine.StatsCoarse + engine.StatsCoarseKeep
 			switch {
 			case key == other:
 				continue
 			case strings.Contains(key, ":stats:m:"):
-				limit = redisstore.StatsMinute + redisstore.StatsMinuteKeep
+				limit = engine.StatsMinute + engine.StatsMinuteKeep
 			case !strings.Contains(key, ":stats:c:"):
 				continue
 			}
@@ -150,8 +151,8 @@ func TestRunStatsCountKnownRuns(t *testing.T) {
 func TestStatsBucketBounds(t *testing.T) {
 	prev := -1
 	for ms := int64(1); ms < 1<<20; ms = ms*5/4 + 1 {
-		b := redisstore.StatsBucket(ms)
-		lo, hi := redisstore.StatsBucketBounds(b)
+		b := engine.StatsBucket(ms)
+		lo, hi := engine.StatsBucketBounds(b)
 		if float64(ms) < lo || float64(ms) >= hi {
 			t.Fatalf("%d ms in bucket %d [%v, %v)", ms, b, lo, hi)
 		}
@@ -163,7 +164,7 @@ func TestStatsBucketBounds(t *testing.T) {
 		}
 		prev = b
 	}
-	if b := redisstore.StatsBucket(0); b != 0 {
+	if b := engine.StatsBucket(0); b != 0 {
 		t.Fatalf("0 ms in bucket %d", b)
 	}
 }
@@ -171,21 +172,21 @@ func TestStatsBucketBounds(t *testing.T) {
 // Percentiles of known durations, 1 to 1000 ms, fall in the buckets of
 // the durations at those ranks.
 func TestStatsQuantiles(t *testing.T) {
-	h := redisstore.StatsHistogram{}
+	h := engine.StatsHistogram{}
 	for ms := int64(1); ms <= 1000; ms++ {
-		h[redisstore.StatsBucket(ms)]++
+		h[engine.StatsBucket(ms)]++
 	}
 	for _, c := range []struct {
 		q  float64
 		ms int64
 	}{{0.5, 500}, {0.95, 950}, {0.99, 990}, {1, 1000}} {
 		got := h.Quantile(c.q)
-		lo, hi := redisstore.StatsBucketBounds(redisstore.StatsBucket(c.ms))
+		lo, hi := engine.StatsBucketBounds(engine.StatsBucket(c.ms))
 		if ms := float64(got) / float64(time.Millisecond); ms < lo || ms > hi {
 			t.Errorf("p%v = %v, want within the bucket of %d ms, [%v, %v)", c.q*100, got, c.ms, lo, hi)
 		}
 	}
-	if got := (redisstore.StatsHistogram{}).Quantile(0.5); got != 0 {
+	if got := (engine.StatsHistogram{}).Quantile(0.5); got != 0 {
 		t.Errorf("p50 of nothing = %v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Store is the only place taskq talks to Redis: every state change of a run
@@ -32,9 +33,9 @@ type Store struct {
 	sharded bool
 	// suppressed bounds the suppressed-trigger records (nil: the
 	// defaults; see suppressed.go).
-	suppressed atomic.Pointer[SuppressedLimits]
+	suppressed atomic.Pointer[engine.SuppressedLimits]
 	// fanoutHooks are set by tests only (SetFanoutHooks).
-	fanoutHooks atomic.Pointer[FanoutHooks]
+	fanoutHooks atomic.Pointer[engine.FanoutHooks]
 	// version is the server's, once read (see ServerVersion).
 	version serverVersion
 	// loaded holds the scripts loaded on each master for durable calls

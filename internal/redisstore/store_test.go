@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
@@ -36,9 +37,9 @@ func newFixture(t *testing.T, b *redistest.Backend) *fixture {
 	return &fixture{t: t, b: b, s: s, k: s.Keys(), ctx: context.Background(), now: time.Now()}
 }
 
-func (f *fixture) params(task, key string, strat redisstore.Strategy) *redisstore.EnqueueParams {
+func (f *fixture) params(task, key string, strat engine.Strategy) *engine.EnqueueParams {
 	f.runNo++
-	return &redisstore.EnqueueParams{
+	return &engine.EnqueueParams{
 		RunID: fmt.Sprintf("run-%d", f.runNo), Task: task, Input: []byte(`{"id":"1"}`), Meta: []byte(`{}`),
 		Key: key, Strategy: strat, Hold: time.Minute, Retries: 1, MaxDeliveries: 3,
 		Retention: time.Hour, Now: f.now,
@@ -47,17 +48,17 @@ func (f *fixture) params(task, key string, strat redisstore.Strategy) *redisstor
 
 // statusRuns returns the parameters of one status-strategy trigger of task
 // per key.
-func (f *fixture) statusRuns(task string, keys ...string) []*redisstore.EnqueueParams {
-	ps := make([]*redisstore.EnqueueParams, len(keys))
+func (f *fixture) statusRuns(task string, keys ...string) []*engine.EnqueueParams {
+	ps := make([]*engine.EnqueueParams, len(keys))
 	for i, k := range keys {
-		ps[i] = f.params(task, k, redisstore.StrategyStatus)
+		ps[i] = f.params(task, k, engine.StrategyStatus)
 	}
 	return ps
 }
 
 // running enqueues p, the only queued run of its task, and starts it for
 // consumer.
-func (f *fixture) running(p *redisstore.EnqueueParams, consumer string) redisstore.StartResult {
+func (f *fixture) running(p *engine.EnqueueParams, consumer string) engine.StartResult {
 	f.t.Helper()
 	f.enqueue(p)
 	ds := f.read(p.Task, consumer)
@@ -67,7 +68,7 @@ func (f *fixture) running(p *redisstore.EnqueueParams, consumer string) redissto
 	return f.start(ds[0], consumer)
 }
 
-func (f *fixture) enqueue(p *redisstore.EnqueueParams) redisstore.EnqueueResult {
+func (f *fixture) enqueue(p *engine.EnqueueParams) engine.EnqueueResult {
 	f.t.Helper()
 	r, err := f.s.Enqueue(f.ctx, p)
 	if err != nil {
@@ -85,7 +86,7 @@ func (f *fixture) exists(key string) bool {
 }
 
 // read delivers the next entries of task to consumer.
-func (f *fixture) read(task, consumer string) []redisstore.Delivery {
+func (f *fixture) read(task, consumer string) []engine.Delivery {
 	f.t.Helper()
 	if err := f.s.EnsureGroup(f.ctx, task); err != nil {
 		f.t.Fatal(err)
@@ -97,18 +98,18 @@ func (f *fixture) read(task, consumer string) []redisstore.Delivery {
 	return ds
 }
 
-func (f *fixture) start(d redisstore.Delivery, consumer string) redisstore.StartResult {
+func (f *fixture) start(d engine.Delivery, consumer string) engine.StartResult {
 	f.t.Helper()
-	r, err := f.s.Start(f.ctx, &redisstore.StartParams{RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: consumer, Now: f.now})
+	r, err := f.s.Start(f.ctx, &engine.StartParams{RunID: d.RunID, Task: d.Task, EntryID: d.EntryID, Consumer: consumer, Now: f.now})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return r
 }
 
-func (f *fixture) finish(runID string, attempt int, o redisstore.Outcome, payload string) redisstore.FinishResult {
+func (f *fixture) finish(runID string, attempt int, o engine.Outcome, payload string) engine.FinishResult {
 	f.t.Helper()
-	r, err := f.s.Finish(f.ctx, &redisstore.FinishParams{RunID: runID, Attempt: attempt, Outcome: o, Payload: []byte(payload), Now: f.now, RetryAt: f.now})
+	r, err := f.s.Finish(f.ctx, &engine.FinishParams{RunID: runID, Attempt: attempt, Outcome: o, Payload: []byte(payload), Now: f.now, RetryAt: f.now})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func (f *fixture) finish(runID string, attempt int, o redisstore.Outcome, payloa
 func TestEnqueueClaimsKeyCreatesRunAndQueues(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("email", "order:1", redisstore.StrategyStatus)
+		p := f.params("email", "order:1", engine.StrategyStatus)
 		r := f.enqueue(p)
 		if !r.Accepted || r.EntryID == "" {
 			t.Fatalf("first trigger not accepted: %+v", r)
@@ -128,14 +129,14 @@ func TestEnqueueClaimsKeyCreatesRunAndQueues(t *testing.T) {
 			t.Fatalf("key owner = %q, want %q", owner, p.RunID)
 		}
 		run, err := f.s.GetRun(f.ctx, p.RunID)
-		if err != nil || run.Status != redisstore.StatusQueued || run.Key != "order:1" || run.Task != "email" {
+		if err != nil || run.Status != engine.StatusQueued || run.Key != "order:1" || run.Task != "email" {
 			t.Fatalf("run = %+v, %v", run, err)
 		}
 		if n := b.Client.XLen(f.ctx, f.k.Stream("email")).Val(); n != 1 {
 			t.Fatalf("stream length = %d, want 1", n)
 		}
 
-		dup := f.params("email", "order:1", redisstore.StrategyStatus)
+		dup := f.params("email", "order:1", engine.StrategyStatus)
 		r2 := f.enqueue(dup)
 		if r2.Accepted || r2.Owner != p.RunID || r2.OwnerTTL <= 0 || r2.OwnerTTL > time.Minute {
 			t.Fatalf("duplicate = %+v, want collision naming %s", r2, p.RunID)
@@ -153,7 +154,7 @@ func TestEnqueueWithoutStrategyClaimsNothing(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		for i := 0; i < 2; i++ {
-			if r := f.enqueue(f.params("plain", "", redisstore.StrategyNone)); !r.Accepted {
+			if r := f.enqueue(f.params("plain", "", engine.StrategyNone)); !r.Accepted {
 				t.Fatalf("trigger %d not accepted", i)
 			}
 		}
@@ -170,18 +171,18 @@ func TestEnqueueWithoutStrategyClaimsNothing(t *testing.T) {
 func TestEnqueueWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 	cases := []struct {
 		name  string
-		plant func(f *fixture, p *redisstore.EnqueueParams)
+		plant func(f *fixture, p *engine.EnqueueParams)
 	}{
-		{"idempotency key is a hash", func(f *fixture, p *redisstore.EnqueueParams) {
+		{"idempotency key is a hash", func(f *fixture, p *engine.EnqueueParams) {
 			f.b.Client.HSet(f.ctx, f.k.IdempotencyKey(p.Key), "x", "y")
 		}},
-		{"run record is a list", func(f *fixture, p *redisstore.EnqueueParams) {
+		{"run record is a list", func(f *fixture, p *engine.EnqueueParams) {
 			f.b.Client.RPush(f.ctx, f.k.Run(p.RunID), "x")
 		}},
-		{"stream is a string", func(f *fixture, p *redisstore.EnqueueParams) {
+		{"stream is a string", func(f *fixture, p *engine.EnqueueParams) {
 			f.b.Client.Set(f.ctx, f.k.Stream(p.Task), "x", 0)
 		}},
-		{"runs index is a string", func(f *fixture, p *redisstore.EnqueueParams) {
+		{"runs index is a string", func(f *fixture, p *engine.EnqueueParams) {
 			f.b.Client.Set(f.ctx, f.k.Runs(), "x", 0)
 		}},
 	}
@@ -189,7 +190,7 @@ func TestEnqueueWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 				f := newFixture(t, b)
-				p := f.params("atomic", "k1", redisstore.StrategyStatus)
+				p := f.params("atomic", "k1", engine.StrategyStatus)
 				tc.plant(f, p)
 				before := map[string]string{}
 				for _, k := range []string{f.k.IdempotencyKey("k1"), f.k.Run(p.RunID), f.k.Stream("atomic"), f.k.Runs()} {
@@ -199,7 +200,7 @@ func TestEnqueueWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 				if err == nil {
 					t.Fatal("enqueue succeeded over a wrong-typed key")
 				}
-				if !errors.Is(err, redisstore.ErrWrongType) && !errors.Is(err, redisstore.ErrRunExists) {
+				if !errors.Is(err, engine.ErrWrongType) && !errors.Is(err, redisstore.ErrRunExists) {
 					t.Fatalf("error %v is neither ErrWrongType nor ErrRunExists", err)
 				}
 				for k, typ := range before {
@@ -218,7 +219,7 @@ func TestEnqueueWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 func TestStartFinishReleasesStatusKeyOnlyForOwner(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		ds := f.read("t", "c1")
 		if len(ds) != 1 || ds[0].RunID != p.RunID {
@@ -230,7 +231,7 @@ func TestStartFinishReleasesStatusKeyOnlyForOwner(t *testing.T) {
 		}
 		// The key lapsed and another run claimed it.
 		b.Client.Set(f.ctx, f.k.IdempotencyKey("k"), "newer-run", time.Minute)
-		if r := f.finish(p.RunID, 1, redisstore.OutcomeSucceeded, `{"ok":true}`); !r.Written || r.Status != "succeeded" {
+		if r := f.finish(p.RunID, 1, engine.OutcomeSucceeded, `{"ok":true}`); !r.Written || r.Status != "succeeded" {
 			t.Fatalf("finish = %+v", r)
 		}
 		if owner := b.Client.Get(f.ctx, f.k.IdempotencyKey("k")).Val(); owner != "newer-run" {
@@ -252,24 +253,24 @@ func TestStartFinishReleasesStatusKeyOnlyForOwner(t *testing.T) {
 func TestFinishReleasesOrRetainsStatusKey(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "released", redisstore.StrategyStatus)
+		p := f.params("t", "released", engine.StrategyStatus)
 		f.running(p, "c")
-		f.finish(p.RunID, 1, redisstore.OutcomeFailed, "boom")
+		f.finish(p.RunID, 1, engine.OutcomeFailed, "boom")
 		if f.exists(f.k.IdempotencyKey("released")) {
 			t.Fatal("status key not released after the run failed")
 		}
 
-		q := f.params("t", "kept", redisstore.StrategyStatus)
+		q := f.params("t", "kept", engine.StrategyStatus)
 		q.Retain = 30 * time.Second
 		f.running(q, "c")
-		f.finish(q.RunID, 1, redisstore.OutcomeSucceeded, "{}")
+		f.finish(q.RunID, 1, engine.OutcomeSucceeded, "{}")
 		if ttl := b.Client.PTTL(f.ctx, f.k.IdempotencyKey("kept")).Val(); ttl <= 0 || ttl > 30*time.Second {
 			t.Fatalf("retained key ttl = %v, want (0, 30s]", ttl)
 		}
 
-		r := f.params("t", "window", redisstore.StrategyTTL)
+		r := f.params("t", "window", engine.StrategyTTL)
 		f.running(r, "c")
-		f.finish(r.RunID, 1, redisstore.OutcomeSucceeded, "{}")
+		f.finish(r.RunID, 1, engine.OutcomeSucceeded, "{}")
 		if ttl := b.Client.PTTL(f.ctx, f.k.IdempotencyKey("window")).Val(); ttl <= 30*time.Second {
 			t.Fatalf("ttl key changed when the run ended: ttl %v", ttl)
 		}
@@ -279,7 +280,7 @@ func TestFinishReleasesOrRetainsStatusKey(t *testing.T) {
 func TestFinishIsFencedByAttempt(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.enqueue(p)
 		d := f.read("t", "old")[0]
 		f.start(d, "old")
@@ -292,13 +293,13 @@ func TestFinishIsFencedByAttempt(t *testing.T) {
 		if st.Attempt != 2 {
 			t.Fatalf("redelivered attempt = %d, want 2", st.Attempt)
 		}
-		if r := f.finish(p.RunID, 1, redisstore.OutcomeSucceeded, `"stale"`); r.Written || r.Status != "stale" {
+		if r := f.finish(p.RunID, 1, engine.OutcomeSucceeded, `"stale"`); r.Written || r.Status != "stale" {
 			t.Fatalf("stale finish = %+v, want refused as stale", r)
 		}
 		if !f.exists(f.k.IdempotencyKey("k")) {
 			t.Fatal("stale attempt released the key")
 		}
-		f.finish(p.RunID, 2, redisstore.OutcomeSucceeded, `"fresh"`)
+		f.finish(p.RunID, 2, engine.OutcomeSucceeded, `"fresh"`)
 		run, _ := f.s.GetRun(f.ctx, p.RunID)
 		if string(run.Result) != `"fresh"` {
 			t.Fatalf("result = %s", run.Result)
@@ -309,9 +310,9 @@ func TestFinishIsFencedByAttempt(t *testing.T) {
 func TestRetryKeepsKeyAndPromoteRequeues(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.running(p, "c")
-		_, err := f.s.Finish(f.ctx, &redisstore.FinishParams{RunID: p.RunID, Attempt: 1, Outcome: redisstore.OutcomeRetry,
+		_, err := f.s.Finish(f.ctx, &engine.FinishParams{RunID: p.RunID, Attempt: 1, Outcome: engine.OutcomeRetry,
 			Payload: []byte("transient"), Now: f.now, RetryAt: f.now.Add(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
@@ -344,7 +345,7 @@ func TestStartSkipsStaleTerminalAndExhausted(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		// A cancelled run's delivery is skipped.
-		p := f.params("t", "", redisstore.StrategyNone)
+		p := f.params("t", "", engine.StrategyNone)
 		f.enqueue(p)
 		d := f.read("t", "c")[0]
 		if _, err := f.s.Cancel(f.ctx, p.RunID, "test", f.now); err != nil {
@@ -354,11 +355,11 @@ func TestStartSkipsStaleTerminalAndExhausted(t *testing.T) {
 			t.Fatalf("start of cancelled run = %+v", st)
 		}
 		// A delivery of a missing run is dropped.
-		if st := f.start(redisstore.Delivery{Task: "t", RunID: "nope", EntryID: d.EntryID}, "c"); st.Reason != "missing" {
+		if st := f.start(engine.Delivery{Task: "t", RunID: "nope", EntryID: d.EntryID}, "c"); st.Reason != "missing" {
 			t.Fatalf("start of missing run = %+v", st)
 		}
 		// Too many deliveries fail the run and release its key.
-		q := f.params("t", "k", redisstore.StrategyStatus)
+		q := f.params("t", "k", engine.StrategyStatus)
 		q.MaxDeliveries = 1
 		f.enqueue(q)
 		d = f.read("t", "c")[0]
@@ -377,7 +378,7 @@ func TestStartSkipsStaleTerminalAndExhausted(t *testing.T) {
 func TestCancelReleasesAndPublishes(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "k", redisstore.StrategyStatus)
+		p := f.params("t", "k", engine.StrategyStatus)
 		f.running(p, "c")
 		chans := []string{f.k.CancelChannel(), f.k.DoneChannel(p.RunID), f.k.FinishedChannel()}
 		ps := subscribeNotices(t, f.s, chans...)
@@ -399,7 +400,7 @@ func TestCancelReleasesAndPublishes(t *testing.T) {
 		if r, _ := f.s.Cancel(f.ctx, p.RunID, "again", f.now); r.Written || r.Status != "cancelled" {
 			t.Fatalf("second cancel = %+v", r)
 		}
-		if r := f.finish(p.RunID, 1, redisstore.OutcomeSucceeded, "{}"); r.Written {
+		if r := f.finish(p.RunID, 1, engine.OutcomeSucceeded, "{}"); r.Written {
 			t.Fatal("finish overwrote a cancelled run")
 		}
 	})
@@ -408,15 +409,15 @@ func TestCancelReleasesAndPublishes(t *testing.T) {
 func TestHeartbeatExtendsOnlyOwnLeases(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p1, p2, p3 := f.params("t", "", redisstore.StrategyNone), f.params("t", "", redisstore.StrategyNone), f.params("t", "", redisstore.StrategyNone)
+		p1, p2, p3 := f.params("t", "", engine.StrategyNone), f.params("t", "", engine.StrategyNone), f.params("t", "", engine.StrategyNone)
 		f.enqueue(p1)
 		f.enqueue(p2)
 		f.enqueue(p3)
 		ds := f.read("t", "me")
-		var leases []redisstore.Lease
+		var leases []engine.Lease
 		for _, d := range ds {
 			st := f.start(d, "me")
-			leases = append(leases, redisstore.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt})
+			leases = append(leases, engine.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt})
 		}
 		// p2's delivery is taken over by another consumer; p3 is cancelled.
 		if err := b.Client.XClaim(f.ctx, &redis.XClaimArgs{Stream: f.k.Stream("t"), Group: redisstore.GroupName,
@@ -430,7 +431,7 @@ func TestHeartbeatExtendsOnlyOwnLeases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []redisstore.LeaseState{redisstore.LeaseHeld, redisstore.LeaseLost, redisstore.LeaseFinished, redisstore.LeaseStale}
+		want := []engine.LeaseState{engine.LeaseHeld, engine.LeaseLost, engine.LeaseFinished, engine.LeaseStale}
 		for i := range want {
 			if states[i].State != want[i] {
 				t.Fatalf("states = %v, want %v", states, want)
@@ -450,7 +451,7 @@ func TestHeartbeatExtendsOnlyOwnLeases(t *testing.T) {
 func TestRequeueGivesRunBack(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		p := f.params("t", "", redisstore.StrategyNone)
+		p := f.params("t", "", engine.StrategyNone)
 		f.running(p, "c")
 		if r, err := f.s.Requeue(f.ctx, p.RunID, "t", 1); err != nil || !r.Written {
 			t.Fatalf("requeue = %+v, %v", r, err)
@@ -471,7 +472,7 @@ func TestRequeueGivesRunBack(t *testing.T) {
 func TestSweepRemovesOnlyExpiredIndexEntries(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		live, gone := f.params("t", "", redisstore.StrategyNone), f.params("t", "", redisstore.StrategyNone)
+		live, gone := f.params("t", "", engine.StrategyNone), f.params("t", "", engine.StrategyNone)
 		f.enqueue(live)
 		f.enqueue(gone)
 		b.Client.Del(f.ctx, f.k.Run(gone.RunID))
@@ -502,8 +503,8 @@ func TestReleaseKeyIsCompareAndDelete(t *testing.T) {
 func TestEnqueueBatchDeduplicatesWithinBatch(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		ps := []*redisstore.EnqueueParams{
-			f.params("t", "a", redisstore.StrategyTTL), f.params("t", "b", redisstore.StrategyTTL), f.params("t", "a", redisstore.StrategyTTL),
+		ps := []*engine.EnqueueParams{
+			f.params("t", "a", engine.StrategyTTL), f.params("t", "b", engine.StrategyTTL), f.params("t", "a", engine.StrategyTTL),
 		}
 		// Flush the script cache first: the batch must load it and still
 		// work. Only on miniredis: the shared server's cache is not ours.
@@ -549,7 +550,7 @@ func TestRegisterTaskReturnsPrevious(t *testing.T) {
 func TestEnqueueResendReportsTheFirstSend(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		for _, strat := range []redisstore.Strategy{redisstore.StrategyStatus, redisstore.StrategyNone} {
+		for _, strat := range []engine.Strategy{engine.StrategyStatus, engine.StrategyNone} {
 			p := f.params("resend", "k-"+string(strat), strat)
 			first := f.enqueue(p)
 			again := f.enqueue(p)
@@ -561,7 +562,7 @@ func TestEnqueueResendReportsTheFirstSend(t *testing.T) {
 			}
 		}
 		// Another trigger with a taken run ID (not a resend) is refused.
-		p := f.params("resend", "", redisstore.StrategyNone)
+		p := f.params("resend", "", engine.StrategyNone)
 		f.enqueue(p)
 		p2 := *p
 		p2.Task = "other"
@@ -576,9 +577,9 @@ func TestEnqueueResendReportsTheFirstSend(t *testing.T) {
 func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		watched, unwatched, failed := f.params("t", "w", redisstore.StrategyStatus),
-			f.params("t", "u", redisstore.StrategyStatus), f.params("t", "f", redisstore.StrategyStatus)
-		for _, p := range []*redisstore.EnqueueParams{watched, unwatched, failed} {
+		watched, unwatched, failed := f.params("t", "w", engine.StrategyStatus),
+			f.params("t", "u", engine.StrategyStatus), f.params("t", "f", engine.StrategyStatus)
+		for _, p := range []*engine.EnqueueParams{watched, unwatched, failed} {
 			f.enqueue(p)
 		}
 		if st, err := f.s.WatchRun(f.ctx, watched.RunID); err != nil || st != "queued" {
@@ -586,14 +587,14 @@ func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 		}
 		chans := []string{f.k.DoneChannel(watched.RunID), f.k.DoneChannel(unwatched.RunID), f.k.FinishedChannel()}
 		ps := subscribeNotices(t, f.s, chans...)
-		var batch []*redisstore.FinishParams
+		var batch []*engine.FinishParams
 		for _, d := range f.read("t", "w1") {
-			o := redisstore.OutcomeSucceeded
+			o := engine.OutcomeSucceeded
 			if d.RunID == failed.RunID {
-				o = redisstore.OutcomeFailed
+				o = engine.OutcomeFailed
 			}
 			st := f.start(d, "w1")
-			batch = append(batch, &redisstore.FinishParams{RunID: d.RunID, Attempt: st.Attempt, Outcome: o, Now: f.now,
+			batch = append(batch, &engine.FinishParams{RunID: d.RunID, Attempt: st.Attempt, Outcome: o, Now: f.now,
 				Task: d.Task, EntryID: d.EntryID, Spec: st.Spec})
 		}
 		if _, errs := f.s.FinishBatch(f.ctx, batch); errs[0] != nil || errs[1] != nil || errs[2] != nil {
@@ -608,7 +609,7 @@ func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 			fmt.Sprint(got[f.k.FinishedChannel()]) != "[failed 1 succeeded 2]" {
 			t.Fatalf("notices = %v", got)
 		}
-		if n := redisstore.ParseFinished("failed 1 succeeded 2"); n["failed"] != 1 || n["succeeded"] != 2 || len(n) != 2 {
+		if n := engine.ParseFinished("failed 1 succeeded 2"); n["failed"] != 1 || n["succeeded"] != 2 || len(n) != 2 {
 			t.Errorf("ParseFinished = %v", n)
 		}
 		// An ended run is not watched again, and a missing one is not found.
@@ -618,7 +619,7 @@ func TestDoneChannelIsPublishedForWatchedRunsOnly(t *testing.T) {
 		if x := b.Client.HGet(f.ctx, f.k.Run(unwatched.RunID), "x").Val(); x != "" {
 			t.Errorf("an ended run was flagged %q", x)
 		}
-		if _, err := f.s.WatchRun(f.ctx, "no-such-run"); !errors.Is(err, redisstore.ErrRunNotFound) {
+		if _, err := f.s.WatchRun(f.ctx, "no-such-run"); !errors.Is(err, engine.ErrRunNotFound) {
 			t.Errorf("watch of a missing run: %v, want ErrRunNotFound", err)
 		}
 	})

@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // settingsSpec is the spec of a run's settings as a trigger sends it, for
 // its record and its first delivery: the first specSettings values of a
 // spec (see layout.go), durations in ms and created in unix ms.
-func settingsSpec(strat Strategy, hold int64, retries int, timeout, created int64, maxDeliveries int,
+func settingsSpec(strat engine.Strategy, hold int64, retries int, timeout, created int64, maxDeliveries int,
 	retain, retention int64) string {
 	if strat == "" {
-		strat = StrategyNone
+		strat = engine.StrategyNone
 	}
 	var v [specSettings]int64
 	v[specHold], v[specRetries], v[specTimeout], v[specCreated] = hold, int64(retries), timeout, created
@@ -38,7 +39,7 @@ func settingsSpec(strat Strategy, hold int64, retries int, timeout, created int6
 // parseSpecValues splits a spec: a run record's (specSettings values) or
 // a stream entry's (those, or all specFieldCount when it was queued
 // again; absent ones read as 0). ok is false when it is neither.
-func parseSpecValues(o string) (strat Strategy, n [specFieldCount]int64, ok bool) {
+func parseSpecValues(o string) (strat engine.Strategy, n [specFieldCount]int64, ok bool) {
 	for i := range specFieldCount {
 		f, rest, more := strings.Cut(o, " ")
 		if !more && i != specSettings-1 && i != specFieldCount-1 {
@@ -46,7 +47,7 @@ func parseSpecValues(o string) (strat Strategy, n [specFieldCount]int64, ok bool
 		}
 		o = rest
 		if i == specStrategy {
-			strat = Strategy(f)
+			strat = engine.Strategy(f)
 		} else {
 			x, err := strconv.ParseInt(f, 10, 64)
 			if err != nil {
@@ -62,7 +63,7 @@ func parseSpecValues(o string) (strat Strategy, n [specFieldCount]int64, ok bool
 }
 
 // parseSpec reads a stream entry's fields; nil when it has no valid spec.
-func parseSpec(v map[string]any) *RunSpec {
+func parseSpec(v map[string]any) *engine.RunSpec {
 	o, _ := v[entrySpec].(string)
 	strat, n, ok := parseSpecValues(o)
 	if !ok {
@@ -74,7 +75,7 @@ func parseSpec(v map[string]any) *RunSpec {
 		meta = noMeta // not written when there is none
 	}
 	key, _ := v[entryIdempotencyKey].(string)
-	return &RunSpec{
+	return &engine.RunSpec{
 		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: strat,
 		Hold:    time.Duration(n[specHold]) * time.Millisecond,
 		Retries: int(n[specRetries]), Timeout: time.Duration(n[specTimeout]) * time.Millisecond,
@@ -84,12 +85,12 @@ func parseSpec(v map[string]any) *RunSpec {
 	}
 }
 
-func (s *Store) deliveries(streams []redis.XStream, taskOf map[string]string) []Delivery {
-	var out []Delivery
+func (s *Store) deliveries(streams []redis.XStream, taskOf map[string]string) []engine.Delivery {
+	var out []engine.Delivery
 	for _, st := range streams {
 		for _, m := range st.Messages {
 			id, _ := m.Values[entryRunID].(string)
-			out = append(out, Delivery{Task: taskOf[st.Stream], EntryID: m.ID, RunID: id, Spec: parseSpec(m.Values)})
+			out = append(out, engine.Delivery{Task: taskOf[st.Stream], EntryID: m.ID, RunID: id, Spec: parseSpec(m.Values)})
 		}
 	}
 	return out
@@ -99,7 +100,7 @@ func (s *Store) deliveries(streams []redis.XStream, taskOf map[string]string) []
 // partition part (one XREADGROUP over the partition's streams, which share
 // its slot), at most count per stream. It returns nil, nil when nothing
 // arrived.
-func (s *Store) ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]Delivery, error) {
+func (s *Store) ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]engine.Delivery, error) {
 	ks, err := s.partitionKeys(ctx, part)
 	if err != nil {
 		return nil, err
@@ -129,7 +130,7 @@ func (s *Store) ReadGroup(ctx context.Context, part int, consumer string, tasks 
 // AutoClaim takes over deliveries of task in partition part whose lease
 // (idle time in the pending list) is longer than minIdle: their worker
 // died or stalled.
-func (s *Store) AutoClaim(ctx context.Context, part int, task, consumer string, minIdle time.Duration, count int) ([]Delivery, error) {
+func (s *Store) AutoClaim(ctx context.Context, part int, task, consumer string, minIdle time.Duration, count int) ([]engine.Delivery, error) {
 	ks, err := s.partitionKeys(ctx, part)
 	if err != nil {
 		return nil, err
@@ -151,10 +152,10 @@ func (s *Store) AutoClaim(ctx context.Context, part int, task, consumer string, 
 // --- idempotency keys ------------------------------------------------------
 
 // GetKey returns who holds key, or ok=false when nobody does.
-func (s *Store) GetKey(ctx context.Context, key string) (KeyState, bool, error) {
+func (s *Store) GetKey(ctx context.Context, key string) (engine.KeyState, bool, error) {
 	ks, err := s.keysOfKey(ctx, key)
 	if err != nil {
-		return KeyState{}, false, err
+		return engine.KeyState{}, false, err
 	}
 	rk := ks.IdempotencyKey(key)
 	pipe := s.rdb.Pipeline()
@@ -163,12 +164,12 @@ func (s *Store) GetKey(ctx context.Context, key string) (KeyState, bool, error) 
 	_, _ = pipe.Exec(ctx)
 	owner, err := get.Result()
 	if errors.Is(err, redis.Nil) {
-		return KeyState{Key: key}, false, nil
+		return engine.KeyState{Key: key}, false, nil
 	}
 	if err != nil {
-		return KeyState{}, false, err
+		return engine.KeyState{}, false, err
 	}
-	st := KeyState{Key: key, Owner: owner}
+	st := engine.KeyState{Key: key, Owner: owner}
 	if d, err := ttl.Result(); err == nil && d > 0 {
 		st.TTL = d
 	}

@@ -30,18 +30,18 @@ import (
 
 // SetSuppressedLimits sets the store's limits on suppressed-trigger
 // records, before its first trigger.
-func (s *Store) SetSuppressedLimits(l SuppressedLimits) {
+func (s *Store) SetSuppressedLimits(l engine.SuppressedLimits) {
 	l = l.WithDefaults()
 	s.suppressed.Store(&l)
 }
 
 // SuppressedLimits returns the store's limits on suppressed-trigger
 // records.
-func (s *Store) SuppressedLimits() SuppressedLimits {
+func (s *Store) SuppressedLimits() engine.SuppressedLimits {
 	if l := s.suppressed.Load(); l != nil {
 		return *l
 	}
-	return SuppressedLimits{}.WithDefaults()
+	return engine.SuppressedLimits{}.WithDefaults()
 }
 
 // suppressedCap is the cap of each partition's stream, of n, as the scripts
@@ -57,7 +57,7 @@ func (s *Store) suppressedCap(n int) string {
 // sourceOf is the source a trigger records: SourceClient for "".
 func sourceOf(source string) string {
 	if source == "" {
-		return SourceClient
+		return engine.SourceClient
 	}
 	return source
 }
@@ -74,7 +74,7 @@ const suppressedScanBatch = 500
 // merges every partition's stream. It reads every entry of a stream at
 // most once per call, so a filter that matches little costs the stream's
 // length (bounded by the cap).
-func (s *Store) ListSuppressed(ctx context.Context, q SuppressedQuery) ([]Suppressed, string, error) {
+func (s *Store) ListSuppressed(ctx context.Context, q engine.SuppressedQuery) ([]engine.Suppressed, string, error) {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, "", err
@@ -91,7 +91,7 @@ func (s *Store) ListSuppressed(ctx context.Context, q SuppressedQuery) ([]Suppre
 	case q.Owner != "":
 		i, ok := parts.OfRun(q.Owner)
 		if !ok {
-			return []Suppressed{}, "", nil
+			return []engine.Suppressed{}, "", nil
 		}
 		only = []int{i}
 	default:
@@ -100,10 +100,10 @@ func (s *Store) ListSuppressed(ctx context.Context, q SuppressedQuery) ([]Suppre
 		}
 	}
 	oldest := q.Now.Add(-s.SuppressedLimits().Retention).UnixMilli()
-	keep := func(e *Suppressed) bool {
+	keep := func(e *engine.Suppressed) bool {
 		return (q.Key == "" || e.Key == q.Key) && (q.Owner == "" || e.Owner == q.Owner)
 	}
-	var all []Suppressed
+	var all []engine.Suppressed
 	ended := true
 	for _, i := range only {
 		got, more, err := s.scanSuppressed(ctx, parts.Keys(i), i, after, limit, oldest, keep)
@@ -126,7 +126,7 @@ func (s *Store) ListSuppressed(ctx context.Context, q SuppressedQuery) ([]Suppre
 // keeping up to limit records that keep accepts and that are not older
 // than oldest (unix ms). more says whether the stream may hold more.
 func (s *Store) scanSuppressed(ctx context.Context, ks Keys, part int, after *suppressedPos, limit int,
-	oldest int64, keep func(*Suppressed) bool) (out []Suppressed, more bool, err error) {
+	oldest int64, keep func(*engine.Suppressed) bool) (out []engine.Suppressed, more bool, err error) {
 	end := "+"
 	if after != nil {
 		end = after.id.String()
@@ -216,12 +216,12 @@ type suppressedRec struct{ rec, source string }
 
 // suppressedOf reads record i of an entry (see suppressedRecord in
 // layout.go).
-func suppressedOf(r suppressedRec, id streamID, part, i int) Suppressed {
+func suppressedOf(r suppressedRec, id streamID, part, i int) engine.Suppressed {
 	f := strings.SplitN(r.rec, " ", 5)
 	for len(f) < 5 {
 		f = append(f, "")
 	}
-	return Suppressed{
+	return engine.Suppressed{
 		ID: id.String(), Partition: part, Index: i, Time: time.UnixMilli(int64(id.ms)), Source: r.source,
 		Outcome: f[0], Owner: f[1], InputDigest: f[2], Task: f[3], Key: f[4],
 	}
@@ -255,7 +255,7 @@ type suppressedPos struct {
 }
 
 // A cursor is "<entry id>.<partition>.<index>".
-func formatSuppressedCursor(e Suppressed) string {
+func formatSuppressedCursor(e engine.Suppressed) string {
 	return e.ID + "." + strconv.Itoa(e.Partition) + "." + strconv.Itoa(e.Index)
 }
 
@@ -280,7 +280,7 @@ func parseSuppressedCursor(c string, parts int) (*suppressedPos, error) {
 
 // newerFirst orders records newest first: by entry ID, then partition,
 // then the later trigger of a call first.
-func newerFirst(x, y Suppressed) int {
+func newerFirst(x, y engine.Suppressed) int {
 	a, b := mustStreamID(x.ID), mustStreamID(y.ID)
 	switch {
 	case a.ms != b.ms:

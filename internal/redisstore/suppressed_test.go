@@ -15,17 +15,17 @@ import (
 // suppressed lists every suppressed trigger of the fixture's namespace
 // that the query selects, page by page, checking that pages join without
 // a gap or a repeat.
-func (f *fixture) suppressed(q redisstore.SuppressedQuery) []redisstore.Suppressed {
+func (f *fixture) suppressed(q engine.SuppressedQuery) []engine.Suppressed {
 	f.t.Helper()
 	return listSuppressed(f.t, f.s, q)
 }
 
-func listSuppressed(t *testing.T, s *redisstore.Store, q redisstore.SuppressedQuery) []redisstore.Suppressed {
+func listSuppressed(t *testing.T, s *redisstore.Store, q engine.SuppressedQuery) []engine.Suppressed {
 	t.Helper()
 	if q.Now.IsZero() {
 		q.Now = time.Now()
 	}
-	var all []redisstore.Suppressed
+	var all []engine.Suppressed
 	seen := map[string]bool{}
 	for pages := 0; ; pages++ {
 		if pages > 1000 {
@@ -65,12 +65,12 @@ func (f *fixture) suppressedLen() int64 {
 func TestSuppressedRecordsEachDuplicate(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		owner := f.params("charge", "order-1", redisstore.StrategyStatus)
+		owner := f.params("charge", "order-1", engine.StrategyStatus)
 		if !f.enqueue(owner).Accepted {
 			t.Fatal("owner not accepted")
 		}
-		if !f.enqueue(f.params("charge", "order-2", redisstore.StrategyStatus)).Accepted ||
-			!f.enqueue(f.params("charge", "", redisstore.StrategyNone)).Accepted {
+		if !f.enqueue(f.params("charge", "order-2", engine.StrategyStatus)).Accepted ||
+			!f.enqueue(f.params("charge", "", engine.StrategyNone)).Accepted {
 			t.Fatal("a trigger of a free key not accepted")
 		}
 		if n := f.suppressedLen(); n != 0 {
@@ -78,23 +78,23 @@ func TestSuppressedRecordsEachDuplicate(t *testing.T) {
 		}
 		before := time.Now().Add(-time.Second)
 		cases := []struct {
-			policy  redisstore.Policy
+			policy  engine.Policy
 			source  string
 			outcome string
 		}{
-			{redisstore.PolicyReject, "", redisstore.SuppressedRejected},
-			{redisstore.PolicyReject, redisstore.SourceHTTP, redisstore.SuppressedRejected},
-			{redisstore.PolicyAttach, redisstore.SourceCLI, redisstore.SuppressedAttached},
-			{redisstore.PolicySignal, redisstore.SourceClient, redisstore.SuppressedSignalled},
+			{engine.PolicyReject, "", engine.SuppressedRejected},
+			{engine.PolicyReject, engine.SourceHTTP, engine.SuppressedRejected},
+			{engine.PolicyAttach, engine.SourceCLI, engine.SuppressedAttached},
+			{engine.PolicySignal, engine.SourceClient, engine.SuppressedSignalled},
 		}
 		for i, c := range cases {
-			p := f.params("refund", "order-1", redisstore.StrategyStatus)
+			p := f.params("refund", "order-1", engine.StrategyStatus)
 			p.Input, p.Policy, p.Source, p.SignalID = []byte(fmt.Sprintf(`{"n":%d}`, i)), c.policy, c.source, "sig-1"
 			if res := f.enqueue(p); res.Accepted || res.Owner != owner.RunID {
 				t.Fatalf("duplicate %d: %+v", i, res)
 			}
 		}
-		got := f.suppressed(redisstore.SuppressedQuery{Limit: 10})
+		got := f.suppressed(engine.SuppressedQuery{Limit: 10})
 		if len(got) != len(cases) {
 			t.Fatalf("%d records for %d duplicates: %+v", len(got), len(cases), got)
 		}
@@ -102,9 +102,9 @@ func TestSuppressedRecordsEachDuplicate(t *testing.T) {
 			e := got[len(cases)-1-i] // newest first
 			want := c.source
 			if want == "" {
-				want = redisstore.SourceClient
+				want = engine.SourceClient
 			}
-			digest := redisstore.InputDigest([]byte(fmt.Sprintf(`{"n":%d}`, i)))
+			digest := engine.InputDigest([]byte(fmt.Sprintf(`{"n":%d}`, i)))
 			if e.Key != "order-1" || e.Owner != owner.RunID || e.Task != "refund" || e.Source != want ||
 				e.Outcome != c.outcome || e.InputDigest != digest || len(digest) != 16 {
 				t.Errorf("record of duplicate %d = %+v, want source %s, outcome %s, digest %s", i, e, want, c.outcome, digest)
@@ -120,13 +120,13 @@ func TestSuppressedRecordsEachDuplicate(t *testing.T) {
 func TestSuppressedRecordsDebounce(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		owner := f.params("digest", "user-1", redisstore.StrategyDebounce)
+		owner := f.params("digest", "user-1", engine.StrategyDebounce)
 		f.enqueue(owner)
-		if res := f.enqueue(f.params("digest", "user-1", redisstore.StrategyDebounce)); res.Outcome != redisstore.TriggerDebounced {
+		if res := f.enqueue(f.params("digest", "user-1", engine.StrategyDebounce)); res.Outcome != engine.TriggerDebounced {
 			t.Fatalf("second trigger: %+v", res)
 		}
-		got := f.suppressed(redisstore.SuppressedQuery{Limit: 10})
-		if len(got) != 1 || got[0].Outcome != redisstore.SuppressedDebounced || got[0].Owner != owner.RunID {
+		got := f.suppressed(engine.SuppressedQuery{Limit: 10})
+		if len(got) != 1 || got[0].Outcome != engine.SuppressedDebounced || got[0].Owner != owner.RunID {
 			t.Fatalf("records %+v, want one debounced to %s", got, owner.RunID)
 		}
 	})
@@ -137,21 +137,21 @@ func TestSuppressedRecordsDebounce(t *testing.T) {
 // a task of the event that created its run records nothing.
 func TestSuppressedRecordsEventCollision(t *testing.T) {
 	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
-		owner := f.params("charge", "order-1", redisstore.StrategyStatus)
+		owner := f.params("charge", "order-1", engine.StrategyStatus)
 		f.enqueue(owner)
-		ev := f.event("evt-1", "order.paid", f.eventRun("charge", "order-1", redisstore.StrategyStatus),
-			f.eventRun("notify", "mail-1", redisstore.StrategyStatus))
+		ev := f.event("evt-1", "order.paid", f.eventRun("charge", "order-1", engine.StrategyStatus),
+			f.eventRun("notify", "mail-1", engine.StrategyStatus))
 		runs := f.push(ev)
-		if runs[0].Outcome != redisstore.EventRunDeduplicated || runs[1].Outcome != redisstore.EventRunCreated {
+		if runs[0].Outcome != engine.EventRunDeduplicated || runs[1].Outcome != engine.EventRunCreated {
 			t.Fatalf("event runs %+v", runs)
 		}
-		got := f.suppressed(redisstore.SuppressedQuery{Limit: 10})
+		got := f.suppressed(engine.SuppressedQuery{Limit: 10})
 		if len(got) != 1 {
 			t.Fatalf("records %+v, want one", got)
 		}
 		e := got[0]
 		if e.Key != "order-1" || e.Owner != owner.RunID || e.Task != "charge" || e.Source != "event:evt-1" ||
-			e.Outcome != redisstore.SuppressedDeduplicated || e.InputDigest != redisstore.InputDigest(ev.Payload) {
+			e.Outcome != engine.SuppressedDeduplicated || e.InputDigest != engine.InputDigest(ev.Payload) {
 			t.Errorf("record %+v", e)
 		}
 	})
@@ -162,14 +162,14 @@ func TestSuppressedRecordsEventCollision(t *testing.T) {
 func TestSuppressedEventReplayRecordsOnce(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		f.enqueue(f.params("charge", "order-1", redisstore.StrategyStatus))
-		ev := f.event("evt-1", "order.paid", f.eventRun("charge", "order-1", redisstore.StrategyStatus))
+		f.enqueue(f.params("charge", "order-1", engine.StrategyStatus))
+		ev := f.event("evt-1", "order.paid", f.eventRun("charge", "order-1", engine.StrategyStatus))
 		if err := f.s.StoreEventStep(f.ctx, ev); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {
 			runs, err := f.s.TriggerEventStep(f.ctx, ev)
-			if err != nil || runs[0].Outcome != redisstore.EventRunDeduplicated {
+			if err != nil || runs[0].Outcome != engine.EventRunDeduplicated {
 				t.Fatalf("trigger step: %+v, %v", runs, err)
 			}
 		}
@@ -187,10 +187,10 @@ func TestSuppressedCapBoundsTheStream(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
 		const limit, dups = 50, 400
-		f.s.SetSuppressedLimits(redisstore.SuppressedLimits{Cap: limit})
-		f.enqueue(f.params("charge", "order-1", redisstore.StrategyStatus))
+		f.s.SetSuppressedLimits(engine.SuppressedLimits{Cap: limit})
+		f.enqueue(f.params("charge", "order-1", engine.StrategyStatus))
 		for i := range dups {
-			p := f.params("charge", "order-1", redisstore.StrategyStatus)
+			p := f.params("charge", "order-1", engine.StrategyStatus)
 			p.Input = []byte(fmt.Sprintf(`{"n":%d}`, i))
 			f.enqueue(p)
 		}
@@ -198,13 +198,13 @@ func TestSuppressedCapBoundsTheStream(t *testing.T) {
 		if n < limit || n > limit+100 {
 			t.Fatalf("stream holds %d entries after %d duplicates, want %d to %d", n, dups, limit, limit+100)
 		}
-		got := f.suppressed(redisstore.SuppressedQuery{Limit: 7})
-		if int64(len(got)) != n || got[0].InputDigest != redisstore.InputDigest([]byte(fmt.Sprintf(`{"n":%d}`, dups-1))) {
+		got := f.suppressed(engine.SuppressedQuery{Limit: 7})
+		if int64(len(got)) != n || got[0].InputDigest != engine.InputDigest([]byte(fmt.Sprintf(`{"n":%d}`, dups-1))) {
 			t.Fatalf("listed %d of %d, newest %+v", len(got), n, got[0])
 		}
-		ps := make([]*redisstore.EnqueueParams, 20)
+		ps := make([]*engine.EnqueueParams, 20)
 		for j := range ps {
-			ps[j] = f.params("charge", "order-1", redisstore.StrategyStatus)
+			ps[j] = f.params("charge", "order-1", engine.StrategyStatus)
 			ps[j].Input = []byte(fmt.Sprintf(`{"batch":%d}`, j))
 		}
 		if _, errs := f.s.EnqueueBatch(f.ctx, ps); errors.Join(errs...) != nil {
@@ -213,9 +213,9 @@ func TestSuppressedCapBoundsTheStream(t *testing.T) {
 		if m := f.suppressedLen(); m > n+1 {
 			t.Fatalf("a call of 20 duplicates added %d entries", m-n)
 		}
-		got = f.suppressed(redisstore.SuppressedQuery{Limit: 3})
+		got = f.suppressed(engine.SuppressedQuery{Limit: 3})
 		for j := range 20 {
-			want := redisstore.InputDigest([]byte(fmt.Sprintf(`{"batch":%d}`, 19-j)))
+			want := engine.InputDigest([]byte(fmt.Sprintf(`{"batch":%d}`, 19-j)))
 			if got[j].InputDigest != want || got[j].ID != got[0].ID {
 				t.Fatalf("record %d of the call's entry: %+v, want digest %s", j, got[j], want)
 			}
@@ -227,9 +227,9 @@ func TestSuppressedCapBoundsTheStream(t *testing.T) {
 func TestSuppressedCapOff(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		f.s.SetSuppressedLimits(redisstore.SuppressedLimits{Cap: -1})
-		f.enqueue(f.params("charge", "order-1", redisstore.StrategyStatus))
-		if res := f.enqueue(f.params("charge", "order-1", redisstore.StrategyStatus)); res.Accepted {
+		f.s.SetSuppressedLimits(engine.SuppressedLimits{Cap: -1})
+		f.enqueue(f.params("charge", "order-1", engine.StrategyStatus))
+		if res := f.enqueue(f.params("charge", "order-1", engine.StrategyStatus)); res.Accepted {
 			t.Fatal("duplicate accepted")
 		}
 		if n := f.suppressedLen(); n != 0 {
@@ -243,8 +243,8 @@ func TestSuppressedCapOff(t *testing.T) {
 func TestSuppressedSearchByKeyAndOwner(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		a := f.params("charge", "order-a", redisstore.StrategyStatus)
-		c := f.params("charge", "order-c", redisstore.StrategyStatus)
+		a := f.params("charge", "order-a", engine.StrategyStatus)
+		c := f.params("charge", "order-c", engine.StrategyStatus)
 		f.enqueue(a)
 		f.enqueue(c)
 		for i := range 7 {
@@ -252,14 +252,14 @@ func TestSuppressedSearchByKeyAndOwner(t *testing.T) {
 			if i%3 == 2 {
 				key = "order-c"
 			}
-			p := f.params("charge", key, redisstore.StrategyStatus)
+			p := f.params("charge", key, engine.StrategyStatus)
 			p.Input = []byte(fmt.Sprintf(`{"n":%d}`, i))
 			f.enqueue(p)
 		}
-		byKey := f.suppressed(redisstore.SuppressedQuery{Key: "order-a", Limit: 2})
-		byOwner := f.suppressed(redisstore.SuppressedQuery{Owner: c.RunID, Limit: 1})
-		both := f.suppressed(redisstore.SuppressedQuery{Key: "order-c", Owner: c.RunID, Limit: 5})
-		none := f.suppressed(redisstore.SuppressedQuery{Key: "order-a", Owner: c.RunID, Limit: 5})
+		byKey := f.suppressed(engine.SuppressedQuery{Key: "order-a", Limit: 2})
+		byOwner := f.suppressed(engine.SuppressedQuery{Owner: c.RunID, Limit: 1})
+		both := f.suppressed(engine.SuppressedQuery{Key: "order-c", Owner: c.RunID, Limit: 5})
+		none := f.suppressed(engine.SuppressedQuery{Key: "order-a", Owner: c.RunID, Limit: 5})
 		if len(byKey) != 5 || len(byOwner) != 2 || len(both) != 2 || len(none) != 0 {
 			t.Fatalf("by key %d, by owner %d, both %d, neither %d records; want 5, 2, 2, 0", len(byKey), len(byOwner), len(both), len(none))
 		}
@@ -273,10 +273,10 @@ func TestSuppressedSearchByKeyAndOwner(t *testing.T) {
 				t.Errorf("search by owner found %+v", e)
 			}
 		}
-		if byKey[0].InputDigest != redisstore.InputDigest([]byte(`{"n":6}`)) {
+		if byKey[0].InputDigest != engine.InputDigest([]byte(`{"n":6}`)) {
 			t.Errorf("newest record of order-a %+v, want the input {\"n\":6}", byKey[0])
 		}
-		if got := f.suppressed(redisstore.SuppressedQuery{Owner: "no-such-run.99", Limit: 5}); len(got) != 0 {
+		if got := f.suppressed(engine.SuppressedQuery{Owner: "no-such-run.99", Limit: 5}); len(got) != 0 {
 			t.Errorf("an owner naming no partition found %+v", got)
 		}
 	})
@@ -286,14 +286,14 @@ func TestSuppressedSearchByKeyAndOwner(t *testing.T) {
 func TestSuppressedRetention(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		f.s.SetSuppressedLimits(redisstore.SuppressedLimits{Retention: time.Hour})
-		f.enqueue(f.params("charge", "order-1", redisstore.StrategyStatus))
-		f.enqueue(f.params("charge", "order-1", redisstore.StrategyStatus))
-		if got := f.suppressed(redisstore.SuppressedQuery{Limit: 5}); len(got) != 1 {
+		f.s.SetSuppressedLimits(engine.SuppressedLimits{Retention: time.Hour})
+		f.enqueue(f.params("charge", "order-1", engine.StrategyStatus))
+		f.enqueue(f.params("charge", "order-1", engine.StrategyStatus))
+		if got := f.suppressed(engine.SuppressedQuery{Limit: 5}); len(got) != 1 {
 			t.Fatalf("fresh records %+v", got)
 		}
 		later := time.Now().Add(2 * time.Hour)
-		if got := f.suppressed(redisstore.SuppressedQuery{Limit: 5, Now: later}); len(got) != 0 {
+		if got := f.suppressed(engine.SuppressedQuery{Limit: 5, Now: later}); len(got) != 0 {
 			t.Fatalf("records past their retention listed: %+v", got)
 		}
 		if _, err := f.s.TrimSuppressed(f.ctx, 0, time.Now().Add(-time.Hour)); err != nil {
@@ -321,9 +321,9 @@ func TestSuppressedListingMergesPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		trigger := func(run, key string) redisstore.EnqueueResult {
-			res, err := s.Enqueue(t.Context(), &redisstore.EnqueueParams{RunID: run, Task: "charge", Input: []byte(`{}`),
-				Key: key, Strategy: redisstore.StrategyStatus, Hold: time.Minute, Retention: time.Hour, Now: now})
+		trigger := func(run, key string) engine.EnqueueResult {
+			res, err := s.Enqueue(t.Context(), &engine.EnqueueParams{RunID: run, Task: "charge", Input: []byte(`{}`),
+				Key: key, Strategy: engine.StrategyStatus, Hold: time.Minute, Retention: time.Hour, Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -351,8 +351,8 @@ func TestSuppressedListingMergesPartitions(t *testing.T) {
 			}
 		}
 		slices.Reverse(want)
-		one := listSuppressed(t, s, redisstore.SuppressedQuery{Limit: 100})
-		paged := listSuppressed(t, s, redisstore.SuppressedQuery{Limit: 5})
+		one := listSuppressed(t, s, engine.SuppressedQuery{Limit: 100})
+		paged := listSuppressed(t, s, engine.SuppressedQuery{Limit: 5})
 		if len(one) != len(want) || len(paged) != len(want) {
 			t.Fatalf("listed %d at once and %d in pages, want %d", len(one), len(paged), len(want))
 		}
@@ -376,7 +376,7 @@ func TestSuppressedListingMergesPartitions(t *testing.T) {
 				t.Errorf("order-%d has %d records, want 3", i, n)
 			}
 		}
-		byKey := listSuppressed(t, s, redisstore.SuppressedQuery{Key: "order-5", Limit: 2})
+		byKey := listSuppressed(t, s, engine.SuppressedQuery{Key: "order-5", Limit: 2})
 		if len(byKey) != 3 {
 			t.Errorf("search of order-5 found %+v", byKey)
 		}
@@ -385,7 +385,7 @@ func TestSuppressedListingMergesPartitions(t *testing.T) {
 				t.Errorf("search of order-5 found %+v", e)
 			}
 		}
-		if _, _, err := s.ListSuppressed(t.Context(), redisstore.SuppressedQuery{Limit: 1, Cursor: "1-0.9"}); !errors.Is(err, engine.ErrInvalidCursor) {
+		if _, _, err := s.ListSuppressed(t.Context(), engine.SuppressedQuery{Limit: 1, Cursor: "1-0.9"}); !errors.Is(err, engine.ErrInvalidCursor) {
 			t.Errorf("a cursor naming partition 9 of 4: %v", err)
 		}
 	})
@@ -396,16 +396,16 @@ func TestSuppressedListingMergesPartitions(t *testing.T) {
 func TestSuppressedMixedSourcesInOneBatch(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		owner := f.params("charge", "order-1", redisstore.StrategyStatus)
+		owner := f.params("charge", "order-1", engine.StrategyStatus)
 		f.enqueue(owner)
-		sources := []string{redisstore.SourceHTTP, "", redisstore.SourceCLI, redisstore.SourceHTTP}
-		ps := make([]*redisstore.EnqueueParams, len(sources))
+		sources := []string{engine.SourceHTTP, "", engine.SourceCLI, engine.SourceHTTP}
+		ps := make([]*engine.EnqueueParams, len(sources))
 		for i, src := range sources {
-			ps[i] = f.params("charge", "order-1", redisstore.StrategyStatus)
+			ps[i] = f.params("charge", "order-1", engine.StrategyStatus)
 			ps[i].Source = src
 		}
-		fresh := f.params("charge", "order-2", redisstore.StrategyStatus)
-		fresh.Source = redisstore.SourceCLI
+		fresh := f.params("charge", "order-2", engine.StrategyStatus)
+		fresh.Source = engine.SourceCLI
 		ps = append(ps, fresh)
 		res, errs := f.s.EnqueueBatch(f.ctx, ps)
 		if err := errors.Join(errs...); err != nil {
@@ -420,10 +420,10 @@ func TestSuppressedMixedSourcesInOneBatch(t *testing.T) {
 			t.Fatalf("the trigger of a free key: %+v", res[len(sources)])
 		}
 		count := map[string]int{}
-		for _, e := range f.suppressed(redisstore.SuppressedQuery{Limit: 10}) {
+		for _, e := range f.suppressed(engine.SuppressedQuery{Limit: 10}) {
 			count[e.Source]++
 		}
-		if count[redisstore.SourceHTTP] != 2 || count[redisstore.SourceClient] != 1 || count[redisstore.SourceCLI] != 1 || len(count) != 3 {
+		if count[engine.SourceHTTP] != 2 || count[engine.SourceClient] != 1 || count[engine.SourceCLI] != 1 || len(count) != 3 {
 			t.Fatalf("records by source %v", count)
 		}
 	})
@@ -431,12 +431,12 @@ func TestSuppressedMixedSourcesInOneBatch(t *testing.T) {
 
 func TestCheckSource(t *testing.T) {
 	for _, ok := range []string{"", "client", "cron:nightly", "svc.billing-2"} {
-		if err := redisstore.CheckSource(ok); err != nil {
+		if err := engine.CheckSource(ok); err != nil {
 			t.Errorf("CheckSource(%q) = %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"two words", "tab\there", "é", string(make([]byte, redisstore.MaxSourceBytes+1))} {
-		if err := redisstore.CheckSource(bad); !errors.Is(err, redisstore.ErrInvalidSource) {
+	for _, bad := range []string{"two words", "tab\there", "é", string(make([]byte, engine.MaxSourceBytes+1))} {
+		if err := engine.CheckSource(bad); !errors.Is(err, engine.ErrInvalidSource) {
 			t.Errorf("CheckSource(%q) = %v, want ErrInvalidSource", bad, err)
 		}
 	}
@@ -448,16 +448,16 @@ func TestCheckSource(t *testing.T) {
 func TestSuppressedRecordRefusedAnswersTheDuplicate(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := newFixture(t, b)
-		owner := f.params("charge", "order-1", redisstore.StrategyStatus)
+		owner := f.params("charge", "order-1", engine.StrategyStatus)
 		f.enqueue(owner)
 		if err := b.Client.Set(f.ctx, f.k.Prefix()+"suppressed", "not a stream", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		res, err := f.s.Enqueue(f.ctx, f.params("charge", "order-1", redisstore.StrategyStatus))
+		res, err := f.s.Enqueue(f.ctx, f.params("charge", "order-1", engine.StrategyStatus))
 		if err != nil || res.Accepted || res.Owner != owner.RunID {
 			t.Fatalf("duplicate beside a wrong-typed stream: %+v, %v", res, err)
 		}
-		if _, _, err := f.s.ListSuppressed(f.ctx, redisstore.SuppressedQuery{Limit: 1, Now: time.Now()}); err == nil {
+		if _, _, err := f.s.ListSuppressed(f.ctx, engine.SuppressedQuery{Limit: 1, Now: time.Now()}); err == nil {
 			t.Error("listing a wrong-typed stream succeeded")
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // takeParkedScript takes parked runs for a recoverer: lua/take_parked.lua.
@@ -11,7 +13,7 @@ var takeParkedScript = loadScript("take_parked")
 
 // TakeParked takes up to limit parked runs of partition part due at or
 // before now, each due again at next.
-func (s *Store) TakeParked(ctx context.Context, part int, now, next time.Time, limit int) ([]ParkedRun, error) {
+func (s *Store) TakeParked(ctx context.Context, part int, now, next time.Time, limit int) ([]engine.ParkedRun, error) {
 	ks, err := s.partitionKeys(ctx, part)
 	if err != nil {
 		return nil, err
@@ -28,9 +30,9 @@ func (s *Store) TakeParked(ctx context.Context, part int, now, next time.Time, l
 	if err != nil || len(r)%3 != 0 {
 		return nil, fmt.Errorf("redisstore: take_parked: unexpected reply %v", v)
 	}
-	out := make([]ParkedRun, 0, len(r)/3)
+	out := make([]engine.ParkedRun, 0, len(r)/3)
 	for j := 0; j+2 < len(r); j += 3 {
-		out = append(out, ParkedRun{RunID: asString(r[j]), Task: asString(r[j+1]), Group: asString(r[j+2])})
+		out = append(out, engine.ParkedRun{RunID: asString(r[j]), Task: asString(r[j+1]), Group: asString(r[j+2])})
 	}
 	return out, nil
 }

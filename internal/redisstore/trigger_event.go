@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // triggerEventScript triggers the runs of an event's tasks under one
@@ -15,7 +17,7 @@ var triggerEventScript = loadScript("trigger_event")
 // cannot trigger for good (a key of the wrong type, a run ID taken) gets
 // the error as its outcome, and in refused; anything else stops the
 // fan-out, pending.
-func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, tasks []int, runs []EventRun, refused []error) error {
+func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, tasks []int, runs []engine.EventRun, refused []error) error {
 	k := s.keys.under(prefix)
 	h := [1 + triggerEventArgCount]any{
 		triggerEventArgPrefix:        prefix,
@@ -23,8 +25,8 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 		triggerEventArgMeta:          j.meta,
 		triggerEventArgNow:           j.now,
 		triggerEventArgRetention:     j.f.Retention,
-		triggerEventArgSource:        SourceEventPrefix + j.id,
-		triggerEventArgDigest:        InputDigest(j.payload),
+		triggerEventArgSource:        engine.SourceEventPrefix + j.id,
+		triggerEventArgDigest:        engine.InputDigest(j.payload),
 		triggerEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
 	}
 	keys := make([]string, triggerEventKeyCount, triggerEventKeyCount+triggerEventItemKeyCount*len(tasks))
@@ -32,7 +34,7 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 	for _, i := range tasks {
 		t := &j.f.Tasks[i]
 		idem := k.Runs() // a placeholder the script never touches
-		if t.Strategy != StrategyNone {
+		if t.Strategy != engine.StrategyNone {
 			idem = k.IdempotencyKey(t.Key)
 		}
 		ik := [triggerEventItemKeyCount]string{
@@ -64,10 +66,10 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 		t := &j.f.Tasks[i]
 		if e, ok := r[n].(error); ok {
 			err := s.named("trigger_event", scriptError(e))
-			if !errors.Is(err, ErrWrongType) && !errors.Is(err, ErrRunExists) {
+			if !errors.Is(err, engine.ErrWrongType) && !errors.Is(err, ErrRunExists) {
 				return err
 			}
-			runs[i] = EventRun{Task: t.Task, Outcome: EventRunError, IdempotencyKey: t.Key, Error: err.Error()}
+			runs[i] = engine.EventRun{Task: t.Task, Outcome: engine.EventRunError, IdempotencyKey: t.Key, Error: err.Error()}
 			refused[i] = err
 			continue
 		}
@@ -75,7 +77,7 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 		if err != nil || len(item) != 2 {
 			return fmt.Errorf("redisstore: trigger_event: unexpected reply %v for task %s", r[n], t.Task)
 		}
-		runs[i] = EventRun{Task: t.Task, Outcome: asString(item[0]), RunID: asString(item[1]), IdempotencyKey: t.Key}
+		runs[i] = engine.EventRun{Task: t.Task, Outcome: asString(item[0]), RunID: asString(item[1]), IdempotencyKey: t.Key}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // watchScript asks for a run's completion notice: lua/watch.lua.
@@ -23,7 +24,7 @@ func (s *Store) WatchRun(ctx context.Context, id string) (string, error) {
 	k := [1 + watchKeyCount]string{watchKeyRun: ks.Run(id)}
 	v, err := s.runScript(ctx, watchScript, k[1:])
 	if errors.Is(err, redis.Nil) {
-		return "", fmt.Errorf("%w: %s", ErrRunNotFound, id)
+		return "", fmt.Errorf("%w: %s", engine.ErrRunNotFound, id)
 	}
 	if err != nil {
 		return "", err

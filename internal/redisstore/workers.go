@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // Worker presence. Each worker writes its record (Keys.Worker) every
@@ -43,7 +44,7 @@ const (
 // as dead for keep after that (WorkerKeepDefault when keep is 0). Every
 // field is written each time, so a record lost with Redis's data comes
 // back whole on the next beat.
-func (s *Store) BeatWorker(ctx context.Context, rec WorkerRecord, now time.Time, keep time.Duration) error {
+func (s *Store) BeatWorker(ctx context.Context, rec engine.WorkerRecord, now time.Time, keep time.Duration) error {
 	if rec.Name == "" {
 		return errors.New("redisstore: worker record: empty name")
 	}
@@ -51,9 +52,9 @@ func (s *Store) BeatWorker(ctx context.Context, rec WorkerRecord, now time.Time,
 		return fmt.Errorf("worker record %q: heartbeat interval %s must be above 0", rec.Name, rec.HeartbeatInterval)
 	}
 	if keep <= 0 {
-		keep = WorkerKeepDefault
+		keep = engine.WorkerKeepDefault
 	}
-	ttl := WorkerDeadAfterBeats*rec.HeartbeatInterval + keep
+	ttl := engine.WorkerDeadAfterBeats*rec.HeartbeatInterval + keep
 	key := s.keys.Worker(rec.Name)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, key,
@@ -84,26 +85,26 @@ func (s *Store) DeregisterWorker(ctx context.Context, name string) error {
 // with the runs each holds, and the runs whose lease lapsed and that await
 // redelivery. It reads the pending lists of every task a worker or the
 // task registry names.
-func (s *Store) ListWorkers(ctx context.Context, p ListWorkersParams) (WorkersView, error) {
+func (s *Store) ListWorkers(ctx context.Context, p engine.ListWorkersParams) (engine.WorkersView, error) {
 	if p.Now.IsZero() {
 		p.Now = time.Now()
 	}
 	if p.DefaultLease <= 0 {
-		p.DefaultLease = DefaultLeaseDefault
+		p.DefaultLease = engine.DefaultLeaseDefault
 	}
 	if p.PendingLimit <= 0 {
-		p.PendingLimit = PendingListDefault
+		p.PendingLimit = engine.PendingListDefault
 	}
-	var view WorkersView
+	var view engine.WorkersView
 	nowMS := strconv.FormatInt(unixMS(p.Now), 10)
 	names, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
-		Key: s.keys.Workers(), Start: nowMS, Stop: "+inf", ByScore: true, Count: WorkersListMax + 1,
+		Key: s.keys.Workers(), Start: nowMS, Stop: "+inf", ByScore: true, Count: engine.WorkersListMax + 1,
 	}).Result()
 	if err != nil {
 		return view, err
 	}
-	if len(names) > WorkersListMax {
-		names, view.Truncated = names[:WorkersListMax], true
+	if len(names) > engine.WorkersListMax {
+		names, view.Truncated = names[:engine.WorkersListMax], true
 	}
 	workers, err := s.readWorkers(ctx, names, p.Now)
 	if err != nil {
@@ -114,7 +115,7 @@ func (s *Store) ListWorkers(ctx context.Context, p ListWorkersParams) (WorkersVi
 		return view, err
 	}
 	view.Truncated = view.Truncated || truncated
-	byName := make(map[string]*WorkerInfo, len(workers))
+	byName := make(map[string]*engine.WorkerInfo, len(workers))
 	for i := range workers {
 		byName[workers[i].Name] = &workers[i]
 	}
@@ -144,7 +145,7 @@ func (s *Store) ListWorkers(ctx context.Context, p ListWorkersParams) (WorkersVi
 
 // readWorkers reads the records of names in one round trip; a name whose
 // record is gone is left out.
-func (s *Store) readWorkers(ctx context.Context, names []string, now time.Time) ([]WorkerInfo, error) {
+func (s *Store) readWorkers(ctx context.Context, names []string, now time.Time) ([]engine.WorkerInfo, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -158,14 +159,14 @@ func (s *Store) readWorkers(ctx context.Context, names []string, now time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]WorkerInfo, 0, len(names))
+	out := make([]engine.WorkerInfo, 0, len(names))
 	for _, c := range cmds {
 		m := c.Val()
 		if len(m) == 0 {
 			continue
 		}
 		num := func(f string) int64 { n, _ := strconv.ParseInt(m[f], 10, 64); return n }
-		w := WorkerInfo{WorkerRecord: WorkerRecord{
+		w := engine.WorkerInfo{WorkerRecord: engine.WorkerRecord{
 			Name: m[wfName], Host: m[wfHost], PID: int(num(wfPID)), Version: m[wfVersion],
 			Concurrency: int(num(wfConcurrency)), Started: fromMS(num(wfStarted)),
 			HeartbeatInterval: time.Duration(num(wfInterval)) * time.Millisecond,
@@ -174,7 +175,7 @@ func (s *Store) readWorkers(ctx context.Context, names []string, now time.Time) 
 		if m[wfTasks] != "" {
 			w.Tasks = strings.Split(m[wfTasks], "\n")
 		}
-		w.Dead = now.Sub(w.LastHeartbeat) > WorkerDeadAfterBeats*w.HeartbeatInterval
+		w.Dead = now.Sub(w.LastHeartbeat) > engine.WorkerDeadAfterBeats*w.HeartbeatInterval
 		out = append(out, w)
 	}
 	return out, nil
@@ -182,7 +183,7 @@ func (s *Store) readWorkers(ctx context.Context, names []string, now time.Time) 
 
 // heldRuns reads the pending lists of the tasks the workers and the task
 // registry name, up to limit entries each, with the run of each entry.
-func (s *Store) heldRuns(ctx context.Context, workers []WorkerInfo, limit int) ([]HeldRun, bool, error) {
+func (s *Store) heldRuns(ctx context.Context, workers []engine.WorkerInfo, limit int) ([]engine.HeldRun, bool, error) {
 	tasks := map[string]bool{}
 	for _, w := range workers {
 		for _, t := range w.Tasks {
@@ -218,7 +219,7 @@ func (s *Store) heldRuns(ctx context.Context, workers []WorkerInfo, limit int) (
 		}
 		return nil
 	})
-	var held []HeldRun
+	var held []engine.HeldRun
 	truncated := false
 	for j, c := range cmds {
 		i, part := j/n, j%n
@@ -233,7 +234,7 @@ func (s *Store) heldRuns(ctx context.Context, workers []WorkerInfo, limit int) (
 			entries, truncated = entries[:limit], true
 		}
 		for _, e := range entries {
-			held = append(held, HeldRun{Task: names[i], Partition: part, EntryID: e.ID, Consumer: e.Consumer, Idle: e.Idle, Deliveries: e.RetryCount})
+			held = append(held, engine.HeldRun{Task: names[i], Partition: part, EntryID: e.ID, Consumer: e.Consumer, Idle: e.Idle, Deliveries: e.RetryCount})
 		}
 	}
 	if err := s.entryRuns(ctx, parts, held); err != nil {
@@ -243,7 +244,7 @@ func (s *Store) heldRuns(ctx context.Context, workers []WorkerInfo, limit int) (
 }
 
 // entryRuns fills in the run ID of each held delivery from its entry.
-func (s *Store) entryRuns(ctx context.Context, parts *Partitions, held []HeldRun) error {
+func (s *Store) entryRuns(ctx context.Context, parts *Partitions, held []engine.HeldRun) error {
 	if len(held) == 0 {
 		return nil
 	}

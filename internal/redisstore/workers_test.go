@@ -5,28 +5,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/redisstore"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
-func workerRecord(name string, tasks ...string) redisstore.WorkerRecord {
-	return redisstore.WorkerRecord{
+func workerRecord(name string, tasks ...string) engine.WorkerRecord {
+	return engine.WorkerRecord{
 		Name: name, Host: "host-1", PID: 4242, Version: "v1.2.3", Tasks: tasks, Concurrency: 7,
 		Started:           time.UnixMilli(time.Now().UnixMilli() - 5000),
 		HeartbeatInterval: time.Second, LeaseDuration: 3 * time.Second,
 	}
 }
 
-func (f *fixture) workers(now time.Time) redisstore.WorkersView {
+func (f *fixture) workers(now time.Time) engine.WorkersView {
 	f.t.Helper()
-	v, err := f.s.ListWorkers(f.ctx, redisstore.ListWorkersParams{Now: now, DefaultLease: time.Minute})
+	v, err := f.s.ListWorkers(f.ctx, engine.ListWorkersParams{Now: now, DefaultLease: time.Minute})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return v
 }
 
-func runIDs(hs []redisstore.HeldRun) []string {
+func runIDs(hs []engine.HeldRun) []string {
 	var ids []string
 	for _, h := range hs {
 		ids = append(ids, h.RunID)
@@ -43,8 +43,8 @@ func TestListWorkersShowsLiveWorkerAndItsRuns(t *testing.T) {
 		if err := f.s.BeatWorker(f.ctx, rec, f.now, 0); err != nil {
 			t.Fatal(err)
 		}
-		f.running(f.params("t", "k1", redisstore.StrategyStatus), "w1")
-		queued := f.params("t", "k2", redisstore.StrategyStatus)
+		f.running(f.params("t", "k1", engine.StrategyStatus), "w1")
+		queued := f.params("t", "k2", engine.StrategyStatus)
 		f.enqueue(queued) // queued, not delivered: held by nobody
 
 		v := f.workers(f.now.Add(time.Second))
@@ -79,16 +79,16 @@ func TestListWorkersShowsDeadWorkerAndLapsedRuns(t *testing.T) {
 		f.now = f.now.Truncate(time.Millisecond) // as the record keeps it
 		dead, live := workerRecord("dead", "t"), workerRecord("live", "u")
 		live.LeaseDuration = 50 * time.Millisecond
-		for _, r := range []redisstore.WorkerRecord{dead, live} {
+		for _, r := range []engine.WorkerRecord{dead, live} {
 			if err := f.s.BeatWorker(f.ctx, r, f.now, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
-		f.running(f.params("t", "k1", redisstore.StrategyStatus), "dead")
-		f.running(f.params("u", "k2", redisstore.StrategyStatus), "live")
+		f.running(f.params("t", "k1", engine.StrategyStatus), "dead")
+		f.running(f.params("u", "k2", engine.StrategyStatus), "live")
 		time.Sleep(100 * time.Millisecond) // past live's 50ms lease
 
-		later := f.now.Add(redisstore.WorkerDeadAfterBeats*time.Second + time.Millisecond)
+		later := f.now.Add(engine.WorkerDeadAfterBeats*time.Second + time.Millisecond)
 		if err := f.s.BeatWorker(f.ctx, live, later, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestListWorkersShowsDeadWorkerAndLapsedRuns(t *testing.T) {
 		}
 		// Just before the deadline the same worker is live, and its run
 		// (lease 3s, renewed 100ms ago) held.
-		v = f.workers(f.now.Add(redisstore.WorkerDeadAfterBeats * time.Second))
+		v = f.workers(f.now.Add(engine.WorkerDeadAfterBeats * time.Second))
 		for _, w := range v.Workers {
 			if w.Name == "dead" && (w.Dead || w.Runs[0].Lapsed) {
 				t.Errorf("at the deadline %+v shows dead or lapsed", w)
@@ -160,10 +160,10 @@ func TestWorkerEntriesExpire(t *testing.T) {
 
 func TestBeatWorkerRejectsBadRecords(t *testing.T) {
 	f := newFixture(t, redistest.Mini(t))
-	if err := f.s.BeatWorker(f.ctx, redisstore.WorkerRecord{HeartbeatInterval: time.Second}, f.now, 0); err == nil {
+	if err := f.s.BeatWorker(f.ctx, engine.WorkerRecord{HeartbeatInterval: time.Second}, f.now, 0); err == nil {
 		t.Error("a record without a name was written")
 	}
-	if err := f.s.BeatWorker(f.ctx, redisstore.WorkerRecord{Name: "w"}, f.now, 0); err == nil {
+	if err := f.s.BeatWorker(f.ctx, engine.WorkerRecord{Name: "w"}, f.now, 0); err == nil {
 		t.Error("a record without a heartbeat interval was written")
 	}
 }
