@@ -1,6 +1,11 @@
 package redisstore
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/taskq/taskq/internal/engine"
+)
 
 // batchOp declares a batch operation: a script that takes many items in
 // one call and replies with one flat array holding each item's values in
@@ -24,6 +29,13 @@ type batchOp[P, R any] struct {
 	// reply reads item p's result from r, the rest of the call's reply,
 	// and returns how many values of r it used.
 	reply func(p P, r []any) (R, int, error)
+	// durability, when set, is the acknowledgement item p waits for
+	// (none, or one level): items that wait for different ones never
+	// share a call, and the calls whose items wait go out durably (see
+	// evalBatchDurable). acked then records how far an item's write
+	// reached on its result.
+	durability func(p P) engine.Durability
+	acked      func(r *R, a engine.Ack)
 }
 
 // runBatch runs op for items. The i-th result and error belong to the
@@ -46,17 +58,53 @@ func runBatch[P, R any](ctx context.Context, s *Store, op batchOp[P, R], items [
 	if op.split != nil {
 		groups = splitGroups(groups, func(i int) string { return op.split(items[i]) })
 	}
-	keepFirst(errs, s.evalBatch(ctx, op.script, groups, len(items), func(idx []int) ([]string, []any) {
+	build := func(idx []int) ([]string, []any) {
 		sub := make([]P, len(idx))
 		for k, i := range idx {
 			sub[k] = items[i]
 		}
 		return op.call(parts.Keys(part[idx[0]]), sub)
-	}, func(i int, r []any) (int, error) {
+	}
+	parse := func(i int, r []any) (int, error) {
 		v, n, err := op.reply(items[i], r)
 		res[i] = v
 		return n, err
-	}))
+	}
+	if op.durability == nil {
+		keepFirst(errs, s.evalBatch(ctx, op.script, groups, len(items), build, parse))
+		return res, errs
+	}
+	// One pass per level asked for: the calls of a level share its WAIT.
+	level := func(i int) engine.Durability {
+		if d := op.durability(items[i]); d.Enabled() {
+			return d.WithDefaults()
+		}
+		return engine.Durability{}
+	}
+	byLevel := map[engine.Durability][][]int{}
+	var levels []engine.Durability
+	for _, g := range splitGroups(groups, func(i int) string { return fmt.Sprint(level(i)) }) {
+		d := level(g[0])
+		if _, ok := byLevel[d]; !ok {
+			levels = append(levels, d)
+		}
+		byLevel[d] = append(byLevel[d], g)
+	}
+	for _, d := range levels {
+		if !d.Enabled() {
+			keepFirst(errs, s.evalBatch(ctx, op.script, byLevel[d], len(items), build, parse))
+			continue
+		}
+		sent, acks := s.evalBatchDurable(ctx, op.script, byLevel[d], len(items), d, build, parse)
+		keepFirst(errs, sent)
+		for _, g := range byLevel[d] {
+			for _, i := range g {
+				if errs[i] == nil {
+					op.acked(&res[i], acks[i])
+				}
+			}
+		}
+	}
 	return res, errs
 }
 
@@ -87,4 +135,15 @@ func splitGroups(groups [][]int, key func(i int) string) [][]int {
 		}
 	}
 	return out
+}
+
+// itemsCall builds the KEYS and ARGV of a call whose ARGV start with head
+// and whose every item appends its own KEYS and ARGV with item.
+func itemsCall[P any](head []any, items []P, item func(p P, keys []string, args []any) ([]string, []any)) ([]string, []any) {
+	var keys []string
+	args := append(make([]any, 0, len(head)+8*len(items)), head...)
+	for _, p := range items {
+		keys, args = item(p, keys, args)
+	}
+	return keys, args
 }

@@ -68,48 +68,9 @@ func (s *Store) ConcurrencyKeys(ctx context.Context, task, group string) (Keys, 
 	return parts.keys[ConcurrencyPartition(parts.ns, task, group, parts.Count())], nil
 }
 
-// groupSlots groups items 0..n-1 by the partition of the group at(i) names.
-func groupSlots(parts *Partitions, n int, at func(i int) (task, group string), errs []error) [][]int {
-	return groupByPartition(n, parts.Count(), func(i int) (int, error) {
-		t, g := at(i)
-		return ConcurrencyPartition(parts.ns, t, g, parts.Count()), nil
-	}, errs)
-}
-
-// evalGroups makes the batched calls of one of the group scripts
-// (concurrency_acquire, _release, _renew), whose items each name their
-// group, head being the ARGV before the items': one call per
-// partition the n items' groups are in, sent in one pipeline. item appends
-// the i-th item's KEYS and ARGV, given its partition's key builder; parse
-// reads its reply as evalBatch does. The i-th error belongs to the i-th item.
-func (s *Store) evalGroups(ctx context.Context, sc *script, head []any, n, itemKeys, itemArgs int,
-	at func(i int) (task, group string),
-	item func(i int, ks Keys, keys []string, args []any) ([]string, []any),
-	parse func(i int, r []any) (int, error)) []error {
-	errs := make([]error, n)
-	if n == 0 {
-		return errs
-	}
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return fillErr(errs, err)
-	}
-	groups := groupSlots(parts, n, at, errs)
-	keepFirst(errs, s.evalBatch(ctx, sc, groups, n, func(items []int) ([]string, []any) {
-		keys := make([]string, 0, itemKeys*len(items))
-		args := append(make([]any, 0, len(head)+itemArgs*len(items)), head...)
-		for _, i := range items {
-			t, g := at(i)
-			keys, args = item(i, slotKeys(parts, t, g), keys, args)
-		}
-		return keys, args
-	}, parse))
-	return errs
-}
-
-// slotKeys is the key builder of the partition of the group of item items[0].
-func slotKeys(parts *Partitions, task, group string) Keys {
-	return parts.keys[ConcurrencyPartition(parts.ns, task, group, parts.Count())]
+// ofGroup is the partition of task's concurrency group group.
+func (p *Partitions) ofGroup(task, group string) int {
+	return ConcurrencyPartition(p.ns, task, group, p.Count())
 }
 
 // ParkedStates reads, for each parked run, whether its group holds a slot
@@ -130,7 +91,7 @@ func (s *Store) ParkedStates(ctx context.Context, now time.Time, runs []engine.P
 	cmds := make([]pair, len(runs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range runs {
-			ks := slotKeys(parts, r.Task, r.Group)
+			ks := parts.Keys(parts.ofGroup(r.Task, r.Group))
 			cmds[i] = pair{p.ZScore(ctx, ks.ConcurrencyHolders(r.Task, r.Group), r.RunID), p.ZScore(ctx, ks.ConcurrencyWaiting(r.Task, r.Group), r.RunID)}
 		}
 		return nil

@@ -15,35 +15,38 @@ var concurrencyAcquireScript = loadScript("concurrency_acquire")
 // partition the groups are in (sent in one pipeline). The i-th result and
 // error belong to the i-th params.
 func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []engine.AcquireParams) ([]engine.AcquireResult, []error) {
-	res := make([]engine.AcquireResult, len(ps))
 	head := [1 + concurrencyAcquireArgCount]any{concurrencyAcquireArgNow: unixMS(now)}
-	errs := s.evalGroups(ctx, concurrencyAcquireScript, head[1:], len(ps), concurrencyAcquireItemKeyCount, concurrencyAcquireItemArgCount,
-		func(i int) (string, string) { return ps[i].Task, ps[i].Group },
-		func(i int, ks Keys, keys []string, args []any) ([]string, []any) {
-			p := ps[i]
-			k := [concurrencyAcquireItemKeyCount]string{
-				concurrencyAcquireItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
-				concurrencyAcquireItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
-				concurrencyAcquireItemKeyWaiting: ks.ConcurrencyWaiting(p.Task, p.Group),
-			}
-			a := [concurrencyAcquireItemArgCount]any{
-				concurrencyAcquireItemArgRunID:    p.RunID,
-				concurrencyAcquireItemArgToken:    p.Token,
-				concurrencyAcquireItemArgMaxRuns:  p.MaxRuns,
-				concurrencyAcquireItemArgStrategy: p.Strategy,
-				concurrencyAcquireItemArgLease:    p.Lease.Milliseconds(),
-				concurrencyAcquireItemArgCreated:  unixMS(p.Created),
-			}
-			return append(keys, k[:]...), append(args, a[:]...)
-		}, func(i int, r []any) (int, error) {
+	return runBatch(ctx, s, batchOp[engine.AcquireParams, engine.AcquireResult]{
+		script: concurrencyAcquireScript,
+		part: func(parts *Partitions, p engine.AcquireParams) (int, error) {
+			return parts.ofGroup(p.Task, p.Group), nil
+		},
+		call: func(ks Keys, items []engine.AcquireParams) ([]string, []any) {
+			return itemsCall(head[1:], items, func(p engine.AcquireParams, keys []string, args []any) ([]string, []any) {
+				k := [concurrencyAcquireItemKeyCount]string{
+					concurrencyAcquireItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
+					concurrencyAcquireItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
+					concurrencyAcquireItemKeyWaiting: ks.ConcurrencyWaiting(p.Task, p.Group),
+				}
+				a := [concurrencyAcquireItemArgCount]any{
+					concurrencyAcquireItemArgRunID:    p.RunID,
+					concurrencyAcquireItemArgToken:    p.Token,
+					concurrencyAcquireItemArgMaxRuns:  p.MaxRuns,
+					concurrencyAcquireItemArgStrategy: p.Strategy,
+					concurrencyAcquireItemArgLease:    p.Lease.Milliseconds(),
+					concurrencyAcquireItemArgCreated:  unixMS(p.Created),
+				}
+				return append(keys, k[:]...), append(args, a[:]...)
+			})
+		},
+		reply: func(_ engine.AcquireParams, r []any) (engine.AcquireResult, int, error) {
 			if len(r) < 3 {
-				return len(r), fmt.Errorf("redisstore: concurrency_acquire: unexpected reply %v", r)
+				return engine.AcquireResult{}, len(r), fmt.Errorf("redisstore: concurrency_acquire: unexpected reply %v", r)
 			}
 			if err, ok := r[0].(error); ok {
-				return 3, s.named("concurrency_acquire", scriptError(err))
+				return engine.AcquireResult{}, 3, s.named("concurrency_acquire", scriptError(err))
 			}
-			res[i] = engine.AcquireResult{Outcome: engine.AcquireOutcome(asString(r[0])), Holders: int(asInt(r[1])), Evicted: asString(r[2])}
-			return 3, nil
-		})
-	return res, errs
+			return engine.AcquireResult{Outcome: engine.AcquireOutcome(asString(r[0])), Holders: int(asInt(r[1])), Evicted: asString(r[2])}, 3, nil
+		},
+	}, ps)
 }

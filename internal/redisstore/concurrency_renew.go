@@ -14,28 +14,29 @@ var concurrencyRenewScript = loadScript("concurrency_renew")
 // the groups are in (sent in one pipeline). The i-th result says whether
 // the i-th slot was still held with its token.
 func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []engine.RenewParams) ([]bool, []error) {
-	res := make([]bool, len(ps))
 	head := [1 + concurrencyRenewArgCount]any{concurrencyRenewArgNow: unixMS(now)}
-	errs := s.evalGroups(ctx, concurrencyRenewScript, head[1:], len(ps), concurrencyRenewItemKeyCount, concurrencyRenewItemArgCount,
-		func(i int) (string, string) { return ps[i].Task, ps[i].Group },
-		func(i int, ks Keys, keys []string, args []any) ([]string, []any) {
-			p := ps[i]
-			k := [concurrencyRenewItemKeyCount]string{
-				concurrencyRenewItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
-				concurrencyRenewItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
-			}
-			a := [concurrencyRenewItemArgCount]any{
-				concurrencyRenewItemArgRunID: p.RunID,
-				concurrencyRenewItemArgToken: p.Token,
-				concurrencyRenewItemArgLease: p.Lease.Milliseconds(),
-			}
-			return append(keys, k[:]...), append(args, a[:]...)
-		}, func(i int, r []any) (int, error) {
+	return runBatch(ctx, s, batchOp[engine.RenewParams, bool]{
+		script: concurrencyRenewScript,
+		part:   func(parts *Partitions, p engine.RenewParams) (int, error) { return parts.ofGroup(p.Task, p.Group), nil },
+		call: func(ks Keys, items []engine.RenewParams) ([]string, []any) {
+			return itemsCall(head[1:], items, func(p engine.RenewParams, keys []string, args []any) ([]string, []any) {
+				k := [concurrencyRenewItemKeyCount]string{
+					concurrencyRenewItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
+					concurrencyRenewItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
+				}
+				a := [concurrencyRenewItemArgCount]any{
+					concurrencyRenewItemArgRunID: p.RunID,
+					concurrencyRenewItemArgToken: p.Token,
+					concurrencyRenewItemArgLease: p.Lease.Milliseconds(),
+				}
+				return append(keys, k[:]...), append(args, a[:]...)
+			})
+		},
+		reply: func(_ engine.RenewParams, r []any) (bool, int, error) {
 			if err, ok := r[0].(error); ok {
-				return 1, s.named("concurrency_renew", scriptError(err))
+				return false, 1, s.named("concurrency_renew", scriptError(err))
 			}
-			res[i] = asInt(r[0]) == 1
-			return 1, nil
-		})
-	return res, errs
+			return asInt(r[0]) == 1, 1, nil
+		},
+	}, ps)
 }

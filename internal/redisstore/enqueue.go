@@ -22,9 +22,8 @@ func scheduled(ps []*engine.EnqueueParams) bool {
 // of ps, as enqueue.lua reads them when a call carries them: in whole
 // milliseconds from the trigger's Now as the script reads it, so that the
 // due time is Now + Delay to the millisecond.
-func appendDelays(args []any, ps []*engine.EnqueueParams, items []int) []any {
-	for _, i := range items {
-		p := ps[i]
+func appendDelays(args []any, ps []*engine.EnqueueParams) []any {
+	for _, p := range ps {
 		args = append(args, max(unixMS(p.Now.Add(p.Delay))-unixMS(p.Now), 0))
 	}
 	return args
@@ -182,125 +181,36 @@ func (s *Store) Enqueue(ctx context.Context, p *engine.EnqueueParams) (engine.En
 // EnqueueBatch sends the triggers to the enqueue script, one call per
 // partition (and per MaxItemsPerCall triggers), each call handling its
 // triggers in order, so a later trigger of a key collides with an earlier
-// one of the same batch (a key's triggers are all in its partition). The
-// i-th result and error belong to the i-th trigger, and are what Enqueue
-// would have returned for it alone. Each trigger's RunID is made to name
-// its run's partition first (the partition of its key, or one its ID
-// hashes to): the caller reads the run's ID from it afterwards.
+// one of the same batch (a key's triggers are all in its partition).
+// Triggers of different sources, or that wait for different durability,
+// never share a call. The i-th result and error belong to the i-th
+// trigger, and are what Enqueue would have returned for it alone. Each
+// trigger's RunID is made to name its run's partition first (the
+// partition of its key, or one its ID hashes to): the caller reads the
+// run's ID from it afterwards.
 func (s *Store) EnqueueBatch(ctx context.Context, ps []*engine.EnqueueParams) ([]engine.EnqueueResult, []error) {
-	if groups := groupsBy(ps, func(p *engine.EnqueueParams) string { return sourceOf(p.Source) }); groups != nil {
-		return splitBatch(ps, groups, func(sub []*engine.EnqueueParams) ([]engine.EnqueueResult, []error) {
-			return s.enqueueOneSource(ctx, sub)
-		})
-	}
-	return s.enqueueOneSource(ctx, ps)
-}
-
-// enqueueOneSource is EnqueueBatch for triggers of one Source, which the
-// calls name once (see enqueueHeader).
-func (s *Store) enqueueOneSource(ctx context.Context, ps []*engine.EnqueueParams) ([]engine.EnqueueResult, []error) {
-	groups := durabilityGroups(ps)
-	if groups == nil {
-		return s.enqueueBatch(ctx, ps, engine.Durability{})
-	}
-	results, errs := make([]engine.EnqueueResult, len(ps)), make([]error, len(ps))
-	for _, g := range groups {
-		sub := make([]*engine.EnqueueParams, len(g.items))
-		for j, i := range g.items {
-			sub[j] = ps[i]
-		}
-		rs, es := s.enqueueBatch(ctx, sub, g.d)
-		for j, i := range g.items {
-			results[i], errs[i] = rs[j], es[j]
-		}
-	}
-	return results, errs
-}
-
-// enqueueBatch sends triggers that all ask for durability d (none, or one
-// level).
-func (s *Store) enqueueBatch(ctx context.Context, ps []*engine.EnqueueParams, d engine.Durability) ([]engine.EnqueueResult, []error) {
-	results := make([]engine.EnqueueResult, len(ps))
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		errs := make([]error, len(ps))
-		for i := range errs {
-			errs[i] = err
-		}
-		return results, errs
-	}
-	errs := make([]error, len(ps))
-	capPer := s.suppressedCap(parts.Count())
-	groups := groupByPartition(len(ps), parts.Count(), func(i int) (int, error) { return parts.place(ps[i]), nil }, errs)
-	sc, later := enqueueScript, scheduled(ps)
-	build := func(items []int) ([]string, []any) {
-		ks := parts.Keys(parts.place(ps[items[0]]))
-		keys, args := enqueueHeader(ks, len(items), capPer, ps[items[0]].Source)
-		for _, i := range items {
-			args = appendEnqueue(args, ps[i])
-		}
-		if later {
-			args = appendDelays(args, ps, items)
-		}
-		return keys, args
-	}
-	parse := func(i int, r []any) (n int, err error) {
-		item, n := enqueueReply(r)
-		results[i], err = s.parseEnqueue(item)
-		return max(n, 1), err
-	}
-	if !d.Enabled() {
-		keepFirst(errs, s.evalBatch(ctx, sc, groups, len(ps), build, parse))
-		return results, errs
-	}
-	sent, acks := s.evalBatchDurable(ctx, sc, groups, len(ps), d, build, parse)
-	keepFirst(errs, sent)
-	for i := range results {
-		if errs[i] == nil {
-			results[i].Ack = &acks[i]
-		}
-	}
-	return results, errs
-}
-
-// durabilityGroup is the triggers of a batch that ask for one level.
-type durabilityGroup struct {
-	d     engine.Durability
-	items []int
-}
-
-// durabilityGroups splits a batch by the durability its triggers ask for:
-// those that ask for none first, then each level in the order it first
-// appears. It returns nil when no trigger asks for any, the common case,
-// which then costs nothing more than before.
-func durabilityGroups(ps []*engine.EnqueueParams) []durabilityGroup {
-	durable := false
-	for _, p := range ps {
-		if p.Durability.Enabled() {
-			durable = true
-			break
-		}
-	}
-	if !durable {
-		return nil
-	}
-	groups := []durabilityGroup{{}}
-	for i, p := range ps {
-		d := engine.Durability{}
-		if p.Durability.Enabled() {
-			d = p.Durability.WithDefaults()
-		}
-		j := slices.IndexFunc(groups, func(g durabilityGroup) bool { return g.d == d })
-		if j < 0 {
-			groups = append(groups, durabilityGroup{d: d})
-			j = len(groups) - 1
-		}
-		groups[j].items = append(groups[j].items, i)
-	}
-	if len(groups[0].items) == 0 {
-		groups = groups[1:]
-	}
-	return groups
+	return runBatch(ctx, s, batchOp[*engine.EnqueueParams, engine.EnqueueResult]{
+		script: enqueueScript,
+		part:   func(parts *Partitions, p *engine.EnqueueParams) (int, error) { return parts.place(p), nil },
+		split:  func(p *engine.EnqueueParams) string { return "source " + sourceOf(p.Source) },
+		call: func(ks Keys, items []*engine.EnqueueParams) ([]string, []any) {
+			keys, args := enqueueHeader(ks, len(items), s.suppressedCap(s.knownCount()), items[0].Source)
+			for _, p := range items {
+				args = appendEnqueue(args, p)
+			}
+			if scheduled(items) {
+				args = appendDelays(args, items)
+			}
+			return keys, args
+		},
+		reply: func(_ *engine.EnqueueParams, r []any) (engine.EnqueueResult, int, error) {
+			item, n := enqueueReply(r)
+			res, err := s.parseEnqueue(item)
+			return res, max(n, 1), err
+		},
+		durability: func(p *engine.EnqueueParams) engine.Durability { return p.Durability },
+		acked:      func(r *engine.EnqueueResult, a engine.Ack) { r.Ack = &a },
+	}, ps)
 }
 
 // EnqueueCall returns the KEYS and ARGV that Enqueue sends to the enqueue

@@ -28,52 +28,46 @@ func RateLimitPartition(ns, name, key string, n int) int {
 // for every worker sharing a limit, whatever their skew. The i-th result
 // and error belong to the i-th request.
 func (s *Store) TakeRateLimits(ctx context.Context, now time.Time, reqs []engine.RateTake) ([]engine.RateTakeResult, []error) {
-	res := make([]engine.RateTakeResult, len(reqs))
-	errs := make([]error, len(reqs))
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return res, fillErr(errs, err)
-	}
 	at := ""
 	if !now.IsZero() {
 		at = strconv.FormatInt(now.UnixMicro(), 10)
 	}
-	part := func(i int) int { return RateLimitPartition(s.keys.ns, reqs[i].Name, reqs[i].Key, parts.Count()) }
-	groups := groupByPartition(len(reqs), parts.Count(), func(i int) (int, error) { return part(i), nil }, errs)
-	keepFirst(errs, s.evalBatch(ctx, ratelimitTakeScript, groups, len(reqs), func(items []int) ([]string, []any) {
-		ks := parts.keys[part(items[0])]
-		keys := make([]string, ratelimitTakeKeyCount, ratelimitTakeKeyCount+ratelimitTakeItemKeyCount*len(items))
-		h := [1 + ratelimitTakeArgCount]any{ratelimitTakeArgNow: at}
-		args := append(make([]any, 0, ratelimitTakeArgCount+ratelimitTakeItemArgCount*len(items)), h[1:]...)
-		for _, i := range items {
-			r := reqs[i]
-			k := [ratelimitTakeItemKeyCount]string{ratelimitTakeItemKeyLimit: ks.RateLimit(r.Name, r.Key)}
-			a := [ratelimitTakeItemArgCount]any{
-				ratelimitTakeItemArgToken:  r.Token,
-				ratelimitTakeItemArgUnits:  r.Units,
-				ratelimitTakeItemArgLimit:  r.Limit,
-				ratelimitTakeItemArgPeriod: r.Period.Microseconds(),
+	head := [1 + ratelimitTakeArgCount]any{ratelimitTakeArgNow: at}
+	return runBatch(ctx, s, batchOp[engine.RateTake, engine.RateTakeResult]{
+		script: ratelimitTakeScript,
+		part:   rateLimitPart,
+		call: func(ks Keys, items []engine.RateTake) ([]string, []any) {
+			return itemsCall(head[1:], items, func(r engine.RateTake, keys []string, args []any) ([]string, []any) {
+				k := [ratelimitTakeItemKeyCount]string{ratelimitTakeItemKeyLimit: ks.RateLimit(r.Name, r.Key)}
+				a := [ratelimitTakeItemArgCount]any{
+					ratelimitTakeItemArgToken:  r.Token,
+					ratelimitTakeItemArgUnits:  r.Units,
+					ratelimitTakeItemArgLimit:  r.Limit,
+					ratelimitTakeItemArgPeriod: r.Period.Microseconds(),
+				}
+				return append(keys, k[:]...), append(args, a[:]...)
+			})
+		},
+		reply: func(_ engine.RateTake, r []any) (engine.RateTakeResult, int, error) {
+			if len(r) < 2 {
+				return engine.RateTakeResult{}, len(r), fmt.Errorf("redisstore: ratelimit_take: unexpected reply %v", r)
 			}
-			keys, args = append(keys, k[:]...), append(args, a[:]...)
-		}
-		return keys, args
-	}, func(i int, r []any) (int, error) {
-		if len(r) < 2 {
-			return len(r), fmt.Errorf("redisstore: ratelimit_take: unexpected reply %v", r)
-		}
-		if err, ok := r[0].(error); ok {
-			return 2, s.named("ratelimit_take", scriptError(err))
-		}
-		n, err := strconv.ParseInt(asString(r[1]), 10, 64)
-		if err != nil {
-			return 2, fmt.Errorf("redisstore: ratelimit_take: unexpected reply %v", r[:2])
-		}
-		if asInt(r[0]) == 1 {
-			res[i] = engine.RateTakeResult{Taken: true, Used: int(n)}
-		} else {
-			res[i] = engine.RateTakeResult{Wait: time.Duration(n) * time.Microsecond}
-		}
-		return 2, nil
-	}))
-	return res, errs
+			if err, ok := r[0].(error); ok {
+				return engine.RateTakeResult{}, 2, s.named("ratelimit_take", scriptError(err))
+			}
+			n, err := strconv.ParseInt(asString(r[1]), 10, 64)
+			if err != nil {
+				return engine.RateTakeResult{}, 2, fmt.Errorf("redisstore: ratelimit_take: unexpected reply %v", r[:2])
+			}
+			if asInt(r[0]) == 1 {
+				return engine.RateTakeResult{Taken: true, Used: int(n)}, 2, nil
+			}
+			return engine.RateTakeResult{Wait: time.Duration(n) * time.Microsecond}, 2, nil
+		},
+	}, reqs)
+}
+
+// rateLimitPart is the partition of a request's limit.
+func rateLimitPart(parts *Partitions, r engine.RateTake) (int, error) {
+	return RateLimitPartition(parts.ns, r.Name, r.Key, parts.Count()), nil
 }

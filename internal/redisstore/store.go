@@ -305,54 +305,6 @@ func groupByPartition(n, partitions int, part func(i int) (int, error), errs []e
 	return groups
 }
 
-// groupsBy splits a batch by what key says of each item, in the order each
-// value first appears; nil when every item gives the same, the common case.
-func groupsBy[P any](ps []P, key func(P) string) [][]int {
-	if len(ps) < 2 {
-		return nil
-	}
-	first, same := key(ps[0]), true
-	for _, p := range ps[1:] {
-		if key(p) != first {
-			same = false
-			break
-		}
-	}
-	if same {
-		return nil
-	}
-	var groups [][]int
-	index := map[string]int{}
-	for i, p := range ps {
-		k := key(p)
-		g, ok := index[k]
-		if !ok {
-			g = len(groups)
-			index[k] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
-	}
-	return groups
-}
-
-// splitBatch sends each group of ps with send and puts the results back in
-// the order of ps.
-func splitBatch[P, R any](ps []P, groups [][]int, send func([]P) ([]R, []error)) ([]R, []error) {
-	results, errs := make([]R, len(ps)), make([]error, len(ps))
-	for _, g := range groups {
-		sub := make([]P, len(g))
-		for j, i := range g {
-			sub[j] = ps[i]
-		}
-		rs, es := send(sub)
-		for j, i := range g {
-			results[i], errs[i] = rs[j], es[j]
-		}
-	}
-	return results, errs
-}
-
 // keepFirst sets errs[i] to err where errs[i] is not set yet.
 func keepFirst(errs, more []error) {
 	for i, err := range more {
