@@ -237,20 +237,20 @@ func KeyErrorKind(err error) (e Error, ok bool) {
 		return Error{}, false
 	}
 	e.Code = CodeIdempotencyKeyError
-	switch ie.Kind {
-	case idempotency.ErrCompile:
+	switch {
+	case errors.Is(ie, idempotency.ErrCompile):
 		e.Kind, e.Line, e.Column = "compile", ie.Line, ie.Column
-	case idempotency.ErrNotString:
+	case errors.Is(ie, idempotency.ErrNotString):
 		e.Kind = "result_type"
-	case idempotency.ErrEmptyKey:
+	case errors.Is(ie, idempotency.ErrEmptyKey):
 		e.Kind = "empty_key"
-	case idempotency.ErrKeyTooLong:
+	case errors.Is(ie, idempotency.ErrKeyTooLong):
 		e.Kind = "key_too_long"
-	case idempotency.ErrCostLimit:
-		e.Kind = "cost_limit"
-	case idempotency.ErrSizeLimit:
+	case errors.Is(ie, idempotency.ErrSizeLimit): // before ErrCostLimit, which it matches too
 		e.Kind = "size_limit"
-	case idempotency.ErrInput:
+	case errors.Is(ie, idempotency.ErrCostLimit):
+		e.Kind = "cost_limit"
+	case errors.Is(ie, idempotency.ErrInput):
 		e.Kind = "input"
 	default: // ErrEval
 		e.Kind, e.Field = "eval", ie.Field

@@ -24,8 +24,8 @@ func TestNewWiresAClientToAnEmbeddedRedis(t *testing.T) {
 	if err := h.Client().Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h.Client().Namespace() != "shop" || h.Client().Namespace() != "shop" || !h.Now().Equal(start) || !h.Now().Equal(start) {
-		t.Fatalf("namespace %q / %q, now %s / %s; want shop and %s", h.Client().Namespace(), h.Client().Namespace(), h.Now(), h.Now(), start)
+	if h.Client().Namespace() != "shop" || !h.Now().Equal(start) || !h.ClientOptions().Clock.Now().Equal(start) {
+		t.Fatalf("namespace %q, now %s / %s; want shop and %s", h.Client().Namespace(), h.Now(), h.ClientOptions().Clock.Now(), start)
 	}
 	ref := trigger(t, h, signup{Email: "ada@example.com"})
 	info, err := ref.Get(ctx)
