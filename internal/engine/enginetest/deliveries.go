@@ -18,6 +18,7 @@ var deliveryCases = []suiteCase{
 	{"StartRefusesMissingCancelledStaleAndExhausted", startRefusals},
 	{"StartOfASupersededRunNamesTheNewOwner", startSuperseded},
 	{"FinishRecordsEachOutcome", finishOutcomes},
+	{"FinishReleasesOnlyAKeyItsRunHolds", finishOwnKey},
 	{"RetryKeepsTheKeyAndQueuesTheRunWhenDue", retryRequeues},
 	{"FinishOfAStaleAttemptIsRefused", finishStale},
 	{"ReplayedFinishIsIdempotent", finishReplay},
@@ -198,6 +199,29 @@ func finishOutcomes(h *h) {
 	}
 }
 
+// A run whose key lapsed while it ran, and was claimed by a newer run,
+// leaves the newer run's key alone when it ends.
+func finishOwnKey(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	p.Hold = 100 * time.Millisecond
+	d, st := h.running(p, "w")
+	h.eventually("the running run's key lapses", func() bool {
+		h.elapse(50 * time.Millisecond)
+		_, held := h.key("k")
+		return !held
+	})
+	newer := h.params("t", "k", engine.StrategyStatus)
+	if r := h.enqueue(newer); !r.Accepted {
+		h.Fatalf("trigger of the lapsed key = %+v", r)
+	}
+	if r := h.finish(h.outcome(d, st, engine.OutcomeSucceeded, "{}")); !r.Written {
+		h.Fatalf("finish = %+v", r)
+	}
+	if ks, held := h.key("k"); !held || ks.Owner != newer.RunID {
+		h.Fatalf("key = %+v, held %v; want still the newer run's, %s", ks, held, newer.RunID)
+	}
+}
+
 func retryRequeues(h *h) {
 	p := h.params("t", "k", engine.StrategyStatus)
 	d, st := h.running(p, "w")
@@ -352,6 +376,39 @@ func finishBegins(h *h) {
 	if r := h.run(o.RunID); r.Status != engine.StatusRunning || r.Consumer != "w2" {
 		h.Fatalf("run = %+v, want running by w2", r)
 	}
+	// Queued again (its worker gave it back) with another entry: the old
+	// delivery is stale, the new one begins.
+	q := h.params("u", "kq", engine.StrategyStatus)
+	dq := h.deliver(q, "w1")
+	st := h.start("w1", dq)
+	if r, err := h.e.Requeue(h.ctx, q.RunID, "u", st.Attempt); err != nil || !r.Written {
+		h.Fatalf("requeue = %+v, %v", r, err)
+	}
+	if r := h.finish(h.began(dq, engine.OutcomeSucceeded, at, "w1")); r.Written || r.Status != "stale" {
+		h.Fatalf("finish that begins an older delivery = %+v, want stale", r)
+	}
+	next := h.only(h.read("u", "w1"), q.RunID)
+	if next.Spec == nil || next.Spec.Attempts != 1 {
+		h.Fatalf("new delivery %+v, want one saying an attempt was begun", next)
+	}
+	if r := h.finish(h.began(next, engine.OutcomeSucceeded, at, "w1")); !r.Written {
+		h.Fatalf("finish that begins the new delivery = %+v", r)
+	}
+	// An attempt begun and retried in one write goes into the history
+	// with the start and worker the call gave.
+	rp := h.params("v", "", engine.StrategyNone)
+	fp := h.began(h.deliver(rp, "w1"), engine.OutcomeRetry, at, "w1")
+	fp.Payload = []byte("slow start")
+	if r := h.finish(fp); !r.Written {
+		h.Fatalf("finish that begins and retries = %+v", r)
+	}
+	want := fmt.Sprintf("[1 retry %d-%d w1 %q]", at.UnixMilli(), h.now.UnixMilli(), "slow start")
+	if as, err := h.e.ReadAttempts(h.ctx, rp.RunID); err != nil || attemptsText(as) != want {
+		h.Fatalf("attempts = %s, %v; want %s", attemptsText(as), err, want)
+	}
+	if r := h.run(p.RunID); r.HasAttempts {
+		h.Fatal("a run that succeeded at its first attempt has an attempt history")
+	}
 }
 
 func finishErrors(h *h) {
@@ -433,6 +490,14 @@ func heartbeatStates(h *h) {
 	if ds := h.claim("t", "thief", time.Hour); len(ds) != 0 {
 		h.Fatalf("claimed a lease that was renewed: %+v", ds)
 	}
+	// The heartbeat did not take p2 back from the consumer that took it.
+	if err := h.e.BeatWorker(h.ctx, workerRecord("other", "t"), h.now, 0); err != nil {
+		h.Fatal(err)
+	}
+	v := h.workers(h.now)
+	if len(v.Workers) != 1 || len(v.Workers[0].Runs) != 1 || v.Workers[0].Runs[0].RunID != p2.RunID {
+		h.Fatalf("workers = %+v, want other holding %s", v.Workers, p2.RunID)
+	}
 }
 
 // A consumer that read a delivery and vanished before starting it: the
@@ -452,6 +517,21 @@ func crashAfterRead(h *h) {
 	}
 	if st := h.start("w2", d); !st.Started || st.Attempt != 2 {
 		h.Fatalf("start of the claimed delivery = %+v, want attempt 2 (the lost delivery counts)", st)
+	}
+	// A run whose handler kills its worker stops at its maximum
+	// deliveries, begun or not.
+	x := h.params("x", "kx", engine.StrategyStatus)
+	x.MaxDeliveries = 1
+	h.deliver(x, "gone")
+	dx := h.only(h.claim("x", "w2", 0), x.RunID)
+	if st := h.start("w2", dx); st.Started || st.Reason != "exhausted" {
+		h.Fatalf("start of the second delivery = %+v, want exhausted", st)
+	}
+	if st := h.status(x.RunID); st != engine.StatusFailed {
+		h.Fatalf("exhausted run is %q", st)
+	}
+	if _, held := h.key("kx"); held {
+		h.Fatal("the exhausted run's key is held")
 	}
 }
 
@@ -660,8 +740,17 @@ func cancelTopics(h *h) {
 	if got := h.receive(n, 1); fmt.Sprint(flatten(got)) != "["+p.RunID+"]" {
 		h.Fatalf("notices = %v, want %s", got, p.RunID)
 	}
+	// A queued run too: a handler may run it before its attempt begins.
+	qp := h.params("t", "", engine.StrategyNone)
+	h.enqueue(qp)
+	if r, err := h.e.Cancel(h.ctx, qp.RunID, "by test", h.now); err != nil || !r.Written {
+		h.Fatalf("cancel of a queued run = %+v, %v", r, err)
+	}
+	if got := h.receive(n, 1); fmt.Sprint(flatten(got)) != "["+qp.RunID+"]" {
+		h.Fatalf("notices = %v, want %s", got, qp.RunID)
+	}
 	q := h.params("t", "", engine.StrategyNone)
-	h.enqueue(q) // queued: a handler may run it before its attempt begins
+	h.enqueue(q)
 	if r, err := h.e.CancelWithNotice(h.ctx, q.RunID, "by test", "why", h.now); err != nil || !r.Written {
 		h.Fatalf("cancel with notice = %+v, %v", r, err)
 	}

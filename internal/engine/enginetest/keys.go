@@ -14,6 +14,8 @@ var keyCases = []suiteCase{
 	{"ScanKeysPagesThroughHeldKeys", scanKeys},
 	{"ReleaseKeyIsCompareAndDelete", releaseKey},
 	{"SuppressedTriggersAreRecorded", suppressedRecorded},
+	{"SuppressedEventTaskIsRecordedWithItsEvent", suppressedEvent},
+	{"SuppressedSourcesOfOneBatch", suppressedSources},
 	{"SuppressedSearchAndPages", suppressedSearch},
 	{"SuppressedRetentionAndTrim", suppressedRetention},
 	{"SuppressedLimitsOff", suppressedOff},
@@ -187,6 +189,57 @@ func suppressedRecorded(h *h) {
 		if e.Time.Before(before) || e.Time.After(time.Now().Add(time.Second)) {
 			h.Fatalf("record of duplicate %d at %v, not now", i, e.Time)
 		}
+	}
+}
+
+func suppressedEvent(h *h) {
+	owner := h.params("charge", "order-1", engine.StrategyStatus)
+	h.enqueue(owner)
+	ev := h.event("order.paid", h.eventRun("charge", "order-1", engine.StrategyStatus), h.eventRun("notify", "mail-1", engine.StrategyStatus))
+	if runs := h.push(ev); runs[0].Outcome != engine.EventRunDeduplicated || runs[1].Outcome != engine.EventRunCreated {
+		h.Fatalf("event runs %+v", runs)
+	}
+	got := suppressed(h, engine.SuppressedQuery{Limit: 10})
+	if len(got) != 1 {
+		h.Fatalf("records %+v, want one", got)
+	}
+	if e := got[0]; e.Key != "order-1" || e.Owner != owner.RunID || e.Task != "charge" || e.Source != engine.SourceEventPrefix+ev.ID ||
+		e.Outcome != engine.SuppressedDeduplicated || e.InputDigest != engine.InputDigest(ev.Payload) {
+		h.Fatalf("record %+v", e)
+	}
+}
+
+// The triggers of one batch from several sources each record their own.
+func suppressedSources(h *h) {
+	owner := h.params("charge", "order-1", engine.StrategyStatus)
+	h.enqueue(owner)
+	var ps []*engine.EnqueueParams
+	for _, src := range []string{engine.SourceHTTP, "", engine.SourceCLI, engine.SourceHTTP} {
+		p := h.params("charge", "order-1", engine.StrategyStatus)
+		p.Source = src
+		ps = append(ps, p)
+	}
+	fresh := h.params("charge", "order-2", engine.StrategyStatus)
+	fresh.Source = engine.SourceCLI
+	ps = append(ps, fresh)
+	rs, errs := h.e.EnqueueBatch(h.ctx, ps)
+	if err := errors.Join(errs...); err != nil {
+		h.Fatal(err)
+	}
+	for i := range 4 {
+		if rs[i].Accepted || rs[i].Owner != owner.RunID {
+			h.Fatalf("trigger %d = %+v", i, rs[i])
+		}
+	}
+	if !rs[4].Accepted {
+		h.Fatalf("the trigger of a free key = %+v", rs[4])
+	}
+	count := map[string]int{}
+	for _, e := range suppressed(h, engine.SuppressedQuery{Limit: 10}) {
+		count[e.Source]++
+	}
+	if fmt.Sprint(count) != fmt.Sprint(map[string]int{engine.SourceCLI: 1, engine.SourceClient: 1, engine.SourceHTTP: 2}) {
+		h.Fatalf("records by source %v", count)
 	}
 }
 

@@ -15,6 +15,7 @@ var runCases = []suiteCase{
 	{"RunStatesAndTaskStatuses", runStates},
 	{"AttemptHistoryRecordsRetriesLapsesAndFailures", attemptHistory},
 	{"SucceededRunHasNoAttemptHistory", noHistory},
+	{"AttemptHistoryKeepsTheLatest", historyCapped},
 	{"PartsCountSignalsAndSteps", parts},
 	{"ListingsAreNewestFirst", listings},
 	{"CancelEndsARunOnce", cancelOnce},
@@ -147,6 +148,29 @@ func attemptHistory(h *h) {
 	}
 }
 
+// A run retried more than MaxAttemptRecords times keeps its latest
+// MaxAttemptRecords attempts.
+func historyCapped(h *h) {
+	p := h.params("t", "", engine.StrategyNone)
+	total := engine.MaxAttemptRecords + 3
+	p.Retries, p.MaxDeliveries = total+1, 0
+	h.enqueue(p)
+	for i := 1; i <= total; i++ {
+		if i > 1 && h.promote(h.now.Add(time.Hour)) != 1 {
+			h.Fatalf("retry %d not queued again", i)
+		}
+		d := h.only(h.read("t", "w"), p.RunID)
+		if r := h.finish(h.outcome(d, h.start("w", d), engine.OutcomeRetry, fmt.Sprint("boom ", i))); !r.Written {
+			h.Fatalf("retry %d = %+v", i, r)
+		}
+	}
+	as, err := h.e.ReadAttempts(h.ctx, p.RunID)
+	if err != nil || len(as) != engine.MaxAttemptRecords || as[0].Number != 4 || as[len(as)-1].Number != total ||
+		as[len(as)-1].Error != fmt.Sprint("boom ", total) {
+		h.Fatalf("history holds %d attempts, %v; want the latest %d, 4 to %d", len(as), err, engine.MaxAttemptRecords, total)
+	}
+}
+
 func noHistory(h *h) {
 	p := h.params("t", "", engine.StrategyNone)
 	d, st := h.running(p, "w")
@@ -256,9 +280,29 @@ func listings(h *h) {
 func cancelOnce(h *h) {
 	p := h.params("t", "k", engine.StrategyStatus)
 	d, st := h.running(p, "w")
+	if st, err := h.e.WatchRun(h.ctx, p.RunID); err != nil || st != engine.StatusRunning {
+		h.Fatalf("watch = %q, %v", st, err)
+	}
+	done, err := h.e.DoneTopic(h.ctx, p.RunID)
+	if err != nil {
+		h.Fatal(err)
+	}
+	n := h.subscribe(done)
+	fin, channels, err := h.e.SubscribeFinished(h.ctx)
+	if err != nil {
+		h.Fatal(err)
+	}
+	h.Cleanup(func() { _ = fin.Close() })
+	h.subscribed(fin, channels)
 	r, err := h.e.Cancel(h.ctx, p.RunID, "by test", h.now)
 	if err != nil || !r.Written || r.Status != engine.StatusCancelled {
 		h.Fatalf("cancel = %+v, %v", r, err)
+	}
+	if got := h.receive(n, 1); fmt.Sprint(got[done]) != "[cancelled]" {
+		h.Fatalf("done notices = %v, want cancelled", got)
+	}
+	if got := h.receive(fin, 1); fmt.Sprint(flatten(got)) != "[cancelled 1]" {
+		h.Fatalf("finished notices = %v, want one cancelled", got)
 	}
 	if _, held := h.key("k"); held {
 		h.Fatal("cancel did not release the key")

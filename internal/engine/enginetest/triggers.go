@@ -19,6 +19,7 @@ var triggerCases = []suiteCase{
 	{"PoliciesWhenTheKeyIsHeld", policies},
 	{"DebounceHandsTheInputToTheWaitingRun", debounce},
 	{"DelayedRunWaitsUntilDue", delayed},
+	{"DelaysInABatchAreEachTriggersOwn", delayedBatch},
 	{"CheckDurabilityWithoutDurability", checkDurability},
 	{"LinkRetryLinksOnce", linkRetry},
 }
@@ -197,6 +198,10 @@ func policies(h *h) {
 	if r := h.enqueue(sig); r.Accepted || r.Outcome != engine.TriggerSignalled || r.Owner != owner.RunID || r.SignalID != "sig-1" {
 		h.Fatalf("signal = %+v, want signalled to %s", r, owner.RunID)
 	}
+	// Sent again (its reply was lost): the same answer, one signal.
+	if r := h.enqueue(sig); r.Outcome != engine.TriggerSignalled || r.SignalID != "sig-1" {
+		h.Fatalf("signal again = %+v", r)
+	}
 	sigs, err := h.e.ReadSignals(h.ctx, owner.RunID, "", 10, -1)
 	if err != nil || len(sigs) != 1 || sigs[0].ID != "sig-1" || !bytes.Equal(sigs[0].Payload, sig.Input) {
 		h.Fatalf("owner's signals = %+v, %v; want sig-1 with the trigger's input", sigs, err)
@@ -278,6 +283,27 @@ func delayed(h *h) {
 	if st := h.start("w", h.only(h.read("t", "w"), p.RunID)); !st.Started || st.Attempt != 1 {
 		h.Fatalf("start once due = %+v", st)
 	}
+}
+
+func delayedBatch(h *h) {
+	later, now, dup, soon := h.params("t", "a", engine.StrategyTTL), h.params("t", "b", engine.StrategyTTL),
+		h.params("t", "a", engine.StrategyTTL), h.params("t", "c", engine.StrategyTTL)
+	later.Delay, soon.Delay = time.Hour, time.Minute
+	rs, errs := h.e.EnqueueBatch(h.ctx, []*engine.EnqueueParams{later, now, dup, soon})
+	if err := errors.Join(errs...); err != nil {
+		h.Fatal(err)
+	}
+	if !rs[0].Accepted || rs[0].EntryID != "" || !rs[1].Accepted || rs[1].EntryID == "" || !rs[3].Accepted || rs[3].EntryID != "" {
+		h.Fatalf("results = %+v", rs)
+	}
+	if rs[2].Accepted || rs[2].Owner != later.RunID {
+		h.Fatalf("duplicate of the delayed run's key = %+v", rs[2])
+	}
+	_, dues, err := h.e.GetRuns(h.ctx, []string{later.RunID, now.RunID, soon.RunID})
+	if err != nil || !ms(dues[0], h.now.Add(time.Hour)) || !dues[1].IsZero() || !ms(dues[2], h.now.Add(time.Minute)) {
+		h.Fatalf("dues = %v, %v; want each trigger's own delay", dues, err)
+	}
+	h.only(h.read("t", "w"), now.RunID)
 }
 
 func checkDurability(h *h) {
