@@ -233,46 +233,6 @@ func TestSaveStepResult(t *testing.T) {
 	})
 }
 
-// A signal sent again with the same ID, as go-redis does when a reply is
-// lost, is stored once: whether sent to a run or by a trigger under the
-// signal policy.
-func TestResentSignalIsStoredOnce(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		f := newFixture(t, b)
-		owner := f.params("t", "k", engine.StrategyStatus)
-		f.enqueue(owner)
-		for i := 0; i < 2; i++ {
-			r, err := f.s.SignalRun(f.ctx, owner.RunID, "sig-1", []byte(`1`), 0)
-			if err != nil || !r.Delivered || r.SignalID != "sig-1" {
-				t.Fatalf("send %d = %+v, %v", i, r, err)
-			}
-		}
-		trigger := f.params("t", "k", engine.StrategyStatus)
-		trigger.Policy, trigger.SignalID = engine.PolicySignal, "sig-2"
-		for i := 0; i < 2; i++ {
-			r := f.enqueue(trigger)
-			if r.Outcome != engine.TriggerSignalled || r.Owner != owner.RunID || r.SignalID != "sig-2" {
-				t.Fatalf("signal-policy trigger, send %d = %+v", i, r)
-			}
-		}
-		// A new ID is a new signal.
-		if r, _ := f.s.SignalRun(f.ctx, owner.RunID, "sig-3", []byte(`3`), 0); !r.Delivered {
-			t.Fatalf("third signal = %+v", r)
-		}
-		sigs, err := f.s.ReadSignals(f.ctx, owner.RunID, "0", 100, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, s := range sigs {
-			ids = append(ids, s.ID)
-		}
-		if fmt.Sprint(ids) != "[sig-1 sig-2 sig-3]" {
-			t.Fatalf("stored signals %v, want each once, in order", ids)
-		}
-	})
-}
-
 // scriptCalls counts the script calls a client makes that ran, alone or
 // in a pipeline (an EVALSHA answered NOSCRIPT, and then sent again as
 // EVAL, counts once, as does an FCALL answered "Function not found" and

@@ -56,88 +56,6 @@ func (f *fixture) push(p *engine.PushEventParams) []engine.EventRun {
 	return runs
 }
 
-// A run created by an event is recorded exactly as Enqueue records a run
-// with the same parameters.
-func TestPushEventCreatesRunsLikeEnqueue(t *testing.T) {
-	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
-		direct := f.params("mail", "direct:1", engine.StrategyStatus)
-		direct.Input, direct.Meta = []byte(`{"id":"1"}`), []byte(`{"tenant":"a"}`)
-		f.enqueue(direct)
-		viaEvent := f.eventRun("mail", "event:1", engine.StrategyStatus)
-		runs := f.push(f.event("ev-1", "user.created", viaEvent))
-		if len(runs) != 1 || runs[0].Outcome != engine.EventRunCreated || runs[0].RunID != viaEvent.Run.RunID {
-			t.Fatalf("runs = %+v", runs)
-		}
-		a := b.Client.HGetAll(f.ctx, f.k.Run(direct.RunID)).Val()
-		e := b.Client.HGetAll(f.ctx, f.k.Run(viaEvent.Run.RunID)).Val()
-		for _, field := range []string{"key", "entry"} {
-			if e[field] == "" {
-				t.Errorf("event run has no %s", field)
-			}
-			delete(a, field)
-			delete(e, field)
-		}
-		if fmt.Sprint(a) != fmt.Sprint(e) {
-			t.Fatalf("run records differ:\n enqueue: %v\n event:   %v", a, e)
-		}
-		if owner := b.Client.Get(f.ctx, f.k.IdempotencyKey("event:1")).Val(); owner != viaEvent.Run.RunID {
-			t.Fatalf("key owner = %q", owner)
-		}
-		if ds := f.read("mail", "c1"); len(ds) != 2 || ds[1].RunID != viaEvent.Run.RunID {
-			t.Fatalf("deliveries = %+v", ds)
-		}
-		ev, err := f.s.GetEvent(f.ctx, "ev-1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Key != "user.created" || string(ev.Payload) != `{"id":"1"}` || string(ev.Meta) != `{"tenant":"a"}` ||
-			ev.Created.UnixMilli() != f.now.UnixMilli() || len(ev.Runs) != 1 || ev.Runs[0] != runs[0] {
-			t.Fatalf("event = %+v", ev)
-		}
-	})
-}
-
-// A held key is swallowed: no run, the event names the owner. Two tasks of
-// one event with the same key get one run between them. A task whose
-// expression failed is recorded and the others still run.
-func TestPushEventDeduplicatesAndRecordsErrors(t *testing.T) {
-	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
-		held := f.params("other", "k-held", engine.StrategyTTL)
-		f.enqueue(held)
-		a := f.eventRun("a", "k-held", engine.StrategyTTL)
-		bb := f.eventRun("b", "k-same", engine.StrategyTTL)
-		c := f.eventRun("c", "k-same", engine.StrategyStatus)
-		d := engine.EventTask{Task: "d", Error: "evaluating input.missing: no such key"}
-		e := f.eventRun("e", "", engine.StrategyNone)
-		runs := f.push(f.event("ev-1", "k", a, bb, c, d, e))
-		want := []engine.EventRun{
-			{Task: "a", Outcome: "deduplicated", RunID: held.RunID, IdempotencyKey: "k-held"},
-			{Task: "b", Outcome: "created", RunID: bb.Run.RunID, IdempotencyKey: "k-same"},
-			{Task: "c", Outcome: "deduplicated", RunID: bb.Run.RunID, IdempotencyKey: "k-same"},
-			{Task: "d", Outcome: "error", Error: d.Error},
-			{Task: "e", Outcome: "created", RunID: e.Run.RunID},
-		}
-		if fmt.Sprint(runs) != fmt.Sprint(want) {
-			t.Fatalf("runs =\n %+v\nwant\n %+v", runs, want)
-		}
-		for _, gone := range []string{a.Run.RunID, c.Run.RunID} {
-			if f.exists(f.k.Run(gone)) {
-				t.Errorf("run %s was created although its key was held", gone)
-			}
-		}
-		if n := b.Client.ZCard(f.ctx, f.k.Runs()).Val(); n != 3 {
-			t.Errorf("runs index has %d runs, want 3", n)
-		}
-		if owner := b.Client.Get(f.ctx, f.k.IdempotencyKey("k-same")).Val(); owner != bb.Run.RunID {
-			t.Errorf("k-same owner = %q, want %q", owner, bb.Run.RunID)
-		}
-		ev, _ := f.s.GetEvent(f.ctx, "ev-1")
-		if fmt.Sprint(ev.Runs) != fmt.Sprint(want) {
-			t.Fatalf("stored runs = %+v", ev.Runs)
-		}
-	})
-}
-
 func TestPushEventWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -196,41 +114,6 @@ func (f *fixture) snapshot() map[string]string {
 	return m
 }
 
-// Event records expire after their retention; the per-key index trims
-// itself and SweepEvents trims the global one.
-func TestEventRetention(t *testing.T) {
-	b := redistest.Mini(t)
-	f := newFixture(t, b)
-	old := f.event("ev-old", "k")
-	f.push(old)
-	if ttl := b.Client.PTTL(f.ctx, f.k.Event("ev-old")).Val(); ttl <= 0 || ttl > time.Hour {
-		t.Fatalf("event PTTL = %s, want at most an hour", ttl)
-	}
-	b.Mini.FastForward(time.Hour + time.Second)
-	f.now = f.now.Add(time.Hour + time.Second)
-	f.push(f.event("ev-new", "k"))
-	if _, err := f.s.GetEvent(f.ctx, "ev-old"); !errors.Is(err, engine.ErrEventNotFound) {
-		t.Fatalf("expired event: %v", err)
-	}
-	if ids, _ := f.s.ListEventIDs(f.ctx, "k", 0, 10); fmt.Sprint(ids) != "[ev-new]" {
-		t.Fatalf("key index = %v", ids)
-	}
-	if ids, _ := f.s.ListEventIDs(f.ctx, "", 0, 10); len(ids) != 2 {
-		t.Fatalf("events index before the sweep = %v", ids)
-	}
-	removed, looked, err := f.s.SweepEvents(f.ctx, 0, f.now.Add(-time.Hour), 0, 100)
-	if err != nil || removed != 1 || looked != 1 {
-		t.Fatalf("sweep = %d, %d, %v", removed, looked, err)
-	}
-	if ids, _ := f.s.ListEventIDs(f.ctx, "", 0, 10); fmt.Sprint(ids) != "[ev-new]" {
-		t.Fatalf("events index = %v", ids)
-	}
-	b.Mini.FastForward(time.Hour + time.Second)
-	if f.exists(f.k.EventKeyIndex("k")) {
-		t.Fatal("the key index outlived its newest event")
-	}
-}
-
 // A batch goes out in one pipeline, loads the script when the server lacks
 // it, and a later event is deduplicated to a run an earlier one created.
 func TestPushEventsBatch(t *testing.T) {
@@ -256,35 +139,6 @@ func TestPushEventsBatch(t *testing.T) {
 		ids, _ := f.s.ListEventIDs(f.ctx, "k", 0, 1)
 		if len(ids) != 1 {
 			t.Fatalf("page = %v", ids)
-		}
-	})
-}
-
-// A debounced task hands a later event's payload to its waiting run and
-// restarts the window, as a direct trigger does.
-func TestPushEventDebounce(t *testing.T) {
-	eachFanout(t, func(t *testing.T, b *redistest.Backend, f *fixture) {
-		first := f.eventRun("d", "deb", engine.StrategyDebounce)
-		if r := f.push(f.event("ev-1", "k", first)); r[0].Outcome != "created" {
-			t.Fatalf("first = %+v", r)
-		}
-		if st := b.Client.HGet(f.ctx, f.k.Run(first.Run.RunID), "entry").Val(); st != "" {
-			t.Fatalf("a debounced run was queued at once (entry %q)", st)
-		}
-		second := f.event("ev-2", "k", f.eventRun("d", "deb", engine.StrategyDebounce))
-		second.Payload = []byte(`{"id":"2"}`)
-		f.now = f.now.Add(time.Second)
-		second.Now = f.now
-		r := f.push(second)
-		if r[0].Outcome != "debounced" || r[0].RunID != first.Run.RunID {
-			t.Fatalf("second = %+v", r)
-		}
-		if in := b.Client.HGet(f.ctx, f.k.Run(first.Run.RunID), "input").Val(); in != `{"id":"2"}` {
-			t.Fatalf("waiting run's input = %s", in)
-		}
-		due := b.Client.ZScore(f.ctx, f.k.Retry(), first.Run.RunID).Val()
-		if int64(due) != f.now.Add(time.Minute).UnixMilli() {
-			t.Fatalf("window not restarted: due %d", int64(due))
 		}
 	})
 }

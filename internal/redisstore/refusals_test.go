@@ -711,3 +711,30 @@ func TestEnsureGroupAtMaxmemory(t *testing.T) {
 		t.Fatalf("read %d deliveries of the run queued before its group, want 1", len(ds))
 	}
 }
+
+// schedule registers a schedule named name, its cursor at f.now.
+func (f *fixture) schedule(name string) {
+	f.t.Helper()
+	if _, _, err := f.s.SaveSchedule(f.ctx, name, []byte(`{"name":"`+name+`"}`), false, false, f.now); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// scheduledParams is a status-strategy trigger of task t with key k that
+// asks to run in delay.
+func (f *fixture) scheduledParams(key string, strat engine.Strategy, delay time.Duration) *engine.EnqueueParams {
+	p := f.params("t", key, strat)
+	p.Delay = delay
+	p.Hold += delay
+	return p
+}
+
+// due is the score of run id in the retry zset, the zero time when absent.
+func (f *fixture) due(id string) time.Time {
+	f.t.Helper()
+	v, err := f.b.Client.ZScore(f.ctx, f.k.Retry(), id).Result()
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(v))
+}
