@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskq/taskq/internal/schedkey"
+	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -39,7 +39,7 @@ func Fresh(cs *task.CompiledSchedule, tick, now time.Time) bool {
 // compiled when cs was, so this finds it in the compiler's cache.
 func Key(cs *task.CompiledSchedule, tick time.Time) (string, error) {
 	s := cs.Schedule()
-	key, err := schedkey.Compile(s.KeyExpression)
+	key, err := idempotency.ScheduleKey(s.KeyExpression)
 	if err != nil {
 		return "", fmt.Errorf("schedule %q: key_expression: %w", s.Name, err)
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
-	"github.com/taskq/taskq/internal/schedkey"
 )
 
 // Defaults for the zero values of Options.
@@ -108,27 +108,33 @@ func NewCompiler(opts Options) (*Compiler, error) {
 // string(schedule.time) is the tick in RFC 3339, as in the default
 // `schedule.name + "@" + string(schedule.time)`, and
 // schedule.time.getHours("Europe/Paris") is its hour in a zone. The limits
-// and errors are a task compiler's; evaluate with scheduleKeyJSON. Package
-// task reaches it through internal/schedkey.
+// and errors are a task compiler's; evaluate with scheduleKeyJSON
+// (ScheduleKey does both).
 func newScheduleCompiler(opts Options) (*Compiler, error) {
 	return newCompiler(opts, true)
 }
 
-// scheduleCompiler is the compiler internal/schedkey compiles with.
+// scheduleCompiler compiles the key expressions of cron schedules, with
+// default limits; made at first use and shared, as the environment and
+// the cache of compiled expressions never change.
 var scheduleCompiler = sync.OnceValues(func() (*Compiler, error) { return newScheduleCompiler(Options{}) })
 
-func init() {
-	schedkey.Compile = func(expr string) (schedkey.Func, error) {
-		c, err := scheduleCompiler()
-		if err != nil {
-			return nil, err
-		}
-		e, err := c.Compile(expr)
-		if err != nil {
-			return nil, err
-		}
-		return e.scheduleKeyJSON, nil
+// ScheduleKey compiles a cron schedule's key expression (see
+// task.Schedule.KeyExpression) and returns the function that derives the
+// key of one tick from the schedule's JSON input and metadata, its name
+// and the tick's nominal time, bound to schedule.name and schedule.time.
+// Its errors, compiling and evaluating, are *Error values. Compiled
+// expressions are cached, so compiling one again costs a lookup.
+func ScheduleKey(expr string) (func(input, meta []byte, name string, tick time.Time) (string, error), error) {
+	c, err := scheduleCompiler()
+	if err != nil {
+		return nil, err
 	}
+	e, err := c.Compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	return e.scheduleKeyJSON, nil
 }
 
 func newCompiler(opts Options, schedule bool) (*Compiler, error) {

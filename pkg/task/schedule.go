@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"github.com/taskq/taskq/internal/schedkey"
+	"github.com/taskq/taskq/pkg/idempotency"
 )
 
 // ScheduleKeyDefault is the key expression of a schedule that sets none:
@@ -147,7 +147,7 @@ func (s Schedule) Compile() (*CompiledSchedule, error) {
 	if cs.s.KeyExpression == "" {
 		cs.s.KeyExpression = ScheduleKeyDefault
 	}
-	key, err := schedkey.Compile(cs.s.KeyExpression)
+	key, err := idempotency.ScheduleKey(cs.s.KeyExpression)
 	if err != nil {
 		return nil, bad("key_expression", err.Error(), err)
 	}
