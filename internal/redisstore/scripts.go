@@ -130,11 +130,8 @@ func loadScript(name string) *script {
 	return sc
 }
 
-// luaCall matches a call of a module's function, luaDefined its definition.
-var (
-	luaCall    = regexp.MustCompile(`\btaskq_[a-z0-9_]+\(`)
-	luaDefined = regexp.MustCompile(`(?m)^local function (taskq_[a-z0-9_]+)\(`)
-)
+// luaDefined matches the definition of a module's function.
+var luaDefined = regexp.MustCompile(`(?m)^local function (taskq_[a-z0-9_]+)\(`)
 
 // scriptModules returns the modules, in the order of luaModules, that
 // define a function code calls, and those their functions call. A
@@ -186,10 +183,9 @@ func layoutParts(gen string) (shared string, sections map[string]string) {
 // function whose body is the script's file (see library.go). It is named
 // after its content, as are its functions (Redis names functions across
 // libraries), so that stores of two versions of taskq share a server.
-var library, libraryName = func() (string, string) {
+var library = func() string {
 	sum := sha1.Sum([]byte(libraryText(allScripts, "")))
-	name := hex.EncodeToString(sum[:8])
-	return libraryText(allScripts, name), "taskq_" + name
+	return libraryText(allScripts, hex.EncodeToString(sum[:8]))
 }()
 
 // libraryText returns the library's source, its names ending in sum, and
