@@ -34,9 +34,12 @@ type Engine interface {
 
 // Triggers writes new runs.
 type Triggers interface {
-	// Enqueue writes a run for each trigger its idempotency key admits, or
-	// answers with the run that holds the key; the i-th result answers
-	// ps[i].
+	// EnqueueBatch writes a run for each trigger its idempotency key
+	// admits, or answers with the run that holds the key; the i-th result
+	// answers ps[i]. It sets each trigger's RunID in place to the ID the
+	// run got (naming its partition), which the caller reads back. A
+	// trigger sent again with its RunID after a lost reply is answered
+	// with its first outcome, or ErrRunExists where that cannot be told.
 	EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error)
 	// Enqueue is EnqueueBatch of one trigger.
 	Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, error)
@@ -50,10 +53,12 @@ type Triggers interface {
 
 // Deliveries hands queued runs to workers and records what became of them.
 type Deliveries interface {
-	// EnsureGroup prepares task's queues in every partition for reading.
+	// EnsureGroup prepares task's queues in every partition for reading;
+	// ReadGroup and AutoClaim of a task need it first.
 	EnsureGroup(ctx context.Context, task string) error
 	// ReadGroup reads up to count new deliveries of tasks in partition
-	// part for consumer, waiting up to block for the first.
+	// part for consumer, waiting up to block for the first (a negative
+	// block does not wait, zero waits without end).
 	ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]Delivery, error)
 	// AutoClaim takes over up to count deliveries of task in partition
 	// part whose consumer has been idle for minIdle.
@@ -71,12 +76,15 @@ type Deliveries interface {
 	// next is the earliest still waiting.
 	PromoteDue(ctx context.Context, part int, now time.Time, limit int) (moved int, next time.Time, err error)
 	// SaveStepResult records a durable step's result once; a step saved
-	// before answers with the result saved first.
+	// before answers with the result saved first. For a run that does not
+	// exist it stores nothing and answers with result.
 	SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error)
 	// StepResult reads a durable step's result.
 	StepResult(ctx context.Context, runID, name string) ([]byte, bool, error)
-	// ReadSignals reads up to count signals of a run after cursor,
-	// waiting up to block for the first.
+	// ReadSignals reads up to count signals of a run after cursor ("" or
+	// "0": from the first; else a Signal's ID), waiting up to block for
+	// the first as ReadGroup does. A cursor of another form is
+	// ErrInvalidCursor.
 	ReadSignals(ctx context.Context, runID, cursor string, count int, block time.Duration) ([]Signal, error)
 	// CancelTopics are the topics (Notices) that announce runs
 	// cancelled while a worker may hold them, one per partition.
@@ -88,7 +96,8 @@ type Runs interface {
 	// GetRun reads a run; ErrRunNotFound when there is none.
 	GetRun(ctx context.Context, id string) (*Run, error)
 	// GetRuns reads runs in order, nil for a missing one, with the time
-	// each was indexed.
+	// each falls due when it waits for a retry, a debounce window or its
+	// scheduled time (zero otherwise).
 	GetRuns(ctx context.Context, ids []string) ([]*Run, []time.Time, error)
 	// RunStatus reads a run's status alone.
 	RunStatus(ctx context.Context, id string) (string, error)
@@ -159,13 +168,16 @@ type Keys interface {
 
 // Events stores events and fans them out to the tasks that subscribe.
 type Events interface {
-	// PushEvents stores each event and triggers its tasks' runs.
+	// PushEvents stores each event and triggers its tasks' runs. Like
+	// EnqueueBatch it sets the event's ID and its runs' IDs in place to
+	// name their partitions; an event sent again is answered with its
+	// first outcome, or ErrEventExists where that cannot be told.
 	PushEvents(ctx context.Context, ps []*PushEventParams) ([][]EventRun, []error)
 	// PushEvent is PushEvents of one event.
 	PushEvent(ctx context.Context, p *PushEventParams) ([]EventRun, error)
 	// GetEvent reads an event; ErrEventNotFound when there is none.
 	GetEvent(ctx context.Context, id string) (*Event, error)
-	// GetEvents reads events in order, nil for a missing one.
+	// GetEvents reads events in order; missing ones are left out.
 	GetEvents(ctx context.Context, ids []string) ([]*Event, error)
 	// ListEventIDs lists the IDs of events with key (all for ""), newest
 	// first.
@@ -179,7 +191,8 @@ type Events interface {
 	// RecoverFanouts finishes up to limit fan-outs left pending for grace
 	// by the process that pushed their events.
 	RecoverFanouts(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, finished int, err error)
-	// SetFanoutHooks installs the hooks a fan-out calls.
+	// SetFanoutHooks installs the hooks a fan-out calls: for tests and
+	// fault tooling that stop a fan-out between its steps.
 	SetFanoutHooks(h *FanoutHooks)
 }
 
@@ -190,8 +203,10 @@ type Schedules interface {
 	ListSchedules(ctx context.Context) ([]ScheduleRecord, error)
 	DeleteSchedule(ctx context.Context, name string) (bool, error)
 	SetSchedulePaused(ctx context.Context, name string, paused bool, now time.Time) (bool, error)
-	// AdvanceSchedule moves a schedule's cursor to tick once: ok is
-	// false when another scheduler moved it first.
+	// AdvanceSchedule moves a schedule's cursor forward to tick, never
+	// back: cursor is the cursor after the call (a later one another
+	// scheduler set stays), and ok is false only when the schedule is
+	// gone.
 	AdvanceSchedule(ctx context.Context, name string, tick time.Time) (cursor time.Time, ok bool, err error)
 }
 

@@ -108,3 +108,11 @@ func scriptPart(name string) string {
 // ErrInvalidCursor is returned for a listing's cursor that no page of that
 // listing returned.
 var ErrInvalidCursor = errors.New("invalid cursor")
+
+// ErrRunExists is returned for a trigger whose run ID another run already
+// has: a trigger sent again after its reply was lost, with the same ID.
+var ErrRunExists = errors.New("run ID already exists")
+
+// ErrEventExists is returned for an event whose ID another event already
+// has.
+var ErrEventExists = errors.New("event ID already exists")

@@ -26,3 +26,13 @@ type Step struct {
 	Name   string
 	Result []byte
 }
+
+// Outcomes of an attempt in a run's attempt history (Attempt.Outcome).
+const (
+	AttemptFailed = "failed" // the run failed with it
+	AttemptRetry  = "retry"  // it failed and a retry was scheduled
+	AttemptLapsed = "lapsed" // its lease lapsed and the run was delivered again
+	// AttemptRequeued: its worker gave the run back to the queue as it
+	// shut down (Requeue).
+	AttemptRequeued = "requeued"
+)

@@ -8,9 +8,6 @@ import (
 	"github.com/taskq/taskq/internal/engine"
 )
 
-// ErrRunExists is returned when a run ID is already taken.
-var ErrRunExists = errors.New("run ID already exists")
-
 // scriptError turns the typed error replies of the scripts, and the error
 // replies Redis gives in their place, into Go errors. Redis answers OOM to
 // a script's first write at maxmemory (or, for a script that may not run
@@ -46,7 +43,7 @@ func scriptError(err error) error {
 		}
 		return e
 	case strings.HasPrefix(msg, "TASKQ_EXISTS "):
-		return fmt.Errorf("%w: %s", ErrRunExists, strings.TrimPrefix(msg, "TASKQ_EXISTS "))
+		return fmt.Errorf("%w: %s", engine.ErrRunExists, strings.TrimPrefix(msg, "TASKQ_EXISTS "))
 	case strings.Contains(msg, "WRONGTYPE"):
 		return &engine.WrongTypeError{Type: msg}
 	}

@@ -18,9 +18,6 @@ import (
 //	taskq:{ns}:eventkey:<event key>  zset  the events of one key by time (ms); trimmed
 //	                                       on every push and expiring with its newest event
 
-// ErrEventExists is returned when an event ID is already taken.
-var ErrEventExists = errors.New("event ID already exists")
-
 func parseEvent(id string, h map[string]string) (*engine.Event, error) {
 	e := &engine.Event{ID: id, Key: h[eventKey], Payload: []byte(h[eventPayload]), Meta: []byte(h[eventMeta])}
 	created, _ := strconv.ParseInt(h[eventCreated], 10, 64)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
-	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
 )
 
@@ -64,7 +63,7 @@ func TestPushEventWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 	}{
 		{"event exists", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.HSet(f.ctx, f.k.Event(p.ID), "key", "old")
-		}, redisstore.ErrEventExists},
+		}, engine.ErrEventExists},
 		{"events index is a string", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.Set(f.ctx, f.k.Events(), "x", 0)
 		}, engine.ErrWrongType},
@@ -79,7 +78,7 @@ func TestPushEventWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 		}, engine.ErrWrongType},
 		{"second task's run exists", func(f *fixture, p *engine.PushEventParams) {
 			f.b.Client.HSet(f.ctx, f.k.Run(p.Tasks[1].Run.RunID), "x", "y")
-		}, redisstore.ErrRunExists},
+		}, engine.ErrRunExists},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +162,7 @@ func TestPushEventResentReportsFirstOutcome(t *testing.T) {
 		}
 		other := *p
 		other.Payload = []byte(`{"id":"2"}`)
-		if _, err := f.s.PushEvent(f.ctx, &other); !errors.Is(err, redisstore.ErrEventExists) {
+		if _, err := f.s.PushEvent(f.ctx, &other); !errors.Is(err, engine.ErrEventExists) {
 			t.Fatalf("another event under a taken ID: %v", err)
 		}
 	})

@@ -176,7 +176,7 @@ func TestStoreEventKeepsThePendingFanout(t *testing.T) {
 			t.Fatalf("%d runs, want only the one held before: step 1 triggers nothing", n)
 		}
 		before := f.snapshot()
-		if err := f.s.StoreEventStep(f.ctx, sc.p); !errors.Is(err, redisstore.ErrEventExists) {
+		if err := f.s.StoreEventStep(f.ctx, sc.p); !errors.Is(err, engine.ErrEventExists) {
 			t.Fatalf("the same ID again: %v", err)
 		}
 		if after := f.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {

@@ -18,16 +18,6 @@ import (
 // and start.lua the attempt history, signal.lua the signals, save_step.lua
 // the steps).
 
-// Outcomes of an attempt in a run's attempt history (attemptEntryOutcome).
-const (
-	AttemptFailed = "failed" // the run failed with it
-	AttemptRetry  = "retry"  // it failed and a retry was scheduled
-	AttemptLapsed = "lapsed" // its lease lapsed and the run was delivered again
-	// AttemptRequeued: its worker gave the run back to the queue as it
-	// shut down (Requeue).
-	AttemptRequeued = "requeued"
-)
-
 // ReadParts reads the parts run r has (its flags say which): the attempt
 // history and the counts of its signals and durable steps, in one round
 // trip to the run's partition; none at all for a run that has none.

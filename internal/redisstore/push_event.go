@@ -89,16 +89,16 @@ func parsePushEvent(p *engine.PushEventParams, v any) ([]engine.EventRun, error)
 }
 
 // eventExists turns the error reply of a script that found the event's ID
-// taken into ErrEventExists.
+// taken into engine.ErrEventExists.
 func eventExists(err error) error {
 	if err != nil && strings.HasPrefix(err.Error(), "TASKQ_EVENT_EXISTS ") {
-		return fmt.Errorf("%w: %s", ErrEventExists, strings.TrimPrefix(err.Error(), "TASKQ_EVENT_EXISTS "))
+		return fmt.Errorf("%w: %s", engine.ErrEventExists, strings.TrimPrefix(err.Error(), "TASKQ_EVENT_EXISTS "))
 	}
 	return err
 }
 
 func (s *Store) eventScriptError(err error) error {
-	if err = eventExists(err); errors.Is(err, ErrEventExists) {
+	if err = eventExists(err); errors.Is(err, engine.ErrEventExists) {
 		return err
 	}
 	return s.named("push_event", scriptError(err))
@@ -129,7 +129,7 @@ func (s *Store) PushEvent(ctx context.Context, p *engine.PushEventParams) ([]eng
 // that first run recorded is the push's outcome; a fan-out it left pending
 // is finished now.
 func (s *Store) fromEventResend(ctx context.Context, p *engine.PushEventParams, err error) ([]engine.EventRun, error) {
-	if !errors.Is(err, ErrEventExists) {
+	if !errors.Is(err, engine.ErrEventExists) {
 		return nil, err
 	}
 	ev, gerr := s.GetEvent(ctx, p.ID)

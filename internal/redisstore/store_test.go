@@ -149,8 +149,8 @@ func TestEnqueueWritesNothingWhenAnyWriteWouldFail(t *testing.T) {
 				if err == nil {
 					t.Fatal("enqueue succeeded over a wrong-typed key")
 				}
-				if !errors.Is(err, engine.ErrWrongType) && !errors.Is(err, redisstore.ErrRunExists) {
-					t.Fatalf("error %v is neither ErrWrongType nor ErrRunExists", err)
+				if !errors.Is(err, engine.ErrWrongType) && !errors.Is(err, engine.ErrRunExists) {
+					t.Fatalf("error %v is neither ErrWrongType nor engine.ErrRunExists", err)
 				}
 				for k, typ := range before {
 					if got := b.Client.Type(f.ctx, k).Val(); got != typ {
@@ -209,8 +209,8 @@ func TestEnqueueResendReportsTheFirstSend(t *testing.T) {
 		f.enqueue(p)
 		p2 := *p
 		p2.Task = "other"
-		if _, err := f.s.Enqueue(f.ctx, &p2); !errors.Is(err, redisstore.ErrRunExists) {
-			t.Fatalf("reused run ID: %v, want ErrRunExists", err)
+		if _, err := f.s.Enqueue(f.ctx, &p2); !errors.Is(err, engine.ErrRunExists) {
+			t.Fatalf("reused run ID: %v, want engine.ErrRunExists", err)
 		}
 	})
 }

@@ -66,7 +66,7 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 		t := &j.f.Tasks[i]
 		if e, ok := r[n].(error); ok {
 			err := s.named("trigger_event", scriptError(e))
-			if !errors.Is(err, engine.ErrWrongType) && !errors.Is(err, ErrRunExists) {
+			if !errors.Is(err, engine.ErrWrongType) && !errors.Is(err, engine.ErrRunExists) {
 				return err
 			}
 			runs[i] = engine.EventRun{Task: t.Task, Outcome: engine.EventRunError, IdempotencyKey: t.Key, Error: err.Error()}
