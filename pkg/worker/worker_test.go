@@ -486,22 +486,32 @@ func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
 		for i := range parts.Count() {
 			stays[parts.Keys(i).Stream("retention")] = true
 		}
-		eventually(t, "records, keys, stream entries and index entries to go", func() bool {
+		// What is left, or "" once only what stays is: the sweeper works
+		// through every partition each SweepInterval, slower on a loaded
+		// machine, so the wait is long and a failure names what was left.
+		left := func() string {
 			keys, err := redistest.NamespaceKeys(ctx, b.Client, b.Namespace)
 			if err != nil {
-				return false
+				return err.Error()
 			}
 			for _, key := range keys {
 				if !stays[key] {
-					return false
+					return "key " + key
 				}
 			}
 			for i := range parts.Count() {
-				if b.Client.XLen(ctx, parts.Keys(i).Stream("retention")).Val() != 0 {
-					return false
+				if n := b.Client.XLen(ctx, parts.Keys(i).Stream("retention")).Val(); n != 0 {
+					return fmt.Sprintf("%d entries in partition %d's stream", n, i)
 				}
 			}
-			return true
-		})
+			return ""
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for what := left(); what != ""; what = left() {
+			if time.Now().After(deadline) {
+				t.Fatalf("30s after the runs ended, their retention of 1s long past: %s is left", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	})
 }
