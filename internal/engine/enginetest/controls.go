@@ -3,7 +3,6 @@ package enginetest
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
@@ -183,21 +182,12 @@ func groupConcurrent(h *h) {
 	const n, max = 16, 3
 	res := make([]engine.AcquireResult, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			id := fmt.Sprint("r", i)
-			rs, es := h.e.AcquireSlots(h.ctx, h.now, []engine.AcquireParams{{Task: "t", Group: "g", RunID: id, Token: id,
-				MaxRuns: max, Strategy: engine.ConcurrencyRoundRobin, Lease: time.Minute, Created: h.now}})
-			res[i], errs[i] = rs[0], es[0]
-		}()
-	}
-	close(gate)
-	wg.Wait()
+	race(n, func(i int) {
+		id := fmt.Sprint("r", i)
+		rs, es := h.e.AcquireSlots(h.ctx, h.now, []engine.AcquireParams{{Task: "t", Group: "g", RunID: id, Token: id,
+			MaxRuns: max, Strategy: engine.ConcurrencyRoundRobin, Lease: time.Minute, Created: h.now}})
+		res[i], errs[i] = rs[0], es[0]
+	})
 	held := 0
 	for i := range n {
 		if errs[i] != nil {
@@ -405,20 +395,11 @@ func rateConcurrent(h *h) {
 	const n, limit = 16, 5
 	taken := make([]bool, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
 	now := time.Now()
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			res, es := h.e.TakeRateLimits(h.ctx, now, []engine.RateTake{{Name: "hot", Limit: limit, Period: time.Minute, Units: 1, Token: fmt.Sprint("t", i)}})
-			taken[i], errs[i] = res[0].Taken, es[0]
-		}()
-	}
-	close(gate)
-	wg.Wait()
+	race(n, func(i int) {
+		res, es := h.e.TakeRateLimits(h.ctx, now, []engine.RateTake{{Name: "hot", Limit: limit, Period: time.Minute, Units: 1, Token: fmt.Sprint("t", i)}})
+		taken[i], errs[i] = res[0].Taken, es[0]
+	})
 	count := 0
 	for i := range n {
 		if errs[i] != nil {

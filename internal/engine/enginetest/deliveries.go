@@ -301,19 +301,10 @@ func finishConcurrent(h *h) {
 	const n = 16
 	rs := make([]engine.FinishResult, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			out, es := h.e.FinishBatch(h.ctx, []*engine.FinishParams{h.outcome(d, st, engine.OutcomeSucceeded, fmt.Sprint(i))})
-			rs[i], errs[i] = out[0], es[0]
-		}()
-	}
-	close(gate)
-	wg.Wait()
+	race(n, func(i int) {
+		out, es := h.e.FinishBatch(h.ctx, []*engine.FinishParams{h.outcome(d, st, engine.OutcomeSucceeded, fmt.Sprint(i))})
+		rs[i], errs[i] = out[0], es[0]
+	})
 	written := 0
 	for i := range rs {
 		if errs[i] != nil {
@@ -579,25 +570,16 @@ func claimOnce(h *h) {
 	got := make([][]engine.Delivery, n)
 	starts := make([]bool, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			c := fmt.Sprint("w", i+1)
-			got[i], errs[i] = h.e.AutoClaim(h.ctx, part, "t", c, minIdle, 10)
-			if errs[i] != nil || len(got[i]) == 0 {
-				return
-			}
-			rs, es := h.e.StartBatch(h.ctx, c, h.now, got[i])
-			errs[i] = es[0]
-			starts[i] = rs[0].Started
-		}()
-	}
-	close(gate)
-	wg.Wait()
+	race(n, func(i int) {
+		c := fmt.Sprint("w", i+1)
+		got[i], errs[i] = h.e.AutoClaim(h.ctx, part, "t", c, minIdle, 10)
+		if errs[i] != nil || len(got[i]) == 0 {
+			return
+		}
+		rs, es := h.e.StartBatch(h.ctx, c, h.now, got[i])
+		errs[i] = es[0]
+		starts[i] = rs[0].Started
+	})
 	claimed, started := 0, 0
 	for i := range n {
 		if errs[i] != nil {

@@ -390,3 +390,20 @@ func sorted(s ...string) []string {
 
 // ms says whether a and b are the same time to the millisecond.
 func ms(a, b time.Time) bool { return a.UnixMilli() == b.UnixMilli() }
+
+// race runs fn(0), ..., fn(n-1) in n goroutines released at once, and
+// waits for them all: the concurrency cases' callers racing for one thing.
+func race(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			fn(i)
+		}()
+	}
+	close(gate)
+	wg.Wait()
+}

@@ -3,7 +3,6 @@ package enginetest
 import (
 	"bytes"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
@@ -145,18 +144,9 @@ func concurrentOneKey(h *h) {
 	}
 	rs := make([]engine.EnqueueResult, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			rs[i], errs[i] = h.e.Enqueue(h.ctx, ps[i])
-		}()
-	}
-	close(gate)
-	wg.Wait()
+	race(len(ps), func(i int) {
+		rs[i], errs[i] = h.e.Enqueue(h.ctx, ps[i])
+	})
 	winner := ""
 	for i := range rs {
 		if errs[i] != nil {
