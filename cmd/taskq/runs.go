@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/fieldfilter"
 	"slices"
 	"strings"
 	"time"
@@ -182,11 +183,10 @@ pass it with --cursor and the same filters to go on.`,
 				return err
 			}
 			for _, w := range where {
-				f, err := client.ParseFieldFilter(w)
-				if err != nil {
-					return usageErrorf("invalid --where: %v", err)
+				if _, err := fieldfilter.Parse(w); err != nil {
+					return usageErrorf("invalid --where: where %v", err)
 				}
-				o.Where = append(o.Where, f)
+				o.Where = append(o.Where, w)
 			}
 			return nil
 		},

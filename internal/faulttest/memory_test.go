@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -394,8 +395,8 @@ func TestEvictingRedisIsRefusedAtStartUnlessTheRiskIsAccepted(t *testing.T) {
 	if v, ok := gaugeValue(t, reg, "taskq_redis_eviction_risk_accepted"); !ok || v != 1 {
 		t.Fatalf("taskq_redis_eviction_risk_accepted = %v (%v), want 1", v, ok)
 	}
-	if w.RedisErr() != nil || c.RedisGuard().Err() != nil {
-		t.Fatalf("accepted risk: RedisErr %v, client %v; want nil", w.RedisErr(), c.RedisGuard().Err())
+	if w.RedisErr() != nil || clientlink.Of(c).Guard.Err() != nil {
+		t.Fatalf("accepted risk: RedisErr %v, client %v; want nil", w.RedisErr(), clientlink.Of(c).Guard.Err())
 	}
 
 	// A worker that started on noeviction notices a change at run time.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"net/http"
 	"net/url"
 	"strings"
@@ -55,7 +56,7 @@ func (s *Server) retryError(r *http.Request, orig *client.RunInfo, err error) *a
 		return collisionError(coll, s.ownerStatus(r.Context(), coll))
 	case errors.Is(err, client.ErrTaskNotFound):
 		return newError(http.StatusNotFound, CodeTaskNotFound,
-			"task %s of run %s is not registered in namespace %q: start a worker that handles it", quote(orig.Task), orig.ID, s.c.Namespace())
+			"task %s of run %s is not registered in namespace %q: start a worker that handles it", quote(orig.Task), orig.ID, clientlink.Of(s.c).Namespace)
 	case errors.Is(err, client.ErrRunNotFound):
 		return runError(orig.ID, err)
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"github.com/taskq/taskq/internal/fieldfilter"
 	"net/http"
 	"net/url"
 	"slices"
@@ -104,11 +105,10 @@ func (q query) runFilter() (client.ListRunsOptions, *apiError) {
 		return o, e
 	}
 	for _, w := range q.v["where"] {
-		f, err := client.ParseFieldFilter(w)
-		if err != nil {
-			return o, listError(err)
+		if _, err := fieldfilter.Parse(w); err != nil {
+			return o, listError(&client.ListOptionError{Option: "where", Problem: err.Error()})
 		}
-		o.Where = append(o.Where, f)
+		o.Where = append(o.Where, w)
 	}
 	return o, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"net/http"
 	"strconv"
 	"time"
@@ -90,7 +91,7 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		opts = append(opts, client.OnConflict(p))
 	}
 	if req.Durability != nil {
-		o, e := req.Durability.option(s.c.Options().OperationTimeout)
+		o, e := req.Durability.option(clientlink.Of(s.c).OperationTimeout)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -308,7 +309,7 @@ func (s *Server) definition(ctx context.Context, name string) (*task.Definition,
 	switch {
 	case errors.Is(err, client.ErrTaskNotFound):
 		return nil, newError(http.StatusNotFound, CodeTaskNotFound,
-			"task %s is not registered in namespace %q: start a worker that handles it", quote(name), s.c.Namespace())
+			"task %s is not registered in namespace %q: start a worker that handles it", quote(name), clientlink.Of(s.c).Namespace)
 	case errors.As(err, &cfg):
 		return nil, newError(http.StatusInternalServerError, CodeTaskDefinitionError,
 			"the registered definition of task %s cannot be built: %v", quote(name), err)

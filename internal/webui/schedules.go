@@ -32,9 +32,9 @@ func (u *UI) schedules(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		m := info.Schedule.Misfire
 		if m.Policy == task.MisfireCatchUp {
-			row.Misfire = "catch up " + strconv.Itoa(m.Max) + " within " + ticks.Horizon(info.Compiled()).String()
+			row.Misfire = "catch up " + strconv.Itoa(m.Max) + " within " + ticks.Horizon(info.Schedule).String()
 		} else {
-			row.Misfire = "skip after " + ticks.Horizon(info.Compiled()).String()
+			row.Misfire = "skip after " + ticks.Horizon(info.Schedule).String()
 		}
 		rows[i] = row
 	}

@@ -255,8 +255,3 @@ func (m *clientMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.shortfalls.Collect(ch)
 }
 
-// MetricsCollector returns the client's own Prometheus metrics
-// (taskq_durable_triggers_total, taskq_durability_shortfalls_total), for a
-// program to register where it serves its metrics; Options.Metrics
-// registers them at New. Each client has its own.
-func (c *Client) MetricsCollector() prometheus.Collector { return c.metrics }

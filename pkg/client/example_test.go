@@ -42,9 +42,13 @@ func ExampleNew() {
 		return
 	}
 	defer c.Close()
-	fmt.Println("namespace:", c.Namespace())
+	if err := c.Ping(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("connected")
 	// Output:
-	// namespace: shop
+	// connected
 }
 
 // RunNoWait returns as soon as the run is accepted; its ref waits for the

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -294,6 +293,3 @@ func (r *RunRef[O]) Result(ctx context.Context) (O, error) {
 func Ref[O any](c *Client, runID string) *RunRef[O] {
 	return &RunRef[O]{RunHandle: c.Handle(runID)}
 }
-
-// IsNotFound reports whether err says a run does not exist.
-func IsNotFound(err error) bool { return errors.Is(err, ErrRunNotFound) }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/fieldfilter"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -79,8 +80,16 @@ type ListRunsOptions struct {
 	// cost no reads of records.
 	Since, Until time.Time
 	// Where keeps the runs whose input or metadata fields have the values
-	// given (at most WhereMax; see FieldFilter).
-	Where []FieldFilter
+	// given, each written "input.<path>=<value>" or
+	// "metadata.<path>=<value>" (at most WhereMax), as "input.customer=42"
+	// or "metadata.source=web": the path's object keys joined by dots, the
+	// value everything after the first "=" (it may be empty). A string
+	// field matches its text; a number matches a value that is the same
+	// number (42 matches 42.0); true, false and null match their JSON. A
+	// value in double quotes ("\"42\"") matches only a string field with
+	// the quoted text. Objects and arrays never match. A filter written
+	// otherwise is a *ListOptionError for "where".
+	Where []string
 	// Scheduled keeps only the runs waiting for the time they were
 	// scheduled at (RunAt, RunIn): queued, with RunInfo.Scheduled (a run a
 	// rate limit deferred is not one).
@@ -92,6 +101,8 @@ type ListRunsOptions struct {
 	// Limit is the most runs one page holds (default ListLimitDefault, at
 	// most ListLimitMax).
 	Limit int
+
+	where []fieldfilter.Filter // Where, parsed by check
 }
 
 // RunPage is one page of runs, newest first.

@@ -159,10 +159,7 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 				web = append([]string{h.ID()}, web...)
 			}
 		}
-		webOnly, err := client.ParseFieldFilter("metadata.source=web")
-		if err != nil {
-			t.Fatal(err)
-		}
+		webOnly := "metadata.source=web"
 		all := client.ListRunsOptions{Task: retryFree.Name()}
 		dry, err := in.CancelRuns(ctx, client.BulkOptions{Filter: all, DryRun: true, Max: 1})
 		if err != nil || dry.Matched != 6 || dry.Done != 0 || len(dry.Runs) != 0 {
@@ -176,7 +173,7 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 		if got, _ := in.CountRuns(ctx, client.CountRunsOptions{}); got.Tasks[retryFree.Name()][client.StatusQueued] != 6 {
 			t.Fatalf("a refused bulk cancel cancelled runs: %v", got.Tasks)
 		}
-		res, err := in.CancelRuns(ctx, client.BulkOptions{Filter: client.ListRunsOptions{Where: []client.FieldFilter{webOnly}}})
+		res, err := in.CancelRuns(ctx, client.BulkOptions{Filter: client.ListRunsOptions{Where: []string{webOnly}}})
 		if err != nil || res.Matched != 3 || res.Done != 3 {
 			t.Fatalf("cancel of the web runs = %+v, %v; want 3 done", res, err)
 		}

@@ -37,7 +37,8 @@ type SuppressedTrigger struct {
 	// named with WithSource.
 	Source string `json:"source"`
 	// InputDigest is the first 16 hex digits of the SHA-256 of the
-	// trigger's input as sent (see InputDigest).
+	// trigger's input as sent, to tell which of several triggers of a
+	// key a record is.
 	InputDigest string `json:"inputDigest"`
 	// Outcome is rejected, attached, signalled, debounced or
 	// deduplicated (an event's task).
@@ -60,9 +61,6 @@ const (
 	SuppressedDeduplicated = engine.SuppressedDeduplicated
 )
 
-// InputDigest is the digest a suppressed trigger records of its input, to
-// tell which of several triggers of a key a record is.
-func InputDigest(input []byte) string { return engine.InputDigest(input) }
 
 // ListSuppressed answers "why didn't it run?": the triggers that created
 // no run because another run held their key, newest first, with the run

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/taskq/taskq/internal/engine"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 		}
 		got := byKey.Triggers[0]
 		if got.Key != "order:1" || got.Owner != owner.ID() || got.Task != suppressedTask.Name() || got.Source != client.SourceClient ||
-			got.Outcome != client.SuppressedRejected || got.InputDigest != client.InputDigest(input) || time.Since(got.Time) > time.Minute {
+			got.Outcome != client.SuppressedRejected || got.InputDigest != engine.InputDigest(input) || time.Since(got.Time) > time.Minute {
 			t.Errorf("by key: %+v", got)
 		}
 		byOwner, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Owner: other.ID()})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/clientlink"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestClientOpensTheNamespacesPartitions(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newPartitionedClient(t, b, 4)
-		if n, err := c.Partitions(ctx); err != nil || n != 4 {
+		if n, err := clientlink.Store(c).PartitionCount(ctx); err != nil || n != 4 {
 			t.Fatalf("Partitions() = %d, %v", n, err)
 		}
 		_, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Partitions: 2})
@@ -44,7 +45,7 @@ func TestClientOpensTheNamespacesPartitions(t *testing.T) {
 		if !errors.As(err, &mm) || !errors.Is(err, client.ErrPartitionsMismatch) || mm.Recorded != 4 || mm.Configured != 2 {
 			t.Fatalf("New with 2 on a namespace of 4: %v", err)
 		}
-		if n, err := newClient(t, b).Partitions(ctx); err != nil || n != 4 {
+		if n, err := clientlink.Store(newClient(t, b)).PartitionCount(ctx); err != nil || n != 4 {
 			t.Fatalf("unconfigured client: %d, %v; want the recorded 4", n, err)
 		}
 		_, err = client.New(client.Options{Redis: b.Client, Namespace: "orders{eu}"})
@@ -128,25 +129,25 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 		// IDs naming no partition of the namespace.
 		for _, id := range []string{owner.ID() + ".4", "x.0", "x.y", strings.Repeat("9", 40) + ".3000"} {
 			h := c.Handle(id)
-			if _, err := h.Get(ctx); !client.IsNotFound(err) {
+			if _, err := h.Get(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Get(%q) = %v", id, err)
 			}
-			if _, err := h.Status(ctx); !client.IsNotFound(err) {
+			if _, err := h.Status(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Status(%q) = %v", id, err)
 			}
-			if _, err := h.Cancel(ctx); !client.IsNotFound(err) {
+			if _, err := h.Cancel(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Cancel(%q) = %v", id, err)
 			}
-			if _, err := h.Signal(ctx, 1); !client.IsNotFound(err) {
+			if _, err := h.Signal(ctx, 1); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Signal(%q) = %v", id, err)
 			}
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_, err := h.Wait(wctx)
 			cancel()
-			if !client.IsNotFound(err) {
+			if !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Wait(%q) = %v", id, err)
 			}
-			if _, err := c.Inspector().GetRun(ctx, id); !client.IsNotFound(err) {
+			if _, err := c.Inspector().GetRun(ctx, id); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Inspector.GetRun(%q) = %v", id, err)
 			}
 		}

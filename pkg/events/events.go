@@ -98,7 +98,7 @@ func (o Options) validate() error {
 // safe for concurrent use.
 type Ingester struct {
 	c     *client.Client
-	copts client.Options
+	link  *clientlink.Link
 	store admission.EventStore
 	adm   admission.Config
 	opts  Options
@@ -118,12 +118,8 @@ func New(c *client.Client, opts Options) (*Ingester, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	co := c.Options()
-	i := &Ingester{c: c, copts: co, store: clientlink.Store(c), opts: opts, log: opts.Logger,
-		adm: admission.Config{
-			Limits:    admission.Limits{MaxInputBytes: co.MaxInputBytes, MaxMetadataBytes: co.MaxMetadataBytes, MaxInputDepth: co.MaxInputDepth},
-			Retention: co.Retention, MaxSignals: co.MaxSignals,
-		}}
+	link := clientlink.Of(c)
+	i := &Ingester{c: c, link: link, store: link.Engine, opts: opts, log: opts.Logger, adm: link.Admission}
 	i.subs.ttl = opts.RefreshInterval
 	return i, nil
 }
@@ -340,7 +336,7 @@ func (i *Ingester) prepare(ctx context.Context, in Input) (*admission.EventParam
 		return nil, fmt.Errorf("events: read subscriptions: %w", err)
 	}
 	return i.adm.BuildEvent(admission.Event{
-		Key: in.Key, Payload: in.Payload, Metadata: in.Metadata, Now: i.copts.Clock.Now(), Retention: i.opts.Retention,
+		Key: in.Key, Payload: in.Payload, Metadata: in.Metadata, Now: i.link.Clock.Now(), Retention: i.opts.Retention,
 	}, subs)
 }
 
@@ -362,7 +358,7 @@ func fromRecord(r *admission.EventRecord) *Event {
 // opCtx bounds calls to Redis by the client's OperationTimeout unless ctx
 // ends sooner.
 func (i *Ingester) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := i.copts.OperationTimeout
+	d := i.link.OperationTimeout
 	if dl, ok := ctx.Deadline(); (ok && time.Until(dl) < d) || d <= 0 {
 		return ctx, func() {}
 	}

@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/taskq/taskq/internal/engine"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestEventCollisionIsRecordedAsSuppressed(t *testing.T) {
 		}
 		got := page.Triggers[0]
 		if got.Source != "event:"+second.ID || got.Owner != first.Runs[0].RunID || got.Task != "send-receipt" ||
-			got.Outcome != client.SuppressedDeduplicated || got.InputDigest != client.InputDigest(payload) {
+			got.Outcome != client.SuppressedDeduplicated || got.InputDigest != engine.InputDigest(payload) {
 			t.Errorf("suppressed trigger %+v, want the second event %s deduplicated to %s", got, second.ID, first.Runs[0].RunID)
 		}
 	})

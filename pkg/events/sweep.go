@@ -28,7 +28,7 @@ func (i *Ingester) Sweep(ctx context.Context) (int, error) {
 
 // sweep sweeps the events index of partition part.
 func (i *Ingester) sweep(ctx context.Context, part int) (int, error) {
-	cutoff := i.copts.Clock.Now().Add(-i.opts.Retention)
+	cutoff := i.link.Clock.Now().Add(-i.opts.Retention)
 	removed, offset := 0, 0
 	for n := 0; n < sweepBatches; n++ {
 		r, looked, err := i.store.SweepEvents(ctx, part, cutoff, offset, sweepBatch)
@@ -48,7 +48,7 @@ func (i *Ingester) sweep(ctx context.Context, part int) (int, error) {
 // maybeSweep sweeps when the last sweep is over sweepInterval ago. A failed
 // sweep is only logged: the push it follows has succeeded.
 func (i *Ingester) maybeSweep(ctx context.Context) {
-	now := i.copts.Clock.Now().UnixMilli()
+	now := i.link.Clock.Now().UnixMilli()
 	last := i.lastSweep.Load()
 	if now-last < sweepInterval.Milliseconds() || !i.lastSweep.CompareAndSwap(last, now) {
 		return

@@ -3,6 +3,7 @@ package taskqtest_test
 import (
 	"context"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,8 +25,8 @@ func TestNewWiresAClientToAnEmbeddedRedis(t *testing.T) {
 	if err := h.Client().Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h.Client().Namespace() != "shop" || h.Client().Namespace() != "shop" || !h.Now().Equal(start) || !h.Now().Equal(start) {
-		t.Fatalf("namespace %q / %q, now %s / %s; want shop and %s", h.Client().Namespace(), h.Client().Namespace(), h.Now(), h.Now(), start)
+	if clientlink.Of(h.Client()).Namespace != "shop" || clientlink.Of(h.Client()).Namespace != "shop" || !h.Now().Equal(start) || !h.Now().Equal(start) {
+		t.Fatalf("namespace %q / %q, now %s / %s; want shop and %s", clientlink.Of(h.Client()).Namespace, clientlink.Of(h.Client()).Namespace, h.Now(), h.Now(), start)
 	}
 	ref := trigger(t, h, signup{Email: "ada@example.com"})
 	info, err := ref.Get(ctx)
@@ -47,7 +48,7 @@ func TestNewWiresAClientToAnEmbeddedRedis(t *testing.T) {
 		t.Fatalf("run record through Redis(): %d, %v", n, err)
 	}
 	// The default harness uses the client's default namespace.
-	if got := taskqtest.New(t).Client().Namespace(); got != "default" {
+	if got := clientlink.Of(taskqtest.New(t).Client()).Namespace; got != "default" {
 		t.Fatalf("default namespace %q", got)
 	}
 }

@@ -97,7 +97,7 @@ func TestWorkerRegistersAgainAfterRedisLosesItsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer later.Close()
-	if n, err := later.Partitions(ctx); err != nil || n != 2 {
+	if n, err := clientlink.Store(later).PartitionCount(ctx); err != nil || n != 2 {
 		t.Fatalf("a client opened after the loss has %d partitions, %v; want the 2 in use", n, err)
 	}
 }

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"github.com/taskq/taskq/internal/finished"
 	"context"
 	"errors"
 	"fmt"
@@ -315,7 +316,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if _, err := insp.ListWorkers(ctx); err != nil {
 			t.Fatal(err)
 		}
-		f := insp.SubscribeFinished(ctx)
+		f := finished.Subscribe(ctx, c)
 		if err := f.Ready(ctx); err != nil {
 			t.Fatal(err)
 		}
