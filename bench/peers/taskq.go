@@ -1,10 +1,10 @@
 package main
 
 import (
-	"github.com/taskq/taskq/internal/finished"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/finished"
 	"sync"
 	"sync/atomic"
 	"time"

@@ -113,7 +113,6 @@ func (f Filter) Matches(doc map[string]any) bool {
 	return false
 }
 
-
 func clipText(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "…"

@@ -254,4 +254,3 @@ func (m *clientMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.durableTriggers.Collect(ch)
 	m.shortfalls.Collect(ch)
 }
-

@@ -61,7 +61,6 @@ const (
 	SuppressedDeduplicated = engine.SuppressedDeduplicated
 )
 
-
 // ListSuppressed answers "why didn't it run?": the triggers that created
 // no run because another run held their key, newest first, with the run
 // that held it. With a Key or an Owner it searches the one partition their

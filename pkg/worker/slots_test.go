@@ -1,10 +1,10 @@
 package worker_test
 
 import (
-	"github.com/taskq/taskq/internal/finished"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/finished"
 	"strconv"
 	"strings"
 	"sync"
