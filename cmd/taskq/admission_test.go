@@ -101,12 +101,12 @@ func TestEveryEntryPointAppliesTheAdmissionLimits(t *testing.T) {
 		}
 		// Nothing got through: no run, no event.
 		page, err := f.c.Inspector().ListRuns(context.Background(), client.ListRunsOptions{})
-		if err != nil || len(page.Runs) != 0 {
-			t.Errorf("runs after refused triggers: %d (%v), want none", len(page.Runs), err)
+		if err != nil || len(page.Items) != 0 {
+			t.Errorf("runs after refused triggers: %d (%v), want none", len(page.Items), err)
 		}
 		evs, err := f.c.Inspector().ListEvents(context.Background(), client.ListEventsOptions{})
-		if err != nil || len(evs.Events) != 0 {
-			t.Errorf("events after refused pushes: %d (%v), want none", len(evs.Events), err)
+		if err != nil || len(evs.Items) != 0 {
+			t.Errorf("events after refused pushes: %d (%v), want none", len(evs.Items), err)
 		}
 	})
 }

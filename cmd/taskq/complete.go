@@ -40,7 +40,7 @@ func (a *app) completeRunIDs(cmd *cobra.Command, args []string, toComplete strin
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []string
-	for _, id := range page.IDs {
+	for _, id := range page.Items {
 		if strings.HasPrefix(id, toComplete) {
 			out = append(out, id)
 			if len(out) == completeMax {
@@ -72,7 +72,7 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 		if err != nil {
 			break
 		}
-		for _, k := range page.Keys {
+		for _, k := range page.Items {
 			out = append(out, k.Key)
 		}
 		if len(out) >= completeMax || page.NextCursor == "" {

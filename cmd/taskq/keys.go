@@ -105,14 +105,14 @@ func (a *app) listKeys(ctx context.Context, c *client.Client, match, taskName st
 		if err != nil {
 			return nil, fmt.Errorf("listing keys: %w", err)
 		}
-		for _, k := range page.Keys {
+		for _, k := range page.Items {
 			// SCAN may return a key on more than one page.
 			if !seen[k.Key] && (taskName == "" || k.Task == taskName) {
 				views = append(views, k)
 			}
 			seen[k.Key] = true
 		}
-		prog.Add(len(page.Keys))
+		prog.Add(len(page.Items))
 		if cursor = page.NextCursor; cursor == "" {
 			break
 		}

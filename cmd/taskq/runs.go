@@ -279,8 +279,8 @@ func (a *app) listRuns(ctx context.Context, c *client.Client, o client.ListRunsO
 		if err != nil {
 			return nil, "", fmt.Errorf("listing runs: %w", err)
 		}
-		out = append(out, page.Runs...)
-		prog.Add(len(page.Runs))
+		out = append(out, page.Items...)
+		prog.Add(len(page.Items))
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
 			break
 		}
@@ -328,7 +328,7 @@ with code 6. Waiting is woken by the run's completion, not by polling.`,
 			if err != nil {
 				return err
 			}
-			info, err := c.GetRun(ctx, id)
+			info, err := c.Inspector().GetRun(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -385,13 +385,13 @@ Cancelling a run that already ended changes nothing and says so.`,
 			if err != nil {
 				return err
 			}
-			before, err := c.GetRun(ctx, id)
+			before, err := c.Inspector().GetRun(ctx, id)
 			if err != nil {
 				return err
 			}
 			st := before.Status
 			if !st.Terminal() {
-				if st, err = c.Cancel(ctx, id); err != nil {
+				if st, err = c.Handle(id).Cancel(ctx); err != nil {
 					return err
 				}
 			}

@@ -119,7 +119,7 @@ func TestCronTicksFireOnceThroughKillAndPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	dups := 0
-	for _, s := range sup.Triggers {
+	for _, s := range sup.Items {
 		if s.Source == client.SourceSchedule {
 			dups++
 		}
@@ -141,7 +141,7 @@ func cronRuns(t *testing.T, c *client.Client, name string) map[string]int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range page.Runs {
+		for _, r := range page.Items {
 			out[r.IdempotencyKey]++
 		}
 		if o.Cursor = page.NextCursor; o.Cursor == "" {

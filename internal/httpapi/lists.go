@@ -178,10 +178,10 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, listError(err))
 		return
 	}
-	for i, run := range page.Runs {
-		page.Runs[i] = runListItem(run)
+	for i, run := range page.Items {
+		page.Items[i] = runListItem(run)
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wire.Page{Name: "runs", Items: page.Items, NextCursor: page.NextCursor})
 }
 
 // listKeys answers GET /api/v1/keys: held keys matching a glob, by their
@@ -205,7 +205,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		writeError(w, listError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wire.Page{Name: "keys", Items: page.Items, NextCursor: page.NextCursor})
 }
 
 // eventPage is one page of GET /api/v1/events.
@@ -237,8 +237,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, listError(err))
 		return
 	}
-	out := eventPage{Events: make([]wire.EventResult, len(page.Events)), NextCursor: page.NextCursor}
-	for i, ev := range page.Events {
+	out := eventPage{Events: make([]wire.EventResult, len(page.Items)), NextCursor: page.NextCursor}
+	for i, ev := range page.Items {
 		out.Events[i] = wire.EventResultOf(ev)
 	}
 	writeJSON(w, http.StatusOK, out)

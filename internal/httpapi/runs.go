@@ -412,14 +412,14 @@ func (s *Server) parseWait(v string) (time.Duration, *apiError) {
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	before, err := s.c.GetRun(r.Context(), id)
+	before, err := s.c.Inspector().GetRun(r.Context(), id)
 	if err != nil {
 		writeError(w, runError(id, err))
 		return
 	}
 	st := before.Status
 	if !st.Terminal() {
-		if st, err = s.c.Cancel(r.Context(), id); err != nil {
+		if st, err = s.c.Handle(id).Cancel(r.Context()); err != nil {
 			writeError(w, runError(id, err))
 			return
 		}

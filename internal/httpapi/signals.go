@@ -38,7 +38,7 @@ func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	rec, err := s.c.SignalJSON(r.Context(), key, req.Payload)
+	rec, err := s.c.Signal(r.Context(), key, req.Payload)
 	var (
 		notHeld  *client.KeyNotHeldError
 		finished *client.OwnerFinishedError

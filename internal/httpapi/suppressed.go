@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"github.com/taskq/taskq/internal/wire"
 	"net/http"
 	"strconv"
 
@@ -36,5 +37,5 @@ func (s *Server) listSuppressed(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wire.Page{Name: "triggers", Items: page.Items, NextCursor: page.NextCursor})
 }

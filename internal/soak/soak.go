@@ -538,7 +538,7 @@ func (s *soak) triggerOne(ctx context.Context, rng *rand.Rand, op string) {
 			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 			for try := 0; try < 50; try++ {
 				cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				_, err := s.c.Cancel(cctx, id)
+				_, err := s.c.Handle(id).Cancel(cctx)
 				cancel()
 				if err == nil || errors.Is(err, client.ErrRunNotFound) {
 					return
@@ -675,7 +675,7 @@ func (s *soak) allRunIDs(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, page.IDs...)
+		ids = append(ids, page.Items...)
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
 			return ids, nil
 		}

@@ -335,7 +335,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	// A cancelled run, retryable, for the read-only session to be refused.
 	cancelled := extra[0]
-	if _, err := e.c.Inspector().CancelRun(ctx, cancelled); err != nil {
+	if _, err := e.c.Handle(cancelled).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	hostileKey := "order:" + hostileKeyID

@@ -133,7 +133,7 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 			u.failErr(w, r, s, "list the runs", err)
 			return
 		}
-		d.Runs, d.NextCursor = page.Runs, page.NextCursor
+		d.Runs, d.NextCursor = page.Items, page.NextCursor
 	}
 	d.Pager = newPageNav(r, "/ui/runs", url.Values{"task": {d.Task}, "status": {d.Status}, "q": {d.Q}}, d.NextCursor, len(d.Runs))
 	if d.Task == "" && d.Status == "" && d.Q == "" && d.Pager.OlderURL != "" {
@@ -284,7 +284,7 @@ func (u *UI) runParts(ctx context.Context, d *runData) error {
 			return err
 		}
 		if page != nil {
-			d.Signals = page.Signals
+			d.Signals = page.Items
 		}
 	}
 	if d.Run.StepCount > 0 {
@@ -293,7 +293,7 @@ func (u *UI) runParts(ctx context.Context, d *runData) error {
 			return err
 		}
 		if page != nil {
-			d.Steps = page.Steps
+			d.Steps = page.Items
 			if len(d.Steps) > runPartsShown {
 				d.Steps = d.Steps[:runPartsShown]
 			}
@@ -361,7 +361,7 @@ func (u *UI) cancel(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	st := before.Status
 	if !st.Terminal() {
-		st, err = u.in.CancelRun(r.Context(), id)
+		st, err = u.opts.Client.Handle(id).Cancel(r.Context())
 		if errors.Is(err, client.ErrRunNotFound) {
 			u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(id)+".")
 			return
@@ -397,7 +397,7 @@ func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
 		u.failErr(w, r, s, "list the keys", err)
 		return
 	}
-	d.Keys = page.Keys
+	d.Keys = page.Items
 	slices.SortFunc(d.Keys, func(a, b *client.KeyInfo) int { return strings.Compare(a.Key, b.Key) })
 	d.Pager = newPageNav(r, "/ui/keys", url.Values{"match": {d.Match}}, page.NextCursor, len(d.Keys)).noTotal()
 	d.NextURL = d.Pager.OlderURL
@@ -458,7 +458,7 @@ func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
 		u.failErr(w, r, s, "list the events", err)
 		return
 	}
-	d.Events = page.Events
+	d.Events = page.Items
 	d.Pager = newPageNav(r, "/ui/events", url.Values{"key": {d.Key}}, page.NextCursor, len(d.Events))
 	if d.Pager.OlderURL != "" {
 		total, err := u.in.TotalEvents(r.Context(), d.Key)

@@ -51,7 +51,7 @@ func TestTheRunPageSaysWhichRateLimitARunWaitsFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Runs) != 0 {
-		t.Errorf("the scheduled runs list %d runs, want none: a rate limit deferred the only run", len(page.Runs))
+	if len(page.Items) != 0 {
+		t.Errorf("the scheduled runs list %d runs, want none: a rate limit deferred the only run", len(page.Items))
 	}
 }

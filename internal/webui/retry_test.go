@@ -30,7 +30,7 @@ func TestRetryCreatesALinkedRunAfterAConfirmation(t *testing.T) {
 	if p.status != http.StatusConflict || !strings.Contains(p.body, "only a failed or cancelled run can be retried") {
 		t.Errorf("retry of a queued run: %d, want 409 saying why", p.status)
 	}
-	if _, err := in.CancelRun(ctx, run); err != nil {
+	if _, err := e.c.Handle(run).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if p := admin.get("/ui/runs/" + run); !strings.Contains(p.body, `id="retry" href="/ui/runs/`+run+`/retry"`) {
@@ -76,7 +76,7 @@ func TestRetryUnderAHeldKeyNamesTheOwner(t *testing.T) {
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	in := e.c.Inspector()
 	first := e.trigger(ctx, order{ID: "retry-held"})
-	if _, err := in.CancelRun(ctx, first); err != nil {
+	if _, err := e.c.Handle(first).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	second := e.trigger(ctx, order{ID: "retry-held"}) // takes the released key
@@ -99,7 +99,7 @@ func TestAReadOnlySessionCannotRetry(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	run := e.trigger(ctx, order{ID: "retry-ro"})
-	if _, err := e.c.Inspector().CancelRun(ctx, run); err != nil {
+	if _, err := e.c.Handle(run).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	reader := e.browser()

@@ -21,7 +21,7 @@ func (u *UI) countSuppressed(ctx context.Context, o client.ListSuppressedOptions
 	if err != nil {
 		return 0, false, err
 	}
-	return len(page.Triggers), page.NextCursor != "", nil
+	return len(page.Items), page.NextCursor != "", nil
 }
 
 // suppressedData is the suppressed triggers page.
@@ -50,7 +50,7 @@ func (u *UI) suppressed(w http.ResponseWriter, r *http.Request, s *session) {
 		u.failErr(w, r, s, "list the suppressed triggers", err)
 		return
 	}
-	d.Triggers = page.Triggers
+	d.Triggers = page.Items
 	d.Pager = newPageNav(r, "/ui/suppressed", url.Values{"key": {d.Key}, "owner": {d.Owner}}, page.NextCursor, len(d.Triggers))
 	d.NextURL = d.Pager.OlderURL
 	// A search by key or owner reads a whole stream when it matches little:

@@ -138,7 +138,7 @@ func ExampleInspector() {
 		fmt.Println(err)
 		return
 	}
-	for _, r := range page.Runs {
+	for _, r := range page.Items {
 		fmt.Println(r.Status, r.IdempotencyKey, r.Attempt, r.Error)
 	}
 	// A status-strategy key is released when its run ends.

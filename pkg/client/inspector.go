@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -105,16 +104,10 @@ type ListRunsOptions struct {
 	where []fieldfilter.Filter // Where, parsed by check
 }
 
-// RunPage is one page of runs, newest first.
-type RunPage struct {
-	Runs []*RunInfo `json:"runs"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
-// RunIDPage is one page of run IDs, newest first.
-type RunIDPage struct {
-	IDs []string `json:"ids"`
+// Page is one page of a listing (runs, run IDs, keys, events, signals,
+// steps, suppressed triggers), in the listing's order.
+type Page[T any] struct {
+	Items []T `json:"items"`
 	// NextCursor continues the listing; "" when it has ended.
 	NextCursor string `json:"nextCursor,omitempty"`
 }
@@ -162,7 +155,7 @@ func inspected(r *engine.Run, due time.Time) *RunInfo {
 // than ListScanMax run records per call, so a page may hold fewer than
 // Limit runs and still have a NextCursor (Scheduled filters so too). Runs
 // whose records expired after their retention are left out.
-func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage, error) {
+func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*Page[*RunInfo], error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
 		return nil, err
@@ -172,10 +165,10 @@ func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage,
 	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
-	page := &RunPage{Runs: []*RunInfo{}}
+	page := &Page[*RunInfo]{Items: []*RunInfo{}}
 	next, err := in.scanRuns(ctx, &o, pos, limit, ListScanMax, func(r *RunInfo) bool {
-		page.Runs = append(page.Runs, r)
-		return len(page.Runs) < limit
+		page.Items = append(page.Items, r)
+		return len(page.Items) < limit
 	})
 	if err != nil {
 		return nil, err
@@ -232,15 +225,15 @@ func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *engi
 // ListRunIDs is ListRuns returning only the IDs; without a Task, Status,
 // Key or Where filter it reads the runs index alone, and may list a run
 // whose record has just expired.
-func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDPage, error) {
+func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*Page[string], error) {
 	if o.filtered() {
 		rp, err := in.ListRuns(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		p := &RunIDPage{IDs: make([]string, len(rp.Runs)), NextCursor: rp.NextCursor}
-		for i, r := range rp.Runs {
-			p.IDs[i] = r.ID
+		p := &Page[string]{Items: make([]string, len(rp.Items)), NextCursor: rp.NextCursor}
+		for i, r := range rp.Items {
+			p.Items[i] = r.ID
 		}
 		return p, nil
 	}
@@ -260,24 +253,7 @@ func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDP
 	if err != nil {
 		return nil, err
 	}
-	return &RunIDPage{IDs: entryIDs(es), NextCursor: next}, nil
-}
-
-// CancelRun cancels a run that has not ended and returns its status
-// afterwards; see RunHandle.Cancel.
-func (in *Inspector) CancelRun(ctx context.Context, runID string) (Status, error) {
-	return in.c.Cancel(ctx, runID)
-}
-
-// SignalRun delivers a JSON payload to a run; see RunHandle.Signal.
-func (in *Inspector) SignalRun(ctx context.Context, runID string, payload json.RawMessage) (*SignalReceipt, error) {
-	return in.c.sendSignal(ctx, "", runID, payload)
-}
-
-// SignalKey delivers a JSON payload to the run holding key; see
-// Client.Signal.
-func (in *Inspector) SignalKey(ctx context.Context, key string, payload json.RawMessage) (*SignalReceipt, error) {
-	return in.c.sendSignal(ctx, key, "", payload)
+	return &Page[string]{Items: entryIDs(es), NextCursor: next}, nil
 }
 
 // --- keys -------------------------------------------------------------------
@@ -303,23 +279,16 @@ type ListKeysOptions struct {
 	Limit int
 }
 
-// KeyPage is one page of held idempotency keys, each with its owner.
-type KeyPage struct {
-	Keys []*KeyInfo `json:"keys"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
 // GetKey says who holds key now, or fails with *KeyNotHeldError.
 func (in *Inspector) GetKey(ctx context.Context, key string) (*KeyInfo, error) {
-	return in.c.LookupKey(ctx, key)
+	return in.c.lookupKey(ctx, key)
 }
 
 // ListKeys returns a page of the held idempotency keys with their owners.
 // A key released between finding it and reading it is left out, and so is
 // one whose owner does not pass the Task and Status filters: a filtered
 // page may hold fewer keys (even none) and still have a NextCursor.
-func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage, error) {
+func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*Page[*KeyInfo], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
@@ -336,7 +305,7 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage,
 	if err != nil {
 		return nil, in.c.unavailable(sctx, err)
 	}
-	page := &KeyPage{Keys: []*KeyInfo{}, NextCursor: next}
+	page := &Page[*KeyInfo]{Items: []*KeyInfo{}, NextCursor: next}
 	seen := map[string]bool{}
 	uniq := names[:0]
 	for _, k := range names {
@@ -368,7 +337,7 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage,
 		k := in.c.keyInfo(ks, runs[0])
 		runs = runs[1:]
 		if (o.Task == "" || k.Task == o.Task) && (o.Status == "" || k.OwnerStatus == o.Status) {
-			page.Keys = append(page.Keys, k)
+			page.Items = append(page.Items, k)
 		}
 	}
 	return page, nil
@@ -411,13 +380,13 @@ func (in *Inspector) ReleaseKey(ctx context.Context, key, owner string) (string,
 
 // ListTasks lists the task definitions workers have registered, by name.
 func (in *Inspector) ListTasks(ctx context.Context) ([]task.Registered, error) {
-	return in.c.Tasks(ctx)
+	return in.c.tasks(ctx)
 }
 
 // GetTask returns the registration of one task, or an error matching
 // ErrTaskNotFound.
 func (in *Inspector) GetTask(ctx context.Context, name string) (*task.Registered, error) {
-	return in.c.RegisteredTask(ctx, name)
+	return in.c.registeredTask(ctx, name)
 }
 
 // --- cursors and limits -------------------------------------------------------

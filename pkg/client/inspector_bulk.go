@@ -152,7 +152,7 @@ func (in *Inspector) bulk(ctx context.Context, o BulkOptions, applies func(*RunI
 // status and not counted as done.
 func (in *Inspector) CancelRuns(ctx context.Context, o BulkOptions) (*BulkResult, error) {
 	return in.bulk(ctx, o, func(r *RunInfo) bool { return !r.Status.Terminal() }, func(r *RunInfo) BulkRun {
-		st, err := in.CancelRun(ctx, r.ID)
+		st, err := in.c.cancel(ctx, r.ID)
 		if err == nil && st != StatusCancelled {
 			err = fmt.Errorf("client: run %s had already ended: %s", r.ID, st)
 		}

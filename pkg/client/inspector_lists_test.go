@@ -47,10 +47,10 @@ func listAll(t *testing.T, in *client.Inspector, o client.ListRunsOptions) []str
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.Limit > 0 && len(page.Runs) > o.Limit {
-			t.Fatalf("page of %d runs, over the limit of %d", len(page.Runs), o.Limit)
+		if o.Limit > 0 && len(page.Items) > o.Limit {
+			t.Fatalf("page of %d runs, over the limit of %d", len(page.Items), o.Limit)
 		}
-		for _, r := range page.Runs {
+		for _, r := range page.Items {
 			ids = append(ids, r.ID)
 		}
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -126,7 +126,7 @@ func TestInspectorFiltersRuns(t *testing.T) {
 				t.Errorf("%s: listed %v, want %v", tc.name, got, tc.want)
 			}
 			ids, err := in.ListRunIDs(ctx, client.ListRunsOptions{Where: tc.o.Where, Key: tc.o.Key, Since: tc.o.Since, Until: tc.o.Until, Limit: 1000})
-			if err != nil || !slices.Equal(ids.IDs, tc.want) && !(len(ids.IDs) == 0 && tc.want == nil) {
+			if err != nil || !slices.Equal(ids.Items, tc.want) && !(len(ids.Items) == 0 && tc.want == nil) {
 				t.Errorf("%s: ListRunIDs = %v, %v; want %v", tc.name, ids, err, tc.want)
 			}
 		}
@@ -177,7 +177,7 @@ func TestInspectorFiltersKeysByOwner(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i == 2 {
-				if _, err := in.CancelRun(ctx, h.ID()); err != nil {
+				if _, err := c.Handle(h.ID()).Cancel(ctx); err != nil {
 					t.Fatal(err)
 				}
 				cancelled = h.ID()
@@ -193,7 +193,7 @@ func TestInspectorFiltersKeysByOwner(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, k := range page.Keys {
+				for _, k := range page.Items {
 					got[k.Key] = k.OwnerRunID
 				}
 				if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -229,7 +229,7 @@ func TestInspectorCountsRunsByTaskAndStatus(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i < 2 {
-				if _, err := in.CancelRun(ctx, h.ID()); err != nil {
+				if _, err := c.Handle(h.ID()).Cancel(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}

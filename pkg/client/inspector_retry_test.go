@@ -96,7 +96,7 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := in.CancelRun(ctx, held.ID()); err != nil {
+		if _, err := c.Handle(held.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		before, _ := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 1000})
@@ -105,8 +105,8 @@ func TestInspectorRetriesRuns(t *testing.T) {
 			t.Fatalf("retry under a held key: %v, want a collision naming %s", err, held.ID())
 		}
 		after, _ := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 1000})
-		if len(after.IDs) != len(before.IDs) {
-			t.Fatalf("a refused retry created a run: %d runs, then %d", len(before.IDs), len(after.IDs))
+		if len(after.Items) != len(before.Items) {
+			t.Fatalf("a refused retry created a run: %d runs, then %d", len(before.Items), len(after.Items))
 		}
 		if orig, _ := in.GetRun(ctx, held.ID()); orig.RetriedBy != "" {
 			t.Fatalf("a refused retry linked the original to %s", orig.RetriedBy)
@@ -121,7 +121,7 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if _, err := in.RetryRun(ctx, free.ID()); !errors.As(err, &nr) || nr.Status != client.StatusQueued {
 			t.Fatalf("retry of a queued run: %v, want *NotRetryableError with status queued", err)
 		}
-		if _, err := in.CancelRun(ctx, free.ID()); err != nil {
+		if _, err := c.Handle(free.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		r2, err := in.RetryRun(ctx, free.ID())

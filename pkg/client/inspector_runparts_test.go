@@ -100,7 +100,7 @@ func TestInspectorShowsAttemptsSignalsAndSteps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range page.Signals {
+			for _, s := range page.Items {
 				ids = append(ids, s.SignalID+" "+string(s.Payload))
 				if s.SentAt.IsZero() {
 					t.Errorf("signal %s has no time", s.SignalID)
@@ -114,7 +114,7 @@ func TestInspectorShowsAttemptsSignalsAndSteps(t *testing.T) {
 			t.Errorf("signals = %v", ids)
 		}
 		steps, err := in.RunSteps(ctx, h.ID(), client.PageOptions{})
-		if err != nil || len(steps.Steps) != 1 || steps.Steps[0].Name != "charge" || string(steps.Steps[0].Result) != `"ch_1"` || steps.NextCursor != "" {
+		if err != nil || len(steps.Items) != 1 || steps.Items[0].Name != "charge" || string(steps.Items[0].Result) != `"ch_1"` || steps.NextCursor != "" {
 			t.Errorf("steps = %+v, %v", steps, err)
 		}
 

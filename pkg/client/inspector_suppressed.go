@@ -45,13 +45,6 @@ type SuppressedTrigger struct {
 	Outcome string `json:"outcome"`
 }
 
-// SuppressedPage is one page of suppressed triggers, newest first.
-type SuppressedPage struct {
-	Triggers []SuppressedTrigger `json:"triggers"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
 // The outcomes of a suppressed trigger.
 const (
 	SuppressedRejected     = engine.SuppressedRejected
@@ -67,7 +60,7 @@ const (
 // records live in; without, it merges every partition's. Records are kept
 // for a day, in about 10,000 stream entries per namespace (the oldest go
 // first; an entry holds the suppressed triggers of one call to Redis).
-func (in *Inspector) ListSuppressed(ctx context.Context, o ListSuppressedOptions) (*SuppressedPage, error) {
+func (in *Inspector) ListSuppressed(ctx context.Context, o ListSuppressedOptions) (*Page[SuppressedTrigger], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
@@ -83,9 +76,9 @@ func (in *Inspector) ListSuppressed(ctx context.Context, o ListSuppressedOptions
 	if err != nil {
 		return nil, in.c.unavailable(ctx, err)
 	}
-	page := &SuppressedPage{Triggers: make([]SuppressedTrigger, len(es)), NextCursor: next}
+	page := &Page[SuppressedTrigger]{Items: make([]SuppressedTrigger, len(es)), NextCursor: next}
 	for i, e := range es {
-		page.Triggers[i] = SuppressedTrigger{
+		page.Items[i] = SuppressedTrigger{
 			Time: e.Time.UTC(), Key: e.Key, Owner: e.Owner, Task: e.Task, Source: e.Source,
 			InputDigest: e.InputDigest, Outcome: e.Outcome,
 		}

@@ -34,7 +34,7 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 			t.Fatal(err)
 		}
 		page, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{})
-		if err != nil || len(page.Triggers) != 0 {
+		if err != nil || len(page.Items) != 0 {
 			t.Fatalf("before any duplicate: %+v, %v", page, err)
 		}
 		_, err = client.RunNoWait(ctx, c, suppressedTask, orderInput{ID: "1", Amount: 5})
@@ -55,10 +55,10 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 			t.Fatal(err)
 		}
 		input, _ := json.Marshal(orderInput{ID: "1", Amount: 5})
-		if len(byKey.Triggers) != 1 || byKey.NextCursor != "" {
+		if len(byKey.Items) != 1 || byKey.NextCursor != "" {
 			t.Fatalf("by key: %+v", byKey)
 		}
-		got := byKey.Triggers[0]
+		got := byKey.Items[0]
 		if got.Key != "order:1" || got.Owner != owner.ID() || got.Task != suppressedTask.Name() || got.Source != client.SourceClient ||
 			got.Outcome != client.SuppressedRejected || got.InputDigest != engine.InputDigest(input) || time.Since(got.Time) > time.Minute {
 			t.Errorf("by key: %+v", got)
@@ -67,15 +67,15 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(byOwner.Triggers) != 1 || byOwner.Triggers[0].Source != "cron" || byOwner.Triggers[0].Key != "order:2" {
+		if len(byOwner.Items) != 1 || byOwner.Items[0].Source != "cron" || byOwner.Items[0].Key != "order:2" {
 			t.Errorf("by owner: %+v", byOwner)
 		}
 		all, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Limit: 1})
-		if err != nil || len(all.Triggers) != 1 || all.NextCursor == "" || all.Triggers[0].Source != "cron" {
+		if err != nil || len(all.Items) != 1 || all.NextCursor == "" || all.Items[0].Source != "cron" {
 			t.Fatalf("first page of one: %+v, %v", all, err)
 		}
 		rest, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Limit: 1, Cursor: all.NextCursor})
-		if err != nil || len(rest.Triggers) != 1 || rest.Triggers[0].Key != "order:1" {
+		if err != nil || len(rest.Items) != 1 || rest.Items[0].Key != "order:1" {
 			t.Fatalf("second page: %+v, %v", rest, err)
 		}
 		if _, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
@@ -93,7 +93,7 @@ func TestWithSourceIsChecked(t *testing.T) {
 		t.Fatalf("trigger with a bad source: %v, want ErrInvalidSource", err)
 	}
 	page, err := c.Inspector().ListRunIDs(context.Background(), client.ListRunsOptions{})
-	if err != nil || len(page.IDs) != 0 {
+	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("runs after a refused trigger: %+v, %v", page, err)
 	}
 }

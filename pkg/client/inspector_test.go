@@ -49,10 +49,10 @@ func TestInspectorListsRunsByTaskWithAStableCursor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(page.Runs) > o.Limit {
-				t.Fatalf("page of %d runs, over the limit of %d", len(page.Runs), o.Limit)
+			if len(page.Items) > o.Limit {
+				t.Fatalf("page of %d runs, over the limit of %d", len(page.Items), o.Limit)
 			}
-			for _, r := range page.Runs {
+			for _, r := range page.Items {
 				if r.Task != inspectA.Name() {
 					t.Fatalf("run %s of task %s listed for task %s", r.ID, r.Task, inspectA.Name())
 				}
@@ -71,7 +71,7 @@ func TestInspectorListsRunsByTaskWithAStableCursor(t *testing.T) {
 		}
 
 		ids, err := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 3})
-		if err != nil || len(ids.IDs) != 3 || ids.NextCursor == "" {
+		if err != nil || len(ids.Items) != 3 || ids.NextCursor == "" {
 			t.Fatalf("ListRunIDs = %+v, %v; want 3 IDs and a cursor", ids, err)
 		}
 		if _, err := in.ListRuns(ctx, client.ListRunsOptions{Cursor: "nope"}); !errors.Is(err, client.ErrInvalidCursor) {
@@ -107,7 +107,7 @@ func TestInspectorListsAndReleasesKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range page.Keys {
+			for _, k := range page.Items {
 				if k.Task != inspectB.Name() || k.OwnerStatus != client.StatusQueued || k.TTL <= 0 {
 					t.Errorf("key %+v: want task %s, queued owner, a TTL", k, inspectB.Name())
 				}

@@ -67,8 +67,8 @@ func (k KeyInfo) MarshalJSON() ([]byte, error) {
 // be signalled), rather than holding the key by retention.
 func (k *KeyInfo) Active() bool { return k.OwnerStatus != "" && !k.OwnerStatus.Terminal() }
 
-// LookupKey says who holds key now, or fails with *KeyNotHeldError.
-func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
+// lookupKey says who holds key now, or fails with *KeyNotHeldError.
+func (c *Client) lookupKey(ctx context.Context, key string) (*KeyInfo, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
 	ks, ok, err := c.store.GetKey(ctx, key)

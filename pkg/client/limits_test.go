@@ -202,7 +202,7 @@ func TestEachLimitHasAClearError(t *testing.T) {
 		{
 			name: "malformed signal payload", is: idempotency.ErrInput,
 			trigger: func() error {
-				_, err := c.SignalJSON(ctx, "x", json.RawMessage(`{"a":`))
+				_, err := c.Signal(ctx, "x", json.RawMessage(`{"a":`))
 				return err
 			},
 			as: func(err error) bool {

@@ -117,7 +117,7 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 		if _, err := client.RunNoWait(ctx, c, partKeyed, orderInput{ID: "k"}); !errors.As(err, &coll) || coll.ExistingRunID != owner.ID() {
 			t.Fatalf("duplicate: %v", err)
 		}
-		if k, err := c.LookupKey(ctx, "order:k"); err != nil || k.OwnerRunID != owner.ID() || k.Task != partKeyed.Name() {
+		if k, err := c.Inspector().GetKey(ctx, "order:k"); err != nil || k.OwnerRunID != owner.ID() || k.Task != partKeyed.Name() {
 			t.Fatalf("LookupKey: %+v, %v", k, err)
 		}
 		if r, err := c.Signal(ctx, "order:k", 1); err != nil || r.RunID != owner.ID() {
@@ -228,8 +228,8 @@ func TestListingsMergePartitions(t *testing.T) {
 			if err != nil {
 				return nil, nil, "", err
 			}
-			ids, created := make([]string, len(page.Runs)), make([]time.Time, len(page.Runs))
-			for i, r := range page.Runs {
+			ids, created := make([]string, len(page.Items)), make([]time.Time, len(page.Items))
+			for i, r := range page.Items {
 				ids[i], created[i] = r.ID, r.CreatedAt
 			}
 			return ids, created, page.NextCursor, nil
@@ -239,7 +239,7 @@ func TestListingsMergePartitions(t *testing.T) {
 			if err != nil {
 				return nil, nil, "", err
 			}
-			return page.IDs, nil, page.NextCursor, nil
+			return page.Items, nil, page.NextCursor, nil
 		})
 
 		// Every held key, whatever its partition, with its owner.
@@ -253,7 +253,7 @@ func TestListingsMergePartitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range page.Keys {
+			for _, k := range page.Items {
 				keys[k.Key] = k.OwnerRunID
 			}
 			if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -274,7 +274,7 @@ func TestListingsMergePartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for o := page; ; {
-			for _, k := range o.Keys {
+			for _, k := range o.Items {
 				if !strings.HasPrefix(k.Key, "order:1") {
 					t.Fatalf("--match order:1* listed %s", k.Key)
 				}

@@ -73,7 +73,7 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 			})
 		}
 		runs, err := c.Inspector().ListRuns(ctx, client.ListRunsOptions{})
-		if err != nil || len(runs.Runs) != 0 {
+		if err != nil || len(runs.Items) != 0 {
 			t.Fatalf("runs after refused triggers: %v, %v", runs, err)
 		}
 	})

@@ -114,7 +114,7 @@ func TestScheduleTickFiresOnce(t *testing.T) {
 			t.Fatalf("second fire = %v, want a collision with %s", err, h.ID())
 		}
 		sup, err := c.Inspector().ListSuppressed(ctx, client.ListSuppressedOptions{Key: wantKey})
-		if err != nil || len(sup.Triggers) != 1 || sup.Triggers[0].Source != client.SourceSchedule || sup.Triggers[0].Owner != h.ID() {
+		if err != nil || len(sup.Items) != 1 || sup.Items[0].Source != client.SourceSchedule || sup.Items[0].Owner != h.ID() {
 			t.Fatalf("suppressed = %+v, %v", sup, err)
 		}
 		if err := link.AdvanceSchedule(ctx, "minutely", tick); err != nil {

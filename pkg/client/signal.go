@@ -60,30 +60,41 @@ type SignalReceipt struct {
 	Owner    *RunHandle `json:"-"`
 }
 
-// Signal delivers payload (encoded as JSON) to the run that owns key now.
-// Signals are stored in order; the handler receives them in that order,
-// again after a redelivery. It fails with *KeyNotHeldError when no run
-// holds the key and *OwnerFinishedError when the holder has ended.
+// Signal delivers payload to the run that owns key now: encoded as JSON,
+// or as it is when it is a json.RawMessage. Signals are stored in order;
+// the handler receives them in that order, again after a redelivery. It
+// fails with *KeyNotHeldError when no run holds the key and
+// *OwnerFinishedError when the holder has ended. RunHandle.Signal signals
+// one run by its ID.
 func (c *Client) Signal(ctx context.Context, key string, payload any) (*SignalReceipt, error) {
-	raw, err := json.Marshal(payload)
+	raw, err := encodeSignal(payload)
 	if err != nil {
-		return nil, fmt.Errorf("signal: encode payload: %w", err)
+		return nil, err
 	}
-	return c.SignalJSON(ctx, key, raw)
+	return c.sendSignal(ctx, key, "", raw)
 }
 
-// SignalJSON is Signal with a payload already encoded.
-func (c *Client) SignalJSON(ctx context.Context, key string, payload json.RawMessage) (*SignalReceipt, error) {
-	return c.sendSignal(ctx, key, "", payload)
-}
-
-// Signal delivers payload (encoded as JSON) to this run.
+// Signal delivers payload to this run: encoded as JSON, or as it is when
+// it is a json.RawMessage.
 func (h *RunHandle) Signal(ctx context.Context, payload any) (*SignalReceipt, error) {
-	raw, err := json.Marshal(payload)
+	raw, err := encodeSignal(payload)
 	if err != nil {
-		return nil, fmt.Errorf("signal: encode payload: %w", err)
+		return nil, err
 	}
 	return h.c.sendSignal(ctx, "", h.id, raw)
+}
+
+// encodeSignal encodes a signal's payload; a json.RawMessage is sent as
+// it is (and checked to be JSON by sendSignal).
+func encodeSignal(payload any) ([]byte, error) {
+	if raw, ok := payload.(json.RawMessage); ok {
+		return raw, nil
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("signal: encode payload: %w", err)
+	}
+	return raw, nil
 }
 
 func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []byte) (*SignalReceipt, error) {

@@ -88,7 +88,7 @@ func TestStartWorkerRunsForTheTest(t *testing.T) {
 			t.Fatalf("Result = %+v, %v", out, err)
 		}
 		// Start registered the tasks, as a worker binary does.
-		if _, err := h.Client().RegisteredTask(ctx, chargeInvoice.Name()); err != nil {
+		if _, err := h.Client().Inspector().GetTask(ctx, chargeInvoice.Name()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := client.RunNoWait(ctx, h.Client(), chargeInvoice, invoice{ID: "in_1"}); err != nil {
@@ -134,7 +134,7 @@ func TestAdvanceMovesKeysAndClockTogether(t *testing.T) {
 	c := h.Client()
 	t0 := h.Now()
 	first := trigger(t, h, signup{Email: "ada@example.com"})
-	k, err := c.LookupKey(ctx, "welcome:ada@example.com")
+	k, err := c.Inspector().GetKey(ctx, "welcome:ada@example.com")
 	if err != nil || k.TTL != time.Hour {
 		t.Fatalf("key = %+v, %v; want held for exactly an hour (no time passed)", k, err)
 	}
@@ -142,7 +142,7 @@ func TestAdvanceMovesKeysAndClockTogether(t *testing.T) {
 	if !h.Now().Equal(t0.Add(59 * time.Minute)) {
 		t.Fatalf("clock at %s, want %s", h.Now(), t0.Add(59*time.Minute))
 	}
-	if k, err := c.LookupKey(ctx, "welcome:ada@example.com"); err != nil || k.TTL != time.Minute {
+	if k, err := c.Inspector().GetKey(ctx, "welcome:ada@example.com"); err != nil || k.TTL != time.Minute {
 		t.Fatalf("key after 59m = %+v, %v; want a minute left", k, err)
 	}
 	var coll *client.IdempotencyCollisionError
@@ -151,7 +151,7 @@ func TestAdvanceMovesKeysAndClockTogether(t *testing.T) {
 	}
 	h.Advance(time.Minute)
 	var notHeld *client.KeyNotHeldError
-	if _, err := c.LookupKey(ctx, "welcome:ada@example.com"); !errors.As(err, &notHeld) {
+	if _, err := c.Inspector().GetKey(ctx, "welcome:ada@example.com"); !errors.As(err, &notHeld) {
 		t.Fatalf("key after the window: %v, want released", err)
 	}
 	second := trigger(t, h, signup{Email: "ada@example.com"})

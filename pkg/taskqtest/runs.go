@@ -98,7 +98,7 @@ func (h *Harness) runInfos(ctx context.Context) ([]*client.RunInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Runs...)
+		out = append(out, page.Items...)
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
 			break
 		}

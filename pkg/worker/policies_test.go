@@ -125,7 +125,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 					t.Fatalf("supersede %d: %v", i, err)
 				}
 			}
-			ks, err := c.LookupKey(ctx, "supersede:k")
+			ks, err := c.Inspector().GetKey(ctx, "supersede:k")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestSignalByKeyErrors(t *testing.T) {
 		if !errors.As(err, &fin) || fin.RunID != ref.ID() || fin.Status != client.StatusCancelled {
 			t.Fatalf("signal to a retained key: %v", err)
 		}
-		info, err := c.LookupKey(ctx, "r")
+		info, err := c.Inspector().GetKey(ctx, "r")
 		if err != nil || info.OwnerRunID != ref.ID() || info.Active() {
 			t.Fatalf("lookup of a retained key = %+v, %v", info, err)
 		}
@@ -330,7 +330,7 @@ func TestSupersedeRetainedKey(t *testing.T) {
 		if err != nil || next.Superseded() != ref.ID() {
 			t.Fatalf("supersede of retained key: %v (superseded %q)", err, next.Superseded())
 		}
-		if info, _ := c.LookupKey(ctx, "y"); info.OwnerRunID != next.ID() {
+		if info, _ := c.Inspector().GetKey(ctx, "y"); info.OwnerRunID != next.ID() {
 			t.Fatalf("owner after supersede = %s", info.OwnerRunID)
 		}
 	})

@@ -91,7 +91,7 @@ func (r *cronRig) runsByKey() map[string]int {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		for _, run := range page.Runs {
+		for _, run := range page.Items {
 			out[run.IdempotencyKey]++
 		}
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -264,7 +264,7 @@ func TestSchedulerWaitsForTheTaskToBeRegistered(t *testing.T) {
 		r.clock.set(start.Add(time.Minute + 5*time.Second))
 		s.pass(nil)
 		page, err := r.c.Inspector().ListRuns(context.Background(), client.ListRunsOptions{Task: "cron-later"})
-		if err != nil || len(page.Runs) != 1 || page.Runs[0].IdempotencyKey != tickKeys("orphan", start.Add(time.Minute))[0] {
+		if err != nil || len(page.Items) != 1 || page.Items[0].IdempotencyKey != tickKeys("orphan", start.Add(time.Minute))[0] {
 			t.Fatalf("runs once the task is registered: %+v, %v", page, err)
 		}
 	})

@@ -269,7 +269,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range page.Runs {
+			for _, r := range page.Items {
 				seen[r.ID] = true
 			}
 			if o.Cursor = page.NextCursor; o.Cursor == "" {

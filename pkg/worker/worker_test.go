@@ -418,7 +418,7 @@ func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
 		noop := func(ctx worker.Context, x in) (out, error) { return out{}, nil }
 		startWorker(t, b, worker.Options{Name: "w1"}, func(w *worker.Worker) { worker.Handle(w, v1, noop) })
 
-		reg, err := c.RegisteredTask(ctx, "registered")
+		reg, err := c.Inspector().GetTask(ctx, "registered")
 		if err != nil || reg.Spec.Expression != "input.id" || reg.Worker != "w1" || reg.Spec.OnEvents[0] != "order.created" {
 			t.Fatalf("registration = %+v, %v", reg, err)
 		}
@@ -438,12 +438,12 @@ func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
 		if !errors.As(err, &conflict) || conflict.RegisteredBy != "w1" {
 			t.Fatalf("conflicting start: %v", err)
 		}
-		if reg, _ := c.RegisteredTask(ctx, "registered"); reg.Worker != "w1" {
+		if reg, _ := c.Inspector().GetTask(ctx, "registered"); reg.Worker != "w1" {
 			t.Fatal("a refused registration replaced the definition")
 		}
 		// The default replaces it (with a warning in the log).
 		startWorker(t, b, worker.Options{Name: "w3"}, func(w *worker.Worker) { worker.Handle(w, v2, noop) })
-		if reg, _ := c.RegisteredTask(ctx, "registered"); reg.Worker != "w3" || reg.Spec.Expression != `"v2:" + input.id` {
+		if reg, _ := c.Inspector().GetTask(ctx, "registered"); reg.Worker != "w3" || reg.Spec.Expression != `"v2:" + input.id` {
 			t.Fatalf("registration after replace = %+v", reg)
 		}
 		if _, err := c.Definition(ctx, "nope"); !errors.Is(err, client.ErrTaskNotFound) {
