@@ -273,8 +273,8 @@ that is still active could then run alongside a duplicate.`,
 				}
 			}
 			_, err = c.Inspector().ReleaseKey(ctx, key, v.OwnerRunID)
-			var changed *client.KeyOwnerChangedError
-			if errors.As(err, &changed) {
+			var changed *client.StateError
+			if errors.As(err, &changed) && changed.Kind == client.ErrKeyOwnerChanged {
 				return withCode(exitChanged, &keyChangedError{Key: key, Expected: v.OwnerRunID, Current: changed.Current})
 			}
 			if err != nil {

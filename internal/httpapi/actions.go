@@ -43,11 +43,11 @@ func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
 // retryError maps what a retry returned to an answer.
 func (s *Server) retryError(r *http.Request, orig *client.RunInfo, err error) *apiError {
 	var (
-		nr   *client.NotRetryableError
+		nr   *client.StateError
 		coll *client.IdempotencyCollisionError
 	)
 	switch {
-	case errors.As(err, &nr):
+	case errors.As(err, &nr) && nr.Kind == client.ErrNotRetryable:
 		e := newError(http.StatusConflict, CodeRunNotRetryable, "%s", nr.Error())
 		e.ExistingRunID = nr.RetriedBy
 		return e
@@ -74,12 +74,12 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 	}
 	owner := q.v.Get("owner")
 	released, err := s.c.Inspector().ReleaseKey(r.Context(), key, owner)
-	var changed *client.KeyOwnerChangedError
+	var changed *client.StateError
 	switch {
 	case errors.Is(err, client.ErrKeyNotHeld):
 		writeError(w, newError(http.StatusNotFound, CodeKeyNotFound, "idempotency key %s is not held by any run", quote(key)))
 		return
-	case errors.As(err, &changed):
+	case errors.As(err, &changed) && changed.Kind == client.ErrKeyOwnerChanged:
 		e := newError(http.StatusConflict, CodeKeyOwnerChanged, "idempotency key %s is held by run %s, not %s; nothing released",
 			quote(key), orDash(changed.Current), quote(owner))
 		if changed.Current == "" {

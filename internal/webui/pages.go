@@ -222,9 +222,9 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	d.Counted, d.Redelivered = run.CountedAttempts()
 	if run.IdempotencyKey != "" {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
-		var nh *client.KeyNotHeldError
+		var nh *client.StateError
 		switch {
-		case errors.As(err, &nh):
+		case errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld:
 		case err != nil:
 			u.failErr(w, r, s, "read the run's key", err)
 			return
@@ -407,8 +407,8 @@ func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
 func (u *UI) confirmRelease(w http.ResponseWriter, r *http.Request, s *session) {
 	key := r.URL.Query().Get("key")
 	k, err := u.in.GetKey(r.Context(), key)
-	var nh *client.KeyNotHeldError
-	if errors.As(err, &nh) {
+	var nh *client.StateError
+	if errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld {
 		u.fail(w, r, s, http.StatusNotFound, "No run holds the key "+quote(key)+" now: there is nothing to release.")
 		return
 	}
@@ -426,9 +426,9 @@ func (u *UI) release(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	_, err := u.in.ReleaseKey(r.Context(), key, owner)
-	var nh *client.KeyNotHeldError
+	var nh *client.StateError
 	switch {
-	case errors.As(err, &nh):
+	case errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld:
 		u.fail(w, r, s, http.StatusConflict, "No run holds the key "+quote(key)+" any more: nothing was released.")
 		return
 	case errors.Is(err, client.ErrKeyOwnerChanged):

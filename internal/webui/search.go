@@ -39,9 +39,9 @@ func (u *UI) lookup(ctx context.Context, q string) (runID, via string, err error
 		return "", "", err
 	}
 	k, err := u.in.GetKey(ctx, q)
-	var nh *client.KeyNotHeldError
+	var nh *client.StateError
 	switch {
-	case errors.As(err, &nh):
+	case errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld:
 		return "", "", nil
 	case err != nil:
 		return "", "", err

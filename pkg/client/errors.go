@@ -199,3 +199,65 @@ func (e *RunCancelledError) Is(target error) bool {
 	}
 	return target == task.ErrRunCancelled
 }
+
+// StateError says a key or a run was not in the state an action needs;
+// nothing was changed. Kind says which, and errors.Is matches it:
+//
+//   - ErrKeyNotHeld: no run holds Key, or the run RunID that a signal
+//     named is gone (errors.Is(err, ErrRunNotFound) holds then too).
+//   - ErrKeyOwnerChanged: Inspector.ReleaseKey found Key held by Current
+//     ("" when nobody holds it now), not by Expected.
+//   - ErrOwnerFinished: the run RunID (the holder of Key, for a signal by
+//     key) has ended with Status and cannot be signalled.
+//   - ErrNotRetryable: Inspector.RetryRun refused run RunID, in Status;
+//     RetriedBy is the run that retried it already ("" when none did).
+//   - ErrNotScheduled: Inspector.Reschedule found run RunID no longer
+//     waiting for its scheduled time: State is "queued" (due already),
+//     "retrying", "debouncing", "running" or the status it ended with.
+type StateError struct {
+	Kind      error
+	Key       string
+	RunID     string
+	Status    Status
+	State     string
+	Expected  string
+	Current   string
+	RetriedBy string
+}
+
+func (e *StateError) Error() string {
+	switch e.Kind {
+	case ErrKeyNotHeld:
+		if e.RunID != "" {
+			return fmt.Sprintf("run %s not found", e.RunID)
+		}
+		return fmt.Sprintf("no run holds idempotency key %q", e.Key)
+	case ErrKeyOwnerChanged:
+		if e.Current == "" {
+			return fmt.Sprintf("idempotency key %q is no longer held (expected run %s)", e.Key, e.Expected)
+		}
+		return fmt.Sprintf("idempotency key %q is held by run %s, not %s", e.Key, e.Current, e.Expected)
+	case ErrOwnerFinished:
+		if e.Key != "" {
+			return fmt.Sprintf("idempotency key %q is held by run %s, which has %s and cannot be signalled", e.Key, e.RunID, e.Status)
+		}
+		return fmt.Sprintf("run %s has %s and cannot be signalled", e.RunID, e.Status)
+	case ErrNotRetryable:
+		switch {
+		case e.RetriedBy != "":
+			return fmt.Sprintf("run %s was already retried by run %s; retry that run instead", e.RunID, e.RetriedBy)
+		case e.Status.Terminal():
+			return fmt.Sprintf("run %s %s: only a failed or cancelled run can be retried", e.RunID, e.Status)
+		}
+		return fmt.Sprintf("run %s is %s: only a failed or cancelled run can be retried; cancel it first", e.RunID, e.Status)
+	case ErrNotScheduled:
+		return fmt.Sprintf("run %s is not waiting for a scheduled time: it is %s", e.RunID, e.State)
+	}
+	return fmt.Sprintf("%v: key %q run %s", e.Kind, e.Key, e.RunID)
+}
+
+// Is reports whether target is e's Kind, or ErrRunNotFound for a signal
+// to a run that is gone.
+func (e *StateError) Is(target error) bool {
+	return target == e.Kind || (e.Kind == ErrKeyNotHeld && e.RunID != "" && target == ErrRunNotFound)
+}

@@ -143,8 +143,8 @@ func ExampleInspector() {
 	}
 	// A status-strategy key is released when its run ends.
 	_, err = in.GetKey(ctx, "refund:C-1")
-	var free *client.KeyNotHeldError
-	fmt.Println("key held:", !errors.As(err, &free))
+	var free *client.StateError
+	fmt.Println("key held:", !(errors.As(err, &free) && free.Kind == client.ErrKeyNotHeld))
 	// Output:
 	// failed refund:C-1 1 nothing to refund
 	// key held: false

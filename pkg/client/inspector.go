@@ -29,27 +29,9 @@ const (
 // ErrInvalidCursor matches a cursor that no list returned.
 var ErrInvalidCursor = engine.ErrInvalidCursor
 
-// ErrKeyOwnerChanged matches every *KeyOwnerChangedError.
+// ErrKeyOwnerChanged is the Kind of a *StateError saying an owner-fenced
+// release found the key held by another run than the one named.
 var ErrKeyOwnerChanged = errors.New("idempotency key owner changed")
-
-// KeyOwnerChangedError says an owner-fenced release found the key held by
-// another run than the one named (Current; "" when nobody holds it now);
-// nothing was released.
-type KeyOwnerChangedError struct {
-	Key      string
-	Expected string
-	Current  string
-}
-
-func (e *KeyOwnerChangedError) Error() string {
-	if e.Current == "" {
-		return fmt.Sprintf("idempotency key %q is no longer held (expected run %s)", e.Key, e.Expected)
-	}
-	return fmt.Sprintf("idempotency key %q is held by run %s, not %s", e.Key, e.Current, e.Expected)
-}
-
-// Is makes errors.Is(err, ErrKeyOwnerChanged) hold.
-func (e *KeyOwnerChangedError) Is(target error) bool { return target == ErrKeyOwnerChanged }
 
 // Inspector reads what a namespace holds — runs, idempotency keys, events
 // and registered tasks — and acts on it: cancels runs, releases keys,
@@ -279,7 +261,8 @@ type ListKeysOptions struct {
 	Limit int
 }
 
-// GetKey says who holds key now, or fails with *KeyNotHeldError.
+// GetKey says who holds key now, or fails with a *StateError of Kind
+// ErrKeyNotHeld.
 func (in *Inspector) GetKey(ctx context.Context, key string) (*KeyInfo, error) {
 	return in.c.lookupKey(ctx, key)
 }
@@ -345,9 +328,9 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*Page[*Ke
 
 // ReleaseKey frees key so that the next trigger with it creates a run. It
 // is fenced by owner: the key is released only while that run holds it,
-// else it fails with *KeyOwnerChangedError. With owner "" it releases the
+// else it fails with a *StateError of Kind ErrKeyOwnerChanged. With owner "" it releases the
 // key from whichever run holds it now. It returns the run the key was
-// released from, and fails with *KeyNotHeldError when nobody holds it. The
+// released from, and fails with Kind ErrKeyNotHeld when nobody holds it. The
 // run itself is not touched.
 func (in *Inspector) ReleaseKey(ctx context.Context, key, owner string) (string, error) {
 	ctx, cancel := in.c.opCtx(ctx)
@@ -358,7 +341,7 @@ func (in *Inspector) ReleaseKey(ctx context.Context, key, owner string) (string,
 			return "", in.c.unavailable(ctx, err)
 		}
 		if !held {
-			return "", &KeyNotHeldError{Key: key}
+			return "", &StateError{Kind: ErrKeyNotHeld, Key: key}
 		}
 		owner = ks.Owner
 	}
@@ -373,7 +356,7 @@ func (in *Inspector) ReleaseKey(ctx context.Context, key, owner string) (string,
 	if err != nil {
 		return "", in.c.unavailable(ctx, err)
 	}
-	return "", &KeyOwnerChangedError{Key: key, Expected: owner, Current: now.Owner}
+	return "", &StateError{Kind: ErrKeyOwnerChanged, Key: key, Expected: owner, Current: now.Owner}
 }
 
 // --- tasks ------------------------------------------------------------------

@@ -84,8 +84,8 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if orig, err := in.GetRun(ctx, h.ID()); err != nil || orig.RetriedBy != retry.ID() {
 			t.Fatalf("the original: %+v, %v; want retried by %s", orig, err, retry.ID())
 		}
-		var nr *client.NotRetryableError
-		if _, err := in.RetryRun(ctx, h.ID()); !errors.As(err, &nr) || nr.RetriedBy != retry.ID() || !errors.Is(err, client.ErrNotRetryable) {
+		var nr *client.StateError
+		if _, err := in.RetryRun(ctx, h.ID()); !(errors.As(err, &nr) && nr.Kind == client.ErrNotRetryable) || nr.RetriedBy != retry.ID() || !errors.Is(err, client.ErrNotRetryable) {
 			t.Fatalf("a second retry of the original: %v, want *NotRetryableError naming %s", err, retry.ID())
 		}
 
@@ -118,7 +118,7 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := in.RetryRun(ctx, free.ID()); !errors.As(err, &nr) || nr.Status != client.StatusQueued {
+		if _, err := in.RetryRun(ctx, free.ID()); !(errors.As(err, &nr) && nr.Kind == client.ErrNotRetryable) || nr.Status != client.StatusQueued {
 			t.Fatalf("retry of a queued run: %v, want *NotRetryableError with status queued", err)
 		}
 		if _, err := c.Handle(free.ID()).Cancel(ctx); err != nil {

@@ -126,8 +126,8 @@ func TestInspectorListsAndReleasesKeys(t *testing.T) {
 			}
 		}
 
-		var changed *client.KeyOwnerChangedError
-		if _, err := in.ReleaseKey(ctx, "inspect:1", "someone-else"); !errors.As(err, &changed) || changed.Current != owners["inspect:1"] {
+		var changed *client.StateError
+		if _, err := in.ReleaseKey(ctx, "inspect:1", "someone-else"); !(errors.As(err, &changed) && changed.Kind == client.ErrKeyOwnerChanged) || changed.Current != owners["inspect:1"] {
 			t.Fatalf("release fenced by the wrong owner: %v, want *KeyOwnerChangedError naming %s", err, owners["inspect:1"])
 		}
 		released, err := in.ReleaseKey(ctx, "inspect:1", owners["inspect:1"])

@@ -185,8 +185,8 @@ func TestCancelAScheduledRunReleasesItsKey(t *testing.T) {
 		if err != nil || info.Status != client.StatusCancelled || info.ScheduledAt != nil {
 			t.Fatalf("cancelled run = %+v, %v", info, err)
 		}
-		var notHeld *client.KeyNotHeldError
-		if _, err := in.GetKey(ctx, "c:1"); !errors.As(err, &notHeld) {
+		var notHeld *client.StateError
+		if _, err := in.GetKey(ctx, "c:1"); !(errors.As(err, &notHeld) && notHeld.Kind == client.ErrKeyNotHeld) {
 			t.Fatalf("key after cancel: %v; want not held", err)
 		}
 		if _, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "1"}); err != nil {
@@ -230,14 +230,14 @@ func TestRescheduleAScheduledRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ns *client.NotScheduledError
-		if _, err := in.Reschedule(ctx, now.ID(), later); !errors.As(err, &ns) || !errors.Is(err, client.ErrNotScheduled) || ns.State != "queued" {
+		var ns *client.StateError
+		if _, err := in.Reschedule(ctx, now.ID(), later); !(errors.As(err, &ns) && ns.Kind == client.ErrNotScheduled) || !errors.Is(err, client.ErrNotScheduled) || ns.State != "queued" {
 			t.Fatalf("reschedule of an unscheduled run: %v; want a *NotScheduledError, queued", err)
 		}
 		if _, err := c.Handle(ref.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := in.Reschedule(ctx, ref.ID(), later); !errors.As(err, &ns) || ns.State != "cancelled" {
+		if _, err := in.Reschedule(ctx, ref.ID(), later); !(errors.As(err, &ns) && ns.Kind == client.ErrNotScheduled) || ns.State != "cancelled" {
 			t.Fatalf("reschedule of a cancelled run: %v; want a *NotScheduledError, cancelled", err)
 		}
 		if _, err := in.Reschedule(ctx, "01890000-0000-7000-8000-000000000000", later); !errors.Is(err, client.ErrRunNotFound) {

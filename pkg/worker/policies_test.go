@@ -226,8 +226,8 @@ func TestSignalByKeyErrors(t *testing.T) {
 		}
 		ref.Cancel(ctx)
 		_, err = c.Signal(ctx, "r", "late")
-		var fin *client.OwnerFinishedError
-		if !errors.As(err, &fin) || fin.RunID != ref.ID() || fin.Status != client.StatusCancelled {
+		var fin *client.StateError
+		if !(errors.As(err, &fin) && fin.Kind == client.ErrOwnerFinished) || fin.RunID != ref.ID() || fin.Status != client.StatusCancelled {
 			t.Fatalf("signal to a retained key: %v", err)
 		}
 		info, err := c.Inspector().GetKey(ctx, "r")
