@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/redisguard"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -137,7 +139,7 @@ func TestAtMaxmemoryTriggersAreRefusedWhileWorkersDrainTheQueue(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		next++
 		_, err := trigger(strconv.Itoa(next))
-		var oom *client.OutOfMemoryError
+		var oom *engine.OutOfMemoryError
 		if !errors.As(err, &oom) || !errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrIdempotencyCollision) ||
 			!strings.Contains(err.Error(), "out of memory") || strings.Contains(err.Error(), "holds a") {
 			t.Fatalf("trigger at maxmemory: %v; want an *OutOfMemoryError", err)
@@ -351,7 +353,7 @@ func TestEvictingRedisIsRefusedAtStartUnlessTheRiskIsAccepted(t *testing.T) {
 	noop := func(ctx worker.Context, in memIn) (memOut, error) { return memOut{ID: in.ID}, nil }
 
 	_, err := client.New(client.Options{Redis: rdb, Namespace: "ev", Logger: quiet})
-	var ep *client.EvictingPolicyError
+	var ep *redisguard.EvictingPolicyError
 	if !errors.As(err, &ep) || !errors.Is(err, client.ErrEvictingRedis) || ep.Policy != "allkeys-lru" || ep.Addr != srv.Addr() ||
 		!strings.Contains(err.Error(), "noeviction") || !strings.Contains(err.Error(), "AllowEvictingRedis") {
 		t.Fatalf("client.New on allkeys-lru: %v; want an *EvictingPolicyError naming the policy, the server and the fix", err)

@@ -78,7 +78,7 @@ type Options struct {
 	RedisURL string
 	// Namespace scopes keys, runs and tasks (default "default"): 1 to 64
 	// characters of A-Z a-z 0-9 _ . : - (else New fails with an
-	// *InvalidNamespaceError).
+	// an error matching ErrInvalidNamespace).
 	Namespace string
 	// Partitions is the namespace's partition count. 0 (the default)
 	// adopts the count the namespace recorded when it was first used, or,

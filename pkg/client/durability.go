@@ -89,14 +89,11 @@ func (a Acknowledgement) String() string {
 // ErrNotDurable matches every *DurabilityError.
 var ErrNotDurable = errors.New("durable acknowledgement not reached")
 
-// ErrFsyncUnsupported matches every *FsyncUnsupportedError: a trigger (or
-// New, for Options.Durability) asked for a local fsync of a Redis older than
-// 7.2. Nothing was written.
+// ErrFsyncUnsupported matches the error of a trigger (or of New, for
+// Options.Durability) that asked for a local fsync of a Redis older than
+// 7.2 (WAITAOF needs 7.2 or later); the error names the Redis and its
+// version. Nothing was written.
 var ErrFsyncUnsupported = engine.ErrFsyncUnsupported
-
-// FsyncUnsupportedError names the Redis and its version that cannot wait
-// for a local fsync (WAITAOF needs 7.2 or later). Nothing was written.
-type FsyncUnsupportedError = engine.FsyncUnsupportedError
 
 // DurabilityError says a durable trigger's write did not reach the level
 // it asked for in time, or that waiting for it failed. The trigger DID

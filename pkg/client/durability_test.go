@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/engine"
 	"strings"
 	"sync"
 	"syscall"
@@ -323,7 +324,7 @@ func TestDurabilityOptionsAreChecked(t *testing.T) {
 	}
 	if strings.Contains(version, "redis_version:6.") || strings.Contains(version, "redis_version:7.0.") || strings.Contains(version, "redis_version:7.1.") {
 		_, err = client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Durability: task.Durability{LocalFsync: true}})
-		var fe *client.FsyncUnsupportedError
+		var fe *engine.FsyncUnsupportedError
 		if !errors.As(err, &fe) || !errors.Is(err, client.ErrFsyncUnsupported) || fe.Version == "" {
 			t.Fatalf("a local fsync on a server without WAITAOF: %v", err)
 		}

@@ -22,58 +22,40 @@ var ErrRunNotFound = engine.ErrRunNotFound
 // ErrRunFailed matches every *RunFailedError.
 var ErrRunFailed = errors.New("run failed")
 
-// ErrOutOfMemory matches every *OutOfMemoryError: Redis is at its
-// maxmemory and refused to create anything. errors.Is(err, ErrUnavailable)
+// ErrOutOfMemory matches the error of a trigger (or a signal, an event, a
+// step result) that Redis refused because its memory is at maxmemory;
+// nothing was written, and retrying later succeeds. errors.Is(err, ErrUnavailable)
 // holds for it too. See docs/operations.md.
 var ErrOutOfMemory = engine.ErrOutOfMemory
 
-// OutOfMemoryError says Redis refused a trigger (or a signal, an event, a
-// step result) because its memory is at maxmemory; nothing was written.
-// Runs already accepted go on and free memory as they end, so retrying
-// later succeeds.
-type OutOfMemoryError = engine.OutOfMemoryError
-
-// ErrRedisReadOnly matches every *ReadOnlyError. errors.Is(err,
+// ErrRedisReadOnly matches a write a read-only replica refused, as a
+// master demoted by a failover does until clients reach the new one;
+// nothing was written, and retrying once the failover has settled is safe. errors.Is(err,
 // ErrUnavailable) holds for it too.
 var ErrRedisReadOnly = engine.ErrReadOnly
 
-// ReadOnlyError says the Redis server refused a write as a read-only
-// replica, as a master demoted by a failover does until clients reach the
-// new one; nothing was written, and retrying once the failover has settled
-// is safe.
-type ReadOnlyError = engine.ReadOnlyError
-
-// ErrWrongType matches every *WrongTypeError.
+// ErrWrongType matches a call refused because a Redis key taskq needs
+// holds a value of another type (something else wrote there); the error
+// names the key and the type found.
 var ErrWrongType = engine.ErrWrongType
 
-// WrongTypeError says a Redis key taskq needs holds a value of another
-// type (something else wrote there), so a script refused the call and
-// wrote nothing. It names the key and the type found.
-type WrongTypeError = engine.WrongTypeError
-
 // ErrEvictingRedis matches the errors with which New refuses a Redis whose
-// maxmemory-policy may evict keys (*EvictingPolicyError), or that does not
-// tell its policy. Options.AllowEvictingRedis accepts the risk.
+// maxmemory-policy may evict keys , or that does not
+// tell its policy; the error names the master and the policy.
+// Options.AllowEvictingRedis accepts the risk.
 var ErrEvictingRedis = redisguard.ErrEvictingPolicy
-
-// EvictingPolicyError names the Redis master and the policy New refused,
-// and says how to fix it.
-type EvictingPolicyError = redisguard.EvictingPolicyError
 
 // PartitionsMismatchError says Options.Partitions is not the partition
 // count the namespace recorded when it was first used: New (or the first
-// call) fails with it. worker.PartitionsMismatchError is the same type.
+// call) fails with it. It carries the recorded count.
 type PartitionsMismatchError = engine.PartitionsMismatchError
 
 // ErrPartitionsMismatch matches every *PartitionsMismatchError.
 var ErrPartitionsMismatch = engine.ErrPartitionsMismatch
 
-// InvalidNamespaceError says Options.Namespace is not a valid namespace
-// name (1 to 64 characters of A-Z a-z 0-9 _ . : -); New fails with it.
-// worker.InvalidNamespaceError is the same type.
-type InvalidNamespaceError = engine.InvalidNamespaceError
-
-// ErrInvalidNamespace matches every *InvalidNamespaceError.
+// ErrInvalidNamespace matches the error with which New refuses an
+// Options.Namespace that is not a valid name (1 to 64 characters of A-Z
+// a-z 0-9 _ . : -).
 var ErrInvalidNamespace = engine.ErrInvalidNamespace
 
 // ErrInputTooLarge matches every *LimitError.

@@ -49,7 +49,7 @@ func TestClientOpensTheNamespacesPartitions(t *testing.T) {
 			t.Fatalf("unconfigured client: %d, %v; want the recorded 4", n, err)
 		}
 		_, err = client.New(client.Options{Redis: b.Client, Namespace: "orders{eu}"})
-		var ie *client.InvalidNamespaceError
+		var ie *engine.InvalidNamespaceError
 		if !errors.As(err, &ie) || !errors.Is(err, client.ErrInvalidNamespace) || !strings.Contains(err.Error(), `"orders{eu}"`) {
 			t.Fatalf("New with namespace orders{eu}: %v", err)
 		}

@@ -40,15 +40,6 @@ const (
 	OperationTimeoutDefault = 5 * time.Second
 )
 
-// PartitionsMismatchError says Options.Partitions is not the partition
-// count the namespace recorded when it was first used; Start refuses it.
-// It is client.PartitionsMismatchError too.
-type PartitionsMismatchError = engine.PartitionsMismatchError
-
-// InvalidNamespaceError says Options.Namespace is not a valid namespace
-// name; New refuses it. It is client.InvalidNamespaceError too.
-type InvalidNamespaceError = engine.InvalidNamespaceError
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
