@@ -100,11 +100,11 @@ func TestEveryEntryPointAppliesTheAdmissionLimits(t *testing.T) {
 			}
 		}
 		// Nothing got through: no run, no event.
-		page, err := f.c.Inspector().ListRuns(context.Background(), client.ListRunsOptions{})
+		page, err := f.c.Inspector().ListRuns(context.Background(), client.ListOptions{})
 		if err != nil || len(page.Items) != 0 {
 			t.Errorf("runs after refused triggers: %d (%v), want none", len(page.Items), err)
 		}
-		evs, err := f.c.Inspector().ListEvents(context.Background(), client.ListEventsOptions{})
+		evs, err := f.c.Inspector().ListEvents(context.Background(), client.ListOptions{})
 		if err != nil || len(evs.Items) != 0 {
 			t.Errorf("events after refused pushes: %d (%v), want none", len(evs.Items), err)
 		}

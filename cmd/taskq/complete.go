@@ -35,7 +35,7 @@ func (a *app) completeRunIDs(cmd *cobra.Command, args []string, toComplete strin
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	page, err := c.Inspector().ListRunIDs(ctx, client.ListRunsOptions{Limit: completeRunsScan})
+	page, err := c.Inspector().ListRunIDs(ctx, client.ListOptions{Limit: completeRunsScan})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -65,7 +65,7 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	o := client.ListKeysOptions{Match: globEscape(toComplete) + "*", Limit: client.ListLimitMax}
+	o := client.ListOptions{Match: globEscape(toComplete) + "*", Limit: client.ListLimitMax}
 	var out []string
 	for range completeKeyPages {
 		page, err := c.Inspector().ListKeys(ctx, o)

@@ -101,7 +101,7 @@ func (a *app) listKeys(ctx context.Context, c *client.Client, match, taskName st
 	prog := a.newProgress("reading keys:", 0)
 	defer prog.Done()
 	for cursor := ""; ; {
-		page, err := in.ListKeys(ctx, client.ListKeysOptions{Match: match, Cursor: cursor, Limit: scanCount})
+		page, err := in.ListKeys(ctx, client.ListOptions{Match: match, Cursor: cursor, Limit: scanCount})
 		if err != nil {
 			return nil, fmt.Errorf("listing keys: %w", err)
 		}

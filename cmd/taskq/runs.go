@@ -139,7 +139,7 @@ func (a *app) taskExists(ctx context.Context, c *client.Client, name string) err
 	if !errors.Is(err, client.ErrTaskNotFound) {
 		return err
 	}
-	runs, _, err := a.listRuns(ctx, c, client.ListRunsOptions{Task: name}, 1)
+	runs, _, err := a.listRuns(ctx, c, client.ListOptions{Task: name}, 1)
 	if err != nil || len(runs) > 0 {
 		return err
 	}
@@ -151,7 +151,7 @@ func (a *app) runsLsCmd() *cobra.Command {
 	var where []string
 	var limit int
 	var scheduled bool
-	var o client.ListRunsOptions
+	var o client.ListOptions
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List runs, newest first",
@@ -174,7 +174,7 @@ pass it with --cursor and the same filters to go on.`,
 			if limit < 1 {
 				return usageErrorf("invalid --limit %d: must be at least 1", limit)
 			}
-			o = client.ListRunsOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor, Scheduled: scheduled}
+			o = client.ListOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor, Scheduled: scheduled}
 			var err error
 			if o.Since, err = timeFlag("--since", since, time.Now()); err != nil {
 				return err
@@ -269,7 +269,7 @@ func timeFlag(flag, v string, now time.Time) (time.Time, error) {
 // listRuns pages through the runs newest first, by the client's
 // Inspector, until limit runs match or the runs end, and returns the
 // cursor of the page after them ("" when none follows).
-func (a *app) listRuns(ctx context.Context, c *client.Client, o client.ListRunsOptions, limit int) ([]*client.RunInfo, string, error) {
+func (a *app) listRuns(ctx context.Context, c *client.Client, o client.ListOptions, limit int) ([]*client.RunInfo, string, error) {
 	var out []*client.RunInfo
 	prog := a.newProgress("reading runs:", 0)
 	defer prog.Done()

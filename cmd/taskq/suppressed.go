@@ -31,7 +31,7 @@ per namespace, the oldest going first.`,
 }
 
 func (a *app) suppressedLsCmd() *cobra.Command {
-	var o client.ListSuppressedOptions
+	var o client.ListOptions
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List suppressed triggers, newest first, by key or owner run",

@@ -1,5 +1,5 @@
 // Package fieldfilter reads and applies the filters on a run's input or
-// metadata fields that client.ListRunsOptions.Where takes, as
+// metadata fields that client.ListOptions.Where takes, as
 // "input.customer=42"; the command line and the HTTP API check them with
 // Parse before they reach the client. Errors name the filter and the
 // problem; the client wraps them in a *client.ListOptionError.

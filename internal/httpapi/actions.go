@@ -143,9 +143,9 @@ type bulkFilter struct {
 
 // options reads the filter as the listing's query parameters are read,
 // naming the body's fields in errors.
-func (f *bulkFilter) options() (client.ListRunsOptions, *apiError) {
+func (f *bulkFilter) options() (client.ListOptions, *apiError) {
 	if f == nil {
-		return client.ListRunsOptions{}, nil
+		return client.ListOptions{}, nil
 	}
 	v := url.Values{}
 	for name, val := range map[string]string{"task": f.Task, "status": f.Status, "key": f.Key, "since": f.Since, "until": f.Until} {

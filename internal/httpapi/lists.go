@@ -91,8 +91,8 @@ func (q query) status() (client.Status, *apiError) {
 
 // runFilter reads the filters of a runs listing (and of a bulk action's
 // filter): task, status, key, since, until, where.
-func (q query) runFilter() (client.ListRunsOptions, *apiError) {
-	var o client.ListRunsOptions
+func (q query) runFilter() (client.ListOptions, *apiError) {
+	var o client.ListOptions
 	var e *apiError
 	o.Task, o.Key = q.v.Get("task"), q.v.Get("key")
 	if o.Status, e = q.status(); e != nil {
@@ -192,7 +192,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	o := client.ListKeysOptions{Match: q.v.Get("match"), Task: q.v.Get("task"), Cursor: q.v.Get("cursor")}
+	o := client.ListOptions{Match: q.v.Get("match"), Task: q.v.Get("task"), Cursor: q.v.Get("cursor")}
 	if o.Status, e = q.status(); e == nil {
 		o.Limit, e = q.limit()
 	}
@@ -222,7 +222,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	o := client.ListEventsOptions{Key: q.v.Get("key"), Cursor: q.v.Get("cursor")}
+	o := client.ListOptions{Key: q.v.Get("key"), Cursor: q.v.Get("cursor")}
 	if o.Since, e = q.time("since"); e == nil {
 		if o.Until, e = q.time("until"); e == nil {
 			o.Limit, e = q.limit()

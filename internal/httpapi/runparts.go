@@ -31,12 +31,12 @@ func (s *Server) getAttempts(w http.ResponseWriter, r *http.Request) {
 
 // pageQuery reads ?cursor= and ?limit=, the only parameters of a run's
 // signals and steps.
-func pageQuery(r *http.Request) (client.PageOptions, *apiError) {
+func pageQuery(r *http.Request) (client.ListOptions, *apiError) {
 	q, e := readQuery(r, []string{"cursor", "limit"})
 	if e != nil {
-		return client.PageOptions{}, e
+		return client.ListOptions{}, e
 	}
-	o := client.PageOptions{Cursor: q.v.Get("cursor")}
+	o := client.ListOptions{Cursor: q.v.Get("cursor")}
 	o.Limit, e = q.limit()
 	return o, e
 }

@@ -669,7 +669,7 @@ func (s *soak) readBack(ctx context.Context) error {
 // allRunIDs lists every run of the namespace, newest first.
 func (s *soak) allRunIDs(ctx context.Context) ([]string, error) {
 	var ids []string
-	o := client.ListRunsOptions{Limit: client.ListLimitMax}
+	o := client.ListOptions{Limit: client.ListLimitMax}
 	for {
 		page, err := s.c.Inspector().ListRunIDs(ctx, o)
 		if err != nil {

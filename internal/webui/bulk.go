@@ -104,8 +104,8 @@ func (u *UI) readBulk(w http.ResponseWriter, r *http.Request, s *session, v url.
 
 // filter is the runs page's filter as the Inspector takes it, and whether
 // it can match nothing.
-func (d *bulkData) filter() (client.ListRunsOptions, bool) {
-	o := client.ListRunsOptions{Task: d.Task, Status: client.Status(d.Status)}
+func (d *bulkData) filter() (client.ListOptions, bool) {
+	o := client.ListOptions{Task: d.Task, Status: client.Status(d.Status)}
 	var parts []string
 	if d.Task != "" {
 		parts = append(parts, "task is "+quote(d.Task))

@@ -111,14 +111,14 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 	}
-	o := client.ListRunsOptions{Task: d.Task, Status: client.Status(d.Status), Cursor: cursor, Limit: pageSize}
+	o := client.ListOptions{Task: d.Task, Status: client.Status(d.Status), Cursor: cursor, Limit: pageSize}
 	if d.Q != "" {
 		f := parseSearch(d.Q)
 		d.Filter, d.Metadata, d.NoMatch = f.Describe, f.Metadata, f.Key != ""
 		o.Key, o.Where = f.Key, f.Where
 		if f.Key != "" && !fragment(r) && cursor == "" {
 			var err error
-			if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListSuppressedOptions{Key: f.Key}); err != nil {
+			if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListOptions{Key: f.Key}); err != nil {
 				u.failErr(w, r, s, "read the key's suppressed triggers", err)
 				return
 			}
@@ -263,7 +263,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	if run.IdempotencyKey != "" && !fragment(r) {
 		var err error
-		if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListSuppressedOptions{Owner: run.ID}); err != nil {
+		if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListOptions{Owner: run.ID}); err != nil {
 			u.failErr(w, r, s, "read the run's suppressed triggers", err)
 			return
 		}
@@ -279,7 +279,7 @@ const runPartsShown = 20
 func (u *UI) runParts(ctx context.Context, d *runData) error {
 	d.MaxHistory = client.MaxAttemptHistory
 	if d.Run.SignalCount > 0 {
-		page, err := u.in.RunSignals(ctx, d.Run.ID, client.PageOptions{Limit: runPartsShown})
+		page, err := u.in.RunSignals(ctx, d.Run.ID, client.ListOptions{Limit: runPartsShown})
 		if err != nil && !errors.Is(err, client.ErrRunNotFound) {
 			return err
 		}
@@ -288,7 +288,7 @@ func (u *UI) runParts(ctx context.Context, d *runData) error {
 		}
 	}
 	if d.Run.StepCount > 0 {
-		page, err := u.in.RunSteps(ctx, d.Run.ID, client.PageOptions{Limit: runPartsShown})
+		page, err := u.in.RunSteps(ctx, d.Run.ID, client.ListOptions{Limit: runPartsShown})
 		if err != nil && !errors.Is(err, client.ErrRunNotFound) {
 			return err
 		}
@@ -392,7 +392,7 @@ type keysData struct {
 func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	d := &keysData{Match: q.Get("match")}
-	page, err := u.in.ListKeys(r.Context(), client.ListKeysOptions{Match: d.Match, Cursor: q.Get("cursor"), Limit: pageSize * 2})
+	page, err := u.in.ListKeys(r.Context(), client.ListOptions{Match: d.Match, Cursor: q.Get("cursor"), Limit: pageSize * 2})
 	if err != nil {
 		u.failErr(w, r, s, "list the keys", err)
 		return
@@ -453,7 +453,7 @@ type eventsData struct {
 func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	d := &eventsData{Key: q.Get("key")}
-	page, err := u.in.ListEvents(r.Context(), client.ListEventsOptions{Key: d.Key, Cursor: q.Get("cursor"), Limit: pageSize})
+	page, err := u.in.ListEvents(r.Context(), client.ListOptions{Key: d.Key, Cursor: q.Get("cursor"), Limit: pageSize})
 	if err != nil {
 		u.failErr(w, r, s, "list the events", err)
 		return

@@ -76,7 +76,7 @@ func fieldPath(s string) bool {
 }
 
 // fieldSearch keeps runs whose input (or metadata) field at path equals
-// value, as client.ListRunsOptions.Where compares them. "input." and "metadata." (or
+// value, as client.ListOptions.Where compares them. "input." and "metadata." (or
 // "additional_metadata.") pick the side; without either, the input.
 func fieldSearch(path, value string) *search {
 	parts := strings.Split(path, ".")

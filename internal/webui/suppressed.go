@@ -15,7 +15,7 @@ const suppressedCountMax = 100
 
 // countSuppressed counts the suppressed triggers o selects, up to
 // suppressedCountMax; more says there are more.
-func (u *UI) countSuppressed(ctx context.Context, o client.ListSuppressedOptions) (n int, more bool, err error) {
+func (u *UI) countSuppressed(ctx context.Context, o client.ListOptions) (n int, more bool, err error) {
 	o.Limit = suppressedCountMax
 	page, err := u.in.ListSuppressed(ctx, o)
 	if err != nil {
@@ -45,7 +45,7 @@ func eventOf(source string) string {
 func (u *UI) suppressed(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	d := &suppressedData{Key: q.Get("key"), Owner: strings.TrimSpace(q.Get("owner"))}
-	page, err := u.in.ListSuppressed(r.Context(), client.ListSuppressedOptions{Key: d.Key, Owner: d.Owner, Cursor: q.Get("cursor"), Limit: pageSize})
+	page, err := u.in.ListSuppressed(r.Context(), client.ListOptions{Key: d.Key, Owner: d.Owner, Cursor: q.Get("cursor"), Limit: pageSize})
 	if err != nil {
 		u.failErr(w, r, s, "list the suppressed triggers", err)
 		return

@@ -133,7 +133,7 @@ func ExampleInspector() {
 	_, _ = ref.Result(ctx)
 
 	in := c.Inspector()
-	page, err := in.ListRuns(ctx, client.ListRunsOptions{Task: "examples.refund", Status: client.StatusFailed, Limit: 10})
+	page, err := in.ListRuns(ctx, client.ListOptions{Task: "examples.refund", Status: client.StatusFailed, Limit: 10})
 	if err != nil {
 		fmt.Println(err)
 		return

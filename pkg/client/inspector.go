@@ -47,18 +47,31 @@ func (c *Client) Inspector() *Inspector { return &Inspector{c: c} }
 
 // --- runs -------------------------------------------------------------------
 
-// ListRunsOptions select runs for ListRuns and ListRunIDs. Every filter
-// given must hold.
-type ListRunsOptions struct {
+// ListOptions select what a listing of the Inspector returns, a page at a
+// time: runs (ListRuns, ListRunIDs, and the bulk actions' filter), keys
+// (ListKeys), events (ListEvents), suppressed triggers (ListSuppressed), a
+// run's signals and steps (RunSignals, RunSteps, which read only Cursor
+// and Limit) and counts of runs (CountRuns, which reads only Since and
+// Until). Each listing reads the fields it names and ignores the others;
+// every filter given must hold.
+type ListOptions struct {
 	// Task and Status keep only the runs of this task and in this status
-	// ("" keeps all).
+	// ("" keeps all); for ListKeys, the keys whose owner is such a run (a
+	// key whose owner's record has expired has neither).
 	Task   string
 	Status Status
-	// Key keeps only the runs of this idempotency key ("" keeps all).
+	// Key keeps only the runs, or the suppressed triggers, of this
+	// idempotency key (exact), or for ListEvents the events of this event
+	// key ("" keeps all).
 	Key string
-	// Since and Until keep the runs created at or after Since and before
-	// Until (zero: no bound). They are applied to the runs index, so they
-	// cost no reads of records.
+	// Match keeps the keys matching this glob, for ListKeys (Redis MATCH
+	// syntax: * ? [abc]); "" keeps all.
+	Match string
+	// Owner keeps the suppressed triggers refused for this owner run only.
+	Owner string
+	// Since and Until keep the runs (or events) created at or after Since
+	// and before Until (zero: no bound). They are applied to the index, so
+	// they cost no reads of records.
 	Since, Until time.Time
 	// Where keeps the runs whose input or metadata fields have the values
 	// given, each written "input.<path>=<value>" or
@@ -76,11 +89,16 @@ type ListRunsOptions struct {
 	// rate limit deferred is not one).
 	Scheduled bool
 	// Cursor continues a listing where the page that returned it ended
-	// ("" starts from the newest run, or from Until). A cursor goes with
-	// the filters it was returned for.
+	// ("" starts from the newest, or from Until). A cursor goes with the
+	// listing and the filters it was returned for.
 	Cursor string
-	// Limit is the most runs one page holds (default ListLimitDefault, at
-	// most ListLimitMax).
+	// Limit is the most items one page holds (default ListLimitDefault,
+	// at most ListLimitMax). For ListKeys it is how many keys one page
+	// asks Redis to look at: keys are found with SCAN on every master in
+	// turn (every partition's keys at once), so a page may hold a few more
+	// or fewer (even none, with a NextCursor), a key held throughout the
+	// listing is listed at least once, and the listing ends when
+	// NextCursor is "".
 	Limit int
 
 	where []fieldfilter.Filter // Where, parsed by check
@@ -137,7 +155,7 @@ func inspected(r *engine.Run, due time.Time) *RunInfo {
 // than ListScanMax run records per call, so a page may hold fewer than
 // Limit runs and still have a NextCursor (Scheduled filters so too). Runs
 // whose records expired after their retention are left out.
-func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*Page[*RunInfo], error) {
+func (in *Inspector) ListRuns(ctx context.Context, o ListOptions) (*Page[*RunInfo], error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
 		return nil, err
@@ -165,7 +183,7 @@ func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*Page[*Ru
 // run looked at last, or "" once the runs (or the window) have ended.
 // Pages of size are read at a time (more when filtering: most records may
 // not pass).
-func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *engine.IndexEntry, size, budget int, keep func(*RunInfo) bool) (string, error) {
+func (in *Inspector) scanRuns(ctx context.Context, o *ListOptions, pos *engine.IndexEntry, size, budget int, keep func(*RunInfo) bool) (string, error) {
 	w := windowOf(pos, o.Since, o.Until)
 	pos = w.pos
 	if o.filtered() {
@@ -207,7 +225,7 @@ func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *engi
 // ListRunIDs is ListRuns returning only the IDs; without a Task, Status,
 // Key or Where filter it reads the runs index alone, and may list a run
 // whose record has just expired.
-func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*Page[string], error) {
+func (in *Inspector) ListRunIDs(ctx context.Context, o ListOptions) (*Page[string], error) {
 	if o.filtered() {
 		rp, err := in.ListRuns(ctx, o)
 		if err != nil {
@@ -240,26 +258,6 @@ func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*Page[s
 
 // --- keys -------------------------------------------------------------------
 
-// ListKeysOptions select idempotency keys for ListKeys.
-type ListKeysOptions struct {
-	// Match keeps the keys matching this glob (Redis MATCH syntax: * ?
-	// [abc]); "" keeps all.
-	Match string
-	// Task and Status keep the keys whose owner is a run of this task,
-	// in this status ("" keeps all). A key whose owner's record has
-	// expired has neither.
-	Task   string
-	Status Status
-	// Cursor continues a listing where the page that returned it ended.
-	Cursor string
-	// Limit is how many keys one page asks Redis to look at (default
-	// ListLimitDefault, at most ListLimitMax). Keys are found with SCAN on
-	// every master in turn (every partition's keys at once), so a page may
-	// hold a few more or fewer (even none, with a NextCursor), a key held
-	// throughout the listing is listed at least once, and the listing ends
-	// when NextCursor is "".
-	Limit int
-}
 
 // GetKey says who holds key now, or fails with a *StateError of Kind
 // ErrKeyNotHeld.
@@ -271,13 +269,13 @@ func (in *Inspector) GetKey(ctx context.Context, key string) (*KeyInfo, error) {
 // A key released between finding it and reading it is left out, and so is
 // one whose owner does not pass the Task and Status filters: a filtered
 // page may hold fewer keys (even none) and still have a NextCursor.
-func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*Page[*KeyInfo], error) {
+func (in *Inspector) ListKeys(ctx context.Context, o ListOptions) (*Page[*KeyInfo], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
 	}
 	if o.Status != "" && !o.Status.valid() {
-		return nil, (&ListRunsOptions{Status: o.Status}).check()
+		return nil, (&ListOptions{Status: o.Status}).check()
 	}
 	sctx, cancel := in.c.opCtx(ctx)
 	names, next, err := in.c.store.ScanKeys(sctx, o.Match, o.Cursor, int64(limit))

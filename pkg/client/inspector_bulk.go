@@ -52,7 +52,7 @@ type BulkOptions struct {
 	// Filter selects the runs as ListRuns does; its Cursor and Limit must
 	// be empty. The action applies to those of them it can act on: not
 	// ended (cancel), failed or cancelled and not retried yet (retry).
-	Filter ListRunsOptions
+	Filter ListOptions
 	// DryRun counts the runs the action would apply to and does nothing.
 	// It is not refused for Max.
 	DryRun bool

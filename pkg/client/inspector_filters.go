@@ -32,7 +32,7 @@ func (e *ListOptionError) Is(target error) bool { return target == ErrInvalidLis
 // WhereMax is the most field filters one listing takes.
 const WhereMax = 8
 
-// The sources a ListRunsOptions.Where filter reads.
+// The sources a ListOptions.Where filter reads.
 const (
 	// FieldInput is the run's input.
 	FieldInput = fieldfilter.Input
@@ -64,11 +64,11 @@ func clipText(s string) string {
 
 // filtered reports whether the options keep runs by what their records
 // hold (not only by when they were created).
-func (o *ListRunsOptions) filtered() bool {
+func (o *ListOptions) filtered() bool {
 	return o.Task != "" || o.Status != "" || o.Key != "" || len(o.Where) > 0 || o.Scheduled
 }
 
-func (o *ListRunsOptions) check() error {
+func (o *ListOptions) check() error {
 	if o.Status != "" && !o.Status.valid() {
 		return &ListOptionError{Option: "status", Problem: fmt.Sprintf("%s is not a status: use queued, running, succeeded, failed or cancelled", strconv.Quote(clipText(string(o.Status))))}
 	}
@@ -95,7 +95,7 @@ func checkRange(since, until time.Time) error {
 }
 
 // keeps reports whether run r passes the options' filters.
-func (o *ListRunsOptions) keeps(r *engine.Run) bool {
+func (o *ListOptions) keeps(r *engine.Run) bool {
 	if r == nil || o.Task != "" && r.Task != o.Task || o.Status != "" && Status(r.Status) != o.Status ||
 		o.Key != "" && r.Key != o.Key {
 		return false

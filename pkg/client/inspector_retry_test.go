@@ -99,12 +99,12 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if _, err := c.Handle(held.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 1000})
+		before, _ := in.ListRunIDs(ctx, client.ListOptions{Limit: 1000})
 		var coll *client.IdempotencyCollisionError
 		if _, err := in.RetryRun(ctx, held.ID()); !errors.As(err, &coll) || coll.ExistingRunID != held.ID() || coll.Key != "held:2" {
 			t.Fatalf("retry under a held key: %v, want a collision naming %s", err, held.ID())
 		}
-		after, _ := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 1000})
+		after, _ := in.ListRunIDs(ctx, client.ListOptions{Limit: 1000})
 		if len(after.Items) != len(before.Items) {
 			t.Fatalf("a refused retry created a run: %d runs, then %d", len(before.Items), len(after.Items))
 		}
@@ -160,7 +160,7 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 			}
 		}
 		webOnly := "metadata.source=web"
-		all := client.ListRunsOptions{Task: retryFree.Name()}
+		all := client.ListOptions{Task: retryFree.Name()}
 		dry, err := in.CancelRuns(ctx, client.BulkOptions{Filter: all, DryRun: true, Max: 1})
 		if err != nil || dry.Matched != 6 || dry.Done != 0 || len(dry.Runs) != 0 {
 			t.Fatalf("dry run = %+v, %v; want 6 matched, nothing done", dry, err)
@@ -170,10 +170,10 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 			err.Error() != "6 runs match, more than the max of 5; narrow the filter or raise max (up to 1000)" {
 			t.Fatalf("over the cap: %v, want *TooManyRunsError for 6 over 5", err)
 		}
-		if got, _ := in.CountRuns(ctx, client.CountRunsOptions{}); got.Tasks[retryFree.Name()][client.StatusQueued] != 6 {
+		if got, _ := in.CountRuns(ctx, client.ListOptions{}); got.Tasks[retryFree.Name()][client.StatusQueued] != 6 {
 			t.Fatalf("a refused bulk cancel cancelled runs: %v", got.Tasks)
 		}
-		res, err := in.CancelRuns(ctx, client.BulkOptions{Filter: client.ListRunsOptions{Where: []string{webOnly}}})
+		res, err := in.CancelRuns(ctx, client.BulkOptions{Filter: client.ListOptions{Where: []string{webOnly}}})
 		if err != nil || res.Matched != 3 || res.Done != 3 {
 			t.Fatalf("cancel of the web runs = %+v, %v; want 3 done", res, err)
 		}
@@ -198,7 +198,7 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 			t.Fatalf("retry again = %+v, %v; want nothing left to retry", res, err)
 		}
 		var oe *client.ListOptionError
-		for _, o := range []client.BulkOptions{{Max: client.BulkMaxMax + 1}, {Max: -1}, {Filter: client.ListRunsOptions{Limit: 5}}} {
+		for _, o := range []client.BulkOptions{{Max: client.BulkMaxMax + 1}, {Max: -1}, {Filter: client.ListOptions{Limit: 5}}} {
 			if _, err := in.CancelRuns(ctx, o); !errors.As(err, &oe) {
 				t.Errorf("CancelRuns(%+v) = %v, want a *ListOptionError", o, err)
 			}

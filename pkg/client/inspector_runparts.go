@@ -128,15 +128,6 @@ func (in *Inspector) RunAttempts(ctx context.Context, runID string) ([]AttemptIn
 	return attemptsOf(runs[0], hist), nil
 }
 
-// PageOptions select a page of a run's signals or steps.
-type PageOptions struct {
-	// Cursor continues where the page that returned it ended ("" starts
-	// from the first).
-	Cursor string
-	// Limit is the most items one page holds (default ListLimitDefault,
-	// at most ListLimitMax).
-	Limit int
-}
 
 // SignalInfo is one signal sent to a run, as stored.
 type SignalInfo struct {
@@ -150,7 +141,7 @@ type SignalInfo struct {
 // client's MaxSignals). A cursor stays valid while the run's record lives.
 // It fails with an error matching ErrRunNotFound when the run does not
 // exist, and ErrInvalidCursor for a cursor no page returned.
-func (in *Inspector) RunSignals(ctx context.Context, runID string, o PageOptions) (*Page[SignalInfo], error) {
+func (in *Inspector) RunSignals(ctx context.Context, runID string, o ListOptions) (*Page[SignalInfo], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
@@ -193,7 +184,7 @@ type StepInfo struct {
 // page); a step stored while the pages are walked may be missed. It fails
 // with an error matching ErrRunNotFound when the run does not exist, and
 // ErrInvalidCursor for a cursor no page returned.
-func (in *Inspector) RunSteps(ctx context.Context, runID string, o PageOptions) (*Page[StepInfo], error) {
+func (in *Inspector) RunSteps(ctx context.Context, runID string, o ListOptions) (*Page[StepInfo], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err

@@ -9,19 +9,6 @@ import (
 	"github.com/taskq/taskq/internal/engine"
 )
 
-// ListSuppressedOptions select suppressed triggers for ListSuppressed.
-type ListSuppressedOptions struct {
-	// Key keeps the triggers of this idempotency key only (exact).
-	Key string
-	// Owner keeps the triggers refused for this owner run only.
-	Owner string
-	// Limit is the most triggers one page holds (default ListLimitDefault,
-	// at most ListLimitMax).
-	Limit int
-	// Cursor continues a listing where the page that returned it ended
-	// ("" starts from the newest).
-	Cursor string
-}
 
 // SuppressedTrigger is a trigger that created no run because another run
 // held its key: rejected with a collision, attached, signalled or
@@ -60,7 +47,7 @@ const (
 // records live in; without, it merges every partition's. Records are kept
 // for a day, in about 10,000 stream entries per namespace (the oldest go
 // first; an entry holds the suppressed triggers of one call to Redis).
-func (in *Inspector) ListSuppressed(ctx context.Context, o ListSuppressedOptions) (*Page[SuppressedTrigger], error) {
+func (in *Inspector) ListSuppressed(ctx context.Context, o ListOptions) (*Page[SuppressedTrigger], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err

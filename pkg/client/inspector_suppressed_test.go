@@ -33,7 +33,7 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{})
+		page, err := in.ListSuppressed(ctx, client.ListOptions{})
 		if err != nil || len(page.Items) != 0 {
 			t.Fatalf("before any duplicate: %+v, %v", page, err)
 		}
@@ -50,7 +50,7 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 		if _, err := client.RunNoWait(ctx, c, suppressedTask, orderInput{ID: "2"}, client.WithSource("cron")); !errors.As(err, &coll) {
 			t.Fatalf("duplicate with a source: %v", err)
 		}
-		byKey, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Key: "order:1"})
+		byKey, err := in.ListSuppressed(ctx, client.ListOptions{Key: "order:1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,22 +63,22 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 			got.Outcome != client.SuppressedRejected || got.InputDigest != engine.InputDigest(input) || time.Since(got.Time) > time.Minute {
 			t.Errorf("by key: %+v", got)
 		}
-		byOwner, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Owner: other.ID()})
+		byOwner, err := in.ListSuppressed(ctx, client.ListOptions{Owner: other.ID()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(byOwner.Items) != 1 || byOwner.Items[0].Source != "cron" || byOwner.Items[0].Key != "order:2" {
 			t.Errorf("by owner: %+v", byOwner)
 		}
-		all, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Limit: 1})
+		all, err := in.ListSuppressed(ctx, client.ListOptions{Limit: 1})
 		if err != nil || len(all.Items) != 1 || all.NextCursor == "" || all.Items[0].Source != "cron" {
 			t.Fatalf("first page of one: %+v, %v", all, err)
 		}
-		rest, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Limit: 1, Cursor: all.NextCursor})
+		rest, err := in.ListSuppressed(ctx, client.ListOptions{Limit: 1, Cursor: all.NextCursor})
 		if err != nil || len(rest.Items) != 1 || rest.Items[0].Key != "order:1" {
 			t.Fatalf("second page: %+v, %v", rest, err)
 		}
-		if _, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
+		if _, err := in.ListSuppressed(ctx, client.ListOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Errorf("bad cursor: %v, want ErrInvalidCursor", err)
 		}
 	})
@@ -92,7 +92,7 @@ func TestWithSourceIsChecked(t *testing.T) {
 	if !errors.Is(err, client.ErrInvalidSource) {
 		t.Fatalf("trigger with a bad source: %v, want ErrInvalidSource", err)
 	}
-	page, err := c.Inspector().ListRunIDs(context.Background(), client.ListRunsOptions{})
+	page, err := c.Inspector().ListRunIDs(context.Background(), client.ListOptions{})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("runs after a refused trigger: %+v, %v", page, err)
 	}

@@ -40,7 +40,7 @@ func TestInspectorListsRunsByTaskWithAStableCursor(t *testing.T) {
 		}
 		slices.Reverse(wantA) // newest first
 		var got []string
-		o := client.ListRunsOptions{Task: inspectA.Name(), Limit: 7}
+		o := client.ListOptions{Task: inspectA.Name(), Limit: 7}
 		for pages := 0; ; pages++ {
 			if pages > 10 {
 				t.Fatal("the listing does not end")
@@ -70,14 +70,14 @@ func TestInspectorListsRunsByTaskWithAStableCursor(t *testing.T) {
 			t.Fatalf("listed %d runs %v,\nwant %d %v", len(got), got, len(wantA), wantA)
 		}
 
-		ids, err := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 3})
+		ids, err := in.ListRunIDs(ctx, client.ListOptions{Limit: 3})
 		if err != nil || len(ids.Items) != 3 || ids.NextCursor == "" {
 			t.Fatalf("ListRunIDs = %+v, %v; want 3 IDs and a cursor", ids, err)
 		}
-		if _, err := in.ListRuns(ctx, client.ListRunsOptions{Cursor: "nope"}); !errors.Is(err, client.ErrInvalidCursor) {
+		if _, err := in.ListRuns(ctx, client.ListOptions{Cursor: "nope"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Errorf("bad cursor: %v, want ErrInvalidCursor", err)
 		}
-		if _, err := in.ListRuns(ctx, client.ListRunsOptions{Limit: client.ListLimitMax + 1}); err == nil {
+		if _, err := in.ListRuns(ctx, client.ListOptions{Limit: client.ListLimitMax + 1}); err == nil {
 			t.Error("a limit over ListLimitMax was accepted")
 		}
 		if _, err := in.GetRun(ctx, "no-such-run"); !errors.Is(err, client.ErrRunNotFound) {
@@ -101,7 +101,7 @@ func TestInspectorListsAndReleasesKeys(t *testing.T) {
 			owners[fmt.Sprintf("inspect:%d", i)] = ref.ID()
 		}
 		seen := map[string]string{}
-		o := client.ListKeysOptions{Match: "inspect:*", Limit: 10}
+		o := client.ListOptions{Match: "inspect:*", Limit: 10}
 		for {
 			page, err := in.ListKeys(ctx, o)
 			if err != nil {

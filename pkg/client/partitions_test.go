@@ -224,7 +224,7 @@ func TestListingsMergePartitions(t *testing.T) {
 			}
 		}
 		walk(func(cursor string) ([]string, []time.Time, string, error) {
-			page, err := in.ListRuns(ctx, client.ListRunsOptions{Cursor: cursor, Limit: 7})
+			page, err := in.ListRuns(ctx, client.ListOptions{Cursor: cursor, Limit: 7})
 			if err != nil {
 				return nil, nil, "", err
 			}
@@ -235,7 +235,7 @@ func TestListingsMergePartitions(t *testing.T) {
 			return ids, created, page.NextCursor, nil
 		})
 		walk(func(cursor string) ([]string, []time.Time, string, error) {
-			page, err := in.ListRunIDs(ctx, client.ListRunsOptions{Cursor: cursor, Limit: 9})
+			page, err := in.ListRunIDs(ctx, client.ListOptions{Cursor: cursor, Limit: 9})
 			if err != nil {
 				return nil, nil, "", err
 			}
@@ -244,7 +244,7 @@ func TestListingsMergePartitions(t *testing.T) {
 
 		// Every held key, whatever its partition, with its owner.
 		keys := map[string]string{}
-		o := client.ListKeysOptions{Limit: 5}
+		o := client.ListOptions{Limit: 5}
 		for pages := 0; ; pages++ {
 			if pages > 200 {
 				t.Fatal("the keys listing does not end")
@@ -269,7 +269,7 @@ func TestListingsMergePartitions(t *testing.T) {
 			}
 		}
 		// A glob keeps what it matches, in every partition.
-		page, err := in.ListKeys(ctx, client.ListKeysOptions{Match: "order:1*", Limit: client.ListLimitMax})
+		page, err := in.ListKeys(ctx, client.ListOptions{Match: "order:1*", Limit: client.ListLimitMax})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,11 +282,11 @@ func TestListingsMergePartitions(t *testing.T) {
 			if o.NextCursor == "" {
 				break
 			}
-			if o, err = in.ListKeys(ctx, client.ListKeysOptions{Match: "order:1*", Cursor: o.NextCursor, Limit: client.ListLimitMax}); err != nil {
+			if o, err = in.ListKeys(ctx, client.ListOptions{Match: "order:1*", Cursor: o.NextCursor, Limit: client.ListLimitMax}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := in.ListKeys(ctx, client.ListKeysOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
+		if _, err := in.ListKeys(ctx, client.ListOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Fatalf("bad cursor: %v", err)
 		}
 	})

@@ -72,7 +72,7 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 				check(t, err, tk)
 			})
 		}
-		runs, err := c.Inspector().ListRuns(ctx, client.ListRunsOptions{})
+		runs, err := c.Inspector().ListRuns(ctx, client.ListOptions{})
 		if err != nil || len(runs.Items) != 0 {
 			t.Fatalf("runs after refused triggers: %v, %v", runs, err)
 		}

@@ -73,11 +73,11 @@ func TestRunInCreatesAScheduledRunThatHoldsItsKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := in.ListRuns(ctx, client.ListRunsOptions{Status: client.StatusQueued, Task: "sched-ttl"})
+		page, err := in.ListRuns(ctx, client.ListOptions{Status: client.StatusQueued, Task: "sched-ttl"})
 		if err != nil || len(page.Items) != 2 {
 			t.Fatalf("queued runs = %+v, %v; want both", page, err)
 		}
-		page, err = in.ListRuns(ctx, client.ListRunsOptions{Scheduled: true})
+		page, err = in.ListRuns(ctx, client.ListOptions{Scheduled: true})
 		if err != nil || len(page.Items) != 1 || page.Items[0].ID != ref.ID() || !page.Items[0].Scheduled {
 			t.Fatalf("scheduled runs = %+v, %v; want only %s, not %s", page, err, ref.ID(), now.ID())
 		}
@@ -279,7 +279,7 @@ func TestScheduleValidation(t *testing.T) {
 				t.Errorf("%s: %v; want a *RunAtError on %s saying %q", tc.name, err, tc.field, tc.says)
 			}
 		}
-		if ids, err := c.Inspector().ListRunIDs(ctx, client.ListRunsOptions{}); err != nil || len(ids.Items) != 0 {
+		if ids, err := c.Inspector().ListRunIDs(ctx, client.ListOptions{}); err != nil || len(ids.Items) != 0 {
 			t.Fatalf("runs after refused triggers = %v, %v; want none", ids, err)
 		}
 		// A time already passed queues the run at once.

@@ -113,7 +113,7 @@ func TestScheduleTickFiresOnce(t *testing.T) {
 		if err := link.FireTick(ctx, cs, tick); !errors.As(err, &coll) || coll.ExistingRunID != h.ID() {
 			t.Fatalf("second fire = %v, want a collision with %s", err, h.ID())
 		}
-		sup, err := c.Inspector().ListSuppressed(ctx, client.ListSuppressedOptions{Key: wantKey})
+		sup, err := c.Inspector().ListSuppressed(ctx, client.ListOptions{Key: wantKey})
 		if err != nil || len(sup.Items) != 1 || sup.Items[0].Source != client.SourceSchedule || sup.Items[0].Owner != h.ID() {
 			t.Fatalf("suppressed = %+v, %v", sup, err)
 		}

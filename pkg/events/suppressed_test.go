@@ -28,7 +28,7 @@ func TestEventCollisionIsRecordedAsSuppressed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := c.Inspector().ListSuppressed(ctx, client.ListSuppressedOptions{Key: "receipt:o-1"})
+		page, err := c.Inspector().ListSuppressed(ctx, client.ListOptions{Key: "receipt:o-1"})
 		if err != nil || len(page.Items) != 0 {
 			t.Fatalf("after the first event: %+v, %v", page, err)
 		}
@@ -39,7 +39,7 @@ func TestEventCollisionIsRecordedAsSuppressed(t *testing.T) {
 		if second.Runs[0].Outcome != events.OutcomeDeduplicated {
 			t.Fatalf("second event: %+v", second.Runs)
 		}
-		page, err = c.Inspector().ListSuppressed(ctx, client.ListSuppressedOptions{Key: "receipt:o-1"})
+		page, err = c.Inspector().ListSuppressed(ctx, client.ListOptions{Key: "receipt:o-1"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -92,7 +92,7 @@ func typedRuns[I, O any](tk *task.Task[I, O], infos []*client.RunInfo) ([]*Run[I
 // client's Inspector, as users see them.
 func (h *Harness) runInfos(ctx context.Context) ([]*client.RunInfo, error) {
 	var out []*client.RunInfo
-	o := client.ListRunsOptions{Limit: client.ListLimitMax}
+	o := client.ListOptions{Limit: client.ListLimitMax}
 	for {
 		page, err := h.client.Inspector().ListRuns(ctx, o)
 		if err != nil {

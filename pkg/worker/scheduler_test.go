@@ -85,7 +85,7 @@ func (r *cronRig) put(s task.Schedule) {
 func (r *cronRig) runsByKey() map[string]int {
 	r.t.Helper()
 	out := map[string]int{}
-	o := client.ListRunsOptions{Task: cronTask.Name(), Limit: client.ListLimitMax}
+	o := client.ListOptions{Task: cronTask.Name(), Limit: client.ListLimitMax}
 	for range 100 {
 		page, err := r.c.Inspector().ListRuns(context.Background(), o)
 		if err != nil {
@@ -263,7 +263,7 @@ func TestSchedulerWaitsForTheTaskToBeRegistered(t *testing.T) {
 		}
 		r.clock.set(start.Add(time.Minute + 5*time.Second))
 		s.pass(nil)
-		page, err := r.c.Inspector().ListRuns(context.Background(), client.ListRunsOptions{Task: "cron-later"})
+		page, err := r.c.Inspector().ListRuns(context.Background(), client.ListOptions{Task: "cron-later"})
 		if err != nil || len(page.Items) != 1 || page.Items[0].IdempotencyKey != tickKeys("orphan", start.Add(time.Minute))[0] {
 			t.Fatalf("runs once the task is registered: %+v, %v", page, err)
 		}

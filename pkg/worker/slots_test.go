@@ -264,7 +264,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		// The Inspector.
 		insp := c.Inspector()
 		seen := map[string]bool{}
-		for o := (client.ListRunsOptions{Limit: 7}); ; {
+		for o := (client.ListOptions{Limit: 7}); ; {
 			page, err := insp.ListRuns(ctx, o)
 			if err != nil {
 				t.Fatal(err)
@@ -279,13 +279,13 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if len(seen) < 40 {
 			t.Fatalf("listed %d runs", len(seen))
 		}
-		if _, err := insp.ListRuns(ctx, client.ListRunsOptions{Task: "keyed", Status: client.StatusSucceeded}); err != nil {
+		if _, err := insp.ListRuns(ctx, client.ListOptions{Task: "keyed", Status: client.StatusSucceeded}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := insp.ListRunIDs(ctx, client.ListRunsOptions{Limit: 5}); err != nil {
+		if _, err := insp.ListRunIDs(ctx, client.ListOptions{Limit: 5}); err != nil {
 			t.Fatal(err)
 		}
-		for o := (client.ListKeysOptions{Limit: 10}); ; {
+		for o := (client.ListOptions{Limit: 10}); ; {
 			page, err := insp.ListKeys(ctx, o)
 			if err != nil {
 				t.Fatal(err)
@@ -307,7 +307,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if _, err := insp.GetRun(ctx, refs[2].ID()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := insp.ListEvents(ctx, client.ListEventsOptions{}); err != nil {
+		if _, err := insp.ListEvents(ctx, client.ListOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := insp.ListTasks(ctx); err != nil {
