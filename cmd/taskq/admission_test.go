@@ -44,7 +44,7 @@ func TestEveryEntryPointAppliesTheAdmissionLimits(t *testing.T) {
 	}
 	entries := []entry{
 		{"client", func(t *testing.T, f *admissionFixture, input, meta string) string {
-			_, err := f.c.TriggerJSON(context.Background(), leaseTask.Definition(), []byte(input), client.WithMetadataJSON([]byte(meta)))
+			_, err := f.c.TriggerJSON(context.Background(), leaseTask.Definition(), []byte(input), client.WithMetadata([]byte(meta)))
 			return errText(err)
 		}},
 		{"events", func(t *testing.T, f *admissionFixture, input, meta string) string {

@@ -481,7 +481,7 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
 			if _, err := def.Key(in, md); err != nil {
 				return a.exprFailed(def.Idempotency.Expression, err)
 			}
-			opts := []client.RunOption{client.WithMetadataJSON(md), client.WithSource(client.SourceCLI)}
+			opts := []client.RunOption{client.WithMetadata(md), client.WithSource(client.SourceCLI)}
 			if onConflict != "" {
 				opts = append(opts, client.OnConflict(task.ConflictPolicy(onConflict)))
 			}

@@ -125,7 +125,7 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	h, err := s.c.TriggerJSON(r.Context(), def, input,
-		append(opts, client.WithMetadataJSON(req.AdditionalMetadata), client.WithSource(client.SourceHTTP))...)
+		append(opts, client.WithMetadata(req.AdditionalMetadata), client.WithSource(client.SourceHTTP))...)
 	s.metrics.observeTrigger(sourceHTTP, start)
 	var notDurable *client.DurabilityError
 	if errors.As(err, &notDurable) {

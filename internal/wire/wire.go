@@ -206,11 +206,17 @@ const CodeDurabilityNotReached = "durability_not_reached"
 // NotDurable is the error body of a single trigger that returned a
 // *client.DurabilityError: it names the run, which exists.
 func NotDurable(e *client.DurabilityError) Error {
-	out := Error{Code: CodeDurabilityNotReached, Message: e.Error(), Task: e.Task, RunID: e.RunID(),
-		Durability: AcknowledgementOf(e.Handle())}
+	var h *client.RunHandle
+	if len(e.Runs) > 0 {
+		h = e.Runs[0]
+	}
+	out := Error{Code: CodeDurabilityNotReached, Message: e.Error(), Task: e.Task, Durability: AcknowledgementOf(h)}
+	if h != nil {
+		out.RunID = h.ID()
+	}
 	if e.Collision != nil {
 		out.IdempotencyKey, out.ExistingRunID = e.Collision.Key, e.Collision.ExistingRunID
-	} else if h := e.Handle(); h != nil {
+	} else if h != nil {
 		out.IdempotencyKey = h.IdempotencyKey()
 	}
 	return out

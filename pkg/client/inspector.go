@@ -258,7 +258,6 @@ func (in *Inspector) ListRunIDs(ctx context.Context, o ListOptions) (*Page[strin
 
 // --- keys -------------------------------------------------------------------
 
-
 // GetKey says who holds key now, or fails with a *StateError of Kind
 // ErrKeyNotHeld.
 func (in *Inspector) GetKey(ctx context.Context, key string) (*KeyInfo, error) {

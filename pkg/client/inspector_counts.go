@@ -8,7 +8,6 @@ import (
 // its window.
 const CountRunsMax = ListScanMax
 
-
 // RunCounts counts runs by task and status.
 type RunCounts struct {
 	// Tasks maps a task's name to how many of its runs are in each status

@@ -50,7 +50,6 @@ func eventInfo(r *engine.Event) *EventInfo {
 	return e
 }
 
-
 // GetEvent reads one event, or fails with an error matching
 // ErrEventNotFound.
 func (in *Inspector) GetEvent(ctx context.Context, id string) (*EventInfo, error) {

@@ -85,7 +85,7 @@ func TestInspectorFiltersRuns(t *testing.T) {
 				source = "web"
 			}
 			meta, _ := json.Marshal(map[string]any{"source": source})
-			h, err := c.TriggerJSON(ctx, listDef, input, client.WithMetadataJSON(meta))
+			h, err := c.TriggerJSON(ctx, listDef, input, client.WithMetadata(meta))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,7 +46,7 @@ func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, er
 	if err != nil {
 		return nil, fmt.Errorf("retry run %s: %w", runID, err)
 	}
-	h, err := in.c.TriggerJSON(ctx, def, orig.Input, WithMetadataJSON(orig.Metadata), OnConflict(task.ConflictReject))
+	h, err := in.c.TriggerJSON(ctx, def, orig.Input, WithMetadata(orig.Metadata), OnConflict(task.ConflictReject))
 	if err != nil {
 		return h, err
 	}

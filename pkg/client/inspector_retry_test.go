@@ -60,7 +60,7 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
 
 		// A failed run: its status key was released when it failed.
-		h, err := c.TriggerJSON(ctx, retryFails.Definition(), []byte(`{"id":"1","amount":5}`), client.WithMetadataJSON([]byte(`{"tenant":"acme"}`)))
+		h, err := c.TriggerJSON(ctx, retryFails.Definition(), []byte(`{"id":"1","amount":5}`), client.WithMetadata([]byte(`{"tenant":"acme"}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 			if i%2 == 0 {
 				src = "web"
 			}
-			h, err := c.TriggerJSON(ctx, retryFree.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`{"source":"`+src+`"}`)))
+			h, err := c.TriggerJSON(ctx, retryFree.Definition(), []byte(`{}`), client.WithMetadata([]byte(`{"source":"`+src+`"}`)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -128,7 +128,6 @@ func (in *Inspector) RunAttempts(ctx context.Context, runID string) ([]AttemptIn
 	return attemptsOf(runs[0], hist), nil
 }
 
-
 // SignalInfo is one signal sent to a run, as stored.
 type SignalInfo struct {
 	SignalID string          `json:"signalId"`

@@ -9,7 +9,6 @@ import (
 	"github.com/taskq/taskq/internal/engine"
 )
 
-
 // SuppressedTrigger is a trigger that created no run because another run
 // held its key: rejected with a collision, attached, signalled or
 // debounced to the owner, or an event's task deduplicated.

@@ -296,7 +296,3 @@ func (r scheduleRecord) schedule() task.Schedule {
 			Horizon: time.Duration(r.HorizonMS) * time.Millisecond},
 	}
 }
-
-// Schedules returns the namespace's cron schedules, for tools that read
-// and act through the Inspector (the dashboard).
-func (in *Inspector) Schedules() *Schedules { return in.c.Schedules() }
