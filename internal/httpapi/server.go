@@ -139,7 +139,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxBodyBytes = MaxBodyBytesDefault
 	}
 	if o.MaxBatch == 0 && o.Events != nil {
-		o.MaxBatch = o.Events.Options().MaxBatch
+		o.MaxBatch = events.MaxBatchDefault
 	}
 	if o.MaxWait == 0 {
 		o.MaxWait = MaxWaitDefault

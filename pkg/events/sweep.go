@@ -5,12 +5,11 @@ import (
 	"time"
 )
 
-// Sweep removes the entries of expired events from the events index of
+// sweepAll removes the entries of expired events from the events index of
 // every partition. Event records expire on their own after Retention; Push
-// and PushMany sweep at most once a minute, so calling Sweep is only
-// needed where no events are pushed. It returns how many entries it
+// and PushMany sweep at most once a minute. It returns how many entries it
 // removed.
-func (i *Ingester) Sweep(ctx context.Context) (int, error) {
+func (i *Ingester) sweepAll(ctx context.Context) (int, error) {
 	parts, err := i.store.PartitionCount(ctx)
 	if err != nil {
 		return 0, err
@@ -55,7 +54,7 @@ func (i *Ingester) maybeSweep(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	if removed, err := i.Sweep(ctx); err != nil {
+	if removed, err := i.sweepAll(ctx); err != nil {
 		i.log.Warn("taskq: sweeping the events index failed", "err", err)
 	} else if removed > 0 {
 		i.log.Debug("taskq: swept expired events from the index", "removed", removed)

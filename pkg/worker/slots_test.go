@@ -331,7 +331,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if err != nil || len(ev.Runs) != 2 || ev.Runs[0].Outcome != events.OutcomeCreated || ev.Runs[1].Outcome != events.OutcomeCreated {
 			t.Fatalf("push: %+v, %v", ev, err)
 		}
-		if _, err := ing.Get(ctx, ev.ID); err != nil {
+		if _, err := c.Inspector().GetEvent(ctx, ev.ID); err != nil {
 			t.Fatal(err)
 		}
 
