@@ -74,7 +74,12 @@ func (o *runOptions) metaJSON() ([]byte, error) {
 	if o.meta == nil {
 		return []byte("{}"), nil
 	}
-	return json.Marshal(o.meta)
+	raw, err := json.Marshal(o.meta)
+	if err == nil && string(raw) == "null" {
+		// A nil map is no metadata, as before WithMetadata took any.
+		return []byte("{}"), nil
+	}
+	return raw, err
 }
 
 // RunNoWait triggers a run of t and returns at once with a reference to it.

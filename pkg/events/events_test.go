@@ -426,7 +426,7 @@ func TestRedefinedTaskIsWarnedAboutAndFollowed(t *testing.T) {
 			t.Fatalf("first definition: %+v, %v", ev, err)
 		}
 
-		refused, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, DefinitionConflict: worker.DefinitionRefuse})
+		refused, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, RefuseDefinitionConflict: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,18 +131,18 @@ func (c *runContext) Logger() *slog.Logger {
 	return c.log
 }
 
-// NonRetryableError marks a handler error that must not be retried.
-type NonRetryableError struct{ Err error }
+// nonRetryableError marks a handler error that must not be retried.
+type nonRetryableError struct{ Err error }
 
-func (e *NonRetryableError) Error() string { return e.Err.Error() }
+func (e *nonRetryableError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the wrapped error.
-func (e *NonRetryableError) Unwrap() error { return e.Err }
+func (e *nonRetryableError) Unwrap() error { return e.Err }
 
 // NonRetryable wraps err so the run fails at once, whatever retries remain.
 func NonRetryable(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &NonRetryableError{Err: err}
+	return &nonRetryableError{Err: err}
 }

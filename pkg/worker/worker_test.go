@@ -431,7 +431,7 @@ func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
 		}
 
 		// A worker that refuses conflicts fails to start and changes nothing.
-		w2, _ := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Name: "w2", Logger: quiet, DefinitionConflict: worker.DefinitionRefuse})
+		w2, _ := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Name: "w2", Logger: quiet, RefuseDefinitionConflict: true})
 		worker.Handle(w2, v2, noop)
 		err = w2.Start(ctx)
 		var conflict *worker.DefinitionConflictError
