@@ -419,14 +419,14 @@ func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
 		check        func(t *testing.T, cause error)
 	}{
 		{"cancelled", "cancelled by an operator", func(t *testing.T, cause error) {
-			var sup *worker.SupersededError
-			if !errors.Is(cause, task.ErrRunCancelled) || errors.As(cause, &sup) {
+			var sup *worker.CancelledError
+			if !errors.Is(cause, task.ErrRunCancelled) || (errors.As(cause, &sup) && sup.Group == "") {
 				t.Fatalf("handler context cause = %v, want ErrRunCancelled", cause)
 			}
 		}},
 		{"superseded", "superseded by run run-2", func(t *testing.T, cause error) {
-			var sup *worker.SupersededError
-			if !errors.As(cause, &sup) || sup.By != "run-2" || !errors.Is(cause, task.ErrRunCancelled) {
+			var sup *worker.CancelledError
+			if !(errors.As(cause, &sup) && sup.Group == "") || sup.By != "run-2" || !errors.Is(cause, task.ErrRunCancelled) {
 				t.Fatalf("handler context cause = %v, want SupersededError by run-2", cause)
 			}
 		}},

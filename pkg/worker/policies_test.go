@@ -151,8 +151,8 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			for found := false; !found; {
 				select {
 				case cause := <-causes:
-					var sup *worker.SupersededError
-					if !errors.As(cause, &sup) || sup.By == "" || !errors.Is(cause, task.ErrRunCancelled) {
+					var sup *worker.CancelledError
+					if !(errors.As(cause, &sup) && sup.Group == "") || sup.By == "" || !errors.Is(cause, task.ErrRunCancelled) {
 						t.Fatalf("cause = %v, want a SupersededError", cause)
 					}
 					found = sup.RunID == first.ID()
