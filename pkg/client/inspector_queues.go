@@ -35,7 +35,6 @@ type QueueStat struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-
 // QueueStats reads the queue figures of tasks, or of every registered task
 // when none is named, sorted by name. It reads each task stream's consumer
 // group (XINFO GROUPS) and its first undelivered entry, a few pipelined
