@@ -70,7 +70,7 @@ func (r *cronRig) client() *client.Client {
 // the test calls its pass.
 func (r *cronRig) scheduler() *scheduler {
 	c := r.client()
-	return &scheduler{refresh: time.Minute, opTimeout: 5 * time.Second, clock: r.clock, log: discard, c: c, scheds: c.Schedules()}
+	return &scheduler{refresh: time.Minute, opTimeout: 5 * time.Second, clock: r.clock, log: discard, c: c, scheds: c.Schedules(), link: clientlink.Of(c)}
 }
 
 func (r *cronRig) put(s task.Schedule) {
