@@ -274,7 +274,7 @@ that is still active could then run alongside a duplicate.`,
 			}
 			_, err = c.Inspector().ReleaseKey(ctx, key, v.OwnerRunID)
 			var changed *client.StateError
-			if errors.As(err, &changed) && changed.Kind == client.ErrKeyOwnerChanged {
+			if errors.As(err, &changed) && errors.Is(changed.Kind, client.ErrKeyOwnerChanged) {
 				return withCode(exitChanged, &keyChangedError{Key: key, Expected: v.OwnerRunID, Current: changed.Current})
 			}
 			if err != nil {

@@ -42,7 +42,7 @@ exits 1; an unknown run exits 3.`,
 				coll *client.IdempotencyCollisionError
 			)
 			switch {
-			case (errors.As(err, &nr) && nr.Kind == client.ErrNotRetryable) && !nr.Status.Terminal():
+			case (errors.As(err, &nr) && errors.Is(nr.Kind, client.ErrNotRetryable)) && !nr.Status.Terminal():
 				return withCode(exitPending, err)
 			case errors.As(err, &coll):
 				ce := &collisionError{coll: coll, status: ownerStatus(ctx, coll)}

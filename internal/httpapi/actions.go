@@ -47,7 +47,7 @@ func (s *Server) retryError(r *http.Request, orig *client.RunInfo, err error) *a
 		coll *client.IdempotencyCollisionError
 	)
 	switch {
-	case errors.As(err, &nr) && nr.Kind == client.ErrNotRetryable:
+	case errors.As(err, &nr) && errors.Is(nr.Kind, client.ErrNotRetryable):
 		e := newError(http.StatusConflict, CodeRunNotRetryable, "%s", nr.Error())
 		e.ExistingRunID = nr.RetriedBy
 		return e
@@ -79,7 +79,7 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, client.ErrKeyNotHeld):
 		writeError(w, newError(http.StatusNotFound, CodeKeyNotFound, "idempotency key %s is not held by any run", quote(key)))
 		return
-	case errors.As(err, &changed) && changed.Kind == client.ErrKeyOwnerChanged:
+	case errors.As(err, &changed) && errors.Is(changed.Kind, client.ErrKeyOwnerChanged):
 		e := newError(http.StatusConflict, CodeKeyOwnerChanged, "idempotency key %s is held by run %s, not %s; nothing released",
 			quote(key), orDash(changed.Current), quote(owner))
 		if changed.Current == "" {

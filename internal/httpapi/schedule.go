@@ -110,7 +110,7 @@ func (s *Server) rescheduleRun(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &se):
 		writeError(w, runAtError(se))
-	case errors.As(err, &ns) && ns.Kind == client.ErrNotScheduled:
+	case errors.As(err, &ns) && errors.Is(ns.Kind, client.ErrNotScheduled):
 		writeError(w, newError(http.StatusConflict, CodeRunNotScheduled, "%s", ns.Error()))
 	case err != nil:
 		writeError(w, runError(id, err))

@@ -47,9 +47,9 @@ func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusAccepted, rec)
-	case errors.As(err, &notHeld) && notHeld.Kind == client.ErrKeyNotHeld:
+	case errors.As(err, &notHeld) && errors.Is(notHeld.Kind, client.ErrKeyNotHeld):
 		writeError(w, newError(http.StatusNotFound, CodeKeyNotHeld, "no active run holds idempotency key %s", quote(key)))
-	case errors.As(err, &finished) && finished.Kind == client.ErrOwnerFinished:
+	case errors.As(err, &finished) && errors.Is(finished.Kind, client.ErrOwnerFinished):
 		e := newError(http.StatusConflict, CodeOwnerFinished,
 			"idempotency key %s is held by run %s, which has %s: a finished run cannot be signalled", quote(key), finished.RunID, finished.Status)
 		e.IdempotencyKey, e.ExistingRunID, e.ExistingStatus = key, finished.RunID, finished.Status

@@ -224,7 +224,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
 		var nh *client.StateError
 		switch {
-		case errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld:
+		case errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld):
 		case err != nil:
 			u.failErr(w, r, s, "read the run's key", err)
 			return
@@ -408,7 +408,7 @@ func (u *UI) confirmRelease(w http.ResponseWriter, r *http.Request, s *session) 
 	key := r.URL.Query().Get("key")
 	k, err := u.in.GetKey(r.Context(), key)
 	var nh *client.StateError
-	if errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld {
+	if errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld) {
 		u.fail(w, r, s, http.StatusNotFound, "No run holds the key "+quote(key)+" now: there is nothing to release.")
 		return
 	}
@@ -428,7 +428,7 @@ func (u *UI) release(w http.ResponseWriter, r *http.Request, s *session) {
 	_, err := u.in.ReleaseKey(r.Context(), key, owner)
 	var nh *client.StateError
 	switch {
-	case errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld:
+	case errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld):
 		u.fail(w, r, s, http.StatusConflict, "No run holds the key "+quote(key)+" any more: nothing was released.")
 		return
 	case errors.Is(err, client.ErrKeyOwnerChanged):

@@ -27,7 +27,7 @@ func (u *UI) confirmRetry(w http.ResponseWriter, r *http.Request, s *session) {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
 		var nh *client.StateError
 		switch {
-		case errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld:
+		case errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld):
 		case err != nil:
 			u.failErr(w, r, s, "read the run's key", err)
 			return
@@ -50,7 +50,7 @@ func (u *UI) retry(w http.ResponseWriter, r *http.Request, s *session) {
 	case errors.Is(err, client.ErrRunNotFound):
 		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(id)+".")
 		return
-	case errors.As(err, &nr) && nr.Kind == client.ErrNotRetryable:
+	case errors.As(err, &nr) && errors.Is(nr.Kind, client.ErrNotRetryable):
 		msg := "Run " + id + " cannot be retried: "
 		switch {
 		case nr.RetriedBy != "":

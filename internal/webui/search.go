@@ -41,7 +41,7 @@ func (u *UI) lookup(ctx context.Context, q string) (runID, via string, err error
 	k, err := u.in.GetKey(ctx, q)
 	var nh *client.StateError
 	switch {
-	case errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld:
+	case errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld):
 		return "", "", nil
 	case err != nil:
 		return "", "", err

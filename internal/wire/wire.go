@@ -243,20 +243,20 @@ func KeyErrorKind(err error) (e Error, ok bool) {
 		return Error{}, false
 	}
 	e.Code = CodeIdempotencyKeyError
-	switch ie.Kind {
-	case idempotency.ErrCompile:
+	switch {
+	case errors.Is(ie.Kind, idempotency.ErrCompile):
 		e.Kind, e.Line, e.Column = "compile", ie.Line, ie.Column
-	case idempotency.ErrNotString:
+	case errors.Is(ie.Kind, idempotency.ErrNotString):
 		e.Kind = "result_type"
-	case idempotency.ErrEmptyKey:
+	case errors.Is(ie.Kind, idempotency.ErrEmptyKey):
 		e.Kind = "empty_key"
-	case idempotency.ErrKeyTooLong:
+	case errors.Is(ie.Kind, idempotency.ErrKeyTooLong):
 		e.Kind = "key_too_long"
-	case idempotency.ErrCostLimit:
+	case errors.Is(ie.Kind, idempotency.ErrCostLimit):
 		e.Kind = "cost_limit"
-	case idempotency.ErrSizeLimit:
+	case errors.Is(ie.Kind, idempotency.ErrSizeLimit):
 		e.Kind = "size_limit"
-	case idempotency.ErrInput:
+	case errors.Is(ie.Kind, idempotency.ErrInput):
 		e.Kind = "input"
 	default: // ErrEval
 		e.Kind, e.Field = "eval", ie.Field

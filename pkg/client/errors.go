@@ -208,23 +208,23 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	switch e.Kind {
-	case ErrKeyNotHeld:
+	switch {
+	case errors.Is(e.Kind, ErrKeyNotHeld):
 		if e.RunID != "" {
 			return fmt.Sprintf("run %s not found", e.RunID)
 		}
 		return fmt.Sprintf("no run holds idempotency key %q", e.Key)
-	case ErrKeyOwnerChanged:
+	case errors.Is(e.Kind, ErrKeyOwnerChanged):
 		if e.Current == "" {
 			return fmt.Sprintf("idempotency key %q is no longer held (expected run %s)", e.Key, e.Expected)
 		}
 		return fmt.Sprintf("idempotency key %q is held by run %s, not %s", e.Key, e.Current, e.Expected)
-	case ErrOwnerFinished:
+	case errors.Is(e.Kind, ErrOwnerFinished):
 		if e.Key != "" {
 			return fmt.Sprintf("idempotency key %q is held by run %s, which has %s and cannot be signalled", e.Key, e.RunID, e.Status)
 		}
 		return fmt.Sprintf("run %s has %s and cannot be signalled", e.RunID, e.Status)
-	case ErrNotRetryable:
+	case errors.Is(e.Kind, ErrNotRetryable):
 		switch {
 		case e.RetriedBy != "":
 			return fmt.Sprintf("run %s was already retried by run %s; retry that run instead", e.RunID, e.RetriedBy)
@@ -232,7 +232,7 @@ func (e *StateError) Error() string {
 			return fmt.Sprintf("run %s %s: only a failed or cancelled run can be retried", e.RunID, e.Status)
 		}
 		return fmt.Sprintf("run %s is %s: only a failed or cancelled run can be retried; cancel it first", e.RunID, e.Status)
-	case ErrNotScheduled:
+	case errors.Is(e.Kind, ErrNotScheduled):
 		return fmt.Sprintf("run %s is not waiting for a scheduled time: it is %s", e.RunID, e.State)
 	}
 	return fmt.Sprintf("%v: key %q run %s", e.Kind, e.Key, e.RunID)

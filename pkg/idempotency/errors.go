@@ -106,31 +106,31 @@ func quoteExpr(expr string) string {
 // Error names the expression, what went wrong and, for a limit, the limit.
 func (e *Error) Error() string {
 	q := quoteExpr(e.Expr)
-	switch e.Kind {
-	case ErrCompile:
+	switch {
+	case errors.Is(e.Kind, ErrCompile):
 		if e.Line > 0 {
 			return fmt.Sprintf("idempotency: compiling %s: %d:%d: %s", q, e.Line, e.Column, e.Message)
 		}
 		return fmt.Sprintf("idempotency: compiling %s: %s", q, e.Message)
-	case ErrNotString:
+	case errors.Is(e.Kind, ErrNotString):
 		return fmt.Sprintf("idempotency: expression %s evaluated to a value of type %s, want a string", q, e.Type)
-	case ErrEmptyKey:
+	case errors.Is(e.Kind, ErrEmptyKey):
 		return fmt.Sprintf("idempotency: expression %s evaluated to an empty string", q)
-	case ErrKeyTooLong:
+	case errors.Is(e.Kind, ErrKeyTooLong):
 		return fmt.Sprintf("idempotency: expression %s produced a key of %d bytes, over the limit of %d", q, e.Size, e.Limit)
-	case ErrCostLimit:
+	case errors.Is(e.Kind, ErrCostLimit):
 		if e.Function != "" {
 			return fmt.Sprintf("idempotency: evaluating %s: %s would cost %d, over the cost limit of %d", q, e.Function, e.Size, e.Limit)
 		}
 		return fmt.Sprintf("idempotency: evaluating %s: exceeded the cost limit of %d", q, e.Limit)
-	case ErrSizeLimit:
+	case errors.Is(e.Kind, ErrSizeLimit):
 		what := "a string"
 		if e.Unit == UnitElements {
 			what = "a list"
 		}
 		return fmt.Sprintf("idempotency: evaluating %s: %s would build %s of %d %s, over the limit of %d",
 			q, e.Function, what, e.Size, e.Unit, e.Limit)
-	case ErrInput:
+	case errors.Is(e.Kind, ErrInput):
 		return "idempotency: invalid input: " + e.Message
 	}
 	// ErrEval, and an Error built without a Kind.
