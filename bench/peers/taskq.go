@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/finished"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,7 @@ func (r *taskqRound) consumer(ctx context.Context, n int) (consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &taskqConsumer{r: r, w: w, n: n, done: make(chan struct{}), counts: map[client.Status]int{}}
+	c := &taskqConsumer{r: r, w: w, n: n, done: make(chan struct{}), counts: map[string]int{}}
 	if err := worker.Handle(w, r.s.noop, func(worker.Context, payload) (struct{}, error) {
 		c.handled.Add(1)
 		return struct{}{}, nil
@@ -86,7 +87,7 @@ func (r *taskqRound) consumer(ctx context.Context, n int) (consumer, error) {
 		_ = w.Shutdown(ctx)
 		return nil, err
 	}
-	c.finished = r.c.Inspector().SubscribeFinished(ctx)
+	c.finished = finished.Subscribe(ctx, r.c)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := c.finished.Ready(rctx); err != nil {
@@ -103,12 +104,12 @@ type taskqConsumer struct {
 	r        *taskqRound
 	w        *worker.Worker
 	n        int
-	finished *client.FinishedRuns
+	finished *finished.Runs
 	handled  atomic.Int64
 	// done is closed once n runs have ended, whatever their status.
 	done   chan struct{}
 	mu     sync.Mutex
-	counts map[client.Status]int
+	counts map[string]int
 }
 
 // count adds up the notices of runs ending.
@@ -160,7 +161,7 @@ func (c *taskqConsumer) stop(ctx context.Context) error {
 		return fmt.Errorf("worker shutdown: %w", err)
 	}
 	c.mu.Lock()
-	succeeded, total := c.counts[client.StatusSucceeded], 0
+	succeeded, total := c.counts[string(client.StatusSucceeded)], 0
 	for _, k := range c.counts {
 		total += k
 	}

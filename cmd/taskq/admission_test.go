@@ -44,7 +44,7 @@ func TestEveryEntryPointAppliesTheAdmissionLimits(t *testing.T) {
 	}
 	entries := []entry{
 		{"client", func(t *testing.T, f *admissionFixture, input, meta string) string {
-			_, err := f.c.TriggerJSON(context.Background(), leaseTask.Definition(), []byte(input), client.WithMetadataJSON([]byte(meta)))
+			_, err := f.c.TriggerJSON(context.Background(), leaseTask.Definition(), []byte(input), client.WithMetadata([]byte(meta)))
 			return errText(err)
 		}},
 		{"events", func(t *testing.T, f *admissionFixture, input, meta string) string {
@@ -100,13 +100,13 @@ func TestEveryEntryPointAppliesTheAdmissionLimits(t *testing.T) {
 			}
 		}
 		// Nothing got through: no run, no event.
-		page, err := f.c.Inspector().ListRuns(context.Background(), client.ListRunsOptions{})
-		if err != nil || len(page.Runs) != 0 {
-			t.Errorf("runs after refused triggers: %d (%v), want none", len(page.Runs), err)
+		page, err := f.c.Inspector().ListRuns(context.Background(), client.ListOptions{})
+		if err != nil || len(page.Items) != 0 {
+			t.Errorf("runs after refused triggers: %d (%v), want none", len(page.Items), err)
 		}
-		evs, err := f.c.Inspector().ListEvents(context.Background(), client.ListEventsOptions{})
-		if err != nil || len(evs.Events) != 0 {
-			t.Errorf("events after refused pushes: %d (%v), want none", len(evs.Events), err)
+		evs, err := f.c.Inspector().ListEvents(context.Background(), client.ListOptions{})
+		if err != nil || len(evs.Items) != 0 {
+			t.Errorf("events after refused pushes: %d (%v), want none", len(evs.Items), err)
 		}
 	})
 }

@@ -105,7 +105,7 @@ func seed(t *testing.T, b *redistest.Backend) *fixture {
 	// No worker from here on: these stay queued.
 	trigger("queued", devtasks.Order{OrderID: "1003", Amount: 990, Currency: "USD"})
 	trigger("cancelled", devtasks.Order{OrderID: "1004", Amount: 500})
-	if _, err := f.c.Cancel(ctx, f.runs["cancelled"]); err != nil {
+	if _, err := f.c.Handle(f.runs["cancelled"]).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ing, err := events.New(f.c, events.Options{Logger: quiet})

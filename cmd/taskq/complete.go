@@ -35,12 +35,12 @@ func (a *app) completeRunIDs(cmd *cobra.Command, args []string, toComplete strin
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	page, err := c.Inspector().ListRunIDs(ctx, client.ListRunsOptions{Limit: completeRunsScan})
+	page, err := c.Inspector().ListRunIDs(ctx, client.ListOptions{Limit: completeRunsScan})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []string
-	for _, id := range page.IDs {
+	for _, id := range page.Items {
 		if strings.HasPrefix(id, toComplete) {
 			out = append(out, id)
 			if len(out) == completeMax {
@@ -65,14 +65,14 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	o := client.ListKeysOptions{Match: globEscape(toComplete) + "*", Limit: client.ListLimitMax}
+	o := client.ListOptions{Match: globEscape(toComplete) + "*", Limit: client.ListLimitMax}
 	var out []string
 	for range completeKeyPages {
 		page, err := c.Inspector().ListKeys(ctx, o)
 		if err != nil {
 			break
 		}
-		for _, k := range page.Keys {
+		for _, k := range page.Items {
 			out = append(out, k.Key)
 		}
 		if len(out) >= completeMax || page.NextCursor == "" {

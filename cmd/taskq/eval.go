@@ -43,34 +43,34 @@ func evalFailure(expr string, err error) error {
 	}
 	e := &exprError{err: err}
 	switch {
-	case errors.Is(ie, idempotency.ErrCompile):
+	case errors.Is(ie.Kind, idempotency.ErrCompile):
 		if ie.Line > 0 {
 			e.msg = fmt.Sprintf("invalid expression at line %d, column %d: %s", ie.Line, ie.Column, ie.Message)
 		} else {
 			e.msg = "invalid expression: " + ie.Message
 		}
 		e.detail = indent(ie.Caret())
-	case errors.Is(ie, idempotency.ErrNotString):
+	case errors.Is(ie.Kind, idempotency.ErrNotString):
 		e.msg = fmt.Sprintf("the expression evaluated to a value of type %s; a key must be a string", ie.Type)
 		e.detail = underline(expr, 0, len(expr))
-	case errors.Is(ie, idempotency.ErrEmptyKey):
+	case errors.Is(ie.Kind, idempotency.ErrEmptyKey):
 		e.msg = "the expression evaluated to an empty string; a key must not be empty"
 		e.detail = underline(expr, 0, len(expr))
-	case errors.Is(ie, idempotency.ErrKeyTooLong):
+	case errors.Is(ie.Kind, idempotency.ErrKeyTooLong):
 		e.msg = fmt.Sprintf("the key is %d bytes, over the limit of %d", ie.Size, ie.Limit)
-	case errors.Is(ie, idempotency.ErrSizeLimit): // before ErrCostLimit, which it matches too
-		what := "a string"
-		if ie.Unit == idempotency.UnitElements {
-			what = "a list"
-		}
-		e.msg = fmt.Sprintf("%s would build %s of %d %s, over the limit of %d; evaluation stopped before it", ie.Function, what, ie.Size, ie.Unit, ie.Limit)
-	case errors.Is(ie, idempotency.ErrCostLimit):
+	case errors.Is(ie.Kind, idempotency.ErrCostLimit):
 		if ie.Function != "" {
 			e.msg = fmt.Sprintf("%s would cost %d, over the cost limit of %d; evaluation stopped before it", ie.Function, ie.Size, ie.Limit)
 		} else {
 			e.msg = fmt.Sprintf("evaluation stopped at the cost limit of %d", ie.Limit)
 		}
-	case errors.Is(ie, idempotency.ErrInput):
+	case errors.Is(ie.Kind, idempotency.ErrSizeLimit):
+		what := "a string"
+		if ie.Unit == idempotency.UnitElements {
+			what = "a list"
+		}
+		e.msg = fmt.Sprintf("%s would build %s of %d %s, over the limit of %d; evaluation stopped before it", ie.Function, what, ie.Size, ie.Unit, ie.Limit)
+	case errors.Is(ie.Kind, idempotency.ErrInput):
 		e.msg = "invalid input: " + ie.Message
 	default: // ErrEval
 		if ie.Field != "" {

@@ -18,7 +18,7 @@ import (
 )
 
 // summary counts the outcomes of an event's runs: "1 created, 1 deduplicated".
-func summary(runs []events.TaskRun) string {
+func summary(runs []client.EventTaskRun) string {
 	if len(runs) == 0 {
 		return "no task"
 	}
@@ -244,7 +244,7 @@ func badBatch(err error, total int) error {
 // ones of the chunk that failed (indexes into the batch), and every one
 // from end on was never sent. The events printed are the ones stored.
 func notStored(lost []int, end, total int, err error) error {
-	var pe *events.PushError
+	var pe *client.BatchItemError
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
@@ -331,14 +331,14 @@ func (a *app) printPushed(views []wire.EventResult, batch bool) error {
 }
 
 // outcomeDetail is the key, or the error when the key could not be derived.
-func outcomeDetail(r events.TaskRun) string {
+func outcomeDetail(r client.EventTaskRun) string {
 	if r.Error != "" {
 		return r.Error
 	}
 	return r.IdempotencyKey
 }
 
-func (a *app) eventRunsTable(p *printer, runs []events.TaskRun) error {
+func (a *app) eventRunsTable(p *printer, runs []client.EventTaskRun) error {
 	rows := make([][]string, len(runs))
 	for i, r := range runs {
 		rows[i] = []string{r.Task, r.Outcome, orDash(r.RunID), orDash(outcomeDetail(r))}
@@ -355,11 +355,11 @@ func (a *app) eventsGetCmd() *cobra.Command {
 		Args: argNames([]string{"ID"}),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			_, ing, err := a.ingester(ctx, 0)
+			c, _, err := a.ingester(ctx, 0)
 			if err != nil {
 				return err
 			}
-			e, err := ing.Get(ctx, args[0])
+			e, err := c.Inspector().GetEvent(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -406,11 +406,11 @@ func (a *app) eventsLsCmd() *cobra.Command {
 		},
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			_, ing, err := a.ingester(ctx, 0)
+			c, _, err := a.ingester(ctx, 0)
 			if err != nil {
 				return err
 			}
-			evs, err := ing.List(ctx, events.ListOptions{Key: key, Limit: limit, Offset: offset})
+			evs, err := listEvents(ctx, c.Inspector(), key, limit, offset)
 			if err != nil {
 				return err
 			}
@@ -437,4 +437,41 @@ func (a *app) eventsLsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 20, "list at most this many events")
 	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many of the newest events")
 	return cmd
+}
+
+// listEvents returns limit events (default events.ListLimitDefault, at
+// most events.ListLimitMax) newest first, after skipping offset of them,
+// walking the Inspector's pages.
+func listEvents(ctx context.Context, in *client.Inspector, key string, limit, offset int) ([]*client.EventInfo, error) {
+	if limit < 0 || offset < 0 {
+		return nil, fmt.Errorf("events: list: limit %d and offset %d must not be negative", limit, offset)
+	}
+	if limit == 0 {
+		limit = events.ListLimitDefault
+	}
+	if limit > events.ListLimitMax {
+		return nil, fmt.Errorf("events: list: limit %d is over the maximum of %d", limit, events.ListLimitMax)
+	}
+	out := []*client.EventInfo{}
+	cursor := ""
+	for {
+		page, err := in.ListEvents(ctx, client.ListOptions{Key: key, Cursor: cursor, Limit: client.ListLimitMax})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range page.Items {
+			if offset > 0 {
+				offset--
+				continue
+			}
+			out = append(out, e)
+			if len(out) == limit {
+				return out, nil
+			}
+		}
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
 }

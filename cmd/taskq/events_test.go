@@ -30,11 +30,7 @@ func registerWebhooks(t *testing.T, b *redistest.Backend) {
 
 func storedEvents(t *testing.T, c *client.Client) []*events.Event {
 	t.Helper()
-	ing, err := events.New(c, events.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := ing.List(context.Background(), events.ListOptions{Key: devtasks.EventKey})
+	evs, err := listEvents(context.Background(), c.Inspector(), devtasks.EventKey, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

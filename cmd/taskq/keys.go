@@ -101,18 +101,18 @@ func (a *app) listKeys(ctx context.Context, c *client.Client, match, taskName st
 	prog := a.newProgress("reading keys:", 0)
 	defer prog.Done()
 	for cursor := ""; ; {
-		page, err := in.ListKeys(ctx, client.ListKeysOptions{Match: match, Cursor: cursor, Limit: scanCount})
+		page, err := in.ListKeys(ctx, client.ListOptions{Match: match, Cursor: cursor, Limit: scanCount})
 		if err != nil {
 			return nil, fmt.Errorf("listing keys: %w", err)
 		}
-		for _, k := range page.Keys {
+		for _, k := range page.Items {
 			// SCAN may return a key on more than one page.
 			if !seen[k.Key] && (taskName == "" || k.Task == taskName) {
 				views = append(views, k)
 			}
 			seen[k.Key] = true
 		}
-		prog.Add(len(page.Keys))
+		prog.Add(len(page.Items))
 		if cursor = page.NextCursor; cursor == "" {
 			break
 		}
@@ -273,8 +273,8 @@ that is still active could then run alongside a duplicate.`,
 				}
 			}
 			_, err = c.Inspector().ReleaseKey(ctx, key, v.OwnerRunID)
-			var changed *client.KeyOwnerChangedError
-			if errors.As(err, &changed) {
+			var changed *client.StateError
+			if errors.As(err, &changed) && errors.Is(changed.Kind, client.ErrKeyOwnerChanged) {
 				return withCode(exitChanged, &keyChangedError{Key: key, Expected: v.OwnerRunID, Current: changed.Current})
 			}
 			if err != nil {

@@ -38,11 +38,11 @@ exits 1; an unknown run exits 3.`,
 			}
 			h, err := c.Inspector().RetryRun(ctx, id)
 			var (
-				nr   *client.NotRetryableError
+				nr   *client.StateError
 				coll *client.IdempotencyCollisionError
 			)
 			switch {
-			case errors.As(err, &nr) && !nr.Status.Terminal():
+			case (errors.As(err, &nr) && errors.Is(nr.Kind, client.ErrNotRetryable)) && !nr.Status.Terminal():
 				return withCode(exitPending, err)
 			case errors.As(err, &coll):
 				ce := &collisionError{coll: coll, status: ownerStatus(ctx, coll)}

@@ -39,7 +39,7 @@ func TestRunsRetry(t *testing.T) {
 		if r := cl.run("runs", "retry", first); r.code != exitPending || !strings.Contains(r.stderr, "is queued: only a failed or cancelled run can be retried") {
 			t.Fatalf("retry of a queued run: exit %d, %q", r.code, r.stderr)
 		}
-		if _, err := c.Cancel(ctx, first); err != nil {
+		if _, err := c.Handle(first).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		r := cl.run("runs", "retry", first, "-o", "json")
@@ -61,7 +61,7 @@ func TestRunsRetry(t *testing.T) {
 
 		// The retry holds lease:1: retrying another cancelled run of that
 		// key is a duplicate naming it.
-		if _, err := c.Cancel(ctx, v.RunID); err != nil {
+		if _, err := c.Handle(v.RunID).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		third := triggerLease(t, c, "1")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/fieldfilter"
 	"slices"
 	"strings"
 	"time"
@@ -138,7 +139,7 @@ func (a *app) taskExists(ctx context.Context, c *client.Client, name string) err
 	if !errors.Is(err, client.ErrTaskNotFound) {
 		return err
 	}
-	runs, _, err := a.listRuns(ctx, c, client.ListRunsOptions{Task: name}, 1)
+	runs, _, err := a.listRuns(ctx, c, client.ListOptions{Task: name}, 1)
 	if err != nil || len(runs) > 0 {
 		return err
 	}
@@ -150,7 +151,7 @@ func (a *app) runsLsCmd() *cobra.Command {
 	var where []string
 	var limit int
 	var scheduled bool
-	var o client.ListRunsOptions
+	var o client.ListOptions
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List runs, newest first",
@@ -173,7 +174,7 @@ pass it with --cursor and the same filters to go on.`,
 			if limit < 1 {
 				return usageErrorf("invalid --limit %d: must be at least 1", limit)
 			}
-			o = client.ListRunsOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor, Scheduled: scheduled}
+			o = client.ListOptions{Task: taskName, Status: client.Status(status), Key: key, Cursor: cursor, Scheduled: scheduled}
 			var err error
 			if o.Since, err = timeFlag("--since", since, time.Now()); err != nil {
 				return err
@@ -182,11 +183,10 @@ pass it with --cursor and the same filters to go on.`,
 				return err
 			}
 			for _, w := range where {
-				f, err := client.ParseFieldFilter(w)
-				if err != nil {
-					return usageErrorf("invalid --where: %v", err)
+				if _, err := fieldfilter.Parse(w); err != nil {
+					return usageErrorf("invalid --where: where %v", err)
 				}
-				o.Where = append(o.Where, f)
+				o.Where = append(o.Where, w)
 			}
 			return nil
 		},
@@ -269,7 +269,7 @@ func timeFlag(flag, v string, now time.Time) (time.Time, error) {
 // listRuns pages through the runs newest first, by the client's
 // Inspector, until limit runs match or the runs end, and returns the
 // cursor of the page after them ("" when none follows).
-func (a *app) listRuns(ctx context.Context, c *client.Client, o client.ListRunsOptions, limit int) ([]*client.RunInfo, string, error) {
+func (a *app) listRuns(ctx context.Context, c *client.Client, o client.ListOptions, limit int) ([]*client.RunInfo, string, error) {
 	var out []*client.RunInfo
 	prog := a.newProgress("reading runs:", 0)
 	defer prog.Done()
@@ -279,8 +279,8 @@ func (a *app) listRuns(ctx context.Context, c *client.Client, o client.ListRunsO
 		if err != nil {
 			return nil, "", fmt.Errorf("listing runs: %w", err)
 		}
-		out = append(out, page.Runs...)
-		prog.Add(len(page.Runs))
+		out = append(out, page.Items...)
+		prog.Add(len(page.Items))
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
 			break
 		}
@@ -328,7 +328,7 @@ with code 6. Waiting is woken by the run's completion, not by polling.`,
 			if err != nil {
 				return err
 			}
-			info, err := c.GetRun(ctx, id)
+			info, err := c.Inspector().GetRun(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -385,13 +385,13 @@ Cancelling a run that already ended changes nothing and says so.`,
 			if err != nil {
 				return err
 			}
-			before, err := c.GetRun(ctx, id)
+			before, err := c.Inspector().GetRun(ctx, id)
 			if err != nil {
 				return err
 			}
 			st := before.Status
 			if !st.Terminal() {
-				if st, err = c.Cancel(ctx, id); err != nil {
+				if st, err = c.Handle(id).Cancel(ctx); err != nil {
 					return err
 				}
 			}
@@ -481,7 +481,7 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
 			if _, err := def.Key(in, md); err != nil {
 				return a.exprFailed(def.Idempotency.Expression, err)
 			}
-			opts := []client.RunOption{client.WithMetadataJSON(md), client.WithSource(client.SourceCLI)}
+			opts := []client.RunOption{client.WithMetadata(md), client.WithSource(client.SourceCLI)}
 			if onConflict != "" {
 				opts = append(opts, client.OnConflict(task.ConflictPolicy(onConflict)))
 			}

@@ -74,7 +74,7 @@ func TestRunsTriggerScheduledAndReschedule(t *testing.T) {
 		if r := cl.run("runs", "reschedule", now, "--in", "1h"); r.code != exitFailure || !strings.Contains(r.stderr, "is not waiting for a scheduled time: it is queued") {
 			t.Fatalf("reschedule of an unscheduled run: exit %d, %q", r.code, r.stderr)
 		}
-		if _, err := c.Cancel(ctx, v.RunID); err != nil {
+		if _, err := c.Handle(v.RunID).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if r := cl.run("runs", "reschedule", v.RunID, "--in", "1h"); r.code != exitFailure || !strings.Contains(r.stderr, "it is cancelled") {

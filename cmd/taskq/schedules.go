@@ -100,7 +100,7 @@ func zoneOf(s task.Schedule) string {
 
 func misfireOf(info *client.ScheduleInfo) string {
 	m := info.Schedule.Misfire
-	h := formatDuration(ticks.Horizon(info.Compiled()))
+	h := formatDuration(ticks.Horizon(info.Schedule))
 	if m.Policy == task.MisfireCatchUp {
 		return fmt.Sprintf("catch up %d within %s", m.Max, h)
 	}
@@ -141,7 +141,7 @@ func (a *app) printSchedule(info *client.ScheduleInfo) error {
 	return p.Fields([][2]string{
 		{"Name", sc.Name}, {"Task", sc.Task}, {"Cron", sc.Cron}, {"Time zone", zoneOf(sc)}, {"State", st},
 		{"Key expression", sc.KeyExpression}, {"Misfire", misfireOf(info)},
-		{"Key held", formatDuration(ticks.KeyTTL(info.Compiled()))},
+		{"Key held", formatDuration(ticks.KeyTTL(info.Schedule))},
 		{"Input", orDash(string(sc.Input))}, {"Metadata", orDash(string(sc.Metadata))},
 		{"Cursor", formatTime(info.Cursor)}, {"Next tick", formatTime(info.Next)},
 		{"Created", formatTime(info.Created)}, {"Updated", formatTime(info.Updated)},
@@ -188,7 +188,7 @@ one registers the task. Either way an unknown task is warned about on stderr.`,
 			if err != nil {
 				return err
 			}
-			if _, err := sc.Compile(s); err != nil {
+			if _, err := s.Compile(); err != nil {
 				return withCode(exitUsage, err)
 			}
 			if err := a.checkScheduleTask(ctx, s, allowUnregistered); err != nil {

@@ -81,12 +81,11 @@ func (a *app) signal(ctx context.Context, data, key, runID string) error {
 	if err != nil {
 		return err
 	}
-	in := c.Inspector()
 	var rec *client.SignalReceipt
 	if key != "" {
-		rec, err = in.SignalKey(ctx, key, payload)
+		rec, err = c.Signal(ctx, key, payload)
 	} else {
-		rec, err = in.SignalRun(ctx, runID, payload)
+		rec, err = c.Handle(runID).Signal(ctx, payload)
 	}
 	var limit *client.LimitError
 	switch {

@@ -31,9 +31,9 @@ func TestSignalCommands(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || r.code != 0 || rec.RunID != id || rec.SignalID == "" {
 			t.Fatalf("runs signal -o json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 		}
-		page, err := c.Inspector().RunSignals(ctx, id, client.PageOptions{})
-		if err != nil || len(page.Signals) != 2 || string(page.Signals[0].Payload) != `{"approved":true}` ||
-			string(page.Signals[1].Payload) != `"second"` || page.Signals[1].SignalID != rec.SignalID {
+		page, err := c.Inspector().RunSignals(ctx, id, client.ListOptions{})
+		if err != nil || len(page.Items) != 2 || string(page.Items[0].Payload) != `{"approved":true}` ||
+			string(page.Items[1].Payload) != `"second"` || page.Items[1].SignalID != rec.SignalID {
 			t.Fatalf("the run's signals: %+v, %v", page, err)
 		}
 
@@ -52,7 +52,7 @@ func TestSignalCommands(t *testing.T) {
 				t.Errorf("taskq %s: exit %d, want %d and %q\nstdout: %s\nstderr: %s", strings.Join(tc.args, " "), r.code, tc.code, tc.want, r.stdout, r.stderr)
 			}
 		}
-		if page, _ := c.Inspector().RunSignals(ctx, id, client.PageOptions{}); len(page.Signals) != 2 {
+		if page, _ := c.Inspector().RunSignals(ctx, id, client.ListOptions{}); len(page.Items) != 2 {
 			t.Errorf("refused signals were stored: %+v", page)
 		}
 	})

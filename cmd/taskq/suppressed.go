@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/wire"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +31,7 @@ per namespace, the oldest going first.`,
 }
 
 func (a *app) suppressedLsCmd() *cobra.Command {
-	var o client.ListSuppressedOptions
+	var o client.ListOptions
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List suppressed triggers, newest first, by key or owner run",
@@ -53,14 +54,14 @@ func (a *app) suppressedLsCmd() *cobra.Command {
 			}
 			p := a.printer()
 			if p.json() {
-				return p.JSON(page)
+				return p.JSON(wire.Page{Name: "triggers", Items: page.Items, NextCursor: page.NextCursor})
 			}
-			if len(page.Triggers) == 0 {
+			if len(page.Items) == 0 {
 				_, err := fmt.Fprintln(a.stdout, "No suppressed triggers.")
 				return err
 			}
-			rows := make([][]string, len(page.Triggers))
-			for i, t := range page.Triggers {
+			rows := make([][]string, len(page.Items))
+			for i, t := range page.Items {
 				rows[i] = []string{formatTime(t.Time), t.Key, t.Owner, t.Task, t.Source, t.Outcome, t.InputDigest}
 			}
 			if err := p.Table([]string{"TIME", "KEY", "OWNER RUN", "TASK", "SOURCE", "OUTCOME", "INPUT DIGEST"}, rows); err != nil {

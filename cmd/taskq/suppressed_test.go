@@ -44,7 +44,9 @@ func TestSuppressedLs(t *testing.T) {
 			t.Fatalf("ls --key: %+v", r)
 		}
 		r = cli.run("suppressed", "ls", "--owner", created.RunID, "-o", "json")
-		var page client.SuppressedPage
+		var page struct {
+			Triggers []client.SuppressedTrigger `json:"triggers"`
+		}
 		if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Triggers) != 1 ||
 			page.Triggers[0].Source != client.SourceCLI || page.Triggers[0].Key != "ship:1" {
 			t.Fatalf("ls --owner -o json: %+v (%v)", r, err)

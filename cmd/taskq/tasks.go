@@ -67,7 +67,7 @@ func (a *app) tasksLsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			regs, err := c.Tasks(ctx)
+			regs, err := c.Inspector().ListTasks(ctx)
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func (a *app) tasksGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := c.RegisteredTask(ctx, args[0])
+			r, err := c.Inspector().GetTask(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -251,7 +251,7 @@ func (a *app) completeTasks(cmd *cobra.Command, args []string, _ string) ([]stri
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	regs, err := c.Tasks(ctx)
+	regs, err := c.Inspector().ListTasks(ctx)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -54,7 +54,7 @@ func TestOrderIsChargedOnce(t *testing.T) {
 	// The key is held for the hour of retain, not for what is left of the
 	// 15-minute fallback of the run's claim. The harness's time stands
 	// still, so that is exactly an hour.
-	k, err := c.LookupKey(ctx, "order:A-1")
+	k, err := c.Inspector().GetKey(ctx, "order:A-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestRedeliveryIsDeduplicated(t *testing.T) {
 	}
 	// The window counts from the first arrival, and no time has passed on
 	// the harness's clock: exactly 24 hours.
-	k, err := c.LookupKey(ctx, "webhook:evt_42")
+	k, err := c.Inspector().GetKey(ctx, "webhook:evt_42")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,62 @@
-// Package clientlink lets taskq's own packages reach the storage engine
-// behind a *client.Client: package events pushes and reads events through
-// it, and tests and fault tooling inspect the store with it. Users cannot
-// import it, so they cannot make the Token that Client.Engine asks for;
-// what they may do with stored runs, keys, events and tasks is
-// client.Inspector.
+// Package clientlink lets taskq's own packages reach what is behind a
+// *client.Client: the storage engine (package events pushes and reads
+// events through it, tests and fault tooling inspect the store with it),
+// the Redis guard and metrics (the HTTP API's readiness and /metrics), the
+// client's settings, and the firing of a cron tick (the worker's
+// scheduler). Users cannot import it, so they cannot make the Token that
+// Client.Link asks for; what they may do with stored runs, keys, events
+// and tasks is client.Inspector.
 package clientlink
 
-import "github.com/taskq/taskq/internal/engine"
+import (
+	"context"
+	"time"
 
-// Token is the argument of (*client.Client).Engine: a value of a type
-// only taskq's own packages can name.
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/taskq/taskq/internal/admission"
+	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/redisguard"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// Token is the argument of (*client.Client).Link: a value of a type only
+// taskq's own packages can name.
 type Token struct{}
 
-// engineHolder is *client.Client, named here without importing package
-// client (which imports this package).
-type engineHolder interface {
-	Engine(Token) engine.Engine
+// Link is what a *client.Client shares with taskq's own packages.
+type Link struct {
+	Engine engine.Engine
+	// Guard watches Redis's maxmemory-policy and memory.
+	Guard *redisguard.Guard
+	// Metrics are the client's own metrics (of durable triggers).
+	Metrics prometheus.Collector
+	// The client's settings, defaults filled in.
+	Namespace        string
+	Clock            task.Clock
+	OperationTimeout time.Duration
+	// Admission is the client's limits and run retention, for triggers
+	// made by another path (event ingestion) to get the same.
+	Admission admission.Config
+	// FireTick triggers the run of one tick of a schedule, under the
+	// tick's key, without moving the schedule's cursor: a tick fired
+	// before is an error matching client.ErrIdempotencyCollision, a task
+	// no worker registered one matching client.ErrTaskNotFound.
+	FireTick func(ctx context.Context, cs *task.CompiledSchedule, tick time.Time) error
+	// AdvanceSchedule moves a schedule's cursor to tick unless it is at or
+	// past it already; a deleted schedule is client.ErrScheduleNotFound.
+	AdvanceSchedule func(ctx context.Context, name string, tick time.Time) error
 }
+
+// linker is *client.Client, named here without importing package client
+// (which imports this package).
+type linker interface {
+	Link(Token) *Link
+}
+
+// Of returns the link of c, a *client.Client. It panics for anything else.
+func Of(c any) *Link { return c.(linker).Link(Token{}) }
 
 // Store returns the engine of c, a *client.Client. It panics for
 // anything else.
-func Store(c any) engine.Engine { return c.(engineHolder).Engine(Token{}) }
+func Store(c any) engine.Engine { return Of(c).Engine }

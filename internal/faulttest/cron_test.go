@@ -114,12 +114,12 @@ func TestCronTicksFireOnceThroughKillAndPause(t *testing.T) {
 	if n < ticks-2 {
 		t.Errorf("the window held %d ticks, want about %d", n, ticks)
 	}
-	sup, err := cl.c.Inspector().ListSuppressed(ctx, client.ListSuppressedOptions{Limit: client.ListLimitMax})
+	sup, err := cl.c.Inspector().ListSuppressed(ctx, client.ListOptions{Limit: client.ListLimitMax})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dups := 0
-	for _, s := range sup.Triggers {
+	for _, s := range sup.Items {
 		if s.Source == client.SourceSchedule {
 			dups++
 		}
@@ -135,13 +135,13 @@ func cronKey(name string, tick time.Time) string {
 func cronRuns(t *testing.T, c *client.Client, name string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	o := client.ListRunsOptions{Task: faulttest.TaskPlain, Limit: client.ListLimitMax}
+	o := client.ListOptions{Task: faulttest.TaskPlain, Limit: client.ListLimitMax}
 	for range 1000 {
 		page, err := c.Inspector().ListRuns(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range page.Runs {
+		for _, r := range page.Items {
 			out[r.IdempotencyKey]++
 		}
 		if o.Cursor = page.NextCursor; o.Cursor == "" {

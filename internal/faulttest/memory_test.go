@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/redisguard"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -136,7 +139,7 @@ func TestAtMaxmemoryTriggersAreRefusedWhileWorkersDrainTheQueue(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		next++
 		_, err := trigger(strconv.Itoa(next))
-		var oom *client.OutOfMemoryError
+		var oom *engine.OutOfMemoryError
 		if !errors.As(err, &oom) || !errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrIdempotencyCollision) ||
 			!strings.Contains(err.Error(), "out of memory") || strings.Contains(err.Error(), "holds a") {
 			t.Fatalf("trigger at maxmemory: %v; want an *OutOfMemoryError", err)
@@ -350,7 +353,7 @@ func TestEvictingRedisIsRefusedAtStartUnlessTheRiskIsAccepted(t *testing.T) {
 	noop := func(ctx worker.Context, in memIn) (memOut, error) { return memOut{ID: in.ID}, nil }
 
 	_, err := client.New(client.Options{Redis: rdb, Namespace: "ev", Logger: quiet})
-	var ep *client.EvictingPolicyError
+	var ep *redisguard.EvictingPolicyError
 	if !errors.As(err, &ep) || !errors.Is(err, client.ErrEvictingRedis) || ep.Policy != "allkeys-lru" || ep.Addr != srv.Addr() ||
 		!strings.Contains(err.Error(), "noeviction") || !strings.Contains(err.Error(), "AllowEvictingRedis") {
 		t.Fatalf("client.New on allkeys-lru: %v; want an *EvictingPolicyError naming the policy, the server and the fix", err)
@@ -394,8 +397,8 @@ func TestEvictingRedisIsRefusedAtStartUnlessTheRiskIsAccepted(t *testing.T) {
 	if v, ok := gaugeValue(t, reg, "taskq_redis_eviction_risk_accepted"); !ok || v != 1 {
 		t.Fatalf("taskq_redis_eviction_risk_accepted = %v (%v), want 1", v, ok)
 	}
-	if w.RedisErr() != nil || c.RedisGuard().Err() != nil {
-		t.Fatalf("accepted risk: RedisErr %v, client %v; want nil", w.RedisErr(), c.RedisGuard().Err())
+	if redisErr(w) != nil || clientlink.Of(c).Guard.Err() != nil {
+		t.Fatalf("accepted risk: RedisErr %v, client %v; want nil", redisErr(w), clientlink.Of(c).Guard.Err())
 	}
 
 	// A worker that started on noeviction notices a change at run time.
@@ -416,25 +419,33 @@ func TestEvictingRedisIsRefusedAtStartUnlessTheRiskIsAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Shutdown(context.Background())
-	if v, _ := gaugeValue(t, reg2, "taskq_redis_eviction_policy_unsafe"); v != 0 || w2.RedisErr() != nil {
-		t.Fatalf("on noeviction: unsafe %v, RedisErr %v", v, w2.RedisErr())
+	if v, _ := gaugeValue(t, reg2, "taskq_redis_eviction_policy_unsafe"); v != 0 || redisErr(w2) != nil {
+		t.Fatalf("on noeviction: unsafe %v, RedisErr %v", v, redisErr(w2))
 	}
 	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "volatile-lfu").Err(); err != nil {
 		t.Fatal(err)
 	}
 	// The check records the error, then logs it: both are waited for.
 	deadline := time.Now().Add(10 * time.Second)
-	for w2.RedisErr() == nil || !strings.Contains(logs2.String(), "level=ERROR") {
+	for redisErr(w2) == nil || !strings.Contains(logs2.String(), "level=ERROR") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the policy changed at run time was not noticed and logged within 10s: RedisErr %v; log:\n%s", w2.RedisErr(), logs2)
+			t.Fatalf("the policy changed at run time was not noticed and logged within 10s: RedisErr %v; log:\n%s", redisErr(w2), logs2)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !errors.Is(w2.RedisErr(), client.ErrEvictingRedis) || !strings.Contains(logs2.String(), "level=ERROR") ||
+	if !errors.Is(redisErr(w2), client.ErrEvictingRedis) || !strings.Contains(logs2.String(), "level=ERROR") ||
 		!strings.Contains(logs2.String(), "volatile-lfu") {
-		t.Fatalf("RedisErr %v; log:\n%s", w2.RedisErr(), logs2)
+		t.Fatalf("RedisErr %v; log:\n%s", redisErr(w2), logs2)
 	}
 	if v, _ := gaugeValue(t, reg2, "taskq_redis_eviction_policy_unsafe"); v != 1 {
 		t.Fatalf("taskq_redis_eviction_policy_unsafe = %v after the change, want 1", v)
 	}
+}
+
+// redisErr is why w's readiness says Redis may evict keys, or nil.
+func redisErr(w *worker.Worker) error {
+	if err := w.Ready(context.Background()); errors.Is(err, worker.ErrRedisMayEvictKeys) {
+		return err
+	}
+	return nil
 }

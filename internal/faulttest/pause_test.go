@@ -97,7 +97,7 @@ func TestPausedWorkerIsFencedOut(t *testing.T) {
 				}
 			}
 
-			info, err := cl.c.GetRun(ctx, runID)
+			info, err := cl.c.Inspector().GetRun(ctx, runID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestPausedWorkerIsFencedOut(t *testing.T) {
 			}
 
 			// End the newer run and check the whole history.
-			if st, err := cl.c.Cancel(ctx, newer); err != nil || st != client.StatusCancelled {
+			if st, err := cl.c.Handle(newer).Cancel(ctx); err != nil || st != client.StatusCancelled {
 				t.Fatalf("cancel newer run: %s %v", st, err)
 			}
 			cl.waitAll(10 * time.Second)

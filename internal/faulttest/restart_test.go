@@ -73,7 +73,7 @@ func cancelSoon(ctx context.Context, cl *cluster, id string) {
 	time.Sleep(100 * time.Millisecond)
 	for try := 0; try < 30; try++ {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := cl.c.Cancel(cctx, id)
+		_, err := cl.c.Handle(id).Cancel(cctx)
 		cancel()
 		if err == nil {
 			return

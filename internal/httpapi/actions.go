@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"net/http"
 	"net/url"
 	"strings"
@@ -42,11 +43,11 @@ func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
 // retryError maps what a retry returned to an answer.
 func (s *Server) retryError(r *http.Request, orig *client.RunInfo, err error) *apiError {
 	var (
-		nr   *client.NotRetryableError
+		nr   *client.StateError
 		coll *client.IdempotencyCollisionError
 	)
 	switch {
-	case errors.As(err, &nr):
+	case errors.As(err, &nr) && errors.Is(nr.Kind, client.ErrNotRetryable):
 		e := newError(http.StatusConflict, CodeRunNotRetryable, "%s", nr.Error())
 		e.ExistingRunID = nr.RetriedBy
 		return e
@@ -55,7 +56,7 @@ func (s *Server) retryError(r *http.Request, orig *client.RunInfo, err error) *a
 		return collisionError(coll, s.ownerStatus(r.Context(), coll))
 	case errors.Is(err, client.ErrTaskNotFound):
 		return newError(http.StatusNotFound, CodeTaskNotFound,
-			"task %s of run %s is not registered in namespace %q: start a worker that handles it", quote(orig.Task), orig.ID, s.c.Namespace())
+			"task %s of run %s is not registered in namespace %q: start a worker that handles it", quote(orig.Task), orig.ID, clientlink.Of(s.c).Namespace)
 	case errors.Is(err, client.ErrRunNotFound):
 		return runError(orig.ID, err)
 	}
@@ -73,12 +74,12 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 	}
 	owner := q.v.Get("owner")
 	released, err := s.c.Inspector().ReleaseKey(r.Context(), key, owner)
-	var changed *client.KeyOwnerChangedError
+	var changed *client.StateError
 	switch {
 	case errors.Is(err, client.ErrKeyNotHeld):
 		writeError(w, newError(http.StatusNotFound, CodeKeyNotFound, "idempotency key %s is not held by any run", quote(key)))
 		return
-	case errors.As(err, &changed):
+	case errors.As(err, &changed) && errors.Is(changed.Kind, client.ErrKeyOwnerChanged):
 		e := newError(http.StatusConflict, CodeKeyOwnerChanged, "idempotency key %s is held by run %s, not %s; nothing released",
 			quote(key), orDash(changed.Current), quote(owner))
 		if changed.Current == "" {
@@ -142,9 +143,9 @@ type bulkFilter struct {
 
 // options reads the filter as the listing's query parameters are read,
 // naming the body's fields in errors.
-func (f *bulkFilter) options() (client.ListRunsOptions, *apiError) {
+func (f *bulkFilter) options() (client.ListOptions, *apiError) {
 	if f == nil {
-		return client.ListRunsOptions{}, nil
+		return client.ListOptions{}, nil
 	}
 	v := url.Values{}
 	for name, val := range map[string]string{"task": f.Task, "status": f.Status, "key": f.Key, "since": f.Since, "until": f.Until} {

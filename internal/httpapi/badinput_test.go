@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/taskq/taskq/internal/clientlink"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +100,7 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		e.register(task.Spec{Name: "charge", Expression: `"charge:" + input.orderId`, Strategy: task.StrategyTTL, TTLMs: 60000, OnEvents: []string{"order.paid"}})
 		// The namespace is in use: its partition count is recorded, as its
 		// first use by any request would record it.
-		if _, err := e.c.Partitions(context.Background()); err != nil {
+		if _, err := clientlink.Store(e.c).PartitionCount(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		before := e.snapshot()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/taskq/taskq/pkg/client"
 	"net/http"
 	"time"
 
@@ -89,7 +90,7 @@ func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.
 			stored++
 		}
 	}
-	var first *events.PushError
+	var first *client.BatchItemError
 	if stored == 0 && errors.As(err, &first) {
 		// Nothing was stored (Redis is down): say so as a whole, not with
 		// a 202 that lists only failures.
@@ -97,10 +98,10 @@ func (s *Server) pushBatch(w http.ResponseWriter, r *http.Request, items []json.
 		return
 	}
 	for _, e := range unwrapJoined(err) {
-		var pe *events.PushError
+		var pe *client.BatchItemError
 		if errors.As(e, &pe) && pe.Index < len(out) {
 			ae := eventError(pe.Err)
-			out[pe.Index] = wire.EventResult{Key: in[pe.Index].Key, Runs: []events.TaskRun{}, Error: ae.Code, Message: ae.Message}
+			out[pe.Index] = wire.EventResult{Key: in[pe.Index].Key, Runs: []client.EventTaskRun{}, Error: ae.Code, Message: ae.Message}
 		}
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"events": out})
@@ -151,7 +152,7 @@ func absentIfNull(raw json.RawMessage) json.RawMessage {
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	ev, err := s.ing.Get(r.Context(), id)
+	ev, err := s.c.Inspector().GetEvent(r.Context(), id)
 	if errors.Is(err, events.ErrEventNotFound) {
 		writeError(w, newError(http.StatusNotFound, CodeEventNotFound, "event %s does not exist or has expired", quote(id)))
 		return

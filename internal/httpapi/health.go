@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/taskq/taskq/internal/clientlink"
 	"net/http"
 	"time"
 )
@@ -33,7 +34,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if err := s.c.RedisGuard().Err(); err != nil {
+	if err := clientlink.Of(s.c).Guard.Err(); err != nil {
 		e := newError(http.StatusServiceUnavailable, CodeRedisEvictionPolicy, "%v", err)
 		if !s.knownCaller(r) {
 			e.Message = "not ready"

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"github.com/taskq/taskq/internal/fieldfilter"
 	"net/http"
 	"net/url"
 	"slices"
@@ -90,8 +91,8 @@ func (q query) status() (client.Status, *apiError) {
 
 // runFilter reads the filters of a runs listing (and of a bulk action's
 // filter): task, status, key, since, until, where.
-func (q query) runFilter() (client.ListRunsOptions, *apiError) {
-	var o client.ListRunsOptions
+func (q query) runFilter() (client.ListOptions, *apiError) {
+	var o client.ListOptions
 	var e *apiError
 	o.Task, o.Key = q.v.Get("task"), q.v.Get("key")
 	if o.Status, e = q.status(); e != nil {
@@ -104,11 +105,10 @@ func (q query) runFilter() (client.ListRunsOptions, *apiError) {
 		return o, e
 	}
 	for _, w := range q.v["where"] {
-		f, err := client.ParseFieldFilter(w)
-		if err != nil {
-			return o, listError(err)
+		if _, err := fieldfilter.Parse(w); err != nil {
+			return o, listError(&client.ListOptionError{Option: "where", Problem: err.Error()})
 		}
-		o.Where = append(o.Where, f)
+		o.Where = append(o.Where, w)
 	}
 	return o, nil
 }
@@ -178,10 +178,10 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, listError(err))
 		return
 	}
-	for i, run := range page.Runs {
-		page.Runs[i] = runListItem(run)
+	for i, run := range page.Items {
+		page.Items[i] = runListItem(run)
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wire.Page{Name: "runs", Items: page.Items, NextCursor: page.NextCursor})
 }
 
 // listKeys answers GET /api/v1/keys: held keys matching a glob, by their
@@ -192,7 +192,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	o := client.ListKeysOptions{Match: q.v.Get("match"), Task: q.v.Get("task"), Cursor: q.v.Get("cursor")}
+	o := client.ListOptions{Match: q.v.Get("match"), Task: q.v.Get("task"), Cursor: q.v.Get("cursor")}
 	if o.Status, e = q.status(); e == nil {
 		o.Limit, e = q.limit()
 	}
@@ -205,7 +205,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		writeError(w, listError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wire.Page{Name: "keys", Items: page.Items, NextCursor: page.NextCursor})
 }
 
 // eventPage is one page of GET /api/v1/events.
@@ -222,7 +222,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	o := client.ListEventsOptions{Key: q.v.Get("key"), Cursor: q.v.Get("cursor")}
+	o := client.ListOptions{Key: q.v.Get("key"), Cursor: q.v.Get("cursor")}
 	if o.Since, e = q.time("since"); e == nil {
 		if o.Until, e = q.time("until"); e == nil {
 			o.Limit, e = q.limit()
@@ -237,8 +237,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, listError(err))
 		return
 	}
-	out := eventPage{Events: make([]wire.EventResult, len(page.Events)), NextCursor: page.NextCursor}
-	for i, ev := range page.Events {
+	out := eventPage{Events: make([]wire.EventResult, len(page.Items)), NextCursor: page.NextCursor}
+	for i, ev := range page.Items {
 		out.Events[i] = wire.EventResultOf(ev)
 	}
 	writeJSON(w, http.StatusOK, out)

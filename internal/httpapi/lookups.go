@@ -35,7 +35,7 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 // its paused state.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q, e := readQuery(r, []string{"since", "until"})
-	var o client.CountRunsOptions
+	var o client.ListOptions
 	if e == nil {
 		if o.Since, e = q.time("since"); e == nil {
 			o.Until, e = q.time("until")

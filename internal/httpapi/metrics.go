@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/taskq/taskq/internal/finished"
 	"net"
 	"net/http"
 	"sync"
@@ -163,8 +164,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // runs and waits for Redis to confirm, so that no run ending after Serve
 // started is missed. Without Redis it logs and carries on: go-redis keeps
 // trying to subscribe.
-func (s *Server) subscribeRuns(ctx context.Context) *client.FinishedRuns {
-	f := s.c.Inspector().SubscribeFinished(ctx)
+func (s *Server) subscribeRuns(ctx context.Context) *finished.Runs {
+	f := finished.Subscribe(ctx, s.c)
 	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if err := f.Ready(rctx); err != nil {
@@ -176,7 +177,7 @@ func (s *Server) subscribeRuns(ctx context.Context) *client.FinishedRuns {
 // watchRuns counts runs reaching a terminal status from their completion
 // notices until ctx ends. Notices published while the connection is down
 // are not counted.
-func (s *Server) watchRuns(ctx context.Context, f *client.FinishedRuns) {
+func (s *Server) watchRuns(ctx context.Context, f *finished.Runs) {
 	defer f.Close()
 	ch := f.C()
 	for {
@@ -188,7 +189,7 @@ func (s *Server) watchRuns(ctx context.Context, f *client.FinishedRuns) {
 				return
 			}
 			for status, n := range counts {
-				s.metrics.runsFinished.WithLabelValues(string(status)).Add(float64(n))
+				s.metrics.runsFinished.WithLabelValues(status).Add(float64(n))
 			}
 		}
 	}

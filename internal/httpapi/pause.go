@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"net/http"
 
 	"github.com/taskq/taskq/pkg/client"
@@ -25,7 +26,7 @@ func (s *Server) setTaskPaused(w http.ResponseWriter, r *http.Request, pause boo
 	switch {
 	case errors.Is(err, client.ErrTaskNotFound):
 		writeError(w, newError(http.StatusNotFound, CodeTaskNotFound,
-			"task %s is not registered in namespace %q", quote(name), s.c.Namespace()))
+			"task %s is not registered in namespace %q", quote(name), clientlink.Of(s.c).Namespace))
 		return
 	case err != nil:
 		writeError(w, storeError(err))

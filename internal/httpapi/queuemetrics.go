@@ -60,7 +60,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, q := range stats {
 		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(q.Queued), q.Task)
 		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(q.InFlight), q.Task)
-		ch <- prometheus.MustNewConstMetric(c.aged, prometheus.GaugeValue, q.OldestQueuedAge(now).Seconds(), q.Task)
+		ch <- prometheus.MustNewConstMetric(c.aged, prometheus.GaugeValue, oldestQueuedAge(q, now).Seconds(), q.Task)
 	}
 	paused, err := c.in.PausedTasks(ctx)
 	if err != nil {
@@ -74,4 +74,13 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, v, q.Task)
 	}
+}
+
+// oldestQueuedAge is how long the oldest queued run of q has waited at now
+// (0 when none is queued).
+func oldestQueuedAge(q client.QueueStat, now time.Time) time.Duration {
+	if q.OldestQueued.IsZero() || now.Before(q.OldestQueued) {
+		return 0
+	}
+	return now.Sub(q.OldestQueued)
 }

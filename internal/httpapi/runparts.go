@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"github.com/taskq/taskq/internal/wire"
 	"net/http"
 
 	"github.com/taskq/taskq/pkg/client"
@@ -30,12 +31,12 @@ func (s *Server) getAttempts(w http.ResponseWriter, r *http.Request) {
 
 // pageQuery reads ?cursor= and ?limit=, the only parameters of a run's
 // signals and steps.
-func pageQuery(r *http.Request) (client.PageOptions, *apiError) {
+func pageQuery(r *http.Request) (client.ListOptions, *apiError) {
 	q, e := readQuery(r, []string{"cursor", "limit"})
 	if e != nil {
-		return client.PageOptions{}, e
+		return client.ListOptions{}, e
 	}
-	o := client.PageOptions{Cursor: q.v.Get("cursor")}
+	o := client.ListOptions{Cursor: q.v.Get("cursor")}
 	o.Limit, e = q.limit()
 	return o, e
 }
@@ -62,7 +63,7 @@ func (s *Server) getSignals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, runPartError(id, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wire.Page{RunID: id, Name: "signals", Items: page.Items, NextCursor: page.NextCursor})
 }
 
 // getSteps answers GET /api/v1/runs/{id}/steps: the durable steps the run
@@ -79,5 +80,5 @@ func (s *Server) getSteps(w http.ResponseWriter, r *http.Request) {
 		writeError(w, runPartError(id, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wire.Page{RunID: id, Name: "steps", Items: page.Items, NextCursor: page.NextCursor})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"net/http"
 	"strconv"
 	"time"
@@ -90,7 +91,7 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 		opts = append(opts, client.OnConflict(p))
 	}
 	if req.Durability != nil {
-		o, e := req.Durability.option(s.c.Options().OperationTimeout)
+		o, e := req.Durability.option(clientlink.Of(s.c).OperationTimeout)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -124,7 +125,7 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	h, err := s.c.TriggerJSON(r.Context(), def, input,
-		append(opts, client.WithMetadataJSON(req.AdditionalMetadata), client.WithSource(client.SourceHTTP))...)
+		append(opts, client.WithMetadata(req.AdditionalMetadata), client.WithSource(client.SourceHTTP))...)
 	s.metrics.observeTrigger(sourceHTTP, start)
 	var notDurable *client.DurabilityError
 	if errors.As(err, &notDurable) {
@@ -308,7 +309,7 @@ func (s *Server) definition(ctx context.Context, name string) (*task.Definition,
 	switch {
 	case errors.Is(err, client.ErrTaskNotFound):
 		return nil, newError(http.StatusNotFound, CodeTaskNotFound,
-			"task %s is not registered in namespace %q: start a worker that handles it", quote(name), s.c.Namespace())
+			"task %s is not registered in namespace %q: start a worker that handles it", quote(name), clientlink.Of(s.c).Namespace)
 	case errors.As(err, &cfg):
 		return nil, newError(http.StatusInternalServerError, CodeTaskDefinitionError,
 			"the registered definition of task %s cannot be built: %v", quote(name), err)
@@ -411,14 +412,14 @@ func (s *Server) parseWait(v string) (time.Duration, *apiError) {
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	before, err := s.c.GetRun(r.Context(), id)
+	before, err := s.c.Inspector().GetRun(r.Context(), id)
 	if err != nil {
 		writeError(w, runError(id, err))
 		return
 	}
 	st := before.Status
 	if !st.Terminal() {
-		if st, err = s.c.Cancel(r.Context(), id); err != nil {
+		if st, err = s.c.Handle(id).Cancel(r.Context()); err != nil {
 			writeError(w, runError(id, err))
 			return
 		}

@@ -105,12 +105,12 @@ func (s *Server) rescheduleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var (
 		se *client.RunAtError
-		ns *client.NotScheduledError
+		ns *client.StateError
 	)
 	switch {
 	case errors.As(err, &se):
 		writeError(w, runAtError(se))
-	case errors.As(err, &ns):
+	case errors.As(err, &ns) && errors.Is(ns.Kind, client.ErrNotScheduled):
 		writeError(w, newError(http.StatusConflict, CodeRunNotScheduled, "%s", ns.Error()))
 	case err != nil:
 		writeError(w, runError(id, err))

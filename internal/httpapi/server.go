@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/clientlink"
 	"log/slog"
 	"net"
 	"net/http"
@@ -138,7 +139,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxBodyBytes = MaxBodyBytesDefault
 	}
 	if o.MaxBatch == 0 && o.Events != nil {
-		o.MaxBatch = o.Events.Options().MaxBatch
+		o.MaxBatch = events.MaxBatchDefault
 	}
 	if o.MaxWait == 0 {
 		o.MaxWait = MaxWaitDefault
@@ -220,7 +221,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, c: opts.Client, ing: opts.Events, log: opts.Logger,
-		metrics: newMetrics(opts.Client.RedisGuard().Collector(), opts.Client.MetricsCollector(),
+		metrics: newMetrics(clientlink.Of(opts.Client).Guard.Collector(), clientlink.Of(opts.Client).Metrics,
 			newQueueCollector(opts.Client.Inspector(), opts.Logger)),
 	}
 	if s.keys, err = keyring(opts); err != nil {
@@ -295,7 +296,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	s.log.Info("taskq HTTP API listening", "addr", ln.Addr().String(), "namespace", s.c.Namespace(), "tls", s.tls != nil)
+	s.log.Info("taskq HTTP API listening", "addr", ln.Addr().String(), "namespace", clientlink.Of(s.c).Namespace, "tls", s.tls != nil)
 	select {
 	case err := <-served:
 		return fmt.Errorf("httpapi: serve: %w", err)

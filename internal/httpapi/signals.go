@@ -38,18 +38,18 @@ func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	rec, err := s.c.SignalJSON(r.Context(), key, req.Payload)
+	rec, err := s.c.Signal(r.Context(), key, req.Payload)
 	var (
-		notHeld  *client.KeyNotHeldError
-		finished *client.OwnerFinishedError
+		notHeld  *client.StateError
+		finished *client.StateError
 		limit    *client.LimitError
 	)
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusAccepted, rec)
-	case errors.As(err, &notHeld):
+	case errors.As(err, &notHeld) && errors.Is(notHeld.Kind, client.ErrKeyNotHeld):
 		writeError(w, newError(http.StatusNotFound, CodeKeyNotHeld, "no active run holds idempotency key %s", quote(key)))
-	case errors.As(err, &finished):
+	case errors.As(err, &finished) && errors.Is(finished.Kind, client.ErrOwnerFinished):
 		e := newError(http.StatusConflict, CodeOwnerFinished,
 			"idempotency key %s is held by run %s, which has %s: a finished run cannot be signalled", quote(key), finished.RunID, finished.Status)
 		e.IdempotencyKey, e.ExistingRunID, e.ExistingStatus = key, finished.RunID, finished.Status

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"github.com/taskq/taskq/internal/wire"
 	"net/http"
 	"strconv"
 
@@ -13,7 +14,7 @@ import (
 // newest first ("why didn't it run?").
 func (s *Server) listSuppressed(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	o := client.ListSuppressedOptions{Key: q.Get("key"), Owner: q.Get("owner"), Cursor: q.Get("cursor")}
+	o := client.ListOptions{Key: q.Get("key"), Owner: q.Get("owner"), Cursor: q.Get("cursor")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > client.ListLimitMax {
@@ -36,5 +37,5 @@ func (s *Server) listSuppressed(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wire.Page{Name: "triggers", Items: page.Items, NextCursor: page.NextCursor})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"io"
 	"net/http"
 	"strings"
@@ -42,7 +43,7 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if err := src.Verify(r.Header.Get, data, s.c.Options().Clock.Now()); err != nil {
+	if err := src.Verify(r.Header.Get, data, clientlink.Of(s.c).Clock.Now()); err != nil {
 		writeError(w, webhookError(err))
 		return
 	}
@@ -50,7 +51,7 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	limit := s.c.Options().MaxInputDepth
+	limit := clientlink.Of(s.c).Admission.MaxInputDepth
 	if limit <= 0 {
 		limit = idempotency.MaxInputDepthDefault
 	}

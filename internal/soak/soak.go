@@ -538,7 +538,7 @@ func (s *soak) triggerOne(ctx context.Context, rng *rand.Rand, op string) {
 			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 			for try := 0; try < 50; try++ {
 				cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				_, err := s.c.Cancel(cctx, id)
+				_, err := s.c.Handle(id).Cancel(cctx)
 				cancel()
 				if err == nil || errors.Is(err, client.ErrRunNotFound) {
 					return
@@ -669,13 +669,13 @@ func (s *soak) readBack(ctx context.Context) error {
 // allRunIDs lists every run of the namespace, newest first.
 func (s *soak) allRunIDs(ctx context.Context) ([]string, error) {
 	var ids []string
-	o := client.ListRunsOptions{Limit: client.ListLimitMax}
+	o := client.ListOptions{Limit: client.ListLimitMax}
 	for {
 		page, err := s.c.Inspector().ListRunIDs(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, page.IDs...)
+		ids = append(ids, page.Items...)
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
 			return ids, nil
 		}

@@ -1,6 +1,6 @@
 // Package ticks is the scheduler's side of a cron schedule: which of a
 // compiled schedule's ticks fire now, and the key each tick's run gets.
-// The client (Schedules.Fire) and the worker's scheduler share it.
+// The client (Schedules.TriggerNow) and the worker's scheduler share it.
 package ticks
 
 import (
@@ -11,10 +11,10 @@ import (
 	"github.com/taskq/taskq/pkg/task"
 )
 
-// Horizon is the oldest a tick of cs may be and still fire: its
+// Horizon is the oldest a tick of s may be and still fire: its
 // Misfire.Horizon, or the default of its policy.
-func Horizon(cs *task.CompiledSchedule) time.Duration {
-	m := cs.Schedule().Misfire
+func Horizon(s task.Schedule) time.Duration {
+	m := s.Misfire
 	switch {
 	case m.Horizon != 0:
 		return m.Horizon
@@ -27,12 +27,12 @@ func Horizon(cs *task.CompiledSchedule) time.Duration {
 // KeyTTL is how long a tick's key is held: the horizon and
 // task.ScheduleKeyMargin. No scheduler tries a tick older than the
 // horizon, so none meets a tick's key expired.
-func KeyTTL(cs *task.CompiledSchedule) time.Duration { return Horizon(cs) + task.ScheduleKeyMargin }
+func KeyTTL(s task.Schedule) time.Duration { return Horizon(s) + task.ScheduleKeyMargin }
 
 // Fresh reports whether tick may still fire at now: it is at most the
 // schedule's Horizon old.
 func Fresh(cs *task.CompiledSchedule, tick, now time.Time) bool {
-	return now.Sub(tick) <= Horizon(cs)
+	return now.Sub(tick) <= Horizon(cs.Schedule())
 }
 
 // Key derives the key of the run of one tick. The key expression was
@@ -59,7 +59,7 @@ func Due(cs *task.CompiledSchedule, from, now time.Time) []time.Time {
 		n = m.Max
 	}
 	lo := from
-	if h := now.Add(-Horizon(cs)).Add(-time.Nanosecond); h.After(lo) {
+	if h := now.Add(-Horizon(cs.Schedule())).Add(-time.Nanosecond); h.After(lo) {
 		lo = h
 	}
 	if !now.After(lo) {

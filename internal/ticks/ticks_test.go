@@ -75,8 +75,8 @@ func TestDueAfterAGap(t *testing.T) {
 	if got := ticks.Due(short, from, now); len(got) != 3 || !got[0].Equal(from.Add(8*time.Minute)) {
 		t.Fatalf("catch up within 150s of 10:10:20: due %v, want 10:08, 10:09 and 10:10", got)
 	}
-	if ticks.KeyTTL(short) != 150*time.Second+task.ScheduleKeyMargin {
-		t.Fatalf("KeyTTL = %s", ticks.KeyTTL(short))
+	if ticks.KeyTTL(short.Schedule()) != 150*time.Second+task.ScheduleKeyMargin {
+		t.Fatalf("KeyTTL = %s", ticks.KeyTTL(short.Schedule()))
 	}
 	// A gap of a year on a one-second schedule looks at a bounded number
 	// of ticks.

@@ -45,7 +45,7 @@ func layoutPages(t *testing.T, e *env) []struct{ name, path string } {
 		}
 	}
 	cancelled := e.trigger(ctx, order{ID: "layout-cancelled"})
-	if _, err := e.c.Inspector().CancelRun(ctx, cancelled); err != nil {
+	if _, err := e.c.Handle(cancelled).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {

@@ -104,8 +104,8 @@ func (u *UI) readBulk(w http.ResponseWriter, r *http.Request, s *session, v url.
 
 // filter is the runs page's filter as the Inspector takes it, and whether
 // it can match nothing.
-func (d *bulkData) filter() (client.ListRunsOptions, bool) {
-	o := client.ListRunsOptions{Task: d.Task, Status: client.Status(d.Status)}
+func (d *bulkData) filter() (client.ListOptions, bool) {
+	o := client.ListOptions{Task: d.Task, Status: client.Status(d.Status)}
 	var parts []string
 	if d.Task != "" {
 		parts = append(parts, "task is "+quote(d.Task))
@@ -152,7 +152,7 @@ func (u *UI) bulkConfirm(w http.ResponseWriter, r *http.Request, s *session) {
 					u.failErr(w, r, s, "list the runs", err)
 					return
 				}
-				for _, run := range page.Runs {
+				for _, run := range page.Items {
 					if len(d.Sample) < sampleMax && d.applies(run) {
 						d.Sample = append(d.Sample, run)
 					}
@@ -225,7 +225,7 @@ func (u *UI) bulkAct(w http.ResponseWriter, r *http.Request, s *session) {
 				br.Status, br.Err = run.Status, fmt.Errorf("it is %s%s: only a failed or cancelled run not retried yet is retried", run.Status,
 					map[bool]string{true: ", retried already", false: ""}[run.RetriedBy != ""])
 			case d.Action == "cancel":
-				br.Status, br.Err = u.in.CancelRun(ctx, id)
+				br.Status, br.Err = u.opts.Client.Handle(id).Cancel(ctx)
 				if br.Err == nil && br.Status != client.StatusCancelled {
 					br.Err = fmt.Errorf("it had already ended: %s", br.Status)
 				}

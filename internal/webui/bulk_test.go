@@ -22,7 +22,7 @@ func TestBulkActions(t *testing.T) {
 		ctx := context.Background()
 		e := newEnv(t, rb, envOptions{})
 		a, b2, ended := e.trigger(ctx, order{ID: "bulk-a"}), e.trigger(ctx, order{ID: "bulk-b"}), e.trigger(ctx, order{ID: "bulk-c"})
-		if _, err := e.c.Inspector().CancelRun(ctx, ended); err != nil {
+		if _, err := e.c.Handle(ended).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		admin := e.browser()

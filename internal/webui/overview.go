@@ -80,7 +80,7 @@ func (u *UI) countRuns(ctx context.Context) (*overviewData, error) {
 		t := get(r.Spec.Name)
 		t.Registered, t.Expression, t.Strategy = true, r.Spec.Expression, string(r.Spec.Strategy)
 	}
-	all, err := u.in.CountRuns(ctx, client.CountRunsOptions{})
+	all, err := u.in.CountRuns(ctx, client.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (u *UI) countRuns(ctx context.Context) (*overviewData, error) {
 		get(name).ByStatus = m
 	}
 	d.Counted, d.Truncated = all.Counted, all.Truncated
-	hour, err := u.in.CountRuns(ctx, client.CountRunsOptions{Since: u.opts.Clock.Now().Add(-time.Hour)})
+	hour, err := u.in.CountRuns(ctx, client.ListOptions{Since: u.opts.Clock.Now().Add(-time.Hour)})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ func TestTheOverviewCountsByTaskStatusAndTheLastHour(t *testing.T) {
 	e.trigger(ctx, order{ID: "ov-1"})
 	gone := e.trigger(ctx, order{ID: "ov-2"})
 	e.trigger(ctx, order{ID: "ov-3"})
-	if _, err := e.c.Inspector().CancelRun(ctx, gone); err != nil {
+	if _, err := e.c.Handle(gone).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b := e.browser()

@@ -133,7 +133,7 @@ func TestListPagesCountTheirTotal(t *testing.T) {
 			ids = append(ids, e.trigger(ctx, order{ID: fmt.Sprint("total-", i)}))
 		}
 		for _, id := range ids[:5] {
-			if _, err := e.c.Inspector().CancelRun(ctx, id); err != nil {
+			if _, err := e.c.Handle(id).Cancel(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -111,14 +111,14 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 	}
-	o := client.ListRunsOptions{Task: d.Task, Status: client.Status(d.Status), Cursor: cursor, Limit: pageSize}
+	o := client.ListOptions{Task: d.Task, Status: client.Status(d.Status), Cursor: cursor, Limit: pageSize}
 	if d.Q != "" {
 		f := parseSearch(d.Q)
 		d.Filter, d.Metadata, d.NoMatch = f.Describe, f.Metadata, f.Key != ""
 		o.Key, o.Where = f.Key, f.Where
 		if f.Key != "" && !fragment(r) && cursor == "" {
 			var err error
-			if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListSuppressedOptions{Key: f.Key}); err != nil {
+			if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListOptions{Key: f.Key}); err != nil {
 				u.failErr(w, r, s, "read the key's suppressed triggers", err)
 				return
 			}
@@ -133,7 +133,7 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 			u.failErr(w, r, s, "list the runs", err)
 			return
 		}
-		d.Runs, d.NextCursor = page.Runs, page.NextCursor
+		d.Runs, d.NextCursor = page.Items, page.NextCursor
 	}
 	d.Pager = newPageNav(r, "/ui/runs", url.Values{"task": {d.Task}, "status": {d.Status}, "q": {d.Q}}, d.NextCursor, len(d.Runs))
 	if d.Task == "" && d.Status == "" && d.Q == "" && d.Pager.OlderURL != "" {
@@ -222,9 +222,9 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	d.Counted, d.Redelivered = run.CountedAttempts()
 	if run.IdempotencyKey != "" {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
-		var nh *client.KeyNotHeldError
+		var nh *client.StateError
 		switch {
-		case errors.As(err, &nh):
+		case errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld):
 		case err != nil:
 			u.failErr(w, r, s, "read the run's key", err)
 			return
@@ -263,7 +263,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	if run.IdempotencyKey != "" && !fragment(r) {
 		var err error
-		if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListSuppressedOptions{Owner: run.ID}); err != nil {
+		if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListOptions{Owner: run.ID}); err != nil {
 			u.failErr(w, r, s, "read the run's suppressed triggers", err)
 			return
 		}
@@ -279,21 +279,21 @@ const runPartsShown = 20
 func (u *UI) runParts(ctx context.Context, d *runData) error {
 	d.MaxHistory = client.MaxAttemptHistory
 	if d.Run.SignalCount > 0 {
-		page, err := u.in.RunSignals(ctx, d.Run.ID, client.PageOptions{Limit: runPartsShown})
+		page, err := u.in.RunSignals(ctx, d.Run.ID, client.ListOptions{Limit: runPartsShown})
 		if err != nil && !errors.Is(err, client.ErrRunNotFound) {
 			return err
 		}
 		if page != nil {
-			d.Signals = page.Signals
+			d.Signals = page.Items
 		}
 	}
 	if d.Run.StepCount > 0 {
-		page, err := u.in.RunSteps(ctx, d.Run.ID, client.PageOptions{Limit: runPartsShown})
+		page, err := u.in.RunSteps(ctx, d.Run.ID, client.ListOptions{Limit: runPartsShown})
 		if err != nil && !errors.Is(err, client.ErrRunNotFound) {
 			return err
 		}
 		if page != nil {
-			d.Steps = page.Steps
+			d.Steps = page.Items
 			if len(d.Steps) > runPartsShown {
 				d.Steps = d.Steps[:runPartsShown]
 			}
@@ -361,7 +361,7 @@ func (u *UI) cancel(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	st := before.Status
 	if !st.Terminal() {
-		st, err = u.in.CancelRun(r.Context(), id)
+		st, err = u.opts.Client.Handle(id).Cancel(r.Context())
 		if errors.Is(err, client.ErrRunNotFound) {
 			u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(id)+".")
 			return
@@ -392,12 +392,12 @@ type keysData struct {
 func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	d := &keysData{Match: q.Get("match")}
-	page, err := u.in.ListKeys(r.Context(), client.ListKeysOptions{Match: d.Match, Cursor: q.Get("cursor"), Limit: pageSize * 2})
+	page, err := u.in.ListKeys(r.Context(), client.ListOptions{Match: d.Match, Cursor: q.Get("cursor"), Limit: pageSize * 2})
 	if err != nil {
 		u.failErr(w, r, s, "list the keys", err)
 		return
 	}
-	d.Keys = page.Keys
+	d.Keys = page.Items
 	slices.SortFunc(d.Keys, func(a, b *client.KeyInfo) int { return strings.Compare(a.Key, b.Key) })
 	d.Pager = newPageNav(r, "/ui/keys", url.Values{"match": {d.Match}}, page.NextCursor, len(d.Keys)).noTotal()
 	d.NextURL = d.Pager.OlderURL
@@ -407,8 +407,8 @@ func (u *UI) keys(w http.ResponseWriter, r *http.Request, s *session) {
 func (u *UI) confirmRelease(w http.ResponseWriter, r *http.Request, s *session) {
 	key := r.URL.Query().Get("key")
 	k, err := u.in.GetKey(r.Context(), key)
-	var nh *client.KeyNotHeldError
-	if errors.As(err, &nh) {
+	var nh *client.StateError
+	if errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld) {
 		u.fail(w, r, s, http.StatusNotFound, "No run holds the key "+quote(key)+" now: there is nothing to release.")
 		return
 	}
@@ -426,9 +426,9 @@ func (u *UI) release(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	_, err := u.in.ReleaseKey(r.Context(), key, owner)
-	var nh *client.KeyNotHeldError
+	var nh *client.StateError
 	switch {
-	case errors.As(err, &nh):
+	case errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld):
 		u.fail(w, r, s, http.StatusConflict, "No run holds the key "+quote(key)+" any more: nothing was released.")
 		return
 	case errors.Is(err, client.ErrKeyOwnerChanged):
@@ -453,12 +453,12 @@ type eventsData struct {
 func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	d := &eventsData{Key: q.Get("key")}
-	page, err := u.in.ListEvents(r.Context(), client.ListEventsOptions{Key: d.Key, Cursor: q.Get("cursor"), Limit: pageSize})
+	page, err := u.in.ListEvents(r.Context(), client.ListOptions{Key: d.Key, Cursor: q.Get("cursor"), Limit: pageSize})
 	if err != nil {
 		u.failErr(w, r, s, "list the events", err)
 		return
 	}
-	d.Events = page.Events
+	d.Events = page.Items
 	d.Pager = newPageNav(r, "/ui/events", url.Values{"key": {d.Key}}, page.NextCursor, len(d.Events))
 	if d.Pager.OlderURL != "" {
 		total, err := u.in.TotalEvents(r.Context(), d.Key)

@@ -47,11 +47,11 @@ func TestTheRunPageSaysWhichRateLimitARunWaitsFor(t *testing.T) {
 	if !strings.Contains(p.body, `id="run-deferred"`) || !strings.Contains(p.body, "tried again: held back by rate limit") {
 		t.Errorf("the run page does not say when the deferred run is tried again:\n%s", p.body)
 	}
-	page, err := e.c.Inspector().ListRuns(ctx, client.ListRunsOptions{Scheduled: true})
+	page, err := e.c.Inspector().ListRuns(ctx, client.ListOptions{Scheduled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Runs) != 0 {
-		t.Errorf("the scheduled runs list %d runs, want none: a rate limit deferred the only run", len(page.Runs))
+	if len(page.Items) != 0 {
+		t.Errorf("the scheduled runs list %d runs, want none: a rate limit deferred the only run", len(page.Items))
 	}
 }

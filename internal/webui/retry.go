@@ -25,9 +25,9 @@ func (u *UI) confirmRetry(w http.ResponseWriter, r *http.Request, s *session) {
 	d := &retryData{Run: run}
 	if run.Retryable() && run.IdempotencyKey != "" {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
-		var nh *client.KeyNotHeldError
+		var nh *client.StateError
 		switch {
-		case errors.As(err, &nh):
+		case errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld):
 		case err != nil:
 			u.failErr(w, r, s, "read the run's key", err)
 			return
@@ -43,14 +43,14 @@ func (u *UI) retry(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	h, err := u.in.RetryRun(r.Context(), id)
 	var (
-		nr   *client.NotRetryableError
+		nr   *client.StateError
 		coll *client.IdempotencyCollisionError
 	)
 	switch {
 	case errors.Is(err, client.ErrRunNotFound):
 		u.fail(w, r, s, http.StatusNotFound, "There is no run "+quote(id)+".")
 		return
-	case errors.As(err, &nr):
+	case errors.As(err, &nr) && errors.Is(nr.Kind, client.ErrNotRetryable):
 		msg := "Run " + id + " cannot be retried: "
 		switch {
 		case nr.RetriedBy != "":

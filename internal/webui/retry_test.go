@@ -30,7 +30,7 @@ func TestRetryCreatesALinkedRunAfterAConfirmation(t *testing.T) {
 	if p.status != http.StatusConflict || !strings.Contains(p.body, "only a failed or cancelled run can be retried") {
 		t.Errorf("retry of a queued run: %d, want 409 saying why", p.status)
 	}
-	if _, err := in.CancelRun(ctx, run); err != nil {
+	if _, err := e.c.Handle(run).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if p := admin.get("/ui/runs/" + run); !strings.Contains(p.body, `id="retry" href="/ui/runs/`+run+`/retry"`) {
@@ -76,7 +76,7 @@ func TestRetryUnderAHeldKeyNamesTheOwner(t *testing.T) {
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	in := e.c.Inspector()
 	first := e.trigger(ctx, order{ID: "retry-held"})
-	if _, err := in.CancelRun(ctx, first); err != nil {
+	if _, err := e.c.Handle(first).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	second := e.trigger(ctx, order{ID: "retry-held"}) // takes the released key
@@ -99,7 +99,7 @@ func TestAReadOnlySessionCannotRetry(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	run := e.trigger(ctx, order{ID: "retry-ro"})
-	if _, err := e.c.Inspector().CancelRun(ctx, run); err != nil {
+	if _, err := e.c.Handle(run).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	reader := e.browser()
@@ -118,8 +118,8 @@ func TestAReadOnlySessionCannotRetry(t *testing.T) {
 	if r, err := e.c.Inspector().GetRun(ctx, run); err != nil || r.RetriedBy != "" {
 		t.Errorf("after refused retries the run is %+v (%v), want not retried", r, err)
 	}
-	var nh *client.KeyNotHeldError
-	if _, err := e.c.Inspector().GetKey(ctx, "order:retry-ro"); !errors.As(err, &nh) {
+	var nh *client.StateError
+	if _, err := e.c.Inspector().GetKey(ctx, "order:retry-ro"); !(errors.As(err, &nh) && nh.Kind == client.ErrKeyNotHeld) {
 		t.Errorf("after refused retries the key: %v, want free", err)
 	}
 }

@@ -19,7 +19,7 @@ type scheduleRow struct {
 // schedules is the page of the namespace's cron schedules, with pause,
 // resume and trigger now for a session that may act.
 func (u *UI) schedules(w http.ResponseWriter, r *http.Request, s *session) {
-	infos, err := u.in.Schedules().List(r.Context())
+	infos, err := u.opts.Client.Schedules().List(r.Context())
 	if err != nil {
 		u.failErr(w, r, s, "list the schedules", err)
 		return
@@ -32,9 +32,9 @@ func (u *UI) schedules(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		m := info.Schedule.Misfire
 		if m.Policy == task.MisfireCatchUp {
-			row.Misfire = "catch up " + strconv.Itoa(m.Max) + " within " + ticks.Horizon(info.Compiled()).String()
+			row.Misfire = "catch up " + strconv.Itoa(m.Max) + " within " + ticks.Horizon(info.Schedule).String()
 		} else {
-			row.Misfire = "skip after " + ticks.Horizon(info.Compiled()).String()
+			row.Misfire = "skip after " + ticks.Horizon(info.Schedule).String()
 		}
 		rows[i] = row
 	}

@@ -22,7 +22,7 @@ type search struct {
 	// Key is set for a key search.
 	Key string
 	// Where is set for a field search.
-	Where []client.FieldFilter
+	Where []string
 	// None says the search can keep no run (it names no field).
 	None bool
 	// Metadata is the same search on the metadata side, offered when a
@@ -39,9 +39,9 @@ func (u *UI) lookup(ctx context.Context, q string) (runID, via string, err error
 		return "", "", err
 	}
 	k, err := u.in.GetKey(ctx, q)
-	var nh *client.KeyNotHeldError
+	var nh *client.StateError
 	switch {
-	case errors.As(err, &nh):
+	case errors.As(err, &nh) && errors.Is(nh.Kind, client.ErrKeyNotHeld):
 		return "", "", nil
 	case err != nil:
 		return "", "", err
@@ -76,7 +76,7 @@ func fieldPath(s string) bool {
 }
 
 // fieldSearch keeps runs whose input (or metadata) field at path equals
-// value, as client.FieldFilter compares them. "input." and "metadata." (or
+// value, as client.ListOptions.Where compares them. "input." and "metadata." (or
 // "additional_metadata.") pick the side; without either, the input.
 func fieldSearch(path, value string) *search {
 	parts := strings.Split(path, ".")
@@ -92,7 +92,7 @@ func fieldSearch(path, value string) *search {
 	}
 	s := &search{
 		Describe: source + " field " + quote(strings.Join(parts, ".")) + " is " + quote(value),
-		Where:    []client.FieldFilter{{Source: source, Path: parts, Value: value}},
+		Where:    []string{source + "." + strings.Join(parts, ".") + "=" + value},
 	}
 	if !named {
 		s.Metadata = "metadata." + strings.Join(parts, ".") + "=" + value

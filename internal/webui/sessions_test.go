@@ -269,7 +269,7 @@ func TestConfirmationPagesOfferAReadOnlySessionNoForm(t *testing.T) {
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	queued := e.trigger(ctx, order{ID: "ro-1"})
 	cancelled := e.trigger(ctx, order{ID: "ro-2"})
-	if _, err := e.c.Inspector().CancelRun(ctx, cancelled); err != nil {
+	if _, err := e.c.Handle(cancelled).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	reader := e.browser()

@@ -15,13 +15,13 @@ const suppressedCountMax = 100
 
 // countSuppressed counts the suppressed triggers o selects, up to
 // suppressedCountMax; more says there are more.
-func (u *UI) countSuppressed(ctx context.Context, o client.ListSuppressedOptions) (n int, more bool, err error) {
+func (u *UI) countSuppressed(ctx context.Context, o client.ListOptions) (n int, more bool, err error) {
 	o.Limit = suppressedCountMax
 	page, err := u.in.ListSuppressed(ctx, o)
 	if err != nil {
 		return 0, false, err
 	}
-	return len(page.Triggers), page.NextCursor != "", nil
+	return len(page.Items), page.NextCursor != "", nil
 }
 
 // suppressedData is the suppressed triggers page.
@@ -45,12 +45,12 @@ func eventOf(source string) string {
 func (u *UI) suppressed(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	d := &suppressedData{Key: q.Get("key"), Owner: strings.TrimSpace(q.Get("owner"))}
-	page, err := u.in.ListSuppressed(r.Context(), client.ListSuppressedOptions{Key: d.Key, Owner: d.Owner, Cursor: q.Get("cursor"), Limit: pageSize})
+	page, err := u.in.ListSuppressed(r.Context(), client.ListOptions{Key: d.Key, Owner: d.Owner, Cursor: q.Get("cursor"), Limit: pageSize})
 	if err != nil {
 		u.failErr(w, r, s, "list the suppressed triggers", err)
 		return
 	}
-	d.Triggers = page.Triggers
+	d.Triggers = page.Items
 	d.Pager = newPageNav(r, "/ui/suppressed", url.Values{"key": {d.Key}, "owner": {d.Owner}}, page.NextCursor, len(d.Triggers))
 	d.NextURL = d.Pager.OlderURL
 	// A search by key or owner reads a whole stream when it matches little:

@@ -52,7 +52,7 @@ func TestSuppressedTriggersAreListedAndSearched(t *testing.T) {
 	}
 	// A key no run holds now but that suppressed triggers had: the search
 	// lists its runs and points to the suppressed triggers.
-	if _, err := e.c.Inspector().CancelRun(ctx, owner); err != nil {
+	if _, err := e.c.Handle(owner).Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	sp := b.get("/ui/runs?q=" + url.QueryEscape("order:sup-1"))

@@ -100,7 +100,7 @@ func (u *UI) readTasks(r *http.Request) ([]*taskRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheds, err := u.in.Schedules().List(ctx)
+	scheds, err := u.opts.Client.Schedules().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (u *UI) setTaskPaused(w http.ResponseWriter, r *http.Request, s *session, p
 // schedules page.
 func (u *UI) scheduleAction(w http.ResponseWriter, r *http.Request, s *session) {
 	name, what := r.PathValue("name"), r.PathValue("action")
-	sc := u.in.Schedules()
+	sc := u.opts.Client.Schedules()
 	var err error
 	outcome := "schedule-" + what
 	switch what {

@@ -129,7 +129,7 @@ func TestSchedulesPageActions(t *testing.T) {
 		t.Fatalf("trigger: %d %s", p.status, loc)
 	}
 	id, _ := url.PathUnescape(strings.TrimSuffix(strings.TrimPrefix(loc, "/ui/runs/"), "?done=schedule-triggered"))
-	if run, err := e.c.GetRun(ctx, id); err != nil || run.Task != orderTask.Name() {
+	if run, err := e.c.Inspector().GetRun(ctx, id); err != nil || run.Task != orderTask.Name() {
 		t.Fatalf("triggered run = %+v, %v", run, err)
 	}
 	if p := b.post("/ui/schedules/nosuch/pause", url.Values{"csrf": {csrf}}); p.status != http.StatusNotFound {

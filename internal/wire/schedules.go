@@ -57,10 +57,10 @@ func ScheduleOf(info *client.ScheduleInfo) Schedule {
 		Name: s.Name, Task: s.Task, Cron: s.Cron, TimeZone: s.TimeZone, Seconds: s.Seconds,
 		Input: s.Input, AdditionalMetadata: s.Metadata, KeyExpression: s.KeyExpression,
 		Misfire: ScheduleMisfire{Policy: string(s.Misfire.Policy), Max: s.Misfire.Max,
-			HorizonMs: ticks.Horizon(info.Compiled()).Milliseconds()},
+			HorizonMs: ticks.Horizon(info.Schedule).Milliseconds()},
 		Paused: info.Paused, CursorAt: utcPtr(info.Cursor), NextAt: utcPtr(info.Next),
 		CreatedAt: utcPtr(info.Created), UpdatedAt: utcPtr(info.Updated),
-		KeyTTLMs: ticks.KeyTTL(info.Compiled()).Milliseconds(),
+		KeyTTLMs: ticks.KeyTTL(info.Schedule).Milliseconds(),
 	}
 	if out.Misfire.Policy == "" {
 		out.Misfire.Policy = string(task.MisfireSkip)

@@ -206,11 +206,17 @@ const CodeDurabilityNotReached = "durability_not_reached"
 // NotDurable is the error body of a single trigger that returned a
 // *client.DurabilityError: it names the run, which exists.
 func NotDurable(e *client.DurabilityError) Error {
-	out := Error{Code: CodeDurabilityNotReached, Message: e.Error(), Task: e.Task, RunID: e.RunID(),
-		Durability: AcknowledgementOf(e.Handle())}
+	var h *client.RunHandle
+	if len(e.Runs) > 0 {
+		h = e.Runs[0]
+	}
+	out := Error{Code: CodeDurabilityNotReached, Message: e.Error(), Task: e.Task, Durability: AcknowledgementOf(h)}
+	if h != nil {
+		out.RunID = h.ID()
+	}
 	if e.Collision != nil {
 		out.IdempotencyKey, out.ExistingRunID = e.Collision.Key, e.Collision.ExistingRunID
-	} else if h := e.Handle(); h != nil {
+	} else if h != nil {
 		out.IdempotencyKey = h.IdempotencyKey()
 	}
 	return out
@@ -238,19 +244,19 @@ func KeyErrorKind(err error) (e Error, ok bool) {
 	}
 	e.Code = CodeIdempotencyKeyError
 	switch {
-	case errors.Is(ie, idempotency.ErrCompile):
+	case errors.Is(ie.Kind, idempotency.ErrCompile):
 		e.Kind, e.Line, e.Column = "compile", ie.Line, ie.Column
-	case errors.Is(ie, idempotency.ErrNotString):
+	case errors.Is(ie.Kind, idempotency.ErrNotString):
 		e.Kind = "result_type"
-	case errors.Is(ie, idempotency.ErrEmptyKey):
+	case errors.Is(ie.Kind, idempotency.ErrEmptyKey):
 		e.Kind = "empty_key"
-	case errors.Is(ie, idempotency.ErrKeyTooLong):
+	case errors.Is(ie.Kind, idempotency.ErrKeyTooLong):
 		e.Kind = "key_too_long"
-	case errors.Is(ie, idempotency.ErrSizeLimit): // before ErrCostLimit, which it matches too
-		e.Kind = "size_limit"
-	case errors.Is(ie, idempotency.ErrCostLimit):
+	case errors.Is(ie.Kind, idempotency.ErrCostLimit):
 		e.Kind = "cost_limit"
-	case errors.Is(ie, idempotency.ErrInput):
+	case errors.Is(ie.Kind, idempotency.ErrSizeLimit):
+		e.Kind = "size_limit"
+	case errors.Is(ie.Kind, idempotency.ErrInput):
 		e.Kind = "input"
 	default: // ErrEval
 		e.Kind, e.Field = "eval", ie.Field

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/engine"
 	"net"
 	"sync"
 	"testing"
@@ -225,9 +226,9 @@ func TestBatchedTriggerErrorsStayWithTheirTrigger(t *testing.T) {
 		}
 		wg.Wait()
 		for i, err := range results {
-			var wt *client.WrongTypeError
+			var wt *engine.WrongTypeError
 			if i == 7 && (!errors.Is(err, client.ErrWrongType) || !errors.As(err, &wt) || wt.Key != rk) {
-				t.Fatalf("trigger of the wrong-type key: %v, want a *client.WrongTypeError naming its key", err)
+				t.Fatalf("trigger of the wrong-type key: %v, want a *engine.WrongTypeError naming its key", err)
 			}
 			if i != 7 && err != nil {
 				t.Fatalf("trigger %d: %v", i, err)

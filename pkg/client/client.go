@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/admission"
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/connect"
 	"github.com/taskq/taskq/internal/engine"
@@ -77,7 +78,7 @@ type Options struct {
 	RedisURL string
 	// Namespace scopes keys, runs and tasks (default "default"): 1 to 64
 	// characters of A-Z a-z 0-9 _ . : - (else New fails with an
-	// *InvalidNamespaceError).
+	// an error matching ErrInvalidNamespace).
 	Namespace string
 	// Partitions is the namespace's partition count. 0 (the default)
 	// adopts the count the namespace recorded when it was first used, or,
@@ -125,7 +126,7 @@ type Options struct {
 	AllowEvictingRedis bool
 	// RedisCheckInterval is how often the maxmemory-policy is read again
 	// after New (default 30s; negative: only at New). A policy turned
-	// unsafe is logged as an error and reported by RedisGuard().Err().
+	// unsafe is logged as an error and reported by the readiness of taskq serve.
 	RedisCheckInterval time.Duration
 	// TriggerMiddleware wraps every trigger, the first outermost: for
 	// tracing or metrics (see TriggerMiddleware).
@@ -143,7 +144,7 @@ type Options struct {
 	// every durable trigger would fall short.
 	SkipDurability bool
 	// Metrics, when set, gets the client's metrics of durable triggers
-	// (see MetricsCollector).
+	// (taskq_durable_triggers_total, taskq_durability_shortfalls_total).
 	Metrics prometheus.Registerer
 	// Logger gets the client's logs, and go-redis's own lines (a failed
 	// dial) as warnings with component=go-redis, unless KeepRedisLogger
@@ -248,6 +249,7 @@ type Client struct {
 	statsQuit chan struct{}
 	statsDone chan struct{}
 	closeOnce sync.Once
+	link      *clientlink.Link
 }
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
@@ -314,6 +316,17 @@ func New(opts Options) (c *Client, err error) {
 	c = &Client{opts: opts, store: st, conn: conn, triggers: triggers, dials: dials, guard: guard, metrics: metrics,
 		unroute: unroute, stats: runstats.New(st, opts.Logger), statsQuit: make(chan struct{}), statsDone: make(chan struct{})}
 	c.waiter = newWaiter(c)
+	sc := c.Schedules()
+	c.link = &clientlink.Link{Engine: st, Guard: guard, Metrics: metrics, Namespace: opts.Namespace, Clock: opts.Clock,
+		OperationTimeout: opts.OperationTimeout,
+		Admission: admission.Config{Limits: admission.Limits{MaxInputBytes: opts.MaxInputBytes,
+			MaxMetadataBytes: opts.MaxMetadataBytes, MaxInputDepth: opts.MaxInputDepth},
+			Retention: opts.Retention, MaxSignals: opts.MaxSignals},
+		FireTick: func(ctx context.Context, cs *task.CompiledSchedule, tick time.Time) error {
+			_, err := sc.fire(ctx, cs, tick)
+			return err
+		},
+		AdvanceSchedule: sc.advance}
 	go func() {
 		defer close(c.statsDone)
 		c.stats.Run(c.statsQuit, opts.StatsInterval, opts.OperationTimeout)
@@ -355,21 +368,6 @@ func (c *Client) Close() error {
 	return err
 }
 
-// Namespace is the namespace the client works in.
-func (c *Client) Namespace() string { return c.opts.Namespace }
-
-// Partitions returns the namespace's partition count, read from Redis the
-// first time (see Options.Partitions) and remembered.
-func (c *Client) Partitions(ctx context.Context) (int, error) {
-	ctx, cancel := c.opCtx(ctx)
-	defer cancel()
-	n, err := c.store.PartitionCount(ctx)
-	if err != nil {
-		return 0, c.unavailable(ctx, err)
-	}
-	return n, nil
-}
-
 // routeRedisLog sends go-redis's lines to log (see internal/redislog),
 // unless keep says the program manages go-redis's logger itself. The
 // function returned stops it.
@@ -381,16 +379,12 @@ func routeRedisLog(log *slog.Logger, keep bool) func() {
 	return redislog.Route(log)
 }
 
-// Engine is the storage engine under c, for taskq's own packages (events
-// ingestion, tooling): its argument is a value only they can make. What
+// Link shares the client's engine, guard, metrics and settings with
+// taskq's own packages (event ingestion, the HTTP API, the worker's
+// scheduler): its argument is a value only they can make. What
 // applications may do with stored runs, keys, events and tasks is
 // Inspector.
-func (c *Client) Engine(clientlink.Token) engine.Engine { return c.store }
-
-// RedisGuard exposes the watch on Redis's maxmemory-policy and memory to
-// the other taskq packages (readiness, metrics). It is not part of the
-// stable API.
-func (c *Client) RedisGuard() *redisguard.Guard { return c.guard }
+func (c *Client) Link(clientlink.Token) *clientlink.Link { return c.link }
 
 // Ping checks that Redis answers.
 func (c *Client) Ping(ctx context.Context) error {

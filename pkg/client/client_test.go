@@ -247,7 +247,7 @@ func TestCancelQueuedRunWakesWaiter(t *testing.T) {
 		if _, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "1"}); err != nil {
 			t.Fatalf("trigger after cancel: %v", err)
 		}
-		if _, err := c.Cancel(ctx, "no-such-run"); !client.IsNotFound(err) {
+		if _, err := c.Handle("no-such-run").Cancel(ctx); !errors.Is(err, client.ErrRunNotFound) {
 			t.Fatalf("cancel of unknown run: %v", err)
 		}
 	})

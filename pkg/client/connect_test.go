@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/redisguard"
 	"io"
 	"log/slog"
 	"net"
@@ -74,9 +75,9 @@ func TestRefusedConnectionSaysSo(t *testing.T) {
 func TestRedisUnreachableAtNewIsCheckedAtFirstUse(t *testing.T) {
 	srv := redistest.StartServer(t, "--maxmemory-policy", "allkeys-lru")
 	_, err := client.New(client.Options{RedisURL: srv.URL(), Logger: discard})
-	var ep *client.EvictingPolicyError
+	var ep *redisguard.EvictingPolicyError
 	if !errors.As(err, &ep) {
-		t.Fatalf("New with an evicting Redis: %v; want a *client.EvictingPolicyError", err)
+		t.Fatalf("New with an evicting Redis: %v; want a *redisguard.EvictingPolicyError", err)
 	}
 	srv.Kill()
 	c, err := client.New(client.Options{RedisURL: srv.URL(), Logger: discard, OperationTimeout: time.Second})
@@ -86,10 +87,10 @@ func TestRedisUnreachableAtNewIsCheckedAtFirstUse(t *testing.T) {
 	defer c.Close()
 	srv.Start()
 	if err := c.Ping(context.Background()); !errors.As(err, &ep) {
-		t.Fatalf("the first call once the evicting Redis is back: %v; want a *client.EvictingPolicyError", err)
+		t.Fatalf("the first call once the evicting Redis is back: %v; want a *redisguard.EvictingPolicyError", err)
 	}
 	if err := c.Ping(context.Background()); !errors.As(err, &ep) {
-		t.Fatalf("the second call: %v; want a *client.EvictingPolicyError", err)
+		t.Fatalf("the second call: %v; want a *redisguard.EvictingPolicyError", err)
 	}
 }
 

@@ -89,14 +89,11 @@ func (a Acknowledgement) String() string {
 // ErrNotDurable matches every *DurabilityError.
 var ErrNotDurable = errors.New("durable acknowledgement not reached")
 
-// ErrFsyncUnsupported matches every *FsyncUnsupportedError: a trigger (or
-// New, for Options.Durability) asked for a local fsync of a Redis older than
-// 7.2. Nothing was written.
+// ErrFsyncUnsupported matches the error of a trigger (or of New, for
+// Options.Durability) that asked for a local fsync of a Redis older than
+// 7.2 (WAITAOF needs 7.2 or later); the error names the Redis and its
+// version. Nothing was written.
 var ErrFsyncUnsupported = engine.ErrFsyncUnsupported
-
-// FsyncUnsupportedError names the Redis and its version that cannot wait
-// for a local fsync (WAITAOF needs 7.2 or later). Nothing was written.
-type FsyncUnsupportedError = engine.FsyncUnsupportedError
 
 // DurabilityError says a durable trigger's write did not reach the level
 // it asked for in time, or that waiting for it failed. The trigger DID
@@ -130,8 +127,8 @@ type DurabilityError struct {
 	Err error
 }
 
-// Handle is the first run the error names: for a single trigger, its run.
-func (e *DurabilityError) Handle() *RunHandle {
+// handle is the first run the error names: for a single trigger, its run.
+func (e *DurabilityError) handle() *RunHandle {
 	if len(e.Runs) == 0 {
 		return nil
 	}
@@ -139,8 +136,8 @@ func (e *DurabilityError) Handle() *RunHandle {
 }
 
 // RunID is the ID of Handle's run.
-func (e *DurabilityError) RunID() string {
-	if h := e.Handle(); h != nil {
+func (e *DurabilityError) runID() string {
+	if h := e.handle(); h != nil {
 		return h.ID()
 	}
 	return ""
@@ -151,11 +148,11 @@ func (e *DurabilityError) Error() string {
 	fmt.Fprintf(&b, "durable acknowledgement not reached: task %q ", e.Task)
 	switch {
 	case e.Collision != nil:
-		fmt.Fprintf(&b, "run %s (the owner of key %q) exists", e.RunID(), e.Collision.Key)
+		fmt.Fprintf(&b, "run %s (the owner of key %q) exists", e.runID(), e.Collision.Key)
 	case e.Indexes != nil:
 		fmt.Fprintf(&b, "%d run(s) of the batch were written", len(e.Runs))
 	default:
-		fmt.Fprintf(&b, "run %s was written", e.RunID())
+		fmt.Fprintf(&b, "run %s was written", e.runID())
 	}
 	if e.Err != nil {
 		fmt.Fprintf(&b, ", but waiting for %d replica(s) failed: %v", e.Wanted.Replicas, e.Err)
@@ -163,7 +160,7 @@ func (e *DurabilityError) Error() string {
 		fmt.Fprintf(&b, ", but only %s acknowledged within %s", e.Acknowledgement, e.Wanted.Timeout)
 	}
 	b.WriteString("; it may not survive a failover, ")
-	if h := e.Handle(); h != nil && h.key == "" && e.Collision == nil {
+	if h := e.handle(); h != nil && h.key == "" && e.Collision == nil {
 		b.WriteString("and the task has no idempotency key: a retry creates another run")
 	} else {
 		b.WriteString("and retrying with the same idempotency key is safe")
@@ -254,9 +251,3 @@ func (m *clientMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.durableTriggers.Collect(ch)
 	m.shortfalls.Collect(ch)
 }
-
-// MetricsCollector returns the client's own Prometheus metrics
-// (taskq_durable_triggers_total, taskq_durability_shortfalls_total), for a
-// program to register where it serves its metrics; Options.Metrics
-// registers them at New. Each client has its own.
-func (c *Client) MetricsCollector() prometheus.Collector { return c.metrics }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/engine"
 	"strings"
 	"sync"
 	"syscall"
@@ -158,7 +159,7 @@ func TestDurableTriggerWithTheReplicaStopped(t *testing.T) {
 	if took > 5*time.Second {
 		t.Fatalf("the trigger took %s with a durability timeout of 100ms", took)
 	}
-	if ref == nil || de.RunID() != ref.ID() || de.Replicas != 0 || de.Wanted.Replicas != 1 || de.Task != durableOrder.Name() {
+	if ref == nil || de.Runs[0].ID() != ref.ID() || de.Replicas != 0 || de.Wanted.Replicas != 1 || de.Task != durableOrder.Name() {
 		t.Fatalf("error %+v and ref %v disagree", de, ref)
 	}
 	for _, want := range []string{ref.ID(), "0 of 1 replica(s)", "100ms", "failover", "same idempotency key is safe"} {
@@ -166,7 +167,7 @@ func TestDurableTriggerWithTheReplicaStopped(t *testing.T) {
 			t.Fatalf("error %q does not say %q", err, want)
 		}
 	}
-	if st, err := de.Handle().Status(ctx); err != nil || st != client.StatusQueued {
+	if st, err := de.Runs[0].Status(ctx); err != nil || st != client.StatusQueued {
 		t.Fatalf("the run the error names: %s, %v", st, err)
 	}
 	if n := counter(t, e.reg, "taskq_durability_shortfalls_total"); n != 1 {
@@ -177,7 +178,7 @@ func TestDurableTriggerWithTheReplicaStopped(t *testing.T) {
 	_, err = client.RunNoWait(ctx, e.c, durableOrder, orderInput{ID: "1"},
 		client.WithDurability(task.Durability{Replicas: 1, Timeout: 100 * time.Millisecond}))
 	var coll *client.IdempotencyCollisionError
-	if !errors.As(err, &de) || !errors.As(err, &coll) || coll.ExistingRunID != ref.ID() || de.RunID() != ref.ID() {
+	if !errors.As(err, &de) || !errors.As(err, &coll) || coll.ExistingRunID != ref.ID() || de.Runs[0].ID() != ref.ID() {
 		t.Fatalf("retry: got %v, want a collision with %s that is not durable", err, ref.ID())
 	}
 }
@@ -323,7 +324,7 @@ func TestDurabilityOptionsAreChecked(t *testing.T) {
 	}
 	if strings.Contains(version, "redis_version:6.") || strings.Contains(version, "redis_version:7.0.") || strings.Contains(version, "redis_version:7.1.") {
 		_, err = client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Durability: task.Durability{LocalFsync: true}})
-		var fe *client.FsyncUnsupportedError
+		var fe *engine.FsyncUnsupportedError
 		if !errors.As(err, &fe) || !errors.Is(err, client.ErrFsyncUnsupported) || fe.Version == "" {
 			t.Fatalf("a local fsync on a server without WAITAOF: %v", err)
 		}

@@ -22,58 +22,40 @@ var ErrRunNotFound = engine.ErrRunNotFound
 // ErrRunFailed matches every *RunFailedError.
 var ErrRunFailed = errors.New("run failed")
 
-// ErrOutOfMemory matches every *OutOfMemoryError: Redis is at its
-// maxmemory and refused to create anything. errors.Is(err, ErrUnavailable)
+// ErrOutOfMemory matches the error of a trigger (or a signal, an event, a
+// step result) that Redis refused because its memory is at maxmemory;
+// nothing was written, and retrying later succeeds. errors.Is(err, ErrUnavailable)
 // holds for it too. See docs/operations.md.
 var ErrOutOfMemory = engine.ErrOutOfMemory
 
-// OutOfMemoryError says Redis refused a trigger (or a signal, an event, a
-// step result) because its memory is at maxmemory; nothing was written.
-// Runs already accepted go on and free memory as they end, so retrying
-// later succeeds.
-type OutOfMemoryError = engine.OutOfMemoryError
-
-// ErrRedisReadOnly matches every *ReadOnlyError. errors.Is(err,
+// ErrRedisReadOnly matches a write a read-only replica refused, as a
+// master demoted by a failover does until clients reach the new one;
+// nothing was written, and retrying once the failover has settled is safe. errors.Is(err,
 // ErrUnavailable) holds for it too.
 var ErrRedisReadOnly = engine.ErrReadOnly
 
-// ReadOnlyError says the Redis server refused a write as a read-only
-// replica, as a master demoted by a failover does until clients reach the
-// new one; nothing was written, and retrying once the failover has settled
-// is safe.
-type ReadOnlyError = engine.ReadOnlyError
-
-// ErrWrongType matches every *WrongTypeError.
+// ErrWrongType matches a call refused because a Redis key taskq needs
+// holds a value of another type (something else wrote there); the error
+// names the key and the type found.
 var ErrWrongType = engine.ErrWrongType
 
-// WrongTypeError says a Redis key taskq needs holds a value of another
-// type (something else wrote there), so a script refused the call and
-// wrote nothing. It names the key and the type found.
-type WrongTypeError = engine.WrongTypeError
-
 // ErrEvictingRedis matches the errors with which New refuses a Redis whose
-// maxmemory-policy may evict keys (*EvictingPolicyError), or that does not
-// tell its policy. Options.AllowEvictingRedis accepts the risk.
+// maxmemory-policy may evict keys , or that does not
+// tell its policy; the error names the master and the policy.
+// Options.AllowEvictingRedis accepts the risk.
 var ErrEvictingRedis = redisguard.ErrEvictingPolicy
-
-// EvictingPolicyError names the Redis master and the policy New refused,
-// and says how to fix it.
-type EvictingPolicyError = redisguard.EvictingPolicyError
 
 // PartitionsMismatchError says Options.Partitions is not the partition
 // count the namespace recorded when it was first used: New (or the first
-// call) fails with it. worker.PartitionsMismatchError is the same type.
+// call) fails with it. It carries the recorded count.
 type PartitionsMismatchError = engine.PartitionsMismatchError
 
 // ErrPartitionsMismatch matches every *PartitionsMismatchError.
 var ErrPartitionsMismatch = engine.ErrPartitionsMismatch
 
-// InvalidNamespaceError says Options.Namespace is not a valid namespace
-// name (1 to 64 characters of A-Z a-z 0-9 _ . : -); New fails with it.
-// worker.InvalidNamespaceError is the same type.
-type InvalidNamespaceError = engine.InvalidNamespaceError
-
-// ErrInvalidNamespace matches every *InvalidNamespaceError.
+// ErrInvalidNamespace matches the error with which New refuses an
+// Options.Namespace that is not a valid name (1 to 64 characters of A-Z
+// a-z 0-9 _ . : -).
 var ErrInvalidNamespace = engine.ErrInvalidNamespace
 
 // ErrInputTooLarge matches every *LimitError.
@@ -198,4 +180,66 @@ func (e *RunCancelledError) Is(target error) bool {
 		return ok
 	}
 	return target == task.ErrRunCancelled
+}
+
+// StateError says a key or a run was not in the state an action needs;
+// nothing was changed. Kind says which, and errors.Is matches it:
+//
+//   - ErrKeyNotHeld: no run holds Key, or the run RunID that a signal
+//     named is gone (errors.Is(err, ErrRunNotFound) holds then too).
+//   - ErrKeyOwnerChanged: Inspector.ReleaseKey found Key held by Current
+//     ("" when nobody holds it now), not by Expected.
+//   - ErrOwnerFinished: the run RunID (the holder of Key, for a signal by
+//     key) has ended with Status and cannot be signalled.
+//   - ErrNotRetryable: Inspector.RetryRun refused run RunID, in Status;
+//     RetriedBy is the run that retried it already ("" when none did).
+//   - ErrNotScheduled: Inspector.Reschedule found run RunID no longer
+//     waiting for its scheduled time: State is "queued" (due already),
+//     "retrying", "debouncing", "running" or the status it ended with.
+type StateError struct {
+	Kind      error
+	Key       string
+	RunID     string
+	Status    Status
+	State     string
+	Expected  string
+	Current   string
+	RetriedBy string
+}
+
+func (e *StateError) Error() string {
+	switch {
+	case errors.Is(e.Kind, ErrKeyNotHeld):
+		if e.RunID != "" {
+			return fmt.Sprintf("run %s not found", e.RunID)
+		}
+		return fmt.Sprintf("no run holds idempotency key %q", e.Key)
+	case errors.Is(e.Kind, ErrKeyOwnerChanged):
+		if e.Current == "" {
+			return fmt.Sprintf("idempotency key %q is no longer held (expected run %s)", e.Key, e.Expected)
+		}
+		return fmt.Sprintf("idempotency key %q is held by run %s, not %s", e.Key, e.Current, e.Expected)
+	case errors.Is(e.Kind, ErrOwnerFinished):
+		if e.Key != "" {
+			return fmt.Sprintf("idempotency key %q is held by run %s, which has %s and cannot be signalled", e.Key, e.RunID, e.Status)
+		}
+		return fmt.Sprintf("run %s has %s and cannot be signalled", e.RunID, e.Status)
+	case errors.Is(e.Kind, ErrNotRetryable):
+		switch {
+		case e.RetriedBy != "":
+			return fmt.Sprintf("run %s was already retried by run %s; retry that run instead", e.RunID, e.RetriedBy)
+		case e.Status.Terminal():
+			return fmt.Sprintf("run %s %s: only a failed or cancelled run can be retried", e.RunID, e.Status)
+		}
+		return fmt.Sprintf("run %s is %s: only a failed or cancelled run can be retried; cancel it first", e.RunID, e.Status)
+	case errors.Is(e.Kind, ErrNotScheduled):
+		return fmt.Sprintf("run %s is not waiting for a scheduled time: it is %s", e.RunID, e.State)
+	}
+	return fmt.Sprintf("%v: key %q run %s", e.Kind, e.Key, e.RunID)
+}
+
+// Is reports whether target is e's Kind, or ErrRunNotFound for a signal
+// to a run that is gone.
+func (e *StateError) Is(target error) bool {
+	return target == e.Kind || (e.Kind == ErrKeyNotHeld && e.RunID != "" && target == ErrRunNotFound)
 }

@@ -188,7 +188,7 @@ func Example_supersedeOwner() {
 	old, _ := client.RunNoWait(ctx, c, orders, Order{ID: "E-5", Amount: 1})
 	<-started
 	newer, _ := client.RunNoWait(ctx, c, orders, Order{ID: "E-5", Amount: 2})
-	var sup *worker.SupersededError
+	var sup *worker.CancelledError
 	fmt.Println("superseded:", newer.Superseded() == old.ID(), "old run told:", errors.As(<-causes, &sup) && sup.By == newer.ID())
 	r, _ := newer.Result(ctx)
 	st, _ := old.Status(ctx)

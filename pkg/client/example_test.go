@@ -42,9 +42,13 @@ func ExampleNew() {
 		return
 	}
 	defer c.Close()
-	fmt.Println("namespace:", c.Namespace())
+	if err := c.Ping(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("connected")
 	// Output:
-	// namespace: shop
+	// connected
 }
 
 // RunNoWait returns as soon as the run is accepted; its ref waits for the
@@ -129,18 +133,18 @@ func ExampleInspector() {
 	_, _ = ref.Result(ctx)
 
 	in := c.Inspector()
-	page, err := in.ListRuns(ctx, client.ListRunsOptions{Task: "examples.refund", Status: client.StatusFailed, Limit: 10})
+	page, err := in.ListRuns(ctx, client.ListOptions{Task: "examples.refund", Status: client.StatusFailed, Limit: 10})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for _, r := range page.Runs {
+	for _, r := range page.Items {
 		fmt.Println(r.Status, r.IdempotencyKey, r.Attempt, r.Error)
 	}
 	// A status-strategy key is released when its run ends.
 	_, err = in.GetKey(ctx, "refund:C-1")
-	var free *client.KeyNotHeldError
-	fmt.Println("key held:", !errors.As(err, &free))
+	var free *client.StateError
+	fmt.Println("key held:", !(errors.As(err, &free) && free.Kind == client.ErrKeyNotHeld))
 	// Output:
 	// failed refund:C-1 1 nothing to refund
 	// key held: false

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -247,11 +246,11 @@ func (h *RunHandle) ResultJSON(ctx context.Context) (json.RawMessage, error) {
 // key is released. It returns the run's status afterwards; cancelling an
 // ended run changes nothing.
 func (h *RunHandle) Cancel(ctx context.Context) (Status, error) {
-	return h.c.Cancel(ctx, h.id)
+	return h.c.cancel(ctx, h.id)
 }
 
-// Cancel cancels the run with the given ID; see RunHandle.Cancel.
-func (c *Client) Cancel(ctx context.Context, runID string) (Status, error) {
+// cancel cancels the run with the given ID; see RunHandle.Cancel.
+func (c *Client) cancel(ctx context.Context, runID string) (Status, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
 	res, err := c.store.Cancel(ctx, runID, "cancelled by request", c.opts.Clock.Now())
@@ -262,11 +261,6 @@ func (c *Client) Cancel(ctx context.Context, runID string) (Status, error) {
 		return "", fmt.Errorf("%w: %s", ErrRunNotFound, runID)
 	}
 	return Status(res.Status), nil
-}
-
-// GetRun reads the run with the given ID.
-func (c *Client) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
-	return c.Handle(runID).Get(ctx)
 }
 
 // RunRef is a typed handle to a run whose result is an O.
@@ -294,6 +288,3 @@ func (r *RunRef[O]) Result(ctx context.Context) (O, error) {
 func Ref[O any](c *Client, runID string) *RunRef[O] {
 	return &RunRef[O]{RunHandle: c.Handle(runID)}
 }
-
-// IsNotFound reports whether err says a run does not exist.
-func IsNotFound(err error) bool { return errors.Is(err, ErrRunNotFound) }

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/fieldfilter"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -29,27 +29,9 @@ const (
 // ErrInvalidCursor matches a cursor that no list returned.
 var ErrInvalidCursor = engine.ErrInvalidCursor
 
-// ErrKeyOwnerChanged matches every *KeyOwnerChangedError.
+// ErrKeyOwnerChanged is the Kind of a *StateError saying an owner-fenced
+// release found the key held by another run than the one named.
 var ErrKeyOwnerChanged = errors.New("idempotency key owner changed")
-
-// KeyOwnerChangedError says an owner-fenced release found the key held by
-// another run than the one named (Current; "" when nobody holds it now);
-// nothing was released.
-type KeyOwnerChangedError struct {
-	Key      string
-	Expected string
-	Current  string
-}
-
-func (e *KeyOwnerChangedError) Error() string {
-	if e.Current == "" {
-		return fmt.Sprintf("idempotency key %q is no longer held (expected run %s)", e.Key, e.Expected)
-	}
-	return fmt.Sprintf("idempotency key %q is held by run %s, not %s", e.Key, e.Current, e.Expected)
-}
-
-// Is makes errors.Is(err, ErrKeyOwnerChanged) hold.
-func (e *KeyOwnerChangedError) Is(target error) bool { return target == ErrKeyOwnerChanged }
 
 // Inspector reads what a namespace holds — runs, idempotency keys, events
 // and registered tasks — and acts on it: cancels runs, releases keys,
@@ -65,45 +47,67 @@ func (c *Client) Inspector() *Inspector { return &Inspector{c: c} }
 
 // --- runs -------------------------------------------------------------------
 
-// ListRunsOptions select runs for ListRuns and ListRunIDs. Every filter
-// given must hold.
-type ListRunsOptions struct {
+// ListOptions select what a listing of the Inspector returns, a page at a
+// time: runs (ListRuns, ListRunIDs, and the bulk actions' filter), keys
+// (ListKeys), events (ListEvents), suppressed triggers (ListSuppressed), a
+// run's signals and steps (RunSignals, RunSteps, which read only Cursor
+// and Limit) and counts of runs (CountRuns, which reads only Since and
+// Until). Each listing reads the fields it names and ignores the others;
+// every filter given must hold.
+type ListOptions struct {
 	// Task and Status keep only the runs of this task and in this status
-	// ("" keeps all).
+	// ("" keeps all); for ListKeys, the keys whose owner is such a run (a
+	// key whose owner's record has expired has neither).
 	Task   string
 	Status Status
-	// Key keeps only the runs of this idempotency key ("" keeps all).
+	// Key keeps only the runs, or the suppressed triggers, of this
+	// idempotency key (exact), or for ListEvents the events of this event
+	// key ("" keeps all).
 	Key string
-	// Since and Until keep the runs created at or after Since and before
-	// Until (zero: no bound). They are applied to the runs index, so they
-	// cost no reads of records.
+	// Match keeps the keys matching this glob, for ListKeys (Redis MATCH
+	// syntax: * ? [abc]); "" keeps all.
+	Match string
+	// Owner keeps the suppressed triggers refused for this owner run only.
+	Owner string
+	// Since and Until keep the runs (or events) created at or after Since
+	// and before Until (zero: no bound). They are applied to the index, so
+	// they cost no reads of records.
 	Since, Until time.Time
 	// Where keeps the runs whose input or metadata fields have the values
-	// given (at most WhereMax; see FieldFilter).
-	Where []FieldFilter
+	// given, each written "input.<path>=<value>" or
+	// "metadata.<path>=<value>" (at most WhereMax), as "input.customer=42"
+	// or "metadata.source=web": the path's object keys joined by dots, the
+	// value everything after the first "=" (it may be empty). A string
+	// field matches its text; a number matches a value that is the same
+	// number (42 matches 42.0); true, false and null match their JSON. A
+	// value in double quotes ("\"42\"") matches only a string field with
+	// the quoted text. Objects and arrays never match. A filter written
+	// otherwise is a *ListOptionError for "where".
+	Where []string
 	// Scheduled keeps only the runs waiting for the time they were
 	// scheduled at (RunAt, RunIn): queued, with RunInfo.Scheduled (a run a
 	// rate limit deferred is not one).
 	Scheduled bool
 	// Cursor continues a listing where the page that returned it ended
-	// ("" starts from the newest run, or from Until). A cursor goes with
-	// the filters it was returned for.
+	// ("" starts from the newest, or from Until). A cursor goes with the
+	// listing and the filters it was returned for.
 	Cursor string
-	// Limit is the most runs one page holds (default ListLimitDefault, at
-	// most ListLimitMax).
+	// Limit is the most items one page holds (default ListLimitDefault,
+	// at most ListLimitMax). For ListKeys it is how many keys one page
+	// asks Redis to look at: keys are found with SCAN on every master in
+	// turn (every partition's keys at once), so a page may hold a few more
+	// or fewer (even none, with a NextCursor), a key held throughout the
+	// listing is listed at least once, and the listing ends when
+	// NextCursor is "".
 	Limit int
+
+	where []fieldfilter.Filter // Where, parsed by check
 }
 
-// RunPage is one page of runs, newest first.
-type RunPage struct {
-	Runs []*RunInfo `json:"runs"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
-// RunIDPage is one page of run IDs, newest first.
-type RunIDPage struct {
-	IDs []string `json:"ids"`
+// Page is one page of a listing (runs, run IDs, keys, events, signals,
+// steps, suppressed triggers), in the listing's order.
+type Page[T any] struct {
+	Items []T `json:"items"`
 	// NextCursor continues the listing; "" when it has ended.
 	NextCursor string `json:"nextCursor,omitempty"`
 }
@@ -151,7 +155,7 @@ func inspected(r *engine.Run, due time.Time) *RunInfo {
 // than ListScanMax run records per call, so a page may hold fewer than
 // Limit runs and still have a NextCursor (Scheduled filters so too). Runs
 // whose records expired after their retention are left out.
-func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage, error) {
+func (in *Inspector) ListRuns(ctx context.Context, o ListOptions) (*Page[*RunInfo], error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
 		return nil, err
@@ -161,10 +165,10 @@ func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage,
 	}
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
-	page := &RunPage{Runs: []*RunInfo{}}
+	page := &Page[*RunInfo]{Items: []*RunInfo{}}
 	next, err := in.scanRuns(ctx, &o, pos, limit, ListScanMax, func(r *RunInfo) bool {
-		page.Runs = append(page.Runs, r)
-		return len(page.Runs) < limit
+		page.Items = append(page.Items, r)
+		return len(page.Items) < limit
 	})
 	if err != nil {
 		return nil, err
@@ -179,7 +183,7 @@ func (in *Inspector) ListRuns(ctx context.Context, o ListRunsOptions) (*RunPage,
 // run looked at last, or "" once the runs (or the window) have ended.
 // Pages of size are read at a time (more when filtering: most records may
 // not pass).
-func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *engine.IndexEntry, size, budget int, keep func(*RunInfo) bool) (string, error) {
+func (in *Inspector) scanRuns(ctx context.Context, o *ListOptions, pos *engine.IndexEntry, size, budget int, keep func(*RunInfo) bool) (string, error) {
 	w := windowOf(pos, o.Since, o.Until)
 	pos = w.pos
 	if o.filtered() {
@@ -221,15 +225,15 @@ func (in *Inspector) scanRuns(ctx context.Context, o *ListRunsOptions, pos *engi
 // ListRunIDs is ListRuns returning only the IDs; without a Task, Status,
 // Key or Where filter it reads the runs index alone, and may list a run
 // whose record has just expired.
-func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDPage, error) {
+func (in *Inspector) ListRunIDs(ctx context.Context, o ListOptions) (*Page[string], error) {
 	if o.filtered() {
 		rp, err := in.ListRuns(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		p := &RunIDPage{IDs: make([]string, len(rp.Runs)), NextCursor: rp.NextCursor}
-		for i, r := range rp.Runs {
-			p.IDs[i] = r.ID
+		p := &Page[string]{Items: make([]string, len(rp.Items)), NextCursor: rp.NextCursor}
+		for i, r := range rp.Items {
+			p.Items[i] = r.ID
 		}
 		return p, nil
 	}
@@ -249,72 +253,28 @@ func (in *Inspector) ListRunIDs(ctx context.Context, o ListRunsOptions) (*RunIDP
 	if err != nil {
 		return nil, err
 	}
-	return &RunIDPage{IDs: entryIDs(es), NextCursor: next}, nil
-}
-
-// CancelRun cancels a run that has not ended and returns its status
-// afterwards; see RunHandle.Cancel.
-func (in *Inspector) CancelRun(ctx context.Context, runID string) (Status, error) {
-	return in.c.Cancel(ctx, runID)
-}
-
-// SignalRun delivers a JSON payload to a run; see RunHandle.Signal.
-func (in *Inspector) SignalRun(ctx context.Context, runID string, payload json.RawMessage) (*SignalReceipt, error) {
-	return in.c.sendSignal(ctx, "", runID, payload)
-}
-
-// SignalKey delivers a JSON payload to the run holding key; see
-// Client.Signal.
-func (in *Inspector) SignalKey(ctx context.Context, key string, payload json.RawMessage) (*SignalReceipt, error) {
-	return in.c.sendSignal(ctx, key, "", payload)
+	return &Page[string]{Items: entryIDs(es), NextCursor: next}, nil
 }
 
 // --- keys -------------------------------------------------------------------
 
-// ListKeysOptions select idempotency keys for ListKeys.
-type ListKeysOptions struct {
-	// Match keeps the keys matching this glob (Redis MATCH syntax: * ?
-	// [abc]); "" keeps all.
-	Match string
-	// Task and Status keep the keys whose owner is a run of this task,
-	// in this status ("" keeps all). A key whose owner's record has
-	// expired has neither.
-	Task   string
-	Status Status
-	// Cursor continues a listing where the page that returned it ended.
-	Cursor string
-	// Limit is how many keys one page asks Redis to look at (default
-	// ListLimitDefault, at most ListLimitMax). Keys are found with SCAN on
-	// every master in turn (every partition's keys at once), so a page may
-	// hold a few more or fewer (even none, with a NextCursor), a key held
-	// throughout the listing is listed at least once, and the listing ends
-	// when NextCursor is "".
-	Limit int
-}
-
-// KeyPage is one page of held idempotency keys, each with its owner.
-type KeyPage struct {
-	Keys []*KeyInfo `json:"keys"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
-// GetKey says who holds key now, or fails with *KeyNotHeldError.
+// GetKey says who holds key now, or fails with a *StateError of Kind
+// ErrKeyNotHeld.
 func (in *Inspector) GetKey(ctx context.Context, key string) (*KeyInfo, error) {
-	return in.c.LookupKey(ctx, key)
+	return in.c.lookupKey(ctx, key)
 }
 
 // ListKeys returns a page of the held idempotency keys with their owners.
 // A key released between finding it and reading it is left out, and so is
 // one whose owner does not pass the Task and Status filters: a filtered
 // page may hold fewer keys (even none) and still have a NextCursor.
-func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage, error) {
+func (in *Inspector) ListKeys(ctx context.Context, o ListOptions) (*Page[*KeyInfo], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
 	}
 	if o.Status != "" && !o.Status.valid() {
-		return nil, (&ListRunsOptions{Status: o.Status}).check()
+		return nil, (&ListOptions{Status: o.Status}).check()
 	}
 	sctx, cancel := in.c.opCtx(ctx)
 	names, next, err := in.c.store.ScanKeys(sctx, o.Match, o.Cursor, int64(limit))
@@ -325,7 +285,7 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage,
 	if err != nil {
 		return nil, in.c.unavailable(sctx, err)
 	}
-	page := &KeyPage{Keys: []*KeyInfo{}, NextCursor: next}
+	page := &Page[*KeyInfo]{Items: []*KeyInfo{}, NextCursor: next}
 	seen := map[string]bool{}
 	uniq := names[:0]
 	for _, k := range names {
@@ -357,7 +317,7 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage,
 		k := in.c.keyInfo(ks, runs[0])
 		runs = runs[1:]
 		if (o.Task == "" || k.Task == o.Task) && (o.Status == "" || k.OwnerStatus == o.Status) {
-			page.Keys = append(page.Keys, k)
+			page.Items = append(page.Items, k)
 		}
 	}
 	return page, nil
@@ -365,9 +325,9 @@ func (in *Inspector) ListKeys(ctx context.Context, o ListKeysOptions) (*KeyPage,
 
 // ReleaseKey frees key so that the next trigger with it creates a run. It
 // is fenced by owner: the key is released only while that run holds it,
-// else it fails with *KeyOwnerChangedError. With owner "" it releases the
+// else it fails with a *StateError of Kind ErrKeyOwnerChanged. With owner "" it releases the
 // key from whichever run holds it now. It returns the run the key was
-// released from, and fails with *KeyNotHeldError when nobody holds it. The
+// released from, and fails with Kind ErrKeyNotHeld when nobody holds it. The
 // run itself is not touched.
 func (in *Inspector) ReleaseKey(ctx context.Context, key, owner string) (string, error) {
 	ctx, cancel := in.c.opCtx(ctx)
@@ -378,7 +338,7 @@ func (in *Inspector) ReleaseKey(ctx context.Context, key, owner string) (string,
 			return "", in.c.unavailable(ctx, err)
 		}
 		if !held {
-			return "", &KeyNotHeldError{Key: key}
+			return "", &StateError{Kind: ErrKeyNotHeld, Key: key}
 		}
 		owner = ks.Owner
 	}
@@ -393,20 +353,20 @@ func (in *Inspector) ReleaseKey(ctx context.Context, key, owner string) (string,
 	if err != nil {
 		return "", in.c.unavailable(ctx, err)
 	}
-	return "", &KeyOwnerChangedError{Key: key, Expected: owner, Current: now.Owner}
+	return "", &StateError{Kind: ErrKeyOwnerChanged, Key: key, Expected: owner, Current: now.Owner}
 }
 
 // --- tasks ------------------------------------------------------------------
 
 // ListTasks lists the task definitions workers have registered, by name.
 func (in *Inspector) ListTasks(ctx context.Context) ([]task.Registered, error) {
-	return in.c.Tasks(ctx)
+	return in.c.tasks(ctx)
 }
 
 // GetTask returns the registration of one task, or an error matching
 // ErrTaskNotFound.
 func (in *Inspector) GetTask(ctx context.Context, name string) (*task.Registered, error) {
-	return in.c.RegisteredTask(ctx, name)
+	return in.c.registeredTask(ctx, name)
 }
 
 // --- cursors and limits -------------------------------------------------------

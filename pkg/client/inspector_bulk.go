@@ -52,7 +52,7 @@ type BulkOptions struct {
 	// Filter selects the runs as ListRuns does; its Cursor and Limit must
 	// be empty. The action applies to those of them it can act on: not
 	// ended (cancel), failed or cancelled and not retried yet (retry).
-	Filter ListRunsOptions
+	Filter ListOptions
 	// DryRun counts the runs the action would apply to and does nothing.
 	// It is not refused for Max.
 	DryRun bool
@@ -152,7 +152,7 @@ func (in *Inspector) bulk(ctx context.Context, o BulkOptions, applies func(*RunI
 // status and not counted as done.
 func (in *Inspector) CancelRuns(ctx context.Context, o BulkOptions) (*BulkResult, error) {
 	return in.bulk(ctx, o, func(r *RunInfo) bool { return !r.Status.Terminal() }, func(r *RunInfo) BulkRun {
-		st, err := in.CancelRun(ctx, r.ID)
+		st, err := in.c.cancel(ctx, r.ID)
 		if err == nil && st != StatusCancelled {
 			err = fmt.Errorf("client: run %s had already ended: %s", r.ID, st)
 		}

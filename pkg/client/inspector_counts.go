@@ -2,19 +2,11 @@ package client
 
 import (
 	"context"
-	"time"
 )
 
 // CountRunsMax bounds the runs one CountRuns call counts: the newest of
 // its window.
 const CountRunsMax = ListScanMax
-
-// CountRunsOptions select the runs CountRuns counts.
-type CountRunsOptions struct {
-	// Since and Until count the runs created at or after Since and before
-	// Until (zero: no bound).
-	Since, Until time.Time
-}
 
 // RunCounts counts runs by task and status.
 type RunCounts struct {
@@ -32,7 +24,7 @@ type RunCounts struct {
 // first, up to CountRunsMax runs (a window given by Since and Until
 // narrows what is counted). It reads only each record's task and status.
 // Runs whose records expired after their retention are not counted.
-func (in *Inspector) CountRuns(ctx context.Context, o CountRunsOptions) (*RunCounts, error) {
+func (in *Inspector) CountRuns(ctx context.Context, o ListOptions) (*RunCounts, error) {
 	if err := checkRange(o.Since, o.Until); err != nil {
 		return nil, err
 	}

@@ -50,27 +50,6 @@ func eventInfo(r *engine.Event) *EventInfo {
 	return e
 }
 
-// ListEventsOptions select events for ListEvents.
-type ListEventsOptions struct {
-	// Key lists only the events of this event key ("" lists all).
-	Key string
-	// Since and Until keep the events ingested at or after Since and
-	// before Until (zero: no bound).
-	Since, Until time.Time
-	// Cursor continues a listing where the page that returned it ended.
-	Cursor string
-	// Limit is the most events one page holds (default ListLimitDefault,
-	// at most ListLimitMax).
-	Limit int
-}
-
-// EventPage is one page of events, newest first.
-type EventPage struct {
-	Events []*EventInfo `json:"events"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
 // GetEvent reads one event, or fails with an error matching
 // ErrEventNotFound.
 func (in *Inspector) GetEvent(ctx context.Context, id string) (*EventInfo, error) {
@@ -86,7 +65,7 @@ func (in *Inspector) GetEvent(ctx context.Context, id string) (*EventInfo, error
 // ListEvents returns a page of events, newest first, merged from every
 // partition as ListRuns merges runs. Events whose records expired between
 // reading the index and the records are left out.
-func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*EventPage, error) {
+func (in *Inspector) ListEvents(ctx context.Context, o ListOptions) (*Page[*EventInfo], error) {
 	limit, pos, err := pageStart(o.Limit, o.Cursor)
 	if err != nil {
 		return nil, err
@@ -107,9 +86,9 @@ func (in *Inspector) ListEvents(ctx context.Context, o ListEventsOptions) (*Even
 	if err != nil {
 		return nil, in.c.unavailable(ctx, err)
 	}
-	page := &EventPage{Events: make([]*EventInfo, len(recs)), NextCursor: next}
+	page := &Page[*EventInfo]{Items: make([]*EventInfo, len(recs)), NextCursor: next}
 	for i, r := range recs {
-		page.Events[i] = eventInfo(r)
+		page.Items[i] = eventInfo(r)
 	}
 	return page, nil
 }

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/fieldfilter"
 )
 
 // ErrInvalidListOption matches every *ListOptionError.
@@ -32,107 +32,13 @@ func (e *ListOptionError) Is(target error) bool { return target == ErrInvalidLis
 // WhereMax is the most field filters one listing takes.
 const WhereMax = 8
 
-// The sources a FieldFilter reads.
+// The sources a ListOptions.Where filter reads.
 const (
 	// FieldInput is the run's input.
-	FieldInput = "input"
+	FieldInput = fieldfilter.Input
 	// FieldMetadata is the run's additional metadata.
-	FieldMetadata = "metadata"
+	FieldMetadata = fieldfilter.Metadata
 )
-
-// FieldFilter keeps the runs whose input (or additional metadata) has a
-// field equal to a value, as "input.customer=42" or "metadata.source=web"
-// say it (see ParseFieldFilter).
-type FieldFilter struct {
-	// Source is FieldInput or FieldMetadata.
-	Source string
-	// Path names the field, one object key per element: "customer.id" is
-	// ["customer", "id"].
-	Path []string
-	// Value is compared with the field. A string field matches its text; a
-	// number matches a Value that is the same number (42 matches 42.0); true,
-	// false and null match their JSON. A Value in double quotes ("\"42\"")
-	// matches only a string field with the quoted text. Objects and arrays
-	// never match.
-	Value string
-}
-
-// ParseFieldFilter reads a filter written "input.<path>=<value>" or
-// "metadata.<path>=<value>", the path's object keys joined by dots; the
-// value is everything after the first "=" (it may be empty).
-func ParseFieldFilter(s string) (FieldFilter, error) {
-	bad := func(problem string) (FieldFilter, error) {
-		return FieldFilter{}, &ListOptionError{Option: "where", Problem: fmt.Sprintf("%s: %s", strconv.Quote(clipText(s)), problem)}
-	}
-	field, value, ok := strings.Cut(s, "=")
-	if !ok {
-		return bad("write input.<field>=<value> or metadata.<field>=<value>")
-	}
-	source, path, _ := strings.Cut(field, ".")
-	if source != FieldInput && source != FieldMetadata {
-		return bad(fmt.Sprintf("the field must start with %q or %q", FieldInput+".", FieldMetadata+"."))
-	}
-	f := FieldFilter{Source: source, Path: strings.Split(path, "."), Value: value}
-	for _, p := range f.Path {
-		if p == "" {
-			return bad("the field's path has an empty name; write input.customer.id=42")
-		}
-	}
-	return f, nil
-}
-
-// String writes the filter as ParseFieldFilter reads it.
-func (f FieldFilter) String() string {
-	return f.Source + "." + strings.Join(f.Path, ".") + "=" + f.Value
-}
-
-func (f FieldFilter) check() error {
-	if _, err := ParseFieldFilter(f.String()); err != nil {
-		return err
-	}
-	if strings.Contains(strings.Join(f.Path, ""), "=") {
-		return &ListOptionError{Option: "where", Problem: fmt.Sprintf("%s: a field name must not contain \"=\"", strconv.Quote(clipText(f.String())))}
-	}
-	return nil
-}
-
-// matches reports whether the JSON object doc has the field at the value.
-func (f FieldFilter) matches(doc map[string]any) bool {
-	var v any = doc
-	for _, p := range f.Path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return false
-		}
-		if v, ok = m[p]; !ok {
-			return false
-		}
-	}
-	want := f.Value
-	if len(want) >= 2 && want[0] == '"' {
-		var s string
-		if json.Unmarshal([]byte(want), &s) == nil {
-			got, ok := v.(string)
-			return ok && got == s
-		}
-	}
-	switch x := v.(type) {
-	case string:
-		return x == want
-	case json.Number:
-		if string(x) == want {
-			return true
-		}
-		a, err1 := strconv.ParseFloat(string(x), 64)
-		b, err2 := strconv.ParseFloat(want, 64)
-		return err1 == nil && err2 == nil && a == b
-	case bool:
-		return strconv.FormatBool(x) == want
-	case nil:
-		return want == "null"
-	}
-	return false
-}
 
 // decodeObject reads a run's input or metadata for the filters; nil when
 // it is not a JSON object.
@@ -158,21 +64,24 @@ func clipText(s string) string {
 
 // filtered reports whether the options keep runs by what their records
 // hold (not only by when they were created).
-func (o *ListRunsOptions) filtered() bool {
+func (o *ListOptions) filtered() bool {
 	return o.Task != "" || o.Status != "" || o.Key != "" || len(o.Where) > 0 || o.Scheduled
 }
 
-func (o *ListRunsOptions) check() error {
+func (o *ListOptions) check() error {
 	if o.Status != "" && !o.Status.valid() {
 		return &ListOptionError{Option: "status", Problem: fmt.Sprintf("%s is not a status: use queued, running, succeeded, failed or cancelled", strconv.Quote(clipText(string(o.Status))))}
 	}
 	if len(o.Where) > WhereMax {
 		return &ListOptionError{Option: "where", Problem: fmt.Sprintf("has %d filters, over the limit of %d", len(o.Where), WhereMax)}
 	}
-	for _, f := range o.Where {
-		if err := f.check(); err != nil {
-			return err
+	o.where = nil
+	for _, w := range o.Where {
+		f, err := fieldfilter.Parse(w)
+		if err != nil {
+			return &ListOptionError{Option: "where", Problem: err.Error()}
 		}
+		o.where = append(o.where, f)
 	}
 	return checkRange(o.Since, o.Until)
 }
@@ -186,13 +95,16 @@ func checkRange(since, until time.Time) error {
 }
 
 // keeps reports whether run r passes the options' filters.
-func (o *ListRunsOptions) keeps(r *engine.Run) bool {
+func (o *ListOptions) keeps(r *engine.Run) bool {
 	if r == nil || o.Task != "" && r.Task != o.Task || o.Status != "" && Status(r.Status) != o.Status ||
 		o.Key != "" && r.Key != o.Key {
 		return false
 	}
+	if len(o.where) != len(o.Where) && o.check() != nil {
+		return false
+	}
 	var input, meta map[string]any
-	for _, f := range o.Where {
+	for _, f := range o.where {
 		doc := &input
 		raw := r.Input
 		if f.Source == FieldMetadata {
@@ -203,7 +115,7 @@ func (o *ListRunsOptions) keeps(r *engine.Run) bool {
 				return false
 			}
 		}
-		if !f.matches(*doc) {
+		if !f.Matches(*doc) {
 			return false
 		}
 	}

@@ -36,7 +36,7 @@ func (c *stepClock) set(t time.Time) {
 var listDef = task.Must[json.RawMessage, json.RawMessage]("list-runs", task.Options{Idempotency: task.TTL(`"list:" + input.id`, time.Hour)}).Definition()
 
 // listAll walks a listing to its end, checking every page's size.
-func listAll(t *testing.T, in *client.Inspector, o client.ListRunsOptions) []string {
+func listAll(t *testing.T, in *client.Inspector, o client.ListOptions) []string {
 	t.Helper()
 	var ids []string
 	for pages := 0; ; pages++ {
@@ -47,10 +47,10 @@ func listAll(t *testing.T, in *client.Inspector, o client.ListRunsOptions) []str
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.Limit > 0 && len(page.Runs) > o.Limit {
-			t.Fatalf("page of %d runs, over the limit of %d", len(page.Runs), o.Limit)
+		if o.Limit > 0 && len(page.Items) > o.Limit {
+			t.Fatalf("page of %d runs, over the limit of %d", len(page.Items), o.Limit)
 		}
-		for _, r := range page.Runs {
+		for _, r := range page.Items {
 			ids = append(ids, r.ID)
 		}
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -85,7 +85,7 @@ func TestInspectorFiltersRuns(t *testing.T) {
 				source = "web"
 			}
 			meta, _ := json.Marshal(map[string]any{"source": source})
-			h, err := c.TriggerJSON(ctx, listDef, input, client.WithMetadataJSON(meta))
+			h, err := c.TriggerJSON(ctx, listDef, input, client.WithMetadata(meta))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,62 +103,52 @@ func TestInspectorFiltersRuns(t *testing.T) {
 		for _, s := range [][]string{all, customer42, web, inWindow} {
 			slices.Reverse(s)
 		}
-		where := func(exprs ...string) []client.FieldFilter {
-			var fs []client.FieldFilter
-			for _, e := range exprs {
-				f, err := client.ParseFieldFilter(e)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fs = append(fs, f)
-			}
-			return fs
-		}
+		where := func(exprs ...string) []string { return exprs }
 		for _, tc := range []struct {
 			name string
-			o    client.ListRunsOptions
+			o    client.ListOptions
 			want []string
 		}{
-			{"all", client.ListRunsOptions{Limit: 6}, all},
-			{"input field", client.ListRunsOptions{Where: where("input.customer=42"), Limit: 2}, customer42},
-			{"input field as 42.0", client.ListRunsOptions{Where: where("input.customer=42.0")}, slices.DeleteFunc(slices.Clone(customer42), func(id string) bool { return id == all[len(all)-1-5] })},
-			{"quoted string only", client.ListRunsOptions{Where: where(`input.customer="42"`)}, []string{all[len(all)-1-5]}},
-			{"nested field", client.ListRunsOptions{Where: where("input.nested.n=7")}, []string{all[len(all)-1-7]}},
-			{"metadata field", client.ListRunsOptions{Where: where("metadata.source=web"), Limit: 4}, web},
-			{"both", client.ListRunsOptions{Where: where("metadata.source=web", "input.customer=42")}, intersect(web, customer42)},
-			{"key", client.ListRunsOptions{Key: "list:3"}, []string{all[len(all)-1-3]}},
-			{"time range", client.ListRunsOptions{Since: base.Add(4 * time.Minute), Until: base.Add(9 * time.Minute), Limit: 2}, inWindow},
-			{"since only", client.ListRunsOptions{Since: base.Add(17 * time.Minute)}, all[:3]},
-			{"until only", client.ListRunsOptions{Until: base.Add(2 * time.Minute)}, all[len(all)-2:]},
-			{"no match", client.ListRunsOptions{Where: where("input.customer=7")}, nil},
+			{"all", client.ListOptions{Limit: 6}, all},
+			{"input field", client.ListOptions{Where: where("input.customer=42"), Limit: 2}, customer42},
+			{"input field as 42.0", client.ListOptions{Where: where("input.customer=42.0")}, slices.DeleteFunc(slices.Clone(customer42), func(id string) bool { return id == all[len(all)-1-5] })},
+			{"quoted string only", client.ListOptions{Where: where(`input.customer="42"`)}, []string{all[len(all)-1-5]}},
+			{"nested field", client.ListOptions{Where: where("input.nested.n=7")}, []string{all[len(all)-1-7]}},
+			{"metadata field", client.ListOptions{Where: where("metadata.source=web"), Limit: 4}, web},
+			{"both", client.ListOptions{Where: where("metadata.source=web", "input.customer=42")}, intersect(web, customer42)},
+			{"key", client.ListOptions{Key: "list:3"}, []string{all[len(all)-1-3]}},
+			{"time range", client.ListOptions{Since: base.Add(4 * time.Minute), Until: base.Add(9 * time.Minute), Limit: 2}, inWindow},
+			{"since only", client.ListOptions{Since: base.Add(17 * time.Minute)}, all[:3]},
+			{"until only", client.ListOptions{Until: base.Add(2 * time.Minute)}, all[len(all)-2:]},
+			{"no match", client.ListOptions{Where: where("input.customer=7")}, nil},
 		} {
 			if got := listAll(t, in, tc.o); !slices.Equal(got, tc.want) {
 				t.Errorf("%s: listed %v, want %v", tc.name, got, tc.want)
 			}
-			ids, err := in.ListRunIDs(ctx, client.ListRunsOptions{Where: tc.o.Where, Key: tc.o.Key, Since: tc.o.Since, Until: tc.o.Until, Limit: 1000})
-			if err != nil || !slices.Equal(ids.IDs, tc.want) && !(len(ids.IDs) == 0 && tc.want == nil) {
+			ids, err := in.ListRunIDs(ctx, client.ListOptions{Where: tc.o.Where, Key: tc.o.Key, Since: tc.o.Since, Until: tc.o.Until, Limit: 1000})
+			if err != nil || !slices.Equal(ids.Items, tc.want) && !(len(ids.Items) == 0 && tc.want == nil) {
 				t.Errorf("%s: ListRunIDs = %v, %v; want %v", tc.name, ids, err, tc.want)
 			}
 		}
 
 		// Bad options are typed errors naming the option and the limit.
 		var oe *client.ListOptionError
-		for _, o := range []client.ListRunsOptions{
+		for _, o := range []client.ListOptions{
 			{Limit: client.ListLimitMax + 1},
 			{Status: "done"},
 			{Since: base.Add(time.Hour), Until: base},
-			{Where: make([]client.FieldFilter, client.WhereMax+1)},
+			{Where: make([]string, client.WhereMax+1)},
 		} {
 			if _, err := in.ListRuns(ctx, o); !errors.As(err, &oe) || !errors.Is(err, client.ErrInvalidListOption) {
 				t.Errorf("ListRuns(%+v) = %v, want a *ListOptionError", o, err)
 			}
 		}
-		if _, err := in.ListRuns(ctx, client.ListRunsOptions{Limit: 5000}); err == nil || err.Error() != "limit 5000 is over the maximum of 1000" {
+		if _, err := in.ListRuns(ctx, client.ListOptions{Limit: 5000}); err == nil || err.Error() != "limit 5000 is over the maximum of 1000" {
 			t.Errorf("limit 5000: %v", err)
 		}
 		for _, bad := range []string{"customer=42", "input=42", "input.=1", "input.a..b=1", "payload.x=1", "input.x"} {
-			if _, err := client.ParseFieldFilter(bad); !errors.As(err, &oe) || oe.Option != "where" {
-				t.Errorf("ParseFieldFilter(%q) = %v, want a *ListOptionError for where", bad, err)
+			if _, err := in.ListRuns(ctx, client.ListOptions{Where: []string{bad}}); !errors.As(err, &oe) || oe.Option != "where" {
+				t.Errorf("Where %q: %v, want a *ListOptionError for where", bad, err)
 			}
 		}
 	})
@@ -187,7 +177,7 @@ func TestInspectorFiltersKeysByOwner(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i == 2 {
-				if _, err := in.CancelRun(ctx, h.ID()); err != nil {
+				if _, err := c.Handle(h.ID()).Cancel(ctx); err != nil {
 					t.Fatal(err)
 				}
 				cancelled = h.ID()
@@ -196,14 +186,14 @@ func TestInspectorFiltersKeysByOwner(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		keys := func(o client.ListKeysOptions) map[string]string {
+		keys := func(o client.ListOptions) map[string]string {
 			got := map[string]string{}
 			for {
 				page, err := in.ListKeys(ctx, o)
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, k := range page.Keys {
+				for _, k := range page.Items {
 					got[k.Key] = k.OwnerRunID
 				}
 				if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -211,16 +201,16 @@ func TestInspectorFiltersKeysByOwner(t *testing.T) {
 				}
 			}
 		}
-		if got := keys(client.ListKeysOptions{Task: listDef.Name}); len(got) != 6 {
+		if got := keys(client.ListOptions{Task: listDef.Name}); len(got) != 6 {
 			t.Errorf("keys of task %s: %v, want 6", listDef.Name, got)
 		}
-		if got := keys(client.ListKeysOptions{Task: listDef.Name, Status: client.StatusCancelled}); len(got) != 1 || got["list:2"] != cancelled {
+		if got := keys(client.ListOptions{Task: listDef.Name, Status: client.StatusCancelled}); len(got) != 1 || got["list:2"] != cancelled {
 			t.Errorf("keys of cancelled owners: %v, want list:2 held by %s", got, cancelled)
 		}
-		if got := keys(client.ListKeysOptions{Status: client.StatusQueued}); len(got) != 11 {
+		if got := keys(client.ListOptions{Status: client.StatusQueued}); len(got) != 11 {
 			t.Errorf("keys of queued owners: %d, want 11", len(got))
 		}
-		if _, err := in.ListKeys(ctx, client.ListKeysOptions{Status: "held"}); !errors.Is(err, client.ErrInvalidListOption) {
+		if _, err := in.ListKeys(ctx, client.ListOptions{Status: "held"}); !errors.Is(err, client.ErrInvalidListOption) {
 			t.Errorf("status held: %v, want ErrInvalidListOption", err)
 		}
 	})
@@ -239,7 +229,7 @@ func TestInspectorCountsRunsByTaskAndStatus(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i < 2 {
-				if _, err := in.CancelRun(ctx, h.ID()); err != nil {
+				if _, err := c.Handle(h.ID()).Cancel(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -247,7 +237,7 @@ func TestInspectorCountsRunsByTaskAndStatus(t *testing.T) {
 		if _, err := client.RunNoWait(ctx, c, inspectA, orderInput{ID: "a"}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := in.CountRuns(ctx, client.CountRunsOptions{})
+		got, err := in.CountRuns(ctx, client.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +248,7 @@ func TestInspectorCountsRunsByTaskAndStatus(t *testing.T) {
 		if fmt.Sprint(got.Tasks) != fmt.Sprint(want) || got.Counted != 6 || got.Truncated {
 			t.Fatalf("counts = %+v, want %v of 6 runs, not truncated", got, want)
 		}
-		got, err = in.CountRuns(ctx, client.CountRunsOptions{Since: time.Now().Add(time.Hour)})
+		got, err = in.CountRuns(ctx, client.ListOptions{Since: time.Now().Add(time.Hour)})
 		if err != nil || got.Counted != 0 || len(got.Tasks) != 0 {
 			t.Fatalf("counts of a future window = %+v, %v; want none", got, err)
 		}

@@ -35,15 +35,6 @@ type QueueStat struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// OldestQueuedAge is how long the oldest queued run has waited at now
-// (0 when none is queued).
-func (q QueueStat) OldestQueuedAge(now time.Time) time.Duration {
-	if q.OldestQueued.IsZero() || now.Before(q.OldestQueued) {
-		return 0
-	}
-	return now.Sub(q.OldestQueued)
-}
-
 // QueueStats reads the queue figures of tasks, or of every registered task
 // when none is named, sorted by name. It reads each task stream's consumer
 // group (XINFO GROUPS) and its first undelivered entry, a few pipelined

@@ -40,7 +40,7 @@ func TestQueueStatsSumsThePartitions(t *testing.T) {
 		if len(st) != 1 || st[0].Task != partKeyed.Name() || st[0].Queued != n || st[0].InFlight != 0 {
 			t.Fatalf("QueueStats = %+v, want %d queued", st, n)
 		}
-		if age := st[0].OldestQueuedAge(time.Now()); age <= 0 || st[0].OldestQueued.Before(before) {
+		if age := time.Since(st[0].OldestQueued); age <= 0 || st[0].OldestQueued.Before(before) {
 			t.Fatalf("oldest queued %v (age %v), want after %v", st[0].OldestQueued, age, before)
 		}
 		if all, err := c.Inspector().QueueStats(ctx); err != nil || len(all) != 0 {

@@ -31,7 +31,7 @@ type RateLimitInfo struct {
 // that tasks declare differently is listed as the first of them, by task
 // name, declares it.
 func (in *Inspector) ListRateLimits(ctx context.Context, key string) ([]RateLimitInfo, error) {
-	regs, err := in.c.Tasks(ctx)
+	regs, err := in.c.tasks(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -8,32 +8,10 @@ import (
 	"github.com/taskq/taskq/pkg/task"
 )
 
-// ErrNotRetryable matches every *NotRetryableError.
+// ErrNotRetryable is the Kind of a *StateError saying RetryRun refused a
+// run: only a failed or cancelled run that was not retried yet can be
+// retried.
 var ErrNotRetryable = errors.New("run cannot be retried")
-
-// NotRetryableError says RetryRun refused a run: only a failed or
-// cancelled run that was not retried yet can be retried. Nothing was
-// created.
-type NotRetryableError struct {
-	RunID string
-	// Status is the run's status.
-	Status Status
-	// RetriedBy is the run that already retried it ("" when none did).
-	RetriedBy string
-}
-
-func (e *NotRetryableError) Error() string {
-	switch {
-	case e.RetriedBy != "":
-		return fmt.Sprintf("run %s was already retried by run %s; retry that run instead", e.RunID, e.RetriedBy)
-	case e.Status.Terminal():
-		return fmt.Sprintf("run %s %s: only a failed or cancelled run can be retried", e.RunID, e.Status)
-	}
-	return fmt.Sprintf("run %s is %s: only a failed or cancelled run can be retried; cancel it first", e.RunID, e.Status)
-}
-
-// Is makes errors.Is(err, ErrNotRetryable) hold.
-func (e *NotRetryableError) Is(target error) bool { return target == ErrNotRetryable }
 
 // Retryable reports whether RetryRun would retry the run: it failed or was
 // cancelled, and was not retried yet.
@@ -49,7 +27,7 @@ func (i *RunInfo) Retryable() bool {
 // policy: a retry never attaches to, supersedes or signals another run. The
 // new run's RetryOf names the original, and the original's RetriedBy the
 // new run. A run that is queued, running or succeeded, or was already
-// retried, fails with *NotRetryableError; one whose task no worker
+// retried, fails with a *StateError of Kind ErrNotRetryable; one whose task no worker
 // registered, with an error matching ErrTaskNotFound. The registered
 // definition of the task is used, as it is now.
 //
@@ -62,13 +40,13 @@ func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, er
 		return nil, err
 	}
 	if !orig.Retryable() {
-		return nil, &NotRetryableError{RunID: runID, Status: orig.Status, RetriedBy: orig.RetriedBy}
+		return nil, &StateError{Kind: ErrNotRetryable, RunID: runID, Status: orig.Status, RetriedBy: orig.RetriedBy}
 	}
 	def, err := in.c.Definition(ctx, orig.Task)
 	if err != nil {
 		return nil, fmt.Errorf("retry run %s: %w", runID, err)
 	}
-	h, err := in.c.TriggerJSON(ctx, def, orig.Input, WithMetadataJSON(orig.Metadata), OnConflict(task.ConflictReject))
+	h, err := in.c.TriggerJSON(ctx, def, orig.Input, WithMetadata(orig.Metadata), OnConflict(task.ConflictReject))
 	if err != nil {
 		return h, err
 	}

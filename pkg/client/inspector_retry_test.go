@@ -60,7 +60,7 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
 
 		// A failed run: its status key was released when it failed.
-		h, err := c.TriggerJSON(ctx, retryFails.Definition(), []byte(`{"id":"1","amount":5}`), client.WithMetadataJSON([]byte(`{"tenant":"acme"}`)))
+		h, err := c.TriggerJSON(ctx, retryFails.Definition(), []byte(`{"id":"1","amount":5}`), client.WithMetadata([]byte(`{"tenant":"acme"}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,8 +84,8 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if orig, err := in.GetRun(ctx, h.ID()); err != nil || orig.RetriedBy != retry.ID() {
 			t.Fatalf("the original: %+v, %v; want retried by %s", orig, err, retry.ID())
 		}
-		var nr *client.NotRetryableError
-		if _, err := in.RetryRun(ctx, h.ID()); !errors.As(err, &nr) || nr.RetriedBy != retry.ID() || !errors.Is(err, client.ErrNotRetryable) {
+		var nr *client.StateError
+		if _, err := in.RetryRun(ctx, h.ID()); !(errors.As(err, &nr) && nr.Kind == client.ErrNotRetryable) || nr.RetriedBy != retry.ID() || !errors.Is(err, client.ErrNotRetryable) {
 			t.Fatalf("a second retry of the original: %v, want *NotRetryableError naming %s", err, retry.ID())
 		}
 
@@ -96,17 +96,17 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := in.CancelRun(ctx, held.ID()); err != nil {
+		if _, err := c.Handle(held.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 1000})
+		before, _ := in.ListRunIDs(ctx, client.ListOptions{Limit: 1000})
 		var coll *client.IdempotencyCollisionError
 		if _, err := in.RetryRun(ctx, held.ID()); !errors.As(err, &coll) || coll.ExistingRunID != held.ID() || coll.Key != "held:2" {
 			t.Fatalf("retry under a held key: %v, want a collision naming %s", err, held.ID())
 		}
-		after, _ := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 1000})
-		if len(after.IDs) != len(before.IDs) {
-			t.Fatalf("a refused retry created a run: %d runs, then %d", len(before.IDs), len(after.IDs))
+		after, _ := in.ListRunIDs(ctx, client.ListOptions{Limit: 1000})
+		if len(after.Items) != len(before.Items) {
+			t.Fatalf("a refused retry created a run: %d runs, then %d", len(before.Items), len(after.Items))
 		}
 		if orig, _ := in.GetRun(ctx, held.ID()); orig.RetriedBy != "" {
 			t.Fatalf("a refused retry linked the original to %s", orig.RetriedBy)
@@ -118,10 +118,10 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := in.RetryRun(ctx, free.ID()); !errors.As(err, &nr) || nr.Status != client.StatusQueued {
+		if _, err := in.RetryRun(ctx, free.ID()); !(errors.As(err, &nr) && nr.Kind == client.ErrNotRetryable) || nr.Status != client.StatusQueued {
 			t.Fatalf("retry of a queued run: %v, want *NotRetryableError with status queued", err)
 		}
-		if _, err := in.CancelRun(ctx, free.ID()); err != nil {
+		if _, err := c.Handle(free.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		r2, err := in.RetryRun(ctx, free.ID())
@@ -151,7 +151,7 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 			if i%2 == 0 {
 				src = "web"
 			}
-			h, err := c.TriggerJSON(ctx, retryFree.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`{"source":"`+src+`"}`)))
+			h, err := c.TriggerJSON(ctx, retryFree.Definition(), []byte(`{}`), client.WithMetadata([]byte(`{"source":"`+src+`"}`)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,11 +159,8 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 				web = append([]string{h.ID()}, web...)
 			}
 		}
-		webOnly, err := client.ParseFieldFilter("metadata.source=web")
-		if err != nil {
-			t.Fatal(err)
-		}
-		all := client.ListRunsOptions{Task: retryFree.Name()}
+		webOnly := "metadata.source=web"
+		all := client.ListOptions{Task: retryFree.Name()}
 		dry, err := in.CancelRuns(ctx, client.BulkOptions{Filter: all, DryRun: true, Max: 1})
 		if err != nil || dry.Matched != 6 || dry.Done != 0 || len(dry.Runs) != 0 {
 			t.Fatalf("dry run = %+v, %v; want 6 matched, nothing done", dry, err)
@@ -173,10 +170,10 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 			err.Error() != "6 runs match, more than the max of 5; narrow the filter or raise max (up to 1000)" {
 			t.Fatalf("over the cap: %v, want *TooManyRunsError for 6 over 5", err)
 		}
-		if got, _ := in.CountRuns(ctx, client.CountRunsOptions{}); got.Tasks[retryFree.Name()][client.StatusQueued] != 6 {
+		if got, _ := in.CountRuns(ctx, client.ListOptions{}); got.Tasks[retryFree.Name()][client.StatusQueued] != 6 {
 			t.Fatalf("a refused bulk cancel cancelled runs: %v", got.Tasks)
 		}
-		res, err := in.CancelRuns(ctx, client.BulkOptions{Filter: client.ListRunsOptions{Where: []client.FieldFilter{webOnly}}})
+		res, err := in.CancelRuns(ctx, client.BulkOptions{Filter: client.ListOptions{Where: []string{webOnly}}})
 		if err != nil || res.Matched != 3 || res.Done != 3 {
 			t.Fatalf("cancel of the web runs = %+v, %v; want 3 done", res, err)
 		}
@@ -201,7 +198,7 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 			t.Fatalf("retry again = %+v, %v; want nothing left to retry", res, err)
 		}
 		var oe *client.ListOptionError
-		for _, o := range []client.BulkOptions{{Max: client.BulkMaxMax + 1}, {Max: -1}, {Filter: client.ListRunsOptions{Limit: 5}}} {
+		for _, o := range []client.BulkOptions{{Max: client.BulkMaxMax + 1}, {Max: -1}, {Filter: client.ListOptions{Limit: 5}}} {
 			if _, err := in.CancelRuns(ctx, o); !errors.As(err, &oe) {
 				t.Errorf("CancelRuns(%+v) = %v, want a *ListOptionError", o, err)
 			}

@@ -128,16 +128,6 @@ func (in *Inspector) RunAttempts(ctx context.Context, runID string) ([]AttemptIn
 	return attemptsOf(runs[0], hist), nil
 }
 
-// PageOptions select a page of a run's signals or steps.
-type PageOptions struct {
-	// Cursor continues where the page that returned it ended ("" starts
-	// from the first).
-	Cursor string
-	// Limit is the most items one page holds (default ListLimitDefault,
-	// at most ListLimitMax).
-	Limit int
-}
-
 // SignalInfo is one signal sent to a run, as stored.
 type SignalInfo struct {
 	SignalID string          `json:"signalId"`
@@ -145,20 +135,12 @@ type SignalInfo struct {
 	SentAt   time.Time       `json:"sentAt"`
 }
 
-// SignalPage is one page of a run's signals, in the order they were sent.
-type SignalPage struct {
-	RunID   string       `json:"runId"`
-	Signals []SignalInfo `json:"signals"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
 // RunSignals returns a page of the signals sent to a run, in the order
 // they were sent (the run's signal stream; a run holds at most the
 // client's MaxSignals). A cursor stays valid while the run's record lives.
 // It fails with an error matching ErrRunNotFound when the run does not
 // exist, and ErrInvalidCursor for a cursor no page returned.
-func (in *Inspector) RunSignals(ctx context.Context, runID string, o PageOptions) (*SignalPage, error) {
+func (in *Inspector) RunSignals(ctx context.Context, runID string, o ListOptions) (*Page[SignalInfo], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
@@ -176,13 +158,13 @@ func (in *Inspector) RunSignals(ctx context.Context, runID string, o PageOptions
 	if err != nil {
 		return nil, in.c.unavailable(ctx, err)
 	}
-	page := &SignalPage{RunID: runID, Signals: make([]SignalInfo, 0, min(len(sigs), limit))}
+	page := &Page[SignalInfo]{Items: make([]SignalInfo, 0, min(len(sigs), limit))}
 	for i, s := range sigs {
 		if i == limit {
 			page.NextCursor = sigs[i-1].Cursor
 			break
 		}
-		page.Signals = append(page.Signals, SignalInfo{SignalID: s.ID, Payload: s.Payload, SentAt: s.Sent.UTC()})
+		page.Items = append(page.Items, SignalInfo{SignalID: s.ID, Payload: s.Payload, SentAt: s.Sent.UTC()})
 	}
 	return page, nil
 }
@@ -194,14 +176,6 @@ type StepInfo struct {
 	Result json.RawMessage `json:"result"`
 }
 
-// StepPage is one page of a run's durable steps, by name within the page.
-type StepPage struct {
-	RunID string     `json:"runId"`
-	Steps []StepInfo `json:"steps"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
 // RunSteps returns a page of the durable steps a run completed (see
 // worker.Step), each with its stored result. Steps have no order but their
 // names: a page is sorted by name, the pages are not. A page holds about
@@ -209,7 +183,7 @@ type StepPage struct {
 // page); a step stored while the pages are walked may be missed. It fails
 // with an error matching ErrRunNotFound when the run does not exist, and
 // ErrInvalidCursor for a cursor no page returned.
-func (in *Inspector) RunSteps(ctx context.Context, runID string, o PageOptions) (*StepPage, error) {
+func (in *Inspector) RunSteps(ctx context.Context, runID string, o ListOptions) (*Page[StepInfo], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
@@ -229,9 +203,9 @@ func (in *Inspector) RunSteps(ctx context.Context, runID string, o PageOptions) 
 	if err != nil {
 		return nil, in.c.unavailable(ctx, err)
 	}
-	page := &StepPage{RunID: runID, Steps: make([]StepInfo, 0, len(steps))}
+	page := &Page[StepInfo]{Items: make([]StepInfo, 0, len(steps))}
 	for _, s := range steps {
-		page.Steps = append(page.Steps, StepInfo{Name: s.Name, Result: s.Result})
+		page.Items = append(page.Items, StepInfo{Name: s.Name, Result: s.Result})
 	}
 	if next != 0 {
 		page.NextCursor = strconv.FormatUint(next, 10)

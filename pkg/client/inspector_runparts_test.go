@@ -96,11 +96,11 @@ func TestInspectorShowsAttemptsSignalsAndSteps(t *testing.T) {
 		var ids []string
 		cursor := ""
 		for range 4 {
-			page, err := in.RunSignals(ctx, h.ID(), client.PageOptions{Cursor: cursor, Limit: 2})
+			page, err := in.RunSignals(ctx, h.ID(), client.ListOptions{Cursor: cursor, Limit: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range page.Signals {
+			for _, s := range page.Items {
 				ids = append(ids, s.SignalID+" "+string(s.Payload))
 				if s.SentAt.IsZero() {
 					t.Errorf("signal %s has no time", s.SignalID)
@@ -113,8 +113,8 @@ func TestInspectorShowsAttemptsSignalsAndSteps(t *testing.T) {
 		if fmt.Sprint(ids) != `[s0 {"n":0} s1 {"n":1} s2 {"n":2}]` {
 			t.Errorf("signals = %v", ids)
 		}
-		steps, err := in.RunSteps(ctx, h.ID(), client.PageOptions{})
-		if err != nil || len(steps.Steps) != 1 || steps.Steps[0].Name != "charge" || string(steps.Steps[0].Result) != `"ch_1"` || steps.NextCursor != "" {
+		steps, err := in.RunSteps(ctx, h.ID(), client.ListOptions{})
+		if err != nil || len(steps.Items) != 1 || steps.Items[0].Name != "charge" || string(steps.Items[0].Result) != `"ch_1"` || steps.NextCursor != "" {
 			t.Errorf("steps = %+v, %v", steps, err)
 		}
 
@@ -122,11 +122,11 @@ func TestInspectorShowsAttemptsSignalsAndSteps(t *testing.T) {
 		for name, err := range map[string]error{
 			"attempts": func() error { _, err := in.RunAttempts(ctx, "0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10"); return err }(),
 			"signals": func() error {
-				_, err := in.RunSignals(ctx, "0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10", client.PageOptions{})
+				_, err := in.RunSignals(ctx, "0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10", client.ListOptions{})
 				return err
 			}(),
 			"steps": func() error {
-				_, err := in.RunSteps(ctx, "0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10", client.PageOptions{})
+				_, err := in.RunSteps(ctx, "0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10", client.ListOptions{})
 				return err
 			}(),
 		} {
@@ -134,13 +134,13 @@ func TestInspectorShowsAttemptsSignalsAndSteps(t *testing.T) {
 				t.Errorf("%s of a missing run: %v, want ErrRunNotFound", name, err)
 			}
 		}
-		if _, err := in.RunSignals(ctx, h.ID(), client.PageOptions{Cursor: "nope"}); !errors.Is(err, client.ErrInvalidCursor) {
+		if _, err := in.RunSignals(ctx, h.ID(), client.ListOptions{Cursor: "nope"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Errorf("signals from a bad cursor: %v", err)
 		}
-		if _, err := in.RunSteps(ctx, h.ID(), client.PageOptions{Cursor: "x"}); !errors.Is(err, client.ErrInvalidCursor) {
+		if _, err := in.RunSteps(ctx, h.ID(), client.ListOptions{Cursor: "x"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Errorf("steps from a bad cursor: %v", err)
 		}
-		if _, err := in.RunSteps(ctx, h.ID(), client.PageOptions{Limit: client.ListLimitMax + 1}); !errors.Is(err, client.ErrInvalidListOption) {
+		if _, err := in.RunSteps(ctx, h.ID(), client.ListOptions{Limit: client.ListLimitMax + 1}); !errors.Is(err, client.ErrInvalidListOption) {
 			t.Errorf("steps with too large a page: %v", err)
 		}
 	})

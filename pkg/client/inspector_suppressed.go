@@ -9,20 +9,6 @@ import (
 	"github.com/taskq/taskq/internal/engine"
 )
 
-// ListSuppressedOptions select suppressed triggers for ListSuppressed.
-type ListSuppressedOptions struct {
-	// Key keeps the triggers of this idempotency key only (exact).
-	Key string
-	// Owner keeps the triggers refused for this owner run only.
-	Owner string
-	// Limit is the most triggers one page holds (default ListLimitDefault,
-	// at most ListLimitMax).
-	Limit int
-	// Cursor continues a listing where the page that returned it ended
-	// ("" starts from the newest).
-	Cursor string
-}
-
 // SuppressedTrigger is a trigger that created no run because another run
 // held its key: rejected with a collision, attached, signalled or
 // debounced to the owner, or an event's task deduplicated.
@@ -37,18 +23,12 @@ type SuppressedTrigger struct {
 	// named with WithSource.
 	Source string `json:"source"`
 	// InputDigest is the first 16 hex digits of the SHA-256 of the
-	// trigger's input as sent (see InputDigest).
+	// trigger's input as sent, to tell which of several triggers of a
+	// key a record is.
 	InputDigest string `json:"inputDigest"`
 	// Outcome is rejected, attached, signalled, debounced or
 	// deduplicated (an event's task).
 	Outcome string `json:"outcome"`
-}
-
-// SuppressedPage is one page of suppressed triggers, newest first.
-type SuppressedPage struct {
-	Triggers []SuppressedTrigger `json:"triggers"`
-	// NextCursor continues the listing; "" when it has ended.
-	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // The outcomes of a suppressed trigger.
@@ -60,17 +40,13 @@ const (
 	SuppressedDeduplicated = engine.SuppressedDeduplicated
 )
 
-// InputDigest is the digest a suppressed trigger records of its input, to
-// tell which of several triggers of a key a record is.
-func InputDigest(input []byte) string { return engine.InputDigest(input) }
-
 // ListSuppressed answers "why didn't it run?": the triggers that created
 // no run because another run held their key, newest first, with the run
 // that held it. With a Key or an Owner it searches the one partition their
 // records live in; without, it merges every partition's. Records are kept
 // for a day, in about 10,000 stream entries per namespace (the oldest go
 // first; an entry holds the suppressed triggers of one call to Redis).
-func (in *Inspector) ListSuppressed(ctx context.Context, o ListSuppressedOptions) (*SuppressedPage, error) {
+func (in *Inspector) ListSuppressed(ctx context.Context, o ListOptions) (*Page[SuppressedTrigger], error) {
 	limit, err := pageLimit(o.Limit)
 	if err != nil {
 		return nil, err
@@ -86,9 +62,9 @@ func (in *Inspector) ListSuppressed(ctx context.Context, o ListSuppressedOptions
 	if err != nil {
 		return nil, in.c.unavailable(ctx, err)
 	}
-	page := &SuppressedPage{Triggers: make([]SuppressedTrigger, len(es)), NextCursor: next}
+	page := &Page[SuppressedTrigger]{Items: make([]SuppressedTrigger, len(es)), NextCursor: next}
 	for i, e := range es {
-		page.Triggers[i] = SuppressedTrigger{
+		page.Items[i] = SuppressedTrigger{
 			Time: e.Time.UTC(), Key: e.Key, Owner: e.Owner, Task: e.Task, Source: e.Source,
 			InputDigest: e.InputDigest, Outcome: e.Outcome,
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/taskq/taskq/internal/engine"
 	"testing"
 	"time"
 
@@ -32,8 +33,8 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{})
-		if err != nil || len(page.Triggers) != 0 {
+		page, err := in.ListSuppressed(ctx, client.ListOptions{})
+		if err != nil || len(page.Items) != 0 {
 			t.Fatalf("before any duplicate: %+v, %v", page, err)
 		}
 		_, err = client.RunNoWait(ctx, c, suppressedTask, orderInput{ID: "1", Amount: 5})
@@ -49,35 +50,35 @@ func TestListSuppressedFindsTheDuplicate(t *testing.T) {
 		if _, err := client.RunNoWait(ctx, c, suppressedTask, orderInput{ID: "2"}, client.WithSource("cron")); !errors.As(err, &coll) {
 			t.Fatalf("duplicate with a source: %v", err)
 		}
-		byKey, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Key: "order:1"})
+		byKey, err := in.ListSuppressed(ctx, client.ListOptions{Key: "order:1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		input, _ := json.Marshal(orderInput{ID: "1", Amount: 5})
-		if len(byKey.Triggers) != 1 || byKey.NextCursor != "" {
+		if len(byKey.Items) != 1 || byKey.NextCursor != "" {
 			t.Fatalf("by key: %+v", byKey)
 		}
-		got := byKey.Triggers[0]
+		got := byKey.Items[0]
 		if got.Key != "order:1" || got.Owner != owner.ID() || got.Task != suppressedTask.Name() || got.Source != client.SourceClient ||
-			got.Outcome != client.SuppressedRejected || got.InputDigest != client.InputDigest(input) || time.Since(got.Time) > time.Minute {
+			got.Outcome != client.SuppressedRejected || got.InputDigest != engine.InputDigest(input) || time.Since(got.Time) > time.Minute {
 			t.Errorf("by key: %+v", got)
 		}
-		byOwner, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Owner: other.ID()})
+		byOwner, err := in.ListSuppressed(ctx, client.ListOptions{Owner: other.ID()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(byOwner.Triggers) != 1 || byOwner.Triggers[0].Source != "cron" || byOwner.Triggers[0].Key != "order:2" {
+		if len(byOwner.Items) != 1 || byOwner.Items[0].Source != "cron" || byOwner.Items[0].Key != "order:2" {
 			t.Errorf("by owner: %+v", byOwner)
 		}
-		all, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Limit: 1})
-		if err != nil || len(all.Triggers) != 1 || all.NextCursor == "" || all.Triggers[0].Source != "cron" {
+		all, err := in.ListSuppressed(ctx, client.ListOptions{Limit: 1})
+		if err != nil || len(all.Items) != 1 || all.NextCursor == "" || all.Items[0].Source != "cron" {
 			t.Fatalf("first page of one: %+v, %v", all, err)
 		}
-		rest, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Limit: 1, Cursor: all.NextCursor})
-		if err != nil || len(rest.Triggers) != 1 || rest.Triggers[0].Key != "order:1" {
+		rest, err := in.ListSuppressed(ctx, client.ListOptions{Limit: 1, Cursor: all.NextCursor})
+		if err != nil || len(rest.Items) != 1 || rest.Items[0].Key != "order:1" {
 			t.Fatalf("second page: %+v, %v", rest, err)
 		}
-		if _, err := in.ListSuppressed(ctx, client.ListSuppressedOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
+		if _, err := in.ListSuppressed(ctx, client.ListOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Errorf("bad cursor: %v, want ErrInvalidCursor", err)
 		}
 	})
@@ -91,8 +92,8 @@ func TestWithSourceIsChecked(t *testing.T) {
 	if !errors.Is(err, client.ErrInvalidSource) {
 		t.Fatalf("trigger with a bad source: %v, want ErrInvalidSource", err)
 	}
-	page, err := c.Inspector().ListRunIDs(context.Background(), client.ListRunsOptions{})
-	if err != nil || len(page.IDs) != 0 {
+	page, err := c.Inspector().ListRunIDs(context.Background(), client.ListOptions{})
+	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("runs after a refused trigger: %+v, %v", page, err)
 	}
 }

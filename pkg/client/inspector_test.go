@@ -40,7 +40,7 @@ func TestInspectorListsRunsByTaskWithAStableCursor(t *testing.T) {
 		}
 		slices.Reverse(wantA) // newest first
 		var got []string
-		o := client.ListRunsOptions{Task: inspectA.Name(), Limit: 7}
+		o := client.ListOptions{Task: inspectA.Name(), Limit: 7}
 		for pages := 0; ; pages++ {
 			if pages > 10 {
 				t.Fatal("the listing does not end")
@@ -49,10 +49,10 @@ func TestInspectorListsRunsByTaskWithAStableCursor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(page.Runs) > o.Limit {
-				t.Fatalf("page of %d runs, over the limit of %d", len(page.Runs), o.Limit)
+			if len(page.Items) > o.Limit {
+				t.Fatalf("page of %d runs, over the limit of %d", len(page.Items), o.Limit)
 			}
-			for _, r := range page.Runs {
+			for _, r := range page.Items {
 				if r.Task != inspectA.Name() {
 					t.Fatalf("run %s of task %s listed for task %s", r.ID, r.Task, inspectA.Name())
 				}
@@ -70,14 +70,14 @@ func TestInspectorListsRunsByTaskWithAStableCursor(t *testing.T) {
 			t.Fatalf("listed %d runs %v,\nwant %d %v", len(got), got, len(wantA), wantA)
 		}
 
-		ids, err := in.ListRunIDs(ctx, client.ListRunsOptions{Limit: 3})
-		if err != nil || len(ids.IDs) != 3 || ids.NextCursor == "" {
+		ids, err := in.ListRunIDs(ctx, client.ListOptions{Limit: 3})
+		if err != nil || len(ids.Items) != 3 || ids.NextCursor == "" {
 			t.Fatalf("ListRunIDs = %+v, %v; want 3 IDs and a cursor", ids, err)
 		}
-		if _, err := in.ListRuns(ctx, client.ListRunsOptions{Cursor: "nope"}); !errors.Is(err, client.ErrInvalidCursor) {
+		if _, err := in.ListRuns(ctx, client.ListOptions{Cursor: "nope"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Errorf("bad cursor: %v, want ErrInvalidCursor", err)
 		}
-		if _, err := in.ListRuns(ctx, client.ListRunsOptions{Limit: client.ListLimitMax + 1}); err == nil {
+		if _, err := in.ListRuns(ctx, client.ListOptions{Limit: client.ListLimitMax + 1}); err == nil {
 			t.Error("a limit over ListLimitMax was accepted")
 		}
 		if _, err := in.GetRun(ctx, "no-such-run"); !errors.Is(err, client.ErrRunNotFound) {
@@ -101,13 +101,13 @@ func TestInspectorListsAndReleasesKeys(t *testing.T) {
 			owners[fmt.Sprintf("inspect:%d", i)] = ref.ID()
 		}
 		seen := map[string]string{}
-		o := client.ListKeysOptions{Match: "inspect:*", Limit: 10}
+		o := client.ListOptions{Match: "inspect:*", Limit: 10}
 		for {
 			page, err := in.ListKeys(ctx, o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range page.Keys {
+			for _, k := range page.Items {
 				if k.Task != inspectB.Name() || k.OwnerStatus != client.StatusQueued || k.TTL <= 0 {
 					t.Errorf("key %+v: want task %s, queued owner, a TTL", k, inspectB.Name())
 				}
@@ -126,8 +126,8 @@ func TestInspectorListsAndReleasesKeys(t *testing.T) {
 			}
 		}
 
-		var changed *client.KeyOwnerChangedError
-		if _, err := in.ReleaseKey(ctx, "inspect:1", "someone-else"); !errors.As(err, &changed) || changed.Current != owners["inspect:1"] {
+		var changed *client.StateError
+		if _, err := in.ReleaseKey(ctx, "inspect:1", "someone-else"); !(errors.As(err, &changed) && changed.Kind == client.ErrKeyOwnerChanged) || changed.Current != owners["inspect:1"] {
 			t.Fatalf("release fenced by the wrong owner: %v, want *KeyOwnerChangedError naming %s", err, owners["inspect:1"])
 		}
 		released, err := in.ReleaseKey(ctx, "inspect:1", owners["inspect:1"])

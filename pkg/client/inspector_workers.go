@@ -40,9 +40,6 @@ type WorkerInfo struct {
 	Runs []HeldRun `json:"runs"`
 }
 
-// Dead reports whether the worker stopped heartbeating.
-func (w WorkerInfo) Dead() bool { return w.Status == WorkerDead }
-
 // The statuses of a worker.
 const (
 	WorkerLive = "live"

@@ -67,8 +67,8 @@ func (k KeyInfo) MarshalJSON() ([]byte, error) {
 // be signalled), rather than holding the key by retention.
 func (k *KeyInfo) Active() bool { return k.OwnerStatus != "" && !k.OwnerStatus.Terminal() }
 
-// LookupKey says who holds key now, or fails with *KeyNotHeldError.
-func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
+// lookupKey says who holds key now, or fails with a *StateError of Kind ErrKeyNotHeld.
+func (c *Client) lookupKey(ctx context.Context, key string) (*KeyInfo, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
 	ks, ok, err := c.store.GetKey(ctx, key)
@@ -76,7 +76,7 @@ func (c *Client) LookupKey(ctx context.Context, key string) (*KeyInfo, error) {
 		return nil, c.unavailable(ctx, err)
 	}
 	if !ok {
-		return nil, &KeyNotHeldError{Key: key}
+		return nil, &StateError{Kind: ErrKeyNotHeld, Key: key}
 	}
 	run, err := c.store.GetRun(ctx, ks.Owner)
 	if err != nil && !errors.Is(err, ErrRunNotFound) {

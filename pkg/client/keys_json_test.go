@@ -36,8 +36,8 @@ func TestKeyInfoJSON(t *testing.T) {
 				}
 			}
 			// In a page of keys too.
-			page, err := json.Marshal(client.KeyPage{Keys: []*client.KeyInfo{&tc.key}})
-			if err != nil || string(page) != `{"keys":[`+tc.want+`]}` {
+			page, err := json.Marshal(client.Page[*client.KeyInfo]{Items: []*client.KeyInfo{&tc.key}})
+			if err != nil || string(page) != `{"items":[`+tc.want+`]}` {
 				t.Errorf("page: %s, %v", page, err)
 			}
 		})

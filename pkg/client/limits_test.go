@@ -130,7 +130,7 @@ func TestEachLimitHasAClearError(t *testing.T) {
 		{
 			name: "metadata depth", is: idempotency.ErrInput,
 			trigger: func() error {
-				_, err := client.RunNoWait(ctx, c, plain, json.RawMessage(`{}`), client.WithMetadataJSON(nest(40)))
+				_, err := client.RunNoWait(ctx, c, plain, json.RawMessage(`{}`), client.WithMetadata(nest(40)))
 				return err
 			},
 			as: func(err error) bool {
@@ -166,7 +166,7 @@ func TestEachLimitHasAClearError(t *testing.T) {
 		{
 			name: "malformed metadata", is: idempotency.ErrInput,
 			trigger: func() error {
-				_, err := c.TriggerJSON(ctx, keyed.Definition(), []byte(`{"id":"x"}`), client.WithMetadataJSON([]byte(`{"a"}`)))
+				_, err := c.TriggerJSON(ctx, keyed.Definition(), []byte(`{"id":"x"}`), client.WithMetadata([]byte(`{"a"}`)))
 				return err
 			},
 			as: func(err error) bool {
@@ -178,7 +178,7 @@ func TestEachLimitHasAClearError(t *testing.T) {
 		{
 			name: "malformed metadata without an expression", is: idempotency.ErrInput,
 			trigger: func() error {
-				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`{"a"}`)))
+				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{}`), client.WithMetadata([]byte(`{"a"}`)))
 				return err
 			},
 			as: func(err error) bool {
@@ -190,7 +190,7 @@ func TestEachLimitHasAClearError(t *testing.T) {
 		{
 			name: "metadata that is not an object", is: idempotency.ErrInput,
 			trigger: func() error {
-				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{}`), client.WithMetadataJSON([]byte(`[1]`)))
+				_, err := c.TriggerJSON(ctx, plain.Definition(), []byte(`{}`), client.WithMetadata([]byte(`[1]`)))
 				return err
 			},
 			as: func(err error) bool {
@@ -202,7 +202,7 @@ func TestEachLimitHasAClearError(t *testing.T) {
 		{
 			name: "malformed signal payload", is: idempotency.ErrInput,
 			trigger: func() error {
-				_, err := c.SignalJSON(ctx, "x", json.RawMessage(`{"a":`))
+				_, err := c.Signal(ctx, "x", json.RawMessage(`{"a":`))
 				return err
 			},
 			as: func(err error) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/clientlink"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestClientOpensTheNamespacesPartitions(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newPartitionedClient(t, b, 4)
-		if n, err := c.Partitions(ctx); err != nil || n != 4 {
+		if n, err := clientlink.Store(c).PartitionCount(ctx); err != nil || n != 4 {
 			t.Fatalf("Partitions() = %d, %v", n, err)
 		}
 		_, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Partitions: 2})
@@ -44,11 +45,11 @@ func TestClientOpensTheNamespacesPartitions(t *testing.T) {
 		if !errors.As(err, &mm) || !errors.Is(err, client.ErrPartitionsMismatch) || mm.Recorded != 4 || mm.Configured != 2 {
 			t.Fatalf("New with 2 on a namespace of 4: %v", err)
 		}
-		if n, err := newClient(t, b).Partitions(ctx); err != nil || n != 4 {
+		if n, err := clientlink.Store(newClient(t, b)).PartitionCount(ctx); err != nil || n != 4 {
 			t.Fatalf("unconfigured client: %d, %v; want the recorded 4", n, err)
 		}
 		_, err = client.New(client.Options{Redis: b.Client, Namespace: "orders{eu}"})
-		var ie *client.InvalidNamespaceError
+		var ie *engine.InvalidNamespaceError
 		if !errors.As(err, &ie) || !errors.Is(err, client.ErrInvalidNamespace) || !strings.Contains(err.Error(), `"orders{eu}"`) {
 			t.Fatalf("New with namespace orders{eu}: %v", err)
 		}
@@ -116,7 +117,7 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 		if _, err := client.RunNoWait(ctx, c, partKeyed, orderInput{ID: "k"}); !errors.As(err, &coll) || coll.ExistingRunID != owner.ID() {
 			t.Fatalf("duplicate: %v", err)
 		}
-		if k, err := c.LookupKey(ctx, "order:k"); err != nil || k.OwnerRunID != owner.ID() || k.Task != partKeyed.Name() {
+		if k, err := c.Inspector().GetKey(ctx, "order:k"); err != nil || k.OwnerRunID != owner.ID() || k.Task != partKeyed.Name() {
 			t.Fatalf("LookupKey: %+v, %v", k, err)
 		}
 		if r, err := c.Signal(ctx, "order:k", 1); err != nil || r.RunID != owner.ID() {
@@ -128,25 +129,25 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 		// IDs naming no partition of the namespace.
 		for _, id := range []string{owner.ID() + ".4", "x.0", "x.y", strings.Repeat("9", 40) + ".3000"} {
 			h := c.Handle(id)
-			if _, err := h.Get(ctx); !client.IsNotFound(err) {
+			if _, err := h.Get(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Get(%q) = %v", id, err)
 			}
-			if _, err := h.Status(ctx); !client.IsNotFound(err) {
+			if _, err := h.Status(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Status(%q) = %v", id, err)
 			}
-			if _, err := h.Cancel(ctx); !client.IsNotFound(err) {
+			if _, err := h.Cancel(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Cancel(%q) = %v", id, err)
 			}
-			if _, err := h.Signal(ctx, 1); !client.IsNotFound(err) {
+			if _, err := h.Signal(ctx, 1); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Signal(%q) = %v", id, err)
 			}
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_, err := h.Wait(wctx)
 			cancel()
-			if !client.IsNotFound(err) {
+			if !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Wait(%q) = %v", id, err)
 			}
-			if _, err := c.Inspector().GetRun(ctx, id); !client.IsNotFound(err) {
+			if _, err := c.Inspector().GetRun(ctx, id); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Inspector.GetRun(%q) = %v", id, err)
 			}
 		}
@@ -223,27 +224,27 @@ func TestListingsMergePartitions(t *testing.T) {
 			}
 		}
 		walk(func(cursor string) ([]string, []time.Time, string, error) {
-			page, err := in.ListRuns(ctx, client.ListRunsOptions{Cursor: cursor, Limit: 7})
+			page, err := in.ListRuns(ctx, client.ListOptions{Cursor: cursor, Limit: 7})
 			if err != nil {
 				return nil, nil, "", err
 			}
-			ids, created := make([]string, len(page.Runs)), make([]time.Time, len(page.Runs))
-			for i, r := range page.Runs {
+			ids, created := make([]string, len(page.Items)), make([]time.Time, len(page.Items))
+			for i, r := range page.Items {
 				ids[i], created[i] = r.ID, r.CreatedAt
 			}
 			return ids, created, page.NextCursor, nil
 		})
 		walk(func(cursor string) ([]string, []time.Time, string, error) {
-			page, err := in.ListRunIDs(ctx, client.ListRunsOptions{Cursor: cursor, Limit: 9})
+			page, err := in.ListRunIDs(ctx, client.ListOptions{Cursor: cursor, Limit: 9})
 			if err != nil {
 				return nil, nil, "", err
 			}
-			return page.IDs, nil, page.NextCursor, nil
+			return page.Items, nil, page.NextCursor, nil
 		})
 
 		// Every held key, whatever its partition, with its owner.
 		keys := map[string]string{}
-		o := client.ListKeysOptions{Limit: 5}
+		o := client.ListOptions{Limit: 5}
 		for pages := 0; ; pages++ {
 			if pages > 200 {
 				t.Fatal("the keys listing does not end")
@@ -252,7 +253,7 @@ func TestListingsMergePartitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range page.Keys {
+			for _, k := range page.Items {
 				keys[k.Key] = k.OwnerRunID
 			}
 			if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -268,12 +269,12 @@ func TestListingsMergePartitions(t *testing.T) {
 			}
 		}
 		// A glob keeps what it matches, in every partition.
-		page, err := in.ListKeys(ctx, client.ListKeysOptions{Match: "order:1*", Limit: client.ListLimitMax})
+		page, err := in.ListKeys(ctx, client.ListOptions{Match: "order:1*", Limit: client.ListLimitMax})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for o := page; ; {
-			for _, k := range o.Keys {
+			for _, k := range o.Items {
 				if !strings.HasPrefix(k.Key, "order:1") {
 					t.Fatalf("--match order:1* listed %s", k.Key)
 				}
@@ -281,11 +282,11 @@ func TestListingsMergePartitions(t *testing.T) {
 			if o.NextCursor == "" {
 				break
 			}
-			if o, err = in.ListKeys(ctx, client.ListKeysOptions{Match: "order:1*", Cursor: o.NextCursor, Limit: client.ListLimitMax}); err != nil {
+			if o, err = in.ListKeys(ctx, client.ListOptions{Match: "order:1*", Cursor: o.NextCursor, Limit: client.ListLimitMax}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := in.ListKeys(ctx, client.ListKeysOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
+		if _, err := in.ListKeys(ctx, client.ListOptions{Cursor: "nonsense"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Fatalf("bad cursor: %v", err)
 		}
 	})

@@ -59,8 +59,8 @@ func TestCallsEndWithinOperationTimeoutWhileRedisIsStopped(t *testing.T) {
 		"Get":       func(int) error { _, err := ref.Get(ctx); return err },
 		"Cancel":    func(int) error { _, err := ref.Cancel(ctx); return err },
 		"Result":    func(int) error { _, err := ref.Result(ctx); return err },
-		"Tasks":     func(int) error { _, err := c.Tasks(ctx); return err },
-		"LookupKey": func(int) error { _, err := c.LookupKey(ctx, "held"); return err },
+		"Tasks":     func(int) error { _, err := c.Inspector().ListTasks(ctx); return err },
+		"LookupKey": func(int) error { _, err := c.Inspector().GetKey(ctx, "held"); return err },
 		"Signal":    func(int) error { _, err := c.Signal(ctx, "held", "x"); return err },
 	}
 	if err := syscall.Kill(srv.Pid(), syscall.SIGSTOP); err != nil {

@@ -72,8 +72,8 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 				check(t, err, tk)
 			})
 		}
-		runs, err := c.Inspector().ListRuns(ctx, client.ListRunsOptions{})
-		if err != nil || len(runs.Runs) != 0 {
+		runs, err := c.Inspector().ListRuns(ctx, client.ListOptions{})
+		if err != nil || len(runs.Items) != 0 {
 			t.Fatalf("runs after refused triggers: %v, %v", runs, err)
 		}
 	})

@@ -23,24 +23,9 @@ const MaxScheduleAheadDefault = admission.MaxScheduleAheadDefault
 // debounce strategy). Nothing was created.
 type RunAtError = admission.RunAtError
 
-// ErrNotScheduled matches every *NotScheduledError.
+// ErrNotScheduled is the Kind of a *StateError saying Reschedule found the
+// run no longer waiting for its scheduled time (or never scheduled).
 var ErrNotScheduled = errors.New("run is not waiting for a scheduled time")
-
-// NotScheduledError says Reschedule found the run no longer waiting for
-// its scheduled time (or never scheduled): State is "queued" (due already,
-// in its task's queue), "retrying", "debouncing", "running" or the status
-// it ended with. Nothing was changed.
-type NotScheduledError struct {
-	RunID string
-	State string
-}
-
-func (e *NotScheduledError) Error() string {
-	return fmt.Sprintf("run %s is not waiting for a scheduled time: it is %s", e.RunID, e.State)
-}
-
-// Is makes errors.Is(err, ErrNotScheduled) hold.
-func (e *NotScheduledError) Is(target error) bool { return target == ErrNotScheduled }
 
 // RunAt queues the run at t rather than now: the run is created, and its
 // idempotency key claimed, when the trigger is made, and it waits, queued
@@ -79,7 +64,7 @@ func scheduleIn(o *runOptions) *time.Duration {
 // new due time as it did after the old. An at already passed queues it at
 // once; the limits are RunAt's (*RunAtError). A run that no longer
 // waits (its time came, it is running or ended) or that is waiting for a
-// retry or a debounce window gets a *NotScheduledError, a run that does
+// retry or a debounce window gets a *StateError of Kind ErrNotScheduled, a run that does
 // not exist an error matching ErrRunNotFound.
 func (in *Inspector) Reschedule(ctx context.Context, runID string, at time.Time) (*RunInfo, error) {
 	return in.reschedule(ctx, runID, &admission.Schedule{At: &at})
@@ -108,7 +93,7 @@ func (in *Inspector) reschedule(ctx context.Context, runID string, s *admission.
 	case res.Why == "missing":
 		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, runID)
 	case !res.Moved:
-		return nil, &NotScheduledError{RunID: runID, State: res.Why}
+		return nil, &StateError{Kind: ErrNotScheduled, RunID: runID, State: res.Why}
 	}
 	return in.GetRun(ctx, runID)
 }

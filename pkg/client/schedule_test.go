@@ -73,12 +73,12 @@ func TestRunInCreatesAScheduledRunThatHoldsItsKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := in.ListRuns(ctx, client.ListRunsOptions{Status: client.StatusQueued, Task: "sched-ttl"})
-		if err != nil || len(page.Runs) != 2 {
+		page, err := in.ListRuns(ctx, client.ListOptions{Status: client.StatusQueued, Task: "sched-ttl"})
+		if err != nil || len(page.Items) != 2 {
 			t.Fatalf("queued runs = %+v, %v; want both", page, err)
 		}
-		page, err = in.ListRuns(ctx, client.ListRunsOptions{Scheduled: true})
-		if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != ref.ID() || !page.Runs[0].Scheduled {
+		page, err = in.ListRuns(ctx, client.ListOptions{Scheduled: true})
+		if err != nil || len(page.Items) != 1 || page.Items[0].ID != ref.ID() || !page.Items[0].Scheduled {
 			t.Fatalf("scheduled runs = %+v, %v; want only %s, not %s", page, err, ref.ID(), now.ID())
 		}
 	})
@@ -167,7 +167,7 @@ func TestCancelAScheduledRunReleasesItsKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := in.CancelRun(ctx, held.ID()); err != nil {
+		if _, err := c.Handle(held.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if k, err := in.GetKey(ctx, "ct:1"); err != nil || k.OwnerRunID != held.ID() {
@@ -178,15 +178,15 @@ func TestCancelAScheduledRunReleasesItsKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st, err := in.CancelRun(ctx, ref.ID()); err != nil || st != client.StatusCancelled {
+		if st, err := c.Handle(ref.ID()).Cancel(ctx); err != nil || st != client.StatusCancelled {
 			t.Fatalf("cancel = %q, %v", st, err)
 		}
 		info, err := in.GetRun(ctx, ref.ID())
 		if err != nil || info.Status != client.StatusCancelled || info.ScheduledAt != nil {
 			t.Fatalf("cancelled run = %+v, %v", info, err)
 		}
-		var notHeld *client.KeyNotHeldError
-		if _, err := in.GetKey(ctx, "c:1"); !errors.As(err, &notHeld) {
+		var notHeld *client.StateError
+		if _, err := in.GetKey(ctx, "c:1"); !(errors.As(err, &notHeld) && notHeld.Kind == client.ErrKeyNotHeld) {
 			t.Fatalf("key after cancel: %v; want not held", err)
 		}
 		if _, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "1"}); err != nil {
@@ -230,14 +230,14 @@ func TestRescheduleAScheduledRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ns *client.NotScheduledError
-		if _, err := in.Reschedule(ctx, now.ID(), later); !errors.As(err, &ns) || !errors.Is(err, client.ErrNotScheduled) || ns.State != "queued" {
+		var ns *client.StateError
+		if _, err := in.Reschedule(ctx, now.ID(), later); !(errors.As(err, &ns) && ns.Kind == client.ErrNotScheduled) || !errors.Is(err, client.ErrNotScheduled) || ns.State != "queued" {
 			t.Fatalf("reschedule of an unscheduled run: %v; want a *NotScheduledError, queued", err)
 		}
-		if _, err := in.CancelRun(ctx, ref.ID()); err != nil {
+		if _, err := c.Handle(ref.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := in.Reschedule(ctx, ref.ID(), later); !errors.As(err, &ns) || ns.State != "cancelled" {
+		if _, err := in.Reschedule(ctx, ref.ID(), later); !(errors.As(err, &ns) && ns.Kind == client.ErrNotScheduled) || ns.State != "cancelled" {
 			t.Fatalf("reschedule of a cancelled run: %v; want a *NotScheduledError, cancelled", err)
 		}
 		if _, err := in.Reschedule(ctx, "01890000-0000-7000-8000-000000000000", later); !errors.Is(err, client.ErrRunNotFound) {
@@ -279,7 +279,7 @@ func TestScheduleValidation(t *testing.T) {
 				t.Errorf("%s: %v; want a *RunAtError on %s saying %q", tc.name, err, tc.field, tc.says)
 			}
 		}
-		if ids, err := c.Inspector().ListRunIDs(ctx, client.ListRunsOptions{}); err != nil || len(ids.IDs) != 0 {
+		if ids, err := c.Inspector().ListRunIDs(ctx, client.ListOptions{}); err != nil || len(ids.Items) != 0 {
 			t.Fatalf("runs after refused triggers = %v, %v; want none", ids, err)
 		}
 		// A time already passed queues the run at once.

@@ -51,18 +51,6 @@ type ScheduleInfo struct {
 	// schedule fires next, unless its misfire policy catches up missed
 	// ticks first (zero when there is none).
 	Next time.Time
-
-	compiled *task.CompiledSchedule
-}
-
-// Compiled returns the schedule parsed and compiled, for computing its
-// ticks and keys.
-func (i *ScheduleInfo) Compiled() *task.CompiledSchedule { return i.compiled }
-
-// Compile checks s as Create would, without writing anything: a bad
-// schedule is a *task.ConfigError naming the field.
-func (s *Schedules) Compile(sched task.Schedule) (*task.CompiledSchedule, error) {
-	return sched.Compile()
 }
 
 // Create registers a new schedule; a name already registered is
@@ -82,7 +70,7 @@ func (s *Schedules) Put(ctx context.Context, sched task.Schedule) (*ScheduleInfo
 }
 
 func (s *Schedules) save(ctx context.Context, sched task.Schedule, replace bool) (*ScheduleInfo, error) {
-	cs, err := s.Compile(sched)
+	cs, err := sched.Compile()
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +130,7 @@ func (s *Schedules) info(r *engine.ScheduleRecord) (*ScheduleInfo, error) {
 	if err := json.Unmarshal(r.Definition, &rec); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored definition: %w", r.Name, err)
 	}
-	cs, err := s.Compile(rec.schedule())
+	cs, err := rec.schedule().Compile()
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +140,7 @@ func (s *Schedules) info(r *engine.ScheduleRecord) (*ScheduleInfo, error) {
 	}
 	return &ScheduleInfo{
 		Schedule: cs.Schedule(), Paused: r.Paused, Cursor: r.Cursor, Created: r.Created, Updated: r.Updated,
-		Next: cs.Next(from), compiled: cs,
+		Next: cs.Next(from),
 	}, nil
 }
 
@@ -205,19 +193,24 @@ func (s *Schedules) TriggerNow(ctx context.Context, name string) (*RunHandle, er
 	if err != nil {
 		return nil, err
 	}
-	return s.Fire(ctx, info, s.c.opts.Clock.Now().Truncate(time.Millisecond))
+	cs, err := info.Schedule.Compile()
+	if err != nil {
+		return nil, err
+	}
+	return s.fire(ctx, cs, s.c.opts.Clock.Now().Truncate(time.Millisecond))
 }
 
-// Fire triggers the run of one tick of a schedule: the schedule's task,
+// fire triggers the run of one tick of a schedule: the schedule's task,
 // input and metadata, under the tick's key (held KeyTTL, strategy ttl), in
 // the one script that claims the key and creates the run. When the tick
 // has fired before, by this or another scheduler, nothing is created and
 // the error is an *IdempotencyCollisionError naming the tick's run; the
 // trigger is recorded as suppressed with source SourceSchedule. A task no
-// worker has registered is ErrTaskNotFound. Fire does not move the
-// cursor (see Advance).
-func (s *Schedules) Fire(ctx context.Context, info *ScheduleInfo, tick time.Time) (*RunHandle, error) {
-	sched, cs := info.Schedule, info.compiled
+// worker has registered is ErrTaskNotFound. fire does not move the
+// cursor (see advance). The worker's scheduler fires ticks through
+// clientlink.Link.FireTick.
+func (s *Schedules) fire(ctx context.Context, cs *task.CompiledSchedule, tick time.Time) (*RunHandle, error) {
+	sched := cs.Schedule()
 	key, err := ticks.Key(cs, tick)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: tick %s: %w", sched.Name, tick.UTC().Format(time.RFC3339), err)
@@ -238,7 +231,7 @@ func (s *Schedules) Fire(ctx context.Context, info *ScheduleInfo, tick time.Time
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}
-	p.Key, p.Strategy, p.Hold, p.Retain = key, task.StrategyTTL, ticks.KeyTTL(cs), 0
+	p.Key, p.Strategy, p.Hold, p.Retain = key, task.StrategyTTL, ticks.KeyTTL(cs.Schedule()), 0
 	if p.Durability, err = s.c.resolveDurability(def, nil); err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}
@@ -256,20 +249,20 @@ func (s *Schedules) Fire(ctx context.Context, info *ScheduleInfo, tick time.Time
 	return h, nil
 }
 
-// Advance records that tick fired: the schedule's cursor moves to it
-// unless it is already at or past it. It returns the cursor then, or
-// ErrScheduleNotFound when the schedule was deleted.
-func (s *Schedules) Advance(ctx context.Context, name string, tick time.Time) (time.Time, error) {
+// advance records that tick fired: the schedule's cursor moves to it
+// unless it is already at or past it; ErrScheduleNotFound when the
+// schedule was deleted.
+func (s *Schedules) advance(ctx context.Context, name string, tick time.Time) error {
 	ctx, cancel := s.c.opCtx(ctx)
 	defer cancel()
-	cur, ok, err := s.c.store.AdvanceSchedule(ctx, name, tick)
+	_, ok, err := s.c.store.AdvanceSchedule(ctx, name, tick)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("schedule %q: %w", name, s.c.unavailable(ctx, err))
+		return fmt.Errorf("schedule %q: %w", name, s.c.unavailable(ctx, err))
 	}
 	if !ok {
-		return time.Time{}, fmt.Errorf("%w: %q", ErrScheduleNotFound, name)
+		return fmt.Errorf("%w: %q", ErrScheduleNotFound, name)
 	}
-	return cur, nil
+	return nil
 }
 
 // scheduleRecord is a schedule as stored in Redis (JSON); durations in ms.
@@ -303,7 +296,3 @@ func (r scheduleRecord) schedule() task.Schedule {
 			Horizon: time.Duration(r.HorizonMS) * time.Millisecond},
 	}
 }
-
-// Schedules returns the namespace's cron schedules, for tools that read
-// and act through the Inspector (the dashboard).
-func (in *Inspector) Schedules() *Schedules { return in.c.Schedules() }

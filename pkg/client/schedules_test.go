@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"testing"
 	"time"
 
@@ -90,30 +91,34 @@ func TestScheduleTickFiresOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		tick := info.Next
-		h, err := s.Fire(ctx, info, tick)
+		cs, err := info.Schedule.Compile()
 		if err != nil {
 			t.Fatal(err)
 		}
+		link := clientlink.Of(c)
+		if err := link.FireTick(ctx, cs, tick); err != nil {
+			t.Fatal(err)
+		}
 		wantKey := "minutely@" + tick.UTC().Format(time.RFC3339)
+		key, err := c.Inspector().GetKey(ctx, wantKey)
+		if err != nil || key.Strategy != string(task.StrategyTTL) || key.TTL <= time.Hour {
+			t.Fatalf("key = %+v, %v", key, err)
+		}
+		h := c.Handle(key.OwnerRunID)
 		run, err := c.Inspector().GetRun(ctx, h.ID())
 		if err != nil || run.IdempotencyKey != wantKey || run.Task != "cron-report" || string(run.Input) != `{"n":1}` {
 			t.Fatalf("run = %+v, %v; want key %q", run, err, wantKey)
 		}
-		key, err := c.Inspector().GetKey(ctx, wantKey)
-		if err != nil || key.OwnerRunID != h.ID() || key.Strategy != string(task.StrategyTTL) || key.TTL <= time.Hour {
-			t.Fatalf("key = %+v, %v", key, err)
-		}
 		var coll *client.IdempotencyCollisionError
-		if _, err := s.Fire(ctx, info, tick); !errors.As(err, &coll) || coll.ExistingRunID != h.ID() {
+		if err := link.FireTick(ctx, cs, tick); !errors.As(err, &coll) || coll.ExistingRunID != h.ID() {
 			t.Fatalf("second fire = %v, want a collision with %s", err, h.ID())
 		}
-		sup, err := c.Inspector().ListSuppressed(ctx, client.ListSuppressedOptions{Key: wantKey})
-		if err != nil || len(sup.Triggers) != 1 || sup.Triggers[0].Source != client.SourceSchedule || sup.Triggers[0].Owner != h.ID() {
+		sup, err := c.Inspector().ListSuppressed(ctx, client.ListOptions{Key: wantKey})
+		if err != nil || len(sup.Items) != 1 || sup.Items[0].Source != client.SourceSchedule || sup.Items[0].Owner != h.ID() {
 			t.Fatalf("suppressed = %+v, %v", sup, err)
 		}
-		cur, err := s.Advance(ctx, "minutely", tick)
-		if err != nil || !cur.Equal(tick) {
-			t.Fatalf("advance = %v, %v", cur, err)
+		if err := link.AdvanceSchedule(ctx, "minutely", tick); err != nil {
+			t.Fatalf("advance = %v", err)
 		}
 		now, err := s.TriggerNow(ctx, "minutely")
 		if err != nil || now.ID() == h.ID() {

@@ -10,48 +10,13 @@ import (
 	"github.com/taskq/taskq/internal/engine"
 )
 
-// ErrKeyNotHeld matches every *KeyNotHeldError.
+// ErrKeyNotHeld is the Kind of a *StateError saying no run holds a key
+// (or that the run a signal named is gone).
 var ErrKeyNotHeld = errors.New("idempotency key not held")
 
-// ErrOwnerFinished matches every *OwnerFinishedError.
+// ErrOwnerFinished is the Kind of a *StateError saying the run a signal
+// was for has ended.
 var ErrOwnerFinished = errors.New("run has ended")
-
-// KeyNotHeldError says no run owns the key (or the run it named is gone).
-type KeyNotHeldError struct {
-	Key   string
-	RunID string
-}
-
-func (e *KeyNotHeldError) Error() string {
-	if e.RunID != "" {
-		return fmt.Sprintf("run %s not found", e.RunID)
-	}
-	return fmt.Sprintf("no run holds idempotency key %q", e.Key)
-}
-
-// Is makes errors.Is(err, ErrKeyNotHeld) hold, and ErrRunNotFound when a
-// run was addressed by ID.
-func (e *KeyNotHeldError) Is(target error) bool {
-	return target == ErrKeyNotHeld || (e.RunID != "" && target == ErrRunNotFound)
-}
-
-// OwnerFinishedError says the run that holds the key (only by retention)
-// or the run addressed has ended: it cannot be signalled.
-type OwnerFinishedError struct {
-	Key    string
-	RunID  string
-	Status Status
-}
-
-func (e *OwnerFinishedError) Error() string {
-	if e.Key != "" {
-		return fmt.Sprintf("idempotency key %q is held by run %s, which has %s and cannot be signalled", e.Key, e.RunID, e.Status)
-	}
-	return fmt.Sprintf("run %s has %s and cannot be signalled", e.RunID, e.Status)
-}
-
-// Is makes errors.Is(err, ErrOwnerFinished) hold.
-func (e *OwnerFinishedError) Is(target error) bool { return target == ErrOwnerFinished }
 
 // SignalReceipt says which run a signal reached.
 type SignalReceipt struct {
@@ -60,30 +25,41 @@ type SignalReceipt struct {
 	Owner    *RunHandle `json:"-"`
 }
 
-// Signal delivers payload (encoded as JSON) to the run that owns key now.
-// Signals are stored in order; the handler receives them in that order,
-// again after a redelivery. It fails with *KeyNotHeldError when no run
-// holds the key and *OwnerFinishedError when the holder has ended.
+// Signal delivers payload to the run that owns key now: encoded as JSON,
+// or as it is when it is a json.RawMessage. Signals are stored in order;
+// the handler receives them in that order, again after a redelivery. It
+// fails with a *StateError of Kind ErrKeyNotHeld when no run holds the key
+// and ErrOwnerFinished when the holder has ended. RunHandle.Signal signals
+// one run by its ID.
 func (c *Client) Signal(ctx context.Context, key string, payload any) (*SignalReceipt, error) {
-	raw, err := json.Marshal(payload)
+	raw, err := encodeSignal(payload)
 	if err != nil {
-		return nil, fmt.Errorf("signal: encode payload: %w", err)
+		return nil, err
 	}
-	return c.SignalJSON(ctx, key, raw)
+	return c.sendSignal(ctx, key, "", raw)
 }
 
-// SignalJSON is Signal with a payload already encoded.
-func (c *Client) SignalJSON(ctx context.Context, key string, payload json.RawMessage) (*SignalReceipt, error) {
-	return c.sendSignal(ctx, key, "", payload)
-}
-
-// Signal delivers payload (encoded as JSON) to this run.
+// Signal delivers payload to this run: encoded as JSON, or as it is when
+// it is a json.RawMessage.
 func (h *RunHandle) Signal(ctx context.Context, payload any) (*SignalReceipt, error) {
-	raw, err := json.Marshal(payload)
+	raw, err := encodeSignal(payload)
 	if err != nil {
-		return nil, fmt.Errorf("signal: encode payload: %w", err)
+		return nil, err
 	}
 	return h.c.sendSignal(ctx, "", h.id, raw)
+}
+
+// encodeSignal encodes a signal's payload; a json.RawMessage is sent as
+// it is (and checked to be JSON by sendSignal).
+func encodeSignal(payload any) ([]byte, error) {
+	if raw, ok := payload.(json.RawMessage); ok {
+		return raw, nil
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("signal: encode payload: %w", err)
+	}
+	return raw, nil
 }
 
 func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []byte) (*SignalReceipt, error) {
@@ -112,13 +88,13 @@ func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []by
 	case res.Delivered:
 		return &SignalReceipt{RunID: res.RunID, SignalID: res.SignalID, Owner: c.Handle(res.RunID)}, nil
 	case res.Reason == "finished":
-		return nil, &OwnerFinishedError{Key: key, RunID: res.RunID, Status: Status(res.Status)}
+		return nil, &StateError{Kind: ErrOwnerFinished, Key: key, RunID: res.RunID, Status: Status(res.Status)}
 	case res.Reason == "full":
 		return nil, &LimitError{What: "signals of run " + res.RunID, Size: c.opts.MaxSignals, Limit: c.opts.MaxSignals, Unit: "signals"}
 	case res.Reason == "missing" && runID == "":
 		// The key outlived its owner's record: nobody can take the signal.
-		return nil, &KeyNotHeldError{Key: key}
+		return nil, &StateError{Kind: ErrKeyNotHeld, Key: key}
 	default:
-		return nil, &KeyNotHeldError{Key: key, RunID: runID}
+		return nil, &StateError{Kind: ErrKeyNotHeld, Key: key, RunID: runID}
 	}
 }

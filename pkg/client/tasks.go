@@ -24,8 +24,8 @@ type definitions struct {
 	byHash   map[string]*task.Definition
 }
 
-// Tasks lists the task definitions workers have registered, by name.
-func (c *Client) Tasks(ctx context.Context) ([]task.Registered, error) {
+// tasks lists the task definitions workers have registered, by name.
+func (c *Client) tasks(ctx context.Context) ([]task.Registered, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
 	m, err := c.store.ListTasks(ctx)
@@ -44,8 +44,8 @@ func (c *Client) Tasks(ctx context.Context) ([]task.Registered, error) {
 	return out, nil
 }
 
-// RegisteredTask returns the registration of one task.
-func (c *Client) RegisteredTask(ctx context.Context, name string) (*task.Registered, error) {
+// registeredTask returns the registration of one task.
+func (c *Client) registeredTask(ctx context.Context, name string) (*task.Registered, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
 	raw, err := c.store.GetTask(ctx, name)
@@ -65,7 +65,7 @@ func (c *Client) RegisteredTask(ctx context.Context, name string) (*task.Registe
 // Definition returns the registered definition of a task, compiled, for
 // triggering a task this process has no typed definition of.
 func (c *Client) Definition(ctx context.Context, name string) (*task.Definition, error) {
-	r, err := c.RegisteredTask(ctx, name)
+	r, err := c.registeredTask(ctx, name)
 	if err != nil {
 		return nil, err
 	}

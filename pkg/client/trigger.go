@@ -16,7 +16,7 @@ import (
 type RunOption func(*runOptions)
 
 type runOptions struct {
-	meta    map[string]any
+	meta    any
 	rawMeta []byte
 	policy  task.ConflictPolicy
 	// durability is the trigger's own level (WithDurability), nil when
@@ -51,13 +51,20 @@ func (o *runOptions) resolvePolicy(def *task.Definition) (engine.Policy, error) 
 
 // WithMetadata attaches additional metadata to the run; idempotency
 // expressions see it as additional_metadata.
-func WithMetadata(m map[string]any) RunOption {
-	return func(o *runOptions) { o.meta = m }
-}
-
-// WithMetadataJSON attaches additional metadata given as a JSON object.
-func WithMetadataJSON(raw []byte) RunOption {
-	return func(o *runOptions) { o.rawMeta = raw }
+//
+// m is encoded as JSON, or taken as it is when it is a json.RawMessage or
+// a []byte (a JSON object already encoded).
+func WithMetadata(m any) RunOption {
+	return func(o *runOptions) {
+		switch raw := m.(type) {
+		case json.RawMessage:
+			o.rawMeta = raw
+		case []byte:
+			o.rawMeta = raw
+		default:
+			o.meta = m
+		}
+	}
 }
 
 func (o *runOptions) metaJSON() ([]byte, error) {
@@ -67,7 +74,12 @@ func (o *runOptions) metaJSON() ([]byte, error) {
 	if o.meta == nil {
 		return []byte("{}"), nil
 	}
-	return json.Marshal(o.meta)
+	raw, err := json.Marshal(o.meta)
+	if err == nil && string(raw) == "null" {
+		// A nil map is no metadata, as before WithMetadata took any.
+		return []byte("{}"), nil
+	}
+	return raw, err
 }
 
 // RunNoWait triggers a run of t and returns at once with a reference to it.

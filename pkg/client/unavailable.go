@@ -15,8 +15,8 @@ import (
 )
 
 // ErrUnavailable matches every *UnavailableError, and the errors of a
-// Redis that answers but cannot write now: *OutOfMemoryError (at
-// maxmemory) and *ReadOnlyError (a replica, after a failover). Retrying
+// Redis that answers but cannot write now: ErrOutOfMemory (at
+// maxmemory) and ErrRedisReadOnly (a replica, after a failover). Retrying
 // later is safe for all of them.
 var ErrUnavailable = engine.ErrUnavailable
 

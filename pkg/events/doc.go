@@ -38,6 +38,5 @@
 // PushMany sends a batch in one round trip after validating every event.
 // Event records expire after Options.Retention (7 days by default); pushes
 // also sweep expired entries out of the events index, so nothing grows
-// without end. Get and List read events back, List newest first and
-// optionally by key.
+// without end. client.Inspector.GetEvent and ListEvents read events back.
 package events

@@ -7,7 +7,7 @@ import (
 	"github.com/taskq/taskq/internal/admission"
 )
 
-// ErrEventNotFound is returned by Get for an event that does not exist or
+// ErrEventNotFound is returned by client.Inspector.GetEvent and Ingester.Replay for an event that does not exist or
 // whose record has expired after its retention.
 var ErrEventNotFound = admission.ErrEventNotFound
 
@@ -38,18 +38,6 @@ func (e *InvalidEventError) Is(target error) bool { return target == ErrInvalidE
 
 // Unwrap returns the *client.LimitError of a field over its size limit.
 func (e *InvalidEventError) Unwrap() error { return e.Err }
-
-// PushError says one event of a PushMany batch could not be stored (Redis
-// failed it); the other events of the batch are not affected.
-type PushError struct {
-	Index int
-	Err   error
-}
-
-func (e *PushError) Error() string { return fmt.Sprintf("event #%d: %v", e.Index, e.Err) }
-
-// Unwrap returns the event's error.
-func (e *PushError) Unwrap() error { return e.Err }
 
 // FanoutPendingError says an event was stored but what it does to its
 // subscribed tasks could not all be written at once: Redis refused or did

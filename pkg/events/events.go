@@ -98,7 +98,7 @@ func (o Options) validate() error {
 // safe for concurrent use.
 type Ingester struct {
 	c     *client.Client
-	copts client.Options
+	link  *clientlink.Link
 	store admission.EventStore
 	adm   admission.Config
 	opts  Options
@@ -118,18 +118,11 @@ func New(c *client.Client, opts Options) (*Ingester, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	co := c.Options()
-	i := &Ingester{c: c, copts: co, store: clientlink.Store(c), opts: opts, log: opts.Logger,
-		adm: admission.Config{
-			Limits:    admission.Limits{MaxInputBytes: co.MaxInputBytes, MaxMetadataBytes: co.MaxMetadataBytes, MaxInputDepth: co.MaxInputDepth},
-			Retention: co.Retention, MaxSignals: co.MaxSignals,
-		}}
+	link := clientlink.Of(c)
+	i := &Ingester{c: c, link: link, store: link.Engine, opts: opts, log: opts.Logger, adm: link.Admission}
 	i.subs.ttl = opts.RefreshInterval
 	return i, nil
 }
-
-// Options returns the ingester's options with defaults filled in.
-func (i *Ingester) Options() Options { return i.opts }
 
 // Input is one event of a PushMany batch.
 type Input struct {
@@ -141,19 +134,6 @@ type Input struct {
 // Event is a stored event and what it did to each subscribed task; the
 // client's Inspector lists them too.
 type Event = client.EventInfo
-
-// TaskRun is what an event did to one subscribed task.
-type TaskRun = client.EventTaskRun
-
-// ListOptions select events for List.
-type ListOptions struct {
-	// Key lists only the events of this key ("" lists all).
-	Key string
-	// Limit is the most events returned (default 50, at most 1000).
-	Limit int
-	// Offset skips that many of the newest events.
-	Offset int
-}
 
 // Push stores an event and triggers every task subscribed to key. Each
 // task's idempotency key is derived with input = payload and
@@ -192,7 +172,7 @@ func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage
 // is deduplicated to a run an earlier one of the batch created. Each event
 // is stored with its runs as Push stores it; when Redis fails some of
 // them, the others are still returned (the failed ones as nil) with a
-// *PushError per failure.
+// *client.BatchItemError per failure (its Index the event's position).
 func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 	if len(in) > i.opts.MaxBatch {
 		return nil, &client.LimitError{What: "batch", Size: len(in), Limit: i.opts.MaxBatch, Unit: "events"}
@@ -218,7 +198,7 @@ func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 	var failed []error
 	for n := range ps {
 		if errs[n] != nil {
-			failed = append(failed, &PushError{Index: n, Err: errs[n]})
+			failed = append(failed, &client.BatchItemError{Index: n, Err: errs[n]})
 			continue
 		}
 		out[n] = eventOf(ps[n], res[n])
@@ -234,45 +214,11 @@ func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 // the others get new runs. The event replayed is not changed. A missing
 // (or expired) event fails with ErrEventNotFound.
 func (i *Ingester) Replay(ctx context.Context, id string) (*Event, error) {
-	ev, err := i.Get(ctx, id)
+	ev, err := i.c.Inspector().GetEvent(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return i.Push(ctx, ev.Key, ev.Payload, ev.Metadata)
-}
-
-// Get reads an event, or fails with ErrEventNotFound.
-func (i *Ingester) Get(ctx context.Context, id string) (*Event, error) {
-	return i.c.Inspector().GetEvent(ctx, id)
-}
-
-// List returns events newest first. Events whose records expired between
-// reading the index and the records are left out.
-func (i *Ingester) List(ctx context.Context, opts ListOptions) ([]*Event, error) {
-	if opts.Limit < 0 || opts.Offset < 0 {
-		return nil, fmt.Errorf("events: list: limit %d and offset %d must not be negative", opts.Limit, opts.Offset)
-	}
-	if opts.Limit == 0 {
-		opts.Limit = ListLimitDefault
-	}
-	if opts.Limit > ListLimitMax {
-		return nil, fmt.Errorf("events: list: limit %d is over the maximum of %d", opts.Limit, ListLimitMax)
-	}
-	ctx, cancel := i.opCtx(ctx)
-	defer cancel()
-	ids, err := i.store.ListEventIDs(ctx, opts.Key, int64(opts.Offset), int64(opts.Limit))
-	if err != nil {
-		return nil, err
-	}
-	recs, err := i.store.GetEvents(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Event, len(recs))
-	for n, r := range recs {
-		out[n] = fromRecord(r)
-	}
-	return out, nil
 }
 
 // validate checks an event: its key here, its payload and metadata by
@@ -340,7 +286,7 @@ func (i *Ingester) prepare(ctx context.Context, in Input) (*admission.EventParam
 		return nil, fmt.Errorf("events: read subscriptions: %w", err)
 	}
 	return i.adm.BuildEvent(admission.Event{
-		Key: in.Key, Payload: in.Payload, Metadata: in.Metadata, Now: i.copts.Clock.Now(), Retention: i.opts.Retention,
+		Key: in.Key, Payload: in.Payload, Metadata: in.Metadata, Now: i.link.Clock.Now(), Retention: i.opts.Retention,
 	}, subs)
 }
 
@@ -351,10 +297,10 @@ func eventOf(p *admission.EventParams, runs []admission.EventRun) *Event {
 func fromRecord(r *admission.EventRecord) *Event {
 	e := &Event{
 		ID: r.ID, Key: r.Key, Payload: json.RawMessage(r.Payload), Metadata: json.RawMessage(r.Meta),
-		CreatedAt: r.Created.UTC(), Runs: make([]TaskRun, len(r.Runs)),
+		CreatedAt: r.Created.UTC(), Runs: make([]client.EventTaskRun, len(r.Runs)),
 	}
 	for n, x := range r.Runs {
-		e.Runs[n] = TaskRun{Task: x.Task, Outcome: x.Outcome, RunID: x.RunID, IdempotencyKey: x.IdempotencyKey, Error: x.Error}
+		e.Runs[n] = client.EventTaskRun{Task: x.Task, Outcome: x.Outcome, RunID: x.RunID, IdempotencyKey: x.IdempotencyKey, Error: x.Error}
 	}
 	return e
 }
@@ -362,7 +308,7 @@ func fromRecord(r *admission.EventRecord) *Event {
 // opCtx bounds calls to Redis by the client's OperationTimeout unless ctx
 // ends sooner.
 func (i *Ingester) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := i.copts.OperationTimeout
+	d := i.link.OperationTimeout
 	if dl, ok := ctx.Deadline(); (ok && time.Until(dl) < d) || d <= 0 {
 		return ctx, func() {}
 	}

@@ -140,7 +140,7 @@ func TestSameEventTwiceOneRun(t *testing.T) {
 			t.Fatalf("%d runs, want 1", n)
 		}
 		for _, ev := range []*events.Event{first, second} {
-			got, err := ing.Get(ctx, ev.ID)
+			got, err := c.Inspector().GetEvent(ctx, ev.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +173,7 @@ func TestTwoTasksOneKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]events.TaskRun{}
+		got := map[string]client.EventTaskRun{}
 		for _, r := range ev.Runs {
 			got[r.Task] = r
 		}
@@ -215,7 +215,7 @@ func TestExpressionErrorIsRecorded(t *testing.T) {
 		if len(ev.Runs) != 3 {
 			t.Fatalf("runs = %+v", ev.Runs)
 		}
-		byTask := map[string]events.TaskRun{}
+		byTask := map[string]client.EventTaskRun{}
 		for _, r := range ev.Runs {
 			byTask[r.Task] = r
 		}
@@ -237,7 +237,7 @@ func TestExpressionErrorIsRecorded(t *testing.T) {
 				t.Fatalf("no-key on the second event = %+v", r)
 			}
 		}
-		stored, _ := ing.Get(ctx, ev.ID)
+		stored, _ := c.Inspector().GetEvent(ctx, ev.ID)
 		if fmt.Sprint(stored.Runs) != fmt.Sprint(ev.Runs) {
 			t.Fatalf("stored runs = %+v", stored.Runs)
 		}
@@ -358,18 +358,18 @@ func TestPushManyAndList(t *testing.T) {
 		if created != 3 {
 			t.Fatalf("created %d runs, want 3: %+v", created, evs)
 		}
-		ticks, err := ing.List(ctx, events.ListOptions{Key: "tick"})
+		ticks, err := listEvents(ctx, c, listOpts{Key: "tick"})
 		if err != nil || len(ticks) != 3 {
 			t.Fatalf("tick events = %d, %v", len(ticks), err)
 		}
-		all, _ := ing.List(ctx, events.ListOptions{Limit: 2, Offset: 1})
+		all, _ := listEvents(ctx, c, listOpts{Limit: 2, Offset: 1})
 		if len(all) != 2 {
 			t.Fatalf("page = %+v", all)
 		}
-		if _, err := ing.Get(ctx, "no-such-event"); !errors.Is(err, events.ErrEventNotFound) {
+		if _, err := c.Inspector().GetEvent(ctx, "no-such-event"); !errors.Is(err, events.ErrEventNotFound) {
 			t.Fatalf("Get of a missing event: %v", err)
 		}
-		if _, err := ing.List(ctx, events.ListOptions{Limit: events.ListLimitMax + 1}); err == nil {
+		if _, err := listEvents(ctx, c, listOpts{Limit: events.ListLimitMax + 1}); err == nil {
 			t.Fatal("List accepted a limit over the maximum")
 		}
 	})
@@ -389,7 +389,7 @@ func TestRetention(t *testing.T) {
 	}
 	b.Mini.FastForward(time.Hour + time.Minute)
 	clock.Add(time.Hour + time.Minute)
-	if _, err := ing.Get(ctx, old.ID); !errors.Is(err, events.ErrEventNotFound) {
+	if _, err := c.Inspector().GetEvent(ctx, old.ID); !errors.Is(err, events.ErrEventNotFound) {
 		t.Fatalf("expired event: %v", err)
 	}
 	fresh, _ := ing.Push(ctx, "k", nil, nil) // sweeps: the last sweep is over a minute old
@@ -426,7 +426,7 @@ func TestRedefinedTaskIsWarnedAboutAndFollowed(t *testing.T) {
 			t.Fatalf("first definition: %+v, %v", ev, err)
 		}
 
-		refused, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, DefinitionConflict: worker.DefinitionRefuse})
+		refused, err := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Logger: quiet, RefuseDefinitionConflict: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -512,7 +512,7 @@ func TestEventFansOutAcrossPartitions(t *testing.T) {
 			t.Fatalf("%d runs, want %d", n, len(defs))
 		}
 		for _, ev := range []*events.Event{first, second} {
-			got, err := ing.Get(ctx, ev.ID)
+			got, err := c.Inspector().GetEvent(ctx, ev.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -526,4 +526,26 @@ func TestEventFansOutAcrossPartitions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// listOpts select events for listEvents.
+type listOpts struct {
+	Key           string
+	Limit, Offset int
+}
+
+// listEvents lists events newest first through the Inspector, skipping
+// Offset of them.
+func listEvents(ctx context.Context, c *client.Client, o listOpts) ([]*client.EventInfo, error) {
+	if o.Limit == 0 {
+		o.Limit = events.ListLimitDefault
+	}
+	page, err := c.Inspector().ListEvents(ctx, client.ListOptions{Key: o.Key, Limit: o.Limit + o.Offset})
+	if err != nil {
+		return nil, err
+	}
+	if o.Offset >= len(page.Items) {
+		return nil, nil
+	}
+	return page.Items[o.Offset:], nil
 }

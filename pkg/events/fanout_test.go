@@ -63,7 +63,7 @@ func TestWorkerFinishesAFanoutItsIngesterLeft(t *testing.T) {
 		if !errors.As(err, &pending) {
 			t.Fatalf("push = %v; want a *FanoutPendingError", err)
 		}
-		ev, err := ing.Get(ctx, pending.EventID)
+		ev, err := c.Inspector().GetEvent(ctx, pending.EventID)
 		if err != nil || len(ev.Runs) != 0 {
 			t.Fatalf("pending event = %+v, %v", ev, err)
 		}
@@ -75,7 +75,7 @@ func TestWorkerFinishesAFanoutItsIngesterLeft(t *testing.T) {
 				t.Fatal("the worker did not finish the pending fan-out within 10s")
 			}
 			time.Sleep(20 * time.Millisecond)
-			if ev, err = ing.Get(ctx, pending.EventID); err != nil {
+			if ev, err = c.Inspector().GetEvent(ctx, pending.EventID); err != nil {
 				t.Fatal(err)
 			}
 		}

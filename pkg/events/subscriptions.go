@@ -42,7 +42,7 @@ func (i *Ingester) subscribers(ctx context.Context, key string) ([]subscriber, e
 }
 
 func (i *Ingester) loadSubscriptions(ctx context.Context) (map[string][]subscriber, error) {
-	regs, err := i.c.Tasks(ctx)
+	regs, err := i.c.Inspector().ListTasks(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/taskq/taskq/internal/engine"
 	"testing"
 	"time"
 
@@ -27,8 +28,8 @@ func TestEventCollisionIsRecordedAsSuppressed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := c.Inspector().ListSuppressed(ctx, client.ListSuppressedOptions{Key: "receipt:o-1"})
-		if err != nil || len(page.Triggers) != 0 {
+		page, err := c.Inspector().ListSuppressed(ctx, client.ListOptions{Key: "receipt:o-1"})
+		if err != nil || len(page.Items) != 0 {
 			t.Fatalf("after the first event: %+v, %v", page, err)
 		}
 		second, err := ing.Push(ctx, "order.paid", payload, nil)
@@ -38,16 +39,16 @@ func TestEventCollisionIsRecordedAsSuppressed(t *testing.T) {
 		if second.Runs[0].Outcome != events.OutcomeDeduplicated {
 			t.Fatalf("second event: %+v", second.Runs)
 		}
-		page, err = c.Inspector().ListSuppressed(ctx, client.ListSuppressedOptions{Key: "receipt:o-1"})
+		page, err = c.Inspector().ListSuppressed(ctx, client.ListOptions{Key: "receipt:o-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Triggers) != 1 {
-			t.Fatalf("suppressed triggers %+v, want one", page.Triggers)
+		if len(page.Items) != 1 {
+			t.Fatalf("suppressed triggers %+v, want one", page.Items)
 		}
-		got := page.Triggers[0]
+		got := page.Items[0]
 		if got.Source != "event:"+second.ID || got.Owner != first.Runs[0].RunID || got.Task != "send-receipt" ||
-			got.Outcome != client.SuppressedDeduplicated || got.InputDigest != client.InputDigest(payload) {
+			got.Outcome != client.SuppressedDeduplicated || got.InputDigest != engine.InputDigest(payload) {
 			t.Errorf("suppressed trigger %+v, want the second event %s deduplicated to %s", got, second.ID, first.Runs[0].RunID)
 		}
 	})

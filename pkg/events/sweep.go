@@ -5,12 +5,11 @@ import (
 	"time"
 )
 
-// Sweep removes the entries of expired events from the events index of
+// sweepAll removes the entries of expired events from the events index of
 // every partition. Event records expire on their own after Retention; Push
-// and PushMany sweep at most once a minute, so calling Sweep is only
-// needed where no events are pushed. It returns how many entries it
+// and PushMany sweep at most once a minute. It returns how many entries it
 // removed.
-func (i *Ingester) Sweep(ctx context.Context) (int, error) {
+func (i *Ingester) sweepAll(ctx context.Context) (int, error) {
 	parts, err := i.store.PartitionCount(ctx)
 	if err != nil {
 		return 0, err
@@ -28,7 +27,7 @@ func (i *Ingester) Sweep(ctx context.Context) (int, error) {
 
 // sweep sweeps the events index of partition part.
 func (i *Ingester) sweep(ctx context.Context, part int) (int, error) {
-	cutoff := i.copts.Clock.Now().Add(-i.opts.Retention)
+	cutoff := i.link.Clock.Now().Add(-i.opts.Retention)
 	removed, offset := 0, 0
 	for n := 0; n < sweepBatches; n++ {
 		r, looked, err := i.store.SweepEvents(ctx, part, cutoff, offset, sweepBatch)
@@ -48,14 +47,14 @@ func (i *Ingester) sweep(ctx context.Context, part int) (int, error) {
 // maybeSweep sweeps when the last sweep is over sweepInterval ago. A failed
 // sweep is only logged: the push it follows has succeeded.
 func (i *Ingester) maybeSweep(ctx context.Context) {
-	now := i.copts.Clock.Now().UnixMilli()
+	now := i.link.Clock.Now().UnixMilli()
 	last := i.lastSweep.Load()
 	if now-last < sweepInterval.Milliseconds() || !i.lastSweep.CompareAndSwap(last, now) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	if removed, err := i.Sweep(ctx); err != nil {
+	if removed, err := i.sweepAll(ctx); err != nil {
 		i.log.Warn("taskq: sweeping the events index failed", "err", err)
 	} else if removed > 0 {
 		i.log.Debug("taskq: swept expired events from the index", "removed", removed)

@@ -3,6 +3,7 @@ package taskqtest_test
 import (
 	"context"
 	"errors"
+	"github.com/taskq/taskq/internal/clientlink"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,8 +25,8 @@ func TestNewWiresAClientToAnEmbeddedRedis(t *testing.T) {
 	if err := h.Client().Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h.Client().Namespace() != "shop" || !h.Now().Equal(start) || !h.ClientOptions().Clock.Now().Equal(start) {
-		t.Fatalf("namespace %q, now %s / %s; want shop and %s", h.Client().Namespace(), h.Now(), h.ClientOptions().Clock.Now(), start)
+	if clientlink.Of(h.Client()).Namespace != "shop" || !h.Now().Equal(start) {
+		t.Fatalf("namespace %q, now %s; want shop and %s", clientlink.Of(h.Client()).Namespace, h.Now(), start)
 	}
 	ref := trigger(t, h, signup{Email: "ada@example.com"})
 	info, err := ref.Get(ctx)
@@ -47,7 +48,7 @@ func TestNewWiresAClientToAnEmbeddedRedis(t *testing.T) {
 		t.Fatalf("run record through Redis(): %d, %v", n, err)
 	}
 	// The default harness uses the client's default namespace.
-	if got := taskqtest.New(t).Client().Namespace(); got != "default" {
+	if got := clientlink.Of(taskqtest.New(t).Client()).Namespace; got != "default" {
 		t.Fatalf("default namespace %q", got)
 	}
 }
@@ -87,7 +88,7 @@ func TestStartWorkerRunsForTheTest(t *testing.T) {
 			t.Fatalf("Result = %+v, %v", out, err)
 		}
 		// Start registered the tasks, as a worker binary does.
-		if _, err := h.Client().RegisteredTask(ctx, chargeInvoice.Name()); err != nil {
+		if _, err := h.Client().Inspector().GetTask(ctx, chargeInvoice.Name()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := client.RunNoWait(ctx, h.Client(), chargeInvoice, invoice{ID: "in_1"}); err != nil {
@@ -133,7 +134,7 @@ func TestAdvanceMovesKeysAndClockTogether(t *testing.T) {
 	c := h.Client()
 	t0 := h.Now()
 	first := trigger(t, h, signup{Email: "ada@example.com"})
-	k, err := c.LookupKey(ctx, "welcome:ada@example.com")
+	k, err := c.Inspector().GetKey(ctx, "welcome:ada@example.com")
 	if err != nil || k.TTL != time.Hour {
 		t.Fatalf("key = %+v, %v; want held for exactly an hour (no time passed)", k, err)
 	}
@@ -141,7 +142,7 @@ func TestAdvanceMovesKeysAndClockTogether(t *testing.T) {
 	if !h.Now().Equal(t0.Add(59 * time.Minute)) {
 		t.Fatalf("clock at %s, want %s", h.Now(), t0.Add(59*time.Minute))
 	}
-	if k, err := c.LookupKey(ctx, "welcome:ada@example.com"); err != nil || k.TTL != time.Minute {
+	if k, err := c.Inspector().GetKey(ctx, "welcome:ada@example.com"); err != nil || k.TTL != time.Minute {
 		t.Fatalf("key after 59m = %+v, %v; want a minute left", k, err)
 	}
 	var coll *client.IdempotencyCollisionError
@@ -149,8 +150,8 @@ func TestAdvanceMovesKeysAndClockTogether(t *testing.T) {
 		t.Fatalf("duplicate inside the window: %v, want a collision with %s", err, first.ID())
 	}
 	h.Advance(time.Minute)
-	var notHeld *client.KeyNotHeldError
-	if _, err := c.LookupKey(ctx, "welcome:ada@example.com"); !errors.As(err, &notHeld) {
+	var notHeld *client.StateError
+	if _, err := c.Inspector().GetKey(ctx, "welcome:ada@example.com"); !(errors.As(err, &notHeld) && notHeld.Kind == client.ErrKeyNotHeld) {
 		t.Fatalf("key after the window: %v, want released", err)
 	}
 	second := trigger(t, h, signup{Email: "ada@example.com"})

@@ -92,13 +92,13 @@ func typedRuns[I, O any](tk *task.Task[I, O], infos []*client.RunInfo) ([]*Run[I
 // client's Inspector, as users see them.
 func (h *Harness) runInfos(ctx context.Context) ([]*client.RunInfo, error) {
 	var out []*client.RunInfo
-	o := client.ListRunsOptions{Limit: client.ListLimitMax}
+	o := client.ListOptions{Limit: client.ListLimitMax}
 	for {
 		page, err := h.client.Inspector().ListRuns(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Runs...)
+		out = append(out, page.Items...)
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
 			break
 		}

@@ -107,7 +107,7 @@ func TestWorkLeavesRetriesUntilAdvanced(t *testing.T) {
 		}
 	}
 	// The key is held through the retries (status strategy).
-	if k, err := c.LookupKey(ctx, "invoice:in_1"); err != nil || k.OwnerRunID != ok.ID() {
+	if k, err := c.Inspector().GetKey(ctx, "invoice:in_1"); err != nil || k.OwnerRunID != ok.ID() {
 		t.Fatalf("key while retrying: %+v, %v; want held by %s", k, err, ok.ID())
 	}
 	// Time stands still: the retries are not due.
@@ -131,8 +131,8 @@ func TestWorkLeavesRetriesUntilAdvanced(t *testing.T) {
 		t.Fatalf("in_2 after its last attempt: %v; want a failure after 2 attempts with %q", err, errDeclined)
 	}
 	// A run that ended released its key.
-	var notHeld *client.KeyNotHeldError
-	if _, err := c.LookupKey(ctx, "invoice:in_2"); !errors.As(err, &notHeld) {
+	var notHeld *client.StateError
+	if _, err := c.Inspector().GetKey(ctx, "invoice:in_2"); !(errors.As(err, &notHeld) && notHeld.Kind == client.ErrKeyNotHeld) {
 		t.Fatalf("key of the failed run: %v; want released", err)
 	}
 }

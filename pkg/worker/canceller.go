@@ -108,7 +108,7 @@ func (c *canceller) notice(payload string) {
 	case superseded && byGroup:
 		a.cancel(cause)
 	case superseded:
-		a.cancel(&SupersededError{RunID: runID, By: by})
+		a.cancel(&CancelledError{RunID: runID, By: by})
 	default:
 		a.cancel(task.ErrRunCancelled)
 	}

@@ -33,7 +33,7 @@ func TestCancellerStartReturnsOnceSubscribed(t *testing.T) {
 	for _, w := range []struct {
 		ctx  context.Context
 		want error
-	}{{cancelled, task.ErrRunCancelled}, {superseded, &SupersededError{RunID: "r2", By: "r3"}}} {
+	}{{cancelled, task.ErrRunCancelled}, {superseded, &CancelledError{RunID: "r2", By: "r3"}}} {
 		select {
 		case <-w.ctx.Done():
 		case <-time.After(5 * time.Second):

@@ -127,8 +127,8 @@ func TestMissedCancelOfQueuedRunReachesItsHandlerAtTheNextHeartbeat(t *testing.T
 			t.Fatal(err)
 		}
 		cause := receive(t, "the handler's context to end", causes)
-		var se *worker.SupersededError
-		if !errors.As(cause, &se) || se.By != "newer" || se.RunID != id {
+		var se *worker.CancelledError
+		if !(errors.As(cause, &se) && se.Group == "") || se.By != "newer" || se.RunID != id {
 			t.Fatalf("handler context cause = %v, want *SupersededError by run newer", cause)
 		}
 	})

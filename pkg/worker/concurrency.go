@@ -47,32 +47,6 @@ const parkedBatch = 500
 // reservations of runs that ended while they waited, and takes the next.
 const handOnRounds = 100
 
-// ConcurrencyCancelledError is the cause of a handler's context when its
-// run was cancelled by its concurrency group: a newer run of the group
-// took its slot (task.CancelInProgress). It matches
-// task.ErrConcurrencyCancelled and task.ErrRunCancelled.
-type ConcurrencyCancelledError struct {
-	RunID string
-	// Group is the concurrency group.
-	Group string
-	// By is the newer run that took the slot; "" when the group was full
-	// as the run came (task.CancelNewest).
-	By string
-}
-
-func (e *ConcurrencyCancelledError) Error() string {
-	if e.By == "" {
-		return fmt.Sprintf("run %s cancelled: concurrency group %q was full", e.RunID, e.Group)
-	}
-	return fmt.Sprintf("run %s cancelled: run %s took its slot in concurrency group %q", e.RunID, e.By, e.Group)
-}
-
-// Is makes errors.Is(err, task.ErrConcurrencyCancelled) and
-// errors.Is(err, task.ErrRunCancelled) hold.
-func (e *ConcurrencyCancelledError) Is(target error) bool {
-	return target == task.ErrConcurrencyCancelled || target == task.ErrRunCancelled
-}
-
 // concurrencyCause reads the cause of runID's cancel from reason, its
 // record's error; ok is false when its group did not cancel it.
 func concurrencyCause(runID, reason string) (err error, ok bool) {
@@ -80,7 +54,7 @@ func concurrencyCause(runID, reason string) (err error, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	return &ConcurrencyCancelledError{RunID: runID, Group: group, By: by}, true
+	return &CancelledError{RunID: runID, Group: group, By: by}, true
 }
 
 // waitingReason is what a parked run's record says of it.

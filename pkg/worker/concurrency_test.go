@@ -290,8 +290,8 @@ func TestConcurrencyCancelInProgress(t *testing.T) {
 			}
 			return ok
 		})
-		var ce *worker.ConcurrencyCancelledError
-		if !errors.As(cause, &ce) || ce.RunID != old.ID() || ce.By != newer.ID() || ce.Group != "acme" ||
+		var ce *worker.CancelledError
+		if !(errors.As(cause, &ce) && ce.Group != "") || ce.RunID != old.ID() || ce.By != newer.ID() || ce.Group != "acme" ||
 			!errors.Is(cause, task.ErrConcurrencyCancelled) || !errors.Is(cause, task.ErrRunCancelled) {
 			t.Fatalf("cause = %v, want a ConcurrencyCancelledError by %s in acme", cause, newer.ID())
 		}

@@ -18,7 +18,7 @@ import (
 // Causes a handler's context is cancelled with; read them with
 // context.Cause(ctx). A run cancelled by a client or operator ends its
 // handler's context with task.ErrRunCancelled, one superseded by a newer
-// run with a *SupersededError, which matches task.ErrRunCancelled too.
+// run with a *CancelledError, which matches task.ErrRunCancelled too.
 var (
 	// ErrLeaseLost: this worker could not renew its lease in time and the
 	// run may be redelivered to another worker; anything the handler
@@ -34,26 +34,42 @@ var (
 // new run's ID follows (see internal/redisstore/lua/lib, taskq_supersede).
 const supersededPrefix = "superseded by run "
 
-// SupersededError is the cause of a handler's context when a newer run took
-// its idempotency key over (conflict policy supersede).
-type SupersededError struct {
+// CancelledError is the cause of a handler's context when another run took
+// its run's place. With Group "" a newer trigger of its idempotency key
+// superseded it (task.ConflictSupersede): By is the newer run. With Group
+// set its concurrency group cancelled it: a newer run of the group, By,
+// took its slot (task.CancelInProgress), or By is "" when the group was
+// full as the run came (task.CancelNewest). It matches task.ErrRunCancelled,
+// and task.ErrConcurrencyCancelled when Group is set.
+type CancelledError struct {
 	RunID string
 	By    string
+	Group string
 }
 
-func (e *SupersededError) Error() string {
-	return fmt.Sprintf("run %s superseded by run %s", e.RunID, e.By)
+func (e *CancelledError) Error() string {
+	switch {
+	case e.Group == "":
+		return fmt.Sprintf("run %s superseded by run %s", e.RunID, e.By)
+	case e.By == "":
+		return fmt.Sprintf("run %s cancelled: concurrency group %q was full", e.RunID, e.Group)
+	}
+	return fmt.Sprintf("run %s cancelled: run %s took its slot in concurrency group %q", e.RunID, e.By, e.Group)
 }
 
-// Is makes errors.Is(err, task.ErrRunCancelled) hold: superseding cancels.
-func (e *SupersededError) Is(target error) bool { return target == task.ErrRunCancelled }
+// Is makes errors.Is(err, task.ErrRunCancelled) hold, and
+// errors.Is(err, task.ErrConcurrencyCancelled) for a concurrency group's
+// cancel.
+func (e *CancelledError) Is(target error) bool {
+	return target == task.ErrRunCancelled || (e.Group != "" && target == task.ErrConcurrencyCancelled)
+}
 
 // endedCause is the cause a handler's context is cancelled with when its
 // run turned out to have been cancelled, given the run's error: the same
 // the cancel notice gives (see canceller).
 func endedCause(runID, runError string) error {
 	if by, ok := strings.CutPrefix(runError, supersededPrefix); ok {
-		return &SupersededError{RunID: runID, By: by}
+		return &CancelledError{RunID: runID, By: by}
 	}
 	if cause, ok := concurrencyCause(runID, runError); ok {
 		return cause
@@ -131,18 +147,18 @@ func (c *runContext) Logger() *slog.Logger {
 	return c.log
 }
 
-// NonRetryableError marks a handler error that must not be retried.
-type NonRetryableError struct{ Err error }
+// nonRetryableError marks a handler error that must not be retried.
+type nonRetryableError struct{ Err error }
 
-func (e *NonRetryableError) Error() string { return e.Err.Error() }
+func (e *nonRetryableError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the wrapped error.
-func (e *NonRetryableError) Unwrap() error { return e.Err }
+func (e *nonRetryableError) Unwrap() error { return e.Err }
 
 // NonRetryable wraps err so the run fails at once, whatever retries remain.
 func NonRetryable(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &NonRetryableError{Err: err}
+	return &nonRetryableError{Err: err}
 }

@@ -97,7 +97,7 @@ func TestWorkerRegistersAgainAfterRedisLosesItsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer later.Close()
-	if n, err := later.Partitions(ctx); err != nil || n != 2 {
+	if n, err := clientlink.Store(later).PartitionCount(ctx); err != nil || n != 2 {
 		t.Fatalf("a client opened after the loss has %d partitions, %v; want the 2 in use", n, err)
 	}
 }
@@ -115,14 +115,14 @@ func TestWorkerRegistersAgainWhenTheRegistryIsGone(t *testing.T) {
 		startWorker(t, b, worker.Options{LeaseDuration: time.Second}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) { return out{ID: x.ID}, nil })
 		})
-		if _, err := c.RegisteredTask(ctx, tk.Name()); err != nil {
+		if _, err := c.Inspector().GetTask(ctx, tk.Name()); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Client.Del(ctx, redispeek.Store(clientlink.Store(c)).Keys().Tasks()).Err(); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the task to be registered again", func() bool {
-			_, err := c.RegisteredTask(ctx, tk.Name())
+			_, err := c.Inspector().GetTask(ctx, tk.Name())
 			return err == nil
 		})
 	})

@@ -68,7 +68,7 @@ func TestDeferredShortRunIsBegunWithItsOutcome(t *testing.T) {
 		w := startWorker(t, b, worker.Options{Name: "deferred-short-w", StartDelay: 2 * time.Second,
 			LeaseDuration: worker.LeaseDurationDefault}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				info, err := c.GetRun(ctx, ctx.RunID())
+				info, err := c.Inspector().GetRun(ctx, ctx.RunID())
 				during <- seen{info, err, ctx.Attempt()}
 				return out{ID: x.ID}, nil
 			})
@@ -363,7 +363,7 @@ func TestDeferredDisabledBeginsAttemptBeforeHandler(t *testing.T) {
 		during := make(chan seen, 1)
 		startWorker(t, b, worker.Options{StartDelay: -1}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				info, err := c.GetRun(ctx, ctx.RunID())
+				info, err := c.Inspector().GetRun(ctx, ctx.RunID())
 				during <- seen{info, err}
 				return out{ID: x.ID}, nil
 			})
@@ -419,14 +419,14 @@ func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
 		check        func(t *testing.T, cause error)
 	}{
 		{"cancelled", "cancelled by an operator", func(t *testing.T, cause error) {
-			var sup *worker.SupersededError
-			if !errors.Is(cause, task.ErrRunCancelled) || errors.As(cause, &sup) {
+			var sup *worker.CancelledError
+			if !errors.Is(cause, task.ErrRunCancelled) || (errors.As(cause, &sup) && sup.Group == "") {
 				t.Fatalf("handler context cause = %v, want ErrRunCancelled", cause)
 			}
 		}},
 		{"superseded", "superseded by run run-2", func(t *testing.T, cause error) {
-			var sup *worker.SupersededError
-			if !errors.As(cause, &sup) || sup.By != "run-2" || !errors.Is(cause, task.ErrRunCancelled) {
+			var sup *worker.CancelledError
+			if !(errors.As(cause, &sup) && sup.Group == "") || sup.By != "run-2" || !errors.Is(cause, task.ErrRunCancelled) {
 				t.Fatalf("handler context cause = %v, want SupersededError by run-2", cause)
 			}
 		}},

@@ -22,7 +22,7 @@ func testRun(active *activeRuns, runID string, begun bool, leaseUntil time.Time)
 
 // One beat renews a held lease, stops the handler of a lost one with
 // ErrLeaseLost and of a run superseded meanwhile with its
-// SupersededError, and stops the handler of an attempt not begun yet whose
+// CancelledError, and stops the handler of an attempt not begun yet whose
 // run was cancelled.
 func TestHeartbeaterBeat(t *testing.T) {
 	t.Parallel()
@@ -68,9 +68,9 @@ func TestHeartbeaterBeat(t *testing.T) {
 	if err := context.Cause(lostCtx); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("lost lease: cause %v, want ErrLeaseLost", err)
 	}
-	var se *SupersededError
-	if err := context.Cause(supCtx); !errors.As(err, &se) || se.By != "r9" {
-		t.Fatalf("superseded run: cause %v, want SupersededError by r9", err)
+	var se *CancelledError
+	if err := context.Cause(supCtx); !(errors.As(err, &se) && se.Group == "") || se.By != "r9" {
+		t.Fatalf("superseded run: cause %v, want CancelledError by r9", err)
 	}
 	if err := context.Cause(waitCtx); !errors.Is(err, task.ErrRunCancelled) {
 		t.Fatalf("cancelled run not begun yet: cause %v, want ErrRunCancelled", err)

@@ -28,7 +28,7 @@ var (
 // Ready reports whether the worker is doing its work: it has started and
 // is not shutting down, its last read of the task streams succeeded, Redis
 // answers a PING, and the last check of Redis's maxmemory-policy found it
-// safe (see RedisErr). The error is one of ErrNotStarted, ErrShuttingDown,
+// safe (the last check of its maxmemory-policy). The error is one of ErrNotStarted, ErrShuttingDown,
 // ErrNotFetching, ErrRedisUnreachable and ErrRedisMayEvictKeys, wrapping
 // the cause where there is one.
 func (w *Worker) Ready(ctx context.Context) error {
@@ -46,7 +46,7 @@ func (w *Worker) Ready(ctx context.Context) error {
 	if err := w.store.Ping(ctx); err != nil {
 		return errors.Join(ErrRedisUnreachable, err)
 	}
-	if err := w.RedisErr(); err != nil {
+	if err := w.guard.Err(); err != nil {
 		return errors.Join(ErrRedisMayEvictKeys, err)
 	}
 	return nil

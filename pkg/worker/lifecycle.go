@@ -75,7 +75,7 @@ func wire(w *Worker, parts int, cancels []string) (*lifecycle, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	reg := &registrar{
-		store: st, defs: defs, consumer: o.Name, conflict: o.DefinitionConflict,
+		store: st, defs: defs, consumer: o.Name, conflict: conflictOf(o.RefuseDefinitionConflict),
 		interval: o.HeartbeatInterval, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log,
 	}
 	host, _ := os.Hostname()
@@ -128,7 +128,7 @@ func wire(w *Worker, parts int, cancels []string) (*lifecycle, error) {
 //  1. registrar: the consumer groups must exist before anything reads the
 //     streams, and the definitions be registered before the worker counts
 //     as started (triggers by task name need them); a definition conflict
-//     under DefinitionRefuse fails Start here, before anything runs.
+//     under definitionRefuse fails Start here, before anything runs.
 //  2. pauses: the paused tasks are read before anything delivers work,
 //     so that a worker started while a task is paused starts none of its
 //     runs.

@@ -119,7 +119,7 @@ func TestPausedTaskStartsNoRunsUntilResumed(t *testing.T) {
 			if _, ok := rec.of(ref.ID()); ok {
 				t.Errorf("run %s of the paused task started", ref.ID())
 			}
-			info, err := c.GetRun(ctx, ref.ID())
+			info, err := c.Inspector().GetRun(ctx, ref.ID())
 			if err != nil {
 				t.Fatal(err)
 			}

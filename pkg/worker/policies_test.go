@@ -125,7 +125,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 					t.Fatalf("supersede %d: %v", i, err)
 				}
 			}
-			ks, err := c.LookupKey(ctx, "supersede:k")
+			ks, err := c.Inspector().GetKey(ctx, "supersede:k")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,8 +151,8 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			for found := false; !found; {
 				select {
 				case cause := <-causes:
-					var sup *worker.SupersededError
-					if !errors.As(cause, &sup) || sup.By == "" || !errors.Is(cause, task.ErrRunCancelled) {
+					var sup *worker.CancelledError
+					if !(errors.As(cause, &sup) && sup.Group == "") || sup.By == "" || !errors.Is(cause, task.ErrRunCancelled) {
 						t.Fatalf("cause = %v, want a SupersededError", cause)
 					}
 					found = sup.RunID == first.ID()
@@ -226,11 +226,11 @@ func TestSignalByKeyErrors(t *testing.T) {
 		}
 		ref.Cancel(ctx)
 		_, err = c.Signal(ctx, "r", "late")
-		var fin *client.OwnerFinishedError
-		if !errors.As(err, &fin) || fin.RunID != ref.ID() || fin.Status != client.StatusCancelled {
+		var fin *client.StateError
+		if !(errors.As(err, &fin) && fin.Kind == client.ErrOwnerFinished) || fin.RunID != ref.ID() || fin.Status != client.StatusCancelled {
 			t.Fatalf("signal to a retained key: %v", err)
 		}
-		info, err := c.LookupKey(ctx, "r")
+		info, err := c.Inspector().GetKey(ctx, "r")
 		if err != nil || info.OwnerRunID != ref.ID() || info.Active() {
 			t.Fatalf("lookup of a retained key = %+v, %v", info, err)
 		}
@@ -330,7 +330,7 @@ func TestSupersedeRetainedKey(t *testing.T) {
 		if err != nil || next.Superseded() != ref.ID() {
 			t.Fatalf("supersede of retained key: %v (superseded %q)", err, next.Superseded())
 		}
-		if info, _ := c.LookupKey(ctx, "y"); info.OwnerRunID != next.ID() {
+		if info, _ := c.Inspector().GetKey(ctx, "y"); info.OwnerRunID != next.ID() {
 			t.Fatalf("owner after supersede = %s", info.OwnerRunID)
 		}
 	})

@@ -395,7 +395,7 @@ func (p *processor) process(j runJob) {
 		}
 		f.Payload = []byte(herr.Error())
 		fails := st.Spec.Fails + 1
-		var nr *NonRetryableError
+		var nr *nonRetryableError
 		if fails <= st.Spec.Retries && !errors.As(herr, &nr) {
 			f.Outcome = engine.OutcomeRetry
 			f.RetryAt = p.clock.Now().Add(taskdef.Delay(reg.def.Backoff, fails))

@@ -312,7 +312,7 @@ func TestRateLimitKeyedLimitIsolatesKeys(t *testing.T) {
 			as = append(as, ref)
 		}
 		held := func(ref *client.RunRef[out]) bool {
-			info, err := c.GetRun(t.Context(), ref.ID())
+			info, err := c.Inspector().GetRun(t.Context(), ref.ID())
 			return err == nil && info.Waiting != ""
 		}
 		eventually(t, "two of key a's runs held back", func() bool {
@@ -336,7 +336,7 @@ func TestRateLimitKeyedLimitIsolatesKeys(t *testing.T) {
 		}
 		done := 0
 		for _, ref := range as {
-			info, err := c.GetRun(t.Context(), ref.ID())
+			info, err := c.Inspector().GetRun(t.Context(), ref.ID())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -386,7 +386,7 @@ func TestRateLimitTwoLimitsTakeAllOrNone(t *testing.T) {
 			infos = infos[:0]
 			done, held := 0, 0
 			for _, ref := range refs {
-				info, err := c.GetRun(t.Context(), ref.ID())
+				info, err := c.Inspector().GetRun(t.Context(), ref.ID())
 				if err != nil {
 					return false
 				}

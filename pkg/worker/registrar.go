@@ -30,7 +30,7 @@ type registrar struct {
 	store    registryStore
 	defs     []*task.Definition
 	consumer string
-	conflict DefinitionConflict
+	conflict definitionConflict
 	interval time.Duration
 	// opTimeout bounds each check made after Start.
 	opTimeout time.Duration
@@ -40,7 +40,7 @@ type registrar struct {
 
 // Start creates the consumer groups and registers the definitions; it
 // returns once Redis holds them, or with a *DefinitionConflictError under
-// DefinitionRefuse.
+// definitionRefuse.
 func (r *registrar) Start(ctx context.Context) error {
 	if err := r.canStart(); err != nil {
 		return err
@@ -64,7 +64,7 @@ func (r *registrar) registerDefinitions(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		replace := r.conflict == DefinitionReplace
+		replace := r.conflict == definitionReplace
 		prevRaw, err := r.store.RegisterTask(ctx, d.Name, raw, replace)
 		if err != nil {
 			return fmt.Errorf("worker: register task %q: %w", d.Name, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/taskq/taskq/pkg/task"
 )
 
-func testRegistrar(st *fakeStore, conflict DefinitionConflict, defs ...*task.Definition) *registrar {
+func testRegistrar(st *fakeStore, conflict definitionConflict, defs ...*task.Definition) *registrar {
 	return &registrar{store: st, defs: defs, consumer: "w", conflict: conflict, interval: 10 * time.Millisecond,
 		opTimeout: time.Second, clock: systemClock{}, log: discard}
 }
@@ -22,7 +22,7 @@ func TestRegistrarStartReturnsOnceRegistered(t *testing.T) {
 	a := task.Must[testIn, testIn]("a", task.Options{}).Definition()
 	b := task.Must[testIn, testIn]("b", task.Options{}).Definition()
 	st := &fakeStore{}
-	r := testRegistrar(st, DefinitionReplace, a, b)
+	r := testRegistrar(st, definitionReplace, a, b)
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestRegistrarStartReturnsOnceRegistered(t *testing.T) {
 	}
 }
 
-// Under DefinitionRefuse a different registered definition fails Start
+// Under definitionRefuse a different registered definition fails Start
 // with a *DefinitionConflictError, leaves the registration as it was and
 // starts no loop.
 func TestRegistrarRefusesAConflict(t *testing.T) {
@@ -48,7 +48,7 @@ func TestRegistrarRefusesAConflict(t *testing.T) {
 	a := task.Must[testIn, testIn]("a", task.Options{}).Definition()
 	other, _ := json.Marshal(task.Registered{Hash: "other", Worker: "w0"})
 	st := &fakeStore{registered: map[string][]byte{"a": other}}
-	r := testRegistrar(st, DefinitionRefuse, a)
+	r := testRegistrar(st, definitionRefuse, a)
 	err := r.Start(context.Background())
 	var ce *DefinitionConflictError
 	if !errors.As(err, &ce) || ce.RegisteredBy != "w0" || !errors.Is(err, ErrDefinitionConflict) {
@@ -71,7 +71,7 @@ func TestRegistrarPutsBackALostRegistration(t *testing.T) {
 	a := task.Must[testIn, testIn]("a", task.Options{}).Definition()
 	b := task.Must[testIn, testIn]("b", task.Options{}).Definition()
 	st := &fakeStore{}
-	r := testRegistrar(st, DefinitionReplace, a, b)
+	r := testRegistrar(st, definitionReplace, a, b)
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

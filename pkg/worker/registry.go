@@ -5,17 +5,16 @@ import (
 	"fmt"
 )
 
-// DefinitionConflict says what Start does when another worker registered a
+// definitionConflict says what Start does when another worker registered a
 // different definition under the same task name.
-type DefinitionConflict int
+type definitionConflict int
 
 const (
-	// DefinitionReplace registers this worker's definition and logs a
-	// warning naming both versions: the usual case in a rolling deploy.
-	DefinitionReplace DefinitionConflict = iota
-	// DefinitionRefuse makes Start fail with a *DefinitionConflictError
-	// and leaves the registered definition as it is.
-	DefinitionRefuse
+	// definitionReplace registers this worker's definition and logs a
+	// warning naming both versions.
+	definitionReplace definitionConflict = iota
+	// definitionRefuse makes Start fail with a *DefinitionConflictError.
+	definitionRefuse
 )
 
 // ErrDefinitionConflict matches every *DefinitionConflictError.
@@ -36,3 +35,11 @@ func (e *DefinitionConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrDefinitionConflict) hold.
 func (e *DefinitionConflictError) Is(target error) bool { return target == ErrDefinitionConflict }
+
+// conflictOf is what Options.RefuseDefinitionConflict asks for.
+func conflictOf(refuse bool) definitionConflict {
+	if refuse {
+		return definitionRefuse
+	}
+	return definitionReplace
+}

@@ -137,7 +137,7 @@ func TestCancelledOrPostponedScheduledRunDoesNotStart(t *testing.T) {
 			return ref
 		}
 		cancelled, postponed, witness := trigger("cancelled"), trigger("postponed"), trigger("witness")
-		if _, err := in0.CancelRun(ctx, cancelled.ID()); err != nil {
+		if _, err := c.Handle(cancelled.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := in0.Reschedule(ctx, postponed.ID(), time.Now().Add(time.Hour)); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -46,6 +47,7 @@ type scheduler struct {
 
 	c      *client.Client
 	scheds *client.Schedules
+	link   *clientlink.Link
 	closed sync.Once
 }
 
@@ -68,7 +70,7 @@ func (s *scheduler) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.c, s.scheds = c, c.Schedules()
+	s.c, s.scheds, s.link = c, c.Schedules(), clientlink.Of(c)
 	for _, sc := range s.register {
 		if _, err := s.scheds.Put(ctx, sc); err != nil {
 			_ = c.Close()
@@ -127,7 +129,12 @@ func (s *scheduler) pass(quit <-chan struct{}) time.Duration {
 // fire fires the ticks of one schedule that are due and returns how long
 // until its next tick.
 func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
-	cs, name := info.Compiled(), info.Schedule.Name
+	name := info.Schedule.Name
+	cs, err := info.Schedule.Compile()
+	if err != nil {
+		s.log.Warn("taskq: a cron schedule does not compile", "schedule", name, "err", err)
+		return s.refresh
+	}
 	now := s.clock.Now()
 	for _, tick := range ticks.Due(cs, info.Cursor, now) {
 		// Checked again just before the trigger: a tick older than the
@@ -136,10 +143,9 @@ func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
-		h, err := s.scheds.Fire(ctx, info, tick)
-		var coll *client.IdempotencyCollisionError
+		err := s.link.FireTick(ctx, cs, tick)
 		switch {
-		case errors.As(err, &coll):
+		case errors.Is(err, client.ErrIdempotencyCollision):
 			// Another scheduler fired it first: its run is the tick's.
 		case errors.Is(err, client.ErrTaskNotFound):
 			// No worker registered the task yet: try again at the next
@@ -147,12 +153,14 @@ func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
 			cancel()
 			s.log.Warn("taskq: a cron tick's task is not registered", "schedule", name, "task", info.Schedule.Task, "tick", tick)
 			return s.refresh
-		case err != nil && h == nil:
+		case err != nil && !errors.Is(err, client.ErrNotDurable):
+			// A tick whose run was created but not durably acknowledged
+			// has fired all the same.
 			cancel()
 			s.log.Warn("taskq: firing a cron tick failed", "schedule", name, "tick", tick, "err", err)
 			return scheduleRetry
 		}
-		_, err = s.scheds.Advance(ctx, name, tick)
+		err = s.link.AdvanceSchedule(ctx, name, tick)
 		cancel()
 		if errors.Is(err, client.ErrScheduleNotFound) {
 			return s.refresh

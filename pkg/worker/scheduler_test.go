@@ -70,7 +70,7 @@ func (r *cronRig) client() *client.Client {
 // the test calls its pass.
 func (r *cronRig) scheduler() *scheduler {
 	c := r.client()
-	return &scheduler{refresh: time.Minute, opTimeout: 5 * time.Second, clock: r.clock, log: discard, c: c, scheds: c.Schedules()}
+	return &scheduler{refresh: time.Minute, opTimeout: 5 * time.Second, clock: r.clock, log: discard, c: c, scheds: c.Schedules(), link: clientlink.Of(c)}
 }
 
 func (r *cronRig) put(s task.Schedule) {
@@ -85,13 +85,13 @@ func (r *cronRig) put(s task.Schedule) {
 func (r *cronRig) runsByKey() map[string]int {
 	r.t.Helper()
 	out := map[string]int{}
-	o := client.ListRunsOptions{Task: cronTask.Name(), Limit: client.ListLimitMax}
+	o := client.ListOptions{Task: cronTask.Name(), Limit: client.ListLimitMax}
 	for range 100 {
 		page, err := r.c.Inspector().ListRuns(context.Background(), o)
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		for _, run := range page.Runs {
+		for _, run := range page.Items {
 			out[run.IdempotencyKey]++
 		}
 		if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -263,8 +263,8 @@ func TestSchedulerWaitsForTheTaskToBeRegistered(t *testing.T) {
 		}
 		r.clock.set(start.Add(time.Minute + 5*time.Second))
 		s.pass(nil)
-		page, err := r.c.Inspector().ListRuns(context.Background(), client.ListRunsOptions{Task: "cron-later"})
-		if err != nil || len(page.Runs) != 1 || page.Runs[0].IdempotencyKey != tickKeys("orphan", start.Add(time.Minute))[0] {
+		page, err := r.c.Inspector().ListRuns(context.Background(), client.ListOptions{Task: "cron-later"})
+		if err != nil || len(page.Items) != 1 || page.Items[0].IdempotencyKey != tickKeys("orphan", start.Add(time.Minute))[0] {
 			t.Fatalf("runs once the task is registered: %+v, %v", page, err)
 		}
 	})

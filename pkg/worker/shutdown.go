@@ -63,15 +63,6 @@ func (e *ShutdownError) Unwrap() []error {
 	return out
 }
 
-// RunIDs returns the IDs of Runs.
-func (e *ShutdownError) RunIDs() []string {
-	out := make([]string, len(e.Runs))
-	for i, r := range e.Runs {
-		out[i] = r.ID
-	}
-	return out
-}
-
 // errHandlerRunning is why a run whose handler had not returned by the end
 // of the shutdown was left behind.
 var errHandlerRunning = errors.New("handler still running or outcome not yet written when ShutdownTimeout ran out")

@@ -81,7 +81,7 @@ func TestShutdownNamesTheRunsItCouldNotGiveBack(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("Shutdown with Redis %s returned %v; want a *worker.ShutdownError", fault, err)
 			}
-			if !slices.Contains(se.RunIDs(), h.ID()) || !strings.Contains(err.Error(), h.ID()) ||
+			if !slices.ContainsFunc(se.Runs, func(r worker.ShutdownRun) bool { return r.ID == h.ID() }) || !strings.Contains(err.Error(), h.ID()) ||
 				!strings.Contains(err.Error(), "delivered again") {
 				t.Fatalf("the error does not name run %s or say it comes back: %v", h.ID(), err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/taskq/taskq/internal/finished"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,12 +264,12 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		// The Inspector.
 		insp := c.Inspector()
 		seen := map[string]bool{}
-		for o := (client.ListRunsOptions{Limit: 7}); ; {
+		for o := (client.ListOptions{Limit: 7}); ; {
 			page, err := insp.ListRuns(ctx, o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range page.Runs {
+			for _, r := range page.Items {
 				seen[r.ID] = true
 			}
 			if o.Cursor = page.NextCursor; o.Cursor == "" {
@@ -278,13 +279,13 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if len(seen) < 40 {
 			t.Fatalf("listed %d runs", len(seen))
 		}
-		if _, err := insp.ListRuns(ctx, client.ListRunsOptions{Task: "keyed", Status: client.StatusSucceeded}); err != nil {
+		if _, err := insp.ListRuns(ctx, client.ListOptions{Task: "keyed", Status: client.StatusSucceeded}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := insp.ListRunIDs(ctx, client.ListRunsOptions{Limit: 5}); err != nil {
+		if _, err := insp.ListRunIDs(ctx, client.ListOptions{Limit: 5}); err != nil {
 			t.Fatal(err)
 		}
-		for o := (client.ListKeysOptions{Limit: 10}); ; {
+		for o := (client.ListOptions{Limit: 10}); ; {
 			page, err := insp.ListKeys(ctx, o)
 			if err != nil {
 				t.Fatal(err)
@@ -306,7 +307,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if _, err := insp.GetRun(ctx, refs[2].ID()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := insp.ListEvents(ctx, client.ListEventsOptions{}); err != nil {
+		if _, err := insp.ListEvents(ctx, client.ListOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := insp.ListTasks(ctx); err != nil {
@@ -315,7 +316,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if _, err := insp.ListWorkers(ctx); err != nil {
 			t.Fatal(err)
 		}
-		f := insp.SubscribeFinished(ctx)
+		f := finished.Subscribe(ctx, c)
 		if err := f.Ready(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +331,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if err != nil || len(ev.Runs) != 2 || ev.Runs[0].Outcome != events.OutcomeCreated || ev.Runs[1].Outcome != events.OutcomeCreated {
 			t.Fatalf("push: %+v, %v", ev, err)
 		}
-		if _, err := ing.Get(ctx, ev.ID); err != nil {
+		if _, err := c.Inspector().GetEvent(ctx, ev.ID); err != nil {
 			t.Fatal(err)
 		}
 

@@ -40,15 +40,6 @@ const (
 	OperationTimeoutDefault = 5 * time.Second
 )
 
-// PartitionsMismatchError says Options.Partitions is not the partition
-// count the namespace recorded when it was first used; Start refuses it.
-// It is client.PartitionsMismatchError too.
-type PartitionsMismatchError = engine.PartitionsMismatchError
-
-// InvalidNamespaceError says Options.Namespace is not a valid namespace
-// name; New refuses it. It is client.InvalidNamespaceError too.
-type InvalidNamespaceError = engine.InvalidNamespaceError
-
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
@@ -121,10 +112,12 @@ type Options struct {
 	// SweepInterval is how often the janitor sweeps the runs index of
 	// entries whose records expired (default 1m).
 	SweepInterval time.Duration
-	// DefinitionConflict says what Start does when the registered
-	// definition of a task differs from this worker's (default replace,
-	// with a warning).
-	DefinitionConflict DefinitionConflict
+	// RefuseDefinitionConflict makes Start fail with a
+	// *DefinitionConflictError, leaving the registered definition as it
+	// is, when the registered definition of a task differs from this
+	// worker's. By default (false) Start registers this worker's and logs a
+	// warning naming both versions: the usual case in a rolling deploy.
+	RefuseDefinitionConflict bool
 	// AllowEvictingRedis accepts a Redis whose maxmemory-policy may evict
 	// keys (anything but noeviction), or does not tell its policy, with a
 	// warning and the taskq_redis_eviction_risk_accepted metric, where
@@ -348,11 +341,6 @@ func New(opts Options) (*Worker, error) {
 	}
 	return w, nil
 }
-
-// RedisErr says why Redis is unsafe for taskq as the last check of its
-// maxmemory-policy found it (it may evict keys), or nil. For readiness
-// probes.
-func (w *Worker) RedisErr() error { return w.guard.Err() }
 
 // Name is the consumer name this worker reads streams as.
 func (w *Worker) Name() string { return w.opts.Name }

@@ -418,7 +418,7 @@ func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
 		noop := func(ctx worker.Context, x in) (out, error) { return out{}, nil }
 		startWorker(t, b, worker.Options{Name: "w1"}, func(w *worker.Worker) { worker.Handle(w, v1, noop) })
 
-		reg, err := c.RegisteredTask(ctx, "registered")
+		reg, err := c.Inspector().GetTask(ctx, "registered")
 		if err != nil || reg.Spec.Expression != "input.id" || reg.Worker != "w1" || reg.Spec.OnEvents[0] != "order.created" {
 			t.Fatalf("registration = %+v, %v", reg, err)
 		}
@@ -431,19 +431,19 @@ func TestWorkersRegisterDefinitionsAndReportConflicts(t *testing.T) {
 		}
 
 		// A worker that refuses conflicts fails to start and changes nothing.
-		w2, _ := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Name: "w2", Logger: quiet, DefinitionConflict: worker.DefinitionRefuse})
+		w2, _ := worker.New(worker.Options{Redis: b.Client, Namespace: b.Namespace, Name: "w2", Logger: quiet, RefuseDefinitionConflict: true})
 		worker.Handle(w2, v2, noop)
 		err = w2.Start(ctx)
 		var conflict *worker.DefinitionConflictError
 		if !errors.As(err, &conflict) || conflict.RegisteredBy != "w1" {
 			t.Fatalf("conflicting start: %v", err)
 		}
-		if reg, _ := c.RegisteredTask(ctx, "registered"); reg.Worker != "w1" {
+		if reg, _ := c.Inspector().GetTask(ctx, "registered"); reg.Worker != "w1" {
 			t.Fatal("a refused registration replaced the definition")
 		}
 		// The default replaces it (with a warning in the log).
 		startWorker(t, b, worker.Options{Name: "w3"}, func(w *worker.Worker) { worker.Handle(w, v2, noop) })
-		if reg, _ := c.RegisteredTask(ctx, "registered"); reg.Worker != "w3" || reg.Spec.Expression != `"v2:" + input.id` {
+		if reg, _ := c.Inspector().GetTask(ctx, "registered"); reg.Worker != "w3" || reg.Spec.Expression != `"v2:" + input.id` {
 			t.Fatalf("registration after replace = %+v", reg)
 		}
 		if _, err := c.Definition(ctx, "nope"); !errors.Is(err, client.ErrTaskNotFound) {

@@ -1,43 +1,44 @@
-package client
+// Package finished subscribes to a namespace's notices of runs ending,
+// for counting them: the HTTP API's metrics and the benchmarks.
+package finished
 
 import (
 	"context"
 	"sync"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/engine"
 )
 
-// FinishedRuns is a subscription to the namespace's notices of runs
+// Runs is a subscription to the namespace's notices of runs
 // reaching a terminal status, for counting them (metrics, a dashboard's
 // live totals). Notices published while the connection is down (on a
 // cluster, while the master of a partition fails over) are lost; the
 // subscription is made again by itself.
-type FinishedRuns struct {
+type Runs struct {
 	n engine.Notices
 	// channels is how many channels n subscribed to (one per partition);
 	// err is why it could not subscribe.
 	channels int
 	err      error
 	ready    chan struct{}
-	ch       chan map[Status]int
+	ch       chan map[string]int
 	done     chan struct{}
 	stop     sync.Once
 }
 
-// SubscribeFinished subscribes to the notices of runs ending. Wait for
-// Ready before relying on it to see a run that ends next; Close it when
-// done.
-func (in *Inspector) SubscribeFinished(ctx context.Context) *FinishedRuns {
-	f := &FinishedRuns{ch: make(chan map[Status]int, 64), ready: make(chan struct{}), done: make(chan struct{})}
-	octx, cancel := in.c.opCtx(ctx)
-	f.n, f.channels, f.err = in.c.store.SubscribeFinished(octx)
+// Subscribe subscribes to the notices of runs ending in the namespace of
+// c, a *client.Client. Wait for Ready before relying on it to see a run
+// that ends next; Close it when done.
+func Subscribe(ctx context.Context, c any) *Runs {
+	l := clientlink.Of(c)
+	f := &Runs{ch: make(chan map[string]int, 64), ready: make(chan struct{}), done: make(chan struct{})}
+	octx, cancel := context.WithTimeout(ctx, l.OperationTimeout)
+	f.n, f.channels, f.err = l.Engine.SubscribeFinished(octx)
 	cancel()
-	if f.err != nil {
-		f.err = in.c.unavailable(octx, f.err)
-	}
 	if f.n == nil {
 		// A subscription to nothing, so that C and Close work as usual.
-		f.n = in.c.store.Notices()
+		f.n = l.Engine.Notices()
 	}
 	go f.forward()
 	return f
@@ -45,7 +46,7 @@ func (in *Inspector) SubscribeFinished(ctx context.Context) *FinishedRuns {
 
 // Ready waits until Redis confirms the subscription (to the channel of
 // every partition), or ctx ends.
-func (f *FinishedRuns) Ready(ctx context.Context) error {
+func (f *Runs) Ready(ctx context.Context) error {
 	if f.err != nil {
 		return f.err
 	}
@@ -57,17 +58,18 @@ func (f *FinishedRuns) Ready(ctx context.Context) error {
 	}
 }
 
-// C delivers, per notice, how many runs ended with each status. It is
+// C delivers, per notice, how many runs ended with each status (the
+// client.Status values). It is
 // closed after Close.
-func (f *FinishedRuns) C() <-chan map[Status]int { return f.ch }
+func (f *Runs) C() <-chan map[string]int { return f.ch }
 
 // Close ends the subscription.
-func (f *FinishedRuns) Close() error {
+func (f *Runs) Close() error {
 	f.stop.Do(func() { close(f.done) })
 	return f.n.Close()
 }
 
-func (f *FinishedRuns) forward() {
+func (f *Runs) forward() {
 	defer close(f.ch)
 	confirmed := map[string]bool{}
 	for nt := range f.n.C() {
@@ -83,9 +85,9 @@ func (f *FinishedRuns) forward() {
 		case engine.NoticeInterrupted:
 			continue
 		}
-		counts := map[Status]int{}
+		counts := map[string]int{}
 		for status, n := range engine.ParseFinished(nt.Payload) {
-			counts[Status(status)] += n
+			counts[status] += n
 		}
 		select {
 		case f.ch <- counts:
