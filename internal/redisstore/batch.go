@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/taskq/taskq/internal/engine"
 )
@@ -55,7 +56,9 @@ func runBatch[P, R any](ctx context.Context, s *Store, op batchOp[P, R], items [
 		part[i] = p
 		return p, err
 	}, errs)
-	if op.split != nil {
+	// The common batch needs no split and waits for no acknowledgement:
+	// it costs no more than grouping by partition.
+	if op.split != nil && !alike(len(items), func(i int) string { return op.split(items[i]) }) {
 		groups = splitGroups(groups, func(i int) string { return op.split(items[i]) })
 	}
 	build := func(idx []int) ([]string, []any) {
@@ -70,7 +73,7 @@ func runBatch[P, R any](ctx context.Context, s *Store, op batchOp[P, R], items [
 		res[i] = v
 		return n, err
 	}
-	if op.durability == nil {
+	if op.durability == nil || !slices.ContainsFunc(items, func(p P) bool { return op.durability(p).Enabled() }) {
 		keepFirst(errs, s.evalBatch(ctx, op.script, groups, len(items), build, parse))
 		return res, errs
 	}
@@ -106,6 +109,22 @@ func runBatch[P, R any](ctx context.Context, s *Store, op batchOp[P, R], items [
 		}
 	}
 	return res, errs
+}
+
+// alike reports whether key gives every one of n items the same value
+// ("" counting as any).
+func alike(n int, key func(i int) string) bool {
+	first := ""
+	for i := range n {
+		switch k := key(i); {
+		case k == "" || k == first:
+		case first == "":
+			first = k
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // splitGroups splits each group by key, in the order each key first
