@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -35,12 +36,12 @@ func (a *app) completeRunIDs(cmd *cobra.Command, args []string, toComplete strin
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	page, err := c.Inspector().ListRunIDs(ctx, client.ListOptions{Limit: completeRunsScan})
+	ids, err := clientlink.Store(c).ListRunIDs(ctx, 0, completeRunsScan)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []string
-	for _, id := range page.Items {
+	for _, id := range ids {
 		if strings.HasPrefix(id, toComplete) {
 			out = append(out, id)
 			if len(out) == completeMax {

@@ -136,10 +136,7 @@ func (a *app) lookupKey(ctx context.Context, c *client.Client, key string) (*cli
 func (a *app) printKeys(views []*client.KeyInfo) error {
 	p := a.printer()
 	if p.json() {
-		if views == nil {
-			views = []*client.KeyInfo{}
-		}
-		return p.JSON(views)
+		return p.JSON(wire.KeysOf(views))
 	}
 	if len(views) == 0 {
 		_, err := fmt.Fprintf(a.stdout, "No idempotency keys held in namespace %q.\n", a.namespace)
@@ -178,7 +175,7 @@ left before the key expires. Exits with code 3 when nobody holds the key.`,
 			p := a.printer()
 			if p.json() {
 				// The same body as GET /api/v1/keys/{key}.
-				return p.JSON(v)
+				return p.JSON(wire.KeyOf(v))
 			}
 			f := [][2]string{
 				{"Key", v.Key}, {"Owner run", v.OwnerRunID}, {"Task", v.Task}, {"Strategy", v.Strategy},

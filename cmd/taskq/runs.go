@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/taskq/taskq/internal/fieldfilter"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/taskq/taskq/internal/fieldfilter"
+	"github.com/taskq/taskq/internal/runview"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +39,7 @@ func runJSON(info *client.RunInfo) *client.RunInfo {
 // and the attempts redelivered without counting (given back at a worker's
 // shutdown, a lapsed lease) after it: "1/1 +1 redelivered".
 func attempts(r *client.RunInfo) string {
-	counted, redelivered := r.CountedAttempts()
+	counted, redelivered := runview.CountedAttempts(r)
 	s := fmt.Sprintf("%d/%d", counted, r.Retries+1)
 	if redelivered > 0 {
 		s += fmt.Sprintf(" +%d redelivered", redelivered)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/admission"
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -114,7 +117,7 @@ or that waits for a retry or a debounce window, is refused (exit 1).`,
 			if at != nil {
 				info, err = c.Inspector().Reschedule(ctx, args[0], *at)
 			} else {
-				info, err = c.Inspector().RescheduleIn(ctx, args[0], sf.in)
+				info, err = rescheduleIn(ctx, c, args[0], sf.in)
 			}
 			if err != nil {
 				return scheduleUsage(err)
@@ -129,4 +132,15 @@ or that waits for a retry or a debounce window, is refused (exit 1).`,
 	}
 	sf.add(cmd, "queue the run")
 	return cmd
+}
+
+// rescheduleIn is Reschedule to d from now on c's clock, a negative d or
+// one over the client's MaxScheduleAhead refused as --in.
+func rescheduleIn(ctx context.Context, c *client.Client, runID string, d time.Duration) (*client.RunInfo, error) {
+	l := clientlink.Of(c)
+	now := l.Clock.Now()
+	if _, _, err := l.Admission.ScheduleDelay(&admission.Schedule{In: &d}, now); err != nil {
+		return nil, err
+	}
+	return c.Inspector().Reschedule(ctx, runID, now.Add(d))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -53,7 +54,7 @@ func (a *app) workersLsCmd() *cobra.Command {
 			}
 			p := a.printer()
 			if p.json() {
-				return p.JSON(v)
+				return p.JSON(wire.WorkersOf(v))
 			}
 			if len(v.Workers) == 0 && len(v.Lapsed) == 0 {
 				_, err := fmt.Fprintf(a.stdout, "No workers in namespace %q.\n", a.namespace)
@@ -88,7 +89,7 @@ func (a *app) workersLsCmd() *cobra.Command {
 					if h.LeaseLapsed {
 						lease = "lapsed, awaiting redelivery"
 					}
-					runRows[i] = []string{orDash(h.RunID), h.Task, h.Worker, formatDuration(time.Duration(h.Idle)), strconv.FormatInt(h.Deliveries, 10), lease}
+					runRows[i] = []string{orDash(h.RunID), h.Task, h.Worker, formatDuration(h.Idle), strconv.FormatInt(h.Deliveries, 10), lease}
 				}
 				if err := p.Table([]string{"RUN", "TASK", "WORKER", "SINCE RENEWAL", "DELIVERIES", "LEASE"}, runRows); err != nil {
 					return err

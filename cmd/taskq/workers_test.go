@@ -12,6 +12,7 @@ import (
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
@@ -99,7 +100,7 @@ func TestWorkersLs(t *testing.T) {
 		}
 
 		r = cli.run("workers", "ls", "-o", "json")
-		var out client.Workers
+		var out wire.Workers
 		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
 			t.Fatalf("json: %v %+v", err, r)
 		}

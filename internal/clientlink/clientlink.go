@@ -3,9 +3,9 @@
 // events through it, tests and fault tooling inspect the store with it),
 // the Redis guard and metrics (the HTTP API's readiness and /metrics), the
 // client's settings, and the firing of a cron tick (the worker's
-// scheduler). Users cannot import it, so they cannot make the Token that
-// Client.Link asks for; what they may do with stored runs, keys, events
-// and tasks is client.Inspector.
+// scheduler). Package client registers how to reach a client's Link when
+// it is initialised; users cannot import this package, and what they may
+// do with stored runs, keys, events and tasks is client.Inspector.
 package clientlink
 
 import (
@@ -20,10 +20,6 @@ import (
 	"github.com/taskq/taskq/pkg/task"
 )
 
-// Token is the argument of (*client.Client).Link: a value of a type only
-// taskq's own packages can name.
-type Token struct{}
-
 // Link is what a *client.Client shares with taskq's own packages.
 type Link struct {
 	Engine engine.Engine
@@ -35,9 +31,13 @@ type Link struct {
 	Namespace        string
 	Clock            task.Clock
 	OperationTimeout time.Duration
-	// Admission is the client's limits and run retention, for triggers
-	// made by another path (event ingestion) to get the same.
+	// Admission is the client's limits, run retention and scheduling
+	// bound, for triggers made by another path (event ingestion) to get
+	// the same.
 	Admission admission.Config
+	// Unavailable words an error of Engine as the client's own calls do:
+	// a Redis that did not answer in time is a *client.UnavailableError.
+	Unavailable func(ctx context.Context, err error) error
 	// FireTick triggers the run of one tick of a schedule, under the
 	// tick's key, without moving the schedule's cursor: a tick fired
 	// before is an error matching client.ErrIdempotencyCollision, a task
@@ -48,14 +48,16 @@ type Link struct {
 	AdvanceSchedule func(ctx context.Context, name string, tick time.Time) error
 }
 
-// linker is *client.Client, named here without importing package client
-// (which imports this package).
-type linker interface {
-	Link(Token) *Link
-}
+// linkOf returns the link of a *client.Client; package client sets it
+// (Register) when it is initialised, as this package cannot import it.
+var linkOf func(c any) *Link
+
+// Register is called once, by package client's init, with the function
+// that returns a *client.Client's link.
+func Register(of func(c any) *Link) { linkOf = of }
 
 // Of returns the link of c, a *client.Client. It panics for anything else.
-func Of(c any) *Link { return c.(linker).Link(Token{}) }
+func Of(c any) *Link { return linkOf(c) }
 
 // Store returns the engine of c, a *client.Client. It panics for
 // anything else.

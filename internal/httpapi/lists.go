@@ -205,7 +205,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		writeError(w, listError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.Page{Name: "keys", Items: page.Items, NextCursor: page.NextCursor})
+	writeJSON(w, http.StatusOK, wire.Page{Name: "keys", Items: wire.KeysOf(page.Items), NextCursor: page.NextCursor})
 }
 
 // eventPage is one page of GET /api/v1/events.

@@ -25,8 +25,8 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err))
 		return
 	}
-	// The key's JSON is client.KeyInfo's, as the command line prints it.
-	writeJSON(w, http.StatusOK, info)
+	// The key's JSON is the command line's too.
+	writeJSON(w, http.StatusOK, wire.KeyOf(info))
 }
 
 // listTasks answers GET /api/v1/tasks: the registered definitions, the

@@ -18,11 +18,12 @@ type attemptList struct {
 // oldest first (at most client.MaxAttemptHistory+1, so one page).
 func (s *Server) getAttempts(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	as, err := s.c.Inspector().RunAttempts(r.Context(), id)
+	run, err := s.c.Inspector().GetRun(r.Context(), id)
 	if err != nil {
 		writeError(w, runError(id, err))
 		return
 	}
+	as := run.Attempts
 	if as == nil {
 		as = []client.AttemptInfo{}
 	}

@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/taskq/taskq/internal/admission"
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -101,7 +104,7 @@ func (s *Server) rescheduleRun(w http.ResponseWriter, r *http.Request) {
 	case at != nil:
 		info, err = s.c.Inspector().Reschedule(r.Context(), id, *at)
 	default:
-		info, err = s.c.Inspector().RescheduleIn(r.Context(), id, *in)
+		info, err = rescheduleIn(r.Context(), s.c, id, *in)
 	}
 	var (
 		se *client.RunAtError
@@ -117,4 +120,15 @@ func (s *Server) rescheduleRun(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, info)
 	}
+}
+
+// rescheduleIn is Reschedule to d from now on c's clock, a negative d or
+// one over the client's MaxScheduleAhead refused as runIn.
+func rescheduleIn(ctx context.Context, c *client.Client, runID string, d time.Duration) (*client.RunInfo, error) {
+	l := clientlink.Of(c)
+	now := l.Clock.Now()
+	if _, _, err := l.Admission.ScheduleDelay(&admission.Schedule{In: &d}, now); err != nil {
+		return nil, err
+	}
+	return c.Inspector().Reschedule(ctx, runID, now.Add(d))
 }

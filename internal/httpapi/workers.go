@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+
+	"github.com/taskq/taskq/internal/wire"
 )
 
 // listWorkers answers GET /api/v1/workers: live and recently dead workers,
@@ -12,5 +14,5 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, storeError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, wire.WorkersOf(v))
 }

@@ -669,14 +669,14 @@ func (s *soak) readBack(ctx context.Context) error {
 // allRunIDs lists every run of the namespace, newest first.
 func (s *soak) allRunIDs(ctx context.Context) ([]string, error) {
 	var ids []string
-	o := client.ListOptions{Limit: client.ListLimitMax}
+	st := clientlink.Store(s.c)
 	for {
-		page, err := s.c.Inspector().ListRunIDs(ctx, o)
+		page, err := st.ListRunIDs(ctx, int64(len(ids)), client.ListLimitMax)
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, page.Items...)
-		if o.Cursor = page.NextCursor; o.Cursor == "" {
+		ids = append(ids, page...)
+		if len(page) < client.ListLimitMax {
 			return ids, nil
 		}
 	}

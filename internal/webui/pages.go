@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/runview"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -139,7 +142,7 @@ func (u *UI) runs(w http.ResponseWriter, r *http.Request, s *session) {
 	if d.Task == "" && d.Status == "" && d.Q == "" && d.Pager.OlderURL != "" {
 		// Unfiltered, the runs index's size is the total; a filter has
 		// no index to count, so its total shows once its last page does.
-		total, err := u.in.TotalRuns(ctx)
+		total, err := u.total(ctx, func(ctx context.Context, e engine.Engine) (int64, error) { return e.IndexedRuns(ctx) })
 		if err != nil {
 			u.failErr(w, r, s, "count the runs", err)
 			return
@@ -179,7 +182,7 @@ type runData struct {
 	Timeline    []moment
 	MaxAttempts int
 	// Counted and Redelivered split the run's attempts (see
-	// client.RunInfo.CountedAttempts).
+	// runview.CountedAttempts).
 	Counted, Redelivered int
 	// Signals and Steps are the first page of the run's signals and
 	// durable steps (read only when it has some: Run.SignalCount and
@@ -219,7 +222,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	d := &runData{Run: run, MaxAttempts: run.Retries + 1}
-	d.Counted, d.Redelivered = run.CountedAttempts()
+	d.Counted, d.Redelivered = runview.CountedAttempts(run)
 	if run.IdempotencyKey != "" {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
 		var nh *client.StateError
@@ -461,7 +464,7 @@ func (u *UI) events(w http.ResponseWriter, r *http.Request, s *session) {
 	d.Events = page.Items
 	d.Pager = newPageNav(r, "/ui/events", url.Values{"key": {d.Key}}, page.NextCursor, len(d.Events))
 	if d.Pager.OlderURL != "" {
-		total, err := u.in.TotalEvents(r.Context(), d.Key)
+		total, err := u.total(r.Context(), func(ctx context.Context, e engine.Engine) (int64, error) { return e.IndexedEvents(ctx, d.Key) })
 		if err != nil {
 			u.failErr(w, r, s, "count the events", err)
 			return
@@ -492,4 +495,16 @@ func (u *UI) workers(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	u.render(w, r, s, http.StatusOK, "workers", &view{Title: "Workers", Nav: "workers", Poll: pollURL(r), Data: ws})
+}
+
+// total reads how many items an unfiltered listing holds, the size of its
+// index: of the runs, or the events (of one event key), summed over the
+// partitions in one round trip. Items whose records expired are counted
+// until the sweep removes their entries.
+func (u *UI) total(ctx context.Context, count func(context.Context, engine.Engine) (int64, error)) (int, error) {
+	l := clientlink.Of(u.opts.Client)
+	ctx, cancel := context.WithTimeout(ctx, l.OperationTimeout)
+	defer cancel()
+	n, err := count(ctx, l.Engine)
+	return int(n), l.Unavailable(ctx, err)
 }

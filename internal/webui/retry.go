@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/taskq/taskq/internal/runview"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -23,7 +24,7 @@ func (u *UI) confirmRetry(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	d := &retryData{Run: run}
-	if run.Retryable() && run.IdempotencyKey != "" {
+	if runview.Retryable(run) && run.IdempotencyKey != "" {
 		k, err := u.in.GetKey(ctx, run.IdempotencyKey)
 		var nh *client.StateError
 		switch {

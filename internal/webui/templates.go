@@ -13,6 +13,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/taskq/taskq/internal/runview"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -41,12 +42,13 @@ func parsePages() (map[string]*template.Template, error) {
 
 func funcs() template.FuncMap {
 	return template.FuncMap{
-		"ago":     ago,
-		"ts":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"dur":     dur,
-		"millis":  func(m client.Millis) string { return dur(time.Duration(m)) },
-		"pretty":  pretty,
-		"runPath": func(id string) string { return "/ui/runs/" + url.PathEscape(id) },
+		"ago":       ago,
+		"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"dur":       dur,
+		"millis":    dur,
+		"retryable": runview.Retryable,
+		"pretty":    pretty,
+		"runPath":   func(id string) string { return "/ui/runs/" + url.PathEscape(id) },
 		"eventPath": func(id string) string {
 			return "/ui/events/" + url.PathEscape(id)
 		},

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskq/taskq/internal/admission"
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/connect"
 	"github.com/taskq/taskq/internal/engine"
@@ -318,10 +317,8 @@ func New(opts Options) (c *Client, err error) {
 	c.waiter = newWaiter(c)
 	sc := c.Schedules()
 	c.link = &clientlink.Link{Engine: st, Guard: guard, Metrics: metrics, Namespace: opts.Namespace, Clock: opts.Clock,
-		OperationTimeout: opts.OperationTimeout,
-		Admission: admission.Config{Limits: admission.Limits{MaxInputBytes: opts.MaxInputBytes,
-			MaxMetadataBytes: opts.MaxMetadataBytes, MaxInputDepth: opts.MaxInputDepth},
-			Retention: opts.Retention, MaxSignals: opts.MaxSignals},
+		OperationTimeout: opts.OperationTimeout, Admission: c.admission(),
+		Unavailable: func(ctx context.Context, err error) error { return c.unavailable(ctx, err) },
 		FireTick: func(ctx context.Context, cs *task.CompiledSchedule, tick time.Time) error {
 			_, err := sc.fire(ctx, cs, tick)
 			return err
@@ -379,12 +376,13 @@ func routeRedisLog(log *slog.Logger, keep bool) func() {
 	return redislog.Route(log)
 }
 
-// Link shares the client's engine, guard, metrics and settings with
-// taskq's own packages (event ingestion, the HTTP API, the worker's
-// scheduler): its argument is a value only they can make. What
-// applications may do with stored runs, keys, events and tasks is
-// Inspector.
-func (c *Client) Link(clientlink.Token) *clientlink.Link { return c.link }
+// The client's engine, guard, metrics and settings reach taskq's own
+// packages (event ingestion, the HTTP API, the worker's scheduler) through
+// internal/clientlink. What applications may do with stored runs, keys,
+// events and tasks is Inspector.
+func init() {
+	clientlink.Register(func(c any) *clientlink.Link { return c.(*Client).link })
+}
 
 // Ping checks that Redis answers.
 func (c *Client) Ping(ctx context.Context) error {

@@ -32,7 +32,8 @@ type RunInfo struct {
 	Attempt int    `json:"attempt"`
 	Retries int    `json:"retries"`
 	// Failures counts the attempts that failed, which Retries are spent
-	// on: see CountedAttempts.
+	// on; the others (given back when a worker shut down, taken over after
+	// a lease lapsed) do not count against Retries.
 	Failures       int             `json:"failures,omitempty"`
 	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
 	Strategy       string          `json:"strategy,omitempty"`
@@ -59,29 +60,16 @@ type RunInfo struct {
 	// as `rate limit "emails" key "acme"` or `concurrency group "acme" (2/2
 	// running)`; "" when it is not held back.
 	Waiting string `json:"waiting,omitempty"`
-	// Attempts are the run's attempts, oldest first (see
-	// Inspector.RunAttempts); SignalCount and StepCount count the signals
-	// sent to it and the durable steps it completed. Set by
-	// Inspector.GetRun only.
+	// Attempts are the run's attempts, oldest first: each one that
+	// failed, was retried, lapsed or was given back at its worker's
+	// shutdown (the latest MaxAttemptHistory of those), then the latest
+	// attempt as the run record has it when it succeeded, runs, or was
+	// cancelled; none for a run that has begun no attempt. SignalCount and
+	// StepCount count the signals sent to it and the durable steps it
+	// completed. Set by Inspector.GetRun only.
 	Attempts    []AttemptInfo `json:"attempts,omitempty"`
 	SignalCount int           `json:"signalCount,omitempty"`
 	StepCount   int           `json:"stepCount,omitempty"`
-}
-
-// CountedAttempts splits Attempt, the attempts the run has had, into those
-// that count against its Retries+1 (those that failed, and the running or
-// last one when it did not fail) and those redelivered without counting:
-// given back when a worker shut down, or taken over after a lease lapsed.
-// A run given back at a shutdown and then run to success by another worker
-// has Attempt 2 with no retries allowed: 1 counted of at most 1, and 1
-// redelivered.
-func (i *RunInfo) CountedAttempts() (counted, redelivered int) {
-	counted = i.Failures
-	if i.Status != StatusQueued && i.Attempt > i.Failures {
-		counted++ // the running or last attempt, however it ended
-	}
-	counted = min(counted, i.Attempt)
-	return counted, i.Attempt - counted
 }
 
 func optTime(t time.Time) *time.Time {

@@ -48,7 +48,7 @@ func (c *Client) Inspector() *Inspector { return &Inspector{c: c} }
 // --- runs -------------------------------------------------------------------
 
 // ListOptions select what a listing of the Inspector returns, a page at a
-// time: runs (ListRuns, ListRunIDs, and the bulk actions' filter), keys
+// time: runs (ListRuns, and the bulk actions' filter), keys
 // (ListKeys), events (ListEvents), suppressed triggers (ListSuppressed), a
 // run's signals and steps (RunSignals, RunSteps, which read only Cursor
 // and Limit) and counts of runs (CountRuns, which reads only Since and
@@ -115,9 +115,9 @@ type Page[T any] struct {
 // GetRun reads one run, or fails with an error matching ErrRunNotFound.
 // A queued run waiting for a retry, a debounce window or its scheduled
 // time has ScheduledAt (and Scheduled for the last). It also has its
-// attempts (Attempts, as RunAttempts returns them) and the counts of its
-// signals and durable steps (RunSignals and RunSteps list them): one more
-// round trip for a run with an attempt history, signals or steps.
+// attempts (Attempts) and the counts of its signals and durable steps
+// (RunSignals and RunSteps list them): one more round trip for a run with
+// an attempt history, signals or steps.
 func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
@@ -220,40 +220,6 @@ func (in *Inspector) scanRuns(ctx context.Context, o *ListOptions, pos *engine.I
 		}
 	}
 	return encodeCursor(pos), nil
-}
-
-// ListRunIDs is ListRuns returning only the IDs; without a Task, Status,
-// Key or Where filter it reads the runs index alone, and may list a run
-// whose record has just expired.
-func (in *Inspector) ListRunIDs(ctx context.Context, o ListOptions) (*Page[string], error) {
-	if o.filtered() {
-		rp, err := in.ListRuns(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		p := &Page[string]{Items: make([]string, len(rp.Items)), NextCursor: rp.NextCursor}
-		for i, r := range rp.Items {
-			p.Items[i] = r.ID
-		}
-		return p, nil
-	}
-	limit, pos, err := pageStart(o.Limit, o.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	if err := o.check(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := in.c.opCtx(ctx)
-	defer cancel()
-	w := windowOf(pos, o.Since, o.Until)
-	es, next, err := in.indexPage(ctx, func(ctx context.Context) ([]engine.IndexEntry, error) {
-		return in.c.store.PageRuns(ctx, w.pos, limit)
-	}, limit, w)
-	if err != nil {
-		return nil, err
-	}
-	return &Page[string]{Items: entryIDs(es), NextCursor: next}, nil
 }
 
 // --- keys -------------------------------------------------------------------

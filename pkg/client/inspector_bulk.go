@@ -167,7 +167,7 @@ func (in *Inspector) CancelRuns(ctx context.Context, o BulkOptions) (*BulkResult
 // *IdempotencyCollisionError) is listed with its error and the others go
 // on.
 func (in *Inspector) RetryRuns(ctx context.Context, o BulkOptions) (*BulkResult, error) {
-	return in.bulk(ctx, o, (*RunInfo).Retryable, func(r *RunInfo) BulkRun {
+	return in.bulk(ctx, o, (*RunInfo).retryable, func(r *RunInfo) BulkRun {
 		h, err := in.RetryRun(ctx, r.ID)
 		br := BulkRun{RunID: r.ID, Status: r.Status, Err: err}
 		if h != nil && err == nil {

@@ -77,30 +77,3 @@ func (in *Inspector) CountRuns(ctx context.Context, o ListOptions) (*RunCounts, 
 		}
 	}
 }
-
-// TotalRuns returns how many runs the namespace's listing holds: the
-// entries of the runs index of every partition, read in one round trip
-// (ZCARD), without a filter. Runs whose records expired after their
-// retention are counted until the sweep removes their entries, so it may
-// exceed what ListRuns lists by those.
-func (in *Inspector) TotalRuns(ctx context.Context) (int, error) {
-	ctx, cancel := in.c.opCtx(ctx)
-	defer cancel()
-	n, err := in.c.store.IndexedRuns(ctx)
-	if err != nil {
-		return 0, in.c.unavailable(ctx, err)
-	}
-	return int(n), nil
-}
-
-// TotalEvents is TotalRuns for the events ListEvents lists with no window:
-// every event, or with key set the events of that event key.
-func (in *Inspector) TotalEvents(ctx context.Context, key string) (int, error) {
-	ctx, cancel := in.c.opCtx(ctx)
-	defer cancel()
-	n, err := in.c.store.IndexedEvents(ctx, key)
-	if err != nil {
-		return 0, in.c.unavailable(ctx, err)
-	}
-	return int(n), nil
-}

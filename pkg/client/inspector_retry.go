@@ -13,9 +13,9 @@ import (
 // retried.
 var ErrNotRetryable = errors.New("run cannot be retried")
 
-// Retryable reports whether RetryRun would retry the run: it failed or was
+// retryable reports whether RetryRun would retry the run: it failed or was
 // cancelled, and was not retried yet.
-func (i *RunInfo) Retryable() bool {
+func (i *RunInfo) retryable() bool {
 	return (i.Status == StatusFailed || i.Status == StatusCancelled) && i.RetriedBy == ""
 }
 
@@ -39,7 +39,7 @@ func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, er
 	if err != nil {
 		return nil, err
 	}
-	if !orig.Retryable() {
+	if !orig.retryable() {
 		return nil, &StateError{Kind: ErrNotRetryable, RunID: runID, Status: orig.Status, RetriedBy: orig.RetriedBy}
 	}
 	def, err := in.c.Definition(ctx, orig.Task)

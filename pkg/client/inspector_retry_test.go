@@ -99,12 +99,12 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if _, err := c.Handle(held.ID()).Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := in.ListRunIDs(ctx, client.ListOptions{Limit: 1000})
+		before, _ := in.ListRuns(ctx, client.ListOptions{Limit: 1000})
 		var coll *client.IdempotencyCollisionError
 		if _, err := in.RetryRun(ctx, held.ID()); !errors.As(err, &coll) || coll.ExistingRunID != held.ID() || coll.Key != "held:2" {
 			t.Fatalf("retry under a held key: %v, want a collision naming %s", err, held.ID())
 		}
-		after, _ := in.ListRunIDs(ctx, client.ListOptions{Limit: 1000})
+		after, _ := in.ListRuns(ctx, client.ListOptions{Limit: 1000})
 		if len(after.Items) != len(before.Items) {
 			t.Fatalf("a refused retry created a run: %d runs, then %d", len(before.Items), len(after.Items))
 		}

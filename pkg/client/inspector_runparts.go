@@ -102,32 +102,6 @@ func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *engine.Run
 	return nil
 }
 
-// RunAttempts returns the attempts of a run, oldest first: each one that
-// failed, was retried, lapsed or was given back at its worker's shutdown
-// (the latest MaxAttemptHistory of those), then the latest attempt as the
-// run record has it when it succeeded, runs, or was cancelled. A run that
-// has begun no attempt has none. It fails with an error matching
-// ErrRunNotFound when the run does not exist. At most MaxAttemptHistory+1
-// attempts, so there are no pages.
-func (in *Inspector) RunAttempts(ctx context.Context, runID string) ([]AttemptInfo, error) {
-	ctx, cancel := in.c.opCtx(ctx)
-	defer cancel()
-	runs, _, err := in.c.store.GetRuns(ctx, []string{runID})
-	if err != nil {
-		return nil, in.c.unavailable(ctx, err)
-	}
-	if runs[0] == nil {
-		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, runID)
-	}
-	var hist []engine.Attempt
-	if runs[0].HasAttempts {
-		if hist, err = in.c.store.ReadAttempts(ctx, runID); err != nil {
-			return nil, in.c.unavailable(ctx, err)
-		}
-	}
-	return attemptsOf(runs[0], hist), nil
-}
-
 // SignalInfo is one signal sent to a run, as stored.
 type SignalInfo struct {
 	SignalID string          `json:"signalId"`

@@ -92,7 +92,7 @@ func TestWithSourceIsChecked(t *testing.T) {
 	if !errors.Is(err, client.ErrInvalidSource) {
 		t.Fatalf("trigger with a bad source: %v, want ErrInvalidSource", err)
 	}
-	page, err := c.Inspector().ListRunIDs(context.Background(), client.ListOptions{})
+	page, err := c.Inspector().ListRuns(context.Background(), client.ListOptions{})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("runs after a refused trigger: %+v, %v", page, err)
 	}

@@ -70,9 +70,9 @@ func TestInspectorListsRunsByTaskWithAStableCursor(t *testing.T) {
 			t.Fatalf("listed %d runs %v,\nwant %d %v", len(got), got, len(wantA), wantA)
 		}
 
-		ids, err := in.ListRunIDs(ctx, client.ListOptions{Limit: 3})
-		if err != nil || len(ids.Items) != 3 || ids.NextCursor == "" {
-			t.Fatalf("ListRunIDs = %+v, %v; want 3 IDs and a cursor", ids, err)
+		short, err := in.ListRuns(ctx, client.ListOptions{Limit: 3})
+		if err != nil || len(short.Items) != 3 || short.NextCursor == "" {
+			t.Fatalf("ListRuns = %+v, %v; want 3 runs and a cursor", short, err)
 		}
 		if _, err := in.ListRuns(ctx, client.ListOptions{Cursor: "nope"}); !errors.Is(err, client.ErrInvalidCursor) {
 			t.Errorf("bad cursor: %v, want ErrInvalidCursor", err)

@@ -6,21 +6,23 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
 )
 
-// TotalRuns and TotalEvents count the runs and events of every partition
-// (each partition's index apart), and TotalEvents those of one event key.
-func TestTotalRunsAndEventsCountEveryPartition(t *testing.T) {
+// The totals the dashboard's lists show (the engine's IndexedRuns and
+// IndexedEvents) count the runs and events of every partition (each
+// partition's index apart), and IndexedEvents those of one event key.
+func TestIndexTotalsCountEveryPartition(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newPartitionedClient(t, b, 4)
-		in := c.Inspector()
-		if n, err := in.TotalRuns(ctx); err != nil || n != 0 {
-			t.Fatalf("TotalRuns of an empty namespace = %d, %v", n, err)
+		st := clientlink.Store(c)
+		if n, err := st.IndexedRuns(ctx); err != nil || n != 0 {
+			t.Fatalf("IndexedRuns of an empty namespace = %d, %v", n, err)
 		}
 		used := map[int]bool{}
 		for i := range 30 {
@@ -34,8 +36,8 @@ func TestTotalRunsAndEventsCountEveryPartition(t *testing.T) {
 		if len(used) < 2 {
 			t.Fatalf("the runs went to partitions %v: the test needs several", used)
 		}
-		if n, err := in.TotalRuns(ctx); err != nil || n != 30 {
-			t.Errorf("TotalRuns = %d, %v, want 30", n, err)
+		if n, err := st.IndexedRuns(ctx); err != nil || n != 30 {
+			t.Errorf("IndexedRuns = %d, %v, want 30", n, err)
 		}
 		ing, err := events.New(c, events.Options{})
 		if err != nil {
@@ -50,9 +52,9 @@ func TestTotalRunsAndEventsCountEveryPartition(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for key, want := range map[string]int{"": 15, "totals.a": 12, "totals.b": 3, "totals.none": 0} {
-			if n, err := in.TotalEvents(ctx, key); err != nil || n != want {
-				t.Errorf("TotalEvents(%q) = %d, %v, want %d", key, n, err, want)
+		for key, want := range map[string]int64{"": 15, "totals.a": 12, "totals.b": 3, "totals.none": 0} {
+			if n, err := st.IndexedEvents(ctx, key); err != nil || n != want {
+				t.Errorf("IndexedEvents(%q) = %d, %v, want %d", key, n, err, want)
 			}
 		}
 	})

@@ -2,42 +2,40 @@ package client
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
 )
 
-// Workers is what ListWorkers found: the CLI's `workers ls -o json` and
-// GET /api/v1/workers print it as it is.
+// Workers is what ListWorkers found.
 type Workers struct {
 	// Workers are live workers, then dead ones, each by name.
-	Workers []WorkerInfo `json:"workers"`
+	Workers []WorkerInfo
 	// Lapsed are the held runs, of any worker, whose lease lapsed: they
 	// await redelivery, whatever their records say.
-	Lapsed []HeldRun `json:"lapsed"`
+	Lapsed []HeldRun
 	// Truncated is set when a bound cut a list short.
-	Truncated bool `json:"truncated"`
+	Truncated bool
 }
 
 // WorkerInfo is one worker, from the record it writes at each heartbeat.
 type WorkerInfo struct {
-	Name string `json:"name"`
-	// Status is "live", or "dead" once three heartbeat intervals passed
-	// without a heartbeat.
-	Status            string    `json:"status"`
-	Host              string    `json:"host"`
-	PID               int       `json:"pid"`
-	Version           string    `json:"version"`
-	Tasks             []string  `json:"tasks"`
-	Concurrency       int       `json:"concurrency"`
-	StartedAt         time.Time `json:"startedAt"`
-	LastHeartbeatAt   time.Time `json:"lastHeartbeatAt"`
-	HeartbeatInterval Millis    `json:"heartbeatIntervalMs"`
-	Lease             Millis    `json:"leaseMs"`
+	Name string
+	// Status is WorkerLive, or WorkerDead once three heartbeat intervals
+	// passed without a heartbeat.
+	Status            string
+	Host              string
+	PID               int
+	Version           string
+	Tasks             []string
+	Concurrency       int
+	StartedAt         time.Time
+	LastHeartbeatAt   time.Time
+	HeartbeatInterval time.Duration
+	// Lease is the worker's lease duration (worker.Options.LeaseDuration).
+	Lease time.Duration
 	// Runs are the runs whose deliveries the worker holds, oldest first.
-	Runs []HeldRun `json:"runs"`
+	Runs []HeldRun
 }
 
 // The statuses of a worker.
@@ -48,36 +46,18 @@ const (
 
 // HeldRun is a run whose delivery a worker holds under a lease.
 type HeldRun struct {
-	RunID  string `json:"runId"`
-	Task   string `json:"task"`
-	Worker string `json:"worker"`
+	RunID  string
+	Task   string
+	Worker string
 	// EntryID is the delivery's stream entry.
-	EntryID string `json:"entryId"`
+	EntryID string
 	// Idle is how long the lease has gone without renewal.
-	Idle Millis `json:"idleMs"`
+	Idle time.Duration
 	// Deliveries counts how often the entry was delivered.
-	Deliveries int64 `json:"deliveries"`
+	Deliveries int64
 	// LeaseLapsed: the lease ran out or its worker is dead, so the run
 	// awaits redelivery to another worker.
-	LeaseLapsed bool `json:"leaseLapsed"`
-}
-
-// Millis is a duration written in JSON as whole milliseconds.
-type Millis time.Duration
-
-// MarshalJSON writes the duration in milliseconds.
-func (m Millis) MarshalJSON() ([]byte, error) {
-	return strconv.AppendInt(nil, time.Duration(m).Milliseconds(), 10), nil
-}
-
-// UnmarshalJSON reads a duration in milliseconds.
-func (m *Millis) UnmarshalJSON(b []byte) error {
-	ms, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return fmt.Errorf("client: a duration in milliseconds: %w", err)
-	}
-	*m = Millis(time.Duration(ms) * time.Millisecond)
-	return nil
+	LeaseLapsed bool
 }
 
 // ListWorkers lists the live and recently dead workers of the namespace,
@@ -103,7 +83,7 @@ func (in *Inspector) ListWorkers(ctx context.Context) (*Workers, error) {
 		out.Workers[i] = WorkerInfo{
 			Name: w.Name, Status: status, Host: w.Host, PID: w.PID, Version: w.Version, Tasks: tasks,
 			Concurrency: w.Concurrency, StartedAt: w.Started.UTC(), LastHeartbeatAt: w.LastHeartbeat.UTC(),
-			HeartbeatInterval: Millis(w.HeartbeatInterval), Lease: Millis(w.LeaseDuration), Runs: heldRuns(w.Runs),
+			HeartbeatInterval: w.HeartbeatInterval, Lease: w.LeaseDuration, Runs: heldRuns(w.Runs),
 		}
 	}
 	return out, nil
@@ -113,7 +93,7 @@ func heldRuns(hs []engine.HeldRun) []HeldRun {
 	out := make([]HeldRun, len(hs))
 	for i, h := range hs {
 		out[i] = HeldRun{RunID: h.RunID, Task: h.Task, Worker: h.Consumer, EntryID: h.EntryID,
-			Idle: Millis(h.Idle), Deliveries: h.Deliveries, LeaseLapsed: h.Lapsed}
+			Idle: h.Idle, Deliveries: h.Deliveries, LeaseLapsed: h.Lapsed}
 	}
 	return out
 }

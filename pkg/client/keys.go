@@ -2,16 +2,13 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
 )
 
-// KeyInfo describes who holds an idempotency key. Its JSON (see
-// MarshalJSON) is the key of the HTTP API and of the command line's
-// -o json.
+// KeyInfo describes who holds an idempotency key.
 type KeyInfo struct {
 	Key        string
 	OwnerRunID string
@@ -31,41 +28,6 @@ type KeyInfo struct {
 	// Owner is a handle to the owning run.
 	Owner *RunHandle
 }
-
-// keyJSON is a held key as JSON: the owner is runId, the time left ttlMs
-// (0: no expiry) and expiresAt; task, strategy, status and attempt are
-// the owner's, absent once its record has expired.
-type keyJSON struct {
-	Key       string     `json:"key"`
-	RunID     string     `json:"runId"`
-	TTLMs     int64      `json:"ttlMs"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-	Task      string     `json:"task,omitempty"`
-	Strategy  string     `json:"strategy,omitempty"`
-	Status    Status     `json:"status,omitempty"`
-	Attempt   *int       `json:"attempt,omitempty"`
-}
-
-// MarshalJSON writes the key as the HTTP API and the command line show
-// it: key, runId, ttlMs, expiresAt (UTC, absent without expiry), and the
-// owner's task, strategy, status and attempt while its record exists.
-func (k KeyInfo) MarshalJSON() ([]byte, error) {
-	v := keyJSON{Key: k.Key, RunID: k.OwnerRunID, TTLMs: k.TTL.Milliseconds(),
-		Task: k.Task, Strategy: k.Strategy, Status: k.OwnerStatus}
-	if !k.ExpiresAt.IsZero() {
-		t := k.ExpiresAt.UTC().Truncate(time.Millisecond)
-		v.ExpiresAt = &t
-	}
-	if k.OwnerStatus != "" {
-		a := k.OwnerAttempt
-		v.Attempt = &a
-	}
-	return json.Marshal(v)
-}
-
-// Active reports whether the owner is still queued or running (and so can
-// be signalled), rather than holding the key by retention.
-func (k *KeyInfo) Active() bool { return k.OwnerStatus != "" && !k.OwnerStatus.Terminal() }
 
 // lookupKey says who holds key now, or fails with a *StateError of Kind ErrKeyNotHeld.
 func (c *Client) lookupKey(ctx context.Context, key string) (*KeyInfo, error) {

@@ -234,13 +234,6 @@ func TestListingsMergePartitions(t *testing.T) {
 			}
 			return ids, created, page.NextCursor, nil
 		})
-		walk(func(cursor string) ([]string, []time.Time, string, error) {
-			page, err := in.ListRunIDs(ctx, client.ListOptions{Cursor: cursor, Limit: 9})
-			if err != nil {
-				return nil, nil, "", err
-			}
-			return page.Items, nil, page.NextCursor, nil
-		})
 
 		// Every held key, whatever its partition, with its owner.
 		keys := map[string]string{}

@@ -67,17 +67,8 @@ func scheduleIn(o *runOptions) *time.Duration {
 // retry or a debounce window gets a *StateError of Kind ErrNotScheduled, a run that does
 // not exist an error matching ErrRunNotFound.
 func (in *Inspector) Reschedule(ctx context.Context, runID string, at time.Time) (*RunInfo, error) {
-	return in.reschedule(ctx, runID, &admission.Schedule{At: &at})
-}
-
-// RescheduleIn is Reschedule to d from now.
-func (in *Inspector) RescheduleIn(ctx context.Context, runID string, d time.Duration) (*RunInfo, error) {
-	return in.reschedule(ctx, runID, &admission.Schedule{In: &d})
-}
-
-func (in *Inspector) reschedule(ctx context.Context, runID string, s *admission.Schedule) (*RunInfo, error) {
 	now := in.c.opts.Clock.Now()
-	_, d, err := in.c.admission().ScheduleDelay(s, now)
+	_, d, err := in.c.admission().ScheduleDelay(&admission.Schedule{At: &at}, now)
 	if err != nil {
 		return nil, err
 	}

@@ -215,7 +215,7 @@ func TestRescheduleAScheduledRun(t *testing.T) {
 		if k, err := in.GetKey(ctx, "m:1"); err != nil || k.TTL <= 5*time.Hour-time.Minute {
 			t.Fatalf("key after moving later = %+v, %v; want it to cover the new due time", k, err)
 		}
-		info, err = in.RescheduleIn(ctx, ref.ID(), 10*time.Minute)
+		info, err = in.Reschedule(ctx, ref.ID(), time.Now().Add(10*time.Minute))
 		if err != nil || !info.Scheduled || info.ScheduledAt.After(time.Now().Add(10*time.Minute)) {
 			t.Fatalf("reschedule earlier = %+v, %v", info, err)
 		}
@@ -223,8 +223,8 @@ func TestRescheduleAScheduledRun(t *testing.T) {
 			t.Fatalf("key after moving earlier = %+v, %v; want ten minutes and the ttl (within the skew of the two clocks)", k, err)
 		}
 		var se *client.RunAtError
-		if _, err := in.RescheduleIn(ctx, ref.ID(), -time.Second); !errors.As(err, &se) || se.Field != "runIn" {
-			t.Fatalf("negative reschedule: %v; want a *RunAtError naming runIn", err)
+		if _, err := in.Reschedule(ctx, ref.ID(), time.Time{}); !errors.As(err, &se) || se.Field != "runAt" {
+			t.Fatalf("reschedule to the zero time: %v; want a *RunAtError naming runAt", err)
 		}
 		now, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "2"})
 		if err != nil {
@@ -279,7 +279,7 @@ func TestScheduleValidation(t *testing.T) {
 				t.Errorf("%s: %v; want a *RunAtError on %s saying %q", tc.name, err, tc.field, tc.says)
 			}
 		}
-		if ids, err := c.Inspector().ListRunIDs(ctx, client.ListOptions{}); err != nil || len(ids.Items) != 0 {
+		if ids, err := c.Inspector().ListRuns(ctx, client.ListOptions{}); err != nil || len(ids.Items) != 0 {
 			t.Fatalf("runs after refused triggers = %v, %v; want none", ids, err)
 		}
 		// A time already passed queues the run at once.

@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/workerlink"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/worker"
 )
@@ -181,9 +182,7 @@ func (h *Harness) start(w *worker.Worker) {
 		h.t.Fatalf("taskqtest: start worker %s: %v", w.Name(), err)
 	}
 	h.mu.Lock()
-	for _, d := range w.Definitions() {
-		h.running = append(h.running, d.Name)
-	}
+	h.running = append(h.running, workerlink.Tasks(w)...)
 	h.mu.Unlock()
 	h.t.Cleanup(func() {
 		if err := w.Shutdown(context.Background()); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redispeek"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/runview"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
@@ -341,7 +342,7 @@ func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
 			t.Fatalf("run after handover = %s attempt %d, want succeeded after attempt 2", info.Status, info.Attempt)
 		}
 		// The attempt given back spent none of the run's one allowed.
-		if counted, redelivered := info.CountedAttempts(); counted != 1 || redelivered != 1 || counted > info.Retries+1 {
+		if counted, redelivered := runview.CountedAttempts(info); counted != 1 || redelivered != 1 || counted > info.Retries+1 {
 			t.Fatalf("run after handover counts %d attempts of at most %d, %d redelivered; want 1 of 1, 1 redelivered",
 				counted, info.Retries+1, redelivered)
 		}

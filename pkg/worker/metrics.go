@@ -153,7 +153,7 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.depth }
 // Collect implements prometheus.Collector. Without Redis it reports
 // nothing, so that /metrics keeps answering.
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	defs := c.w.Definitions()
+	defs := c.w.definitions()
 	if len(defs) == 0 {
 		return
 	}

@@ -231,7 +231,7 @@ func TestSignalByKeyErrors(t *testing.T) {
 			t.Fatalf("signal to a retained key: %v", err)
 		}
 		info, err := c.Inspector().GetKey(ctx, "r")
-		if err != nil || info.OwnerRunID != ref.ID() || info.Active() {
+		if err != nil || info.OwnerRunID != ref.ID() || info.OwnerStatus != client.StatusCancelled {
 			t.Fatalf("lookup of a retained key = %+v, %v", info, err)
 		}
 	})

@@ -103,7 +103,7 @@ func TestScheduledRunSurvivesAWorkerRestart(t *testing.T) {
 		}
 		startWorker(t, b, worker.Options{}, handler)
 		// Brought forward to now: the new worker runs it.
-		if _, err := in0.RescheduleIn(ctx, far.ID(), 0); err != nil {
+		if _, err := in0.Reschedule(ctx, far.ID(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if info := wait(t, far); info.Status != client.StatusSucceeded {

@@ -282,7 +282,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if _, err := insp.ListRuns(ctx, client.ListOptions{Task: "keyed", Status: client.StatusSucceeded}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := insp.ListRunIDs(ctx, client.ListOptions{Limit: 5}); err != nil {
+		if _, err := insp.ListRuns(ctx, client.ListOptions{Limit: 5}); err != nil {
 			t.Fatal(err)
 		}
 		for o := (client.ListOptions{Limit: 10}); ; {

@@ -24,6 +24,7 @@ import (
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redislog"
 	"github.com/taskq/taskq/internal/runstats"
+	"github.com/taskq/taskq/internal/workerlink"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -379,8 +380,21 @@ func (w *Worker) register(def *task.Definition, h handlerFunc) error {
 	return nil
 }
 
-// Definitions returns the definitions of the registered tasks.
-func (w *Worker) Definitions() []*task.Definition {
+// The names of a worker's tasks reach taskq's own packages (taskqtest)
+// through internal/workerlink.
+func init() {
+	workerlink.Register(func(w any) []string {
+		defs := w.(*Worker).definitions()
+		names := make([]string, len(defs))
+		for i, d := range defs {
+			names[i] = d.Name
+		}
+		return names
+	})
+}
+
+// definitions returns the definitions of the registered tasks.
+func (w *Worker) definitions() []*task.Definition {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]*task.Definition, 0, len(w.names))

@@ -1,17 +1,18 @@
-package client_test
+package wire_test
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 )
 
 // A key's JSON is the HTTP API's and the command line's: runId, ttlMs and
 // expiresAt; the owner's task, strategy, status and attempt only while its
 // record exists (attempt 0 included); no expiresAt when it does not expire.
-func TestKeyInfoJSON(t *testing.T) {
+func TestKeyJSON(t *testing.T) {
 	at := time.Date(2026, 12, 1, 8, 0, 0, 123456789, time.FixedZone("CET", 3600))
 	cases := []struct {
 		name string
@@ -26,18 +27,16 @@ func TestKeyInfoJSON(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, v := range []any{&tc.key, tc.key} {
-				got, err := json.Marshal(v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if string(got) != tc.want {
-					t.Errorf("%T: got  %s\nwant %s", v, got, tc.want)
-				}
+			got, err := json.Marshal(wire.KeyOf(&tc.key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
 			// In a page of keys too.
-			page, err := json.Marshal(client.Page[*client.KeyInfo]{Items: []*client.KeyInfo{&tc.key}})
-			if err != nil || string(page) != `{"items":[`+tc.want+`]}` {
+			page, err := json.Marshal(wire.Page{Name: "keys", Items: wire.KeysOf([]*client.KeyInfo{&tc.key})})
+			if err != nil || string(page) != `{"keys":[`+tc.want+`]}` {
 				t.Errorf("page: %s, %v", page, err)
 			}
 		})
