@@ -61,7 +61,7 @@ func TestRunsTriggerAsksForReplicas(t *testing.T) {
 		t.Fatalf("the run the output names: %s, %v", st, err)
 	}
 	r = cl.run("runs", "trigger", "ship", "--input", `{"id":"4"}`, "--replicas", "1", "--replicas-timeout", "50ms")
-	if r.code != exitNotDurable || !strings.Contains(r.stderr, "may not survive a failover") {
+	if r.code != exitNotDurable || !strings.Contains(r.stderr, "will run unless a failover loses it") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 

@@ -56,7 +56,7 @@ exits 1; an unknown run exits 3.`,
 				return err
 			}
 			v := wire.Triggered(orig.Task, h)
-			if h.Outcome() == client.OutcomeCreated || h.Outcome() == "" {
+			if h.Receipt().Outcome == client.OutcomeCreated || h.Receipt().Outcome == "" {
 				v.RetryOf = id
 			}
 			p := a.printer()

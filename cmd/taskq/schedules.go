@@ -328,7 +328,12 @@ and the schedule's cursor does not move.`,
 			}
 			h, err := s.TriggerNow(ctx, args[0])
 			var nd *client.DurabilityError
-			if err != nil && !errors.As(err, &nd) {
+			switch {
+			case errors.As(err, &nd):
+				// The run was written, short of its durability: the
+				// result says how far it reached.
+				h = nd.Run
+			case err != nil:
 				return err
 			}
 			res := wire.Triggered(info.Schedule.Task, h)

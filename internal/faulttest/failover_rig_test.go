@@ -195,7 +195,7 @@ func (r *failoverRig) trigger(ctx context.Context, taskName string, in faulttest
 		r.failed = append(r.failed, in.Op)
 		var de *client.DurabilityError
 		if errors.As(err, &de) {
-			r.shortfalls = append(r.shortfalls, acceptedTrigger{op: in.Op, run: de.Runs[0].ID(), at: time.Now()})
+			r.shortfalls = append(r.shortfalls, acceptedTrigger{op: in.Op, run: de.Run.ID(), at: time.Now()})
 		}
 	} else {
 		r.accepted = append(r.accepted, acceptedTrigger{op: in.Op, run: id, at: time.Now()})

@@ -3,11 +3,12 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"github.com/taskq/taskq/internal/clientlink"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/taskq/taskq/internal/clientlink"
 
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
@@ -45,8 +46,13 @@ func (s *Server) retryError(r *http.Request, orig *client.RunInfo, err error) *a
 	var (
 		nr   *client.StateError
 		coll *client.IdempotencyCollisionError
+		nd   *client.DurabilityError
 	)
 	switch {
+	case errors.As(err, &nd) && nd.Collision == nil:
+		// The retry was written, short of its durability: 504 naming it,
+		// as a trigger's.
+		return &apiError{status: http.StatusGatewayTimeout, errorBody: wire.NotDurable(nd)}
 	case errors.As(err, &nr) && errors.Is(nr.Kind, client.ErrNotRetryable):
 		e := newError(http.StatusConflict, CodeRunNotRetryable, "%s", nr.Error())
 		e.ExistingRunID = nr.RetriedBy
@@ -193,13 +199,10 @@ func (s *Server) bulk(w http.ResponseWriter, r *http.Request, action func(ctx co
 		return
 	}
 	res, err := action(r.Context(), client.BulkOptions{Filter: o, DryRun: req.DryRun, Max: req.Max})
-	var (
-		tm *client.TooManyRunsError
-		oe *client.ListOptionError
-	)
+	var oe *client.ListOptionError
 	switch {
-	case errors.As(err, &tm):
-		writeError(w, newError(http.StatusConflict, CodeTooManyRuns, "%s; nothing was done", tm.Error()))
+	case errors.Is(err, client.ErrTooManyRuns):
+		writeError(w, newError(http.StatusConflict, CodeTooManyRuns, "%s; nothing was done", err.Error()))
 		return
 	case errors.As(err, &oe):
 		e := newError(http.StatusBadRequest, CodeInvalidField, "field %s", oe.Error())

@@ -129,10 +129,10 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 	s.metrics.observeTrigger(sourceHTTP, start)
 	var notDurable *client.DurabilityError
 	if errors.As(err, &notDurable) {
-		// The trigger took effect: count it as it was, and say that
-		// replicas may not hold it.
-		if h != nil {
-			s.triggered(def.Name, h)
+		// The trigger took effect (the error carries its run): count it
+		// as it was, and say that replicas may not hold it.
+		if notDurable.Collision == nil {
+			s.triggered(def.Name, notDurable.Run)
 		} else {
 			s.metrics.collisions.WithLabelValues(def.Name, sourceHTTP).Inc()
 		}
@@ -176,7 +176,7 @@ func (s *Server) ownerStatus(ctx context.Context, coll *client.IdempotencyCollis
 func (s *Server) triggered(taskName string, h *client.RunHandle) wire.TriggerResult {
 	res := wire.Triggered(taskName, h)
 	res.Status = http.StatusCreated
-	if h.Outcome() == client.OutcomeCreated || h.Outcome() == "" {
+	if h.Receipt().Outcome == client.OutcomeCreated || h.Receipt().Outcome == "" {
 		s.metrics.triggersAccepted.WithLabelValues(taskName, sourceHTTP).Inc()
 	} else {
 		res.Status = http.StatusOK
@@ -251,9 +251,9 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		return
 	}
 	if errors.As(err, &bulk) {
-		for _, c := range bulk.Collisions {
-			ae := collisionError(c.IdempotencyCollisionError, "")
-			out[c.Index] = wire.TriggerResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message,
+		for j, c := range bulk.Collisions {
+			ae := collisionError(c, "")
+			out[bulk.Indexes[j]] = wire.TriggerResult{Status: ae.status, Task: def.Name, Error: ae.Code, Message: ae.Message,
 				IdempotencyKey: ae.IdempotencyKey, ExistingRunID: ae.ExistingRunID,
 				Durability: wire.AcknowledgementOf(c.Owner)}
 			s.metrics.collisions.WithLabelValues(def.Name, sourceHTTP).Inc()
@@ -266,8 +266,8 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 		for _, i := range notDurable.Indexes {
 			if i < len(out) && out[i].Error == "" {
 				out[i].Status, out[i].Error = http.StatusGatewayTimeout, wire.CodeDurabilityNotReached
-				out[i].Message = "the run was written, but replicas may not hold it: it may not survive a failover; " +
-					"retrying with the same idempotency key is safe"
+				out[i].Message = "the run was written on the master, but replicas may not hold it: it will run unless a failover loses it; " +
+					"retrying with the same idempotency key is safe (it returns the same run)"
 			}
 		}
 	}

@@ -200,8 +200,7 @@ func (u *UI) bulkAct(w http.ResponseWriter, r *http.Request, s *session) {
 			}
 			var err error
 			res, err = act(ctx, client.BulkOptions{Filter: o, Max: d.Max})
-			var tm *client.TooManyRunsError
-			if errors.As(err, &tm) {
+			if errors.Is(err, client.ErrTooManyRuns) {
 				u.failLink(w, r, s, http.StatusConflict, "Nothing was done: "+err.Error()+".", &link{Href: d.Back, Text: "Back to the runs"})
 				return
 			}

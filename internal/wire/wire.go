@@ -108,18 +108,19 @@ func AcknowledgementOf(h *client.RunHandle) *Acknowledgement {
 	if h == nil {
 		return nil
 	}
-	a, ok := h.Acknowledgement()
-	if !ok {
+	a := h.Receipt().Durability
+	if a == nil {
 		return nil
 	}
-	return &Acknowledgement{Reached: a.Reached(), Replicas: a.Replicas, ReplicasWanted: a.Wanted.Replicas,
+	return &Acknowledgement{Reached: a.Reached, Replicas: a.Replicas, ReplicasWanted: a.Wanted.Replicas,
 		TimeoutMs: a.Wanted.Timeout.Milliseconds(), LocalFsync: a.Wanted.LocalFsync, LocalFsynced: a.LocalFsynced}
 }
 
 // Triggered describes a trigger that did not fail.
 func Triggered(taskName string, h *client.RunHandle) TriggerResult {
-	r := TriggerResult{RunID: h.ID(), Task: taskName, IdempotencyKey: h.IdempotencyKey(),
-		Outcome: string(h.Outcome()), SupersededRunID: h.Superseded(), SignalID: h.SignalID()}
+	rc := h.Receipt()
+	r := TriggerResult{RunID: h.ID(), Task: taskName, IdempotencyKey: rc.IdempotencyKey,
+		Outcome: string(rc.Outcome), SupersededRunID: rc.Superseded, SignalID: rc.SignalID}
 	if r.Outcome == "" {
 		r.Outcome = string(client.OutcomeCreated)
 	}
@@ -206,10 +207,7 @@ const CodeDurabilityNotReached = "durability_not_reached"
 // NotDurable is the error body of a single trigger that returned a
 // *client.DurabilityError: it names the run, which exists.
 func NotDurable(e *client.DurabilityError) Error {
-	var h *client.RunHandle
-	if len(e.Runs) > 0 {
-		h = e.Runs[0]
-	}
+	h := e.Run
 	out := Error{Code: CodeDurabilityNotReached, Message: e.Error(), Task: e.Task, Durability: AcknowledgementOf(h)}
 	if h != nil {
 		out.RunID = h.ID()
@@ -217,7 +215,7 @@ func NotDurable(e *client.DurabilityError) Error {
 	if e.Collision != nil {
 		out.IdempotencyKey, out.ExistingRunID = e.Collision.Key, e.Collision.ExistingRunID
 	} else if h != nil {
-		out.IdempotencyKey = h.IdempotencyKey()
+		out.IdempotencyKey = h.Receipt().IdempotencyKey
 	}
 	return out
 }

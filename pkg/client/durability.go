@@ -67,14 +67,14 @@ type Acknowledgement struct {
 	// LocalFsynced says the master's append-only file holds the write on
 	// disk (asked for with Wanted.LocalFsync).
 	LocalFsynced bool
+	// Reached says the write reached the level asked for: Wanted.Replicas
+	// replicas, and the local fsync when it was asked for (false when
+	// waiting for them failed).
+	Reached bool
 }
 
-// Reached reports whether the write reached the level asked for.
-func (a Acknowledgement) Reached() bool {
-	return a.Replicas >= a.Wanted.Replicas && (!a.Wanted.LocalFsync || a.LocalFsynced)
-}
-
-func (a Acknowledgement) String() string {
+// describe says how far a reached, as a person would.
+func (a Acknowledgement) describe() string {
 	s := fmt.Sprintf("%d of %d replica(s)", a.Replicas, a.Wanted.Replicas)
 	if a.Wanted.LocalFsync {
 		if a.LocalFsynced {
@@ -97,73 +97,66 @@ var ErrFsyncUnsupported = engine.ErrFsyncUnsupported
 
 // DurabilityError says a durable trigger's write did not reach the level
 // it asked for in time, or that waiting for it failed. The trigger DID
-// take effect on the master: the run was created (or, for a duplicate,
-// the owner was found, attached or signalled), as Runs says; but it may
-// not survive a failover, which may promote a replica that does not hold
-// it. Retrying with the same idempotency key is safe: the retry finds the
-// run (a collision, or the owner under attach) and waits again. A task
+// take effect on the master: the run WAS written there (or, for a
+// duplicate, the key's owner was found, attached or signalled), and it
+// will run unless a failover loses it, promoting a replica that does not
+// hold the write.
+//
+// A single trigger (RunNoWait, Run, TriggerJSON, Schedules.TriggerNow,
+// Inspector.RetryRun) that falls short returns no handle, only this
+// error, whose Run is the run it wrote. Retrying it with the same
+// idempotency key is safe: the retry finds that same run (a collision
+// naming it, or the run itself under attach) and creates no other. A task
 // without an idempotency key has no such protection: a retry creates
 // another run.
 //
-// A single trigger that fails so also returns its handle with the error;
-// a batch returns every handle as usual, and one DurabilityError listing
-// the triggers that fell short.
+// A batch (RunMany, TriggerManyJSON) keeps its partial result: it returns
+// every ref as usual, those that fell short included, and one
+// DurabilityError listing them (Runs, Indexes).
 type DurabilityError struct {
 	Task string
-	// Runs are the runs the trigger created or was deduplicated to: one for
-	// a single trigger, each trigger that fell short for a batch.
-	Runs []*RunHandle
-	// Indexes line up with Runs: the position of each trigger in its batch
-	// (nil for a single trigger).
+	// Run is the run a single trigger wrote: the handle the trigger would
+	// have returned, its Receipt included. For a rejected duplicate
+	// (Collision) it is the key's owner, whose write fell short. Nil for a
+	// batch.
+	Run *RunHandle
+	// Runs are, for a batch, the runs of each trigger that fell short (the
+	// owner, for one that collided), and Indexes their positions in the
+	// batch, ascending. Nil for a single trigger.
+	Runs    []*RunHandle
 	Indexes []int
 	// Acknowledgement is the level reached: for a batch, the lowest of the
 	// triggers that fell short.
 	Acknowledgement
 	// Collision is set when the single trigger was a rejected duplicate:
-	// Runs[0] is then the key's owner, whose write fell short.
+	// Run is then the key's owner, whose write fell short.
 	Collision *IdempotencyCollisionError
 	// Err is why waiting failed, when it failed rather than timed out (the
 	// connection broke after the write, the server refused WAITAOF).
 	Err error
 }
 
-// handle is the first run the error names: for a single trigger, its run.
-func (e *DurabilityError) handle() *RunHandle {
-	if len(e.Runs) == 0 {
-		return nil
-	}
-	return e.Runs[0]
-}
-
-// RunID is the ID of Handle's run.
-func (e *DurabilityError) runID() string {
-	if h := e.handle(); h != nil {
-		return h.ID()
-	}
-	return ""
-}
-
 func (e *DurabilityError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "durable acknowledgement not reached: task %q ", e.Task)
 	switch {
+	case e.Run == nil:
+		fmt.Fprintf(&b, "%d run(s) of the batch were written on the master", len(e.Runs))
 	case e.Collision != nil:
-		fmt.Fprintf(&b, "run %s (the owner of key %q) exists", e.runID(), e.Collision.Key)
-	case e.Indexes != nil:
-		fmt.Fprintf(&b, "%d run(s) of the batch were written", len(e.Runs))
+		fmt.Fprintf(&b, "run %s (the owner of key %q) exists on the master", e.Run.ID(), e.Collision.Key)
 	default:
-		fmt.Fprintf(&b, "run %s was written", e.runID())
+		fmt.Fprintf(&b, "run %s was written on the master", e.Run.ID())
 	}
 	if e.Err != nil {
 		fmt.Fprintf(&b, ", but waiting for %d replica(s) failed: %v", e.Wanted.Replicas, e.Err)
 	} else {
-		fmt.Fprintf(&b, ", but only %s acknowledged within %s", e.Acknowledgement, e.Wanted.Timeout)
+		fmt.Fprintf(&b, ", but only %s acknowledged within %s", e.describe(), e.Wanted.Timeout)
 	}
-	b.WriteString("; it may not survive a failover, ")
-	if h := e.handle(); h != nil && h.key == "" && e.Collision == nil {
+	b.WriteString("; it will run unless a failover loses it, ")
+	if e.Run != nil && e.Run.receipt.IdempotencyKey == "" && e.Collision == nil {
 		b.WriteString("and the task has no idempotency key: a retry creates another run")
 	} else {
-		b.WriteString("and retrying with the same idempotency key is safe")
+		b.WriteString("and retrying with the same idempotency key is safe (it returns the same run)")
 	}
 	return b.String()
 }
@@ -191,20 +184,25 @@ func (c *Client) acknowledged(task string, h *RunHandle, ack *engine.Ack) bool {
 	if ack == nil {
 		return true
 	}
-	h.ack = &Acknowledgement{Wanted: ack.Wanted, Replicas: ack.Replicas, LocalFsynced: ack.LocalFsynced}
+	h.receipt.Durability = &Acknowledgement{Wanted: ack.Wanted, Replicas: ack.Replicas, LocalFsynced: ack.LocalFsynced, Reached: ack.Reached()}
 	h.ackErr = ack.Err
-	ok := ack.Reached()
 	c.metrics.durable(task, ack)
-	return ok
+	return ack.Reached()
 }
 
-// notDurable is the error of the triggers whose handles hs (at indexes,
-// nil for a single trigger) fell short.
-func notDurable(task string, hs []*RunHandle, indexes []int) *DurabilityError {
+// notDurable is the error of a single trigger whose write, that of run h,
+// fell short.
+func notDurable(task string, h *RunHandle) *DurabilityError {
+	return &DurabilityError{Task: task, Run: h, Acknowledgement: *h.receipt.Durability, Err: h.ackErr}
+}
+
+// notDurableBatch is the error of the triggers of a batch whose handles hs,
+// at indexes, fell short.
+func notDurableBatch(task string, hs []*RunHandle, indexes []int) *DurabilityError {
 	e := &DurabilityError{Task: task, Runs: hs, Indexes: indexes}
 	for i, h := range hs {
-		if i == 0 || h.ack.Replicas < e.Replicas {
-			e.Acknowledgement = *h.ack
+		if i == 0 || h.receipt.Durability.Replicas < e.Replicas {
+			e.Acknowledgement = *h.receipt.Durability
 		}
 		if e.Err == nil {
 			e.Err = h.ackErr

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/taskq/taskq/internal/engine"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -108,9 +108,9 @@ func TestDurableTriggerReportsTheReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, ok := ref.Acknowledgement()
-	if !ok || ack.Replicas != 1 || !ack.Reached() || ack.Wanted.Replicas != 1 {
-		t.Fatalf("acknowledgement %+v, %v; want 1 replica", ack, ok)
+	ack := ref.Receipt().Durability
+	if ack == nil || ack.Replicas != 1 || !ack.Reached || ack.Wanted.Replicas != 1 {
+		t.Fatalf("acknowledgement %+v; want 1 replica", ack)
 	}
 	if e.waits.count() != 1 {
 		t.Fatalf("%d WAITs, want 1", e.waits.count())
@@ -139,9 +139,9 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // (b) With the replica stopped, the trigger fails within about its
-// timeout with a *DurabilityError that names the run, which exists; the
-// shortfall is counted; a retry with the same key finds the run, and says
-// that it is not durable either.
+// timeout with a *DurabilityError and no ref: the error carries the run,
+// which exists; the shortfall is counted; a retry with the same key finds
+// the run, and says that it is not durable either.
 func TestDurableTriggerWithTheReplicaStopped(t *testing.T) {
 	t.Parallel()
 	e := newDurableEnv(t, client.Options{OperationTimeout: 10 * time.Second})
@@ -159,15 +159,24 @@ func TestDurableTriggerWithTheReplicaStopped(t *testing.T) {
 	if took > 5*time.Second {
 		t.Fatalf("the trigger took %s with a durability timeout of 100ms", took)
 	}
-	if ref == nil || de.Runs[0].ID() != ref.ID() || de.Replicas != 0 || de.Wanted.Replicas != 1 || de.Task != durableOrder.Name() {
-		t.Fatalf("error %+v and ref %v disagree", de, ref)
+	if ref != nil {
+		t.Fatalf("a trigger that fell short returned a ref, %v, with its error", ref)
 	}
-	for _, want := range []string{ref.ID(), "0 of 1 replica(s)", "100ms", "failover", "same idempotency key is safe"} {
+	if de.Run == nil || de.Runs != nil || de.Indexes != nil || de.Replicas != 0 || de.Reached || de.Wanted.Replicas != 1 ||
+		de.Task != durableOrder.Name() || de.Collision != nil {
+		t.Fatalf("error %+v", de)
+	}
+	run := de.Run
+	if r := run.Receipt(); r.Outcome != client.OutcomeCreated || r.IdempotencyKey != "order:1" || r.Durability == nil || r.Durability.Reached {
+		t.Fatalf("the run's receipt: %+v", r)
+	}
+	for _, want := range []string{run.ID(), "written on the master", "0 of 1 replica(s)", "100ms", "will run unless a failover loses it",
+		"same idempotency key is safe (it returns the same run)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %q does not say %q", err, want)
 		}
 	}
-	if st, err := de.Runs[0].Status(ctx); err != nil || st != client.StatusQueued {
+	if st, err := run.Status(ctx); err != nil || st != client.StatusQueued {
 		t.Fatalf("the run the error names: %s, %v", st, err)
 	}
 	if n := counter(t, e.reg, "taskq_durability_shortfalls_total"); n != 1 {
@@ -178,8 +187,24 @@ func TestDurableTriggerWithTheReplicaStopped(t *testing.T) {
 	_, err = client.RunNoWait(ctx, e.c, durableOrder, orderInput{ID: "1"},
 		client.WithDurability(task.Durability{Replicas: 1, Timeout: 100 * time.Millisecond}))
 	var coll *client.IdempotencyCollisionError
-	if !errors.As(err, &de) || !errors.As(err, &coll) || coll.ExistingRunID != ref.ID() || de.Runs[0].ID() != ref.ID() {
-		t.Fatalf("retry: got %v, want a collision with %s that is not durable", err, ref.ID())
+	if !errors.As(err, &de) || !errors.As(err, &coll) || coll.ExistingRunID != run.ID() || de.Run.ID() != run.ID() ||
+		!strings.Contains(err.Error(), "exists on the master") {
+		t.Fatalf("retry: got %v, want a collision with %s that is not durable", err, run.ID())
+	}
+}
+
+// A durable trigger of a task without an idempotency key that falls short
+// says a retry would create another run.
+func TestDurableShortfallWithoutAKeySaysARetryCreatesAnother(t *testing.T) {
+	t.Parallel()
+	e := newDurableEnv(t, client.Options{OperationTimeout: 10 * time.Second})
+	e.pauseReplica(t)
+	plain := task.Must[orderInput, orderResult]("durable-plain", task.Options{})
+	h, err := e.c.TriggerJSON(context.Background(), plain.Definition(), []byte(`{"id":"1"}`),
+		client.WithDurability(task.Durability{Replicas: 1, Timeout: 50 * time.Millisecond}))
+	var de *client.DurabilityError
+	if h != nil || !errors.As(err, &de) || de.Run == nil || !strings.Contains(err.Error(), "no idempotency key: a retry creates another run") {
+		t.Fatalf("got %v, %v; want no handle and a *DurabilityError saying a retry creates another run", h, err)
 	}
 }
 
@@ -199,8 +224,8 @@ func TestDurableBatchSharesOneWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, ref := range refs {
-		if ack, ok := ref.Acknowledgement(); !ok || ack.Replicas != 1 {
-			t.Fatalf("run %d acknowledged %+v, %v", i, ack, ok)
+		if ack := ref.Receipt().Durability; ack == nil || ack.Replicas != 1 || !ack.Reached {
+			t.Fatalf("run %d acknowledged %+v", i, ack)
 		}
 	}
 	if e.waits.count() != 1 {
@@ -211,8 +236,8 @@ func TestDurableBatchSharesOneWait(t *testing.T) {
 	}
 }
 
-// A batch whose WAIT falls short returns every handle, and one
-// *DurabilityError listing each trigger with its index.
+// A batch whose WAIT falls short keeps its partial result: every handle,
+// and one *DurabilityError listing each trigger with its index.
 func TestDurableBatchShortfallListsTheRuns(t *testing.T) {
 	t.Parallel()
 	e := newDurableEnv(t, client.Options{})
@@ -231,9 +256,12 @@ func TestDurableBatchShortfallListsTheRuns(t *testing.T) {
 	if refs[0] == nil || refs[1] != nil || refs[2] == nil {
 		t.Fatalf("refs %v", refs)
 	}
-	if fmt.Sprint(de.Indexes) != "[0 1 2]" || de.Runs[0].ID() != refs[0].ID() || de.Runs[1].ID() != bulk.Collisions[0].ExistingRunID ||
-		de.Runs[2].ID() != refs[2].ID() {
+	if fmt.Sprint(de.Indexes) != "[0 1 2]" || de.Run != nil || de.Runs[0].ID() != refs[0].ID() || de.Runs[1].ID() != bulk.Collisions[0].ExistingRunID ||
+		de.Runs[2].ID() != refs[2].ID() || fmt.Sprint(bulk.Indexes) != "[1]" {
 		t.Fatalf("the error lists %v %v", de.Indexes, de.Runs)
+	}
+	if ack := refs[0].Receipt().Durability; ack == nil || ack.Reached {
+		t.Fatalf("a ref that fell short says %+v", ack)
 	}
 	if e.waits.count() != 1 {
 		t.Fatalf("%d WAITs, want 1", e.waits.count())
@@ -258,7 +286,7 @@ func TestTriggerWithoutDurabilitySendsNoWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range append(refs, ref) {
-			if _, ok := r.Acknowledgement(); ok {
+			if r.Receipt().Durability != nil {
 				t.Fatalf("run %s has an acknowledgement", r.ID())
 			}
 		}
@@ -277,27 +305,28 @@ func TestDurabilityPrecedence(t *testing.T) {
 	off := task.Must[orderInput, orderResult]("durable-off", task.Options{Durability: &task.Durability{}})
 	two := task.Must[orderInput, orderResult]("durable-two", task.Options{
 		Durability: &task.Durability{Replicas: 2, Timeout: 20 * time.Millisecond}})
-	check := func(name string, ref *client.RunRef[orderResult], err error, replicas int) {
+	check := func(name string, h *client.RunHandle, err error, replicas int) {
 		t.Helper()
-		ack, ok := ref.Acknowledgement()
+		ack := h.Receipt().Durability
 		switch {
-		case replicas < 0 && (ok || err != nil):
-			t.Fatalf("%s: acknowledgement %+v, %v, %v; want none", name, ack, ok, err)
-		case replicas >= 0 && (!ok || ack.Wanted.Replicas != replicas):
-			t.Fatalf("%s: acknowledgement %+v, %v; want %d replicas asked", name, ack, ok, replicas)
+		case replicas < 0 && (ack != nil || err != nil):
+			t.Fatalf("%s: acknowledgement %+v, %v; want none", name, ack, err)
+		case replicas >= 0 && (ack == nil || ack.Wanted.Replicas != replicas):
+			t.Fatalf("%s: acknowledgement %+v; want %d replicas asked", name, ack, replicas)
 		}
 	}
 	ref, err := client.RunNoWait(ctx, e.c, durableOrder, orderInput{ID: "client"})
-	check("the client's", ref, err, 1)
+	check("the client's", ref.RunHandle, err, 1)
 	ref, err = client.RunNoWait(ctx, e.c, off, orderInput{ID: "off"})
-	check("a task's none", ref, err, -1)
-	ref, err = client.RunNoWait(ctx, e.c, two, orderInput{ID: "two"})
-	if !errors.Is(err, client.ErrNotDurable) {
+	check("a task's none", ref.RunHandle, err, -1)
+	_, err = client.RunNoWait(ctx, e.c, two, orderInput{ID: "two"})
+	var de *client.DurabilityError
+	if !errors.As(err, &de) {
 		t.Fatalf("two replicas of one: %v", err)
 	}
-	check("the task's", ref, nil, 2)
+	check("the task's", de.Run, nil, 2)
 	ref, err = client.RunNoWait(ctx, e.c, two, orderInput{ID: "own"}, client.WithDurability(task.Durability{}))
-	check("the trigger's none", ref, err, -1)
+	check("the trigger's none", ref.RunHandle, err, -1)
 }
 
 // A level the client cannot give is refused before anything is written:
@@ -349,7 +378,7 @@ func TestSkipDurabilitySendsNoWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ref.Acknowledgement(); ok || waits.count() != 0 {
+	if ref.Receipt().Durability != nil || waits.count() != 0 {
 		t.Fatalf("waited (%d WAITs) with SkipDurability", waits.count())
 	}
 }

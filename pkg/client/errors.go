@@ -79,22 +79,21 @@ func (e *IdempotencyCollisionError) Error() string {
 // Is makes errors.Is(err, ErrIdempotencyCollision) hold.
 func (e *IdempotencyCollisionError) Is(target error) bool { return target == ErrIdempotencyCollision }
 
-// BulkCollisionError lists the triggers of a RunMany that collided, each
-// with its index in the batch.
+// BulkCollisionError lists the triggers of a RunMany (TriggerManyJSON)
+// that collided: their refs are nil, and the others of the batch were
+// triggered as usual.
 type BulkCollisionError struct {
-	Collisions []BulkCollision
-}
-
-// BulkCollision is one collided trigger of a batch.
-type BulkCollision struct {
-	Index int
-	*IdempotencyCollisionError
+	// Collisions name each key and its owner.
+	Collisions []*IdempotencyCollisionError
+	// Indexes line up with Collisions: the position of each trigger that
+	// collided in its batch, ascending.
+	Indexes []int
 }
 
 func (e *BulkCollisionError) Error() string {
 	parts := make([]string, 0, len(e.Collisions))
-	for _, c := range e.Collisions {
-		parts = append(parts, fmt.Sprintf("#%d key %q held by run %s", c.Index, c.Key, c.ExistingRunID))
+	for i, c := range e.Collisions {
+		parts = append(parts, fmt.Sprintf("#%d key %q held by run %s", e.Indexes[i], c.Key, c.ExistingRunID))
 	}
 	return fmt.Sprintf("idempotency collision on %d trigger(s): %s", len(e.Collisions), strings.Join(parts, "; "))
 }

@@ -63,7 +63,7 @@ func ExampleRunNoWait() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("key:", ref.IdempotencyKey())
+	fmt.Println("key:", ref.Receipt().IdempotencyKey)
 	receipt, err := ref.Result(ctx) // waits until the run ends
 	fmt.Println("result:", receipt.OrderID, receipt.Charged, err)
 	// Output:
@@ -98,8 +98,8 @@ func ExampleRunMany() {
 	})
 	var bulk *client.BulkCollisionError
 	if errors.As(err, &bulk) {
-		for _, col := range bulk.Collisions {
-			fmt.Printf("trigger %d: key %s held by the run of trigger 0: %t\n", col.Index, col.Key, col.ExistingRunID == refs[0].ID())
+		for i, col := range bulk.Collisions {
+			fmt.Printf("trigger %d: key %s held by the run of trigger 0: %t\n", bulk.Indexes[i], col.Key, col.ExistingRunID == refs[0].ID())
 		}
 	}
 	for i, ref := range refs {

@@ -108,22 +108,42 @@ func (i *RunInfo) Err() error {
 }
 
 // RunHandle refers to one run, whether the caller created it or a
-// collision named it: the same calls work on both.
+// collision named it: the same calls work on both. A handle a trigger
+// returned also says what that trigger did (Receipt).
 type RunHandle struct {
 	id string
 	c  *Client
 
-	outcome    Outcome
-	superseded string
-	signalID   string
-	key        string
-	// ack is how far the trigger's write reached, when it asked for
-	// durable acknowledgement; ackErr why waiting for it failed.
-	ack    *Acknowledgement
+	receipt TriggerReceipt
+	// ackErr is why waiting for durable acknowledgement failed.
 	ackErr error
 }
 
-// Outcome says what the trigger that returned a handle did.
+// TriggerReceipt is what the trigger that returned a handle did. A handle
+// made with Client.Handle or Ref has the zero value.
+type TriggerReceipt struct {
+	// Outcome is OutcomeCreated, or what the conflict policy did instead
+	// when another run held the key (OutcomeAttached, OutcomeSignalled,
+	// OutcomeDebounced: the handle is then the owner's).
+	Outcome Outcome
+	// IdempotencyKey is the key the trigger derived ("" when the task is
+	// not deduplicated).
+	IdempotencyKey string
+	// Superseded is the run the trigger took the key from (policy
+	// supersede), or "".
+	Superseded string
+	// SignalID is the ID of the signal the trigger sent to the owner
+	// (OutcomeSignalled).
+	SignalID string
+	// Durability is how far the trigger's write reached (replicas
+	// acknowledged, local fsync) when it asked for durable
+	// acknowledgement; nil otherwise.
+	Durability *Acknowledgement
+}
+
+// Outcome says what the trigger that returned a handle did (the Outcome
+// constants), or how an attempt of a run ended (AttemptInfo.Outcome, the
+// Attempt constants).
 type Outcome string
 
 // Trigger outcomes. A handle made with Client.Handle has none.
@@ -138,29 +158,16 @@ const (
 	OutcomeDebounced Outcome = "debounced"
 )
 
-// Outcome says what the trigger that returned this handle did.
-func (h *RunHandle) Outcome() Outcome { return h.outcome }
-
-// Superseded is the run this trigger took the key from (policy
-// supersede), or "".
-func (h *RunHandle) Superseded() string { return h.superseded }
-
-// SignalID is the ID of the signal the trigger sent (OutcomeSignalled).
-func (h *RunHandle) SignalID() string { return h.signalID }
-
-// IdempotencyKey is the key the trigger that returned this handle derived
-// ("" when the task is not deduplicated, or for a handle made with
-// Client.Handle).
-func (h *RunHandle) IdempotencyKey() string { return h.key }
-
-// Acknowledgement is how far the write of the trigger that returned this
-// handle reached (replicas acknowledged, local fsync), and true, when the
-// trigger asked for durable acknowledgement; false otherwise.
-func (h *RunHandle) Acknowledgement() (Acknowledgement, bool) {
-	if h.ack == nil {
-		return Acknowledgement{}, false
+// Receipt says what the trigger that returned this handle did: its
+// outcome, key, the run it superseded, the signal it sent and how far its
+// write reached.
+func (h *RunHandle) Receipt() TriggerReceipt {
+	r := h.receipt
+	if r.Durability != nil {
+		a := *r.Durability
+		r.Durability = &a
 	}
-	return *h.ack, true
+	return r
 }
 
 // Handle returns a handle to the run with the given ID. It does not check

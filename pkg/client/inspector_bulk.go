@@ -17,35 +17,28 @@ const (
 	BulkScanMax = ListScanMax
 )
 
-// ErrTooManyRuns matches every *TooManyRunsError.
+// ErrTooManyRuns matches the *ListOptionError of a bulk action that
+// refused to act, and did nothing: more runs match its filter than its
+// Max, or its filter's window holds more runs than a bulk action reads
+// (BulkScanMax), so that how many match is not known.
 var ErrTooManyRuns = errors.New("too many runs for a bulk action")
 
-// TooManyRunsError says a bulk action refused to act, and did nothing: more
-// runs match its filter than its Max, or its filter's window holds more
-// runs than a bulk action reads (BulkScanMax), so that how many match is
-// not known.
-type TooManyRunsError struct {
-	// Matched is how many runs matched among those read; Max the action's
-	// cap.
-	Matched int
-	Max     int
-	// Truncated is set when the runs read stopped at BulkScanMax before the
-	// window's end: Matched is then a lower bound.
-	Truncated bool
-}
-
-func (e *TooManyRunsError) Error() string {
+// tooManyRuns is the error of a bulk action that found matched runs of its
+// filter, more than max, or (truncated) stopped reading at BulkScanMax
+// before the window's end, so that matched is a lower bound.
+func tooManyRuns(matched, max int, truncated bool) *ListOptionError {
+	e := &ListOptionError{Option: "max", tooMany: true}
 	switch {
-	case e.Matched > e.Max && e.Truncated:
-		return fmt.Sprintf("at least %d runs match, more than the max of %d; narrow the filter (since, until) or raise max (up to %d)", e.Matched, e.Max, BulkMaxMax)
-	case e.Matched > e.Max:
-		return fmt.Sprintf("%d runs match, more than the max of %d; narrow the filter or raise max (up to %d)", e.Matched, e.Max, BulkMaxMax)
+	case matched > max && truncated:
+		e.Problem = fmt.Sprintf("at least %d runs match, more than the max of %d; narrow the filter (since, until) or raise max (up to %d)", matched, max, BulkMaxMax)
+	case matched > max:
+		e.Problem = fmt.Sprintf("%d runs match, more than the max of %d; narrow the filter or raise max (up to %d)", matched, max, BulkMaxMax)
+	default:
+		e.Option = "filter"
+		e.Problem = fmt.Sprintf("the filter's window holds more than the %d runs a bulk action reads (%d of them match); narrow it with since and until", BulkScanMax, matched)
 	}
-	return fmt.Sprintf("the filter's window holds more than the %d runs a bulk action reads (%d of them match); narrow it with since and until", BulkScanMax, e.Matched)
+	return e
 }
-
-// Is makes errors.Is(err, ErrTooManyRuns) hold.
-func (e *TooManyRunsError) Is(target error) bool { return target == ErrTooManyRuns }
 
 // BulkOptions select the runs of a bulk action and bound it.
 type BulkOptions struct {
@@ -128,7 +121,7 @@ func (in *Inspector) bulk(ctx context.Context, o BulkOptions, applies func(*RunI
 		return res, nil
 	}
 	if len(found) > limit || next != "" {
-		return nil, &TooManyRunsError{Matched: len(found), Max: limit, Truncated: next != ""}
+		return nil, tooManyRuns(len(found), limit, next != "")
 	}
 	for _, r := range found {
 		if err := ctx.Err(); err != nil {
@@ -147,9 +140,9 @@ func (in *Inspector) bulk(ctx context.Context, o BulkOptions, applies func(*RunI
 
 // CancelRuns cancels the runs of a filter that have not ended, one after
 // the other, or counts them (DryRun). More than Max of them (or a window
-// too large to read, see BulkScanMax) fail it with *TooManyRunsError and
-// nothing is cancelled. A run that ended meanwhile is listed with its
-// status and not counted as done.
+// too large to read, see BulkScanMax) fail it with a *ListOptionError
+// matching ErrTooManyRuns, and nothing is cancelled. A run that ended
+// meanwhile is listed with its status and not counted as done.
 func (in *Inspector) CancelRuns(ctx context.Context, o BulkOptions) (*BulkResult, error) {
 	return in.bulk(ctx, o, func(r *RunInfo) bool { return !r.Status.Terminal() }, func(r *RunInfo) BulkRun {
 		st, err := in.c.cancel(ctx, r.ID)
@@ -162,10 +155,10 @@ func (in *Inspector) CancelRuns(ctx context.Context, o BulkOptions) (*BulkResult
 
 // RetryRuns retries the failed and cancelled runs of a filter that were
 // not retried yet, one after the other (see RetryRun), or counts them
-// (DryRun). More than Max of them fail it with *TooManyRunsError and
-// nothing is retried. A retry that fails (a held key: an
-// *IdempotencyCollisionError) is listed with its error and the others go
-// on.
+// (DryRun). More than Max of them fail it with a *ListOptionError
+// matching ErrTooManyRuns, and nothing is retried. A retry that fails (a
+// held key: an *IdempotencyCollisionError) is listed with its error and
+// the others go on.
 func (in *Inspector) RetryRuns(ctx context.Context, o BulkOptions) (*BulkResult, error) {
 	return in.bulk(ctx, o, (*RunInfo).retryable, func(r *RunInfo) BulkRun {
 		h, err := in.RetryRun(ctx, r.ID)

@@ -17,17 +17,35 @@ var ErrInvalidListOption = errors.New("invalid list option")
 
 // ListOptionError says an option of a list or bulk action (its page size,
 // a filter, a time range, a cap) is not valid; Option names it as the
-// HTTP API's query parameter does ("limit", "where", "since").
+// HTTP API's query parameter does ("limit", "where", "since"). Nothing
+// was read or changed.
+//
+// A bulk action (CancelRuns, RetryRuns) that would act on more runs than
+// its Max, or whose filter's window holds more runs than a bulk action
+// reads (BulkScanMax), so that how many match is not known, fails with
+// one for Option "max" (or "filter", for the window) that errors.Is
+// matches with ErrTooManyRuns too; Problem, its message, says how many
+// runs match.
 type ListOptionError struct {
 	Option string
 	// Problem says what is wrong, with the limit where one applies.
 	Problem string
+
+	tooMany bool // a bulk action's filter matched too many runs
 }
 
-func (e *ListOptionError) Error() string { return e.Option + " " + e.Problem }
+func (e *ListOptionError) Error() string {
+	if e.tooMany {
+		return e.Problem // it names the max, or the filter's window
+	}
+	return e.Option + " " + e.Problem
+}
 
-// Is makes errors.Is(err, ErrInvalidListOption) hold.
-func (e *ListOptionError) Is(target error) bool { return target == ErrInvalidListOption }
+// Is makes errors.Is(err, ErrInvalidListOption) hold, and errors.Is(err,
+// ErrTooManyRuns) for a bulk action that matched too many runs.
+func (e *ListOptionError) Is(target error) bool {
+	return target == ErrInvalidListOption || (e.tooMany && target == ErrTooManyRuns)
+}
 
 // WhereMax is the most field filters one listing takes.
 const WhereMax = 8

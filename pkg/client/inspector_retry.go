@@ -27,13 +27,16 @@ func (i *RunInfo) retryable() bool {
 // policy: a retry never attaches to, supersedes or signals another run. The
 // new run's RetryOf names the original, and the original's RetriedBy the
 // new run. A run that is queued, running or succeeded, or was already
-// retried, fails with a *StateError of Kind ErrNotRetryable; one whose task no worker
-// registered, with an error matching ErrTaskNotFound. The registered
-// definition of the task is used, as it is now.
+// retried, fails with a *StateError of Kind ErrNotRetryable; one whose
+// task no worker registered, with an error matching ErrTaskNotFound. The
+// registered definition of the task is used, as it is now. Like every
+// trigger it returns a handle or an error, never both: a retry whose write
+// fell short of its durability is linked all the same, and returns a
+// *DurabilityError whose Run is the new run.
 //
 // Under the debounce strategy a queued owner of the key may take the input
-// instead (the handle's Outcome is OutcomeDebounced): no run is created and
-// nothing is linked.
+// instead (the handle's Receipt().Outcome is OutcomeDebounced): no run is
+// created and nothing is linked.
 func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, error) {
 	orig, err := in.GetRun(ctx, runID)
 	if err != nil {
@@ -47,18 +50,27 @@ func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, er
 		return nil, fmt.Errorf("retry run %s: %w", runID, err)
 	}
 	h, err := in.c.TriggerJSON(ctx, def, orig.Input, WithMetadata(orig.Metadata), OnConflict(task.ConflictReject))
+	var short *DurabilityError
+	switch {
+	case errors.As(err, &short) && short.Collision == nil:
+		// The new run was written, short of its durability: link it all
+		// the same, and say it fell short.
+		h = short.Run
+	case err != nil:
+		return nil, err
+	}
+	if o := h.receipt.Outcome; o == OutcomeCreated || o == "" {
+		lctx, cancel := in.c.opCtx(ctx)
+		defer cancel()
+		// A retry of the same run at the same moment may have linked
+		// first: its link is kept, and this run still names the run it
+		// retries.
+		if _, lerr := in.c.store.LinkRetry(lctx, runID, h.ID()); lerr != nil {
+			return nil, fmt.Errorf("retry run %s: run %s was created, but linking the two failed: %w", runID, h.ID(), in.c.unavailable(lctx, lerr))
+		}
+	}
 	if err != nil {
-		return h, err
-	}
-	if o := h.Outcome(); o != OutcomeCreated && o != "" {
-		return h, nil
-	}
-	lctx, cancel := in.c.opCtx(ctx)
-	defer cancel()
-	// A retry of the same run at the same moment may have linked first:
-	// its link is kept, and this run still names the run it retries.
-	if _, err := in.c.store.LinkRetry(lctx, runID, h.ID()); err != nil {
-		return h, fmt.Errorf("retry run %s: run %s was created, but linking the two failed: %w", runID, h.ID(), in.c.unavailable(lctx, err))
+		return nil, err
 	}
 	return h, nil
 }

@@ -74,8 +74,8 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if retry.ID() == h.ID() || retry.Outcome() != client.OutcomeCreated || retry.IdempotencyKey() != "retry:1" {
-			t.Fatalf("retry = %s %s key %q; want a new run created with key retry:1", retry.ID(), retry.Outcome(), retry.IdempotencyKey())
+		if retry.ID() == h.ID() || retry.Receipt().Outcome != client.OutcomeCreated || retry.Receipt().IdempotencyKey != "retry:1" {
+			t.Fatalf("retry = %s %s key %q; want a new run created with key retry:1", retry.ID(), retry.Receipt().Outcome, retry.Receipt().IdempotencyKey)
 		}
 		got, err := in.GetRun(ctx, retry.ID())
 		if err != nil || got.RetryOf != h.ID() || string(got.Input) != `{"id":"1","amount":5}` || string(got.Metadata) != `{"tenant":"acme"}` {
@@ -165,10 +165,11 @@ func TestInspectorBulkCancelAndRetry(t *testing.T) {
 		if err != nil || dry.Matched != 6 || dry.Done != 0 || len(dry.Runs) != 0 {
 			t.Fatalf("dry run = %+v, %v; want 6 matched, nothing done", dry, err)
 		}
-		var tm *client.TooManyRunsError
-		if _, err := in.CancelRuns(ctx, client.BulkOptions{Filter: all, Max: 5}); !errors.As(err, &tm) || tm.Matched != 6 || tm.Max != 5 ||
+		var tm *client.ListOptionError
+		if _, err := in.CancelRuns(ctx, client.BulkOptions{Filter: all, Max: 5}); !errors.As(err, &tm) || tm.Option != "max" ||
+			!errors.Is(err, client.ErrTooManyRuns) || !errors.Is(err, client.ErrInvalidListOption) ||
 			err.Error() != "6 runs match, more than the max of 5; narrow the filter or raise max (up to 1000)" {
-			t.Fatalf("over the cap: %v, want *TooManyRunsError for 6 over 5", err)
+			t.Fatalf("over the cap: %v, want a *ListOptionError for max matching ErrTooManyRuns, 6 over 5", err)
 		}
 		if got, _ := in.CountRuns(ctx, client.ListOptions{}); got.Tasks[retryFree.Name()][client.StatusQueued] != 6 {
 			t.Fatalf("a refused bulk cancel cancelled runs: %v", got.Tasks)

@@ -13,36 +13,35 @@ import (
 
 // --- a run's attempts, signals and durable steps ----------------------------
 
-// AttemptOutcome is how one attempt of a run ended.
-type AttemptOutcome string
-
-// The outcomes of an attempt.
+// The outcomes of an attempt (AttemptInfo.Outcome).
 const (
 	// AttemptRunning is the run's latest attempt, still running.
-	AttemptRunning AttemptOutcome = "running"
+	AttemptRunning Outcome = "running"
 	// AttemptSucceeded ended the run with its result.
-	AttemptSucceeded AttemptOutcome = "succeeded"
+	AttemptSucceeded Outcome = "succeeded"
 	// AttemptFailed ended the run failed: its handler failed with no
 	// retry left (or with a permanent error).
-	AttemptFailed AttemptOutcome = "failed"
+	AttemptFailed Outcome = "failed"
 	// AttemptRetry failed, and a retry was scheduled.
-	AttemptRetry AttemptOutcome = "retry"
+	AttemptRetry Outcome = "retry"
 	// AttemptLapsed lost its lease (its worker died or stopped renewing
 	// it), and the run was delivered again.
-	AttemptLapsed AttemptOutcome = "lapsed"
+	AttemptLapsed Outcome = "lapsed"
 	// AttemptRequeued was given back to the queue as its worker shut
 	// down before the handler returned.
-	AttemptRequeued AttemptOutcome = "requeued"
+	AttemptRequeued Outcome = "requeued"
 	// AttemptCancelled was running when the run was cancelled.
-	AttemptCancelled AttemptOutcome = "cancelled"
+	AttemptCancelled Outcome = "cancelled"
 )
 
 // AttemptInfo is one attempt of a run.
 type AttemptInfo struct {
 	// Attempt is the attempt's number, from 1. Numbers may skip one: a
 	// delivery whose worker died before it began the attempt counts.
-	Attempt int            `json:"attempt"`
-	Outcome AttemptOutcome `json:"outcome"`
+	Attempt int `json:"attempt"`
+	// Outcome is how it ended: one of the Attempt outcomes
+	// (AttemptSucceeded, AttemptRetry, AttemptLapsed, ...).
+	Outcome Outcome `json:"outcome"`
 	// Worker is the worker (its consumer name) that ran it.
 	Worker    string     `json:"worker,omitempty"`
 	StartedAt *time.Time `json:"startedAt,omitempty"`
@@ -65,7 +64,7 @@ const MaxAttemptHistory = engine.MaxAttemptRecords
 func attemptsOf(r *engine.Run, hist []engine.Attempt) []AttemptInfo {
 	out := make([]AttemptInfo, 0, len(hist)+1)
 	for _, a := range hist {
-		out = append(out, AttemptInfo{Attempt: a.Number, Outcome: AttemptOutcome(a.Outcome), Worker: a.Consumer,
+		out = append(out, AttemptInfo{Attempt: a.Number, Outcome: Outcome(a.Outcome), Worker: a.Consumer,
 			StartedAt: optTime(a.Began.UTC()), EndedAt: optTime(a.Ended.UTC()), Error: a.Error})
 	}
 	if r.Attempt == 0 || (len(hist) > 0 && hist[len(hist)-1].Number >= r.Attempt) {

@@ -187,7 +187,9 @@ func (s *Schedules) Delete(ctx context.Context, name string) error {
 
 // TriggerNow fires one run of a schedule now, outside its ticks, with
 // the key its expression gives for the time now (schedule.time is now,
-// to the millisecond): paused or not, and without moving its cursor.
+// to the millisecond): paused or not, and without moving its cursor. Like
+// every trigger it returns a handle or an error, never both (a
+// *DurabilityError's Run is the run it wrote).
 func (s *Schedules) TriggerNow(ctx context.Context, name string) (*RunHandle, error) {
 	info, err := s.Get(ctx, name)
 	if err != nil {
@@ -244,7 +246,7 @@ func (s *Schedules) fire(ctx context.Context, cs *task.CompiledSchedule, tick ti
 	}
 	h := s.c.triggered(p, res)
 	if !s.c.acknowledged(def.Name, h, res.Ack) {
-		return h, notDurable(def.Name, []*RunHandle{h}, nil)
+		return nil, notDurable(def.Name, h)
 	}
 	return h, nil
 }

@@ -84,19 +84,20 @@ func (o *runOptions) metaJSON() ([]byte, error) {
 
 // RunNoWait triggers a run of t and returns at once with a reference to it.
 // When another run owns the idempotency key, nothing is created and the
-// error is an *IdempotencyCollisionError naming that run. A durable
-// trigger whose write did not reach its level returns its reference and a
-// *DurabilityError.
+// error is an *IdempotencyCollisionError naming that run. It returns a
+// reference or an error, never both: a durable trigger whose write did not
+// reach its level returns a *DurabilityError whose Run is the run it wrote
+// (client.Ref[O](c, err.Run.ID()) is its typed reference).
 func RunNoWait[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, opts ...RunOption) (*RunRef[O], error) {
 	raw, err := json.Marshal(input)
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode input: %w", t.Name(), err)
 	}
 	h, err := c.TriggerJSON(ctx, t.Definition(), raw, opts...)
-	if h == nil {
+	if err != nil {
 		return nil, err
 	}
-	return &RunRef[O]{RunHandle: h}, err
+	return &RunRef[O]{RunHandle: h}, nil
 }
 
 // Run triggers a run of t and waits for its result.
@@ -109,11 +110,16 @@ func Run[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], input I, 
 	return ref.Result(ctx)
 }
 
-// RunMany triggers one run per input in a single round trip. The returned
-// refs line up with inputs; a trigger that collided has a nil ref and is
-// listed in the *BulkCollisionError, which names each existing owner.
-// Duplicates inside the batch collide with the first of them. An input that
-// is invalid fails the whole batch before anything is written.
+// RunMany triggers one run per input in a single round trip. An input that
+// is invalid fails the whole batch before anything is written (a
+// *BatchItemError naming it, and no refs). Otherwise the batch returns a
+// partial result: the refs line up with inputs, and the error, when there
+// is one, joins what befell some of them. A trigger that collided has a
+// nil ref and is listed in the *BulkCollisionError, which names each
+// existing owner (duplicates inside the batch collide with the first of
+// them); one that Redis failed has a nil ref and a *BatchItemError. A
+// durable batch whose writes did not all reach their level keeps the refs
+// of the triggers that fell short, listed in one *DurabilityError.
 func RunMany[I, O any](ctx context.Context, c *Client, t *task.Task[I, O], inputs []I, opts ...RunOption) ([]*RunRef[O], error) {
 	raws := make([]Trigger, len(inputs))
 	for i, in := range inputs {
@@ -141,8 +147,8 @@ type Trigger struct {
 }
 
 // TriggerJSON triggers def with a JSON input. It is the untyped form of
-// RunNoWait used by the HTTP API and event ingestion; like RunNoWait, it
-// returns the handle with a *DurabilityError.
+// RunNoWait, used by the HTTP API; like RunNoWait it returns a handle or
+// an error, never both (a *DurabilityError's Run is the run it wrote).
 func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []byte, opts ...RunOption) (*RunHandle, error) {
 	var o runOptions
 	for _, f := range opts {
@@ -171,10 +177,13 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 		return []*RunHandle{h}, err
 	}
 	hs, err := chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, []Trigger{{Input: input}}, meta))
-	if len(hs) != 1 || (err != nil && !errors.Is(err, ErrNotDurable)) {
+	switch {
+	case err != nil:
 		return nil, err
+	case len(hs) != 1 || hs[0] == nil:
+		return nil, fmt.Errorf("client: task %q: a trigger middleware returned %d handles and no error for one trigger", def.Name, len(hs))
 	}
-	return hs[0], err
+	return hs[0], nil
 }
 
 // triggerOne admits and enqueues one trigger.
@@ -191,7 +200,7 @@ func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigge
 	if res.Outcome == engine.TriggerRejected {
 		coll := c.collision(def, p.Key, res.Owner)
 		if !c.acknowledged(def.Name, coll.Owner, res.Ack) {
-			e := notDurable(def.Name, []*RunHandle{coll.Owner}, nil)
+			e := notDurable(def.Name, coll.Owner)
 			e.Collision = coll
 			return nil, e
 		}
@@ -199,7 +208,7 @@ func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigge
 	}
 	h := c.triggered(p, res)
 	if !c.acknowledged(def.Name, h, res.Ack) {
-		return h, notDurable(def.Name, []*RunHandle{h}, nil)
+		return nil, notDurable(def.Name, h)
 	}
 	return h, nil
 }
@@ -211,22 +220,24 @@ func (c *Client) triggered(p *engine.EnqueueParams, res engine.EnqueueResult) *R
 	switch res.Outcome {
 	case engine.TriggerCreated:
 		h = c.Handle(p.RunID)
-		h.outcome, h.superseded = OutcomeCreated, res.Superseded
+		h.receipt.Outcome, h.receipt.Superseded = OutcomeCreated, res.Superseded
 	case engine.TriggerAttached:
 		h = c.Handle(res.Owner)
-		h.outcome = OutcomeAttached
+		h.receipt.Outcome = OutcomeAttached
 	case engine.TriggerSignalled:
 		h = c.Handle(res.Owner)
-		h.outcome, h.signalID = OutcomeSignalled, res.SignalID
+		h.receipt.Outcome, h.receipt.SignalID = OutcomeSignalled, res.SignalID
 	default:
 		h = c.Handle(res.Owner)
-		h.outcome = OutcomeDebounced
+		h.receipt.Outcome = OutcomeDebounced
 	}
-	h.key = p.Key
+	h.receipt.IdempotencyKey = p.Key
 	return h
 }
 
-// TriggerManyJSON is the untyped form of RunMany.
+// TriggerManyJSON is the untyped form of RunMany, with its partial
+// result: handles lining up with triggers (nil for a trigger that collided
+// or failed) beside an error listing what befell some of them.
 func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, triggers []Trigger, opts ...RunOption) ([]*RunHandle, error) {
 	if len(triggers) > c.opts.MaxBatch {
 		return nil, fmt.Errorf("task %q: %w", def.Name, &LimitError{What: "batch", Size: len(triggers), Limit: c.opts.MaxBatch})
@@ -293,7 +304,7 @@ func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers
 			h = hs[i]
 		default:
 			coll := c.collision(def, ps[i].Key, r.Owner)
-			bulk.Collisions = append(bulk.Collisions, BulkCollision{Index: i, IdempotencyCollisionError: coll})
+			bulk.Collisions, bulk.Indexes = append(bulk.Collisions, coll), append(bulk.Indexes, i)
 			h = coll.Owner
 		}
 		if !c.acknowledged(def.Name, h, r.Ack) {
@@ -304,7 +315,7 @@ func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers
 		other = append(other, &bulk)
 	}
 	if len(short) > 0 {
-		other = append(other, notDurable(def.Name, short, shortAt))
+		other = append(other, notDurableBatch(def.Name, short, shortAt))
 	}
 	return hs, errors.Join(other...)
 }
