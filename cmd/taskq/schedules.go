@@ -259,11 +259,7 @@ func (a *app) schedulesPauseCmd(pause bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			act := s.Resume
-			if pause {
-				act = s.Pause
-			}
-			if err := act(ctx, args[0]); err != nil {
+			if err := s.SetPaused(ctx, args[0], pause); err != nil {
 				return err
 			}
 			info, err := s.Get(ctx, args[0])

@@ -198,11 +198,7 @@ triggered while its task is paused stays queued.`,
 			if err != nil {
 				return err
 			}
-			act := c.Inspector().ResumeTask
-			if pause {
-				act = c.Inspector().PauseTask
-			}
-			st, err := act(ctx, args[0])
+			st, err := c.Inspector().SetTaskPaused(ctx, args[0], pause)
 			if err != nil {
 				return err
 			}

@@ -17,12 +17,11 @@ func (s *Server) resumeTask(w http.ResponseWriter, r *http.Request) { s.setTaskP
 
 func (s *Server) setTaskPaused(w http.ResponseWriter, r *http.Request, pause bool) {
 	name := r.PathValue("task")
-	in := s.c.Inspector()
-	act, verb := in.ResumeTask, "resumed"
+	verb := "resumed"
 	if pause {
-		act, verb = in.PauseTask, "paused"
+		verb = "paused"
 	}
-	p, err := act(r.Context(), name)
+	p, err := s.c.Inspector().SetTaskPaused(r.Context(), name, pause)
 	switch {
 	case errors.Is(err, client.ErrTaskNotFound):
 		writeError(w, newError(http.StatusNotFound, CodeTaskNotFound,

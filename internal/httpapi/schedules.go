@@ -102,11 +102,7 @@ func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) { s.setP
 func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
 	name := r.PathValue("name")
 	sc := s.c.Schedules()
-	act := sc.Resume
-	if paused {
-		act = sc.Pause
-	}
-	if err := act(r.Context(), name); err != nil {
+	if err := sc.SetPaused(r.Context(), name, paused); err != nil {
 		writeError(w, scheduleError(name, err))
 		return
 	}

@@ -169,11 +169,11 @@ func (u *UI) resumeTask(w http.ResponseWriter, r *http.Request, s *session) {
 
 func (u *UI) setTaskPaused(w http.ResponseWriter, r *http.Request, s *session, pause bool) {
 	name := r.PathValue("name")
-	act, verb := u.in.ResumeTask, "resumed"
+	verb := "resumed"
 	if pause {
-		act, verb = u.in.PauseTask, "paused"
+		verb = "paused"
 	}
-	st, err := act(r.Context(), name)
+	st, err := u.in.SetTaskPaused(r.Context(), name, pause)
 	if errors.Is(err, client.ErrTaskNotFound) {
 		u.fail(w, r, s, http.StatusNotFound, "No worker has registered a task "+quote(name)+" in this namespace.")
 		return
@@ -199,10 +199,8 @@ func (u *UI) scheduleAction(w http.ResponseWriter, r *http.Request, s *session) 
 	var err error
 	outcome := "schedule-" + what
 	switch what {
-	case "pause":
-		err = sc.Pause(r.Context(), name)
-	case "resume":
-		err = sc.Resume(r.Context(), name)
+	case "pause", "resume":
+		err = sc.SetPaused(r.Context(), name, what == "pause")
 	case "trigger":
 		var h *client.RunHandle
 		h, err = sc.TriggerNow(r.Context(), name)

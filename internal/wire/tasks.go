@@ -11,7 +11,7 @@ import (
 type Task struct {
 	task.Registered
 	// Paused says workers start none of the task's runs (see
-	// client.Inspector.PauseTask); PausedAt is when it was paused.
+	// client.Inspector.SetTaskPaused); PausedAt is when it was paused.
 	Paused   bool       `json:"paused"`
 	PausedAt *time.Time `json:"pausedAt,omitempty"`
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TaskPause is a task's paused state after a pause or a resume.
+// TaskPause is a task's paused state after SetTaskPaused.
 type TaskPause struct {
 	Task string `json:"task"`
 	// Paused says workers start none of the task's runs (triggers are
@@ -17,13 +17,20 @@ type TaskPause struct {
 	Changed bool `json:"changed"`
 }
 
-// PauseTask pauses a registered task: workers start none of its runs
-// until ResumeTask, within their PauseRefresh (worker.PauseRefreshDefault)
-// of the call. Runs already running finish; triggers are still accepted,
-// and their runs wait, queued. Pausing a paused task changes nothing (it
-// keeps the time it was first paused). An unregistered task is an error
-// matching ErrTaskNotFound.
-func (in *Inspector) PauseTask(ctx context.Context, name string) (TaskPause, error) {
+// SetTaskPaused pauses a task (paused true) or resumes it (false), within
+// the workers' PauseRefresh (worker.PauseRefreshDefault) of the call.
+//
+// A paused task's runs are started by no worker until it is resumed: runs
+// already running finish; triggers are still accepted, and their runs
+// wait, queued. Pausing a paused task changes nothing (it keeps the time
+// it was first paused), nor does resuming a task that is not paused
+// (TaskPause.Changed says which). Pausing an unregistered task is an
+// error matching ErrTaskNotFound, and so is resuming one, unless it is
+// paused (a registration lost with Redis's data can still be resumed).
+func (in *Inspector) SetTaskPaused(ctx context.Context, name string, paused bool) (TaskPause, error) {
+	if !paused {
+		return in.resumeTask(ctx, name)
+	}
 	if _, err := in.GetTask(ctx, name); err != nil {
 		return TaskPause{}, err
 	}
@@ -33,11 +40,11 @@ func (in *Inspector) PauseTask(ctx context.Context, name string) (TaskPause, err
 	if err != nil {
 		return TaskPause{}, in.c.unavailable(ctx, err)
 	}
-	paused, err := in.c.store.PausedTasks(ctx)
+	all, err := in.c.store.PausedTasks(ctx)
 	if err != nil {
 		return TaskPause{}, in.c.unavailable(ctx, err)
 	}
-	at, ok := paused[name]
+	at, ok := all[name]
 	if !ok {
 		// Resumed between the two calls.
 		return TaskPause{Task: name, Changed: changed}, nil
@@ -45,12 +52,8 @@ func (in *Inspector) PauseTask(ctx context.Context, name string) (TaskPause, err
 	return TaskPause{Task: name, Paused: true, PausedAt: at.UTC(), Changed: changed}, nil
 }
 
-// ResumeTask lets workers start a paused task's runs again, within their
-// PauseRefresh of the call. Resuming a task that is not paused changes
-// nothing. An unregistered task is an error matching ErrTaskNotFound,
-// unless it is paused (a registration lost with Redis's data can still be
-// resumed).
-func (in *Inspector) ResumeTask(ctx context.Context, name string) (TaskPause, error) {
+// resumeTask is SetTaskPaused(false).
+func (in *Inspector) resumeTask(ctx context.Context, name string) (TaskPause, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()
 	changed, err := in.c.store.ResumeTask(ctx, name)

@@ -144,19 +144,12 @@ func (s *Schedules) info(r *engine.ScheduleRecord) (*ScheduleInfo, error) {
 	}, nil
 }
 
-// Pause stops a schedule's ticks from firing until Resume; a tick being
-// fired as it is paused may still fire.
-func (s *Schedules) Pause(ctx context.Context, name string) error {
-	return s.setPaused(ctx, name, true)
-}
-
-// Resume lets a paused schedule fire again, from its first tick after
-// now: the ticks it had while paused do not fire.
-func (s *Schedules) Resume(ctx context.Context, name string) error {
-	return s.setPaused(ctx, name, false)
-}
-
-func (s *Schedules) setPaused(ctx context.Context, name string, paused bool) error {
+// SetPaused pauses a schedule (paused true): its ticks stop firing, though
+// a tick being fired as it is paused may still fire; or resumes it
+// (false): it fires again from its first tick after now, and the ticks it
+// had while paused do not fire. A schedule the namespace does not hold is
+// ErrScheduleNotFound.
+func (s *Schedules) SetPaused(ctx context.Context, name string, paused bool) error {
 	ctx, cancel := s.c.opCtx(ctx)
 	defer cancel()
 	ok, err := s.c.store.SetSchedulePaused(ctx, name, paused, s.c.opts.Clock.Now())

@@ -44,14 +44,14 @@ func TestSchedulesLifecycle(t *testing.T) {
 			!errors.Is(err, task.ErrInvalidSchedule) {
 			t.Fatalf("bad create = %v, want a schedule *task.ConfigError on cron", err)
 		}
-		if err := s.Pause(ctx, "nightly"); err != nil {
+		if err := s.SetPaused(ctx, "nightly", true); err != nil {
 			t.Fatal(err)
 		}
 		sched.Cron = "0 3 * * *"
 		if info, err = s.Put(ctx, sched); err != nil || !info.Paused || info.Schedule.Cron != "0 3 * * *" {
 			t.Fatalf("put over a paused schedule = %+v, %v; want it paused still, with the new cron", info, err)
 		}
-		if err := s.Resume(ctx, "nightly"); err != nil {
+		if err := s.SetPaused(ctx, "nightly", false); err != nil {
 			t.Fatal(err)
 		}
 		all, err := s.List(ctx)
@@ -63,8 +63,8 @@ func TestSchedulesLifecycle(t *testing.T) {
 		}
 		for what, err := range map[string]error{
 			"get":    func() error { _, err := s.Get(ctx, "nightly"); return err }(),
-			"pause":  s.Pause(ctx, "nightly"),
-			"resume": s.Resume(ctx, "nightly"),
+			"pause":  s.SetPaused(ctx, "nightly", true),
+			"resume": s.SetPaused(ctx, "nightly", false),
 			"delete": s.Delete(ctx, "nightly"),
 			"now":    func() error { _, err := s.TriggerNow(ctx, "nightly"); return err }(),
 		} {

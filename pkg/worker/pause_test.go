@@ -76,7 +76,7 @@ func TestPausedTaskStartsNoRunsUntilResumed(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "the slow run's start", func() bool { _, ok := rec.of(slow.ID()); return ok })
-		p, err := insp.PauseTask(ctx, "pause-a")
+		p, err := insp.SetTaskPaused(ctx, "pause-a", true)
 		if err != nil || !p.Paused || !p.Changed {
 			t.Fatalf("pause = %+v, %v", p, err)
 		}
@@ -128,7 +128,7 @@ func TestPausedTaskStartsNoRunsUntilResumed(t *testing.T) {
 			}
 		}
 
-		r, err := insp.ResumeTask(ctx, "pause-a")
+		r, err := insp.SetTaskPaused(ctx, "pause-a", false)
 		if err != nil || r.Paused || !r.Changed {
 			t.Fatalf("resume = %+v, %v", r, err)
 		}

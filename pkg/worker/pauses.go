@@ -24,7 +24,7 @@ type pauseStore interface {
 // pauseReason is a held-back run's Waiting while its task is paused.
 const pauseReason = "task paused"
 
-// pauses knows which tasks are paused (client.Inspector.PauseTask): it
+// pauses knows which tasks are paused (client.Inspector.SetTaskPaused): it
 // reads the namespace's paused set when it starts and every PauseRefresh
 // after, one HGETALL of the home partition. The fetcher reads no stream of
 // a paused task and the recoverer claims none, so their deliveries stay in

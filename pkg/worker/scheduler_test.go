@@ -214,13 +214,13 @@ func TestSchedulerPauseResumeDelete(t *testing.T) {
 		s.pass(nil)
 		want := tickKeys("p", m(1))
 		r.checkFiredOnce(want)
-		if err := r.c.Schedules().Pause(ctx, "p"); err != nil {
+		if err := r.c.Schedules().SetPaused(ctx, "p", true); err != nil {
 			t.Fatal(err)
 		}
 		r.clock.set(m(4).Add(time.Second))
 		s.pass(nil)
 		r.checkFiredOnce(want)
-		if err := r.c.Schedules().Resume(ctx, "p"); err != nil {
+		if err := r.c.Schedules().SetPaused(ctx, "p", false); err != nil {
 			t.Fatal(err)
 		}
 		s.pass(nil)

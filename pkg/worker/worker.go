@@ -164,7 +164,7 @@ type Options struct {
 	// when no tick is due sooner (default ScheduleRefreshDefault).
 	ScheduleRefresh time.Duration
 	// PauseRefresh is how often the worker reads which tasks are paused
-	// (client.Inspector.PauseTask), one small read of Redis each time
+	// (client.Inspector.SetTaskPaused), one small read of Redis each time
 	// (default PauseRefreshDefault): a pause takes effect within about
 	// this long, plus a read of the streams already under way (FetchBlock)
 	// whose deliveries are then held back rather than started.
