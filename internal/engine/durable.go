@@ -11,6 +11,18 @@ import (
 // package task.
 type Durability = task.Durability
 
+// Durable reports whether d asks for anything: replicas or a local fsync.
+func Durable(d Durability) bool { return d.Replicas > 0 || d.LocalFsync }
+
+// WithDefaults returns d with a zero Timeout replaced by
+// task.DurabilityTimeoutDefault when d asks for anything.
+func WithDefaults(d Durability) Durability {
+	if Durable(d) && d.Timeout == 0 {
+		d.Timeout = task.DurabilityTimeoutDefault
+	}
+	return d
+}
+
 // Ack is how far a durable trigger's write reached.
 type Ack struct {
 	// Wanted is what was asked for, with its defaults filled in.

@@ -18,6 +18,15 @@ const (
 	PolicySignal    = task.ConflictSignal
 )
 
+// ValidPolicy reports whether p is a known policy ("" counts as reject).
+func ValidPolicy(p Policy) bool {
+	switch p {
+	case "", PolicyReject, PolicyAttach, PolicySupersede, PolicySignal:
+		return true
+	}
+	return false
+}
+
 // TriggerOutcome says what a trigger did.
 type TriggerOutcome int
 

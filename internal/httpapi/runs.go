@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/taskq/taskq/internal/clientlink"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/engine"
 
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
@@ -60,8 +62,8 @@ func (d *durabilityRequest) option(opTimeout time.Duration) (client.RunOption, *
 	case d.TimeoutMs < 0 || td.Timeout > task.DurabilityTimeoutMax:
 		return nil, bad("timeoutMs", "is %d; use 0 (the default, %d) to %d", d.TimeoutMs,
 			task.DurabilityTimeoutDefault.Milliseconds(), task.DurabilityTimeoutMax.Milliseconds())
-	case td.Enabled() && td.WithDefaults().Timeout >= opTimeout:
-		return nil, bad("timeoutMs", "is %d; it must be below the server's operation timeout, %d", td.WithDefaults().Timeout.Milliseconds(),
+	case engine.Durable(td) && engine.WithDefaults(td).Timeout >= opTimeout:
+		return nil, bad("timeoutMs", "is %d; it must be below the server's operation timeout, %d", engine.WithDefaults(td).Timeout.Milliseconds(),
 			opTimeout.Milliseconds())
 	}
 	return client.WithDurability(td), nil
@@ -81,7 +83,7 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 	var opts []client.RunOption
 	if req.OnConflict != "" {
 		p := task.ConflictPolicy(req.OnConflict)
-		if !p.Valid() {
+		if !engine.ValidPolicy(p) {
 			e := newError(http.StatusBadRequest, CodeInvalidField,
 				"field \"onConflict\" is %s; use reject, attach, supersede or signal", quote(req.OnConflict))
 			e.Field = "onConflict"

@@ -73,14 +73,14 @@ func runBatch[P, R any](ctx context.Context, s *Store, op batchOp[P, R], items [
 		res[i] = v
 		return n, err
 	}
-	if op.durability == nil || !slices.ContainsFunc(items, func(p P) bool { return op.durability(p).Enabled() }) {
+	if op.durability == nil || !slices.ContainsFunc(items, func(p P) bool { return engine.Durable(op.durability(p)) }) {
 		keepFirst(errs, s.evalBatch(ctx, op.script, groups, len(items), build, parse))
 		return res, errs
 	}
 	// One pass per level asked for: the calls of a level share its WAIT.
 	level := func(i int) engine.Durability {
-		if d := op.durability(items[i]); d.Enabled() {
-			return d.WithDefaults()
+		if d := op.durability(items[i]); engine.Durable(d) {
+			return engine.WithDefaults(d)
 		}
 		return engine.Durability{}
 	}
@@ -94,7 +94,7 @@ func runBatch[P, R any](ctx context.Context, s *Store, op batchOp[P, R], items [
 		byLevel[d] = append(byLevel[d], g)
 	}
 	for _, d := range levels {
-		if !d.Enabled() {
+		if !engine.Durable(d) {
 			keepFirst(errs, s.evalBatch(ctx, op.script, byLevel[d], len(items), build, parse))
 			continue
 		}

@@ -188,7 +188,7 @@ func (s *Store) evalBatchDurable(ctx context.Context, sc *script, groups [][]int
 // several masters run at once. A call that Redis did not run (its script
 // was not cached, its slot moved) is sent again, with its own WAIT.
 func (s *Store) runDurable(ctx context.Context, sc *script, calls []durableCall, d engine.Durability) []callReply {
-	d = d.WithDefaults()
+	d = engine.WithDefaults(d)
 	out := make([]callReply, len(calls))
 	if err := s.CheckDurability(ctx, d); err != nil {
 		for i := range out {

@@ -38,10 +38,10 @@ func (c *Client) resolveDurability(def *task.Definition, own *task.Durability) (
 	if err := checkDurability(d, c.opts.OperationTimeout); err != nil {
 		return task.Durability{}, fmt.Errorf("task %q: %w", def.Name, err)
 	}
-	if !d.Enabled() || c.opts.SkipDurability {
+	if !engine.Durable(d) || c.opts.SkipDurability {
 		return task.Durability{}, nil
 	}
-	return d.WithDefaults(), nil
+	return engine.WithDefaults(d), nil
 }
 
 // checkDurability says, as a *task.ConfigError, what is wrong with d for
@@ -50,7 +50,7 @@ func checkDurability(d task.Durability, opTimeout time.Duration) error {
 	if err := d.Validate(); err != nil {
 		return err
 	}
-	if t := d.WithDefaults().Timeout; d.Enabled() && t >= opTimeout {
+	if t := engine.WithDefaults(d).Timeout; engine.Durable(d) && t >= opTimeout {
 		return &task.ConfigError{Field: "durability", Message: fmt.Sprintf(
 			"timeout %s is not below the operation timeout %s, which bounds the write and the wait together", t, opTimeout)}
 	}

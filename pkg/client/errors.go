@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/pkg/task"
@@ -164,6 +163,12 @@ func (e *RunFailedError) Is(target error) bool { return target == ErrRunFailed }
 type RunCancelledError struct {
 	RunID  string
 	Reason string
+	// Group is set when the run's concurrency group cancelled it, as
+	// worker.CancelledError's: a newer run of the group, By, took its slot
+	// (task.CancelInProgress), or By is "" when the group was full as the
+	// run came (task.CancelNewest).
+	Group string
+	By    string
 }
 
 func (e *RunCancelledError) Error() string {
@@ -172,11 +177,10 @@ func (e *RunCancelledError) Error() string {
 
 // Is makes errors.Is(err, task.ErrRunCancelled) hold, and
 // errors.Is(err, task.ErrConcurrencyCancelled) when the run's concurrency
-// group cancelled it (task.ParseConcurrencyReason reads which group).
+// group cancelled it (Group says which).
 func (e *RunCancelledError) Is(target error) bool {
 	if target == task.ErrConcurrencyCancelled {
-		_, _, ok := cancelreason.Parse(e.Reason)
-		return ok
+		return e.Group != ""
 	}
 	return target == task.ErrRunCancelled
 }

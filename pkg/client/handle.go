@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
 )
 
@@ -102,7 +103,9 @@ func (i *RunInfo) Err() error {
 	case StatusFailed:
 		return &RunFailedError{RunID: i.ID, Attempts: i.Attempt, Message: i.Error}
 	case StatusCancelled:
-		return &RunCancelledError{RunID: i.ID, Reason: i.Error}
+		e := &RunCancelledError{RunID: i.ID, Reason: i.Error}
+		e.Group, e.By, _ = cancelreason.Parse(i.Error)
+		return e
 	}
 	return nil
 }

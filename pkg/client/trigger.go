@@ -40,7 +40,7 @@ func (o *runOptions) resolvePolicy(def *task.Definition) (engine.Policy, error) 
 	if p == "" {
 		p = def.OnConflict
 	}
-	if !p.Valid() {
+	if !engine.ValidPolicy(p) {
 		return "", fmt.Errorf("task %q: conflict policy %q is not reject, attach, supersede or signal", def.Name, p)
 	}
 	if p == "" {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
 
@@ -99,12 +98,4 @@ func (d *Definition) ConcurrencyGroup(input, meta []byte) (string, error) {
 		return "", &KeyError{Task: d.Name, Kind: KeyConcurrency, Expression: d.Concurrency.Expression, Err: err}
 	}
 	return group, nil
-}
-
-// ParseConcurrencyReason reads a run's recorded cancel reason (the Reason
-// of a *client.RunCancelledError): ok is true when its concurrency group
-// cancelled it, and then by is the run that took its slot ("" when the
-// group was full as it came).
-func ParseConcurrencyReason(reason string) (group, by string, ok bool) {
-	return cancelreason.Parse(reason)
 }

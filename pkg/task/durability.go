@@ -38,18 +38,6 @@ const (
 	DurabilityReplicasMax = 100
 )
 
-// Enabled reports whether d asks for anything: replicas or a local fsync.
-func (d Durability) Enabled() bool { return d.Replicas > 0 || d.LocalFsync }
-
-// WithDefaults returns d with a zero Timeout replaced by
-// DurabilityTimeoutDefault when d is enabled.
-func (d Durability) WithDefaults() Durability {
-	if d.Enabled() && d.Timeout == 0 {
-		d.Timeout = DurabilityTimeoutDefault
-	}
-	return d
-}
-
 // Validate says, as a *ConfigError naming the field and the limit, what
 // is wrong with d.
 func (d Durability) Validate() error {
@@ -65,18 +53,6 @@ func (d Durability) Validate() error {
 		return bad("timeout %s is below 1ms, the unit Redis waits in", d.Timeout)
 	}
 	return nil
-}
-
-// String describes d as a person would ask for it.
-func (d Durability) String() string {
-	if !d.Enabled() {
-		return "none"
-	}
-	s := fmt.Sprintf("%d replica(s)", d.Replicas)
-	if d.LocalFsync {
-		s += " and a local fsync"
-	}
-	return s + " within " + d.WithDefaults().Timeout.String()
 }
 
 // DurabilitySpec is a task's Durability as plain data, in its Spec.

@@ -50,8 +50,8 @@ const (
 	ConflictSignal ConflictPolicy = "signal"
 )
 
-// Valid reports whether p is a known policy ("" counts as reject).
-func (p ConflictPolicy) Valid() bool {
+// valid reports whether p is a known policy ("" counts as reject).
+func (p ConflictPolicy) valid() bool {
 	switch p {
 	case "", ConflictReject, ConflictAttach, ConflictSupersede, ConflictSignal:
 		return true
@@ -205,7 +205,7 @@ func newDefinition(name string, opts Options, in reflect.Type) (*Definition, err
 	if opts.MaxDeliveries < opts.Retries+1 || opts.MaxDeliveries > MaxDeliveriesMax {
 		return nil, cfg("max_deliveries", fmt.Sprintf("%d is outside [retries+1, %d]", opts.MaxDeliveries, MaxDeliveriesMax), nil)
 	}
-	if !opts.OnConflict.Valid() {
+	if !opts.OnConflict.valid() {
 		return nil, cfg("on_conflict", fmt.Sprintf("%q is not reject, attach, supersede or signal", opts.OnConflict), nil)
 	}
 	if opts.Durability != nil {

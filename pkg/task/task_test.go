@@ -117,22 +117,6 @@ func TestSpecCarriesDurability(t *testing.T) {
 	}
 }
 
-func TestDurabilityDefaultsAndText(t *testing.T) {
-	if (task.Durability{}).Enabled() || (task.Durability{Timeout: time.Second}).Enabled() {
-		t.Fatal("a durability without replicas or fsync is enabled")
-	}
-	d := task.Durability{Replicas: 1}.WithDefaults()
-	if d.Timeout != task.DurabilityTimeoutDefault {
-		t.Fatalf("default timeout %s", d.Timeout)
-	}
-	if (task.Durability{}).WithDefaults().Timeout != 0 {
-		t.Fatal("a disabled durability got a timeout")
-	}
-	if got := (task.Durability{Replicas: 1, Timeout: 50 * time.Millisecond, LocalFsync: true}).String(); got != "1 replica(s) and a local fsync within 50ms" {
-		t.Fatalf("String() = %q", got)
-	}
-}
-
 func TestBackoffDelay(t *testing.T) {
 	b := task.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Factor: 2}
 	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second}
@@ -203,24 +187,5 @@ func TestConcurrencyOption(t *testing.T) {
 	}
 	if !errors.Is(task.ErrConcurrencyCancelled, task.ErrRunCancelled) {
 		t.Fatal("task.ErrConcurrencyCancelled must match task.ErrRunCancelled")
-	}
-}
-
-// The reasons a concurrency group records read back as what they say, and
-// no other reason does (internal/cancelreason writes them).
-func TestParseConcurrencyReason(t *testing.T) {
-	for _, c := range []struct {
-		reason, group, by string
-		ok                bool
-	}{
-		{`displaced by run r2 in concurrency group "acme \"eu\" | x"`, `acme "eu" | x`, "r2", true},
-		{`concurrency group "acme" was full (2/2 running)`, "acme", "", true},
-		{"displaced by run r2 somewhere", "", "", false},
-		{"cancelled by the operator", "", "", false},
-	} {
-		group, by, ok := task.ParseConcurrencyReason(c.reason)
-		if group != c.group || by != c.by || ok != c.ok {
-			t.Errorf("ParseConcurrencyReason(%q) = %q, %q, %v; want %q, %q, %v", c.reason, group, by, ok, c.group, c.by, c.ok)
-		}
 	}
 }

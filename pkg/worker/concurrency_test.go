@@ -279,7 +279,8 @@ func TestConcurrencyCancelInProgress(t *testing.T) {
 		defer cancel()
 		_, err = old.Result(wctx)
 		var rc *client.RunCancelledError
-		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, newer.ID()) || !errors.Is(err, task.ErrConcurrencyCancelled) {
+		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, newer.ID()) || !errors.Is(err, task.ErrConcurrencyCancelled) ||
+			rc.By != newer.ID() || rc.Group == "" {
 			t.Fatalf("old run: %v, want cancelled by its group naming %s", err, newer.ID())
 		}
 		var cause error
@@ -336,7 +337,7 @@ func TestConcurrencyCancelNewest(t *testing.T) {
 		_, err = second.Result(wctx)
 		var rc *client.RunCancelledError
 		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, `concurrency group "acme" was full`) ||
-			!errors.Is(err, task.ErrConcurrencyCancelled) {
+			!errors.Is(err, task.ErrConcurrencyCancelled) || rc.Group != "acme" || rc.By != "" {
 			t.Fatalf("second run: %v, want cancelled as its group was full", err)
 		}
 		// Its key is free again, and another group is not held back.
