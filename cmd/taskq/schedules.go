@@ -188,7 +188,7 @@ one registers the task. Either way an unknown task is warned about on stderr.`,
 			if err != nil {
 				return err
 			}
-			if _, err := s.Compile(); err != nil {
+			if err := s.Validate(); err != nil {
 				return withCode(exitUsage, err)
 			}
 			if err := a.checkScheduleTask(ctx, s, allowUnregistered); err != nil {

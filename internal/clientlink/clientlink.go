@@ -17,6 +17,7 @@ import (
 	"github.com/taskq/taskq/internal/admission"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisguard"
+	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -42,7 +43,7 @@ type Link struct {
 	// tick's key, without moving the schedule's cursor: a tick fired
 	// before is an error matching client.ErrIdempotencyCollision, a task
 	// no worker registered one matching client.ErrTaskNotFound.
-	FireTick func(ctx context.Context, cs *task.CompiledSchedule, tick time.Time) error
+	FireTick func(ctx context.Context, cs *ticks.Compiled, tick time.Time) error
 	// AdvanceSchedule moves a schedule's cursor to tick unless it is at or
 	// past it already; a deleted schedule is client.ErrScheduleNotFound.
 	AdvanceSchedule func(ctx context.Context, name string, tick time.Time) error

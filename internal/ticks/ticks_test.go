@@ -8,7 +8,7 @@ import (
 	"github.com/taskq/taskq/pkg/task"
 )
 
-func compile(t *testing.T, s task.Schedule) *task.CompiledSchedule {
+func compile(t *testing.T, s task.Schedule) *ticks.Compiled {
 	t.Helper()
 	if s.Name == "" {
 		s.Name = "nightly"
@@ -16,7 +16,7 @@ func compile(t *testing.T, s task.Schedule) *task.CompiledSchedule {
 	if s.Task == "" {
 		s.Task = "report"
 	}
-	cs, err := s.Compile()
+	cs, err := ticks.Compile(s)
 	if err != nil {
 		t.Fatalf("Compile(%+v): %v", s, err)
 	}
@@ -75,8 +75,8 @@ func TestDueAfterAGap(t *testing.T) {
 	if got := ticks.Due(short, from, now); len(got) != 3 || !got[0].Equal(from.Add(8*time.Minute)) {
 		t.Fatalf("catch up within 150s of 10:10:20: due %v, want 10:08, 10:09 and 10:10", got)
 	}
-	if ticks.KeyTTL(short.Schedule()) != 150*time.Second+task.ScheduleKeyMargin {
-		t.Fatalf("KeyTTL = %s", ticks.KeyTTL(short.Schedule()))
+	if ticks.KeyTTL(short.Schedule) != 150*time.Second+task.ScheduleKeyMargin {
+		t.Fatalf("KeyTTL = %s", ticks.KeyTTL(short.Schedule))
 	}
 	// A gap of a year on a one-second schedule looks at a bounded number
 	// of ticks.
@@ -95,7 +95,69 @@ func TestScheduleDefaultKey(t *testing.T) {
 	if err != nil || key != "nightly@2026-06-02T00:00:00Z" {
 		t.Fatalf("key = %q, %v", key, err)
 	}
-	if cs.Schedule().KeyExpression != task.ScheduleKeyDefault {
-		t.Fatalf("key expression = %q", cs.Schedule().KeyExpression)
+	if cs.Schedule.KeyExpression != task.ScheduleKeyDefault {
+		t.Fatalf("key expression = %q", cs.Schedule.KeyExpression)
+	}
+}
+
+// The accepted forms: five fields, descriptors, @every, CRON_TZ= or a
+// time zone field, and six fields with Seconds.
+func TestScheduleForms(t *testing.T) {
+	at := time.Date(2026, 6, 1, 10, 17, 30, 0, time.UTC)
+	cases := []struct {
+		s    task.Schedule
+		want time.Time
+	}{
+		{task.Schedule{Cron: "*/5 * * * *"}, time.Date(2026, 6, 1, 10, 20, 0, 0, time.UTC)},
+		{task.Schedule{Cron: "@hourly"}, time.Date(2026, 6, 1, 11, 0, 0, 0, time.UTC)},
+		{task.Schedule{Cron: "@daily"}, time.Date(2026, 6, 2, 0, 0, 0, 0, time.UTC)},
+		{task.Schedule{Cron: "@every 1s"}, time.Date(2026, 6, 1, 10, 17, 31, 0, time.UTC)},
+		{task.Schedule{Cron: "@every 1h"}, time.Date(2026, 6, 1, 11, 0, 0, 0, time.UTC)},
+		{task.Schedule{Cron: "0 9 * * *", TimeZone: "Europe/Paris"}, time.Date(2026, 6, 2, 7, 0, 0, 0, time.UTC)},
+		{task.Schedule{Cron: "CRON_TZ=Europe/Paris 0 9 * * *"}, time.Date(2026, 6, 2, 7, 0, 0, 0, time.UTC)},
+		{task.Schedule{Cron: "TZ=Asia/Tokyo 0 20 * * *", TimeZone: "Asia/Tokyo"}, time.Date(2026, 6, 1, 11, 0, 0, 0, time.UTC)},
+		{task.Schedule{Cron: "45 * * * * *", Seconds: true}, time.Date(2026, 6, 1, 10, 17, 45, 0, time.UTC)},
+	}
+	for _, c := range cases {
+		if got := compile(t, c.s).Next(at); !got.Equal(c.want) {
+			t.Fatalf("%+v: Next(%s) = %s, want %s", c.s, at, got.UTC(), c.want)
+		}
+	}
+}
+
+// Ticks follow the schedule's zone across daylight saving time: on the
+// night clocks go forward a wall time that does not exist has no tick;
+// on the night they go back, a wall time that happens twice ticks twice
+// (two instants, so two keys).
+func TestNextTicksAcrossDST(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	next := func(cs *ticks.Compiled, from time.Time, n int) []time.Time {
+		var out []time.Time
+		for t := from; len(out) < n; {
+			t = cs.Next(t)
+			out = append(out, t.UTC())
+		}
+		return out
+	}
+	spring := compile(t, task.Schedule{Cron: "30 2 * * *", TimeZone: "America/New_York"})
+	got := next(spring, time.Date(2026, 3, 7, 12, 0, 0, 0, ny), 2)
+	want := []time.Time{time.Date(2026, 3, 9, 6, 30, 0, 0, time.UTC), time.Date(2026, 3, 10, 6, 30, 0, 0, time.UTC)}
+	if !equalTimes(got, want) {
+		t.Fatalf("spring forward: ticks %v, want %v (no 02:30 on 8 March)", got, want)
+	}
+	fall := compile(t, task.Schedule{Cron: "30 1 * * *", TimeZone: "America/New_York"})
+	got = next(fall, time.Date(2026, 10, 31, 12, 0, 0, 0, ny), 3)
+	want = []time.Time{
+		time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), // 01:30 EDT
+		time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC), // 01:30 EST
+		time.Date(2026, 11, 2, 6, 30, 0, 0, time.UTC),
+	}
+	if !equalTimes(got, want) {
+		t.Fatalf("fall back: ticks %v, want %v", got, want)
+	}
+	k1, _ := ticks.Key(fall, want[0])
+	k2, _ := ticks.Key(fall, want[1])
+	if k1 == k2 {
+		t.Fatalf("the two 01:30 ticks share key %q", k1)
 	}
 }

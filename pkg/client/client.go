@@ -18,6 +18,7 @@ import (
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redislog"
 	"github.com/taskq/taskq/internal/runstats"
+	"github.com/taskq/taskq/internal/ticks"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -319,7 +320,7 @@ func New(opts Options) (c *Client, err error) {
 	c.link = &clientlink.Link{Engine: st, Guard: guard, Metrics: metrics, Namespace: opts.Namespace, Clock: opts.Clock,
 		OperationTimeout: opts.OperationTimeout, Admission: c.admission(),
 		Unavailable: func(ctx context.Context, err error) error { return c.unavailable(ctx, err) },
-		FireTick: func(ctx context.Context, cs *task.CompiledSchedule, tick time.Time) error {
+		FireTick: func(ctx context.Context, cs *ticks.Compiled, tick time.Time) error {
 			_, err := sc.fire(ctx, cs, tick)
 			return err
 		},

@@ -70,11 +70,11 @@ func (s *Schedules) Put(ctx context.Context, sched task.Schedule) (*ScheduleInfo
 }
 
 func (s *Schedules) save(ctx context.Context, sched task.Schedule, replace bool) (*ScheduleInfo, error) {
-	cs, err := sched.Compile()
+	cs, err := ticks.Compile(sched)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(recordOf(cs.Schedule()))
+	raw, err := json.Marshal(recordOf(cs.Schedule))
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: encode: %w", sched.Name, err)
 	}
@@ -130,7 +130,7 @@ func (s *Schedules) info(r *engine.ScheduleRecord) (*ScheduleInfo, error) {
 	if err := json.Unmarshal(r.Definition, &rec); err != nil {
 		return nil, fmt.Errorf("schedule %q: stored definition: %w", r.Name, err)
 	}
-	cs, err := rec.schedule().Compile()
+	cs, err := ticks.Compile(rec.schedule())
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (s *Schedules) info(r *engine.ScheduleRecord) (*ScheduleInfo, error) {
 		from = r.Cursor
 	}
 	return &ScheduleInfo{
-		Schedule: cs.Schedule(), Paused: r.Paused, Cursor: r.Cursor, Created: r.Created, Updated: r.Updated,
+		Schedule: cs.Schedule, Paused: r.Paused, Cursor: r.Cursor, Created: r.Created, Updated: r.Updated,
 		Next: cs.Next(from),
 	}, nil
 }
@@ -188,7 +188,7 @@ func (s *Schedules) TriggerNow(ctx context.Context, name string) (*RunHandle, er
 	if err != nil {
 		return nil, err
 	}
-	cs, err := info.Schedule.Compile()
+	cs, err := ticks.Compile(info.Schedule)
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +204,8 @@ func (s *Schedules) TriggerNow(ctx context.Context, name string) (*RunHandle, er
 // worker has registered is ErrTaskNotFound. fire does not move the
 // cursor (see advance). The worker's scheduler fires ticks through
 // clientlink.Link.FireTick.
-func (s *Schedules) fire(ctx context.Context, cs *task.CompiledSchedule, tick time.Time) (*RunHandle, error) {
-	sched := cs.Schedule()
+func (s *Schedules) fire(ctx context.Context, cs *ticks.Compiled, tick time.Time) (*RunHandle, error) {
+	sched := cs.Schedule
 	key, err := ticks.Key(cs, tick)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: tick %s: %w", sched.Name, tick.UTC().Format(time.RFC3339), err)
@@ -226,7 +226,7 @@ func (s *Schedules) fire(ctx context.Context, cs *task.CompiledSchedule, tick ti
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}
-	p.Key, p.Strategy, p.Hold, p.Retain = key, task.StrategyTTL, ticks.KeyTTL(cs.Schedule()), 0
+	p.Key, p.Strategy, p.Hold, p.Retain = key, task.StrategyTTL, ticks.KeyTTL(cs.Schedule), 0
 	if p.Durability, err = s.c.resolveDurability(def, nil); err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}

@@ -3,9 +3,11 @@ package client_test
 import (
 	"context"
 	"errors"
-	"github.com/taskq/taskq/internal/clientlink"
 	"testing"
 	"time"
+
+	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/ticks"
 
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
@@ -91,7 +93,7 @@ func TestScheduleTickFiresOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		tick := info.Next
-		cs, err := info.Schedule.Compile()
+		cs, err := ticks.Compile(info.Schedule)
 		if err != nil {
 			t.Fatal(err)
 		}

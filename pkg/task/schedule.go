@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	"github.com/taskq/taskq/internal/cronspec"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
 
@@ -97,66 +96,65 @@ type Schedule struct {
 	Paused bool
 }
 
-// CompiledSchedule is a Schedule checked, its expression parsed and its
-// key expression compiled. It is immutable and safe for concurrent use.
-type CompiledSchedule struct {
-	s     Schedule
-	loc   *time.Location
-	spec  cron.Schedule // nil for @every
-	every time.Duration
-}
-
-// Compile checks s, parses its expressions and evaluates its key
-// expression on its next tick. Every failure is a *ConfigError naming
-// the schedule and the field.
-func (s Schedule) Compile() (*CompiledSchedule, error) {
+// Validate checks s: its names, its cron expression and zone, its input
+// and metadata (JSON objects, or empty), its misfire policy, and its key
+// expression, which it compiles and evaluates on the schedule's next tick
+// (an expression that fails on one tick would fail on every tick). Every
+// failure is a *ConfigError naming the schedule and the field, matching
+// ErrInvalidSchedule. client.Schedules checks a schedule so before it
+// registers it.
+func (s Schedule) Validate() error {
 	bad := func(field, msg string, err error) error {
 		return &ConfigError{Schedule: s.Name, Field: field, Message: msg, Err: err, schedule: true}
 	}
 	if !namePattern.MatchString(s.Name) {
-		return nil, bad("name", "must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", nil)
+		return bad("name", "must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", nil)
 	}
 	if !namePattern.MatchString(s.Task) {
-		return nil, bad("task", fmt.Sprintf("%q is not a task name", s.Task), nil)
+		return bad("task", fmt.Sprintf("%q is not a task name", s.Task), nil)
 	}
-	cs := &CompiledSchedule{s: s}
-	var err error
-	if cs.loc, cs.spec, cs.every, err = parseCron(s.Cron, s.TimeZone, s.Seconds); err != nil {
-		var se *ConfigError
-		if errors.As(err, &se) {
-			se.Schedule = s.Name
-		}
-		return nil, err
+	spec, err := cronspec.Parse(s.Cron, s.TimeZone, s.Seconds)
+	if err != nil {
+		var ce *cronspec.Error
+		errors.As(err, &ce)
+		return bad(ce.Field, ce.Message, ce.Err)
 	}
 	for _, f := range []struct {
 		name string
-		data *json.RawMessage
-	}{{"input", &cs.s.Input}, {"additional_metadata", &cs.s.Metadata}} {
-		t := bytes.TrimSpace(*f.data)
+		data json.RawMessage
+	}{{"input", s.Input}, {"additional_metadata", s.Metadata}} {
+		t := bytes.TrimSpace(f.data)
 		if len(t) == 0 || string(t) == "null" {
-			*f.data = nil // an empty object, as JSON null says too
-			continue
+			continue // an empty object, as JSON null says too
 		}
 		if !json.Valid(t) || t[0] != '{' {
-			return nil, bad(f.name, "must be a JSON object", nil)
+			return bad(f.name, "must be a JSON object", nil)
 		}
 	}
 	if err := s.Misfire.check(); err != nil {
-		return nil, bad("misfire", err.Error(), nil)
+		return bad("misfire", err.Error(), nil)
 	}
-	if cs.s.KeyExpression == "" {
-		cs.s.KeyExpression = ScheduleKeyDefault
+	expr := s.KeyExpression
+	if expr == "" {
+		expr = ScheduleKeyDefault
 	}
-	key, err := idempotency.ScheduleKey(cs.s.KeyExpression)
+	key, err := idempotency.ScheduleKey(expr)
 	if err != nil {
-		return nil, bad("key_expression", err.Error(), err)
+		return bad("key_expression", err.Error(), err)
 	}
-	// An expression that fails on the next tick would fail on every tick:
-	// say so now, not at the first tick.
-	if _, err := key(cs.s.Input, cs.s.Metadata, cs.s.Name, cs.Next(time.Now())); err != nil {
-		return nil, bad("key_expression", err.Error(), err)
+	if _, err := key(emptyAsNil(s.Input), emptyAsNil(s.Metadata), s.Name, spec.Next(time.Now())); err != nil {
+		return bad("key_expression", err.Error(), err)
 	}
-	return cs, nil
+	return nil
+}
+
+// emptyAsNil is data, or nil (an empty object) when it is empty or JSON
+// null.
+func emptyAsNil(data json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	return data
 }
 
 func (m Misfire) check() error {
@@ -176,81 +174,4 @@ func (m Misfire) check() error {
 		return fmt.Errorf("horizon %s is outside [%s, %s]", m.Horizon, MisfireHorizonMin, MisfireHorizonMax)
 	}
 	return nil
-}
-
-// cronError is a schedule's *ConfigError on field without the schedule's
-// name, which Compile fills in.
-func cronError(field, msg string, err error) error {
-	return &ConfigError{Field: field, Message: msg, Err: err, schedule: true}
-}
-
-// parseCron reads expr in zone (UTC when empty): its location, and either
-// the parsed spec or the period of "@every".
-func parseCron(expr, zone string, seconds bool) (*time.Location, cron.Schedule, time.Duration, error) {
-	expr = strings.TrimSpace(expr)
-	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
-		rest, ok := strings.CutPrefix(expr, prefix)
-		if !ok {
-			continue
-		}
-		inline, spec, _ := strings.Cut(rest, " ")
-		if zone != "" && zone != inline {
-			return nil, nil, 0, cronError("timezone", fmt.Sprintf("%q differs from the expression's %s%s", zone, prefix, inline), nil)
-		}
-		zone, expr = inline, strings.TrimSpace(spec)
-	}
-	loc := time.UTC
-	if zone != "" {
-		var err error
-		if loc, err = time.LoadLocation(zone); err != nil || zone == "Local" {
-			return nil, nil, 0, cronError("timezone", fmt.Sprintf("%q is not an IANA time zone", zone), err)
-		}
-	}
-	if expr == "" {
-		return nil, nil, 0, cronError("cron", "is empty", nil)
-	}
-	if d, ok := strings.CutPrefix(expr, "@every "); ok {
-		every, err := time.ParseDuration(strings.TrimSpace(d))
-		if err != nil || every < time.Second || every%time.Second != 0 {
-			return nil, nil, 0, cronError("cron", fmt.Sprintf("%q: @every takes a whole number of seconds, at least 1s", expr), err)
-		}
-		return loc, nil, every, nil
-	}
-	opts := cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor
-	if seconds {
-		opts |= cron.Second
-	}
-	spec, err := cron.NewParser(opts).Parse(expr)
-	if err != nil {
-		return nil, nil, 0, cronError("cron", fmt.Sprintf("%q: %v", expr, err), err)
-	}
-	ss, ok := spec.(*cron.SpecSchedule)
-	if !ok {
-		return nil, nil, 0, cronError("cron", fmt.Sprintf("%q is not a cron expression", expr), nil)
-	}
-	// The parser reads the fields in time.Local unless told otherwise; a
-	// schedule's zone is its own, the same on every scheduler.
-	ss.Location = loc
-	if ss.Next(time.Now()).IsZero() {
-		return nil, nil, 0, cronError("cron", fmt.Sprintf("%q has no tick in the next five years", expr), nil)
-	}
-	return loc, ss, 0, nil
-}
-
-// Schedule returns the schedule as given, its key expression filled in.
-func (cs *CompiledSchedule) Schedule() Schedule { return cs.s }
-
-// Next returns the first tick strictly after t, in the schedule's zone
-// (the zero time when there is none within five years).
-func (cs *CompiledSchedule) Next(t time.Time) time.Time {
-	if cs.spec == nil {
-		n := t.UnixNano()
-		d := int64(cs.every)
-		next := n - n%d + d
-		if n < 0 && n%d != 0 {
-			next -= d
-		}
-		return time.Unix(0, next).In(cs.loc)
-	}
-	return cs.spec.Next(t.In(cs.loc))
 }

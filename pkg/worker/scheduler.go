@@ -130,7 +130,7 @@ func (s *scheduler) pass(quit <-chan struct{}) time.Duration {
 // until its next tick.
 func (s *scheduler) fire(info *client.ScheduleInfo) time.Duration {
 	name := info.Schedule.Name
-	cs, err := info.Schedule.Compile()
+	cs, err := ticks.Compile(info.Schedule)
 	if err != nil {
 		s.log.Warn("taskq: a cron schedule does not compile", "schedule", name, "err", err)
 		return s.refresh
@@ -188,7 +188,7 @@ func validateSchedules(ss []task.Schedule) error {
 	}
 	seen := map[string]bool{}
 	for _, sc := range ss {
-		if _, err := sc.Compile(); err != nil {
+		if err := sc.Validate(); err != nil {
 			return err
 		}
 		if seen[sc.Name] {
