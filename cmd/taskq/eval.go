@@ -49,7 +49,7 @@ func evalFailure(expr string, err error) error {
 		} else {
 			e.msg = "invalid expression: " + ie.Message
 		}
-		e.detail = indent(ie.Caret())
+		e.detail = indent(caret(ie))
 	case errors.Is(ie.Kind, idempotency.ErrNotString):
 		e.msg = fmt.Sprintf("the expression evaluated to a value of type %s; a key must be a string", ie.Type)
 		e.detail = underline(expr, 0, len(expr))
@@ -91,6 +91,37 @@ func evalFailure(expr string, err error) error {
 		e.detail = underline(expr, 0, len(expr))
 	}
 	return e
+}
+
+// caret renders the offending line of a compile error's expression with a
+// '^' under the column of the problem, for display in a terminal. It
+// returns "" when the position is unknown.
+func caret(e *idempotency.Error) string {
+	if e.Line < 1 || e.Column < 1 {
+		return ""
+	}
+	lines := strings.Split(e.Expr, "\n")
+	if e.Line > len(lines) {
+		return ""
+	}
+	line := strings.TrimSuffix(lines[e.Line-1], "\r")
+	var pad strings.Builder
+	col := 1
+	for _, r := range line {
+		if col >= e.Column {
+			break
+		}
+		// Tabs stay tabs so the caret lines up however the terminal expands them.
+		if r == '\t' {
+			pad.WriteByte('\t')
+		} else {
+			pad.WriteByte(' ')
+		}
+		col++
+	}
+	// A column past the end of the line (an unexpected end of input) gets
+	// its caret just after the last character.
+	return line + "\n" + pad.String() + "^"
 }
 
 // underline shows the line of expr holding byte offset at, with a caret
@@ -208,7 +239,7 @@ reads the task registry in Redis).`,
 				if err != nil {
 					return a.exprFailed(v.Expression, err)
 				}
-				if key, err = expr.KeyJSON(in, md); err != nil {
+				if key, err = expr.Key(in, md); err != nil {
 					return a.exprFailed(v.Expression, err)
 				}
 			}

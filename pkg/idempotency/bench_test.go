@@ -42,7 +42,7 @@ func BenchmarkKey(b *testing.B) {
 			b.Run("taskq", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					key, err := e.Key(input, meta)
+					key, err := e.keyMap(input, meta)
 					if err != nil || key != tc.want {
 						b.Fatalf("Key = %q, %v", key, err)
 					}

@@ -64,12 +64,12 @@ func TestSizeLimitAtAndJustOver(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := mustCompile(t, c, tc.expr)
-			if key, err := e.Key(tc.at, nil); err != nil {
+			if key, err := e.keyMap(tc.at, nil); err != nil {
 				t.Fatalf("at the limit: %v", err)
 			} else if tc.unit == UnitBytes && len(key) != 100 {
 				t.Fatalf("at the limit: key of %d bytes, want 100", len(key))
 			}
-			_, err := e.Key(tc.over, nil)
+			_, err := e.keyMap(tc.over, nil)
 			var se *Error
 			if !errors.As(err, &se) || !errors.Is(err, ErrSizeLimit) || !errors.Is(err, ErrCostLimit) {
 				t.Fatalf("just over the limit: %T %v, want *Error", err, err)
@@ -153,10 +153,10 @@ func TestCostLimitAtAndJustOver(t *testing.T) {
 			c := newTestCompiler(t, Options{CostLimit: tc.limit, MaxStringBytes: 1 << 20, MaxKeyLength: 1 << 20})
 			e := mustCompile(t, c, tc.expr)
 			var ce *Error
-			if _, err := e.Key(tc.at, nil); err != nil && (!errors.As(err, &ce) || ce.Function != "") {
+			if _, err := e.keyMap(tc.at, nil); err != nil && (!errors.As(err, &ce) || ce.Function != "") {
 				t.Fatalf("at the limit: %v, want the call to run", err)
 			}
-			_, err := e.Key(tc.over, nil)
+			_, err := e.keyMap(tc.over, nil)
 			if !errors.As(err, &ce) || !errors.Is(err, ErrCostLimit) {
 				t.Fatalf("just over the limit: %T %v, want *Error", err, err)
 			}
@@ -242,7 +242,7 @@ func TestHostileEvaluationsAreStoppedBeforeTheyAllocate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := mustCompile(t, c, tc.expr)
 			inputBytes := jsonSize(t, tc.input)
-			allocated, elapsed, key, err := measure(func() (string, error) { return e.Key(tc.input, nil) })
+			allocated, elapsed, key, err := measure(func() (string, error) { return e.keyMap(tc.input, nil) })
 			if !errors.Is(err, ErrCostLimit) {
 				t.Fatalf("Key = %.40q, %v; want an evaluation limit", key, err)
 			}

@@ -21,7 +21,7 @@ const (
 	CostLimitDefault uint64 = 10_000
 	// CacheSizeDefault is how many compiled expressions a Compiler keeps.
 	CacheSizeDefault = 1024
-	// MaxInputDepthDefault bounds the nesting of JSON given to KeyJSON, so a
+	// MaxInputDepthDefault bounds the nesting of JSON given to Key, so a
 	// hostile payload cannot make decoding recurse without end.
 	MaxInputDepthDefault = 64
 	// MaxStringBytesDefault bounds every string or bytes value an evaluation
@@ -40,7 +40,7 @@ type Options struct {
 	MaxKeyLength  int    // longest accepted key, in bytes
 	CostLimit     uint64 // CEL runtime cost at which evaluation stops
 	CacheSize     int    // compiled expressions kept, least recently used evicted first
-	MaxInputDepth int    // deepest JSON nesting KeyJSON accepts; the top-level object is level 1
+	MaxInputDepth int    // deepest JSON nesting Key accepts; the top-level object is level 1
 	// MaxStringBytes bounds, in bytes, every string or bytes value one
 	// evaluation builds; a function that would build a longer one fails with
 	// an ErrSizeLimit *Error before it allocates.

@@ -125,7 +125,7 @@ func TestConcurrentUse(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				key, err := e.Key(input, meta)
+				key, err := e.keyMap(input, meta)
 				switch i % len(exprs) {
 				case 0:
 					if key != id || err != nil {
@@ -148,9 +148,9 @@ func TestConcurrentUse(t *testing.T) {
 						t.Errorf("Key = %q, %v", key, err)
 					}
 				}
-				if _, err := e.KeyJSON([]byte(`{"id":"`+id+`","n":1}`), []byte(`{"tenant":"t"}`)); err != nil &&
+				if _, err := e.Key([]byte(`{"id":"`+id+`","n":1}`), []byte(`{"tenant":"t"}`)); err != nil &&
 					!errors.Is(err, ErrEval) && !errors.Is(err, ErrNotString) {
-					t.Errorf("KeyJSON: %v", err)
+					t.Errorf("Key: %v", err)
 				}
 			}
 		}()

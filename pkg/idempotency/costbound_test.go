@@ -79,7 +79,7 @@ func TestCostBoundLimit(t *testing.T) {
 		t.Error("within a zero limit")
 	}
 	// Long enough to exceed the limit when tracked.
-	_, err := e.Key(map[string]any{"a": strings.Repeat("x", 20000), "b": "y"}, nil)
+	_, err := e.keyMap(map[string]any{"a": strings.Repeat("x", 20000), "b": "y"}, nil)
 	if _, ok := err.(*Error); !ok {
 		t.Errorf("Key = %v, want *Error", err)
 	}
@@ -156,7 +156,7 @@ func TestCostBoundMatchesTracked(t *testing.T) {
 			continue // e.g. a chain used with has() on a type cel rejects
 		}
 		input, meta := randomSizedObject(r, 2), randomSizedObject(r, 2)
-		gotKey, gotErr := e.Key(input, meta)
+		gotKey, gotErr := e.keyMap(input, meta)
 		wantKey, wantErr := e.celKeyTracked(input, meta)
 		if gotKey != wantKey || !reflect.DeepEqual(gotErr, wantErr) {
 			t.Fatalf("seed %d: %s on %v / %v:\nKey:     %q, %T %v\ntracked: %q, %T %v",
@@ -235,7 +235,7 @@ func TestCostBoundInvalidUTF8(t *testing.T) {
 		t.Fatal("lowerAscii of a field is not bounded")
 	}
 	input := map[string]any{"a": strings.Repeat("\xff", 1000)}
-	gotKey, gotErr := e.Key(input, nil)
+	gotKey, gotErr := e.keyMap(input, nil)
 	wantKey, wantErr := e.celKeyTracked(input, nil)
 	if gotKey != wantKey || !reflect.DeepEqual(gotErr, wantErr) {
 		t.Fatalf("Key = %d bytes, %v; tracked evaluation = %d bytes, %v", len(gotKey), gotErr, len(wantKey), wantErr)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -146,35 +145,4 @@ func (e *Error) Error() string {
 // ErrSizeLimit error.
 func (e *Error) Is(target error) bool {
 	return target == e.Kind || (e.Kind == ErrSizeLimit && target == ErrCostLimit)
-}
-
-// Caret renders the offending line of a compile error's expression with a
-// '^' under the column of the problem, for display in a terminal. It
-// returns "" when the position is unknown.
-func (e *Error) Caret() string {
-	if e.Line < 1 || e.Column < 1 {
-		return ""
-	}
-	lines := strings.Split(e.Expr, "\n")
-	if e.Line > len(lines) {
-		return ""
-	}
-	line := strings.TrimSuffix(lines[e.Line-1], "\r")
-	var pad strings.Builder
-	col := 1
-	for _, r := range line {
-		if col >= e.Column {
-			break
-		}
-		// Tabs stay tabs so the caret lines up however the terminal expands them.
-		if r == '\t' {
-			pad.WriteByte('\t')
-		} else {
-			pad.WriteByte(' ')
-		}
-		col++
-	}
-	// A column past the end of the line (an unexpected end of input) gets
-	// its caret just after the last character.
-	return line + "\n" + pad.String() + "^"
 }

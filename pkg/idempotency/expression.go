@@ -34,19 +34,13 @@ type Expression struct {
 	chains map[int64]*chain
 }
 
-// Source returns the expression as written.
-func (e *Expression) Source() string { return e.src }
-
 // emptyObject stands in for absent input or metadata. CEL never mutates its
 // inputs, so one shared map is safe.
 var emptyObject = map[string]any{}
 
-// Key derives the idempotency key of a run from its input and
-// additional_metadata, both as decoded by encoding/json (nil means an empty
-// object). Anything but a non-empty string within the length limit is an
-// error, an *Error of kind ErrEval, ErrNotString, ErrEmptyKey, ErrKeyTooLong,
-// ErrCostLimit or ErrSizeLimit.
-func (e *Expression) Key(input map[string]any, meta map[string]any) (string, error) {
+// keyMap is Key for input and additional_metadata decoded by
+// encoding/json (nil means an empty object).
+func (e *Expression) keyMap(input map[string]any, meta map[string]any) (string, error) {
 	if e.fast != nil {
 		if key, handled, err := e.fastKey(input, meta); handled {
 			return key, err
@@ -55,10 +49,14 @@ func (e *Expression) Key(input map[string]any, meta map[string]any) (string, err
 	return e.celKey(input, meta)
 }
 
-// KeyJSON is Key for raw JSON. Empty input or metadata means an empty object;
-// otherwise each must be a JSON object nested no deeper than the compiler's
-// MaxInputDepth, or the result is an ErrInput *Error.
-func (e *Expression) KeyJSON(input, meta []byte) (string, error) {
+// Key derives the idempotency key of a run from its JSON input and
+// additional_metadata. Empty input or metadata means an empty object;
+// otherwise each must be a JSON object nested no deeper than the
+// compiler's MaxInputDepth, or the result is an ErrInput *Error. Anything
+// but a non-empty string within the length limit is an error too, an
+// *Error of kind ErrEval, ErrNotString, ErrEmptyKey, ErrKeyTooLong,
+// ErrCostLimit or ErrSizeLimit.
+func (e *Expression) Key(input, meta []byte) (string, error) {
 	if e.fast != nil {
 		if key, handled, err := e.fastKeyJSON(input, meta); handled {
 			return key, err
@@ -67,7 +65,7 @@ func (e *Expression) KeyJSON(input, meta []byte) (string, error) {
 	return e.keyDecoded(input, meta)
 }
 
-// keyDecoded is KeyJSON without its fast path: decode both objects, then
+// keyDecoded is Key without its fast path: decode both objects, then
 // Key. The fast path must give exactly what this gives.
 func (e *Expression) keyDecoded(input, meta []byte) (string, error) {
 	in, err := decodeObject(varInput, input, e.maxDepth)
@@ -78,7 +76,7 @@ func (e *Expression) keyDecoded(input, meta []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return e.Key(in, md)
+	return e.keyMap(in, md)
 }
 
 // activation hands the two variables to the interpreter without building a
@@ -212,9 +210,9 @@ func (e *Expression) fieldForKey(key string) string {
 }
 
 // scheduleKeyJSON derives the key of one tick of a cron schedule from the
-// schedule's JSON input and metadata (as KeyJSON), its name and the tick's
+// schedule's JSON input and metadata (as Key), its name and the tick's
 // nominal time, bound to schedule.name and schedule.time (see
-// newScheduleCompiler). The errors are KeyJSON's. An expression compiled
+// newScheduleCompiler). The errors are Key's. An expression compiled
 // by a task compiler, which has no schedule variable, gets an ErrEval *Error.
 func (e *Expression) scheduleKeyJSON(input, meta []byte, name string, tick time.Time) (string, error) {
 	if !e.schedule {

@@ -9,7 +9,7 @@ import (
 	"github.com/taskq/taskq/internal/jsondepth"
 )
 
-// For a chain expression, KeyJSON reads the selected value straight out of
+// For a chain expression, Key reads the selected value straight out of
 // the JSON instead of decoding input and metadata into maps first, which
 // costs a dozen allocations per trigger. The answer is the one decoding
 // and then Key would give. Wherever that is not certain (a key or string

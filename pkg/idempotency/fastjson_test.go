@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// assertKeyJSONAsDecoded checks that KeyJSON gives exactly the key or error
+// assertKeyJSONAsDecoded checks that Key gives exactly the key or error
 // that decoding the JSON and calling Key gives.
 func assertKeyJSONAsDecoded(t *testing.T, e *Expression, input, meta string) {
 	t.Helper()
-	gotKey, gotErr := e.KeyJSON([]byte(input), []byte(meta))
+	gotKey, gotErr := e.Key([]byte(input), []byte(meta))
 	wantKey, wantErr := e.keyDecoded([]byte(input), []byte(meta))
 	if gotKey != wantKey || !reflect.DeepEqual(gotErr, wantErr) {
 		t.Fatalf("%s on input %q meta %q:\nKeyJSON: %q, %T %v\ndecoded: %q, %T %v",
-			e.Source(), input, meta, gotKey, gotErr, gotErr, wantKey, wantErr, wantErr)
+			e.src, input, meta, gotKey, gotErr, gotErr, wantKey, wantErr, wantErr)
 	}
 }
 
@@ -59,12 +59,12 @@ func TestKeyJSONMatchesDecodedKey(t *testing.T) {
 	}
 }
 
-// KeyJSON of a field path allocates no more than the key it returns.
+// Key of a field path allocates no more than the key it returns.
 func TestKeyJSONFieldPathAllocations(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	e := mustCompile(t, c, `input.id`)
 	input, meta := []byte(`{"id":"order-123","n":2.5,"tags":["a","b"]}`), []byte(`{}`)
-	if n := allocsPerRun(100, func() { _, _ = e.KeyJSON(input, meta) }); n > 1 {
-		t.Fatalf("KeyJSON allocated %v times per call, want at most 1", n)
+	if n := allocsPerRun(100, func() { _, _ = e.Key(input, meta) }); n > 1 {
+		t.Fatalf("Key allocated %v times per call, want at most 1", n)
 	}
 }

@@ -14,11 +14,11 @@ import (
 // gives exactly the key or error that the cost-tracked CEL program gives.
 func assertSameAsCEL(t *testing.T, e *Expression, input, meta map[string]any) {
 	t.Helper()
-	gotKey, gotErr := e.Key(input, meta)
+	gotKey, gotErr := e.keyMap(input, meta)
 	wantKey, wantErr := e.celKeyTracked(input, meta)
 	if gotKey != wantKey || !reflect.DeepEqual(gotErr, wantErr) {
 		t.Fatalf("%s on input %v meta %v:\nfast path: %q, %T %v\ncel:       %q, %T %v",
-			e.Source(), input, meta, gotKey, gotErr, gotErr, wantKey, wantErr, wantErr)
+			e.src, input, meta, gotKey, gotErr, gotErr, wantKey, wantErr, wantErr)
 	}
 }
 
@@ -161,7 +161,7 @@ func TestFastPathMatchesCELRandomized(t *testing.T) {
 // allocsPerRun is testing.AllocsPerRun's count, the least of five
 // measurements. Under the race detector (make test) a sync.Pool drops
 // what is put back at random, so now and then a measurement counts the
-// pool's allocations too (1 in 30 gave 2 for KeyJSON's 1); nothing
+// pool's allocations too (1 in 30 gave 2 for Key's 1); nothing
 // makes one count fewer than the code allocates.
 func allocsPerRun(runs int, f func()) float64 {
 	least := testing.AllocsPerRun(runs, f)
@@ -178,7 +178,7 @@ func TestFastPathAllocations(t *testing.T) {
 	for _, expr := range []string{`input.id`, `input.order.id`, `additional_metadata.tenant`} {
 		e := mustCompile(t, c, expr)
 		allocs := allocsPerRun(100, func() {
-			if _, err := e.Key(input, meta); err != nil {
+			if _, err := e.keyMap(input, meta); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -191,9 +191,9 @@ func TestFastPathAllocations(t *testing.T) {
 func ExampleExpression_Key() {
 	c, _ := NewCompiler(Options{})
 	e, _ := c.Compile(`"order:" + input.order.id + ":" + additional_metadata.tenant`)
-	key, _ := e.Key(map[string]any{"order": map[string]any{"id": "o-17"}}, map[string]any{"tenant": "acme"})
+	key, _ := e.keyMap(map[string]any{"order": map[string]any{"id": "o-17"}}, map[string]any{"tenant": "acme"})
 	fmt.Println(key)
-	_, err := e.Key(map[string]any{}, nil)
+	_, err := e.keyMap(map[string]any{}, nil)
 	fmt.Println(err)
 	// Output:
 	// order:o-17:acme

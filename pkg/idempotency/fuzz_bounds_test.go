@@ -85,7 +85,7 @@ func FuzzEvaluationBounds(f *testing.F) {
 		inputBytes := jsonSize(t, input)
 		meta := map[string]any{"tenant": "acme"}
 
-		allocated, elapsed, key, err := measure(func() (string, error) { return e.Key(input, meta) })
+		allocated, elapsed, key, err := measure(func() (string, error) { return e.keyMap(input, meta) })
 		checkKeyResult(t, e, key, err)
 		// Unbounded, the seeds take from seconds to minutes, or gigabytes;
 		// bounded, milliseconds. What an evaluation may allocate besides a

@@ -64,10 +64,10 @@ func TestKey(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
 			e := mustCompile(t, c, tc.expr)
-			if e.Source() != tc.expr {
-				t.Errorf("Source() = %q", e.Source())
+			if e.src != tc.expr {
+				t.Errorf("src = %q", e.src)
 			}
-			got, err := e.Key(input, meta)
+			got, err := e.keyMap(input, meta)
 			if err != nil || got != tc.want {
 				t.Fatalf("Key = %q, %v; want %q", got, err, tc.want)
 			}
@@ -79,7 +79,7 @@ func TestChecksumMatchesSHA256(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	e := mustCompile(t, c, `checksum(input.s)`)
 	for _, s := range []string{"", "a", "hello world", strings.Repeat("é☃", 1000), "\x00\xff"} {
-		got, err := e.Key(map[string]any{"s": s}, nil)
+		got, err := e.keyMap(map[string]any{"s": s}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,15 +95,15 @@ func TestChecksumMatchesSHA256(t *testing.T) {
 func TestKeyNilMaps(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	e := mustCompile(t, c, `"static"`)
-	if got, err := e.Key(nil, nil); err != nil || got != "static" {
+	if got, err := e.keyMap(nil, nil); err != nil || got != "static" {
 		t.Fatalf("Key(nil, nil) = %q, %v", got, err)
 	}
 	e = mustCompile(t, c, `"t:" + string(size(additional_metadata))`)
-	if got, err := e.Key(nil, nil); err != nil || got != "t:0" {
+	if got, err := e.keyMap(nil, nil); err != nil || got != "t:0" {
 		t.Fatalf("Key(nil, nil) = %q, %v", got, err)
 	}
 	e = mustCompile(t, c, `additional_metadata.tenant`)
-	_, err := e.Key(map[string]any{"tenant": "x"}, nil)
+	_, err := e.keyMap(map[string]any{"tenant": "x"}, nil)
 	var ee *Error
 	if !errors.As(err, &ee) || ee.Field != "additional_metadata.tenant" {
 		t.Fatalf("Key with nil meta: %v", err)
@@ -113,15 +113,15 @@ func TestKeyNilMaps(t *testing.T) {
 func TestKeyJSON(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	e := mustCompile(t, c, `input.id + "@" + additional_metadata.tenant`)
-	got, err := e.KeyJSON([]byte(` {"id": "r1", "n": [1, {"x": "]"}]}`), []byte(`{"tenant":"acme"}`))
+	got, err := e.Key([]byte(` {"id": "r1", "n": [1, {"x": "]"}]}`), []byte(`{"tenant":"acme"}`))
 	if err != nil || got != "r1@acme" {
-		t.Fatalf("KeyJSON = %q, %v", got, err)
+		t.Fatalf("Key = %q, %v", got, err)
 	}
 
 	e = mustCompile(t, c, `"fixed"`)
 	for _, in := range [][]byte{nil, {}, []byte("  \n")} {
-		if got, err := e.KeyJSON(in, in); err != nil || got != "fixed" {
-			t.Errorf("KeyJSON(%q) = %q, %v; empty input should be an empty object", in, got, err)
+		if got, err := e.Key(in, in); err != nil || got != "fixed" {
+			t.Errorf("Key(%q) = %q, %v; empty input should be an empty object", in, got, err)
 		}
 	}
 }
@@ -146,10 +146,10 @@ func TestKeyJSONInputErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.KeyJSON([]byte(tc.input), []byte(tc.meta))
+			_, err := e.Key([]byte(tc.input), []byte(tc.meta))
 			var ie *Error
 			if !errors.As(err, &ie) || !errors.Is(err, ErrInput) {
-				t.Fatalf("KeyJSON = %v, want *Error", err)
+				t.Fatalf("Key = %v, want *Error", err)
 			}
 			if !strings.Contains(ie.Message, tc.want) {
 				t.Errorf("message %q does not contain %q", ie.Message, tc.want)
@@ -166,7 +166,7 @@ func TestMaxInputDepth(t *testing.T) {
 	c := newTestCompiler(t, Options{})
 	e := mustCompile(t, c, `"fixed"`)
 	// MaxInputDepthDefault levels of objects are fine; one more is not.
-	if _, err := e.KeyJSON([]byte(nested(MaxInputDepthDefault, `"x"`)), nil); err != nil {
+	if _, err := e.Key([]byte(nested(MaxInputDepthDefault, `"x"`)), nil); err != nil {
 		t.Fatalf("depth %d: %v", MaxInputDepthDefault, err)
 	}
 	for _, in := range []string{
@@ -174,28 +174,28 @@ func TestMaxInputDepth(t *testing.T) {
 		nested(MaxInputDepthDefault, `[1]`),
 		`{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`,
 	} {
-		_, err := e.KeyJSON([]byte(in), nil)
+		_, err := e.Key([]byte(in), nil)
 		var ie *Error
 		if !errors.As(err, &ie) || !strings.Contains(ie.Message, "64") || !strings.Contains(ie.Message, "deeper") {
 			t.Fatalf("too deep: got %v, want an ErrInput *Error naming the limit", err)
 		}
 	}
 	// Metadata is held to the same limit.
-	if _, err := e.KeyJSON(nil, []byte(nested(MaxInputDepthDefault+1, `1`))); !errors.Is(err, ErrInput) {
+	if _, err := e.Key(nil, []byte(nested(MaxInputDepthDefault+1, `1`))); !errors.Is(err, ErrInput) {
 		t.Fatalf("deep metadata: %v", err)
 	}
 	// Brackets inside strings, escaped quotes included, do not count.
 	deepString := `{"s":"` + strings.Repeat(`{[\"`, 200) + `"}`
-	if _, err := e.KeyJSON([]byte(deepString), nil); err != nil {
+	if _, err := e.Key([]byte(deepString), nil); err != nil {
 		t.Fatalf("brackets in strings: %v", err)
 	}
 
 	c = newTestCompiler(t, Options{MaxInputDepth: 2})
 	e = mustCompile(t, c, `"fixed"`)
-	if _, err := e.KeyJSON([]byte(`{"a":{"b":1}}`), nil); err != nil {
+	if _, err := e.Key([]byte(`{"a":{"b":1}}`), nil); err != nil {
 		t.Fatalf("depth 2 with limit 2: %v", err)
 	}
-	_, err := e.KeyJSON([]byte(`{"a":{"b":[]}}`), nil)
+	_, err := e.Key([]byte(`{"a":{"b":[]}}`), nil)
 	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "limit of 2") {
 		t.Fatalf("depth 3 with limit 2: %v", err)
 	}
@@ -214,7 +214,7 @@ func TestCostLimit(t *testing.T) {
 	}
 	for _, expr := range exprs {
 		e := mustCompile(t, c, expr)
-		_, err := e.Key(map[string]any{"s": strings.Repeat("a", 10)}, nil)
+		_, err := e.keyMap(map[string]any{"s": strings.Repeat("a", 10)}, nil)
 		var ce *Error
 		if !errors.As(err, &ce) || !errors.Is(err, ErrCostLimit) {
 			name := expr
@@ -231,13 +231,13 @@ func TestCostLimit(t *testing.T) {
 	// The same expression passes under a higher limit.
 	c = newTestCompiler(t, Options{CostLimit: 1_000_000})
 	e := mustCompile(t, c, list+`.map(a, `+list+`.map(b, string(a+b)))[9][9]`)
-	if got, err := e.Key(nil, nil); err != nil || got != "20" {
+	if got, err := e.keyMap(nil, nil); err != nil || got != "20" {
 		t.Fatalf("Key = %q, %v", got, err)
 	}
 	// checksum is charged by length, so hashing a long string counts.
 	c = newTestCompiler(t, Options{CostLimit: 100})
 	e = mustCompile(t, c, `checksum(input.s)`)
-	if _, err := e.Key(map[string]any{"s": strings.Repeat("x", 10_000)}, nil); !errors.Is(err, ErrCostLimit) {
+	if _, err := e.keyMap(map[string]any{"s": strings.Repeat("x", 10_000)}, nil); !errors.Is(err, ErrCostLimit) {
 		t.Fatalf("checksum of 10kB under limit 100: %v", err)
 	}
 }

@@ -188,8 +188,8 @@ func TestCompileForLeavesKeysAlone(t *testing.T) {
 		if plain := mustCompile(t, c, expr); typed != plain {
 			t.Errorf("CompileFor(%q) is not Compile's expression", expr)
 		}
-		if key, err := typed.KeyJSON(data, nil); err != nil || key != want {
-			t.Errorf("KeyJSON(%q) = %q, %v; want %q", expr, key, err, want)
+		if key, err := typed.Key(data, nil); err != nil || key != want {
+			t.Errorf("Key(%q) = %q, %v; want %q", expr, key, err, want)
 		}
 	}
 }
@@ -338,7 +338,7 @@ func TestCompileForAgreesWithEvaluation(t *testing.T) {
 		{expr: `string(input.items == [1])`, constant: "false"},
 	}
 	for _, tc := range cases {
-		key, evalErr := mustCompile(t, c, tc.expr).KeyJSON(data, nil)
+		key, evalErr := mustCompile(t, c, tc.expr).Key(data, nil)
 		var ee *Error
 		typeErr := errors.As(evalErr, &ee) && strings.Contains(ee.Message, "no such overload")
 		if evalErr != nil && !typeErr {

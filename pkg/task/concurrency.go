@@ -93,7 +93,7 @@ func (d *Definition) ConcurrencyGroup(input, meta []byte) (string, error) {
 	if d.concExpr == nil {
 		return "", nil
 	}
-	group, err := d.concExpr.KeyJSON(input, meta)
+	group, err := d.concExpr.Key(input, meta)
 	if err != nil {
 		return "", &KeyError{Task: d.Name, Kind: KeyConcurrency, Expression: d.Concurrency.Expression, Err: err}
 	}

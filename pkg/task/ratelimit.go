@@ -119,7 +119,7 @@ func (d *Definition) RateLimitKeys(input, meta []byte) ([]string, error) {
 		if e == nil {
 			continue
 		}
-		k, err := e.KeyJSON(input, meta)
+		k, err := e.Key(input, meta)
 		if err != nil {
 			return nil, &KeyError{Task: d.Name, Kind: KeyRateLimit, Expression: d.RateLimits[i].Key, Limit: d.RateLimits[i].Name, Err: err}
 		}

@@ -281,7 +281,7 @@ func (d *Definition) Key(input, meta []byte) (string, error) {
 	if d.expr == nil {
 		return "", nil
 	}
-	key, err := d.expr.KeyJSON(input, meta)
+	key, err := d.expr.Key(input, meta)
 	if err != nil {
 		return "", &KeyError{Task: d.Name, Kind: KeyIdempotency, Expression: d.Idempotency.Expression, Err: err}
 	}
