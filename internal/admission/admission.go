@@ -137,12 +137,12 @@ func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	// Rate limit keys: evaluated here only to refuse an input they fail
 	// on (a *task.KeyError) before anything is written; the
 	// worker evaluates them again when the run starts.
-	if _, err := def.RateLimitKeys(tr.Input, tr.Metadata); err != nil {
+	if _, err := taskdef.RateLimitKeys(def, tr.Input, tr.Metadata); err != nil {
 		return nil, err
 	}
 	// The worker derives the group again when the run starts; nothing of
 	// it is stored with the run.
-	if _, err := def.ConcurrencyGroup(tr.Input, tr.Metadata); err != nil {
+	if _, err := taskdef.ConcurrencyGroup(def, tr.Input, tr.Metadata); err != nil {
 		return nil, err
 	}
 	id, err := uuid.NewV7()

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/taskq/taskq/internal/tasklink"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -109,4 +110,19 @@ func Hold(i *task.Idempotency) time.Duration {
 		return i.TTL
 	}
 	return i.FallbackTTL
+}
+
+// ConcurrencyGroup derives a run's concurrency group from its JSON input
+// and metadata: "" when d has no Concurrency, a *task.KeyError of kind
+// task.KeyConcurrency when its expression fails.
+func ConcurrencyGroup(d *task.Definition, input, meta []byte) (string, error) {
+	return tasklink.ConcurrencyGroup(d, input, meta)
+}
+
+// RateLimitKeys evaluates the key of each of d's rate limits on a run's
+// JSON input and metadata: the i-th key is d.RateLimits[i]'s, "" for a
+// limit without a key; a failed expression is a *task.KeyError of kind
+// task.KeyRateLimit naming the limit.
+func RateLimitKeys(d *task.Definition, input, meta []byte) ([]string, error) {
+	return tasklink.RateLimitKeys(d, input, meta)
 }

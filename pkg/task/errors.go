@@ -66,8 +66,9 @@ const (
 
 // KeyError says one of a task's expressions failed on a run's input: the
 // idempotency expression (Definition.Key), the concurrency expression
-// (ConcurrencyGroup) or a rate limit's key (RateLimitKeys). At a trigger
-// it refuses the trigger and nothing is created; every trigger path
+// (Concurrency.Expression) or a rate limit's key (RateLimit.Key), each of
+// which a trigger evaluates. At a trigger it refuses the trigger and
+// nothing is created; every trigger path
 // returns it: client.RunNoWait, Run and RunMany, the HTTP API (a 422
 // idempotency_key_error naming the expression) and events (recorded on
 // the event as the task's error). It names the task and the expression,

@@ -86,11 +86,11 @@ func TestRateLimitDefaultsSpecAndKeys(t *testing.T) {
 	if taskdef.Hash(s) == taskdef.Hash(task.Spec{Name: "send"}) {
 		t.Fatal("the spec's hash does not see its rate limits")
 	}
-	keys, err := back.RateLimitKeys([]byte(`{"tenant":"acme"}`), nil)
+	keys, err := taskdef.RateLimitKeys(back, []byte(`{"tenant":"acme"}`), nil)
 	if err != nil || len(keys) != 2 || keys[0] != "" || keys[1] != "t:acme" {
 		t.Fatalf("keys = %q, %v", keys, err)
 	}
-	_, err = back.RateLimitKeys([]byte(`{}`), nil)
+	_, err = taskdef.RateLimitKeys(back, []byte(`{}`), nil)
 	var rk *task.KeyError
 	if !errors.As(err, &rk) || rk.Kind != task.KeyRateLimit || rk.Limit != "per-tenant" || rk.Expression != `"t:" + input.tenant` || !errors.Is(err, idempotency.ErrEval) ||
 		!strings.HasPrefix(err.Error(), `rate limit "per-tenant" key: `) {

@@ -171,10 +171,10 @@ func TestConcurrencyOption(t *testing.T) {
 	if d.Concurrency.Strategy != task.GroupRoundRobin {
 		t.Fatalf("default strategy = %q", d.Concurrency.Strategy)
 	}
-	if g, err := d.ConcurrencyGroup([]byte(`{"tenant":"acme"}`), nil); err != nil || g != "t:acme" {
+	if g, err := taskdef.ConcurrencyGroup(d, []byte(`{"tenant":"acme"}`), nil); err != nil || g != "t:acme" {
 		t.Fatalf("group = %q, %v", g, err)
 	}
-	if _, err := d.ConcurrencyGroup([]byte(`{}`), nil); err == nil {
+	if _, err := taskdef.ConcurrencyGroup(d, []byte(`{}`), nil); err == nil {
 		t.Fatal("a missing field gave a group")
 	}
 	back, err := taskdef.Definition(taskdef.Spec(d), nil)
@@ -182,7 +182,7 @@ func TestConcurrencyOption(t *testing.T) {
 		t.Fatalf("from spec: %+v, %v", back, err)
 	}
 	plain, _ := task.NewDefinition("t", task.Options{})
-	if g, err := plain.ConcurrencyGroup([]byte(`{}`), nil); g != "" || err != nil || taskdef.Spec(plain).Concurrency != nil {
+	if g, err := taskdef.ConcurrencyGroup(plain, []byte(`{}`), nil); g != "" || err != nil || taskdef.Spec(plain).Concurrency != nil {
 		t.Fatalf("a task without concurrency: %q, %v", g, err)
 	}
 	if !errors.Is(task.ErrConcurrencyCancelled, task.ErrRunCancelled) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -72,8 +73,8 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 	in, _ := json.Marshal(Order{ID: "1", Customer: "acme", Items: []Item{{SKU: "s"}}, Count: 2, Labels: map[string]string{"region": "eu"}})
 	d := tk.Definition()
 	key, kerr := d.Key(in, nil)
-	group, gerr := d.ConcurrencyGroup(in, nil)
-	limits, lerr := d.RateLimitKeys(in, nil)
+	group, gerr := taskdef.ConcurrencyGroup(d, in, nil)
+	limits, lerr := taskdef.RateLimitKeys(d, in, nil)
 	if key != "o:1:s:2" || group != "acme" || len(limits) != 1 || limits[0] != "eu" || kerr != nil || gerr != nil || lerr != nil {
 		t.Errorf("key %q %v, group %q %v, limits %q %v", key, kerr, group, gerr, limits, lerr)
 	}
@@ -94,8 +95,8 @@ func TestNewAcceptsNumericComparisonsAsTheyEvaluate(t *testing.T) {
 	in, _ := json.Marshal(Order{ID: "1", Count: 3})
 	d := tk.Definition()
 	key, kerr := d.Key(in, nil)
-	group, gerr := d.ConcurrencyGroup(in, nil)
-	limits, lerr := d.RateLimitKeys(in, nil)
+	group, gerr := taskdef.ConcurrencyGroup(d, in, nil)
+	limits, lerr := taskdef.RateLimitKeys(d, in, nil)
 	if key != "big:1" || group != "three" || len(limits) != 1 || limits[0] != "many" || kerr != nil || gerr != nil || lerr != nil {
 		t.Errorf("key %q %v, group %q %v, limits %q %v", key, kerr, group, gerr, limits, lerr)
 	}

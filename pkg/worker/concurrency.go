@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -144,7 +145,7 @@ func (g *concurrencyGate) admit(ds []engine.Delivery) []engine.Delivery {
 			g.log.Warn("taskq: delivery carries no input; it starts outside its concurrency group", "run", d.RunID, "task", d.Task)
 			continue
 		}
-		group, err := reg.def.ConcurrencyGroup(d.Spec.Input, d.Spec.Meta)
+		group, err := taskdef.ConcurrencyGroup(reg.def, d.Spec.Input, d.Spec.Meta)
 		if err != nil {
 			// Admission derived the group when the run was triggered: the
 			// task's definition changed since.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/taskdef"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -127,7 +128,7 @@ func (r *rateLimiter) prepare(def *task.Definition, d engine.Delivery) *limited 
 	if d.Spec != nil {
 		input, meta = d.Spec.Input, d.Spec.Meta
 	}
-	keys, err := def.RateLimitKeys(input, meta)
+	keys, err := taskdef.RateLimitKeys(def, input, meta)
 	if err != nil {
 		r.log.Warn("taskq: rate limit key failed at start; the run counts against the limit without a key",
 			"run", d.RunID, "task", d.Task, "err", err)
