@@ -56,7 +56,7 @@ exits 1; an unknown run exits 3.`,
 				return err
 			}
 			v := wire.Triggered(orig.Task, h)
-			if h.Receipt().Outcome == client.OutcomeCreated || h.Receipt().Outcome == "" {
+			if h.TriggerInfo().Outcome == client.OutcomeCreated || h.TriggerInfo().Outcome == "" {
 				v.RetryOf = id
 			}
 			p := a.printer()

@@ -529,7 +529,7 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
 				return p.JSON(v)
 			}
 			line := describeTrigger(v)
-			if sf.given(cmd) && h.Receipt().Outcome == client.OutcomeCreated {
+			if sf.given(cmd) && h.TriggerInfo().Outcome == client.OutcomeCreated {
 				// Said from the run as stored: its due time, or none when
 				// the time given had passed.
 				if info, err := c.Inspector().GetRun(ctx, h.ID()); err == nil {

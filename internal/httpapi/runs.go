@@ -178,7 +178,7 @@ func (s *Server) ownerStatus(ctx context.Context, coll *client.IdempotencyCollis
 func (s *Server) triggered(taskName string, h *client.RunHandle) wire.TriggerResult {
 	res := wire.Triggered(taskName, h)
 	res.Status = http.StatusCreated
-	if h.Receipt().Outcome == client.OutcomeCreated || h.Receipt().Outcome == "" {
+	if h.TriggerInfo().Outcome == client.OutcomeCreated || h.TriggerInfo().Outcome == "" {
 		s.metrics.triggersAccepted.WithLabelValues(taskName, sourceHTTP).Inc()
 	} else {
 		res.Status = http.StatusOK

@@ -86,9 +86,9 @@ func (u *UI) retry(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	outcome := "retried"
-	if o := h.Receipt().Outcome; o != client.OutcomeCreated && o != "" {
+	if o := h.TriggerInfo().Outcome; o != client.OutcomeCreated && o != "" {
 		outcome = "retry-debounced"
 	}
-	u.log.Info("taskq: run retried from the dashboard", "run", id, "retry", h.ID(), "outcome", h.Receipt().Outcome, "session", s.ID, "remote", clientAddr(r))
+	u.log.Info("taskq: run retried from the dashboard", "run", id, "retry", h.ID(), "outcome", h.TriggerInfo().Outcome, "session", s.ID, "remote", clientAddr(r))
 	http.Redirect(w, r, "/ui/runs/"+url.PathEscape(h.ID())+"?done="+outcome, http.StatusSeeOther)
 }

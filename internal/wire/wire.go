@@ -108,7 +108,7 @@ func AcknowledgementOf(h *client.RunHandle) *Acknowledgement {
 	if h == nil {
 		return nil
 	}
-	a := h.Receipt().Durability
+	a := h.TriggerInfo().Durability
 	if a == nil {
 		return nil
 	}
@@ -118,7 +118,7 @@ func AcknowledgementOf(h *client.RunHandle) *Acknowledgement {
 
 // Triggered describes a trigger that did not fail.
 func Triggered(taskName string, h *client.RunHandle) TriggerResult {
-	rc := h.Receipt()
+	rc := h.TriggerInfo()
 	r := TriggerResult{RunID: h.ID(), Task: taskName, IdempotencyKey: rc.IdempotencyKey,
 		Outcome: string(rc.Outcome), SupersededRunID: rc.Superseded, SignalID: rc.SignalID}
 	if r.Outcome == "" {
@@ -215,7 +215,7 @@ func NotDurable(e *client.DurabilityError) Error {
 	if e.Collision != nil {
 		out.IdempotencyKey, out.ExistingRunID = e.Collision.Key, e.Collision.ExistingRunID
 	} else if h != nil {
-		out.IdempotencyKey = h.Receipt().IdempotencyKey
+		out.IdempotencyKey = h.TriggerInfo().IdempotencyKey
 	}
 	return out
 }

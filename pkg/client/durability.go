@@ -116,7 +116,7 @@ var ErrFsyncUnsupported = engine.ErrFsyncUnsupported
 type DurabilityError struct {
 	Task string
 	// Run is the run a single trigger wrote: the handle the trigger would
-	// have returned, its Receipt included. For a rejected duplicate
+	// have returned, its TriggerInfo included. For a rejected duplicate
 	// (Collision) it is the key's owner, whose write fell short. Nil for a
 	// batch.
 	Run *RunHandle
@@ -136,6 +136,8 @@ type DurabilityError struct {
 	Err error
 }
 
+// Error says which run was written on the master, how far its write reached,
+// and whether retrying is safe.
 func (e *DurabilityError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "durable acknowledgement not reached: task %q ", e.Task)
@@ -153,7 +155,7 @@ func (e *DurabilityError) Error() string {
 		fmt.Fprintf(&b, ", but only %s acknowledged within %s", e.describe(), e.Wanted.Timeout)
 	}
 	b.WriteString("; it will run unless a failover loses it, ")
-	if e.Run != nil && e.Run.receipt.IdempotencyKey == "" && e.Collision == nil {
+	if e.Run != nil && e.Run.trigger.IdempotencyKey == "" && e.Collision == nil {
 		b.WriteString("and the task has no idempotency key: a retry creates another run")
 	} else {
 		b.WriteString("and retrying with the same idempotency key is safe (it returns the same run)")
@@ -184,7 +186,7 @@ func (c *Client) acknowledged(task string, h *RunHandle, ack *engine.Ack) bool {
 	if ack == nil {
 		return true
 	}
-	h.receipt.Durability = &Acknowledgement{Wanted: ack.Wanted, Replicas: ack.Replicas, LocalFsynced: ack.LocalFsynced, Reached: ack.Reached()}
+	h.trigger.Durability = &Acknowledgement{Wanted: ack.Wanted, Replicas: ack.Replicas, LocalFsynced: ack.LocalFsynced, Reached: ack.Reached()}
 	h.ackErr = ack.Err
 	c.metrics.durable(task, ack)
 	return ack.Reached()
@@ -193,7 +195,7 @@ func (c *Client) acknowledged(task string, h *RunHandle, ack *engine.Ack) bool {
 // notDurable is the error of a single trigger whose write, that of run h,
 // fell short.
 func notDurable(task string, h *RunHandle) *DurabilityError {
-	return &DurabilityError{Task: task, Run: h, Acknowledgement: *h.receipt.Durability, Err: h.ackErr}
+	return &DurabilityError{Task: task, Run: h, Acknowledgement: *h.trigger.Durability, Err: h.ackErr}
 }
 
 // notDurableBatch is the error of the triggers of a batch whose handles hs,
@@ -201,8 +203,8 @@ func notDurable(task string, h *RunHandle) *DurabilityError {
 func notDurableBatch(task string, hs []*RunHandle, indexes []int) *DurabilityError {
 	e := &DurabilityError{Task: task, Runs: hs, Indexes: indexes}
 	for i, h := range hs {
-		if i == 0 || h.receipt.Durability.Replicas < e.Replicas {
-			e.Acknowledgement = *h.receipt.Durability
+		if i == 0 || h.trigger.Durability.Replicas < e.Replicas {
+			e.Acknowledgement = *h.trigger.Durability
 		}
 		if e.Err == nil {
 			e.Err = h.ackErr

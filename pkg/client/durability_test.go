@@ -108,7 +108,7 @@ func TestDurableTriggerReportsTheReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack := ref.Receipt().Durability
+	ack := ref.TriggerInfo().Durability
 	if ack == nil || ack.Replicas != 1 || !ack.Reached || ack.Wanted.Replicas != 1 {
 		t.Fatalf("acknowledgement %+v; want 1 replica", ack)
 	}
@@ -167,7 +167,7 @@ func TestDurableTriggerWithTheReplicaStopped(t *testing.T) {
 		t.Fatalf("error %+v", de)
 	}
 	run := de.Run
-	if r := run.Receipt(); r.Outcome != client.OutcomeCreated || r.IdempotencyKey != "order:1" || r.Durability == nil || r.Durability.Reached {
+	if r := run.TriggerInfo(); r.Outcome != client.OutcomeCreated || r.IdempotencyKey != "order:1" || r.Durability == nil || r.Durability.Reached {
 		t.Fatalf("the run's receipt: %+v", r)
 	}
 	for _, want := range []string{run.ID(), "written on the master", "0 of 1 replica(s)", "100ms", "will run unless a failover loses it",
@@ -224,7 +224,7 @@ func TestDurableBatchSharesOneWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, ref := range refs {
-		if ack := ref.Receipt().Durability; ack == nil || ack.Replicas != 1 || !ack.Reached {
+		if ack := ref.TriggerInfo().Durability; ack == nil || ack.Replicas != 1 || !ack.Reached {
 			t.Fatalf("run %d acknowledged %+v", i, ack)
 		}
 	}
@@ -260,7 +260,7 @@ func TestDurableBatchShortfallListsTheRuns(t *testing.T) {
 		de.Runs[2].ID() != refs[2].ID() || fmt.Sprint(bulk.Indexes) != "[1]" {
 		t.Fatalf("the error lists %v %v", de.Indexes, de.Runs)
 	}
-	if ack := refs[0].Receipt().Durability; ack == nil || ack.Reached {
+	if ack := refs[0].TriggerInfo().Durability; ack == nil || ack.Reached {
 		t.Fatalf("a ref that fell short says %+v", ack)
 	}
 	if e.waits.count() != 1 {
@@ -286,7 +286,7 @@ func TestTriggerWithoutDurabilitySendsNoWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range append(refs, ref) {
-			if r.Receipt().Durability != nil {
+			if r.TriggerInfo().Durability != nil {
 				t.Fatalf("run %s has an acknowledgement", r.ID())
 			}
 		}
@@ -307,7 +307,7 @@ func TestDurabilityPrecedence(t *testing.T) {
 		Durability: &task.Durability{Replicas: 2, Timeout: 20 * time.Millisecond}})
 	check := func(name string, h *client.RunHandle, err error, replicas int) {
 		t.Helper()
-		ack := h.Receipt().Durability
+		ack := h.TriggerInfo().Durability
 		switch {
 		case replicas < 0 && (ack != nil || err != nil):
 			t.Fatalf("%s: acknowledgement %+v, %v; want none", name, ack, err)
@@ -378,7 +378,7 @@ func TestSkipDurabilitySendsNoWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref.Receipt().Durability != nil || waits.count() != 0 {
+	if ref.TriggerInfo().Durability != nil || waits.count() != 0 {
 		t.Fatalf("waited (%d WAITs) with SkipDurability", waits.count())
 	}
 }

@@ -71,6 +71,7 @@ type IdempotencyCollisionError struct {
 	Owner *RunHandle
 }
 
+// Error names the task, the key and the run that holds it.
 func (e *IdempotencyCollisionError) Error() string {
 	return fmt.Sprintf("idempotency collision: task %q key %q is held by run %s", e.Task, e.Key, e.ExistingRunID)
 }
@@ -89,6 +90,7 @@ type BulkCollisionError struct {
 	Indexes []int
 }
 
+// Error names each trigger that collided, its key and the run that holds it.
 func (e *BulkCollisionError) Error() string {
 	parts := make([]string, 0, len(e.Collisions))
 	for i, c := range e.Collisions {
@@ -107,6 +109,7 @@ type BatchItemError struct {
 	Err   error
 }
 
+// Error names the trigger by its index and says what befell it.
 func (e *BatchItemError) Error() string { return fmt.Sprintf("trigger #%d: %v", e.Index, e.Err) }
 
 // Unwrap returns the item's error.
@@ -129,6 +132,7 @@ type LimitError struct {
 	Unit string
 }
 
+// Error says what is over which limit, and by how much.
 func (e *LimitError) Error() string {
 	unit := e.Unit
 	switch {
@@ -151,6 +155,7 @@ type RunFailedError struct {
 	Message  string
 }
 
+// Error names the run, its attempts and its last error.
 func (e *RunFailedError) Error() string {
 	return fmt.Sprintf("run %s failed after %d attempt(s): %s", e.RunID, e.Attempts, e.Message)
 }
@@ -171,6 +176,7 @@ type RunCancelledError struct {
 	By    string
 }
 
+// Error names the run and why it was cancelled.
 func (e *RunCancelledError) Error() string {
 	return fmt.Sprintf("run %s was cancelled: %s", e.RunID, e.Reason)
 }
@@ -210,6 +216,7 @@ type StateError struct {
 	RetriedBy string
 }
 
+// Error says what state the key or the run was in, as its Kind reads.
 func (e *StateError) Error() string {
 	switch {
 	case errors.Is(e.Kind, ErrKeyNotHeld):

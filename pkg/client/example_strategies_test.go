@@ -104,7 +104,7 @@ func Example_adoptOwnersResult() {
 	close(gate)
 	a, _ := mine.Result(ctx)
 	b, _ := theirs.Result(ctx)
-	fmt.Println(theirs.Receipt().Outcome, "same run:", mine.ID() == theirs.ID(), "same result:", a == b, a.Charged)
+	fmt.Println(theirs.TriggerInfo().Outcome, "same run:", mine.ID() == theirs.ID(), "same result:", a == b, a.Charged)
 	// Output: attached same run: true same result: true 25
 }
 
@@ -160,7 +160,7 @@ func Example_signalOwner() {
 	owner, _ := client.RunNoWait(ctx, c, orders, Order{ID: "D-4", Amount: 10})
 	dup, _ := client.RunNoWait(ctx, c, orders, Order{ID: "D-4", Amount: 5})
 	r, _ := owner.Result(ctx)
-	fmt.Println(dup.Receipt().Outcome, "to the owner:", dup.ID() == owner.ID(), "charged:", r.Charged)
+	fmt.Println(dup.TriggerInfo().Outcome, "to the owner:", dup.ID() == owner.ID(), "charged:", r.Charged)
 	// Output: signalled to the owner: true charged: 15
 }
 
@@ -189,7 +189,7 @@ func Example_supersedeOwner() {
 	<-started
 	newer, _ := client.RunNoWait(ctx, c, orders, Order{ID: "E-5", Amount: 2})
 	var sup *worker.CancelledError
-	fmt.Println("superseded:", newer.Receipt().Superseded == old.ID(), "old run told:", errors.As(<-causes, &sup) && sup.By == newer.ID())
+	fmt.Println("superseded:", newer.TriggerInfo().Superseded == old.ID(), "old run told:", errors.As(<-causes, &sup) && sup.By == newer.ID())
 	r, _ := newer.Result(ctx)
 	st, _ := old.Status(ctx)
 	fmt.Println("old run:", st, "new run charged:", r.Charged)

@@ -63,7 +63,7 @@ func ExampleRunNoWait() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("key:", ref.Receipt().IdempotencyKey)
+	fmt.Println("key:", ref.TriggerInfo().IdempotencyKey)
 	receipt, err := ref.Result(ctx) // waits until the run ends
 	fmt.Println("result:", receipt.OrderID, receipt.Charged, err)
 	// Output:

@@ -112,19 +112,19 @@ func (i *RunInfo) Err() error {
 
 // RunHandle refers to one run, whether the caller created it or a
 // collision named it: the same calls work on both. A handle a trigger
-// returned also says what that trigger did (Receipt).
+// returned also says what that trigger did (TriggerInfo).
 type RunHandle struct {
 	id string
 	c  *Client
 
-	receipt TriggerReceipt
+	trigger TriggerInfo
 	// ackErr is why waiting for durable acknowledgement failed.
 	ackErr error
 }
 
-// TriggerReceipt is what the trigger that returned a handle did. A handle
+// TriggerInfo is what the trigger that returned a handle did. A handle
 // made with Client.Handle or Ref has the zero value.
-type TriggerReceipt struct {
+type TriggerInfo struct {
 	// Outcome is OutcomeCreated, or what the conflict policy did instead
 	// when another run held the key (OutcomeAttached, OutcomeSignalled,
 	// OutcomeDebounced: the handle is then the owner's).
@@ -161,11 +161,11 @@ const (
 	OutcomeDebounced Outcome = "debounced"
 )
 
-// Receipt says what the trigger that returned this handle did: its
+// TriggerInfo says what the trigger that returned this handle did: its
 // outcome, key, the run it superseded, the signal it sent and how far its
 // write reached.
-func (h *RunHandle) Receipt() TriggerReceipt {
-	r := h.receipt
+func (h *RunHandle) TriggerInfo() TriggerInfo {
+	r := h.trigger
 	if r.Durability != nil {
 		a := *r.Durability
 		r.Durability = &a

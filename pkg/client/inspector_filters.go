@@ -34,6 +34,7 @@ type ListOptionError struct {
 	tooMany bool // a bulk action's filter matched too many runs
 }
 
+// Error is Option and Problem (Problem alone for too many runs).
 func (e *ListOptionError) Error() string {
 	if e.tooMany {
 		return e.Problem // it names the max, or the filter's window

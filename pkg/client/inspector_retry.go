@@ -35,7 +35,7 @@ func (i *RunInfo) retryable() bool {
 // *DurabilityError whose Run is the new run.
 //
 // Under the debounce strategy a queued owner of the key may take the input
-// instead (the handle's Receipt().Outcome is OutcomeDebounced): no run is
+// instead (the handle's TriggerInfo().Outcome is OutcomeDebounced): no run is
 // created and nothing is linked.
 func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, error) {
 	orig, err := in.GetRun(ctx, runID)
@@ -59,7 +59,7 @@ func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, er
 	case err != nil:
 		return nil, err
 	}
-	if o := h.receipt.Outcome; o == OutcomeCreated || o == "" {
+	if o := h.trigger.Outcome; o == OutcomeCreated || o == "" {
 		lctx, cancel := in.c.opCtx(ctx)
 		defer cancel()
 		// A retry of the same run at the same moment may have linked

@@ -74,8 +74,8 @@ func TestInspectorRetriesRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if retry.ID() == h.ID() || retry.Receipt().Outcome != client.OutcomeCreated || retry.Receipt().IdempotencyKey != "retry:1" {
-			t.Fatalf("retry = %s %s key %q; want a new run created with key retry:1", retry.ID(), retry.Receipt().Outcome, retry.Receipt().IdempotencyKey)
+		if retry.ID() == h.ID() || retry.TriggerInfo().Outcome != client.OutcomeCreated || retry.TriggerInfo().IdempotencyKey != "retry:1" {
+			t.Fatalf("retry = %s %s key %q; want a new run created with key retry:1", retry.ID(), retry.TriggerInfo().Outcome, retry.TriggerInfo().IdempotencyKey)
 		}
 		got, err := in.GetRun(ctx, retry.ID())
 		if err != nil || got.RetryOf != h.ID() || string(got.Input) != `{"id":"1","amount":5}` || string(got.Metadata) != `{"tenant":"acme"}` {

@@ -49,8 +49,8 @@ func TestTriggerMiddlewareWrapsEveryTrigger(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ref.Receipt().IdempotencyKey != "order:1:00-abc-01" {
-			t.Errorf("key = %q: the metadata the middleware added did not reach the expression", ref.Receipt().IdempotencyKey)
+		if ref.TriggerInfo().IdempotencyKey != "order:1:00-abc-01" {
+			t.Errorf("key = %q: the metadata the middleware added did not reach the expression", ref.TriggerInfo().IdempotencyKey)
 		}
 		info, err := c.Inspector().GetRun(ctx, ref.ID())
 		if err != nil || string(info.Metadata) != `{"traceparent":"00-abc-01"}` {
@@ -118,7 +118,7 @@ func outcome(hs []*client.RunHandle, err error) string {
 		if i > 0 {
 			out += ","
 		}
-		out += string(h.Receipt().Outcome)
+		out += string(h.TriggerInfo().Outcome)
 	}
 	return out
 }

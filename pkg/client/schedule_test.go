@@ -121,19 +121,19 @@ func TestConflictPoliciesMeetAScheduledOwner(t *testing.T) {
 
 		a := owner("attach")
 		att, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "attach"}, client.OnConflict(task.ConflictAttach))
-		if err != nil || att.ID() != a.ID() || att.Receipt().Outcome != client.OutcomeAttached {
+		if err != nil || att.ID() != a.ID() || att.TriggerInfo().Outcome != client.OutcomeAttached {
 			t.Fatalf("attach = %v, %v; want the scheduled run %s", att, err, a.ID())
 		}
 
 		s := owner("signal")
 		sig, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "signal"}, client.OnConflict(task.ConflictSignal))
-		if err != nil || sig.ID() != s.ID() || sig.Receipt().Outcome != client.OutcomeSignalled {
+		if err != nil || sig.ID() != s.ID() || sig.TriggerInfo().Outcome != client.OutcomeSignalled {
 			t.Fatalf("signal = %v, %v; want signalled to the scheduled run %s", sig, err, s.ID())
 		}
 
 		old := owner("supersede")
 		sup, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "supersede"}, client.OnConflict(task.ConflictSupersede))
-		if err != nil || sup.ID() == old.ID() || sup.Receipt().Outcome != client.OutcomeCreated {
+		if err != nil || sup.ID() == old.ID() || sup.TriggerInfo().Outcome != client.OutcomeCreated {
 			t.Fatalf("supersede = %v, %v; want a new run", sup, err)
 		}
 		info, err := in.GetRun(ctx, old.ID())

@@ -220,18 +220,18 @@ func (c *Client) triggered(p *engine.EnqueueParams, res engine.EnqueueResult) *R
 	switch res.Outcome {
 	case engine.TriggerCreated:
 		h = c.Handle(p.RunID)
-		h.receipt.Outcome, h.receipt.Superseded = OutcomeCreated, res.Superseded
+		h.trigger.Outcome, h.trigger.Superseded = OutcomeCreated, res.Superseded
 	case engine.TriggerAttached:
 		h = c.Handle(res.Owner)
-		h.receipt.Outcome = OutcomeAttached
+		h.trigger.Outcome = OutcomeAttached
 	case engine.TriggerSignalled:
 		h = c.Handle(res.Owner)
-		h.receipt.Outcome, h.receipt.SignalID = OutcomeSignalled, res.SignalID
+		h.trigger.Outcome, h.trigger.SignalID = OutcomeSignalled, res.SignalID
 	default:
 		h = c.Handle(res.Owner)
-		h.receipt.Outcome = OutcomeDebounced
+		h.trigger.Outcome = OutcomeDebounced
 	}
-	h.receipt.IdempotencyKey = p.Key
+	h.trigger.IdempotencyKey = p.Key
 	return h
 }
 

@@ -37,6 +37,7 @@ type UnavailableError struct {
 	DialErr error
 }
 
+// Error names the Redis that did not answer, the timeout, and why.
 func (e *UnavailableError) Error() string {
 	addr := e.Addr
 	if addr == "" {

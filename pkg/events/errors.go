@@ -29,6 +29,7 @@ type InvalidEventError struct {
 	Err error
 }
 
+// Error names the event by its index and the field at fault.
 func (e *InvalidEventError) Error() string {
 	return fmt.Sprintf("%s%s %s", eventLabel(e.Index), e.Field, e.Message)
 }

@@ -35,6 +35,7 @@ type ConfigError struct {
 	schedule bool // a schedule's: matches ErrInvalidSchedule
 }
 
+// Error names the task (or schedule), the field and what is wrong with it.
 func (e *ConfigError) Error() string {
 	switch {
 	case e.schedule:
@@ -84,6 +85,7 @@ type KeyError struct {
 	Err   error
 }
 
+// Error names the task, the expression and what went wrong with it.
 func (e *KeyError) Error() string {
 	switch e.Kind {
 	case KeyConcurrency:

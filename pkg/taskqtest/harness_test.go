@@ -196,7 +196,7 @@ func TestDurableTaskTriggersOnTheHarness(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a durable task on the harness: %v", err)
 	}
-	if ref.Receipt().Durability != nil {
+	if ref.TriggerInfo().Durability != nil {
 		t.Fatal("the harness's trigger waited for replicas")
 	}
 }

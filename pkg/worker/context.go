@@ -47,6 +47,7 @@ type CancelledError struct {
 	Group string
 }
 
+// Error names the run and what took its place.
 func (e *CancelledError) Error() string {
 	switch {
 	case e.Group == "":

@@ -72,8 +72,8 @@ func TestWorkerServesEveryPartitionFairly(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range refs {
-			if p, _ := engine.RunPartition(r.ID()); p != engine.KeyPartition(b.Namespace, r.Receipt().IdempotencyKey, partitions) {
-				t.Fatalf("run %s of key %s is not in its key's partition", r.ID(), r.Receipt().IdempotencyKey)
+			if p, _ := engine.RunPartition(r.ID()); p != engine.KeyPartition(b.Namespace, r.TriggerInfo().IdempotencyKey, partitions) {
+				t.Fatalf("run %s of key %s is not in its key's partition", r.ID(), r.TriggerInfo().IdempotencyKey)
 			}
 		}
 		var (

@@ -84,10 +84,10 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 					t.Fatalf("attach trigger %d: %v", i, errs[i])
 				}
 				owners[refs[i].ID()] = true
-				if refs[i].Receipt().Outcome == client.OutcomeCreated {
+				if refs[i].TriggerInfo().Outcome == client.OutcomeCreated {
 					created++
-				} else if refs[i].Receipt().Outcome != client.OutcomeAttached {
-					t.Fatalf("outcome %q", refs[i].Receipt().Outcome)
+				} else if refs[i].TriggerInfo().Outcome != client.OutcomeAttached {
+					t.Fatalf("outcome %q", refs[i].TriggerInfo().Outcome)
 				}
 			}
 			if created != 1 || len(owners) != 1 {
@@ -186,8 +186,8 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 				if errs[i] != nil {
 					t.Fatalf("signal trigger %d: %v", i, errs[i])
 				}
-				if r.Receipt().Outcome == client.OutcomeSignalled {
-					want = append(want, r.Receipt().SignalID+"="+fmt.Sprint(i))
+				if r.TriggerInfo().Outcome == client.OutcomeSignalled {
+					want = append(want, r.TriggerInfo().SignalID+"="+fmt.Sprint(i))
 				}
 			}
 			if len(want) != n-1 {
@@ -259,8 +259,8 @@ func TestDebounceRunsOnceWithNewestInput(t *testing.T) {
 				t.Fatalf("trigger %d: %v", i, err)
 			}
 			ids = append(ids, ref.ID())
-			if i > 1 && ref.Receipt().Outcome != client.OutcomeDebounced {
-				t.Fatalf("trigger %d outcome %q, want debounced", i, ref.Receipt().Outcome)
+			if i > 1 && ref.TriggerInfo().Outcome != client.OutcomeDebounced {
+				t.Fatalf("trigger %d outcome %q, want debounced", i, ref.TriggerInfo().Outcome)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -327,8 +327,8 @@ func TestSupersedeRetainedKey(t *testing.T) {
 		ref, _ := client.RunNoWait(ctx, c, tk, in{ID: "y"})
 		ref.Cancel(ctx)
 		next, err := client.RunNoWait(ctx, c, tk, in{ID: "y"}, client.OnConflict(task.ConflictSupersede))
-		if err != nil || next.Receipt().Superseded != ref.ID() {
-			t.Fatalf("supersede of retained key: %v (superseded %q)", err, next.Receipt().Superseded)
+		if err != nil || next.TriggerInfo().Superseded != ref.ID() {
+			t.Fatalf("supersede of retained key: %v (superseded %q)", err, next.TriggerInfo().Superseded)
 		}
 		if info, _ := c.Inspector().GetKey(ctx, "y"); info.OwnerRunID != next.ID() {
 			t.Fatalf("owner after supersede = %s", info.OwnerRunID)

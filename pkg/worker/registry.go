@@ -28,6 +28,7 @@ type DefinitionConflictError struct {
 	LocalHash      string
 }
 
+// Error names the task and the two definitions' hashes.
 func (e *DefinitionConflictError) Error() string {
 	return fmt.Sprintf("task %q: registered definition %s (by %s) differs from this worker's %s",
 		e.Task, e.RegisteredHash, e.RegisteredBy, e.LocalHash)

@@ -36,6 +36,7 @@ type ShutdownRun struct {
 	Err error
 }
 
+// Error names the runs left behind and when they are delivered again.
 func (e *ShutdownError) Error() string {
 	var b strings.Builder
 	if len(e.Runs) == 1 {

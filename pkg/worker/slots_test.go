@@ -212,7 +212,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 			t.Fatalf("attach: %v", err)
 		}
 		sup, err := client.RunNoWait(ctx, c, keyed, in{ID: "held", Mode: "signal"}, client.OnConflict(task.ConflictSupersede))
-		if err != nil || sup.Receipt().Superseded != blocked.ID() {
+		if err != nil || sup.TriggerInfo().Superseded != blocked.ID() {
 			t.Fatalf("supersede: %v", err)
 		}
 		if _, err := blocked.Result(ctx); !errors.Is(err, task.ErrRunCancelled) {
