@@ -382,3 +382,31 @@ func TestSkipDurabilitySendsNoWait(t *testing.T) {
 		t.Fatalf("waited (%d WAITs) with SkipDurability", waits.count())
 	}
 }
+
+// A retry whose write falls short returns no handle: the error carries the
+// new run, which is linked to the run it retries all the same.
+func TestDurableRetryShortfallCarriesTheLinkedRun(t *testing.T) {
+	t.Parallel()
+	e := newDurableEnv(t, client.Options{OperationTimeout: 10 * time.Second,
+		Durability: task.Durability{Replicas: 1, Timeout: 50 * time.Millisecond}})
+	ctx := context.Background()
+	plain := task.Must[orderInput, orderResult]("durable-retry", task.Options{})
+	registerDef(t, e.c, plain.Definition())
+	orig, err := client.RunNoWait(ctx, e.c, plain, orderInput{ID: "1"}, client.WithDurability(task.Durability{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orig.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.pauseReplica(t)
+	h, err := e.c.Inspector().RetryRun(ctx, orig.ID())
+	var de *client.DurabilityError
+	if h != nil || !errors.As(err, &de) || de.Run == nil || de.Run.ID() == orig.ID() {
+		t.Fatalf("retry: %v, %v; want no handle and a *DurabilityError carrying the new run", h, err)
+	}
+	info, err := e.c.Inspector().GetRun(ctx, orig.ID())
+	if err != nil || info.RetriedBy != de.Run.ID() {
+		t.Fatalf("the original after the retry: %+v, %v; want it retried by %s", info, err, de.Run.ID())
+	}
+}
