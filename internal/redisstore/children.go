@@ -50,25 +50,26 @@ func (s *Store) ReadChildren(ctx context.Context, parent string) ([]engine.Child
 // parent whose ID names no partition has none.
 func (s *Store) readChildrenOf(ctx context.Context, parents []string) ([][]engine.Child, error) {
 	out := make([][]engine.Child, len(parents))
+	keys := make([]string, len(parents))
+	for i, id := range parents {
+		ks, err := s.keysOfRun(ctx, id)
+		switch {
+		case errors.Is(err, engine.ErrRunNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		keys[i] = ks.Children(id)
+	}
 	cmds := make([]*redis.MapStringStringCmd, len(parents))
-	var keyErr error
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range parents {
-			ks, err := s.keysOfRun(ctx, id)
-			if errors.Is(err, engine.ErrRunNotFound) {
-				continue
+		for i, k := range keys {
+			if k != "" {
+				cmds[i] = p.HGetAll(ctx, k)
 			}
-			if err != nil {
-				keyErr = err
-				return nil
-			}
-			cmds[i] = p.HGetAll(ctx, ks.Children(id))
 		}
 		return nil
 	})
-	if keyErr != nil {
-		return nil, keyErr
-	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
