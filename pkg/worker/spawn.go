@@ -37,9 +37,10 @@ var ErrChildMismatch = engine.ErrChildMismatch
 // position among the handler's spawns without a name ("#0", "#1", ... in
 // the order they are made, so a handler that relies on positions must
 // spawn in the same order on every attempt; name the children a handler
-// spawns in an order that may change). A later spawn under a name used
-// before returns the child spawned then, even one that has ended, without
-// triggering anything.
+// spawns in an order that may change). A spawn that fails has taken its
+// position all the same: return the error rather than spawn again in the
+// same attempt. A later spawn under a name used before returns the child
+// spawned then, even one that has ended, without triggering anything.
 //
 // The child's idempotency key is taskq:child:<parent run ID>/<name>,
 // followed by "/" and the key its task's own expression derives when it
