@@ -82,7 +82,23 @@ func TestRetriedAlbumMakesNoThumbnailTwice(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the first attempt did not publish")
 	}
-	h.Advance(time.Minute) // past the retry's backoff
+	// Once the failure is recorded (its retry scheduled by the harness's
+	// clock), move the clock past the retry's backoff.
+	for {
+		info, err := ref.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Failures == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the first attempt's failure was not recorded")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	h.Advance(time.Minute)
 	if _, err := ref.Result(ctx); err != nil {
 		t.Fatal(err)
 	}
