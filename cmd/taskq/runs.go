@@ -65,7 +65,7 @@ func (a *app) runsCmd() *cobra.Command {
 func (a *app) runsGetCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "get ID",
-		Short: "Show a run: status, idempotency key, input, result, and its attempts with their errors",
+		Short: "Show a run: status, idempotency key, input, result, its attempts with their errors, its parent and children",
 		Example: `  taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10
   taskq runs get 0190f3a2-7c1e-7b4e-9d1a-2f6c8e4b5a10 -o json | jq .status`,
 		Args:              argNames([]string{"ID"}),
@@ -92,14 +92,49 @@ func (a *app) runsGetCmd() *cobra.Command {
 				{"Input", compactJSON(info.Input)}, {"Metadata", metaCell(info.Metadata)},
 				{"Result", compactJSON(info.Result)}, {"Error", info.Error},
 				{"Retry of", info.RetryOf}, {"Retried by", info.RetriedBy},
+				{"Parent", info.Parent}, {"Children", countCell(len(info.Children))},
 				{"Waiting", info.Waiting},
 				{"Signals", countCell(info.SignalCount)}, {"Steps", countCell(info.StepCount)},
 			}); err != nil {
 				return err
 			}
-			return p.attempts(info.Attempts)
+			if err := p.attempts(info.Attempts); err != nil {
+				return err
+			}
+			return p.children(info.Children)
 		}),
 	}
+}
+
+// childrenShown bounds the children runs get lists; -o json has them all.
+const childrenShown = 100
+
+// children prints a run's children as a table under its attempts;
+// nothing for a run that spawned none.
+func (p *printer) children(cs []client.ChildInfo) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(p.w, "\nChildren:")
+	rows := make([][]string, 0, min(len(cs), childrenShown))
+	for _, c := range cs[:min(len(cs), childrenShown)] {
+		status := string(c.Status)
+		if status == "" {
+			status = "not created"
+		}
+		detached := ""
+		if c.Detached {
+			detached = "detached"
+		}
+		rows = append(rows, []string{c.Name, c.RunID, c.Task, status, detached})
+	}
+	if err := p.Table([]string{"NAME", "RUN", "TASK", "STATUS", ""}, rows); err != nil {
+		return err
+	}
+	if more := len(cs) - childrenShown; more > 0 {
+		fmt.Fprintf(p.w, "... and %d more (-o json lists them all)\n", more)
+	}
+	return nil
 }
 
 // countCell shows a count, or nothing for none.

@@ -86,7 +86,17 @@ type Trigger struct {
 	Source string
 	// Schedule, when set, queues the run later (see Schedule).
 	Schedule *Schedule
+	// Parent, when set, makes the run the child named ChildName of the
+	// run Parent (worker.Spawn): its key is engine.ChildKey of the two and
+	// the key the task derives, if any; a task without an expression holds
+	// it with the status strategy (for at most ChildHold).
+	Parent, ChildName string
 }
+
+// ChildHold is how long the child of a task without an expression holds
+// its key at most (the status strategy's fallback ttl), a scheduled child
+// that much after its due time.
+const ChildHold = task.DurationMax
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
@@ -167,6 +177,12 @@ func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 		p.Strategy = idem.Strategy
 		p.Hold = taskdef.Hold(idem)
 		p.Retain = idem.Retain
+	}
+	if tr.Parent != "" {
+		p.Key = engine.ChildKey(tr.Parent, tr.ChildName, p.Key)
+		if p.Strategy == engine.StrategyNone {
+			p.Strategy, p.Hold = engine.StrategyStatus, ChildHold
+		}
 	}
 	schedule(p, delay)
 	return p, nil

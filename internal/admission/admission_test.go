@@ -179,3 +179,31 @@ func TestBuildEventRecordsAFailedConcurrencyGroup(t *testing.T) {
 		t.Fatalf("tasks = %+v", p.Tasks)
 	}
 }
+
+// A child's key is its parent's run ID and its name, then the key its task
+// derives; its task's strategy holds it, or the status strategy for a task
+// without an expression.
+func TestChildKeyComesFromItsParent(t *testing.T) {
+	now := time.Unix(1, 0)
+	p, err := cfg.Admit(admission.Trigger{Def: keyed.Definition(), Input: []byte(`{"id":"7"}`), Now: now,
+		Parent: "run-1", ChildName: "charge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Key != "taskq:child:run-1/charge/k:7" || p.Strategy != task.StrategyStatus || p.Hold != time.Hour || p.Retain != time.Minute {
+		t.Fatalf("keyed child = key %q, %s hold %s retain %s", p.Key, p.Strategy, p.Hold, p.Retain)
+	}
+	if got := engine.ParentOf(p.Key); got != "run-1" {
+		t.Fatalf("ParentOf = %q", got)
+	}
+	p, err = cfg.Admit(admission.Trigger{Def: unkeyed.Definition(), Input: []byte(`{"id":"7"}`), Now: now,
+		Parent: "run-1", ChildName: "#0", Schedule: &admission.Schedule{In: ptr(time.Minute)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Key != "taskq:child:run-1/#0" || p.Strategy != task.StrategyStatus || p.Hold != admission.ChildHold+time.Minute {
+		t.Fatalf("unkeyed child = key %q, %s hold %s", p.Key, p.Strategy, p.Hold)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

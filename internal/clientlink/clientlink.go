@@ -47,6 +47,28 @@ type Link struct {
 	// AdvanceSchedule moves a schedule's cursor to tick unless it is at or
 	// past it already; a deleted schedule is client.ErrScheduleNotFound.
 	AdvanceSchedule func(ctx context.Context, name string, tick time.Time) error
+	// Spawn records and triggers the children of a run (worker.Spawn,
+	// SpawnMany), and returns their run IDs in the order of req.Inputs:
+	// each the child recorded under its name before, if any, so that a
+	// parent replayed never makes a second one (see engine.Child).
+	Spawn func(ctx context.Context, req SpawnRequest) ([]string, error)
+}
+
+// SpawnRequest is one call of a handler that spawns children of one task.
+type SpawnRequest struct {
+	Def *task.Definition
+	// Parent is the run spawning them.
+	Parent string
+	// Inputs are the children's inputs (JSON), one child each.
+	Inputs [][]byte
+	// Many says the call spawns a list (SpawnMany): a name given
+	// (client.ChildName) is numbered for each child.
+	Many bool
+	// Options are the call's client.RunOption values.
+	Options []any
+	// Position reserves n positions among the handler's spawns that are
+	// given no name and returns the first; called only for those.
+	Position func(n int) int
 }
 
 // linkOf returns the link of a *client.Client; package client sets it

@@ -22,6 +22,7 @@ type Engine interface {
 	Triggers
 	Deliveries
 	Runs
+	Children
 	Keys
 	Events
 	Schedules
@@ -41,6 +42,11 @@ type Triggers interface {
 	// trigger sent again with its RunID after a lost reply is answered
 	// with its first outcome, or ErrRunExists where that cannot be told.
 	EnqueueBatch(ctx context.Context, ps []*EnqueueParams) ([]EnqueueResult, []error)
+	// PlaceRuns sets each trigger's RunID in place to the ID EnqueueBatch
+	// would give its run, naming its partition, and writes nothing: for a
+	// caller that records a run's ID before creating it (a parent its
+	// child's, see Children). Placing a trigger again changes nothing.
+	PlaceRuns(ctx context.Context, ps []*EnqueueParams) error
 	// Enqueue is EnqueueBatch of one trigger.
 	Enqueue(ctx context.Context, p *EnqueueParams) (EnqueueResult, error)
 	// CheckDurability reports whether the store can give the
@@ -139,6 +145,35 @@ type Runs interface {
 	// SweepRuns removes the index entries of partition part's runs that
 	// ended before cutoff and expired.
 	SweepRuns(ctx context.Context, part int, cutoff time.Time, offset, limit int) (removed, looked int, err error)
+}
+
+// Children records the runs a run spawns (its children, see Child) and
+// cancels them with it.
+type Children interface {
+	// RecordChildren records each child of parent under its name unless
+	// one is recorded under that name already, and answers with the
+	// record kept for each, in order: the first record of a name wins. A
+	// parent that has ended records nothing and is ErrRunEnded, one
+	// without a record ErrRunNotFound.
+	RecordChildren(ctx context.Context, parent string, cs []Child) ([]Child, error)
+	// MarkChildrenCreated records that the children cs (recorded before,
+	// and named as then) were created, whether or not parent has ended.
+	MarkChildrenCreated(ctx context.Context, parent string, cs []Child) error
+	// ReadChildren reads every child parent recorded (SortChildren
+	// order); none for a run without children or without a record.
+	ReadChildren(ctx context.Context, parent string) ([]Child, error)
+	// CancelChildren cancels the children of parent, a run that was
+	// cancelled, but for the detached ones; and the children of each
+	// child it cancels, and so on down. Cancelling a child that has ended
+	// changes nothing. A cancelled run whose cascade is done (no child
+	// recorded but not yet created) leaves the store's cascades.
+	CancelChildren(ctx context.Context, parent string, now time.Time) (CascadeResult, error)
+	// RecoverCascades finishes up to limit cascades per partition that
+	// their canceller left pending for grace (it died, or the run was
+	// cancelled by a script: superseded, or by its concurrency group),
+	// and gives up on those whose children were recorded but never
+	// created within SpawnGrace of the cancel.
+	RecoverCascades(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, done int, err error)
 }
 
 // Keys reads and acts on idempotency keys and suppressed triggers.

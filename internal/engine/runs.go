@@ -35,6 +35,10 @@ type Run struct {
 	Finished         time.Time
 	// HasAttempts, HasSignals and HasSteps say the run has an attempt
 	// history, a signal stream and durable steps (its flags a, s, t), so a
-	// reader need not look for the ones it has not.
-	HasAttempts, HasSignals, HasSteps bool
+	// reader need not look for the ones it has not; HasChildren that it
+	// spawned children (flag d, see Children).
+	HasAttempts, HasSignals, HasSteps, HasChildren bool
+	// Parent is the run that spawned this one, "" for a run no run
+	// spawned (see ParentOf).
+	Parent string
 }

@@ -213,6 +213,20 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*engine.EnqueueParams) ([
 	}, ps)
 }
 
+// PlaceRuns sets each trigger's RunID to the ID EnqueueBatch gives its
+// run: its idempotency key's partition, or for a run without a key the one
+// its plain ID hashes to (Partitions.place).
+func (s *Store) PlaceRuns(ctx context.Context, ps []*engine.EnqueueParams) error {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		parts.place(p)
+	}
+	return nil
+}
+
 // EnqueueCall returns the KEYS and ARGV that Enqueue sends to the enqueue
 // script for p alone, so a baseline can send precisely the same work. The
 // script replies with an array holding p's one reply. It places p as

@@ -50,6 +50,17 @@ func (s *Store) TakeFanoutsStep(ctx context.Context, cutoff, now time.Time, limi
 	return ids, err
 }
 
+// TakeCascadesStep runs take_cascades.lua on the home partition and
+// returns the IDs of the runs whose cascades it took.
+func (s *Store) TakeCascadesStep(ctx context.Context, cutoff, now time.Time, limit int) ([]string, error) {
+	jobs, err := s.takeCascades(ctx, s.keys, cutoff, now, limit)
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.runID
+	}
+	return ids, err
+}
+
 // SendScriptsWithEvalSha makes s send its scripts with EVALSHA, as it does
 // on a server without functions (see functions.go).
 func (s *Store) SendScriptsWithEvalSha() { s.noFunctions.Store(true) }

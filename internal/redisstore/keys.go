@@ -69,6 +69,13 @@ func (k Keys) Steps(runID string) string { return k.prefix + keySteps + runID }
 // ended without succeeding, the latest MaxAttemptRecords.
 func (k Keys) Attempts(runID string) string { return k.prefix + keyAttempts + runID }
 
+// Children returns the key of the hash of a run's children, by name.
+func (k Keys) Children(runID string) string { return k.prefix + keyChildren + runID }
+
+// Cascades is the sorted set of the partition's cancelled runs whose
+// children are still to be cancelled.
+func (k Keys) Cascades() string { return k.prefix + keyCascades }
+
 // Suppressed is the partition's stream of suppressed-trigger records.
 func (k Keys) Suppressed() string { return k.prefix + keySuppressed }
 

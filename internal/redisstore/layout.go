@@ -89,6 +89,17 @@ const (
 	keyAttempts = "attempts:" // stream taskq:{ns}:attempts:<run id>: the run's attempts that ended without succeeding, the latest MaxAttemptRecords (fields attemptEntry*)
 )
 
+// The children a run spawned (see children.go), in the run's partition
+// and expiring with its record (flag d, see taskq_end), and the
+// partition's cancelled runs whose children are still to be cancelled
+// (taskq_terminate adds a run with children that it cancels).
+//
+//taskq:lua keys
+const (
+	keyChildren = "children:" // hash taskq:{ns}:children:<run id>: the run's children by name, each a child record (JSON, see childRecord)
+	keyCascades = "cascades"  // zset taskq:{ns}:cascades: cancelled runs whose children are still to be cancelled, by when a worker may take the cascade over (ms)
+)
+
 // Keys only Go builds: the scripts that touch them are given them in KEYS.
 const (
 	keyTasks         = "tasks"        // hash  taskq:{ns}:tasks: registered task definitions by name
@@ -157,7 +168,7 @@ const (
 	runFinished       = "finished" // when the run ended
 	runResult         = "result"   // result (JSON) of a succeeded run
 	runError          = "error"    // why the run failed, is retried or was cancelled
-	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, a attempts, w watched
+	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, a attempts, w watched, d children
 	runRetryOf        = "retryof"  // the run this run retries (set by link_retry.lua)
 	runRetriedBy      = "retried"  // the run that retried this run (set by link_retry.lua)
 	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
@@ -1018,4 +1029,37 @@ const (
 	takeParkedArgLimit  = 3 // most runs to take
 	takeParkedArgPrefix = 4 // key prefix taskq:{ns}:
 	takeParkedArgCount  = 4
+)
+
+// record_children.lua: the children of one run.
+//
+//taskq:lua script record_children
+const (
+	recordChildrenKeyChildren = 1 // children hash
+	recordChildrenKeyRun      = 2 // run hash
+	recordChildrenKeyCount    = 2
+	recordChildrenArgMode     = 1 // record | mark
+	recordChildrenArgCount    = 1 // ARGV before the first child's
+)
+
+// record_children.lua: ARGV of one child.
+//
+//taskq:lua script record_children
+const (
+	recordChildrenItemArgName   = iota // the child's name
+	recordChildrenItemArgRecord        // the child's record (JSON)
+	recordChildrenItemArgCount
+)
+
+// take_cascades.lua: cancelled runs whose children a recoverer cancels.
+//
+//taskq:lua script take_cascades
+const (
+	takeCascadesKeyCascades = 1 // cascades index
+	takeCascadesKeyCount    = 1
+	takeCascadesArgCutoff   = 1 // take those last taken (or added) at or before it (unix ms)
+	takeCascadesArgNow      = 2 // now (unix ms), their new time
+	takeCascadesArgLimit    = 3 // most cascades to take
+	takeCascadesArgPrefix   = 4 // key prefix taskq:{ns}:
+	takeCascadesArgCount    = 4
 )

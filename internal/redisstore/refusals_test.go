@@ -453,6 +453,44 @@ var scriptCases = []scriptCase{
 			done:  func() bool { return f.b.Client.HExists(f.ctx, f.k.Steps(p.RunID), "charge").Val() },
 		}
 	}},
+	{"record_children", false, func(f *fixture) prepared {
+		p := f.params("t", "k", engine.StrategyStatus)
+		f.running(p, "w")
+		c := engine.Child{Name: "a", RunID: "child-1", Task: "c", Key: engine.ChildKey(p.RunID, "a", "")}
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				_, err := s.RecordChildren(f.ctx, p.RunID, []engine.Child{c})
+				return err
+			},
+			wrong: f.k.Children(p.RunID),
+			done:  func() bool { return f.b.Client.HExists(f.ctx, f.k.Children(p.RunID), "a").Val() },
+		}
+	}},
+	{"take_cascades", true, func(f *fixture) prepared {
+		p := f.params("t", "k", engine.StrategyStatus)
+		f.enqueue(p)
+		c := engine.Child{Name: "a", RunID: "child-1", Task: "c", Key: engine.ChildKey(p.RunID, "a", "")}
+		if _, err := f.s.RecordChildren(f.ctx, p.RunID, []engine.Child{c}); err != nil {
+			f.t.Fatal(err)
+		}
+		if _, err := f.s.Cancel(f.ctx, p.RunID, "by test", f.now); err != nil {
+			f.t.Fatal(err)
+		}
+		later := f.now.Add(engine.CascadeGrace)
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				ids, err := s.TakeCascadesStep(f.ctx, later, later, 10)
+				if err == nil && len(ids) != 1 {
+					err = fmt.Errorf("took %v", ids)
+				}
+				return err
+			},
+			wrong: f.k.Cascades(),
+			done: func() bool {
+				return int64(f.b.Client.ZScore(f.ctx, f.k.Cascades(), p.RunID).Val()) == later.UnixMilli()
+			},
+		}
+	}},
 	{"ensure_group", true, func(f *fixture) prepared {
 		return prepared{
 			call:  func(s *redisstore.Store) error { return s.EnsureGroup(f.ctx, "t") },

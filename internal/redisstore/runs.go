@@ -39,7 +39,9 @@ func parseRun(id string, h map[string]string) *engine.Run {
 	}
 	if x := h[runFlags]; x != "" {
 		r.HasAttempts, r.HasSignals, r.HasSteps = strings.Contains(x, "a"), strings.Contains(x, "s"), strings.Contains(x, "t")
+		r.HasChildren = strings.Contains(x, "d")
 	}
+	r.Parent = engine.ParentOf(r.Key)
 	if v, ok := h[runInput]; ok {
 		r.Input = []byte(v)
 	}

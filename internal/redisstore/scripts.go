@@ -73,6 +73,7 @@ var allScripts = []*script{
 	saveScheduleScript, pauseScheduleScript, deleteScheduleScript, advanceScheduleScript,
 	concurrencyAcquireScript, concurrencyReleaseScript, concurrencyRenewScript, concurrencyParkScript,
 	concurrencyUnparkScript, takeParkedScript,
+	recordChildrenScript, takeCascadesScript,
 }
 
 // layoutShared is the generated layout's part every script reads, and

@@ -25,7 +25,8 @@ var widths = []int64{390, 1280}
 
 // layoutPages fills a namespace with a bit of everything (runs with long
 // keys, attempts, signals and steps; a suppressed trigger; an event; a
-// schedule) and returns every page of the dashboard, by name.
+// schedule; a run with a parent and children) and returns every page of
+// the dashboard, by name.
 func layoutPages(t *testing.T, e *env) []struct{ name, path string } {
 	t.Helper()
 	ctx := context.Background()
@@ -66,6 +67,7 @@ func layoutPages(t *testing.T, e *env) []struct{ name, path string } {
 		TimeZone: "Europe/Paris", KeyExpression: `"invoice:" + schedule.name + ":" + string(schedule.time)`}); err != nil {
 		t.Fatal(err)
 	}
+	_, child, _ := e.family(ctx)
 	key := "order:" + long
 	return []struct{ name, path string }{
 		{"overview", "/ui/"},
@@ -84,6 +86,7 @@ func layoutPages(t *testing.T, e *env) []struct{ name, path string } {
 		{"schedules", "/ui/schedules"},
 		{"session", "/ui/session"},
 		{"not-found", "/ui/no-such-page"},
+		{"run-family", "/ui/runs/" + child},
 	}
 }
 

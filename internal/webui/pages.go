@@ -196,7 +196,16 @@ type runData struct {
 	// up to suppressedCountMax, SuppressedMore when there are more.
 	Suppressed     int
 	SuppressedMore bool
+	// Parent is the run that spawned this one, read for its task and
+	// status (nil when it has none, or its record expired: Run.Parent
+	// still names it); Children the first childrenShown of the runs it
+	// spawned (Run.Children has them all).
+	Parent   *client.RunInfo
+	Children []client.ChildInfo
 }
+
+// childrenShown is how many children the run page lists.
+const childrenShown = 50
 
 // pathRun reads the run the request's path names, or answers the request
 // (404 for a run that does not exist, or whose record expired after its
@@ -264,6 +273,10 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 		u.failErr(w, r, s, "read the run's signals and steps", err)
 		return
 	}
+	if err := u.runFamily(ctx, d); err != nil {
+		u.failErr(w, r, s, "read the run's parent", err)
+		return
+	}
 	if run.IdempotencyKey != "" && !fragment(r) {
 		var err error
 		if d.Suppressed, d.SuppressedMore, err = u.countSuppressed(ctx, client.ListOptions{Owner: run.ID}); err != nil {
@@ -302,6 +315,21 @@ func (u *UI) runParts(ctx context.Context, d *runData) error {
 			}
 		}
 	}
+	return nil
+}
+
+// runFamily reads the run's parent, and picks the children the page
+// lists.
+func (u *UI) runFamily(ctx context.Context, d *runData) error {
+	d.Children = d.Run.Children[:min(len(d.Run.Children), childrenShown)]
+	if d.Run.Parent == "" {
+		return nil
+	}
+	p, err := u.opts.Client.Handle(d.Run.Parent).Get(ctx)
+	if err != nil && !errors.Is(err, client.ErrRunNotFound) {
+		return err
+	}
+	d.Parent = p
 	return nil
 }
 

@@ -324,7 +324,7 @@ func New(opts Options) (c *Client, err error) {
 			_, err := sc.fire(ctx, cs, tick)
 			return err
 		},
-		AdvanceSchedule: sc.advance}
+		AdvanceSchedule: sc.advance, Spawn: c.spawn}
 	go func() {
 		defer close(c.statsDone)
 		c.stats.Run(c.statsQuit, opts.StatsInterval, opts.OperationTimeout)

@@ -57,6 +57,9 @@ type RunInfo struct {
 	// the run that retried this one.
 	RetryOf   string `json:"retryOf,omitempty"`
 	RetriedBy string `json:"retriedBy,omitempty"`
+	// Parent is the run that spawned this one (worker.Spawn), "" for a
+	// run no run spawned.
+	Parent string `json:"parent,omitempty"`
 	// Waiting says why a queued run is held back before its start, such
 	// as `rate limit "emails" key "acme"` or `concurrency group "acme" (2/2
 	// running)`; "" when it is not held back.
@@ -71,6 +74,10 @@ type RunInfo struct {
 	Attempts    []AttemptInfo `json:"attempts,omitempty"`
 	SignalCount int           `json:"signalCount,omitempty"`
 	StepCount   int           `json:"stepCount,omitempty"`
+	// Children are the runs this run spawned (worker.Spawn), by name
+	// (positions in the order they were spawned), each with its status.
+	// Set by Inspector.GetRun only.
+	Children []ChildInfo `json:"children,omitempty"`
 }
 
 func optTime(t time.Time) *time.Time {
@@ -85,7 +92,7 @@ func runInfo(r *engine.Run) *RunInfo {
 		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries, Failures: r.Fails,
 		IdempotencyKey: r.Key, Error: r.Error, CreatedAt: r.Created,
 		StartedAt: optTime(r.Started), FinishedAt: optTime(r.Finished),
-		Input: r.Input, Metadata: r.Meta, Result: r.Result, RetryOf: r.RetryOf, RetriedBy: r.RetriedBy,
+		Input: r.Input, Metadata: r.Meta, Result: r.Result, RetryOf: r.RetryOf, RetriedBy: r.RetriedBy, Parent: r.Parent,
 	}
 	if r.Strategy != engine.StrategyNone {
 		info.Strategy = string(r.Strategy)
@@ -241,8 +248,10 @@ func (h *RunHandle) ResultJSON(ctx context.Context) (json.RawMessage, error) {
 
 // Cancel cancels the run if it has not ended: a queued run never starts, a
 // running run's handler sees its context cancelled, and a status-strategy
-// key is released. It returns the run's status afterwards; cancelling an
-// ended run changes nothing.
+// key is released. The runs it spawned are cancelled too, but for those
+// spawned Detached, and theirs in turn (should this process die midway, a
+// worker cancels the rest). It returns the run's status afterwards;
+// cancelling an ended run changes nothing.
 func (h *RunHandle) Cancel(ctx context.Context) (Status, error) {
 	return h.c.cancel(ctx, h.id)
 }
@@ -257,6 +266,9 @@ func (c *Client) cancel(ctx context.Context, runID string) (Status, error) {
 	}
 	if res.Status == "missing" {
 		return "", fmt.Errorf("%w: %s", ErrRunNotFound, runID)
+	}
+	if res.Written {
+		c.cancelChildren(ctx, runID)
 	}
 	return Status(res.Status), nil
 }

@@ -98,7 +98,7 @@ func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *engine.Run
 	}
 	info.Attempts = attemptsOf(r, parts.Attempts)
 	info.SignalCount, info.StepCount = int(parts.Signals), int(parts.Steps)
-	return nil
+	return in.withChildren(ctx, info, r)
 }
 
 // SignalInfo is one signal sent to a run, as stored.

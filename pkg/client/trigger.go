@@ -26,6 +26,9 @@ type runOptions struct {
 	source string
 	// schedule queues the run later (RunAt, RunIn); nil: at once.
 	schedule *admission.Schedule
+	// childName and detached are a child run's (ChildName, Detached).
+	childName string
+	detached  bool
 }
 
 // OnConflict sets what the trigger does when another run holds its key,
@@ -158,6 +161,9 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode metadata: %w", def.Name, err)
 	}
+	if err := o.notChild(def); err != nil {
+		return nil, err
+	}
 	policy, err := o.resolvePolicy(def)
 	if err != nil {
 		return nil, err
@@ -249,6 +255,9 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 	meta, err := o.metaJSON()
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode metadata: %w", def.Name, err)
+	}
+	if err := o.notChild(def); err != nil {
+		return nil, err
 	}
 	policy, err := o.resolvePolicy(def)
 	if err != nil {

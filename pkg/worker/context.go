@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
@@ -131,6 +132,11 @@ type runContext struct {
 
 	sigMu     sync.Mutex
 	sigCursor string
+
+	// spawner spawns the run's children (Spawn); positions counts the
+	// positions its unnamed spawns took.
+	spawner   *spawner
+	positions atomic.Int64
 }
 
 func (c *runContext) RunID() string             { return c.runID }

@@ -35,6 +35,11 @@ type fanoutStore interface {
 	RecoverFanouts(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, finished int, err error)
 }
 
+// cascadeStore finishes the cascades of cancelled runs left pending.
+type cascadeStore interface {
+	RecoverCascades(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, done int, err error)
+}
+
 // janitor removes index entries whose run records have expired, from the
 // runs index of every partition, every interval, in batches with a cursor,
 // starting at a random offset in time so a fleet of workers does not sweep
@@ -51,10 +56,16 @@ type fanoutStore interface {
 // would wait anyway. Every worker looks: a fan-out is handed to one
 // recoverer at a time, and its steps are idempotent, so two recoverers (or
 // a recoverer and a late ingester) create no run twice.
+//
+// Likewise it cancels the children of cancelled runs whose canceller did
+// not (it died midway, or the run was cancelled by a script: superseded,
+// or by its concurrency group), once they have been pending for
+// engine.CascadeGrace: cancelling a child twice changes nothing.
 type janitor struct {
 	startStop
 	store      sweepStore
 	fanouts    fanoutStore
+	cascades   cascadeStore
 	partitions int
 	every      time.Duration
 	opTimeout  time.Duration
@@ -71,6 +82,7 @@ func (j *janitor) Start(context.Context) error {
 		nextSweep := firstSweep
 		for wait := time.Duration(0); sleep(quit, wait); {
 			j.recoverFanouts(quit)
+			j.recoverCascades(quit)
 			if !time.Now().Before(nextSweep) {
 				for part := range max(j.partitions, 1) {
 					j.sweep(quit, part)
@@ -99,6 +111,36 @@ func (j *janitor) recoverFanouts(quit <-chan struct{}) {
 		if err != nil {
 			j.log.Warn("taskq: finishing pending event fan-outs failed; they are tried again after the grace period",
 				"taken", taken, "finished", finished, "err", err)
+			return
+		}
+		if taken < fanoutBatch {
+			return
+		}
+		select {
+		case <-quit:
+			return
+		default:
+		}
+	}
+}
+
+// recoverCascades cancels the children of cancelled runs left pending
+// past their grace period, batch by batch while batches come back full,
+// or until quit closes.
+func (j *janitor) recoverCascades(quit <-chan struct{}) {
+	if j.cascades == nil {
+		return
+	}
+	for n := 0; n < fanoutBatches; n++ {
+		ctx, cancel := context.WithTimeout(context.Background(), j.opTimeout)
+		taken, done, err := j.cascades.RecoverCascades(ctx, j.clock.Now(), engine.CascadeGrace, fanoutBatch)
+		cancel()
+		if done > 0 {
+			j.log.Info("taskq: cancelled the children of cancelled runs", "runs", done)
+		}
+		if err != nil {
+			j.log.Warn("taskq: cancelling the children of cancelled runs failed; they are tried again after the grace period",
+				"taken", taken, "done", done, "err", err)
 			return
 		}
 		if taken < fanoutBatch {

@@ -28,6 +28,9 @@ type lifecycle struct {
 	recoverer   *recoverer
 	fetcher     *fetcher
 	stats       *statsRecorder
+	// spawner is not a component: it has nothing to start, and its
+	// client is closed once the last handler has returned.
+	spawner *spawner
 }
 
 // wire builds the components of w, with the tasks registered on it (which
@@ -51,6 +54,8 @@ func wire(w *Worker, parts int, cancels []string) (*lifecycle, error) {
 		opTimeout: o.OperationTimeout, concurrency: o.Concurrency, clock: o.Clock, log: w.log, metrics: w.metrics,
 		pauses: paused,
 		stats:  stats.rec,
+		spawner: &spawner{redis: w.conn.Redis, namespace: o.Namespace, partitions: parts, opTimeout: o.OperationTimeout,
+			clock: o.Clock, log: w.log},
 	}
 	p.limiter = &rateLimiter{store: st, tasks: w.tasks, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log, metrics: w.metrics}
 	// One call of each script in flight, and each batch bounded by
@@ -87,6 +92,7 @@ func wire(w *Worker, parts int, cancels []string) (*lifecycle, error) {
 		}
 	}
 	return &lifecycle{
+		spawner:   p.spawner,
 		stats:     stats,
 		scheduler: sched,
 		registrar: reg,
@@ -109,8 +115,8 @@ func wire(w *Worker, parts int, cancels []string) (*lifecycle, error) {
 			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics, conc: p.conc,
 		},
 		forwarder: &forwarder{store: st, partitions: parts, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
-		janitor: &janitor{store: st, fanouts: st, partitions: parts, every: o.SweepInterval, opTimeout: o.OperationTimeout,
-			clock: o.Clock, log: w.log},
+		janitor: &janitor{store: st, fanouts: st, cascades: st, partitions: parts, every: o.SweepInterval,
+			opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
 		recoverer: &recoverer{
 			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts,
 			lease: o.LeaseDuration, opTimeout: o.OperationTimeout, log: w.log, metrics: w.metrics, pauses: paused,
@@ -197,6 +203,9 @@ func (l *lifecycle) stop(ctx context.Context, grace time.Duration) {
 	stopTogether(l.fetcher, l.recoverer)
 	l.processor.drain(ctx, time.Until(handlersEnd))
 	l.processor.Stop()
+	if l.spawner != nil {
+		l.spawner.close()
+	}
 	stopTogether(l.heartbeater, l.canceller, l.forwarder, l.janitor, l.scheduler, l.registrar, l.pauses, l.presence, l.stats)
 }
 

@@ -65,6 +65,9 @@ type processor struct {
 	// limiter holds back the deliveries their task's rate limits refuse
 	// (see ratelimit.go); nil admits everything.
 	limiter *rateLimiter
+	// spawner spawns the children of the runs' handlers (see Spawn); nil
+	// where nothing may spawn.
+	spawner *spawner
 	// stats counts the run statistics: queue waits and run times (nil:
 	// none).
 	stats *runstats.Recorder
@@ -302,7 +305,7 @@ func (p *processor) process(j runJob) {
 	}
 	a.rc = runContext{
 		Context: runCtx, store: p.store, base: p.log, runID: d.RunID, task: d.Task, key: st.Spec.Key, ns: p.ns,
-		attempt: st.Attempt, meta: st.Spec.Meta,
+		attempt: st.Attempt, meta: st.Spec.Meta, spawner: p.spawner,
 	}
 	if j.deferred {
 		a.answered = make(chan struct{})

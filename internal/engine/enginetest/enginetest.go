@@ -11,11 +11,11 @@
 //
 // open returns an engine on a namespace of the test's own, empty, that is
 // cleaned up when the test ends. Subtests are grouped by the sub-interface
-// they exercise (Triggers/..., Deliveries/..., Runs/..., Keys/...,
-// Events/..., Schedules/..., Controls/..., Workers/..., Stats/...,
-// Sessions/..., Namespace/...). No case asserts a duration: waits for
-// something that takes time (a lease to lapse, a record to expire) poll
-// with a generous deadline.
+// they exercise (Triggers/..., Deliveries/..., Runs/..., Children/...,
+// Keys/..., Events/..., Schedules/..., Controls/..., Workers/...,
+// Stats/..., Sessions/..., Namespace/...). No case asserts a duration:
+// waits for something that takes time (a lease to lapse, a record to
+// expire) poll with a generous deadline.
 package enginetest
 
 import (
@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Engine, opts Options) {
 		{"Triggers", triggerCases},
 		{"Deliveries", deliveryCases},
 		{"Runs", runCases},
+		{"Children", childrenCases},
 		{"Keys", keyCases},
 		{"Events", eventCases},
 		{"Schedules", scheduleCases},

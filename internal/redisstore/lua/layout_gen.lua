@@ -78,6 +78,19 @@ local function taskq_key_attempts(prefix, id)
   return prefix .. 'attempts:' .. id
 end
 
+-- The children a run spawned (see children.go), in the run's partition
+-- and expiring with its record (flag d, see taskq_end), and the
+-- partition's cancelled runs whose children are still to be cancelled
+-- (taskq_terminate adds a run with children that it cancels).
+-- hash taskq:{ns}:children:<run id>: the run's children by name, each a child record (JSON, see childRecord)
+local function taskq_key_children(prefix, id)
+  return prefix .. 'children:' .. id
+end
+-- zset taskq:{ns}:cascades: cancelled runs whose children are still to be cancelled, by when a worker may take the cascade over (ms)
+local function taskq_key_cascades(prefix)
+  return prefix .. 'cascades'
+end
+
 -- Fields of a schedule record, the hash at taskq:{ns}:schedule:<name>
 -- (home partition). Times are unix ms.
 local SCHEDULE_DEFINITION = 'def' -- the schedule (JSON, written by the client)
@@ -102,7 +115,7 @@ local RUN_CONSUMER = 'consumer' -- the worker running the latest attempt
 local RUN_FINISHED = 'finished' -- when the run ended
 local RUN_RESULT = 'result' -- result (JSON) of a succeeded run
 local RUN_ERROR = 'error' -- why the run failed, is retried or was cancelled
-local RUN_FLAGS = 'x' -- one letter per optional part the run has: s signals, t steps, a attempts, w watched
+local RUN_FLAGS = 'x' -- one letter per optional part the run has: s signals, t steps, a attempts, w watched, d children
 local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lua)
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
 local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
@@ -503,6 +516,19 @@ local ITEM_ARG_LIMIT = 2 -- most units in any period
 local ITEM_ARG_PERIOD = 3 -- the period (µs)
 local ITEM_ARG_COUNT = 4
 
+-- @script record_children
+-- record_children.lua: the children of one run.
+local KEY_CHILDREN = 1 -- children hash
+local KEY_RUN = 2 -- run hash
+local KEY_COUNT = 2
+local ARG_MODE = 1 -- record | mark
+local ARG_COUNT = 1 -- ARGV before the first child's
+
+-- record_children.lua: ARGV of one child.
+local ITEM_ARG_NAME = 0 -- the child's name
+local ITEM_ARG_RECORD = 1 -- the child's record (JSON)
+local ITEM_ARG_COUNT = 2
+
 -- @script record_event
 -- record_event.lua: step 3, the outcomes of a fan-out.
 local KEY_EVENT = 1 -- event hash
@@ -629,6 +655,16 @@ local ARG_CUTOFF = 1 -- cutoff (unix ms)
 local ARG_OFFSET = 2 -- offset into the entries before the cutoff
 local ARG_LIMIT = 3 -- most entries to look at
 local ARG_RECORD_PREFIX = 4 -- key prefix of the records (taskq:{ns}:run: or taskq:{ns}:event:)
+local ARG_COUNT = 4
+
+-- @script take_cascades
+-- take_cascades.lua: cancelled runs whose children a recoverer cancels.
+local KEY_CASCADES = 1 -- cascades index
+local KEY_COUNT = 1
+local ARG_CUTOFF = 1 -- take those last taken (or added) at or before it (unix ms)
+local ARG_NOW = 2 -- now (unix ms), their new time
+local ARG_LIMIT = 3 -- most cascades to take
+local ARG_PREFIX = 4 -- key prefix taskq:{ns}:
 local ARG_COUNT = 4
 
 -- @script take_fanouts

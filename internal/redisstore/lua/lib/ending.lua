@@ -120,8 +120,8 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, str
     return -- no flags, the common case
   end
   if kept then
-    -- Signals, step results and the attempt history live as long as the
-    -- record.
+    -- Signals, step results, the attempt history and the children live as
+    -- long as the record.
     if taskq_has(x, 's') then
       redis.call('PEXPIRE', taskq_key_signals(prefix, run_id), keep)
     end
@@ -131,6 +131,9 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, str
     if taskq_has(x, 'a') then
       redis.call('PEXPIRE', taskq_key_attempts(prefix, run_id), keep)
     end
+    if taskq_has(x, 'd') then
+      redis.call('PEXPIRE', taskq_key_children(prefix, run_id), keep)
+    end
   end
   if taskq_has(x, 'w') then
     redis.call(CMD_PUBLISH, taskq_key_done(prefix, run_id), status)
@@ -138,7 +141,10 @@ local function taskq_end(prefix, run_key, run_id, status, now, field, value, str
 end
 
 -- Moves a run in any state to a terminal status: taskq_end, and its
--- delivery dropped and its retry or debounce timer removed.
+-- delivery dropped and its retry or debounce timer removed. A run with
+-- children (flag d) that is cancelled joins the partition's cascades: its
+-- children are cancelled with it, by the canceller or else by a worker
+-- (see children.go).
 local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
   local r = redis.call('HMGET', run_key, RUN_TASK, RUN_SPEC, RUN_IDEMPOTENCY_KEY, RUN_ENTRY, RUN_FLAGS)
   local spec = taskq_spec_values(taskq_record_spec(run_key, r[2]))
@@ -146,4 +152,7 @@ local function taskq_terminate(prefix, group, run_key, run_id, status, now, fiel
   taskq_end(prefix, run_key, run_id, status, now, field, value, spec[SPEC_STRATEGY], r[3], spec[SPEC_RETAIN],
     spec[SPEC_RETENTION], r[5])
   redis.call('ZREM', taskq_key_retry(prefix), run_id)
+  if status == 'cancelled' and taskq_has(r[5], 'd') then
+    redis.call('ZADD', taskq_key_cascades(prefix), now, run_id)
+  end
 end

@@ -7,7 +7,7 @@ end
 -- A run's flags field (RUN_FLAGS) holds one letter per optional part the
 -- run has, so ending a run reads one field to learn them all: s (a signals
 -- stream), t (a steps hash), a (an attempt history), w (somebody waits for
--- its completion notice).
+-- its completion notice), d (a children hash: it spawned runs).
 local function taskq_flag(run_key, letter)
   local x = redis.call('HGET', run_key, RUN_FLAGS) or ''
   if not string.find(x, letter, 1, true) then

@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/taskq/taskq/internal/clientlink"
+	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/taskdef"
+	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
+)
+
+// A run spawned by another names its parent over HTTP, and the parent
+// lists it among its children, each answer validated against the
+// contract.
+func TestRunParentAndChildrenOverHTTP(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{})
+		def := mustDef(t, "family-http", task.Options{})
+		e.register(taskdef.Spec(def))
+		parent := e.call(http.MethodPost, "/api/v1/tasks/family-http/runs", map[string]any{"input": map[string]any{}}).
+			expect(t, http.StatusCreated).str("runId")
+		ids, err := clientlink.Of(e.c).Spawn(context.Background(), clientlink.SpawnRequest{Def: def, Parent: parent,
+			Inputs: [][]byte{[]byte(`{}`), []byte(`{}`)}, Many: true, Options: []any{client.ChildName("part"), client.Detached()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.call(http.MethodGet, "/api/v1/runs/"+parent, nil).expect(t, http.StatusOK)
+		kids, _ := r.body["children"].([]any)
+		if len(kids) != 2 {
+			t.Fatalf("parent: %s", r.raw)
+		}
+		for i, k := range kids {
+			m := k.(map[string]any)
+			if m["runId"] != ids[i] || m["name"] != []string{"part#0", "part#1"}[i] || m["status"] != "queued" ||
+				m["detached"] != true || m["task"] != "family-http" {
+				t.Fatalf("child %d: %v", i, m)
+			}
+		}
+		if _, ok := r.body["parent"]; ok {
+			t.Fatalf("the parent has a parent: %s", r.raw)
+		}
+		c := e.call(http.MethodGet, "/api/v1/runs/"+ids[0], nil).expect(t, http.StatusOK)
+		if c.str("parent") != parent {
+			t.Fatalf("child: %s", c.raw)
+		}
+		list := e.call(http.MethodGet, "/api/v1/runs?task=family-http", nil).expect(t, http.StatusOK)
+		parents := 0
+		for _, item := range list.body["runs"].([]any) {
+			if item.(map[string]any)["parent"] == parent {
+				parents++
+			}
+		}
+		if parents != 2 {
+			t.Fatalf("listing names the parent of %d runs, want 2: %s", parents, list.raw)
+		}
+	})
+}
