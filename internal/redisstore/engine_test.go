@@ -13,6 +13,9 @@ func TestLayoutFollowsTheEngine(t *testing.T) {
 	if maxAttemptRecords != engine.MaxAttemptRecords {
 		t.Errorf("maxAttemptRecords %d, engine.MaxAttemptRecords %d", maxAttemptRecords, engine.MaxAttemptRecords)
 	}
+	if waitSignalPrefix != engine.WaitSignalPrefix {
+		t.Errorf("waitSignalPrefix %q, engine.WaitSignalPrefix %q", waitSignalPrefix, engine.WaitSignalPrefix)
+	}
 	spans := []struct {
 		ms   int64
 		want time.Duration

@@ -144,7 +144,7 @@ const noMeta = "{}"
 //taskq:lua const
 const (
 	runTask           = "task"     // task name
-	runStatus         = "status"   // queued | running | succeeded | failed | cancelled
+	runStatus         = "status"   // queued | running | waiting | succeeded | failed | cancelled
 	runInput          = "input"    // input (JSON)
 	runMeta           = "meta"     // additional metadata (JSON), absent for none (noMeta)
 	runIdempotencyKey = "key"      // idempotency key as the user sees it, absent when not deduplicated ("")
@@ -160,7 +160,16 @@ const (
 	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, a attempts, w watched
 	runRetryOf        = "retryof"  // the run this run retries (set by link_retry.lua)
 	runRetriedBy      = "retried"  // the run that retried this run (set by link_retry.lua)
-	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
+	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
+	runWaits          = "waits"    // attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
+)
+
+// What a waiting run waits for (runWaiting) starts with this when a signal
+// wakes it before its due time (engine.WaitSignalPrefix).
+//
+//taskq:lua const
+const (
+	waitSignalPrefix = "signal"
 )
 
 // Fields of a run record written before runSpec held its settings, one
@@ -405,7 +414,7 @@ const (
 const (
 	finishItemArgRunID          = iota // run ID
 	finishItemArgAttempt               // attempt (fencing token)
-	finishItemArgOutcome               // succeeded | failed | "retry <due unix ms>"
+	finishItemArgOutcome               // succeeded | failed | "retry <due unix ms>" | "wait <due unix ms>"
 	finishItemArgPayload               // result JSON or error message
 	finishItemArgNow                   // when the attempt ended (unix ms)
 	finishItemArgTask                  // task name, from the delivery ("" to read the record)

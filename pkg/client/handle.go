@@ -12,10 +12,13 @@ import (
 // Status is a run's status.
 type Status string
 
-// Run statuses. A run being retried is StatusQueued with Attempt > 0.
+// Run statuses. A run being retried is StatusQueued with Attempt > 0. A
+// run whose handler waits durably (worker.SleepFor, worker.WaitForSignal)
+// is StatusWaiting, with what it waits for in RunInfo.Waiting.
 const (
 	StatusQueued    Status = engine.StatusQueued
 	StatusRunning   Status = engine.StatusRunning
+	StatusWaiting   Status = engine.StatusWaiting
 	StatusSucceeded Status = engine.StatusSucceeded
 	StatusFailed    Status = engine.StatusFailed
 	StatusCancelled Status = engine.StatusCancelled
@@ -101,7 +104,7 @@ func runInfo(r *engine.Run) *RunInfo {
 	if r.Strategy != engine.StrategyNone {
 		info.Strategy = string(r.Strategy)
 	}
-	if r.Status == engine.StatusQueued {
+	if r.Status == engine.StatusQueued || r.Status == engine.StatusWaiting {
 		info.Waiting = r.Waiting
 	}
 	return info

@@ -130,6 +130,10 @@ type runContext struct {
 
 	sigMu     sync.Mutex
 	sigCursor string
+	// waits counts the durable waits the handler made (see durable.go).
+	waits int
+	// now is the worker's clock.
+	now func() time.Time
 }
 
 func (c *runContext) RunID() string             { return c.runID }

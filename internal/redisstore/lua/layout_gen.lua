@@ -89,7 +89,7 @@ local SCHEDULE_UPDATED = 'updated' -- when its definition was last written
 -- Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
 -- unix ms, durations ms.
 local RUN_TASK = 'task' -- task name
-local RUN_STATUS = 'status' -- queued | running | succeeded | failed | cancelled
+local RUN_STATUS = 'status' -- queued | running | waiting | succeeded | failed | cancelled
 local RUN_INPUT = 'input' -- input (JSON)
 local RUN_META = 'meta' -- additional metadata (JSON), absent for none (noMeta)
 local RUN_IDEMPOTENCY_KEY = 'key' -- idempotency key as the user sees it, absent when not deduplicated ("")
@@ -105,7 +105,12 @@ local RUN_ERROR = 'error' -- why the run failed, is retried or was cancelled
 local RUN_FLAGS = 'x' -- one letter per optional part the run has: s signals, t steps, a attempts, w watched
 local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lua)
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
-local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
+local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
+local RUN_WAITS = 'waits' -- attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
+
+-- What a waiting run waits for (runWaiting) starts with this when a signal
+-- wakes it before its due time (engine.WaitSignalPrefix).
+local WAIT_SIGNAL_PREFIX = 'signal'
 
 -- Fields of a run record written before runSpec held its settings, one
 -- field each: read only to make such a record's spec (taskq_record_spec in
@@ -373,7 +378,7 @@ local ARG_COUNT = 3 -- ARGV before the first outcome's
 -- finish.lua: ARGV of one outcome.
 local ITEM_ARG_RUN_ID = 0 -- run ID
 local ITEM_ARG_ATTEMPT = 1 -- attempt (fencing token)
-local ITEM_ARG_OUTCOME = 2 -- succeeded | failed | "retry <due unix ms>"
+local ITEM_ARG_OUTCOME = 2 -- succeeded | failed | "retry <due unix ms>" | "wait <due unix ms>"
 local ITEM_ARG_PAYLOAD = 3 -- result JSON or error message
 local ITEM_ARG_NOW = 4 -- when the attempt ended (unix ms)
 local ITEM_ARG_TASK = 5 -- task name, from the delivery ("" to read the record)

@@ -3,7 +3,8 @@
 -- owner as a signal (enqueue.lua).
 
 -- Appends a signal to an active run's ordered signal stream, once per
--- signal id. Returns
+-- signal id, and wakes the run if it waits for one (finish.lua, outcome
+-- wait). Returns
 -- {1, run id, signal id}, or {0, reason, run id, status} when the run is
 -- missing or has ended, or {0, 'full', run id} at the per-run limit.
 local function taskq_signal(prefix, run_id, signal_id, payload, limit)
@@ -28,5 +29,15 @@ local function taskq_signal(prefix, run_id, signal_id, payload, limit)
   end
   redis.call('XADD', s, '*', SIGNAL_ENTRY_ID, signal_id, SIGNAL_ENTRY_PAYLOAD, payload)
   taskq_flag(run_key, 's')
+  if status == 'waiting' then
+    -- A handler waiting durably for a signal is queued again at once, to
+    -- replay and read it; one that sleeps keeps sleeping.
+    local w = redis.call('HMGET', run_key, RUN_WAITING, RUN_TASK)
+    if w[1] and string.sub(w[1], 1, #WAIT_SIGNAL_PREFIX) == WAIT_SIGNAL_PREFIX then
+      redis.call('ZREM', taskq_key_retry(prefix), run_id)
+      redis.call('HDEL', run_key, RUN_WAITING)
+      taskq_requeue_entry(taskq_key_stream(prefix, w[2]), run_key, run_id)
+    end
+  end
   return {1, run_id, signal_id}
 end
