@@ -60,7 +60,8 @@ type RunInfo struct {
 	RetriedBy string `json:"retriedBy,omitempty"`
 	// Waiting says why a queued run is held back before its start, such
 	// as `rate limit "emails" key "acme"` or `concurrency group "acme" (2/2
-	// running)`; "" when it is not held back.
+	// running)`, or what a StatusWaiting run's handler waits for: "sleep
+	// until <time>" or "signal"; "" otherwise.
 	Waiting string `json:"waiting,omitempty"`
 	// Attempts are the run's attempts, oldest first (see
 	// Inspector.RunAttempts); SignalCount and StepCount count the signals

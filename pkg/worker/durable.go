@@ -193,7 +193,7 @@ func (c *runContext) sleep(until time.Time) error {
 	if !c.clock().Before(due) {
 		return nil
 	}
-	panic(&suspension{until: due, reason: waitSleep + " until " + due.UTC().Format(time.RFC3339)})
+	panic(&suspension{until: due, reason: waitSleep + " until " + due.UTC().Format("2006-01-02T15:04:05.000Z07:00")})
 }
 
 func (c *runContext) waitSignal(timeout time.Duration) (Signal, error) {

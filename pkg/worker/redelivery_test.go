@@ -83,6 +83,8 @@ func TestMain(m *testing.M) {
 		os.Exit(rateLimitedWorker())
 	case "concurrency":
 		os.Exit(concurrencyWorker())
+	case "nap":
+		os.Exit(napWorker())
 	default:
 		os.Exit(hangingWorker())
 	}
