@@ -162,6 +162,7 @@ const (
 	runRetriedBy      = "retried"  // the run that retried this run (set by link_retry.lua)
 	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
 	runWaits          = "waits"    // attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
+	runWake           = "wake"     // the attempt a wake (a signal) came during: that attempt's signal wait does not wait (absent before the first)
 )
 
 // What a waiting run waits for (runWaiting) starts with this when a signal

@@ -15,6 +15,7 @@ var waitCases = []suiteCase{
 	{"WaitsDoNotCountTowardMaxDeliveries", waitsAreNotDeliveries},
 	{"CancelOfAWaitingRun", waitCancelled},
 	{"WaitBegunWithItsOutcome", waitBegun},
+	{"SignalDuringTheAttemptEndsItsSignalWait", waitSignalledBefore},
 }
 
 // wait ends d's attempt st waiting for what, until due (zero: no timeout).
@@ -151,4 +152,39 @@ func waitBegun(h *h) {
 	if r := h.run(p.RunID); r.Status != engine.StatusWaiting || r.Attempt != 1 || r.Consumer != "w" {
 		h.Fatalf("run = %+v; want waiting after attempt 1 by w", r)
 	}
+}
+
+// A signal that comes while the attempt runs, after its handler looked for
+// one and before it waits, is not missed: the signal wait does not wait,
+// and the run is queued again at once. The same holds for a handler that
+// runs before its attempt is begun (the run still queued).
+func waitSignalledBefore(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d, st := h.running(p, "w")
+	if r, err := h.e.SignalRun(h.ctx, p.RunID, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
+		h.Fatalf("signal = %+v, %v", r, err)
+	}
+	fp := h.outcome(d, st, engine.OutcomeWait, engine.WaitSignalPrefix)
+	fp.RetryAt = time.Time{}
+	if r := h.finish(fp); !r.Written || r.Status != engine.StatusQueued {
+		h.Fatalf("wait after a signal came = %+v; want written, queued again", r)
+	}
+	if st := h.start("w", h.only(h.read("t", "w"), p.RunID)); !st.Started || st.Attempt != 2 {
+		h.Fatalf("start after the signal = %+v", st)
+	}
+
+	q := h.params("t", "k2", engine.StrategyStatus)
+	qd := h.deliver(q, "w")
+	if r, err := h.e.SignalRun(h.ctx, q.RunID, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
+		h.Fatalf("signal = %+v, %v", r, err)
+	}
+	qf := h.outcome(qd, engine.StartResult{Attempt: qd.Spec.Attempts + 1, Spec: qd.Spec}, engine.OutcomeWait, engine.WaitSignalPrefix)
+	qf.RetryAt, qf.Began, qf.Consumer = time.Time{}, h.now, "w"
+	if r := h.finish(qf); !r.Written || r.Status != engine.StatusQueued {
+		h.Fatalf("wait begun with its outcome after a signal came = %+v; want queued again", r)
+	}
+	// A later attempt's wait waits: the wake was for attempt 1.
+	d2 := h.only(h.read("t", "w"), q.RunID)
+	st2 := h.start("w", d2)
+	h.wait(d2, st2, engine.WaitSignalPrefix, time.Time{})
 }

@@ -107,6 +107,7 @@ local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lu
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
 local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
 local RUN_WAITS = 'waits' -- attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
+local RUN_WAKE = 'wake' -- the attempt a wake (a signal) came during: that attempt's signal wait does not wait (absent before the first)
 
 -- What a waiting run waits for (runWaiting) starts with this when a signal
 -- wakes it before its due time (engine.WaitSignalPrefix).

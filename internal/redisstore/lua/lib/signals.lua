@@ -2,6 +2,30 @@
 -- and for a trigger whose conflict policy sends its input to the key's
 -- owner as a signal (enqueue.lua).
 
+-- Wakes a run (status, not ended) whose handler waits durably for a
+-- signal: a waiting run is queued again at once, to replay and read it (one
+-- that sleeps keeps sleeping). A run whose handler is at work may be about
+-- to wait, having looked for a signal just before this one came: the wake
+-- is recorded against its attempt (RUN_WAKE, the attempt a queued run's
+-- handler runs as if one runs before its start), and finish.lua does not
+-- let that attempt's signal wait wait.
+local function taskq_wake(prefix, run_key, run_id, status)
+  if status == 'waiting' then
+    local w = redis.call('HMGET', run_key, RUN_WAITING, RUN_TASK)
+    if w[1] and string.sub(w[1], 1, #WAIT_SIGNAL_PREFIX) == WAIT_SIGNAL_PREFIX then
+      redis.call('ZREM', taskq_key_retry(prefix), run_id)
+      redis.call('HDEL', run_key, RUN_WAITING)
+      taskq_requeue_entry(taskq_key_stream(prefix, w[2]), run_key, run_id)
+    end
+    return
+  end
+  local attempt = tonumber(redis.call('HGET', run_key, RUN_ATTEMPT)) or 0
+  if status == 'queued' then
+    attempt = attempt + 1
+  end
+  redis.call('HSET', run_key, RUN_WAKE, string.format('%d', attempt))
+end
+
 -- Appends a signal to an active run's ordered signal stream, once per
 -- signal id, and wakes the run if it waits for one (finish.lua, outcome
 -- wait). Returns
@@ -29,15 +53,6 @@ local function taskq_signal(prefix, run_id, signal_id, payload, limit)
   end
   redis.call('XADD', s, '*', SIGNAL_ENTRY_ID, signal_id, SIGNAL_ENTRY_PAYLOAD, payload)
   taskq_flag(run_key, 's')
-  if status == 'waiting' then
-    -- A handler waiting durably for a signal is queued again at once, to
-    -- replay and read it; one that sleeps keeps sleeping.
-    local w = redis.call('HMGET', run_key, RUN_WAITING, RUN_TASK)
-    if w[1] and string.sub(w[1], 1, #WAIT_SIGNAL_PREFIX) == WAIT_SIGNAL_PREFIX then
-      redis.call('ZREM', taskq_key_retry(prefix), run_id)
-      redis.call('HDEL', run_key, RUN_WAITING)
-      taskq_requeue_entry(taskq_key_stream(prefix, w[2]), run_key, run_id)
-    end
-  end
+  taskq_wake(prefix, run_key, run_id, status)
   return {1, run_id, signal_id}
 end
