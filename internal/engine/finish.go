@@ -19,9 +19,13 @@ const (
 	OutcomeWait Outcome = "wait"
 )
 
-// WaitSignalPrefix starts the Waiting of a run that a signal wakes before
-// its due time.
-const WaitSignalPrefix = "signal"
+// What a waiting run waits for (its Waiting) starts with one of these
+// when a wake ends its wait before its due time: a signal to the run, or
+// an event of the key it waits for (Runs.WakeRuns).
+const (
+	WaitSignalPrefix = "signal"
+	WaitEventPrefix  = "event"
+)
 
 // FinishParams report the end of an attempt.
 type FinishParams struct {

@@ -13,8 +13,12 @@ func TestLayoutFollowsTheEngine(t *testing.T) {
 	if maxAttemptRecords != engine.MaxAttemptRecords {
 		t.Errorf("maxAttemptRecords %d, engine.MaxAttemptRecords %d", maxAttemptRecords, engine.MaxAttemptRecords)
 	}
-	if waitSignalPrefix != engine.WaitSignalPrefix {
-		t.Errorf("waitSignalPrefix %q, engine.WaitSignalPrefix %q", waitSignalPrefix, engine.WaitSignalPrefix)
+	if statusWaiting != engine.StatusWaiting {
+		t.Errorf("statusWaiting %q, engine.StatusWaiting %q", statusWaiting, engine.StatusWaiting)
+	}
+	if waitSignalPrefix != engine.WaitSignalPrefix || waitEventPrefix != engine.WaitEventPrefix {
+		t.Errorf("wait prefixes %q, %q; engine %q, %q", waitSignalPrefix, waitEventPrefix, engine.WaitSignalPrefix,
+			engine.WaitEventPrefix)
 	}
 	spans := []struct {
 		ms   int64

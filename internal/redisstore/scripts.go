@@ -72,7 +72,7 @@ var allScripts = []*script{
 	rescheduleScript,
 	saveScheduleScript, pauseScheduleScript, deleteScheduleScript, advanceScheduleScript,
 	concurrencyAcquireScript, concurrencyReleaseScript, concurrencyRenewScript, concurrencyParkScript,
-	concurrencyUnparkScript, takeParkedScript,
+	concurrencyUnparkScript, takeParkedScript, wakeScript,
 }
 
 // layoutShared is the generated layout's part every script reads, and

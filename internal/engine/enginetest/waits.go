@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"slices"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
@@ -16,6 +17,8 @@ var waitCases = []suiteCase{
 	{"CancelOfAWaitingRun", waitCancelled},
 	{"WaitBegunWithItsOutcome", waitBegun},
 	{"SignalDuringTheAttemptEndsItsSignalWait", waitSignalledBefore},
+	{"EventWaitersAreTakenOnce", eventWaiters},
+	{"WakeRunsWakesEventAndSignalWaitsOnly", wakeRuns},
 }
 
 // wait ends d's attempt st waiting for what, until due (zero: no timeout).
@@ -187,4 +190,55 @@ func waitSignalledBefore(h *h) {
 	d2 := h.only(h.read("t", "w"), q.RunID)
 	st2 := h.start("w", d2)
 	h.wait(d2, st2, engine.WaitSignalPrefix, time.Time{})
+}
+
+func eventWaiters(h *h) {
+	a, b, c := h.id("run"), h.id("run"), h.id("run")
+	for _, w := range []struct{ key, run string }{{"order.paid", a}, {"order.paid", b}, {"order.paid", a}, {"order.shipped", c}} {
+		if err := h.e.AddEventWaiter(h.ctx, w.key, w.run, h.now); err != nil {
+			h.Fatalf("add waiter %s of %s: %v", w.run, w.key, err)
+		}
+	}
+	got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.paid", "order.none"})
+	slices.Sort(got)
+	want := []string{a, b}
+	slices.Sort(want)
+	if err != nil || !slices.Equal(got, want) {
+		h.Fatalf("waiters of order.paid = %v, %v; want %v, each once", got, err, want)
+	}
+	if got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.paid"}); err != nil || len(got) != 0 {
+		h.Fatalf("waiters taken twice = %v, %v; want none the second time", got, err)
+	}
+	if got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.shipped"}); err != nil || !slices.Equal(got, []string{c}) {
+		h.Fatalf("waiters of order.shipped = %v, %v", got, err)
+	}
+}
+
+func wakeRuns(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d, st := h.running(p, "w")
+	h.wait(d, st, engine.WaitEventPrefix+" order.paid", h.now.Add(time.Hour))
+	sleeper := h.params("t", "k2", engine.StrategyStatus)
+	sd, sst := h.running(sleeper, "w")
+	h.wait(sd, sst, "sleep until later", h.now.Add(time.Hour))
+	done := h.params("t", "k3", engine.StrategyStatus)
+	dd, dst := h.running(done, "w")
+	h.finish(h.outcome(dd, dst, engine.OutcomeSucceeded, "{}"))
+
+	if err := h.e.WakeRuns(h.ctx, []string{p.RunID, sleeper.RunID, done.RunID, h.id("missing")}); err != nil {
+		h.Fatal(err)
+	}
+	if r := h.run(p.RunID); r.Status != engine.StatusQueued || r.Waiting != "" {
+		h.Fatalf("woken event waiter = %+v; want queued", r)
+	}
+	if r := h.run(sleeper.RunID); r.Status != engine.StatusWaiting {
+		h.Fatalf("woken sleeper = %+v; want still waiting", r)
+	}
+	if r := h.run(done.RunID); r.Status != engine.StatusSucceeded {
+		h.Fatalf("woken ended run = %+v", r)
+	}
+	st2 := h.start("w", h.only(h.read("t", "w"), p.RunID))
+	if !st2.Started || st2.Attempt != 2 {
+		h.Fatalf("start of the woken run = %+v", st2)
+	}
 }

@@ -177,23 +177,23 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
       -- Neither a failure nor a delivery that counts (start.lua subtracts
       -- RUN_WAITS), and the key stays held as through a retry.
       if began then
-        redis.call('HSET', run_key, RUN_STATUS, 'waiting', RUN_WAITING, payload, RUN_ENTRY, '',
+        redis.call('HSET', run_key, RUN_STATUS, STATUS_WAITING, RUN_WAITING, payload, RUN_ENTRY, '',
           RUN_ATTEMPT, attempt, RUN_STARTED, began, RUN_CONSUMER, consumer)
       else
-        redis.call('HSET', run_key, RUN_STATUS, 'waiting', RUN_WAITING, payload, RUN_ENTRY, '')
+        redis.call('HSET', run_key, RUN_STATUS, STATUS_WAITING, RUN_WAITING, payload, RUN_ENTRY, '')
       end
       redis.call('HINCRBY', run_key, RUN_WAITS, 1)
-      -- A signal that came while this attempt ran (see taskq_wake) ends a
-      -- signal wait before it starts: the run is queued again at once.
-      if string.sub(payload, 1, #WAIT_SIGNAL_PREFIX) == WAIT_SIGNAL_PREFIX and
-          redis.call('HGET', run_key, RUN_WAKE) == attempt then
+      -- A wake that came while this attempt ran (see taskq_wake) ends a
+      -- signal or event wait before it starts: the run is queued again at
+      -- once.
+      if taskq_wakeable(payload) and redis.call('HGET', run_key, RUN_WAKE) == attempt then
         redis.call('HDEL', run_key, RUN_WAITING)
         taskq_requeue_entry(taskq_key_stream(prefix, task), run_key, run_id)
         c, v = 1, 'queued'
         break
       end
       redis.call('ZADD', KEYS[KEY_RETRY], retry_at, run_id)
-      c, v = 1, 'waiting'
+      c, v = 1, STATUS_WAITING
       break
     end
     local x = r[3]

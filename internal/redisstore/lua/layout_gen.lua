@@ -107,11 +107,17 @@ local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lu
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
 local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
 local RUN_WAITS = 'waits' -- attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
-local RUN_WAKE = 'wake' -- the attempt a wake (a signal) came during: that attempt's signal wait does not wait (absent before the first)
+local RUN_WAKE = 'wake' -- the attempt a wake (a signal, an event) came during: that attempt's signal or event wait does not wait (absent before the first)
 
--- What a waiting run waits for (runWaiting) starts with this when a signal
--- wakes it before its due time (engine.WaitSignalPrefix).
+-- The status of a run whose handler waits durably (engine.StatusWaiting),
+-- named once as it is also the name of the field runWaiting.
+local STATUS_WAITING = 'waiting'
+
+-- What a waiting run waits for (runWaiting) starts with one of these when
+-- a wake (a signal, an event of the key it waits for) ends its wait before
+-- its due time (engine.WaitSignalPrefix, engine.WaitEventPrefix).
 local WAIT_SIGNAL_PREFIX = 'signal'
+local WAIT_EVENT_PREFIX = 'event'
 
 -- Fields of a run record written before runSpec held its settings, one
 -- field each: read only to make such a record's spec (taskq_record_spec in
@@ -685,6 +691,17 @@ local ITEM_ARG_RUN_ID = 1 -- run ID
 local ITEM_ARG_IDEMPOTENCY_KEY = 2 -- idempotency key ("" when not deduplicated)
 local ITEM_ARG_SPEC = 3 -- the run's settings (a spec of specSettings values)
 local ITEM_ARG_COUNT = 4
+
+-- @script wake
+-- wake.lua: runs of one partition, any number per call.
+local KEY_RETRY = 1 -- retry zset
+local KEY_COUNT = 1
+local ARG_PREFIX = 1 -- key prefix taskq:{ns}:
+local ARG_COUNT = 1 -- ARGV before the first run's
+
+-- wake.lua: ARGV of one run.
+local ITEM_ARG_RUN_ID = 0 -- run ID
+local ITEM_ARG_COUNT = 1
 
 -- @script watch
 -- watch.lua.
