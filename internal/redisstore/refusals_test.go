@@ -446,7 +446,7 @@ var scriptCases = []scriptCase{
 		st := f.running(p, "w")
 		f.finish(p.RunID, st.Attempt, engine.OutcomeWait, engine.WaitEventPrefix+" k")
 		return prepared{
-			call: func(s *redisstore.Store) error { return s.WakeRuns(f.ctx, []string{p.RunID}) },
+			call:  func(s *redisstore.Store) error { return s.WakeRuns(f.ctx, []string{p.RunID}) },
 			wrong: f.k.Run(p.RunID),
 			done:  func() bool { return f.b.Client.HGet(f.ctx, f.k.Run(p.RunID), "status").Val() == "queued" },
 		}
