@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,9 +30,6 @@ import (
 // timeout without what it waited for.
 var ErrWaitTimeout = errors.New("durable wait timed out")
 
-// ErrNondeterministic matches every *NondeterminismError.
-var ErrNondeterministic = errors.New("handler is not deterministic")
-
 // NondeterminismError says a handler made another durable wait at the
 // same place than an earlier run of the same attempt history recorded:
 // its code changed between attempts, or it chose its waits from something
@@ -51,9 +49,6 @@ func (e *NondeterminismError) Error() string {
 		"the handler must make the same waits in the same order on every attempt", e.RunID, e.Wait, e.Recorded, e.Made)
 }
 
-// Is makes errors.Is(err, ErrNondeterministic) hold.
-func (e *NondeterminismError) Is(target error) bool { return target == ErrNondeterministic }
-
 // suspension ends a handler that waits durably: the value its wait panics
 // with, recovered where the handler is called (see call), so that no code
 // of the handler runs after it.
@@ -64,17 +59,19 @@ type suspension struct {
 
 func (s *suspension) Error() string { return "worker: run suspended: " + s.reason }
 
-// waitRecord is what a durable wait stores at its place, once: its kind
-// and when it ends (unix ms, 0 for none).
+// waitRecord is what a durable wait stores at its place, once: its kind,
+// when it ends (unix ms, 0 for none) and when it began (unix ms).
 type waitRecord struct {
 	Kind  string `json:"kind"`
 	Until int64  `json:"until,omitempty"`
+	Since int64  `json:"since,omitempty"`
 }
 
-// waitDone is how a signal wait ended, stored once so that every later
-// run of the handler gets the same answer.
+// waitDone is how a signal or event wait ended, stored once so that every
+// later run of the handler gets the same answer.
 type waitDone struct {
 	Signal   *Signal `json:"signal,omitempty"`
+	Event    *Event  `json:"event,omitempty"`
 	Cursor   string  `json:"cursor,omitempty"`
 	TimedOut bool    `json:"timedOut,omitempty"`
 }
@@ -83,6 +80,7 @@ type waitDone struct {
 const (
 	waitSleep  = "sleep"
 	waitSignal = engine.WaitSignalPrefix
+	waitEvent  = engine.WaitEventPrefix
 )
 
 // SleepFor sleeps durably for d: see SleepUntil.
@@ -154,7 +152,7 @@ func (c *runContext) nextWait(kind string, until time.Time) (int, waitRecord, er
 	c.waits++
 	n := c.waits
 	c.sigMu.Unlock()
-	rec := waitRecord{Kind: kind}
+	rec := waitRecord{Kind: kind, Since: c.clock().UnixMilli()}
 	if !until.IsZero() {
 		rec.Until = until.UnixMilli()
 	}
@@ -259,4 +257,149 @@ func (c *runContext) waitSignal(timeout time.Duration) (Signal, error) {
 		return Signal{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
 	}
 	return finish(d)
+}
+
+// Event is an event a durable wait received (see WaitForEvent).
+type Event struct {
+	ID       string          `json:"id"`
+	Key      string          `json:"key"`
+	Payload  json.RawMessage `json:"payload"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Time     time.Time       `json:"time"`
+}
+
+// eventClockSkew is how much earlier than the wait's beginning an event
+// may be stamped and still count: events are stamped by the clock of the
+// process that pushed them, the wait's beginning by the worker's.
+const eventClockSkew = 2 * time.Second
+
+// eventScanMax bounds the events of the key one run of the handler looks
+// through for a match, newest back to the wait's beginning.
+const eventScanMax = 10000
+
+// WaitForEvent waits durably for an event of key (pushed with
+// events.Ingester.Push, taskq events push or POST /api/v1/events) whose
+// payload passes filter, a CEL expression over input (the payload) and
+// metadata that yields a bool ("" takes any event of the key), and returns
+// it. Events pushed since the wait began count (give or take
+// eventClockSkew, 2 s, for the clocks of different hosts). While it waits
+// the run gives its slot back, with status waiting ("event <key>"); each
+// push of the key queues it again, and its handler's next run looks for a
+// match. With timeout > 0 the wait ends after timeout with an error
+// matching ErrWaitTimeout; 0 waits without a limit. A filter that does not
+// compile, or does not yield a bool, is an error naming it.
+func WaitForEvent(ctx Context, key, filter string, timeout time.Duration) (Event, error) {
+	c, err := durableOf(ctx)
+	if err != nil {
+		return Event{}, err
+	}
+	if key == "" {
+		return Event{}, errors.New("worker: WaitForEvent: the event key must not be empty")
+	}
+	match, err := compileEventFilter(filter)
+	if err != nil {
+		return Event{}, err
+	}
+	var until time.Time
+	if timeout > 0 {
+		until = c.clock().Add(timeout)
+	}
+	n, rec, err := c.nextWait(waitEvent, until)
+	if err != nil {
+		return Event{}, err
+	}
+	doneName := waitStepName(n) + "/done"
+	finish := func(d waitDone) (Event, error) {
+		if d.TimedOut || d.Event == nil {
+			return Event{}, fmt.Errorf("worker: durable wait %d for an event of %q: %w", n, key, ErrWaitTimeout)
+		}
+		return *d.Event, nil
+	}
+	if stored, ok, err := c.store.StepResult(c, c.runID, doneName); err != nil {
+		return Event{}, fmt.Errorf("worker: durable wait %d: %w", n, err)
+	} else if ok {
+		var d waitDone
+		if err := json.Unmarshal(stored, &d); err != nil {
+			return Event{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
+		}
+		return finish(d)
+	}
+	// Registered before looking, so that an event pushed after the look
+	// wakes the run (even before it has suspended: see WakeRuns).
+	if err := c.store.AddEventWaiter(c, key, c.runID, c.clock()); err != nil {
+		return Event{}, fmt.Errorf("worker: durable wait %d: register: %w", n, err)
+	}
+	ev, err := c.firstEvent(key, time.UnixMilli(rec.Since).Add(-eventClockSkew), match)
+	if err != nil {
+		return Event{}, fmt.Errorf("worker: durable wait %d for an event of %q: %w", n, key, err)
+	}
+	var d waitDone
+	switch {
+	case ev != nil:
+		d = waitDone{Event: ev}
+	case rec.Until > 0 && !c.clock().Before(time.UnixMilli(rec.Until)):
+		d = waitDone{TimedOut: true}
+	default:
+		var due time.Time
+		if rec.Until > 0 {
+			due = time.UnixMilli(rec.Until)
+		}
+		panic(&suspension{until: due, reason: waitEvent + " " + key})
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return Event{}, err
+	}
+	stored, err := c.store.SaveStepResult(c, c.runID, doneName, raw)
+	if err != nil {
+		return Event{}, fmt.Errorf("worker: durable wait %d: %w", n, err)
+	}
+	if err := json.Unmarshal(stored, &d); err != nil {
+		return Event{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
+	}
+	return finish(d)
+}
+
+// firstEvent returns the oldest event of key stamped at or after since
+// that match accepts, or nil.
+func (c *runContext) firstEvent(key string, since time.Time, match func(payload, meta []byte) (bool, error)) (*Event, error) {
+	var ids []string
+	var after *engine.IndexEntry
+	for len(ids) < eventScanMax {
+		page, err := c.store.PageEvents(c, key, after, 100)
+		if err != nil {
+			return nil, err
+		}
+		done := len(page) < 100
+		for _, e := range page {
+			if e.Score < since.UnixMilli() {
+				done = true
+				break
+			}
+			ids = append(ids, e.ID)
+		}
+		if done || len(page) == 0 {
+			break
+		}
+		after = &page[len(page)-1]
+	}
+	slices.Reverse(ids) // oldest first
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 100)]
+		ids = ids[len(chunk):]
+		evs, err := c.store.GetEvents(c, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range evs {
+			ok, err := match(e.Payload, e.Meta)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return &Event{ID: e.ID, Key: e.Key, Payload: e.Payload, Metadata: e.Meta, Time: e.Created}, nil
+			}
+		}
+	}
+	return nil, nil
 }

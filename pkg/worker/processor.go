@@ -404,7 +404,8 @@ func (p *processor) process(j runJob) {
 		f.Payload = []byte(herr.Error())
 		fails := st.Spec.Fails + 1
 		var nr *nonRetryableError
-		if fails <= st.Spec.Retries && !errors.As(herr, &nr) && !errors.Is(herr, ErrNondeterministic) {
+		var nd *NondeterminismError
+		if fails <= st.Spec.Retries && !errors.As(herr, &nr) && !errors.As(herr, &nd) {
 			f.Outcome = engine.OutcomeRetry
 			f.RetryAt = p.clock.Now().Add(taskdef.Delay(reg.def.Backoff, fails))
 		} else {

@@ -85,6 +85,8 @@ func TestMain(m *testing.M) {
 		os.Exit(concurrencyWorker())
 	case "nap":
 		os.Exit(napWorker())
+	case "stock":
+		os.Exit(stockWorker())
 	default:
 		os.Exit(hangingWorker())
 	}
