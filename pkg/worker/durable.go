@@ -83,27 +83,19 @@ const (
 	waitEvent  = engine.WaitEventPrefix
 )
 
-// SleepFor sleeps durably for d: see SleepUntil.
+// SleepFor sleeps durably for d. The run gives its slot back and waits,
+// with status waiting; when d has passed it is queued again and its
+// handler runs again, and this call returns nil. The time it wakes is
+// fixed by the first run of the handler that reaches this wait (now + d
+// then): a later run does not sleep again, so SleepFor(ctx, time.Until(t))
+// sleeps until t. It returns an error only when the sleep could not be
+// recorded, or a *NondeterminismError.
 func SleepFor(ctx Context, d time.Duration) error {
 	c, err := durableOf(ctx)
 	if err != nil {
 		return err
 	}
 	return c.sleep(c.clock().Add(d))
-}
-
-// SleepUntil sleeps durably until t. The run gives its slot back and
-// waits, with status waiting; at t it is queued again and its handler runs
-// again, and this call returns nil once t has passed. The time is fixed
-// by the first run of the handler that reaches this wait: a later run
-// does not sleep again. It returns an error only when the sleep could not
-// be recorded, or a *NondeterminismError.
-func SleepUntil(ctx Context, t time.Time) error {
-	c, err := durableOf(ctx)
-	if err != nil {
-		return err
-	}
-	return c.sleep(t)
 }
 
 // WaitForSignal waits durably for the run's next signal (client

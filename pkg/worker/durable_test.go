@@ -94,7 +94,7 @@ func TestSleepingRunsHoldNoSlot(t *testing.T) {
 	var woke atomic.Int32
 	startWorker(t, b, worker.Options{Concurrency: 10}, func(w *worker.Worker) {
 		worker.Handle(w, sleeper, func(ctx worker.Context, x in) (out, error) {
-			if err := worker.SleepUntil(ctx, wake); err != nil {
+			if err := worker.SleepFor(ctx, time.Until(wake)); err != nil {
 				return out{}, err
 			}
 			woke.Add(1)
