@@ -183,7 +183,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"keys", "get", "k", "--yes"}, "unknown flag: --yes"},
 		{[]string{"runs", "ls", "--limit", "abc"}, `invalid argument "abc" for "--limit" flag`},
 		{[]string{"runs", "ls", "--limit", "0"}, "invalid --limit 0: must be at least 1"},
-		{[]string{"runs", "ls", "--status", "done"}, `invalid --status "done": use one of queued, running, succeeded, failed, cancelled`},
+		{[]string{"runs", "ls", "--status", "done"}, `invalid --status "done": use one of queued, running, waiting, succeeded, failed, cancelled`},
 		{[]string{"runs", "result", "x", "--wait", "soon"}, `invalid argument "soon" for "--wait" flag`},
 		{[]string{"runs", "result", "x", "--wait", "-1s"}, "invalid --wait -1s: must not be negative"},
 		{[]string{"runs", "trigger", "t", "--input", "{nope"}, "--input is not valid JSON"},

@@ -22,7 +22,7 @@ import (
 
 // runStatuses are the values --status accepts.
 var runStatuses = []string{
-	string(client.StatusQueued), string(client.StatusRunning), string(client.StatusSucceeded),
+	string(client.StatusQueued), string(client.StatusRunning), string(client.StatusWaiting), string(client.StatusSucceeded),
 	string(client.StatusFailed), string(client.StatusCancelled),
 }
 

@@ -229,6 +229,19 @@ type Events interface {
 	// SetFanoutHooks installs the hooks a fan-out calls: for tests and
 	// fault tooling that stop a fan-out between its steps.
 	SetFanoutHooks(h *FanoutHooks)
+	// AddEventWaiter registers runID as waiting durably for the next event
+	// of eventKey.
+	AddEventWaiter(ctx context.Context, eventKey, runID string, now time.Time) error
+	// TakeEventWaiters returns, and forgets, the runs registered for an
+	// event of any of eventKeys; whoever pushed the events wakes them
+	// (WakeRuns).
+	TakeEventWaiters(ctx context.Context, eventKeys []string) ([]string, error)
+	// WakeRuns wakes runs whose handlers wait for a signal or an event
+	// (StatusWaiting with such a Waiting: queued again at once) or may be
+	// about to (a wake during an attempt ends that attempt's signal or
+	// event wait before it waits). Missing, ended and sleeping runs are
+	// left alone.
+	WakeRuns(ctx context.Context, runIDs []string) error
 }
 
 // Schedules stores cron schedules and their cursors.

@@ -10,6 +10,21 @@ const (
 	OutcomeSucceeded Outcome = "succeeded"
 	OutcomeFailed    Outcome = "failed"
 	OutcomeRetry     Outcome = "retry"
+	// OutcomeWait suspends the run: its handler waits durably (a sleep, a
+	// signal) and gives its slot back. The run's status becomes
+	// StatusWaiting until RetryAt, or until a signal when Payload (what it
+	// waits for, shown as the run's Waiting) starts with WaitSignalPrefix;
+	// then it is queued again and its handler replays. A wait is not a
+	// failure and does not count toward the run's maximum deliveries.
+	OutcomeWait Outcome = "wait"
+)
+
+// What a waiting run waits for (its Waiting) starts with one of these
+// when a wake ends its wait before its due time: a signal to the run, or
+// an event of the key it waits for (Runs.WakeRuns).
+const (
+	WaitSignalPrefix = "signal"
+	WaitEventPrefix  = "event"
 )
 
 // FinishParams report the end of an attempt.
@@ -19,6 +34,8 @@ type FinishParams struct {
 	Outcome Outcome
 	// Payload is the result JSON on success, the error message otherwise.
 	Payload []byte
+	// RetryAt is when a retried run is queued again, or when a waiting run
+	// wakes (OutcomeWait).
 	RetryAt time.Time
 	Now     time.Time
 	// Task, EntryID and Spec come from the delivery and its start. With

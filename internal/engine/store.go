@@ -21,8 +21,11 @@ const MaxSignalsDefault = 10000
 
 // Run statuses as stored.
 const (
-	StatusQueued    = "queued"
-	StatusRunning   = "running"
+	StatusQueued  = "queued"
+	StatusRunning = "running"
+	// StatusWaiting: the run's handler waits durably (see OutcomeWait);
+	// no worker holds it until it is queued again.
+	StatusWaiting   = "waiting"
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
 	StatusCancelled = "cancelled"

@@ -79,14 +79,15 @@ func (q query) time(name string) (time.Time, *apiError) {
 	return t, nil
 }
 
-// status reads ?status=: one of the five statuses.
+// status reads ?status=: one of the six statuses.
 func (q query) status() (client.Status, *apiError) {
 	s := q.v.Get("status")
 	switch st := client.Status(s); st {
-	case "", client.StatusQueued, client.StatusRunning, client.StatusSucceeded, client.StatusFailed, client.StatusCancelled:
+	case "", client.StatusQueued, client.StatusRunning, client.StatusWaiting, client.StatusSucceeded, client.StatusFailed,
+		client.StatusCancelled:
 		return st, nil
 	}
-	return "", badParam("status", "is %s; use queued, running, succeeded, failed or cancelled", quote(s))
+	return "", badParam("status", "is %s; use queued, running, waiting, succeeded, failed or cancelled", quote(s))
 }
 
 // runFilter reads the filters of a runs listing (and of a bulk action's

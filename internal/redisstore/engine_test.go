@@ -13,6 +13,13 @@ func TestLayoutFollowsTheEngine(t *testing.T) {
 	if maxAttemptRecords != engine.MaxAttemptRecords {
 		t.Errorf("maxAttemptRecords %d, engine.MaxAttemptRecords %d", maxAttemptRecords, engine.MaxAttemptRecords)
 	}
+	if statusWaiting != engine.StatusWaiting {
+		t.Errorf("statusWaiting %q, engine.StatusWaiting %q", statusWaiting, engine.StatusWaiting)
+	}
+	if waitSignalPrefix != engine.WaitSignalPrefix || waitEventPrefix != engine.WaitEventPrefix {
+		t.Errorf("wait prefixes %q, %q; engine %q, %q", waitSignalPrefix, waitEventPrefix, engine.WaitSignalPrefix,
+			engine.WaitEventPrefix)
+	}
 	spans := []struct {
 		ms   int64
 		want time.Duration

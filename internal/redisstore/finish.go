@@ -54,11 +54,11 @@ func (s *Store) FinishBatch(ctx context.Context, ps []*engine.FinishParams) ([]e
 		script: finishScript,
 		part: func(parts *Partitions, p *engine.FinishParams) (int, error) {
 			switch p.Outcome {
-			case engine.OutcomeSucceeded, engine.OutcomeFailed, engine.OutcomeRetry:
+			case engine.OutcomeSucceeded, engine.OutcomeFailed, engine.OutcomeRetry, engine.OutcomeWait:
 				return runPartition(parts, p.RunID)
 			}
-			return 0, fmt.Errorf("redisstore: finish %s: outcome %q is none of %s, %s and %s", p.RunID, p.Outcome,
-				engine.OutcomeSucceeded, engine.OutcomeFailed, engine.OutcomeRetry)
+			return 0, fmt.Errorf("redisstore: finish %s: outcome %q is none of %s, %s, %s and %s", p.RunID, p.Outcome,
+				engine.OutcomeSucceeded, engine.OutcomeFailed, engine.OutcomeRetry, engine.OutcomeWait)
 		},
 		split: beganBy,
 		call:  finishCall,
@@ -92,7 +92,10 @@ func finishCall(ks Keys, ps []*engine.FinishParams) ([]string, []any) {
 	args := append(make([]any, 0, finishArgCount+finishItemArgCount*len(ps)), ha[1:]...)
 	for _, p := range ps {
 		outcome := string(p.Outcome)
-		if p.Outcome == engine.OutcomeRetry {
+		switch {
+		case p.Outcome == engine.OutcomeWait && p.RetryAt.IsZero():
+			outcome += " +inf" // a wait without a timeout: only a signal wakes it
+		case p.Outcome == engine.OutcomeRetry || p.Outcome == engine.OutcomeWait:
 			outcome += " " + strconv.FormatInt(unixMS(p.RetryAt), 10)
 		}
 		a := [finishItemArgCount]any{

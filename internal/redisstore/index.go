@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -236,7 +237,8 @@ func (s *Store) GetRuns(ctx context.Context, ids []string) ([]*engine.Run, []tim
 		if h := recs[i].Val(); len(h) > 0 {
 			runs[i] = parseRun(id, h)
 		}
-		if v, err := dues[i].Result(); err == nil {
+		// A wait without a timeout has no due time (+inf).
+		if v, err := dues[i].Result(); err == nil && !math.IsInf(v, 1) {
 			due[i] = fromMS(int64(v))
 		}
 	}

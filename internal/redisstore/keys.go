@@ -152,6 +152,10 @@ func (k Keys) Workers() string { return k.home + keyWorkers }
 // the home partition, beside UISessionGeneration.
 func (k Keys) UISession(id string) string { return k.home + keyUISession + id }
 
+// EventWaiters are the runs waiting for an event of eventKey: always in
+// the home partition.
+func (k Keys) EventWaiters(eventKey string) string { return k.home + keyEventWaiters + eventKey }
+
 // UISessionGeneration is the counter that "sign out everywhere" raises:
 // always in the home partition.
 func (k Keys) UISessionGeneration() string { return k.home + keyUISessionGen }

@@ -118,11 +118,12 @@ const (
 	keyUISession     = "uisession:"   // string taskq:{ns}:uisession:<session id>: a live dashboard session, the sign-out generation it began in, expiring with it
 	keyUISessionGen  = "uisessiongen" // string taskq:{ns}:uisessiongen: the dashboard's sign-out generation, raised by "sign out everywhere"
 	keyPaused        = "paused"       // hash  taskq:{ns}:paused: paused tasks, each with when it was paused (unix ms)
+	keyEventWaiters  = "waiters:"     // hash  taskq:{ns}:waiters:<event key>: runs whose handlers wait durably for an event of the key (field run id, value when registered, ms), taken by the next push of the key
 )
 
 // Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
 // keyWorkers, keyMeta, keySchedule, keySchedules, keyUISession,
-// keyUISessionGen and keyPaused. Every other key is per partition: a run, its key,
+// keyUISessionGen, keyPaused and keyEventWaiters. Every other key is per partition: a run, its key,
 // signals, steps and notices live in the run's partition (see RunPartition),
 // and every partition has its own task streams, retry zset, runs and events
 // indexes.
@@ -155,7 +156,7 @@ const noMeta = "{}"
 //taskq:lua const
 const (
 	runTask           = "task"     // task name
-	runStatus         = "status"   // queued | running | succeeded | failed | cancelled
+	runStatus         = "status"   // queued | running | waiting | succeeded | failed | cancelled
 	runInput          = "input"    // input (JSON)
 	runMeta           = "meta"     // additional metadata (JSON), absent for none (noMeta)
 	runIdempotencyKey = "key"      // idempotency key as the user sees it, absent when not deduplicated ("")
@@ -171,7 +172,27 @@ const (
 	runFlags          = "x"        // one letter per optional part the run has: s signals, t steps, a attempts, w watched, d children
 	runRetryOf        = "retryof"  // the run this run retries (set by link_retry.lua)
 	runRetriedBy      = "retried"  // the run that retried this run (set by link_retry.lua)
-	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
+	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
+	runWaits          = "waits"    // attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
+	runWake           = "wake"     // the attempt a wake (a signal, an event) came during: that attempt's signal or event wait does not wait (absent before the first)
+)
+
+// The status of a run whose handler waits durably (engine.StatusWaiting),
+// named once as it is also the name of the field runWaiting.
+//
+//taskq:lua const
+const (
+	statusWaiting = "waiting"
+)
+
+// What a waiting run waits for (runWaiting) starts with one of these when
+// a wake (a signal, an event of the key it waits for) ends its wait before
+// its due time (engine.WaitSignalPrefix, engine.WaitEventPrefix).
+//
+//taskq:lua const
+const (
+	waitSignalPrefix = "signal"
+	waitEventPrefix  = "event"
 )
 
 // Fields of a run record written before runSpec held its settings, one
@@ -416,7 +437,7 @@ const (
 const (
 	finishItemArgRunID          = iota // run ID
 	finishItemArgAttempt               // attempt (fencing token)
-	finishItemArgOutcome               // succeeded | failed | "retry <due unix ms>"
+	finishItemArgOutcome               // succeeded | failed | "retry <due unix ms>" | "wait <due unix ms>"
 	finishItemArgPayload               // result JSON or error message
 	finishItemArgNow                   // when the attempt ended (unix ms)
 	finishItemArgTask                  // task name, from the delivery ("" to read the record)
@@ -487,6 +508,24 @@ const (
 	heartbeatItemArgRunID          // run ID
 	heartbeatItemArgAttempt        // attempt (fencing token)
 	heartbeatItemArgCount
+)
+
+// wake.lua: runs of one partition, any number per call.
+//
+//taskq:lua script wake
+const (
+	wakeKeyRetry  = 1 // retry zset
+	wakeKeyCount  = 1
+	wakeArgPrefix = 1 // key prefix taskq:{ns}:
+	wakeArgCount  = 1 // ARGV before the first run's
+)
+
+// wake.lua: ARGV of one run.
+//
+//taskq:lua script wake
+const (
+	wakeItemArgRunID = iota // run ID
+	wakeItemArgCount
 )
 
 // promote.lua.

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -34,9 +35,11 @@ func (s *Store) PromoteDue(ctx context.Context, part int, now time.Time, limit i
 	if err != nil || len(r) < 2 {
 		return 0, time.Time{}, fmt.Errorf("redisstore: promote: unexpected reply %v", v)
 	}
+	// A wait without a timeout (+inf) is never due: only a signal wakes it.
 	if due := asString(r[1]); due != "" {
-		ms, _ := strconv.ParseFloat(due, 64)
-		next = fromMS(int64(ms))
+		if ms, err := strconv.ParseFloat(due, 64); err == nil && !math.IsInf(ms, 1) {
+			next = fromMS(int64(ms))
+		}
 	}
 	return int(asInt(r[0])), next, nil
 }

@@ -441,6 +441,16 @@ var scriptCases = []scriptCase{
 			done:  func() bool { return f.b.Client.XLen(f.ctx, f.k.Signals(p.RunID)).Val() == 1 },
 		}
 	}},
+	{"wake", true, func(f *fixture) prepared {
+		p := f.params("t", "k", engine.StrategyStatus)
+		st := f.running(p, "w")
+		f.finish(p.RunID, st.Attempt, engine.OutcomeWait, engine.WaitEventPrefix+" k")
+		return prepared{
+			call:  func(s *redisstore.Store) error { return s.WakeRuns(f.ctx, []string{p.RunID}) },
+			wrong: f.k.Run(p.RunID),
+			done:  func() bool { return f.b.Client.HGet(f.ctx, f.k.Run(p.RunID), "status").Val() == "queued" },
+		}
+	}},
 	{"save_step", false, func(f *fixture) prepared {
 		p := f.params("t", "k", engine.StrategyStatus)
 		f.running(p, "w")

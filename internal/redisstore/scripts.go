@@ -72,7 +72,7 @@ var allScripts = []*script{
 	rescheduleScript,
 	saveScheduleScript, pauseScheduleScript, deleteScheduleScript, advanceScheduleScript,
 	concurrencyAcquireScript, concurrencyReleaseScript, concurrencyRenewScript, concurrencyParkScript,
-	concurrencyUnparkScript, takeParkedScript,
+	concurrencyUnparkScript, takeParkedScript, wakeScript,
 	recordChildrenScript, takeCascadesScript,
 }
 

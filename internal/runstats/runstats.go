@@ -77,6 +77,8 @@ func (r *Recorder) Ran(now time.Time, task string, outcome engine.Outcome, d tim
 		kind = engine.StatsKindFailed
 	case engine.OutcomeRetry:
 		kind = engine.StatsKindRetried
+	case engine.OutcomeWait:
+		return // the run goes on: it is counted when it ends
 	}
 	r.add(engine.StatsCounter{Minute: engine.StatsMinuteOf(now), Task: task, Kind: kind,
 		Bucket: engine.StatsBucket(d.Milliseconds())}, 1)

@@ -376,7 +376,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	// The overview counts by task and status.
 	admin.do("open the overview", chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(chromedp.ID("overview")))
 	admin.waitJS("the order task's counts", `document.querySelector('#overview').textContent.includes('ui-order')`)
-	admin.waitJS("the webhook run succeeded", `[...document.querySelectorAll('#overview tr')].some(tr => tr.textContent.includes('ui-webhook') && tr.children[3].textContent.trim() === '1')`)
+	admin.waitJS("the webhook run succeeded", `[...document.querySelectorAll('#overview tr')].some(tr => tr.textContent.includes('ui-webhook') && tr.children[4].textContent.trim() === '1')`)
 	admin.shot("overview")
 	admin.do("open the workers", chromedp.Navigate(e.url+"/ui/workers"), chromedp.WaitVisible(chromedp.ID("workers")))
 	admin.waitJS("the worker listed live", `[...document.querySelectorAll('#workers tr.worker')].some(tr => tr.textContent.includes('ui-test-worker') && tr.textContent.includes('live'))`)

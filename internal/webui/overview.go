@@ -12,7 +12,8 @@ import (
 
 // statuses are the run statuses in the order the dashboard shows them.
 func statuses() []client.Status {
-	return []client.Status{client.StatusQueued, client.StatusRunning, client.StatusSucceeded, client.StatusFailed, client.StatusCancelled}
+	return []client.Status{client.StatusQueued, client.StatusRunning, client.StatusWaiting, client.StatusSucceeded, client.StatusFailed,
+		client.StatusCancelled}
 }
 
 // taskCounts are one task's runs, as Inspector.CountRuns counted them.

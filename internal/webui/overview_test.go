@@ -34,13 +34,13 @@ func TestTheOverviewCountsByTaskStatusAndTheLastHour(t *testing.T) {
 		end := strings.Index(p.body[i:], "</tr>")
 		return cells.ReplaceAllString(p.body[i:i+end], "|")
 	}
-	// queued 2, running 0, succeeded 0, failed 0, cancelled 1; created in
-	// the last hour 3; failure rate 0 of 1 ended.
-	if got, want := row(), "|2|0|0|0|1|3|0.0%|"; !strings.Contains(got, want) {
+	// queued 2, running 0, waiting 0, succeeded 0, failed 0, cancelled 1;
+	// created in the last hour 3; failure rate 0 of 1 ended.
+	if got, want := row(), "|2|0|0|0|0|1|3|0.0%|"; !strings.Contains(got, want) {
 		t.Errorf("the order task's row reads %q, want %q", got, want)
 	}
 	clock.Add(2 * time.Hour)
-	if got, want := row(), "|2|0|0|0|1|0|-|"; !strings.Contains(got, want) {
+	if got, want := row(), "|2|0|0|0|0|1|0|-|"; !strings.Contains(got, want) {
 		t.Errorf("two hours later the order task's row reads %q, want %q", got, want)
 	}
 }

@@ -256,6 +256,8 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request, s *session) {
 	switch {
 	case run.Scheduled:
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "due: queued at its scheduled time (RunAt, RunIn)"})
+	case run.ScheduledAt != nil && run.Status == client.StatusWaiting:
+		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "wakes: the handler's durable wait (" + run.Waiting + ") ends"})
 	case run.ScheduledAt != nil && run.Waiting != "":
 		d.Timeline = append(d.Timeline, moment{*run.ScheduledAt, "tried again: held back by " + run.Waiting})
 	case run.ScheduledAt != nil:

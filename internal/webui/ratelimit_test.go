@@ -55,3 +55,39 @@ func TestTheRunPageSaysWhichRateLimitARunWaitsFor(t *testing.T) {
 		t.Errorf("the scheduled runs list %d runs, want none: a rate limit deferred the only run", len(page.Items))
 	}
 }
+
+// The run page of a run whose handler waits durably says so: status
+// waiting, what it waits for, and when it wakes.
+func TestTheRunPageSaysWhatAWaitingRunWaitsFor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, redistest.Mini(t), envOptions{})
+	run := e.trigger(ctx, order{ID: "nap-1", Amount: 1})
+	st := clientlink.Store(e.c)
+	if err := st.EnsureGroup(ctx, orderTask.Name()); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := st.ReadGroup(ctx, 0, "w", []string{orderTask.Name()}, 10, 0)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("read = %v, %v", ds, err)
+	}
+	now := time.Now()
+	sts, errs := st.StartBatch(ctx, "w", now, ds)
+	if errs[0] != nil || !sts[0].Started {
+		t.Fatalf("start = %+v, %v", sts, errs)
+	}
+	res, errs := st.FinishBatch(ctx, []*engine.FinishParams{{RunID: run, Attempt: sts[0].Attempt, Outcome: engine.OutcomeWait,
+		Payload: []byte("sleep until tomorrow"), RetryAt: now.Add(24 * time.Hour), Now: now}})
+	if errs[0] != nil || !res[0].Written {
+		t.Fatalf("wait = %+v, %v", res, errs)
+	}
+	admin := e.browser()
+	admin.signIn(testToken)
+	p := admin.get("/ui/runs/" + run)
+	for _, want := range []string{`status-waiting`, `<dt>Waits for</dt><dd id="run-waiting">sleep until tomorrow</dd>`,
+		`<dt>Wakes</dt>`, "wakes: the handler&#39;s durable wait"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the run page of a waiting run lacks %q:\n%s", want, p.body)
+		}
+	}
+}

@@ -174,7 +174,7 @@ func (c *Client) spawn(ctx context.Context, req clientlink.SpawnRequest) ([]stri
 	// triggers them again and finds them.
 	_ = c.store.MarkChildrenCreated(ctx, req.Parent, created)
 	if len(short) > 0 {
-		other = append(other, notDurable(def.Name, short, shortAt))
+		other = append(other, notDurableBatch(def.Name, short, shortAt))
 	}
 	return ids, errors.Join(other...)
 }

@@ -13,10 +13,13 @@ import (
 // Status is a run's status.
 type Status string
 
-// Run statuses. A run being retried is StatusQueued with Attempt > 0.
+// Run statuses. A run being retried is StatusQueued with Attempt > 0. A
+// run whose handler waits durably (worker.SleepFor, worker.WaitForSignal)
+// is StatusWaiting, with what it waits for in RunInfo.Waiting.
 const (
 	StatusQueued    Status = engine.StatusQueued
 	StatusRunning   Status = engine.StatusRunning
+	StatusWaiting   Status = engine.StatusWaiting
 	StatusSucceeded Status = engine.StatusSucceeded
 	StatusFailed    Status = engine.StatusFailed
 	StatusCancelled Status = engine.StatusCancelled
@@ -62,7 +65,8 @@ type RunInfo struct {
 	Parent string `json:"parent,omitempty"`
 	// Waiting says why a queued run is held back before its start, such
 	// as `rate limit "emails" key "acme"` or `concurrency group "acme" (2/2
-	// running)`; "" when it is not held back.
+	// running)`, or what a StatusWaiting run's handler waits for: "sleep
+	// until <time>" or "signal"; "" otherwise.
 	Waiting string `json:"waiting,omitempty"`
 	// Attempts are the run's attempts, oldest first: each one that
 	// failed, was retried, lapsed or was given back at its worker's
@@ -97,7 +101,7 @@ func runInfo(r *engine.Run) *RunInfo {
 	if r.Strategy != engine.StrategyNone {
 		info.Strategy = string(r.Strategy)
 	}
-	if r.Status == engine.StatusQueued {
+	if r.Status == engine.StatusQueued || r.Status == engine.StatusWaiting {
 		info.Waiting = r.Waiting
 	}
 	return info

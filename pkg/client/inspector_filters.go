@@ -177,10 +177,10 @@ func (w window) cut(es []engine.IndexEntry) ([]engine.IndexEntry, bool) {
 	return es, false
 }
 
-// valid reports whether s is one of the five statuses.
+// valid reports whether s is one of the six statuses.
 func (s Status) valid() bool {
 	switch s {
-	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled:
+	case StatusQueued, StatusRunning, StatusWaiting, StatusSucceeded, StatusFailed, StatusCancelled:
 		return true
 	}
 	return false

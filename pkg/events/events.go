@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -158,6 +159,7 @@ func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage
 	if err != nil {
 		return nil, fmt.Errorf("events: push %q: %w", key, err)
 	}
+	i.wakeWaiters(ctx, []string{key})
 	i.maybeSweep(ctx)
 	ev := eventOf(p, runs)
 	i.log.Debug("taskq: event ingested", "event", ev.ID, "key", ev.Key, "tasks", len(ev.Runs))
@@ -196,13 +198,18 @@ func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 	res, errs := i.store.PushEvents(ctx, ps)
 	out := make([]*Event, len(in))
 	var failed []error
+	var keys []string
 	for n := range ps {
 		if errs[n] != nil {
 			failed = append(failed, &client.BatchItemError{Index: n, Err: errs[n]})
 			continue
 		}
 		out[n] = eventOf(ps[n], res[n])
+		if !slices.Contains(keys, in[n].Key) {
+			keys = append(keys, in[n].Key)
+		}
 	}
+	i.wakeWaiters(ctx, keys)
 	i.maybeSweep(ctx)
 	i.log.Debug("taskq: events ingested", "events", len(in), "failed", len(failed))
 	return out, errors.Join(failed...)
@@ -313,4 +320,30 @@ func (i *Ingester) opCtx(ctx context.Context) (context.Context, context.CancelFu
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, d)
+}
+
+// wakeWaiters wakes the runs whose handlers wait durably for an event of
+// keys (worker.WaitForEvent), once the events are stored: each looks for
+// its match when it runs again. A wake that fails registers the runs
+// again, for the next push to wake; the push has succeeded either way.
+func (i *Ingester) wakeWaiters(ctx context.Context, keys []string) {
+	ids, err := i.store.TakeEventWaiters(ctx, keys)
+	if err != nil {
+		i.log.Warn("taskq: could not read the runs waiting for these events; they wake at their next event or timeout",
+			"keys", keys, "err", err)
+		return
+	}
+	if len(ids) == 0 {
+		return
+	}
+	if err := i.store.WakeRuns(ctx, ids); err != nil {
+		i.log.Warn("taskq: could not wake the runs waiting for these events; they wake at their next event or timeout",
+			"keys", keys, "runs", len(ids), "err", err)
+		now := time.Now()
+		for _, k := range keys {
+			for _, id := range ids {
+				_ = i.store.AddEventWaiter(ctx, k, id, now)
+			}
+		}
+	}
 }

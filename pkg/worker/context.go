@@ -109,11 +109,15 @@ type Context interface {
 }
 
 // runStore is what a handler's Context reads and writes in Redis: the
-// run's signals and the results of its steps.
+// run's signals, the results of its steps, and the events its durable
+// waits look for.
 type runStore interface {
 	ReadSignals(ctx context.Context, runID, cursor string, count int, block time.Duration) ([]engine.Signal, error)
 	StepResult(ctx context.Context, runID, name string) ([]byte, bool, error)
 	SaveStepResult(ctx context.Context, runID, name string, result []byte) ([]byte, error)
+	AddEventWaiter(ctx context.Context, eventKey, runID string, now time.Time) error
+	PageEvents(ctx context.Context, eventKey string, after *engine.IndexEntry, limit int) ([]engine.IndexEntry, error)
+	GetEvents(ctx context.Context, ids []string) ([]*engine.Event, error)
 }
 
 // runContext is the Context of one attempt (see processor.process).
@@ -137,6 +141,10 @@ type runContext struct {
 	// positions its unnamed spawns took.
 	spawner   *spawner
 	positions atomic.Int64
+	// waits counts the durable waits the handler made (see durable.go).
+	waits int
+	// now is the worker's clock.
+	now func() time.Time
 }
 
 func (c *runContext) RunID() string             { return c.runID }

@@ -215,6 +215,14 @@ func (f *fakeStore) Requeue(_ context.Context, runID, _ string, _ int) (engine.F
 	return engine.FinishResult{Written: true, Status: engine.StatusQueued}, nil
 }
 
+func (f *fakeStore) AddEventWaiter(context.Context, string, string, time.Time) error { return nil }
+
+func (f *fakeStore) PageEvents(context.Context, string, *engine.IndexEntry, int) ([]engine.IndexEntry, error) {
+	return nil, nil
+}
+
+func (f *fakeStore) GetEvents(context.Context, []string) ([]*engine.Event, error) { return nil, nil }
+
 func (f *fakeStore) ReadSignals(context.Context, string, string, int, time.Duration) ([]engine.Signal, error) {
 	defer f.enter()()
 	return nil, nil

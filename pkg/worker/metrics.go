@@ -15,6 +15,7 @@ type workerMetrics struct {
 	succeeded    *prometheus.CounterVec
 	failed       *prometheus.CounterVec
 	retried      *prometheus.CounterVec
+	waited       *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	inFlight     *prometheus.GaugeVec
 	renewals     prometheus.Counter
@@ -39,8 +40,10 @@ func newWorkerMetrics() *workerMetrics {
 			Help: "Runs that failed for good on this worker (no retry left, or not retryable), by task."}, byTask),
 		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_runs_retried_total",
 			Help: "Attempts that failed on this worker and were scheduled for a retry, by task."}, byTask),
+		waited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "taskq_worker_runs_waited_total",
+			Help: "Attempts that ended on this worker with the run waiting durably (a sleep, a signal, an event), by task."}, byTask),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "taskq_worker_handler_duration_seconds",
-			Help:    "How long handlers ran, by task and outcome (succeeded, failed, retry, abandoned).",
+			Help:    "How long handlers ran, by task and outcome (succeeded, failed, retry, wait, abandoned).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"task", "outcome"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "taskq_worker_runs_in_flight",
 			Help: "Handlers running now, by task."}, byTask),
@@ -58,7 +61,7 @@ func newWorkerMetrics() *workerMetrics {
 }
 
 func (m *workerMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.started, m.succeeded, m.failed, m.retried, m.duration, m.inFlight, m.renewals, m.redeliveries,
+	return []prometheus.Collector{m.started, m.succeeded, m.failed, m.retried, m.waited, m.duration, m.inFlight, m.renewals, m.redeliveries,
 		m.rateLimitedRuns, m.rateLimitWait, m.paused}
 }
 
@@ -115,6 +118,8 @@ func (m *workerMetrics) recorded(task string, o engine.Outcome) {
 		m.failed.WithLabelValues(task).Inc()
 	case engine.OutcomeRetry:
 		m.retried.WithLabelValues(task).Inc()
+	case engine.OutcomeWait:
+		m.waited.WithLabelValues(task).Inc()
 	}
 }
 

@@ -305,7 +305,7 @@ func (p *processor) process(j runJob) {
 	}
 	a.rc = runContext{
 		Context: runCtx, store: p.store, base: p.log, runID: d.RunID, task: d.Task, key: st.Spec.Key, ns: p.ns,
-		attempt: st.Attempt, meta: st.Spec.Meta, spawner: p.spawner,
+		attempt: st.Attempt, meta: st.Spec.Meta, spawner: p.spawner, now: p.clock.Now,
 	}
 	if j.deferred {
 		a.answered = make(chan struct{})
@@ -392,6 +392,14 @@ func (p *processor) process(j runJob) {
 	if withOutcome {
 		f.Began, f.Consumer = j.begun, p.consumer
 	}
+	var susp *suspension
+	if errors.As(herr, &susp) && cause == nil {
+		// The handler waits durably: the run gives its slot back and
+		// waits, and is queued again when the wait is over.
+		f.Outcome, f.RetryAt, f.Payload = engine.OutcomeWait, susp.until, []byte(susp.reason)
+		a.rc.Logger().Debug("taskq: run waits", "for", susp.reason)
+		herr = nil
+	}
 	if herr != nil {
 		if errors.Is(cause, ErrTimeout) && !errors.Is(herr, ErrTimeout) {
 			herr = fmt.Errorf("%w after %s: %w", ErrTimeout, reg.def.Timeout, herr)
@@ -399,7 +407,8 @@ func (p *processor) process(j runJob) {
 		f.Payload = []byte(herr.Error())
 		fails := st.Spec.Fails + 1
 		var nr *nonRetryableError
-		if fails <= st.Spec.Retries && !errors.As(herr, &nr) {
+		var nd *NondeterminismError
+		if fails <= st.Spec.Retries && !errors.As(herr, &nr) && !errors.As(herr, &nd) {
 			f.Outcome = engine.OutcomeRetry
 			f.RetryAt = p.clock.Now().Add(taskdef.Delay(reg.def.Backoff, fails))
 		} else {
@@ -420,6 +429,10 @@ func (p *processor) process(j runJob) {
 func call(h handlerFunc, ctx Context, input []byte) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if s, ok := r.(*suspension); ok {
+				out, err = nil, s // a durable wait (see durable.go)
+				return
+			}
 			err = fmt.Errorf("worker: handler panicked: %v\n%s", r, debug.Stack())
 		}
 	}()

@@ -85,6 +85,10 @@ func TestMain(m *testing.M) {
 		os.Exit(concurrencyWorker())
 	case "spawner":
 		os.Exit(spawnerWorker())
+	case "nap":
+		os.Exit(napWorker())
+	case "stock":
+		os.Exit(stockWorker())
 	default:
 		os.Exit(hangingWorker())
 	}

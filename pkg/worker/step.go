@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Step runs fn once per run: the first completion's result is stored in
@@ -15,6 +16,9 @@ import (
 func (c *runContext) Step(name string, fn func(ctx context.Context, stepID string) (any, error)) (json.RawMessage, error) {
 	if name == "" {
 		return nil, errors.New("worker: step name must not be empty")
+	}
+	if strings.HasPrefix(name, "#") {
+		return nil, fmt.Errorf("worker: step name %q: names starting with # are taskq's own (durable waits)", name)
 	}
 	stored, ok, err := c.store.StepResult(c, c.runID, name)
 	if err != nil {

@@ -37,10 +37,12 @@
 --   +0  ITEM_ARG_RUN_ID           run id
 --   +1  ITEM_ARG_ATTEMPT          attempt (fencing token from start.lua, or the
 --                                 delivery's next attempt for one begun here)
---   +2  ITEM_ARG_OUTCOME          outcome: succeeded | failed | "retry <due>",
---                                 due the retry's due time (unix ms)
---   +3  ITEM_ARG_PAYLOAD          result JSON (succeeded) or error message
---                                 (failed, retry)
+--   +2  ITEM_ARG_OUTCOME          outcome: succeeded | failed | "retry <due>" |
+--                                 "wait <due>", due the retry's due time or
+--                                 when the waiting run wakes (unix ms)
+--   +3  ITEM_ARG_PAYLOAD          result JSON (succeeded), error message
+--                                 (failed, retry), or what the run waits for
+--                                 (wait)
 --   +4  ITEM_ARG_NOW              when the attempt ended (unix ms)
 --   +5  ITEM_ARG_TASK             task ("" to read +5 .. +9 from the record),
 --   +6  ITEM_ARG_ENTRY            stream entry id,
@@ -56,7 +58,8 @@
 --                                 for one start.lua began
 -- Returns a flat array with two values per attempt, in order (Redis turns
 -- a table in a reply into a reply much more slowly than a plain value):
---   1, status     written; status is succeeded, failed, or queued (retry scheduled)
+--   1, status     written; status is succeeded, failed, queued (retry
+--                 scheduled) or waiting
 --   0, reason     nothing written: "missing", "stale" (a newer attempt owns
 --                 the run), or the run's status when it already ended (cancelled)
 --   an error reply "TASKQ_WRONGTYPE <key> <type>", "" when the run key holds
@@ -96,7 +99,11 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
       ARGV[a + ITEM_ARG_IDEMPOTENCY_KEY], ARGV[a + ITEM_ARG_RETAIN], ARGV[a + ITEM_ARG_RETENTION]
     local began, retry_at = ARGV[a + ITEM_ARG_BEGAN], nil
     if outcome ~= 'succeeded' and outcome ~= 'failed' then
-      retry_at, outcome = string.sub(outcome, 7), 'retry' -- "retry <due>"
+      if string.byte(outcome, 1) == 119 then -- "wait <due>"
+        retry_at, outcome = string.sub(outcome, 6), 'wait'
+      else
+        retry_at, outcome = string.sub(outcome, 7), 'retry' -- "retry <due>"
+      end
     end
     local r
     if task == '' then
@@ -163,6 +170,31 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
           more[more.n], more[task] = task, {[0] = 1, entry}
         end
       end
+    end
+    if outcome == 'wait' then
+      -- The handler waits durably: the run gives its delivery back and
+      -- sleeps in the retry zset until due (or a signal, see signal.lua).
+      -- Neither a failure nor a delivery that counts (start.lua subtracts
+      -- RUN_WAITS), and the key stays held as through a retry.
+      if began then
+        redis.call('HSET', run_key, RUN_STATUS, STATUS_WAITING, RUN_WAITING, payload, RUN_ENTRY, '',
+          RUN_ATTEMPT, attempt, RUN_STARTED, began, RUN_CONSUMER, consumer)
+      else
+        redis.call('HSET', run_key, RUN_STATUS, STATUS_WAITING, RUN_WAITING, payload, RUN_ENTRY, '')
+      end
+      redis.call('HINCRBY', run_key, RUN_WAITS, 1)
+      -- A wake that came while this attempt ran (see taskq_wake) ends a
+      -- signal or event wait before it starts: the run is queued again at
+      -- once.
+      if taskq_wakeable(payload) and redis.call('HGET', run_key, RUN_WAKE) == attempt then
+        redis.call('HDEL', run_key, RUN_WAITING)
+        taskq_requeue_entry(taskq_key_stream(prefix, task), run_key, run_id)
+        c, v = 1, 'queued'
+        break
+      end
+      redis.call('ZADD', KEYS[KEY_RETRY], retry_at, run_id)
+      c, v = 1, STATUS_WAITING
+      break
     end
     local x = r[3]
     if outcome ~= 'succeeded' then

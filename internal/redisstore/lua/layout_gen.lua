@@ -102,7 +102,7 @@ local SCHEDULE_UPDATED = 'updated' -- when its definition was last written
 -- Fields of the run record, the hash at taskq:{ns}:run:<run id>. Times are
 -- unix ms, durations ms.
 local RUN_TASK = 'task' -- task name
-local RUN_STATUS = 'status' -- queued | running | succeeded | failed | cancelled
+local RUN_STATUS = 'status' -- queued | running | waiting | succeeded | failed | cancelled
 local RUN_INPUT = 'input' -- input (JSON)
 local RUN_META = 'meta' -- additional metadata (JSON), absent for none (noMeta)
 local RUN_IDEMPOTENCY_KEY = 'key' -- idempotency key as the user sees it, absent when not deduplicated ("")
@@ -118,7 +118,19 @@ local RUN_ERROR = 'error' -- why the run failed, is retried or was cancelled
 local RUN_FLAGS = 'x' -- one letter per optional part the run has: s signals, t steps, a attempts, w watched, d children
 local RUN_RETRY_OF = 'retryof' -- the run this run retries (set by link_retry.lua)
 local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_retry.lua)
-local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), until it is queued again
+local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
+local RUN_WAITS = 'waits' -- attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
+local RUN_WAKE = 'wake' -- the attempt a wake (a signal, an event) came during: that attempt's signal or event wait does not wait (absent before the first)
+
+-- The status of a run whose handler waits durably (engine.StatusWaiting),
+-- named once as it is also the name of the field runWaiting.
+local STATUS_WAITING = 'waiting'
+
+-- What a waiting run waits for (runWaiting) starts with one of these when
+-- a wake (a signal, an event of the key it waits for) ends its wait before
+-- its due time (engine.WaitSignalPrefix, engine.WaitEventPrefix).
+local WAIT_SIGNAL_PREFIX = 'signal'
+local WAIT_EVENT_PREFIX = 'event'
 
 -- Fields of a run record written before runSpec held its settings, one
 -- field each: read only to make such a record's spec (taskq_record_spec in
@@ -386,7 +398,7 @@ local ARG_COUNT = 3 -- ARGV before the first outcome's
 -- finish.lua: ARGV of one outcome.
 local ITEM_ARG_RUN_ID = 0 -- run ID
 local ITEM_ARG_ATTEMPT = 1 -- attempt (fencing token)
-local ITEM_ARG_OUTCOME = 2 -- succeeded | failed | "retry <due unix ms>"
+local ITEM_ARG_OUTCOME = 2 -- succeeded | failed | "retry <due unix ms>" | "wait <due unix ms>"
 local ITEM_ARG_PAYLOAD = 3 -- result JSON or error message
 local ITEM_ARG_NOW = 4 -- when the attempt ended (unix ms)
 local ITEM_ARG_TASK = 5 -- task name, from the delivery ("" to read the record)
@@ -715,6 +727,17 @@ local ITEM_ARG_RUN_ID = 1 -- run ID
 local ITEM_ARG_IDEMPOTENCY_KEY = 2 -- idempotency key ("" when not deduplicated)
 local ITEM_ARG_SPEC = 3 -- the run's settings (a spec of specSettings values)
 local ITEM_ARG_COUNT = 4
+
+-- @script wake
+-- wake.lua: runs of one partition, any number per call.
+local KEY_RETRY = 1 -- retry zset
+local KEY_COUNT = 1
+local ARG_PREFIX = 1 -- key prefix taskq:{ns}:
+local ARG_COUNT = 1 -- ARGV before the first run's
+
+-- wake.lua: ARGV of one run.
+local ITEM_ARG_RUN_ID = 0 -- run ID
+local ITEM_ARG_COUNT = 1
 
 -- @script watch
 -- watch.lua.

@@ -1,7 +1,8 @@
 #!lua flags=allow-oom
 -- promote.lua: queues runs whose retry backoff has elapsed (or debounce
--- window, or wait for a rate limit: ratelimit_defer.lua), and clears the
--- reason a held-back run gave for waiting (RUN_WAITING).
+-- window, or wait for a rate limit: ratelimit_defer.lua, or durable wait:
+-- finish.lua), and clears the reason a held-back run gave for waiting
+-- (RUN_WAITING).
 --
 -- KEYS: KEY_COUNT (1)
 --   KEYS[1] KEY_RETRY  retry zset  taskq:{ns}:retry
@@ -22,7 +23,7 @@ local n = 0
 for _, run_id in ipairs(due) do
   local run_key = taskq_key_run(prefix, run_id)
   local r = redis.call('HMGET', run_key, RUN_STATUS, RUN_TASK)
-  if r[1] == 'queued' then
+  if r[1] == 'queued' or r[1] == STATUS_WAITING then
     taskq_requeue_entry(taskq_key_stream(prefix, r[2]), run_key, run_id)
     redis.call('HDEL', run_key, RUN_WAITING)
     n = n + 1

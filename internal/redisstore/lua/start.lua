@@ -110,7 +110,10 @@ for _ = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
     end
     local spec = maxdel == '' and taskq_record_spec(run_key, r[5])
     local max = tonumber(maxdel ~= '' and maxdel or taskq_spec_values(spec)[SPEC_MAX_DELIVERIES]) or 0
-    if max > 0 and attempt > max then
+    -- Attempts that ended waiting are not deliveries that count: read
+    -- only past the limit, so a start costs no more.
+    if max > 0 and attempt > max and
+        attempt - (tonumber(redis.call('HGET', run_key, RUN_WAITS)) or 0) > max then
       taskq_terminate(prefix, group, run_key, run_id, 'failed', now, RUN_ERROR,
         'delivered ' .. max .. ' times without finishing (workers died or lost their lease)')
       c, x, y, record = 0, 'exhausted', ''

@@ -1,0 +1,244 @@
+package enginetest
+
+import (
+	"slices"
+	"time"
+
+	"github.com/taskq/taskq/internal/engine"
+)
+
+// Durable waits: an attempt that ends with OutcomeWait gives its delivery
+// back, and the run waits, neither failed nor held by a worker, until its
+// due time or a signal.
+var waitCases = []suiteCase{
+	{"WaitSuspendsTheRunUntilDue", waitUntilDue},
+	{"SignalWakesARunWaitingForOne", waitForSignal},
+	{"WaitsDoNotCountTowardMaxDeliveries", waitsAreNotDeliveries},
+	{"CancelOfAWaitingRun", waitCancelled},
+	{"WaitBegunWithItsOutcome", waitBegun},
+	{"SignalDuringTheAttemptEndsItsSignalWait", waitSignalledBefore},
+	{"EventWaitersAreTakenOnce", eventWaiters},
+	{"WakeRunsWakesEventAndSignalWaitsOnly", wakeRuns},
+}
+
+// wait ends d's attempt st waiting for what, until due (zero: no timeout).
+func (h *h) wait(d engine.Delivery, st engine.StartResult, what string, due time.Time) {
+	h.Helper()
+	fp := h.outcome(d, st, engine.OutcomeWait, what)
+	fp.RetryAt = due
+	if r := h.finish(fp); !r.Written || r.Status != engine.StatusWaiting {
+		h.Fatalf("wait of %s = %+v, want written, waiting", d.RunID, r)
+	}
+}
+
+func waitUntilDue(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d, st := h.running(p, "w")
+	due := h.now.Add(time.Hour)
+	h.wait(d, st, "sleep until later", due)
+	r := h.run(p.RunID)
+	if r.Status != engine.StatusWaiting || r.Waiting != "sleep until later" || r.Fails != 0 || r.Error != "" || r.Attempt != 1 {
+		h.Fatalf("waiting run = %+v; want waiting, what it waits for, no failure", r)
+	}
+	if _, held := h.key("k"); !held {
+		h.Fatal("key released while the run waits")
+	}
+	if _, dues, err := h.e.GetRuns(h.ctx, []string{p.RunID}); err != nil || !ms(dues[0], due) {
+		h.Fatalf("due = %v, %v; want %v", dues, err, due)
+	}
+	if q, err := h.e.QueueStats(h.ctx, []string{"t"}); err != nil || q["t"].Queued != 0 || q["t"].InFlight != 0 {
+		h.Fatalf("queue stats while waiting = %+v, %v; want nothing queued or in flight", q, err)
+	}
+	if ds := h.read("t", "w"); len(ds) != 0 {
+		h.Fatalf("deliveries while waiting = %+v", ds)
+	}
+	part := h.partOf(p.RunID)
+	if n, next, err := h.e.PromoteDue(h.ctx, part, h.now, 10); err != nil || n != 0 || !ms(next, due) {
+		h.Fatalf("promote before due = %d, next %v, %v", n, next, err)
+	}
+	if n, _, err := h.e.PromoteDue(h.ctx, part, due, 10); err != nil || n != 1 {
+		h.Fatalf("promote when due = %d, %v", n, err)
+	}
+	if r := h.run(p.RunID); r.Status != engine.StatusQueued || r.Waiting != "" {
+		h.Fatalf("run woken = %+v; want queued, waiting for nothing", r)
+	}
+	if st := h.start("w", h.only(h.read("t", "w"), p.RunID)); !st.Started || st.Attempt != 2 || st.Spec.Fails != 0 {
+		h.Fatalf("start after the wait = %+v; want attempt 2, no failure", st)
+	}
+}
+
+func waitForSignal(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d, st := h.running(p, "w")
+	h.wait(d, st, engine.WaitSignalPrefix, time.Time{})
+	if _, dues, err := h.e.GetRuns(h.ctx, []string{p.RunID}); err != nil || !dues[0].IsZero() {
+		h.Fatalf("due of a wait without a timeout = %v, %v; want none", dues, err)
+	}
+	part := h.partOf(p.RunID)
+	if n, next, err := h.e.PromoteDue(h.ctx, part, h.now.Add(24*365*time.Hour), 10); err != nil || n != 0 || !next.IsZero() {
+		h.Fatalf("promote of a wait without a timeout = %d, next %v, %v; want nothing due, ever", n, next, err)
+	}
+	// A run that sleeps is not woken by a signal.
+	sleeper := h.params("t", "k2", engine.StrategyStatus)
+	sd, sst := h.running(sleeper, "w")
+	h.wait(sd, sst, "sleep until later", h.now.Add(time.Hour))
+
+	for _, id := range []string{p.RunID, sleeper.RunID} {
+		if r, err := h.e.SignalRun(h.ctx, id, "s1", []byte(`{"go":1}`), 0); err != nil || !r.Delivered {
+			h.Fatalf("signal to %s = %+v, %v", id, r, err)
+		}
+	}
+	if r := h.run(p.RunID); r.Status != engine.StatusQueued || r.Waiting != "" {
+		h.Fatalf("signalled run = %+v; want queued again", r)
+	}
+	if r := h.run(sleeper.RunID); r.Status != engine.StatusWaiting {
+		h.Fatalf("signalled sleeper = %+v; want still waiting", r)
+	}
+	st2 := h.start("w", h.only(h.read("t", "w"), p.RunID))
+	if !st2.Started || st2.Attempt != 2 {
+		h.Fatalf("start after the signal = %+v", st2)
+	}
+	if sigs, err := h.e.ReadSignals(h.ctx, p.RunID, "", 10, -1); err != nil || len(sigs) != 1 || sigs[0].ID != "s1" {
+		h.Fatalf("signals = %+v, %v", sigs, err)
+	}
+	if _, dues, err := h.e.GetRuns(h.ctx, []string{p.RunID}); err != nil || !dues[0].IsZero() {
+		h.Fatalf("the woken run is still in the retry set: due %v, %v", dues, err)
+	}
+}
+
+func waitsAreNotDeliveries(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	p.MaxDeliveries = 2
+	h.enqueue(p)
+	part := h.partOf(p.RunID)
+	for i := 1; i <= 4; i++ {
+		d := h.only(h.read("t", "w"), p.RunID)
+		st := h.start("w", d)
+		if !st.Started || st.Attempt != i {
+			h.Fatalf("start %d = %+v; want attempt %d, waits not counted as deliveries", i, st, i)
+		}
+		h.wait(d, st, "sleep", h.now)
+		if n, _, err := h.e.PromoteDue(h.ctx, part, h.now, 10); err != nil || n != 1 {
+			h.Fatalf("promote %d = %d, %v", i, n, err)
+		}
+	}
+}
+
+func waitCancelled(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d, st := h.running(p, "w")
+	h.wait(d, st, engine.WaitSignalPrefix, h.now.Add(time.Hour))
+	if r, err := h.e.Cancel(h.ctx, p.RunID, "no longer needed", h.now); err != nil || !r.Written {
+		h.Fatalf("cancel of a waiting run = %+v, %v", r, err)
+	}
+	if r := h.run(p.RunID); r.Status != engine.StatusCancelled {
+		h.Fatalf("run = %+v; want cancelled", r)
+	}
+	if n, _, err := h.e.PromoteDue(h.ctx, h.partOf(p.RunID), h.now.Add(2*time.Hour), 10); err != nil || n != 0 {
+		h.Fatalf("promote after the cancel = %d, %v; want nothing", n, err)
+	}
+	if _, held := h.key("k"); held {
+		h.Fatal("key still held after the waiting run was cancelled")
+	}
+}
+
+// A handler that waits before its attempt was begun (a short handler:
+// see FinishParams.Began) begins it and waits in one write.
+func waitBegun(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d := h.deliver(p, "w")
+	fp := h.outcome(d, engine.StartResult{Attempt: d.Spec.Attempts + 1, Spec: d.Spec}, engine.OutcomeWait, "sleep")
+	fp.RetryAt, fp.Began, fp.Consumer = h.now.Add(time.Minute), h.now, "w"
+	if r := h.finish(fp); !r.Written || r.Status != engine.StatusWaiting {
+		h.Fatalf("wait begun with its outcome = %+v", r)
+	}
+	if r := h.run(p.RunID); r.Status != engine.StatusWaiting || r.Attempt != 1 || r.Consumer != "w" {
+		h.Fatalf("run = %+v; want waiting after attempt 1 by w", r)
+	}
+}
+
+// A signal that comes while the attempt runs, after its handler looked for
+// one and before it waits, is not missed: the signal wait does not wait,
+// and the run is queued again at once. The same holds for a handler that
+// runs before its attempt is begun (the run still queued).
+func waitSignalledBefore(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d, st := h.running(p, "w")
+	if r, err := h.e.SignalRun(h.ctx, p.RunID, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
+		h.Fatalf("signal = %+v, %v", r, err)
+	}
+	fp := h.outcome(d, st, engine.OutcomeWait, engine.WaitSignalPrefix)
+	fp.RetryAt = time.Time{}
+	if r := h.finish(fp); !r.Written || r.Status != engine.StatusQueued {
+		h.Fatalf("wait after a signal came = %+v; want written, queued again", r)
+	}
+	if st := h.start("w", h.only(h.read("t", "w"), p.RunID)); !st.Started || st.Attempt != 2 {
+		h.Fatalf("start after the signal = %+v", st)
+	}
+
+	q := h.params("t", "k2", engine.StrategyStatus)
+	qd := h.deliver(q, "w")
+	if r, err := h.e.SignalRun(h.ctx, q.RunID, "s1", []byte(`1`), 0); err != nil || !r.Delivered {
+		h.Fatalf("signal = %+v, %v", r, err)
+	}
+	qf := h.outcome(qd, engine.StartResult{Attempt: qd.Spec.Attempts + 1, Spec: qd.Spec}, engine.OutcomeWait, engine.WaitSignalPrefix)
+	qf.RetryAt, qf.Began, qf.Consumer = time.Time{}, h.now, "w"
+	if r := h.finish(qf); !r.Written || r.Status != engine.StatusQueued {
+		h.Fatalf("wait begun with its outcome after a signal came = %+v; want queued again", r)
+	}
+	// A later attempt's wait waits: the wake was for attempt 1.
+	d2 := h.only(h.read("t", "w"), q.RunID)
+	st2 := h.start("w", d2)
+	h.wait(d2, st2, engine.WaitSignalPrefix, time.Time{})
+}
+
+func eventWaiters(h *h) {
+	a, b, c := h.id("run"), h.id("run"), h.id("run")
+	for _, w := range []struct{ key, run string }{{"order.paid", a}, {"order.paid", b}, {"order.paid", a}, {"order.shipped", c}} {
+		if err := h.e.AddEventWaiter(h.ctx, w.key, w.run, h.now); err != nil {
+			h.Fatalf("add waiter %s of %s: %v", w.run, w.key, err)
+		}
+	}
+	got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.paid", "order.none"})
+	slices.Sort(got)
+	want := []string{a, b}
+	slices.Sort(want)
+	if err != nil || !slices.Equal(got, want) {
+		h.Fatalf("waiters of order.paid = %v, %v; want %v, each once", got, err, want)
+	}
+	if got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.paid"}); err != nil || len(got) != 0 {
+		h.Fatalf("waiters taken twice = %v, %v; want none the second time", got, err)
+	}
+	if got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.shipped"}); err != nil || !slices.Equal(got, []string{c}) {
+		h.Fatalf("waiters of order.shipped = %v, %v", got, err)
+	}
+}
+
+func wakeRuns(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d, st := h.running(p, "w")
+	h.wait(d, st, engine.WaitEventPrefix+" order.paid", h.now.Add(time.Hour))
+	sleeper := h.params("t", "k2", engine.StrategyStatus)
+	sd, sst := h.running(sleeper, "w")
+	h.wait(sd, sst, "sleep until later", h.now.Add(time.Hour))
+	done := h.params("t", "k3", engine.StrategyStatus)
+	dd, dst := h.running(done, "w")
+	h.finish(h.outcome(dd, dst, engine.OutcomeSucceeded, "{}"))
+
+	if err := h.e.WakeRuns(h.ctx, []string{p.RunID, sleeper.RunID, done.RunID, h.id("missing")}); err != nil {
+		h.Fatal(err)
+	}
+	if r := h.run(p.RunID); r.Status != engine.StatusQueued || r.Waiting != "" {
+		h.Fatalf("woken event waiter = %+v; want queued", r)
+	}
+	if r := h.run(sleeper.RunID); r.Status != engine.StatusWaiting {
+		h.Fatalf("woken sleeper = %+v; want still waiting", r)
+	}
+	if r := h.run(done.RunID); r.Status != engine.StatusSucceeded {
+		h.Fatalf("woken ended run = %+v", r)
+	}
+	st2 := h.start("w", h.only(h.read("t", "w"), p.RunID))
+	if !st2.Started || st2.Attempt != 2 {
+		h.Fatalf("start of the woken run = %+v", st2)
+	}
+}
