@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/taskq/taskq/internal/tasklink"
 	"github.com/taskq/taskq/pkg/idempotency"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -116,7 +115,7 @@ func Hold(i *task.Idempotency) time.Duration {
 // and metadata: "" when d has no Concurrency, a *task.KeyError of kind
 // task.KeyConcurrency when its expression fails.
 func ConcurrencyGroup(d *task.Definition, input, meta []byte) (string, error) {
-	return tasklink.ConcurrencyGroup(d, input, meta)
+	return d.ConcurrencyGroup(input, meta)
 }
 
 // RateLimitKeys evaluates the key of each of d's rate limits on a run's
@@ -124,5 +123,5 @@ func ConcurrencyGroup(d *task.Definition, input, meta []byte) (string, error) {
 // limit without a key; a failed expression is a *task.KeyError of kind
 // task.KeyRateLimit naming the limit.
 func RateLimitKeys(d *task.Definition, input, meta []byte) ([]string, error) {
-	return tasklink.RateLimitKeys(d, input, meta)
+	return d.RateLimitKeys(input, meta)
 }

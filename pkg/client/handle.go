@@ -237,9 +237,9 @@ func (h *RunHandle) Wait(ctx context.Context) (*RunInfo, error) {
 	return info, nil
 }
 
-// ResultJSON waits for the run and returns its JSON result, or the run's
+// resultJSON waits for the run and returns its JSON result, or the run's
 // failure or cancellation as an error.
-func (h *RunHandle) ResultJSON(ctx context.Context) (json.RawMessage, error) {
+func (h *RunHandle) resultJSON(ctx context.Context) (json.RawMessage, error) {
 	info, err := h.Wait(ctx)
 	if err != nil {
 		return nil, err
@@ -285,7 +285,7 @@ type RunRef[O any] struct {
 // Result waits for the run and decodes its result.
 func (r *RunRef[O]) Result(ctx context.Context) (O, error) {
 	var out O
-	raw, err := r.ResultJSON(ctx)
+	raw, err := r.resultJSON(ctx)
 	if err != nil {
 		return out, err
 	}

@@ -95,7 +95,7 @@ func waitResult(t *testing.T, c *client.Client, runID string) json.RawMessage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := c.Handle(runID).ResultJSON(ctx)
+	res, err := client.Ref[json.RawMessage](c, runID).Result(ctx)
 	if err != nil {
 		t.Fatalf("run %s: %v", runID, err)
 	}

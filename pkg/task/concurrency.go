@@ -86,11 +86,11 @@ func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.T
 	return &cc, expr, nil
 }
 
-// concurrencyGroup derives a run's concurrency group from its JSON input
-// and metadata. It returns "" when the task has no Concurrency. A failure
-// is a *KeyError of kind KeyConcurrency. Admission and the worker reach it
-// through internal/taskdef.
-func (d *Definition) concurrencyGroup(input, meta []byte) (string, error) {
+// ConcurrencyGroup derives a run's concurrency group from its JSON input
+// and metadata, as a trigger and a worker do: to preview the group a run
+// gets. It returns "" when the task has no Concurrency. A failure is a
+// *KeyError of kind KeyConcurrency.
+func (d *Definition) ConcurrencyGroup(input, meta []byte) (string, error) {
 	if d.concExpr == nil {
 		return "", nil
 	}

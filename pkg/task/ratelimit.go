@@ -106,12 +106,11 @@ func rateLimits(task string, opts *Options, in reflect.Type) ([]*idempotency.Exp
 	return exprs, nil
 }
 
-// rateLimitKeys evaluates the key of each of the task's rate limits on a
-// run's JSON input and metadata: the i-th key is RateLimits[i]'s, "" for
-// a limit without a key. A failed expression is a *KeyError of kind
-// KeyRateLimit naming the limit. Admission and the worker reach it
-// through internal/taskdef.
-func (d *Definition) rateLimitKeys(input, meta []byte) ([]string, error) {
+// RateLimitKeys evaluates the key of each of the task's rate limits on a
+// run's JSON input and metadata, as a trigger and a worker do: the i-th
+// key is RateLimits[i]'s, "" for a limit without a key. A failed
+// expression is a *KeyError of kind KeyRateLimit naming the limit.
+func (d *Definition) RateLimitKeys(input, meta []byte) ([]string, error) {
 	if len(d.RateLimits) == 0 {
 		return nil, nil
 	}

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/taskq/taskq/internal/tasklink"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
 
@@ -321,14 +320,3 @@ func (t *Task[I, O]) Name() string { return t.def.Name }
 
 // Definition returns the untyped definition.
 func (t *Task[I, O]) Definition() *Definition { return t.def }
-
-// The expressions a definition compiled beside its key reach taskq's own
-// packages through internal/tasklink.
-func init() {
-	tasklink.ConcurrencyGroup = func(def any, input, meta []byte) (string, error) {
-		return def.(*Definition).concurrencyGroup(input, meta)
-	}
-	tasklink.RateLimitKeys = func(def any, input, meta []byte) ([]string, error) {
-		return def.(*Definition).rateLimitKeys(input, meta)
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/pkg/client"
 )
 
 // Durable waits. A handler that sleeps or waits for a signal with the
@@ -70,10 +71,10 @@ type waitRecord struct {
 // waitDone is how a signal or event wait ended, stored once so that every
 // later run of the handler gets the same answer.
 type waitDone struct {
-	Signal   *Signal `json:"signal,omitempty"`
-	Event    *Event  `json:"event,omitempty"`
-	Cursor   string  `json:"cursor,omitempty"`
-	TimedOut bool    `json:"timedOut,omitempty"`
+	Signal   *Signal           `json:"signal,omitempty"`
+	Event    *client.EventInfo `json:"event,omitempty"`
+	Cursor   string            `json:"cursor,omitempty"`
+	TimedOut bool              `json:"timedOut,omitempty"`
 }
 
 // Wait kinds, as recorded.
@@ -251,15 +252,6 @@ func (c *runContext) waitSignal(timeout time.Duration) (Signal, error) {
 	return finish(d)
 }
 
-// Event is an event a durable wait received (see WaitForEvent).
-type Event struct {
-	ID       string          `json:"id"`
-	Key      string          `json:"key"`
-	Payload  json.RawMessage `json:"payload"`
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-	Time     time.Time       `json:"time"`
-}
-
 // eventClockSkew is how much earlier than the wait's beginning an event
 // may be stamped and still count: events are stamped by the clock of the
 // process that pushed them, the wait's beginning by the worker's.
@@ -273,24 +265,24 @@ const eventScanMax = 10000
 // events.Ingester.Push, taskq events push or POST /api/v1/events) whose
 // payload passes filter, a CEL expression over input (the payload) and
 // metadata that yields a bool ("" takes any event of the key), and returns
-// it. Events pushed since the wait began count (give or take
+// it as the Inspector shows it. Events pushed since the wait began count (give or take
 // eventClockSkew, 2 s, for the clocks of different hosts). While it waits
 // the run gives its slot back, with status waiting ("event <key>"); each
 // push of the key queues it again, and its handler's next run looks for a
 // match. With timeout > 0 the wait ends after timeout with an error
 // matching ErrWaitTimeout; 0 waits without a limit. A filter that does not
 // compile, or does not yield a bool, is an error naming it.
-func WaitForEvent(ctx Context, key, filter string, timeout time.Duration) (Event, error) {
+func WaitForEvent(ctx Context, key, filter string, timeout time.Duration) (*client.EventInfo, error) {
 	c, err := durableOf(ctx)
 	if err != nil {
-		return Event{}, err
+		return nil, err
 	}
 	if key == "" {
-		return Event{}, errors.New("worker: WaitForEvent: the event key must not be empty")
+		return nil, errors.New("worker: WaitForEvent: the event key must not be empty")
 	}
 	match, err := compileEventFilter(filter)
 	if err != nil {
-		return Event{}, err
+		return nil, err
 	}
 	var until time.Time
 	if timeout > 0 {
@@ -298,32 +290,32 @@ func WaitForEvent(ctx Context, key, filter string, timeout time.Duration) (Event
 	}
 	n, rec, err := c.nextWait(waitEvent, until)
 	if err != nil {
-		return Event{}, err
+		return nil, err
 	}
 	doneName := waitStepName(n) + "/done"
-	finish := func(d waitDone) (Event, error) {
+	finish := func(d waitDone) (*client.EventInfo, error) {
 		if d.TimedOut || d.Event == nil {
-			return Event{}, fmt.Errorf("worker: durable wait %d for an event of %q: %w", n, key, ErrWaitTimeout)
+			return nil, fmt.Errorf("worker: durable wait %d for an event of %q: %w", n, key, ErrWaitTimeout)
 		}
-		return *d.Event, nil
+		return d.Event, nil
 	}
 	if stored, ok, err := c.store.StepResult(c, c.runID, doneName); err != nil {
-		return Event{}, fmt.Errorf("worker: durable wait %d: %w", n, err)
+		return nil, fmt.Errorf("worker: durable wait %d: %w", n, err)
 	} else if ok {
 		var d waitDone
 		if err := json.Unmarshal(stored, &d); err != nil {
-			return Event{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
+			return nil, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
 		}
 		return finish(d)
 	}
 	// Registered before looking, so that an event pushed after the look
 	// wakes the run (even before it has suspended: see WakeRuns).
 	if err := c.store.AddEventWaiter(c, key, c.runID, c.clock()); err != nil {
-		return Event{}, fmt.Errorf("worker: durable wait %d: register: %w", n, err)
+		return nil, fmt.Errorf("worker: durable wait %d: register: %w", n, err)
 	}
 	ev, err := c.firstEvent(key, time.UnixMilli(rec.Since).Add(-eventClockSkew), match)
 	if err != nil {
-		return Event{}, fmt.Errorf("worker: durable wait %d for an event of %q: %w", n, key, err)
+		return nil, fmt.Errorf("worker: durable wait %d for an event of %q: %w", n, key, err)
 	}
 	var d waitDone
 	switch {
@@ -340,21 +332,21 @@ func WaitForEvent(ctx Context, key, filter string, timeout time.Duration) (Event
 	}
 	raw, err := json.Marshal(d)
 	if err != nil {
-		return Event{}, err
+		return nil, err
 	}
 	stored, err := c.store.SaveStepResult(c, c.runID, doneName, raw)
 	if err != nil {
-		return Event{}, fmt.Errorf("worker: durable wait %d: %w", n, err)
+		return nil, fmt.Errorf("worker: durable wait %d: %w", n, err)
 	}
 	if err := json.Unmarshal(stored, &d); err != nil {
-		return Event{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
+		return nil, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
 	}
 	return finish(d)
 }
 
 // firstEvent returns the oldest event of key stamped at or after since
 // that match accepts, or nil.
-func (c *runContext) firstEvent(key string, since time.Time, match func(payload, meta []byte) (bool, error)) (*Event, error) {
+func (c *runContext) firstEvent(key string, since time.Time, match func(payload, meta []byte) (bool, error)) (*client.EventInfo, error) {
 	var ids []string
 	var after *engine.IndexEntry
 	for len(ids) < eventScanMax {
@@ -389,7 +381,12 @@ func (c *runContext) firstEvent(key string, since time.Time, match func(payload,
 				return nil, err
 			}
 			if ok {
-				return &Event{ID: e.ID, Key: e.Key, Payload: e.Payload, Metadata: e.Meta, Time: e.Created}, nil
+				ev := &client.EventInfo{ID: e.ID, Key: e.Key, Payload: e.Payload, Metadata: e.Meta, CreatedAt: e.Created.UTC()}
+				for _, r := range e.Runs {
+					ev.Runs = append(ev.Runs, client.EventTaskRun{Task: r.Task, Outcome: r.Outcome, RunID: r.RunID,
+						IdempotencyKey: r.IdempotencyKey, Error: r.Error})
+				}
+				return ev, nil
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -281,7 +282,7 @@ func TestCollisionGivesOwnersResult(t *testing.T) {
 		if mine != theirs || mine.By != ref.ID() {
 			t.Fatalf("owner's result %+v differs from the caller's %+v", theirs, mine)
 		}
-		raw, err := coll.Owner.ResultJSON(ctx)
+		raw, err := client.Ref[json.RawMessage](c, coll.Owner.ID()).Result(ctx)
 		if err != nil || len(raw) == 0 {
 			t.Fatalf("result through the collision's handle: %s, %v", raw, err)
 		}
