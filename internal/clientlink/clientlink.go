@@ -3,9 +3,10 @@
 // events through it, tests and fault tooling inspect the store with it),
 // the Redis guard and metrics (the HTTP API's readiness and /metrics), the
 // client's settings, and the firing of a cron tick (the worker's
-// scheduler). Package client registers how to reach a client's Link when
-// it is initialised; users cannot import this package, and what they may
-// do with stored runs, keys, events and tasks is client.Inspector.
+// scheduler), through the client's Link method, whose argument only
+// taskq's own packages can make; users cannot import this package, and
+// what they may do with stored runs, keys, events and tasks is
+// client.Inspector.
 package clientlink
 
 import (
@@ -71,16 +72,18 @@ type SpawnRequest struct {
 	Position func(n int) int
 }
 
-// linkOf returns the link of a *client.Client; package client sets it
-// (Register) when it is initialised, as this package cannot import it.
-var linkOf func(c any) *Link
+// Token is the argument of client.Client.Link: only taskq's own packages
+// can import this package, so only they can ask a client for its link.
+type Token struct{}
 
-// Register is called once, by package client's init, with the function
-// that returns a *client.Client's link.
-func Register(of func(c any) *Link) { linkOf = of }
+// linker is *client.Client, named here without importing package client
+// (which imports this package).
+type linker interface {
+	Link(Token) *Link
+}
 
 // Of returns the link of c, a *client.Client. It panics for anything else.
-func Of(c any) *Link { return linkOf(c) }
+func Of(c any) *Link { return c.(linker).Link(Token{}) }
 
 // Store returns the engine of c, a *client.Client. It panics for
 // anything else.

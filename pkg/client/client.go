@@ -377,13 +377,12 @@ func routeRedisLog(log *slog.Logger, keep bool) func() {
 	return redislog.Route(log)
 }
 
-// The client's engine, guard, metrics and settings reach taskq's own
-// packages (event ingestion, the HTTP API, the worker's scheduler) through
-// internal/clientlink. What applications may do with stored runs, keys,
-// events and tasks is Inspector.
-func init() {
-	clientlink.Register(func(c any) *clientlink.Link { return c.(*Client).link })
-}
+// Link shares the client's engine, guard, metrics and settings with
+// taskq's own packages (event ingestion, the HTTP API, the worker's
+// scheduler): its argument is a value only they can make. What
+// applications may do with stored runs, keys, events and tasks is
+// Inspector.
+func (c *Client) Link(clientlink.Token) *clientlink.Link { return c.link }
 
 // Ping checks that Redis answers.
 func (c *Client) Ping(ctx context.Context) error {

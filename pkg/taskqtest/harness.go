@@ -14,7 +14,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskq/taskq/internal/workerlink"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/worker"
 )
@@ -181,8 +180,17 @@ func (h *Harness) start(w *worker.Worker) {
 	if err := w.Start(ctx); err != nil {
 		h.t.Fatalf("taskqtest: start worker %s: %v", w.Name(), err)
 	}
+	// The tasks it handles are those it registered as it started.
+	regs, err := h.client.Inspector().ListTasks(ctx)
+	if err != nil {
+		h.t.Fatalf("taskqtest: list the tasks of worker %s: %v", w.Name(), err)
+	}
 	h.mu.Lock()
-	h.running = append(h.running, workerlink.Tasks(w)...)
+	for _, r := range regs {
+		if r.Worker == w.Name() {
+			h.running = append(h.running, r.Spec.Name)
+		}
+	}
 	h.mu.Unlock()
 	h.t.Cleanup(func() {
 		if err := w.Shutdown(context.Background()); err != nil {

@@ -24,7 +24,6 @@ import (
 	"github.com/taskq/taskq/internal/redisguard"
 	"github.com/taskq/taskq/internal/redislog"
 	"github.com/taskq/taskq/internal/runstats"
-	"github.com/taskq/taskq/internal/workerlink"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -378,19 +377,6 @@ func (w *Worker) register(def *task.Definition, h handlerFunc) error {
 	w.tasks[def.Name] = &registration{def: def, handler: chain(w.opts.Middleware, h)}
 	w.names = append(w.names, def.Name)
 	return nil
-}
-
-// The names of a worker's tasks reach taskq's own packages (taskqtest)
-// through internal/workerlink.
-func init() {
-	workerlink.Register(func(w any) []string {
-		defs := w.(*Worker).definitions()
-		names := make([]string, len(defs))
-		for i, d := range defs {
-			names[i] = d.Name
-		}
-		return names
-	})
 }
 
 // definitions returns the definitions of the registered tasks.
