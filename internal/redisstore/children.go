@@ -213,30 +213,26 @@ func (s *Store) RecoverCascades(ctx context.Context, now time.Time, grace time.D
 	if err != nil {
 		return 0, 0, err
 	}
+	jobs, err := s.takeCascades(ctx, parts, now.Add(-grace), now, limit)
 	var errs []error
-	for i := range parts.Count() {
-		jobs, err := s.takeCascades(ctx, parts.Keys(i), now.Add(-grace), now, limit)
-		if err != nil {
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, j := range jobs {
+		r, err := s.cancelChildren(ctx, j.runID, now, true)
+		switch {
+		case err != nil:
 			errs = append(errs, err)
-			continue
-		}
-		taken += len(jobs)
-		for _, j := range jobs {
-			r, err := s.cancelChildren(ctx, j.runID, now, true)
-			switch {
-			case err != nil:
+		case r.Pending == 0:
+			done++
+		case !j.ended.IsZero() && now.Sub(j.ended) > engine.SpawnGrace:
+			// A child recorded but never created: its spawn died.
+			if err := s.leaveCascades(ctx, []string{j.runID}); err != nil {
 				errs = append(errs, err)
-			case r.Pending == 0:
-				done++
-			case !j.ended.IsZero() && now.Sub(j.ended) > engine.SpawnGrace:
-				// A child recorded but never created: its spawn died.
-				if err := s.leaveCascades(ctx, []string{j.runID}); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				done++
+				continue
 			}
+			done++
 		}
 	}
-	return taken, done, errors.Join(errs...)
+	return len(jobs), done, errors.Join(errs...)
 }

@@ -50,10 +50,14 @@ func (s *Store) TakeFanoutsStep(ctx context.Context, cutoff, now time.Time, limi
 	return ids, err
 }
 
-// TakeCascadesStep runs take_cascades.lua on the home partition and
-// returns the IDs of the runs whose cascades it took.
+// TakeCascadesStep runs take_cascades.lua on every partition and returns
+// the IDs of the runs whose cascades it took.
 func (s *Store) TakeCascadesStep(ctx context.Context, cutoff, now time.Time, limit int) ([]string, error) {
-	jobs, err := s.takeCascades(ctx, s.keys, cutoff, now, limit)
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := s.takeCascades(ctx, parts, cutoff, now, limit)
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.runID

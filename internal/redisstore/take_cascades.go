@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -16,27 +17,38 @@ type cascadeJob struct {
 	ended time.Time
 }
 
-// takeCascades takes the cascades of partition ks whose time is at or
-// before cutoff, giving them the time now.
-func (s *Store) takeCascades(ctx context.Context, ks Keys, cutoff, now time.Time, limit int) ([]cascadeJob, error) {
-	keys := [1 + takeCascadesKeyCount]string{takeCascadesKeyCascades: ks.Cascades()}
-	args := [1 + takeCascadesArgCount]any{
-		takeCascadesArgCutoff: unixMS(cutoff),
-		takeCascadesArgNow:    unixMS(now),
-		takeCascadesArgLimit:  limit,
-		takeCascadesArgPrefix: ks.Prefix(),
+// takeCascades takes the cascades of every partition of parts whose time
+// is at or before cutoff, up to limit per partition, giving them the time
+// now: one call per partition, all in one pipeline.
+func (s *Store) takeCascades(ctx context.Context, parts *Partitions, cutoff, now time.Time, limit int) ([]cascadeJob, error) {
+	calls := make([]scriptCall, parts.Count())
+	for i := range calls {
+		ks := parts.Keys(i)
+		keys := [1 + takeCascadesKeyCount]string{takeCascadesKeyCascades: ks.Cascades()}
+		args := [1 + takeCascadesArgCount]any{
+			takeCascadesArgCutoff: unixMS(cutoff),
+			takeCascadesArgNow:    unixMS(now),
+			takeCascadesArgLimit:  limit,
+			takeCascadesArgPrefix: ks.Prefix(),
+		}
+		calls[i] = scriptCall{Keys: keys[1:], Args: args[1:]}
 	}
-	v, err := s.runScript(ctx, takeCascadesScript, keys[1:], args[1:]...)
-	if err != nil {
-		return nil, err
+	s.runScripts(ctx, takeCascadesScript, calls)
+	var jobs []cascadeJob
+	var errs []error
+	for _, c := range calls {
+		if c.Err != nil {
+			errs = append(errs, c.Err)
+			continue
+		}
+		r, err := asSlice(c.Reply)
+		if err != nil || len(r)%2 != 0 {
+			errs = append(errs, fmt.Errorf("redisstore: take_cascades: unexpected reply %v", c.Reply))
+			continue
+		}
+		for i := 0; i < len(r); i += 2 {
+			jobs = append(jobs, cascadeJob{runID: asString(r[i]), ended: fromMS(asInt(r[i+1]))})
+		}
 	}
-	r, err := asSlice(v)
-	if err != nil || len(r)%2 != 0 {
-		return nil, fmt.Errorf("redisstore: take_cascades: unexpected reply %v", v)
-	}
-	jobs := make([]cascadeJob, 0, len(r)/2)
-	for i := 0; i < len(r); i += 2 {
-		jobs = append(jobs, cascadeJob{runID: asString(r[i]), ended: fromMS(asInt(r[i+1]))})
-	}
-	return jobs, nil
+	return jobs, errors.Join(errs...)
 }

@@ -17,8 +17,10 @@ type TriggerRequest struct {
 
 // TriggerFunc sends a trigger request. The handles line up with the
 // request's triggers; one that collided, or failed, is nil, and err says
-// why (an *IdempotencyCollisionError for a lone trigger, a
-// *BulkCollisionError or *BatchItemError in a batch).
+// why (an *IdempotencyCollisionError or a *DurabilityError for a lone
+// trigger, which then has no handle; a *BulkCollisionError or
+// *BatchItemError in a batch, whose triggers that fell short of their
+// durability keep their handles beside one *DurabilityError).
 type TriggerFunc func(ctx context.Context, req *TriggerRequest) ([]*RunHandle, error)
 
 // TriggerMiddleware wraps every trigger the client sends: RunNoWait, Run,
