@@ -58,12 +58,12 @@ func TestSignupEndsVerifiedByItsEvent(t *testing.T) {
 	}
 	// Asleep for a day, then waiting for the event, without a worker slot
 	// all along: the harness's clock moves the day on.
-	waitFor(t, ctx, c, ref.ID(), "sleep until "+h.Now().Add(24*time.Hour).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	waitFor(ctx, t, c, ref.ID(), "sleep until "+h.Now().Add(24*time.Hour).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 	if got := box.sent(); len(got) != 1 {
 		t.Fatalf("mails while asleep = %v; want the welcome only", got)
 	}
 	h.Advance(24 * time.Hour)
-	waitFor(t, ctx, c, ref.ID(), "event account.verified")
+	waitFor(ctx, t, c, ref.ID(), "event account.verified")
 	if _, err := ing.Push(ctx, "account.verified", json.RawMessage(`{"email":"bob@example.com"}`), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +97,9 @@ func TestSignupGivesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, c, ref.ID(), "sleep until "+h.Now().Add(24*time.Hour).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	waitFor(ctx, t, c, ref.ID(), "sleep until "+h.Now().Add(24*time.Hour).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 	h.Advance(24 * time.Hour)
-	waitFor(t, ctx, c, ref.ID(), "event account.verified")
+	waitFor(ctx, t, c, ref.ID(), "event account.verified")
 	h.Advance(7 * 24 * time.Hour)
 	out, err := ref.Result(ctx)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestSignupGivesUp(t *testing.T) {
 }
 
 // waitFor waits until run is waiting for what.
-func waitFor(t *testing.T, ctx context.Context, c *client.Client, run, what string) {
+func waitFor(ctx context.Context, t *testing.T, c *client.Client, run, what string) {
 	t.Helper()
 	for {
 		info, err := c.Inspector().GetRun(ctx, run)

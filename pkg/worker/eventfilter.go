@@ -54,7 +54,7 @@ func compileEventFilter(src string) (func(payload, meta []byte) (bool, error), e
 		if err != nil {
 			// A payload the filter cannot read (a missing field) does not
 			// pass; the wait goes on.
-			return false, nil
+			return false, nil //nolint:nilerr // not an error of the wait
 		}
 		b, ok := out.Value().(bool)
 		if !ok {
