@@ -263,6 +263,14 @@ func napHandler(cnt counter, report func(string)) func(worker.Context, in) (out,
 }
 
 func napWorker() int {
+	return durableHelper(func(w *worker.Worker, cnt counter) error {
+		return worker.Handle(w, napTask, napHandler(cnt, func(s string) { fmt.Println(s) }))
+	})
+}
+
+// durableHelper runs a helper worker process whose handlers register
+// adds, counting their steps' work in Redis with cnt.
+func durableHelper(register func(w *worker.Worker, cnt counter) error) int {
 	conn, err := connect.Open(connect.Options{URL: os.Getenv(workerURLEnv)})
 	if err != nil {
 		return 1
@@ -272,7 +280,9 @@ func napWorker() int {
 	if err != nil {
 		return 1
 	}
-	worker.Handle(w, napTask, napHandler(counter{conn.Redis, "taskq:{" + ns + "}:test:"}, func(s string) { fmt.Println(s) }))
+	if err := register(w, counter{conn.Redis, "taskq:{" + ns + "}:test:"}); err != nil {
+		return 1
+	}
 	if err := w.Run(context.Background()); err != nil {
 		return 1
 	}
@@ -427,20 +437,9 @@ func stockHandler(cnt counter, report func(string)) func(worker.Context, in) (ou
 }
 
 func stockWorker() int {
-	conn, err := connect.Open(connect.Options{URL: os.Getenv(workerURLEnv)})
-	if err != nil {
-		return 1
-	}
-	ns := os.Getenv(workerNSEnv)
-	w, err := worker.New(worker.Options{Redis: conn.Redis, Namespace: ns, LeaseDuration: time.Second, Logger: quiet})
-	if err != nil {
-		return 1
-	}
-	worker.Handle(w, stockTask, stockHandler(counter{conn.Redis, "taskq:{" + ns + "}:test:"}, func(s string) { fmt.Println(s) }))
-	if err := w.Run(context.Background()); err != nil {
-		return 1
-	}
-	return 0
+	return durableHelper(func(w *worker.Worker, cnt counter) error {
+		return worker.Handle(w, stockTask, stockHandler(cnt, func(s string) { fmt.Println(s) }))
+	})
 }
 
 // A worker SIGKILLed while its runs wait for an event (one surely

@@ -101,27 +101,10 @@ func (j *janitor) recoverFanouts(quit <-chan struct{}) {
 	if j.fanouts == nil {
 		return
 	}
-	for n := 0; n < fanoutBatches; n++ {
-		ctx, cancel := context.WithTimeout(context.Background(), j.opTimeout)
-		taken, finished, err := j.fanouts.RecoverFanouts(ctx, j.clock.Now(), engine.FanoutGrace, fanoutBatch)
-		cancel()
-		if finished > 0 {
-			j.log.Info("taskq: finished the fan-out of events whose ingester left it pending", "events", finished)
-		}
-		if err != nil {
-			j.log.Warn("taskq: finishing pending event fan-outs failed; they are tried again after the grace period",
-				"taken", taken, "finished", finished, "err", err)
-			return
-		}
-		if taken < fanoutBatch {
-			return
-		}
-		select {
-		case <-quit:
-			return
-		default:
-		}
-	}
+	j.recoverBatches(quit, func(ctx context.Context) (int, int, error) {
+		return j.fanouts.RecoverFanouts(ctx, j.clock.Now(), engine.FanoutGrace, fanoutBatch)
+	}, "taskq: finished the fan-out of events whose ingester left it pending",
+		"taskq: finishing pending event fan-outs failed; they are tried again after the grace period")
 }
 
 // recoverCascades cancels the children of cancelled runs left pending
@@ -131,16 +114,27 @@ func (j *janitor) recoverCascades(quit <-chan struct{}) {
 	if j.cascades == nil {
 		return
 	}
+	j.recoverBatches(quit, func(ctx context.Context) (int, int, error) {
+		return j.cascades.RecoverCascades(ctx, j.clock.Now(), engine.CascadeGrace, fanoutBatch)
+	}, "taskq: cancelled the children of cancelled runs",
+		"taskq: cancelling the children of cancelled runs failed; they are tried again after the grace period")
+}
+
+// recoverBatches calls take, which takes up to fanoutBatch items left
+// pending and finishes them, while its batches come back full, at most
+// fanoutBatches times, or until quit closes. It logs what was finished
+// (doneMsg) and a failure (failMsg).
+func (j *janitor) recoverBatches(quit <-chan struct{}, take func(ctx context.Context) (taken, done int, err error),
+	doneMsg, failMsg string) {
 	for n := 0; n < fanoutBatches; n++ {
 		ctx, cancel := context.WithTimeout(context.Background(), j.opTimeout)
-		taken, done, err := j.cascades.RecoverCascades(ctx, j.clock.Now(), engine.CascadeGrace, fanoutBatch)
+		taken, done, err := take(ctx)
 		cancel()
 		if done > 0 {
-			j.log.Info("taskq: cancelled the children of cancelled runs", "runs", done)
+			j.log.Info(doneMsg, "finished", done)
 		}
 		if err != nil {
-			j.log.Warn("taskq: cancelling the children of cancelled runs failed; they are tried again after the grace period",
-				"taken", taken, "done", done, "err", err)
+			j.log.Warn(failMsg, "taken", taken, "finished", done, "err", err)
 			return
 		}
 		if taken < fanoutBatch {
