@@ -18,14 +18,7 @@ func TestTheRunPageSaysWhichRateLimitARunWaitsFor(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	run := e.trigger(ctx, order{ID: "held-1", Amount: 1})
-	st := clientlink.Store(e.c)
-	if err := st.EnsureGroup(ctx, orderTask.Name()); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := st.ReadGroup(ctx, 0, "w", []string{orderTask.Name()}, 10, 0)
-	if err != nil || len(ds) != 1 {
-		t.Fatalf("read = %v, %v", ds, err)
-	}
+	st, ds := readOnly(ctx, t, e)
 	res, errs := st.DeferRuns(ctx, []engine.Deferral{{Delivery: ds[0], Due: time.Now().Add(time.Hour), Reason: `rate limit "emails" key "<b>acme</b>"`}})
 	if errs[0] != nil || !res[0].Held {
 		t.Fatalf("hold back = %+v, %v", res, errs)
@@ -63,14 +56,7 @@ func TestTheRunPageSaysWhatAWaitingRunWaitsFor(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, redistest.Mini(t), envOptions{})
 	run := e.trigger(ctx, order{ID: "nap-1", Amount: 1})
-	st := clientlink.Store(e.c)
-	if err := st.EnsureGroup(ctx, orderTask.Name()); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := st.ReadGroup(ctx, 0, "w", []string{orderTask.Name()}, 10, 0)
-	if err != nil || len(ds) != 1 {
-		t.Fatalf("read = %v, %v", ds, err)
-	}
+	st, ds := readOnly(ctx, t, e)
 	now := time.Now()
 	sts, errs := st.StartBatch(ctx, "w", now, ds)
 	if errs[0] != nil || !sts[0].Started {
@@ -90,4 +76,19 @@ func TestTheRunPageSaysWhatAWaitingRunWaitsFor(t *testing.T) {
 			t.Errorf("the run page of a waiting run lacks %q:\n%s", want, p.body)
 		}
 	}
+}
+
+// readOnly reads the only queued run of the order task for worker "w",
+// as a worker would, and returns the store it read it from.
+func readOnly(ctx context.Context, t *testing.T, e *env) (engine.Engine, []engine.Delivery) {
+	t.Helper()
+	st := clientlink.Store(e.c)
+	if err := st.EnsureGroup(ctx, orderTask.Name()); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := st.ReadGroup(ctx, 0, "w", []string{orderTask.Name()}, 10, 0)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("read = %v, %v", ds, err)
+	}
+	return st, ds
 }

@@ -187,10 +187,22 @@ func (c *runContext) sleep(until time.Time) error {
 	panic(&suspension{until: due, reason: waitSleep + " until " + due.UTC().Format("2006-01-02T15:04:05.000Z07:00")})
 }
 
+// waitUntil is when a wait of timeout ends: zero for 0 (no limit). A
+// negative timeout is refused, rather than taken for no limit.
+func (c *runContext) waitUntil(call string, timeout time.Duration) (time.Time, error) {
+	switch {
+	case timeout < 0:
+		return time.Time{}, fmt.Errorf("worker: %s: timeout %s is negative; use 0 to wait without a limit", call, timeout)
+	case timeout == 0:
+		return time.Time{}, nil
+	}
+	return c.clock().Add(timeout), nil
+}
+
 func (c *runContext) waitSignal(timeout time.Duration) (Signal, error) {
-	var until time.Time
-	if timeout > 0 {
-		until = c.clock().Add(timeout)
+	until, err := c.waitUntil("WaitForSignal", timeout)
+	if err != nil {
+		return Signal{}, err
 	}
 	n, rec, err := c.nextWait(waitSignal, until)
 	if err != nil {
@@ -284,9 +296,9 @@ func WaitForEvent(ctx Context, key, filter string, timeout time.Duration) (*clie
 	if err != nil {
 		return nil, err
 	}
-	var until time.Time
-	if timeout > 0 {
-		until = c.clock().Add(timeout)
+	until, err := c.waitUntil("WaitForEvent", timeout)
+	if err != nil {
+		return nil, err
 	}
 	n, rec, err := c.nextWait(waitEvent, until)
 	if err != nil {

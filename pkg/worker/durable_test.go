@@ -363,6 +363,10 @@ func TestWaitForEvent(t *testing.T) {
 				case "bad-filter":
 					_, err := worker.WaitForEvent(ctx, "order.paid", `input.id ==`, 0)
 					return out{ID: x.ID, By: fmt.Sprint(err)}, nil
+				case "negative":
+					_, eerr := worker.WaitForEvent(ctx, "order.paid", "", -time.Second)
+					_, serr := worker.WaitForSignal(ctx, -time.Second)
+					return out{ID: x.ID, By: fmt.Sprint(eerr, "|", serr)}, nil
 				}
 				ev, err := worker.WaitForEvent(ctx, "order.paid", `input.id == "`+x.ID+`"`, 0)
 				if err != nil {
@@ -405,6 +409,12 @@ func TestWaitForEvent(t *testing.T) {
 		}
 		if res, err := client.Run(ctx, c, tk, in{ID: "bad-filter"}); err != nil || !strings.Contains(res.By, `event filter "input.id ==" does not compile`) {
 			t.Fatalf("bad filter result = %+v, %v; want an error naming the filter", res, err)
+		}
+		// A negative timeout is refused, not taken for no limit.
+		if res, err := client.Run(ctx, c, tk, in{ID: "negative"}); err != nil ||
+			res.By != "worker: WaitForEvent: timeout -1s is negative; use 0 to wait without a limit|"+
+				"worker: WaitForSignal: timeout -1s is negative; use 0 to wait without a limit" {
+			t.Fatalf("negative timeouts = %+v, %v; want both refused, naming the timeout", res, err)
 		}
 	})
 }
