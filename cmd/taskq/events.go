@@ -139,7 +139,7 @@ are printed and the error names the payloads that were not.`,
 				if err != nil {
 					return badEvent(err)
 				}
-				return a.pushed([]*events.Event{e}, false, nil)
+				return a.pushed([]*client.EventInfo{e}, false, nil)
 			}
 			in := make([]events.Input, len(payloads))
 			for n, p := range payloads {
@@ -150,7 +150,7 @@ are printed and the error names the payloads that were not.`,
 			if err := ing.Validate(in); err != nil {
 				return badBatch(err, len(in))
 			}
-			var evs []*events.Event
+			var evs []*client.EventInfo
 			var pushErr error
 			prog := a.newProgress("pushing events:", len(in))
 			for start := 0; start < len(in) && pushErr == nil; start += chunk {
@@ -184,7 +184,7 @@ are printed and the error names the payloads that were not.`,
 // pushed prints the events that were stored, then ends with pushErr (some
 // were not stored) or, failing that, with an error when a task could not
 // derive its key from an event.
-func (a *app) pushed(evs []*events.Event, batch bool, pushErr error) error {
+func (a *app) pushed(evs []*client.EventInfo, batch bool, pushErr error) error {
 	// A pushed or listed event is shown as the HTTP API answers a push:
 	// without its payload and metadata.
 	views := make([]wire.EventResult, len(evs))

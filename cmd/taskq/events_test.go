@@ -14,7 +14,6 @@ import (
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
-	"github.com/taskq/taskq/pkg/events"
 )
 
 // registerWebhooks registers the example tasks the way a worker does, and
@@ -28,7 +27,7 @@ func registerWebhooks(t *testing.T, b *redistest.Backend) {
 	}
 }
 
-func storedEvents(t *testing.T, c *client.Client) []*events.Event {
+func storedEvents(t *testing.T, c *client.Client) []*client.EventInfo {
 	t.Helper()
 	evs, err := listEvents(context.Background(), c.Inspector(), devtasks.EventKey, 0, 0)
 	if err != nil {

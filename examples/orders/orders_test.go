@@ -63,7 +63,7 @@ func TestOrderIsChargedOnce(t *testing.T) {
 	}
 
 	_, err = client.Run(ctx, c, orders.ProcessOrder, orders.Order{OrderID: "A-2", Amount: -5})
-	var failed *client.RunFailedError
+	var failed *client.RunError
 	if !errors.As(err, &failed) || failed.Attempts != 1 {
 		t.Fatalf("negative amount: %v, want a failure after one attempt (no retries)", err)
 	}
@@ -132,7 +132,7 @@ func TestRetriedChargeKeepsItsChargeID(t *testing.T) {
 	if len(runs) != 2 || runs[0].Info.Status != client.StatusQueued || runs[0].Info.Attempt != 1 || runs[1].Info.Status != client.StatusFailed || runs[1].Info.Attempt != 1 {
 		t.Fatalf("after the first attempts: %d runs, want C-3 waiting for a retry and C-4 failed at once", len(runs))
 	}
-	if _, err := runs[1].Result(); !errors.As(err, new(*client.RunFailedError)) {
+	if _, err := runs[1].Result(); !errors.As(err, new(*client.RunError)) {
 		t.Fatalf("C-4: %v, want a failure", err)
 	}
 	// The first backoff is a second, plus up to a fifth of it.

@@ -1,7 +1,7 @@
 // Package cancelreason writes and reads the reason a run cancelled by its
 // concurrency group records as its error (and its cancel notice carries):
 // the worker writes it, and reads it back for the handler's context; the
-// client reads it for RunCancelledError's Group and By.
+// client reads it for RunError's Group and By.
 package cancelreason
 
 import (

@@ -2,12 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"github.com/taskq/taskq/internal/finished"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/taskq/taskq/internal/finished"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -142,7 +143,7 @@ func (m *metrics) observeTrigger(source string, start time.Time) {
 	m.triggerDuration.WithLabelValues(source).Observe(time.Since(start).Seconds())
 }
 
-func (m *metrics) countEvent(ev *events.Event) {
+func (m *metrics) countEvent(ev *client.EventInfo) {
 	m.eventsIngested.Inc()
 	for _, r := range ev.Runs {
 		switch r.Outcome {

@@ -227,7 +227,7 @@ func TestWaitAllKeepsTheOrder(t *testing.T) {
 		if fmt.Sprint(got) != "[1 4 0 16 0]" {
 			t.Fatalf("results = %v", got)
 		}
-		var failed *client.RunFailedError
+		var failed *client.RunError
 		if !errors.As(err, &failed) || failed.RunID != refs[2].ID() {
 			t.Fatalf("error = %v, want run #2's failure", err)
 		}

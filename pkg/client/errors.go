@@ -18,7 +18,7 @@ var ErrIdempotencyCollision = errors.New("idempotency collision")
 // record has been removed after its retention.
 var ErrRunNotFound = engine.ErrRunNotFound
 
-// ErrRunFailed matches every *RunFailedError.
+// ErrRunFailed matches every *RunError of a failed run.
 var ErrRunFailed = errors.New("run failed")
 
 // ErrOutOfMemory matches the error of a trigger (or a signal, an event, a
@@ -148,26 +148,20 @@ func (e *LimitError) Error() string {
 // Is makes errors.Is(err, ErrInputTooLarge) hold.
 func (e *LimitError) Is(target error) bool { return target == ErrInputTooLarge }
 
-// RunFailedError is the result of a run that failed after its last attempt.
-type RunFailedError struct {
-	RunID    string
+// RunError is the result of a run that ended without succeeding: Status
+// says how. errors.Is(err, ErrRunFailed) holds for a failed run, and
+// errors.Is(err, task.ErrRunCancelled) for a cancelled one (with
+// task.ErrConcurrencyCancelled too when its concurrency group cancelled it).
+type RunError struct {
+	RunID string
+	// Status is StatusFailed (after the run's last attempt) or
+	// StatusCancelled.
+	Status Status
+	// Attempts counts the attempts the run made.
 	Attempts int
-	Message  string
-}
-
-// Error names the run, its attempts and its last error.
-func (e *RunFailedError) Error() string {
-	return fmt.Sprintf("run %s failed after %d attempt(s): %s", e.RunID, e.Attempts, e.Message)
-}
-
-// Is makes errors.Is(err, ErrRunFailed) hold.
-func (e *RunFailedError) Is(target error) bool { return target == ErrRunFailed }
-
-// RunCancelledError is the result of a cancelled run.
-// errors.Is(err, task.ErrRunCancelled) holds for it.
-type RunCancelledError struct {
-	RunID  string
-	Reason string
+	// Message is the last attempt's error (failed), or why the run was
+	// cancelled.
+	Message string
 	// Group is set when the run's concurrency group cancelled it, as
 	// worker.CancelledError's: a newer run of the group, By, took its slot
 	// (task.CancelInProgress), or By is "" when the group was full as the
@@ -176,15 +170,22 @@ type RunCancelledError struct {
 	By    string
 }
 
-// Error names the run and why it was cancelled.
-func (e *RunCancelledError) Error() string {
-	return fmt.Sprintf("run %s was cancelled: %s", e.RunID, e.Reason)
+// Error names the run, how it ended and why.
+func (e *RunError) Error() string {
+	if e.Status == StatusCancelled {
+		return fmt.Sprintf("run %s was cancelled: %s", e.RunID, e.Message)
+	}
+	return fmt.Sprintf("run %s failed after %d attempt(s): %s", e.RunID, e.Attempts, e.Message)
 }
 
-// Is makes errors.Is(err, task.ErrRunCancelled) hold, and
-// errors.Is(err, task.ErrConcurrencyCancelled) when the run's concurrency
-// group cancelled it (Group says which).
-func (e *RunCancelledError) Is(target error) bool {
+// Is makes errors.Is(err, ErrRunFailed) hold for a failed run, and
+// errors.Is(err, task.ErrRunCancelled) for a cancelled one, with
+// errors.Is(err, task.ErrConcurrencyCancelled) when its concurrency group
+// cancelled it (Group says which).
+func (e *RunError) Is(target error) bool {
+	if e.Status != StatusCancelled {
+		return target == ErrRunFailed
+	}
 	if target == task.ErrConcurrencyCancelled {
 		return e.Group != ""
 	}

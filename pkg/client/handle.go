@@ -108,13 +108,13 @@ func runInfo(r *engine.Run) *RunInfo {
 }
 
 // Err returns the error a waiter gets for this run: nil for a success,
-// *RunFailedError or *RunCancelledError otherwise.
+// a *RunError otherwise.
 func (i *RunInfo) Err() error {
 	switch i.Status {
 	case StatusFailed:
-		return &RunFailedError{RunID: i.ID, Attempts: i.Attempt, Message: i.Error}
+		return &RunError{RunID: i.ID, Status: i.Status, Attempts: i.Attempt, Message: i.Error}
 	case StatusCancelled:
-		e := &RunCancelledError{RunID: i.ID, Reason: i.Error}
+		e := &RunError{RunID: i.ID, Status: i.Status, Attempts: i.Attempt, Message: i.Error}
 		e.Group, e.By, _ = cancelreason.Parse(i.Error)
 		return e
 	}

@@ -132,10 +132,6 @@ type Input struct {
 	Metadata json.RawMessage
 }
 
-// Event is a stored event and what it did to each subscribed task; the
-// client's Inspector lists them too.
-type Event = client.EventInfo
-
 // Push stores an event and triggers every task subscribed to key. Each
 // task's idempotency key is derived with input = payload and
 // additional_metadata = metadata. A task whose key is held gets no run and
@@ -144,7 +140,7 @@ type Event = client.EventInfo
 // still run. Payload and metadata must be JSON objects (nil means {}). A
 // *FanoutPendingError says the event is stored and a worker will finish
 // its fan-out.
-func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage, metadata json.RawMessage) (*Event, error) {
+func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage, metadata json.RawMessage) (*client.EventInfo, error) {
 	in := Input{Key: key, Payload: payload, Metadata: metadata}
 	if err := i.validate(-1, &in); err != nil {
 		return nil, err
@@ -175,7 +171,7 @@ func (i *Ingester) Push(ctx context.Context, key string, payload json.RawMessage
 // is stored with its runs as Push stores it; when Redis fails some of
 // them, the others are still returned (the failed ones as nil) with a
 // *client.BatchItemError per failure (its Index the event's position).
-func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
+func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*client.EventInfo, error) {
 	if len(in) > i.opts.MaxBatch {
 		return nil, &client.LimitError{What: "batch", Size: len(in), Limit: i.opts.MaxBatch, Unit: "events"}
 	}
@@ -196,7 +192,7 @@ func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 		ps[n] = p
 	}
 	res, errs := i.store.PushEvents(ctx, ps)
-	out := make([]*Event, len(in))
+	out := make([]*client.EventInfo, len(in))
 	var failed []error
 	var keys []string
 	for n := range ps {
@@ -220,7 +216,7 @@ func (i *Ingester) PushMany(ctx context.Context, in []Input) ([]*Event, error) {
 // anew, so a task whose key is still held is deduplicated to its owner and
 // the others get new runs. The event replayed is not changed. A missing
 // (or expired) event fails with ErrEventNotFound.
-func (i *Ingester) Replay(ctx context.Context, id string) (*Event, error) {
+func (i *Ingester) Replay(ctx context.Context, id string) (*client.EventInfo, error) {
 	ev, err := i.c.Inspector().GetEvent(ctx, id)
 	if err != nil {
 		return nil, err
@@ -297,12 +293,12 @@ func (i *Ingester) prepare(ctx context.Context, in Input) (*admission.EventParam
 	}, subs)
 }
 
-func eventOf(p *admission.EventParams, runs []admission.EventRun) *Event {
+func eventOf(p *admission.EventParams, runs []admission.EventRun) *client.EventInfo {
 	return fromRecord(&admission.EventRecord{ID: p.ID, Key: p.Key, Payload: p.Payload, Meta: p.Meta, Created: p.Now, Runs: runs})
 }
 
-func fromRecord(r *admission.EventRecord) *Event {
-	e := &Event{
+func fromRecord(r *admission.EventRecord) *client.EventInfo {
+	e := &client.EventInfo{
 		ID: r.ID, Key: r.Key, Payload: json.RawMessage(r.Payload), Metadata: json.RawMessage(r.Meta),
 		CreatedAt: r.Created.UTC(), Runs: make([]client.EventTaskRun, len(r.Runs)),
 	}

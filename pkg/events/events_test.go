@@ -139,7 +139,7 @@ func TestSameEventTwiceOneRun(t *testing.T) {
 		if n := countRuns(t, c); n != 1 {
 			t.Fatalf("%d runs, want 1", n)
 		}
-		for _, ev := range []*events.Event{first, second} {
+		for _, ev := range []*client.EventInfo{first, second} {
 			got, err := c.Inspector().GetEvent(ctx, ev.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -511,7 +511,7 @@ func TestEventFansOutAcrossPartitions(t *testing.T) {
 		if n := countRuns(t, c); n != len(defs) {
 			t.Fatalf("%d runs, want %d", n, len(defs))
 		}
-		for _, ev := range []*events.Event{first, second} {
+		for _, ev := range []*client.EventInfo{first, second} {
 			got, err := c.Inspector().GetEvent(ctx, ev.ID)
 			if err != nil {
 				t.Fatal(err)

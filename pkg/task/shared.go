@@ -13,7 +13,7 @@ type Clock interface{ Now() time.Time }
 // ErrRunCancelled says a run was cancelled, by a client, an operator or a
 // newer run that superseded it. Both sides of the queue match it:
 // errors.Is(err, ErrRunCancelled) holds for the result of a cancelled run
-// that a client waits on (a *client.RunCancelledError) and for the cause a
+// that a client waits on (a *client.RunError) and for the cause a
 // handler's context is cancelled with (context.Cause(ctx), a
 // *worker.CancelledError included).
 var ErrRunCancelled = errors.New("run cancelled")

@@ -26,9 +26,8 @@ type Run[I, O any] struct {
 	Info *client.RunInfo
 }
 
-// Result returns the result of a run that succeeded, decoded; the run's
-// failure (*client.RunFailedError) or cancellation
-// (*client.RunCancelledError) for one that did not; or an error matching
+// Result returns the result of a run that succeeded, decoded; the
+// *client.RunError of its failure or cancellation for one that did not; or an error matching
 // ErrNotEnded for one not ended yet, naming its status and its last error.
 // It reads the record the Run holds and does not wait: to wait for a run,
 // use client.Ref(h.Client(), r.Info.ID).Result(ctx). A run whose last

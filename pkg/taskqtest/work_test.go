@@ -126,7 +126,7 @@ func TestWorkLeavesRetriesUntilAdvanced(t *testing.T) {
 	if out, err := runs[0].Result(); err != nil || out != "ch_in_1" || runs[0].Info.Attempt != 2 {
 		t.Fatalf("in_1 after its retry: %q, %v, attempt %d; want ch_in_1 at attempt 2", out, err, runs[0].Info.Attempt)
 	}
-	var failed *client.RunFailedError
+	var failed *client.RunError
 	if _, err := runs[1].Result(); !errors.As(err, &failed) || failed.Attempts != 2 || failed.Message != errDeclined.Error() {
 		t.Fatalf("in_2 after its last attempt: %v; want a failure after 2 attempts with %q", err, errDeclined)
 	}
@@ -156,7 +156,7 @@ func TestWorkReportsFailures(t *testing.T) {
 		t.Fatalf("Work returned %d runs, want 2", len(runs))
 	}
 	for _, r := range runs {
-		var failed *client.RunFailedError
+		var failed *client.RunError
 		if _, err := r.Result(); !errors.As(err, &failed) || r.Info.Status != client.StatusFailed {
 			t.Fatalf("run for %s: %s, %v; want failed", r.Input.Email, r.Info.Status, err)
 		}

@@ -278,8 +278,8 @@ func TestConcurrencyCancelInProgress(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, err = old.Result(wctx)
-		var rc *client.RunCancelledError
-		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, newer.ID()) || !errors.Is(err, task.ErrConcurrencyCancelled) ||
+		var rc *client.RunError
+		if !errors.As(err, &rc) || !strings.Contains(rc.Message, newer.ID()) || !errors.Is(err, task.ErrConcurrencyCancelled) ||
 			rc.By != newer.ID() || rc.Group == "" {
 			t.Fatalf("old run: %v, want cancelled by its group naming %s", err, newer.ID())
 		}
@@ -335,8 +335,8 @@ func TestConcurrencyCancelNewest(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, err = second.Result(wctx)
-		var rc *client.RunCancelledError
-		if !errors.As(err, &rc) || !strings.Contains(rc.Reason, `concurrency group "acme" was full`) ||
+		var rc *client.RunError
+		if !errors.As(err, &rc) || !strings.Contains(rc.Message, `concurrency group "acme" was full`) ||
 			!errors.Is(err, task.ErrConcurrencyCancelled) || rc.Group != "acme" || rc.By != "" {
 			t.Fatalf("second run: %v, want cancelled as its group was full", err)
 		}

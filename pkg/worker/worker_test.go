@@ -326,7 +326,7 @@ func TestRetriesKeepStepIDAndTimeoutCancelsContext(t *testing.T) {
 		mu.Unlock()
 
 		_, err = client.Run(ctx, c, slow, in{ID: "y"})
-		var rf *client.RunFailedError
+		var rf *client.RunError
 		if !errors.As(err, &rf) || !errors.Is(<-causes, worker.ErrTimeout) {
 			t.Fatalf("timed out run: %v", err)
 		}
