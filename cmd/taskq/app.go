@@ -24,6 +24,9 @@ const (
 	envPartitions = "TASKQ_PARTITIONS"
 	envToken      = "TASKQ_TOKEN"
 	envNoColor    = "NO_COLOR"
+	// envCompleteTimeout replaces completeTimeout (a Go duration), for a
+	// Redis far away.
+	envCompleteTimeout = "TASKQ_COMPLETE_TIMEOUT"
 )
 
 // Output formats of -o.

@@ -353,7 +353,10 @@ func TestCompletionOfTaskNames(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		f := seed(t, b)
 		for _, args := range [][]string{{"tasks", "get", ""}, {"runs", "trigger", "pro"}, {"keys", "ls", "--task", ""}} {
-			r := f.cli.run(append([]string{cobra.ShellCompRequestCmd}, args...)...)
+			// A loaded machine running -race can take longer than a
+			// person's 2 s to connect to the cluster.
+			r := runWith(context.Background(), invocation{env: map[string]string{envCompleteTimeout: "30s"}},
+				f.cli.args(append([]string{cobra.ShellCompRequestCmd}, args...))...)
 			if r.code != 0 || !strings.Contains(r.stdout, "process-order\n") {
 				t.Errorf("completing %q: exit %d, got %q", args, r.code, r.stdout)
 			}
@@ -415,7 +418,10 @@ func TestCompletionOfRunIDsAndKeys(t *testing.T) {
 		f := seed(t, b)
 		complete := func(args ...string) []string {
 			t.Helper()
-			r := f.cli.run(append([]string{cobra.ShellCompRequestCmd}, args...)...)
+			// A loaded machine running -race can take longer than a
+			// person's 2 s to connect to the cluster.
+			r := runWith(context.Background(), invocation{env: map[string]string{envCompleteTimeout: "30s"}},
+				f.cli.args(append([]string{cobra.ShellCompRequestCmd}, args...))...)
 			if r.code != 0 {
 				t.Fatalf("completing %q: exit %d: %s", args, r.code, r.stderr)
 			}
@@ -467,4 +473,20 @@ func TestCompletionOfRunIDsAndKeys(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TASKQ_COMPLETE_TIMEOUT replaces the 2 s a completion may take when it is a
+// positive duration, and is ignored otherwise.
+func TestCompleteTimeoutFromEnvironment(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": completeTimeout, "5s": 5 * time.Second, "soon": completeTimeout, "-1s": completeTimeout} {
+		a := &app{streams: streams{getenv: func(k string) string {
+			if k == envCompleteTimeout {
+				return v
+			}
+			return ""
+		}}}
+		if got := a.completeTimeout(); got != want {
+			t.Errorf("TASKQ_COMPLETE_TIMEOUT=%q: %s, want %s", v, got, want)
+		}
+	}
 }

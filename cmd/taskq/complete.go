@@ -12,7 +12,8 @@ import (
 )
 
 const (
-	// completeTimeout bounds the Redis reads of one completion.
+	// completeTimeout bounds the connection and the Redis reads of one
+	// completion, unless TASKQ_COMPLETE_TIMEOUT says otherwise.
 	completeTimeout = 2 * time.Second
 	// completeMax bounds the candidates one completion offers.
 	completeMax = 100
@@ -30,7 +31,7 @@ func (a *app) completeRunIDs(cmd *cobra.Command, args []string, toComplete strin
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), completeTimeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), a.completeTimeout())
 	defer cancel()
 	c, err := a.client(ctx)
 	if err != nil {
@@ -60,7 +61,7 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), completeTimeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), a.completeTimeout())
 	defer cancel()
 	c, err := a.client(ctx)
 	if err != nil {
@@ -98,4 +99,14 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// completeTimeout is how long one completion may take: completeTimeout, or
+// TASKQ_COMPLETE_TIMEOUT when that is a positive Go duration (a completion
+// has no way to report a bad one).
+func (a *app) completeTimeout() time.Duration {
+	if d, err := time.ParseDuration(a.getenv(envCompleteTimeout)); err == nil && d > 0 {
+		return d
+	}
+	return completeTimeout
 }

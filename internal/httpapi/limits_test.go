@@ -201,11 +201,12 @@ func TestConnectionLimitUnderSlowClients(t *testing.T) {
 // WriteTimeout.
 func TestLongPollOutlivesWriteTimeout(t *testing.T) {
 	t.Parallel()
-	s := serve(t, redistest.Mini(t), envOptions{server: Options{WriteTimeout: 200 * time.Millisecond}})
+	// The answer after the wait has WriteTimeout to be written in: 1 s,
+	// which a loaded machine running -race does not miss as it did 200 ms.
+	s := serve(t, redistest.Mini(t), envOptions{server: Options{WriteTimeout: time.Second}})
 	s.register(task.Spec{Name: "idle", Expression: `input.id`, Strategy: task.StrategyTTL, TTLMs: 60000})
 	// The run is triggered through the client: a trigger over HTTP is
-	// bounded by the 200ms WriteTimeout too, which a loaded machine running
-	// -race can miss.
+	// bounded by the WriteTimeout too.
 	def, err := s.c.Definition(context.Background(), "idle")
 	if err != nil {
 		t.Fatal(err)
@@ -216,8 +217,8 @@ func TestLongPollOutlivesWriteTimeout(t *testing.T) {
 	}
 	id := h.ID()
 	start := time.Now()
-	r := s.call("GET", "/api/v1/runs/"+id+"/result?wait=600ms", nil).expect(t, http.StatusAccepted)
-	if r.str("status") != "queued" || time.Since(start) < 600*time.Millisecond {
+	r := s.call("GET", "/api/v1/runs/"+id+"/result?wait=2500ms", nil).expect(t, http.StatusAccepted)
+	if r.str("status") != "queued" || time.Since(start) < 2500*time.Millisecond {
 		t.Fatalf("long-poll after %s: %s", time.Since(start), r.raw)
 	}
 }
