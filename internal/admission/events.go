@@ -50,8 +50,8 @@ type EventStore interface {
 	ListEventIDs(ctx context.Context, eventKey string, offset, limit int64) ([]string, error)
 	PartitionCount(ctx context.Context) (int, error)
 	SweepEvents(ctx context.Context, part int, cutoff time.Time, offset, limit int) (removed, looked int, err error)
-	AddEventWaiter(ctx context.Context, eventKey, runID string, now time.Time) error
-	TakeEventWaiters(ctx context.Context, eventKeys []string) ([]string, error)
+	EventWaiters(ctx context.Context, eventKeys []string) ([]engine.EventWaiter, error)
+	ForgetEventWaiters(ctx context.Context, ws []engine.EventWaiter) error
 	WakeRuns(ctx context.Context, runIDs []string) error
 }
 

@@ -230,12 +230,21 @@ type Events interface {
 	// fault tooling that stop a fan-out between its steps.
 	SetFanoutHooks(h *FanoutHooks)
 	// AddEventWaiter registers runID as waiting durably for the next event
-	// of eventKey.
+	// of eventKey, as of now (a later registration of the run replaces
+	// it).
 	AddEventWaiter(ctx context.Context, eventKey, runID string, now time.Time) error
-	// TakeEventWaiters returns, and forgets, the runs registered for an
-	// event of any of eventKeys; whoever pushed the events wakes them
-	// (WakeRuns).
-	TakeEventWaiters(ctx context.Context, eventKeys []string) ([]string, error)
+	// EventWaiters reads the registrations for an event of any of
+	// eventKeys: whoever pushed the events wakes their runs (WakeRuns),
+	// then forgets them (ForgetEventWaiters).
+	EventWaiters(ctx context.Context, eventKeys []string) ([]EventWaiter, error)
+	// ForgetEventWaiters removes the registrations ws that are still as
+	// read: a run that registered again since keeps its newer one.
+	ForgetEventWaiters(ctx context.Context, ws []EventWaiter) error
+	// RecoverEventWaiters wakes and forgets the registrations, of up to
+	// limit event keys, that an event of their key older than grace came
+	// after (its pusher died before it woke them): taken counts the keys
+	// looked at, woken the runs woken.
+	RecoverEventWaiters(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, woken int, err error)
 	// WakeRuns wakes runs whose handlers wait for a signal or an event
 	// (StatusWaiting with such a Waiting: queued again at once) or may be
 	// about to (a wake during an attempt ends that attempt's signal or

@@ -65,3 +65,25 @@ type FinishResult struct {
 
 // withDelivery says whether p carries the delivery's fields, which the
 // finish script then need not read from the record.
+
+// EventWaiter is a run's registration as waiting for an event of EventKey
+// (Engine.AddEventWaiter).
+type EventWaiter struct {
+	EventKey, RunID string
+	// Since is when the run registered: it has looked through the key's
+	// events up to then.
+	Since time.Time
+	// Registration is the registration as stored, which ForgetEventWaiters
+	// compares.
+	Registration string
+}
+
+// EventWakeGrace is how long the process that pushed an event has to wake
+// the runs waiting for its key before a worker's janitor wakes them
+// (RecoverEventWaiters).
+const EventWakeGrace = 30 * time.Second
+
+// EventClockSkew is how far apart the clocks of a worker that registers a
+// run and of an ingester that stamps an event may be: an event stamped up
+// to this much before a run's registration may be one it has not seen.
+const EventClockSkew = 2 * time.Second

@@ -156,6 +156,10 @@ func (k Keys) UISession(id string) string { return k.home + keyUISession + id }
 // the home partition.
 func (k Keys) EventWaiters(eventKey string) string { return k.home + keyEventWaiters + eventKey }
 
+// EventWaits is the index of the event keys that have waiters: always in
+// the home partition.
+func (k Keys) EventWaits() string { return k.home + keyEventWaits }
+
 // UISessionGeneration is the counter that "sign out everywhere" raises:
 // always in the home partition.
 func (k Keys) UISessionGeneration() string { return k.home + keyUISessionGen }

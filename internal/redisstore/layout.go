@@ -118,12 +118,13 @@ const (
 	keyUISession     = "uisession:"   // string taskq:{ns}:uisession:<session id>: a live dashboard session, the sign-out generation it began in, expiring with it
 	keyUISessionGen  = "uisessiongen" // string taskq:{ns}:uisessiongen: the dashboard's sign-out generation, raised by "sign out everywhere"
 	keyPaused        = "paused"       // hash  taskq:{ns}:paused: paused tasks, each with when it was paused (unix ms)
-	keyEventWaiters  = "waiters:"     // hash  taskq:{ns}:waiters:<event key>: runs whose handlers wait durably for an event of the key (field run id, value when registered, ms), taken by the next push of the key
+	keyEventWaiters  = "waiters:"     // hash  taskq:{ns}:waiters:<event key>: runs whose handlers wait durably for an event of the key (field run id, value "<unix ms registered>:<nonce>"), woken by the next push of the key
+	keyEventWaits    = "eventwaits"   // zset  taskq:{ns}:eventwaits: the event keys that have waiters, by when a recoverer last looked at them (ms)
 )
 
 // Namespace-wide keys live in the home partition only: keyTasks, keyWorker,
 // keyWorkers, keyMeta, keySchedule, keySchedules, keyUISession,
-// keyUISessionGen, keyPaused and keyEventWaiters. Every other key is per partition: a run, its key,
+// keyUISessionGen, keyPaused, keyEventWaiters and keyEventWaits. Every other key is per partition: a run, its key,
 // signals, steps and notices live in the run's partition (see RunPartition),
 // and every partition has its own task streams, retry zset, runs and events
 // indexes.
@@ -1088,6 +1089,34 @@ const (
 	recordChildrenItemArgName   = iota // the child's name
 	recordChildrenItemArgRecord        // the child's record (JSON)
 	recordChildrenItemArgCount
+)
+
+// forget_waiters.lua: registrations of runs waiting for an event, removed
+// if unchanged, any number per call (all in the home partition).
+//
+//taskq:lua script forget_waiters
+const (
+	forgetWaitersKeyIndex = 1 // event keys with waiters
+	forgetWaitersKeyCount = 1 // KEYS before the first item's
+	forgetWaitersArgCount = 0 // ARGV before the first item's: none
+)
+
+// forget_waiters.lua: KEYS of one item.
+//
+//taskq:lua script forget_waiters
+const (
+	forgetWaitersItemKeyWaiters = iota // the event key's registrations
+	forgetWaitersItemKeyCount
+)
+
+// forget_waiters.lua: ARGV of one item.
+//
+//taskq:lua script forget_waiters
+const (
+	forgetWaitersItemArgEventKey     = iota // the event key, its member in the index
+	forgetWaitersItemArgRunID               // the run ("": only drop the key from the index when it has no waiters)
+	forgetWaitersItemArgRegistration        // the registration as read
+	forgetWaitersItemArgCount
 )
 
 // take_cascades.lua: cancelled runs whose children a recoverer cancels.

@@ -451,6 +451,20 @@ var scriptCases = []scriptCase{
 			done:  func() bool { return f.b.Client.HGet(f.ctx, f.k.Run(p.RunID), "status").Val() == "queued" },
 		}
 	}},
+	{"forget_waiters", true, func(f *fixture) prepared {
+		if err := f.s.AddEventWaiter(f.ctx, "k", "r1", f.now); err != nil {
+			f.t.Fatal(err)
+		}
+		ws, err := f.s.EventWaiters(f.ctx, []string{"k"})
+		if err != nil || len(ws) != 1 {
+			f.t.Fatalf("waiters %v, %v", ws, err)
+		}
+		return prepared{
+			call:  func(s *redisstore.Store) error { return s.ForgetEventWaiters(f.ctx, ws) },
+			wrong: f.k.EventWaiters("k"),
+			done:  func() bool { return f.b.Client.Exists(f.ctx, f.k.EventWaiters("k"), f.k.EventWaits()).Val() == 0 },
+		}
+	}},
 	{"save_step", false, func(f *fixture) prepared {
 		p := f.params("t", "k", engine.StrategyStatus)
 		f.running(p, "w")

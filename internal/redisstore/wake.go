@@ -2,11 +2,16 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // wakeScript wakes runs waiting for an event or a signal: lua/wake.lua.
@@ -18,25 +23,31 @@ var wakeScript = loadScript("wake")
 const eventWaitersTTL = 30 * 24 * time.Hour
 
 // AddEventWaiter registers runID as waiting for the next event of
-// eventKey: the next push of the key takes it (TakeEventWaiters) and wakes
-// it.
+// eventKey, as of now: the push of an event of the key wakes it
+// (EventWaiters, WakeRuns, ForgetEventWaiters), and failing that a
+// recoverer does (RecoverEventWaiters). The registration's value is its
+// time and a nonce, so that forgetting an old one never removes a newer.
 func (s *Store) AddEventWaiter(ctx context.Context, eventKey, runID string, now time.Time) error {
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return err
 	}
-	k := parts.Keys(0).EventWaiters(eventKey)
+	ks := parts.Keys(0)
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	reg := strconv.FormatInt(unixMS(now), 10) + ":" + hex.EncodeToString(nonce[:])
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, k, runID, strconv.FormatInt(unixMS(now), 10))
-		p.PExpire(ctx, k, eventWaitersTTL)
+		p.HSet(ctx, ks.EventWaiters(eventKey), runID, reg)
+		p.PExpire(ctx, ks.EventWaiters(eventKey), eventWaitersTTL)
+		p.ZAddNX(ctx, ks.EventWaits(), redis.Z{Score: float64(unixMS(now)), Member: eventKey})
 		return nil
 	})
 	return err
 }
 
-// TakeEventWaiters returns, and forgets, the runs registered as waiting
-// for an event of any of eventKeys, in one round trip.
-func (s *Store) TakeEventWaiters(ctx context.Context, eventKeys []string) ([]string, error) {
+// EventWaiters reads the registrations for an event of any of eventKeys,
+// in one round trip.
+func (s *Store) EventWaiters(ctx context.Context, eventKeys []string) ([]engine.EventWaiter, error) {
 	if len(eventKeys) == 0 {
 		return nil, nil
 	}
@@ -45,28 +56,111 @@ func (s *Store) TakeEventWaiters(ctx context.Context, eventKeys []string) ([]str
 		return nil, err
 	}
 	ks := parts.Keys(0)
-	cmds := make([]*redis.StringSliceCmd, len(eventKeys))
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	cmds := make([]*redis.MapStringStringCmd, len(eventKeys))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, key := range eventKeys {
-			cmds[i] = p.HKeys(ctx, ks.EventWaiters(key))
-			p.Del(ctx, ks.EventWaiters(key))
+			cmds[i] = p.HGetAll(ctx, ks.EventWaiters(key))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, c := range cmds {
-		for _, id := range c.Val() {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, id)
+	var out []engine.EventWaiter
+	for i, c := range cmds {
+		out = appendWaiters(out, eventKeys[i], c.Val())
+	}
+	return out, nil
+}
+
+// appendWaiters appends the registrations of one event key, read as
+// field (run ID) and value, in run ID order.
+func appendWaiters(out []engine.EventWaiter, eventKey string, regs map[string]string) []engine.EventWaiter {
+	ids := make([]string, 0, len(regs))
+	for id := range regs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		ms, _, _ := strings.Cut(regs[id], ":")
+		n, _ := strconv.ParseInt(ms, 10, 64)
+		out = append(out, engine.EventWaiter{EventKey: eventKey, RunID: id, Since: fromMS(n), Registration: regs[id]})
+	}
+	return out
+}
+
+// RecoverEventWaiters looks at up to limit event keys with waiters, those
+// looked at longest ago (and not within grace) first, and wakes the runs registered before an
+// event of their key that is older than grace: the process that pushed it
+// died before it woke them. An event stamped up to EventClockSkew before a
+// registration counts, as the run's own look does. It then forgets those
+// registrations, and keys left without any; each key looked at is marked
+// with now.
+func (s *Store) RecoverEventWaiters(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, woken int, err error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	home := parts.Keys(0)
+	// A key looked at within grace (by any worker) waits its turn: every
+	// key is looked at about once per grace, however many workers look.
+	cutoff := strconv.FormatInt(unixMS(now.Add(-grace)), 10)
+	keys, err := s.rdb.ZRangeByScore(ctx, home.EventWaits(), &redis.ZRangeBy{Min: "-inf", Max: cutoff, Count: int64(limit)}).Result()
+	if err != nil || len(keys) == 0 {
+		return 0, 0, err
+	}
+	regs := make([]*redis.MapStringStringCmd, len(keys))
+	newest := make([][]*redis.ZSliceCmd, len(keys))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range keys {
+			regs[i] = p.HGetAll(ctx, home.EventWaiters(key))
+			for part := range parts.Count() {
+				newest[i] = append(newest[i], p.ZRevRangeByScoreWithScores(ctx, parts.Keys(part).EventKeyIndex(key),
+					&redis.ZRangeBy{Max: cutoff, Min: "-inf", Count: 1}))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return len(keys), 0, err
+	}
+	var stale, empty []engine.EventWaiter
+	for i, key := range keys {
+		var last time.Time
+		for _, c := range newest[i] {
+			if z := c.Val(); len(z) > 0 && fromMS(int64(z[0].Score)).After(last) {
+				last = fromMS(int64(z[0].Score))
+			}
+		}
+		ws := appendWaiters(nil, key, regs[i].Val())
+		if len(ws) == 0 {
+			empty = append(empty, engine.EventWaiter{EventKey: key})
+		}
+		for _, w := range ws {
+			if !last.Before(w.Since.Add(-engine.EventClockSkew)) {
+				stale = append(stale, w)
 			}
 		}
 	}
-	return out, nil
+	if len(stale) > 0 {
+		ids := make([]string, len(stale))
+		for i, w := range stale {
+			ids[i] = w.RunID
+		}
+		if err := s.WakeRuns(ctx, ids); err != nil {
+			return len(keys), 0, err
+		}
+	}
+	if err := s.ForgetEventWaiters(ctx, append(stale, empty...)); err != nil {
+		return len(keys), len(stale), err
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, key := range keys {
+			p.ZAddXX(ctx, home.EventWaits(), redis.Z{Score: float64(unixMS(now)), Member: key})
+		}
+		return nil
+	})
+	return len(keys), len(stale), err
 }
 
 // WakeRuns wakes the runs whose handlers wait for an event or a signal:

@@ -319,27 +319,33 @@ func (i *Ingester) opCtx(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // wakeWaiters wakes the runs whose handlers wait durably for an event of
-// keys (worker.WaitForEvent), once the events are stored: each looks for
-// its match when it runs again. A wake that fails registers the runs
-// again, for the next push to wake; the push has succeeded either way.
+// keys (worker.WaitForEvent), once the events are stored, then forgets
+// their registrations: each looks for its match when it runs again, and
+// registers again if none passed its filter. A wake that fails leaves the
+// registrations for the next push, or for a worker's janitor once
+// engine.EventWakeGrace has passed (as when this process dies first); the
+// push has succeeded either way.
 func (i *Ingester) wakeWaiters(ctx context.Context, keys []string) {
-	ids, err := i.store.TakeEventWaiters(ctx, keys)
+	ws, err := i.store.EventWaiters(ctx, keys)
 	if err != nil {
-		i.log.Warn("taskq: could not read the runs waiting for these events; they wake at their next event or timeout",
+		i.log.Warn("taskq: could not read the runs waiting for these events; a worker wakes them shortly",
 			"keys", keys, "err", err)
 		return
 	}
-	if len(ids) == 0 {
+	if len(ws) == 0 {
 		return
 	}
+	ids := make([]string, len(ws))
+	for n, w := range ws {
+		ids[n] = w.RunID
+	}
 	if err := i.store.WakeRuns(ctx, ids); err != nil {
-		i.log.Warn("taskq: could not wake the runs waiting for these events; they wake at their next event or timeout",
+		i.log.Warn("taskq: could not wake the runs waiting for these events; a worker wakes them shortly",
 			"keys", keys, "runs", len(ids), "err", err)
-		now := time.Now()
-		for _, k := range keys {
-			for _, id := range ids {
-				_ = i.store.AddEventWaiter(ctx, k, id, now)
-			}
-		}
+		return
+	}
+	if err := i.store.ForgetEventWaiters(ctx, ws); err != nil {
+		i.log.Warn("taskq: could not forget the runs woken for these events; the next event of their keys wakes them again",
+			"keys", keys, "runs", len(ids), "err", err)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/taskq/taskq/internal/connect"
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -415,6 +417,61 @@ func TestWaitForEvent(t *testing.T) {
 			res.By != "worker: WaitForEvent: timeout -1s is negative; use 0 to wait without a limit|"+
 				"worker: WaitForSignal: timeout -1s is negative; use 0 to wait without a limit" {
 			t.Fatalf("negative timeouts = %+v, %v; want both refused, naming the timeout", res, err)
+		}
+	})
+}
+
+// aheadClock tells a time ahead of the machine's by d.
+type aheadClock struct{ d time.Duration }
+
+func (c aheadClock) Now() time.Time { return time.Now().Add(c.d) }
+
+// An event whose pusher died after storing it and before waking the runs
+// waiting for its key is not lost to them: a worker's janitor wakes them
+// once engine.EventWakeGrace has passed (here a second worker's, whose clock
+// runs past it), and the run ends with that event.
+func TestEventWaitWokenWhenItsPusherDied(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		tk := task.Must[in, out]("await-invoice", task.Options{})
+		register := func(w *worker.Worker) {
+			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
+				ev, err := worker.WaitForEvent(ctx, "invoice.paid", `input.id == "`+x.ID+`"`, 0)
+				if err != nil {
+					return out{}, err
+				}
+				return out{ID: x.ID, By: ev.ID}, nil
+			})
+		}
+		first := startWorker(t, b, worker.Options{}, register)
+		ref, err := client.RunNoWait(ctx, c, tk, in{ID: "i-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 10*time.Second, "the run to wait for an event", func() bool {
+			info, err := ref.Get(ctx)
+			return err == nil && info.Status == client.StatusWaiting
+		})
+		if err := first.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Stored as by a pusher that dies next: nothing wakes the run.
+		ev := &engine.PushEventParams{ID: uuid.NewString(), Key: "invoice.paid",
+			Payload: []byte(`{"id":"i-1"}`), Meta: []byte(`{}`), Now: time.Now(), Retention: time.Hour}
+		if _, err := connect.Engine(b.Client, b.Namespace).PushEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		id := ev.ID // as placed in a partition
+		if info, err := ref.Get(ctx); err != nil || info.Status != client.StatusWaiting {
+			t.Fatalf("run after the event was stored unwoken = %+v, %v; want still waiting", info, err)
+		}
+		startWorker(t, b, worker.Options{Clock: aheadClock{2 * engine.EventWakeGrace}}, register)
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if res, err := ref.Result(rctx); err != nil || res.By != id {
+			t.Fatalf("result = %+v, %v; want the run woken by the janitor, ended with event %s", res, err, id)
 		}
 	})
 }

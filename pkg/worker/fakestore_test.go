@@ -31,6 +31,7 @@ type fakeStore struct {
 	promote      func(part, limit int) (int, time.Time, error)
 	sweepRuns    func(offset, limit int) (removed, looked int, err error)
 	recover      func(now time.Time, grace time.Duration, limit int) (taken, finished int, err error)
+	recoverWaits func(now time.Time, grace time.Duration, limit int) (taken, woken int, err error)
 	registerTask func(name string, record []byte, replace bool) ([]byte, error)
 	missingTasks func(names []string) ([]string, error)
 	startBatch   func(ds []engine.Delivery) ([]engine.StartResult, []error)
@@ -129,6 +130,14 @@ func (f *fakeStore) RecoverFanouts(_ context.Context, now time.Time, grace time.
 	defer f.enter()()
 	if f.recover != nil {
 		return f.recover(now, grace, limit)
+	}
+	return 0, 0, nil
+}
+
+func (f *fakeStore) RecoverEventWaiters(_ context.Context, now time.Time, grace time.Duration, limit int) (int, int, error) {
+	defer f.enter()()
+	if f.recoverWaits != nil {
+		return f.recoverWaits(now, grace, limit)
 	}
 	return 0, 0, nil
 }

@@ -36,6 +36,12 @@ type fanoutStore interface {
 }
 
 // cascadeStore finishes the cascades of cancelled runs left pending.
+// eventWaitStore wakes runs waiting for an event whose pusher died before
+// it woke them.
+type eventWaitStore interface {
+	RecoverEventWaiters(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, woken int, err error)
+}
+
 type cascadeStore interface {
 	RecoverCascades(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, done int, err error)
 }
@@ -66,6 +72,7 @@ type janitor struct {
 	store      sweepStore
 	fanouts    fanoutStore
 	cascades   cascadeStore
+	eventWaits eventWaitStore
 	partitions int
 	every      time.Duration
 	opTimeout  time.Duration
@@ -83,6 +90,7 @@ func (j *janitor) Start(context.Context) error {
 		for wait := time.Duration(0); sleep(quit, wait); {
 			j.recoverFanouts(quit)
 			j.recoverCascades(quit)
+			j.recoverEventWaits(quit)
 			if !time.Now().Before(nextSweep) {
 				for part := range max(j.partitions, 1) {
 					j.sweep(quit, part)
@@ -124,6 +132,16 @@ func (j *janitor) recoverCascades(quit <-chan struct{}) {
 // pending and finishes them, while its batches come back full, at most
 // fanoutBatches times, or until quit closes. It logs what was finished
 // (doneMsg) and a failure (failMsg).
+func (j *janitor) recoverEventWaits(quit <-chan struct{}) {
+	if j.eventWaits == nil {
+		return
+	}
+	j.recoverBatches(quit, func(ctx context.Context) (int, int, error) {
+		return j.eventWaits.RecoverEventWaiters(ctx, j.clock.Now(), engine.EventWakeGrace, fanoutBatch)
+	}, "taskq: woke runs waiting for events whose pusher did not wake them",
+		"taskq: waking runs waiting for events failed; they are tried again shortly")
+}
+
 func (j *janitor) recoverBatches(quit <-chan struct{}, take func(ctx context.Context) (taken, done int, err error),
 	doneMsg, failMsg string) {
 	for n := 0; n < fanoutBatches; n++ {

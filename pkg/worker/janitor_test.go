@@ -67,6 +67,28 @@ func TestJanitorRecoversPendingFanoutsInBatches(t *testing.T) {
 	}
 }
 
+// The janitor wakes the runs whose event's pusher died before waking them,
+// past engine.EventWakeGrace by the worker's clock, batch by batch while
+// batches come back full.
+func TestJanitorWakesMissedEventWaitersInBatches(t *testing.T) {
+	t.Parallel()
+	clock := fixedClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	takes := []int{fanoutBatch, 3}
+	calls := 0
+	st := &fakeStore{recoverWaits: func(now time.Time, grace time.Duration, limit int) (int, int, error) {
+		if !now.Equal(clock.t) || grace != engine.EventWakeGrace || limit != fanoutBatch {
+			t.Errorf("RecoverEventWaiters(%s, %s, %d), want the clock's time, %s and %d", now, grace, limit, engine.EventWakeGrace, fanoutBatch)
+		}
+		calls++
+		return takes[calls-1], 1, nil
+	}}
+	j := &janitor{store: st, eventWaits: st, every: time.Minute, opTimeout: time.Second, clock: clock, log: discard}
+	j.recoverEventWaits(make(chan struct{}))
+	if calls != 2 {
+		t.Fatalf("%d calls, want 2: a full batch, then a short one", calls)
+	}
+}
+
 // A started janitor looks for pending fan-outs at once, before its first
 // sweep is due.
 func TestJanitorLooksForPendingFanoutsAtStart(t *testing.T) {

@@ -115,7 +115,7 @@ func wire(w *Worker, parts int, cancels []string) (*lifecycle, error) {
 			interval: o.HeartbeatInterval, clock: o.Clock, log: w.log, metrics: w.metrics, conc: p.conc,
 		},
 		forwarder: &forwarder{store: st, partitions: parts, opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
-		janitor: &janitor{store: st, fanouts: st, cascades: st, partitions: parts, every: o.SweepInterval,
+		janitor: &janitor{store: st, fanouts: st, cascades: st, eventWaits: st, partitions: parts, every: o.SweepInterval,
 			opTimeout: o.OperationTimeout, clock: o.Clock, log: w.log},
 		recoverer: &recoverer{
 			store: st, slots: free, dispatch: p, consumer: o.Name, tasks: names, partitions: parts,

@@ -17,7 +17,8 @@ var waitCases = []suiteCase{
 	{"CancelOfAWaitingRun", waitCancelled},
 	{"WaitBegunWithItsOutcome", waitBegun},
 	{"SignalDuringTheAttemptEndsItsSignalWait", waitSignalledBefore},
-	{"EventWaitersAreTakenOnce", eventWaiters},
+	{"EventWaitersAreForgottenOnlyAsRead", eventWaiters},
+	{"RecoveryWakesWaitersAnEventCameAfter", recoverEventWaiters},
 	{"WakeRunsWakesEventAndSignalWaitsOnly", wakeRuns},
 }
 
@@ -192,6 +193,9 @@ func waitSignalledBefore(h *h) {
 	h.wait(d2, st2, engine.WaitSignalPrefix, time.Time{})
 }
 
+// Registrations are read per key, a run once per key however often it
+// registered; forgetting removes what was read, but not a registration the
+// run made since.
 func eventWaiters(h *h) {
 	a, b, c := h.id("run"), h.id("run"), h.id("run")
 	for _, w := range []struct{ key, run string }{{"order.paid", a}, {"order.paid", b}, {"order.paid", a}, {"order.shipped", c}} {
@@ -199,18 +203,101 @@ func eventWaiters(h *h) {
 			h.Fatalf("add waiter %s of %s: %v", w.run, w.key, err)
 		}
 	}
-	got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.paid", "order.none"})
-	slices.Sort(got)
+	read := func(keys ...string) []engine.EventWaiter {
+		h.Helper()
+		ws, err := h.e.EventWaiters(h.ctx, keys)
+		if err != nil {
+			h.Fatalf("waiters of %v: %v", keys, err)
+		}
+		return ws
+	}
+	ws := read("order.paid", "order.none")
+	got := make([]string, len(ws))
+	for i, w := range ws {
+		got[i] = w.RunID
+		if w.EventKey != "order.paid" || !w.Since.Equal(h.now.Truncate(time.Millisecond)) || w.Registration == "" {
+			h.Fatalf("waiter %+v; want of order.paid since %s", w, h.now)
+		}
+	}
 	want := []string{a, b}
 	slices.Sort(want)
-	if err != nil || !slices.Equal(got, want) {
-		h.Fatalf("waiters of order.paid = %v, %v; want %v, each once", got, err, want)
+	if !slices.Equal(got, want) {
+		h.Fatalf("waiters of order.paid = %v; want %v, each once", got, want)
 	}
-	if got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.paid"}); err != nil || len(got) != 0 {
-		h.Fatalf("waiters taken twice = %v, %v; want none the second time", got, err)
+	// b registers again (a later look) after the read: forgetting what
+	// was read keeps its newer registration.
+	if err := h.e.AddEventWaiter(h.ctx, "order.paid", b, h.now.Add(time.Second)); err != nil {
+		h.Fatal(err)
 	}
-	if got, err := h.e.TakeEventWaiters(h.ctx, []string{"order.shipped"}); err != nil || !slices.Equal(got, []string{c}) {
-		h.Fatalf("waiters of order.shipped = %v, %v", got, err)
+	if err := h.e.ForgetEventWaiters(h.ctx, ws); err != nil {
+		h.Fatal(err)
+	}
+	if left := read("order.paid"); len(left) != 1 || left[0].RunID != b || !left[0].Since.Equal(h.now.Add(time.Second).Truncate(time.Millisecond)) {
+		h.Fatalf("waiters of order.paid after forgetting = %+v; want b's newer registration only", left)
+	}
+	if got := read("order.shipped"); len(got) != 1 || got[0].RunID != c {
+		h.Fatalf("waiters of order.shipped = %+v", got)
+	}
+}
+
+// A recoverer wakes the runs registered before an event of their key that
+// is older than the grace period (their pusher died before waking them),
+// counting an event up to the clock skew before the registration; it
+// leaves alone a run registered after the key's last event and an event
+// still within the grace, and forgets what it woke.
+func recoverEventWaiters(h *h) {
+	register := func(what, key string, at time.Time) engine.Delivery {
+		h.Helper()
+		p := h.params("t", h.id("k"), engine.StrategyStatus)
+		d, st := h.running(p, "w")
+		h.wait(d, st, engine.WaitEventPrefix+" "+key, time.Time{})
+		if err := h.e.AddEventWaiter(h.ctx, key, p.RunID, at); err != nil {
+			h.Fatalf("register %s: %v", what, err)
+		}
+		return d
+	}
+	t0 := h.now
+	missed := register("missed", "invoice.paid", t0)
+	skewed := register("skewed", "invoice.paid", t0.Add(engine.EventClockSkew/2))
+	later := register("later", "invoice.paid", t0.Add(time.Minute))
+	recent := register("recent", "invoice.sent", t0)
+	ev := h.event("invoice.paid")
+	ev.Now = t0.Add(time.Second)
+	h.push(ev)
+	ev2 := h.event("invoice.sent")
+	ev2.Now = t0.Add(2 * time.Minute)
+	h.push(ev2)
+
+	now := t0.Add(2 * time.Minute).Add(time.Second)
+	taken, woken, err := h.e.RecoverEventWaiters(h.ctx, now, engine.EventWakeGrace, 10)
+	if err != nil || taken != 2 || woken != 2 {
+		h.Fatalf("recovery = %d keys, %d woken, %v; want 2 keys, 2 woken", taken, woken, err)
+	}
+	for _, d := range []engine.Delivery{missed, skewed} {
+		if r := h.run(d.RunID); r.Status != engine.StatusQueued {
+			h.Fatalf("run registered before the event = %+v; want woken", r)
+		}
+	}
+	for _, d := range []engine.Delivery{later, recent} {
+		if r := h.run(d.RunID); r.Status != engine.StatusWaiting {
+			h.Fatalf("run registered after the event, or whose event is recent = %+v; want still waiting", r)
+		}
+	}
+	ws, err := h.e.EventWaiters(h.ctx, []string{"invoice.paid"})
+	if err != nil || len(ws) != 1 || ws[0].RunID != later.RunID {
+		h.Fatalf("registrations left = %+v, %v; want only the later one", ws, err)
+	}
+	// Past the grace of the second event, its waiter is woken; the later
+	// registration of the first key still is not.
+	if _, woken, err := h.e.RecoverEventWaiters(h.ctx, now.Add(engine.EventWakeGrace), engine.EventWakeGrace, 10); err != nil || woken != 1 {
+		h.Fatalf("second recovery woke %d, %v; want 1", woken, err)
+	}
+	if r := h.run(recent.RunID); r.Status != engine.StatusQueued {
+		h.Fatalf("waiter of the event past its grace = %+v; want woken", r)
+	}
+	// A key left without registrations leaves the recoverer's index.
+	if taken, _, err := h.e.RecoverEventWaiters(h.ctx, now.Add(time.Hour), engine.EventWakeGrace, 10); err != nil || taken != 1 {
+		h.Fatalf("third recovery looked at %d keys, %v; want 1 (the key with a registration left)", taken, err)
 	}
 }
 

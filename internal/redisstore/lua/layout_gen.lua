@@ -409,6 +409,23 @@ local ITEM_ARG_RETENTION = 9 -- record retention ms, from the delivery
 local ITEM_ARG_BEGAN = 10 -- when the handler began, for an attempt begun here ("" otherwise)
 local ITEM_ARG_COUNT = 11
 
+-- @script forget_waiters
+-- forget_waiters.lua: registrations of runs waiting for an event, removed
+-- if unchanged, any number per call (all in the home partition).
+local KEY_INDEX = 1 -- event keys with waiters
+local KEY_COUNT = 1 -- KEYS before the first item's
+local ARG_COUNT = 0 -- ARGV before the first item's: none
+
+-- forget_waiters.lua: KEYS of one item.
+local ITEM_KEY_WAITERS = 0 -- the event key's registrations
+local ITEM_KEY_COUNT = 1
+
+-- forget_waiters.lua: ARGV of one item.
+local ITEM_ARG_EVENT_KEY = 0 -- the event key, its member in the index
+local ITEM_ARG_RUN_ID = 1 -- the run ("": only drop the key from the index when it has no waiters)
+local ITEM_ARG_REGISTRATION = 2 -- the registration as read
+local ITEM_ARG_COUNT = 3
+
 -- @script heartbeat
 -- heartbeat.lua: leases of one task stream, any number per call.
 local KEY_STREAM = 1 -- task stream
