@@ -324,7 +324,7 @@ func TestKeyErrorSaysWhatFailed(t *testing.T) {
 			t.Errorf("a number for a key: %s", number.raw)
 		}
 		// A concurrency expression that fails says it was that one.
-		e.register(task.Spec{Name: "grouped", Concurrency: &task.Concurrency{Expression: `input.tenant`, MaxRuns: 1}})
+		e.register(task.Spec{Name: "grouped", Concurrency: []task.Concurrency{{Expression: `input.tenant`, MaxRuns: 1}}})
 		group := e.call("POST", "/api/v1/tasks/grouped/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusUnprocessableEntity)
 		if group.str("error") != CodeIdempotencyKeyError || group.str("kind") != "eval" || group.str("field") != "input.tenant" ||
 			!strings.HasPrefix(group.str("message"), `the task's concurrency expression cannot be evaluated on this input: task "grouped": concurrency group "input.tenant": `) {
