@@ -9,7 +9,7 @@ type AcquireParams struct {
 	// (0: the first): the groups of different limits are apart, whatever
 	// their names.
 	Index int
-	RunID       string
+	RunID string
 	// Token names the holder (the worker and the delivery): only it renews
 	// and releases the slot.
 	Token    string

@@ -17,7 +17,9 @@ func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []engine.Renew
 	head := [1 + concurrencyRenewArgCount]any{concurrencyRenewArgNow: unixMS(now)}
 	return runBatch(ctx, s, batchOp[engine.RenewParams, bool]{
 		script: concurrencyRenewScript,
-		part:   func(parts *Partitions, p engine.RenewParams) (int, error) { return parts.ofGroup(concTask(p.Task, p.Index), p.Group), nil },
+		part: func(parts *Partitions, p engine.RenewParams) (int, error) {
+			return parts.ofGroup(concTask(p.Task, p.Index), p.Group), nil
+		},
 		call: func(ks Keys, items []engine.RenewParams) ([]string, []any) {
 			return itemsCall(head[1:], items, func(p engine.RenewParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyRenewItemKeyCount]string{

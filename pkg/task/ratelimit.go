@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"reflect"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/taskq/taskq/pkg/idempotency"

@@ -162,7 +162,7 @@ func TestRateLimitUnitsAndLimitExpressions(t *testing.T) {
 
 	for _, c := range []struct {
 		input, kind, expr, want string
-		outOfRange             bool
+		outOfRange              bool
 	}{
 		{`{"rows": 6, "quota": 5}`, task.KeyRateLimitUnits, "input.rows", "6 is outside [1, limit 5]", true},
 		{`{"rows": 0, "quota": 5}`, task.KeyRateLimitUnits, "input.rows", "0 is outside [1, limit 5]", true},
