@@ -327,8 +327,16 @@ func TestKeyErrorSaysWhatFailed(t *testing.T) {
 		e.register(task.Spec{Name: "grouped", Concurrency: []task.Concurrency{{Expression: `input.tenant`, MaxRuns: 1}}})
 		group := e.call("POST", "/api/v1/tasks/grouped/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusUnprocessableEntity)
 		if group.str("error") != CodeIdempotencyKeyError || group.str("kind") != "eval" || group.str("field") != "input.tenant" ||
-			!strings.HasPrefix(group.str("message"), `the task's concurrency expression cannot be evaluated on this input: task "grouped": concurrency group "input.tenant": `) {
+			!strings.HasPrefix(group.str("message"), `a concurrency expression of the task cannot be evaluated on this input: task "grouped": concurrency group "input.tenant": `) {
 			t.Errorf("no concurrency group: %s", group.raw)
+		}
+		// Units computed from the input, over the limit: out of range,
+		// naming the limit, the expression and the value.
+		e.register(task.Spec{Name: "exports", RateLimits: []task.RateLimitSpec{{Name: "exports", Limit: 5, PeriodUs: 1e6, UnitsExpression: "input.rows"}}})
+		units := e.call("POST", "/api/v1/tasks/exports/runs", map[string]any{"input": map[string]any{"rows": 6}}).expect(t, http.StatusUnprocessableEntity)
+		if units.str("error") != CodeIdempotencyKeyError || units.str("kind") != "out_of_range" ||
+			!strings.Contains(units.str("message"), `a rate limit's units expression cannot be evaluated on this input: task "exports": rate limit "exports" units "input.rows": value out of range: 6 is outside [1, limit 5]`) {
+			t.Errorf("units over the limit: %s", units.raw)
 		}
 	})
 }
