@@ -340,3 +340,21 @@ func TestKeyErrorSaysWhatFailed(t *testing.T) {
 		}
 	})
 }
+
+// A run's body lists its concurrency groups, one per limit of its task as
+// registered, in order.
+func TestRunShowsEachConcurrencyGroup(t *testing.T) {
+	t.Parallel()
+	redistest.EachReal(t, func(t *testing.T, be *redistest.Backend) {
+		e := newEnv(t, be, envOptions{})
+		e.register(task.Spec{Name: "placed", Concurrency: []task.Concurrency{
+			{Expression: `"tenant:" + input.tenant`, MaxRuns: 2, Strategy: task.GroupRoundRobin},
+			{Expression: `"region:" + input.region`, MaxRuns: 5, Strategy: task.CancelNewest},
+		}})
+		created := e.call("POST", "/api/v1/tasks/placed/runs", map[string]any{"input": map[string]any{"tenant": "acme", "region": "eu"}}).expect(t, http.StatusCreated)
+		run := e.call("GET", "/api/v1/runs/"+created.str("runId"), nil).expect(t, http.StatusOK)
+		if gs, _ := run.body["concurrencyGroups"].([]any); len(gs) != 2 || gs[0] != "tenant:acme" || gs[1] != "region:eu" {
+			t.Fatalf("run: %s; want concurrencyGroups [tenant:acme region:eu]", run.raw)
+		}
+	})
+}
