@@ -72,7 +72,11 @@ the last period: of a limit without a key, and of a keyed limit for the value
 				if l.Used != nil {
 					used = strconv.Itoa(*l.Used)
 				}
-				rows[i] = []string{l.Name, strconv.Itoa(l.Limit), (time.Duration(l.PeriodMs) * time.Millisecond).String(),
+				limit := strconv.Itoa(l.Limit)
+				if l.LimitExpression != "" {
+					limit = l.LimitExpression
+				}
+				rows[i] = []string{l.Name, limit, (time.Duration(l.PeriodMs) * time.Millisecond).String(),
 					orDash(l.KeyExpression), orDash(l.Key), used, strings.Join(l.Tasks, ",")}
 			}
 			return p.Table([]string{"NAME", "LIMIT", "PERIOD", "KEY EXPRESSION", "KEY", "USED", "TASKS"}, rows)

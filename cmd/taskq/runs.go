@@ -93,7 +93,7 @@ func (a *app) runsGetCmd() *cobra.Command {
 				{"Result", compactJSON(info.Result)}, {"Error", info.Error},
 				{"Retry of", info.RetryOf}, {"Retried by", info.RetriedBy},
 				{"Parent", info.Parent}, {"Children", countCell(len(info.Children))},
-				{"Waiting", info.Waiting},
+				{"Waiting", info.Waiting}, {"Concurrency groups", strings.Join(info.ConcurrencyGroups, ", ")},
 				{"Signals", countCell(info.SignalCount)}, {"Steps", countCell(info.StepCount)},
 			}); err != nil {
 				return err

@@ -222,12 +222,14 @@ triggered while its task is paused stays queued.`,
 	}
 }
 
-// concurrencyCell shows a task's concurrency limit ("" for none).
-func concurrencyCell(c *task.Concurrency) string {
-	if c == nil {
-		return ""
+// concurrencyCell shows a task's concurrency limits, "; " between them
+// ("" for none).
+func concurrencyCell(cs []task.Concurrency) string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = fmt.Sprintf("%s, at most %d at once, %s", c.Expression, c.MaxRuns, c.Strategy)
 	}
-	return fmt.Sprintf("%s, at most %d at once, %s", c.Expression, c.MaxRuns, c.Strategy)
+	return strings.Join(out, "; ")
 }
 
 // completeTasks completes task names from the registry; it stays silent

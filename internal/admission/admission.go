@@ -150,9 +150,14 @@ func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	if _, err := taskdef.RateLimitKeys(def, tr.Input, tr.Metadata); err != nil {
 		return nil, err
 	}
-	// The worker derives the group again when the run starts; nothing of
-	// it is stored with the run.
-	if _, err := taskdef.ConcurrencyGroup(def, tr.Input, tr.Metadata); err != nil {
+	// Dynamic units and limits likewise: a failure or a value out of range
+	// refuses the trigger.
+	if _, _, err := taskdef.RateLimitUnits(def, tr.Input, tr.Metadata); err != nil {
+		return nil, err
+	}
+	// The worker derives the groups again when the run starts; nothing of
+	// them is stored with the run.
+	if _, err := taskdef.ConcurrencyGroups(def, tr.Input, tr.Metadata); err != nil {
 		return nil, err
 	}
 	id, err := uuid.NewV7()

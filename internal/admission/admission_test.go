@@ -154,7 +154,7 @@ func TestBuildEventRecordsAFailingRateLimitKey(t *testing.T) {
 // A trigger whose concurrency expression fails on it is refused with a
 // typed error naming the expression, which wraps the expression's own.
 func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
-	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
+	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 1}}})
 	_, err := cfg.Admit(admission.Trigger{Def: grouped.Definition(), Input: []byte(`{"id":"a"}`), Now: time.Unix(1, 0)})
 	var ge *task.KeyError
 	if !errors.As(err, &ge) || ge.Kind != task.KeyConcurrency || ge.Expression != "input.tenant" || !errors.Is(err, idempotency.ErrEval) || !strings.Contains(err.Error(), `"input.tenant"`) {
@@ -169,7 +169,7 @@ func TestAdmitRefusesATriggerWithoutAConcurrencyGroup(t *testing.T) {
 // makes no run of that task and records why, as a failed key does; the
 // other tasks' runs are made.
 func TestBuildEventRecordsAFailedConcurrencyGroup(t *testing.T) {
-	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}})
+	grouped := task.Must[map[string]any, struct{}]("grouped", task.Options{Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 1}}})
 	p, err := cfg.BuildEvent(admission.Event{Key: "e", Payload: []byte(`{"id":"a"}`), Metadata: []byte(`{}`), Now: time.Unix(1, 0)},
 		[]admission.Subscriber{{Name: "grouped", Def: grouped.Definition()}, {Name: "unkeyed", Def: unkeyed.Definition()}})
 	if err != nil {

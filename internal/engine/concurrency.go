@@ -20,4 +20,8 @@ type ParkedState struct {
 // ParkedRun is a parked run a recoverer took (TakeParked).
 type ParkedRun struct {
 	RunID, Task, Group string
+	// Index says which of the task's concurrency limits the group is of
+	// (0: the first): the groups of different limits are apart, whatever
+	// their names.
+	Index int
 }

@@ -5,7 +5,11 @@ import "time"
 // AcquireParams ask for a slot of a concurrency group for one delivery.
 type AcquireParams struct {
 	Task, Group string
-	RunID       string
+	// Index says which of the task's concurrency limits the group is of
+	// (0: the first): the groups of different limits are apart, whatever
+	// their names.
+	Index int
+	RunID string
 	// Token names the holder (the worker and the delivery): only it renews
 	// and releases the slot.
 	Token    string

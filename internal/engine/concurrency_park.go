@@ -8,6 +8,10 @@ type ParkParams struct {
 	Reason string
 	// Group is the concurrency group it waits in.
 	Group string
+	// Index says which of the task's concurrency limits the group is of
+	// (0: the first): the groups of different limits are apart, whatever
+	// their names.
+	Index int
 }
 
 // ParkHeldBack is the result of a delivery Park held back; any other

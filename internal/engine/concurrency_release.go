@@ -5,6 +5,10 @@ import "time"
 // ReleaseParams give back the slot a run holds in a concurrency group.
 type ReleaseParams struct {
 	Task, Group string
+	// Index says which of the task's concurrency limits the group is of
+	// (0: the first): the groups of different limits are apart, whatever
+	// their names.
+	Index int
 	// RunID is the run whose slot is given back; "" only hands the group's
 	// free slots (those whose lease lapsed) to waiting runs.
 	RunID string

@@ -324,11 +324,37 @@ func TestKeyErrorSaysWhatFailed(t *testing.T) {
 			t.Errorf("a number for a key: %s", number.raw)
 		}
 		// A concurrency expression that fails says it was that one.
-		e.register(task.Spec{Name: "grouped", Concurrency: &task.Concurrency{Expression: `input.tenant`, MaxRuns: 1}})
+		e.register(task.Spec{Name: "grouped", Concurrency: []task.Concurrency{{Expression: `input.tenant`, MaxRuns: 1}}})
 		group := e.call("POST", "/api/v1/tasks/grouped/runs", map[string]any{"input": map[string]any{"id": "1"}}).expect(t, http.StatusUnprocessableEntity)
 		if group.str("error") != CodeIdempotencyKeyError || group.str("kind") != "eval" || group.str("field") != "input.tenant" ||
-			!strings.HasPrefix(group.str("message"), `the task's concurrency expression cannot be evaluated on this input: task "grouped": concurrency group "input.tenant": `) {
+			!strings.HasPrefix(group.str("message"), `a concurrency expression of the task cannot be evaluated on this input: task "grouped": concurrency group "input.tenant": `) {
 			t.Errorf("no concurrency group: %s", group.raw)
+		}
+		// Units computed from the input, over the limit: out of range,
+		// naming the limit, the expression and the value.
+		e.register(task.Spec{Name: "exports", RateLimits: []task.RateLimitSpec{{Name: "exports", Limit: 5, PeriodUs: 1e6, UnitsExpression: "input.rows"}}})
+		units := e.call("POST", "/api/v1/tasks/exports/runs", map[string]any{"input": map[string]any{"rows": 6}}).expect(t, http.StatusUnprocessableEntity)
+		if units.str("error") != CodeIdempotencyKeyError || units.str("kind") != "out_of_range" ||
+			!strings.Contains(units.str("message"), `a rate limit's units expression cannot be evaluated on this input: task "exports": rate limit "exports" units "input.rows": value out of range: 6 is outside [1, limit 5]`) {
+			t.Errorf("units over the limit: %s", units.raw)
+		}
+	})
+}
+
+// A run's body lists its concurrency groups, one per limit of its task as
+// registered, in order.
+func TestRunShowsEachConcurrencyGroup(t *testing.T) {
+	t.Parallel()
+	redistest.EachReal(t, func(t *testing.T, be *redistest.Backend) {
+		e := newEnv(t, be, envOptions{})
+		e.register(task.Spec{Name: "placed", Concurrency: []task.Concurrency{
+			{Expression: `"tenant:" + input.tenant`, MaxRuns: 2, Strategy: task.GroupRoundRobin},
+			{Expression: `"region:" + input.region`, MaxRuns: 5, Strategy: task.CancelNewest},
+		}})
+		created := e.call("POST", "/api/v1/tasks/placed/runs", map[string]any{"input": map[string]any{"tenant": "acme", "region": "eu"}}).expect(t, http.StatusCreated)
+		run := e.call("GET", "/api/v1/runs/"+created.str("runId"), nil).expect(t, http.StatusOK)
+		if gs, _ := run.body["concurrencyGroups"].([]any); len(gs) != 2 || gs[0] != "tenant:acme" || gs[1] != "region:eu" {
+			t.Fatalf("run: %s; want concurrencyGroups [tenant:acme region:eu]", run.raw)
 		}
 	})
 }

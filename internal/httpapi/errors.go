@@ -221,8 +221,12 @@ func triggerError(err error) *apiError {
 			switch ke.Kind {
 			case task.KeyRateLimit:
 				what = "a rate limit's key expression"
+			case task.KeyRateLimitUnits:
+				what = "a rate limit's units expression"
+			case task.KeyRateLimitLimit:
+				what = "a rate limit's limit expression"
 			case task.KeyConcurrency:
-				what = "the task's concurrency expression"
+				what = "a concurrency expression of the task"
 			}
 		}
 		e := newError(http.StatusUnprocessableEntity, CodeIdempotencyKeyError,
@@ -248,7 +252,7 @@ func fieldOfLimit(what string) string {
 
 func isKeyError(err error) bool {
 	for _, target := range []error{idempotency.ErrEval, idempotency.ErrNotString, idempotency.ErrEmptyKey,
-		idempotency.ErrKeyTooLong, idempotency.ErrCostLimit, idempotency.ErrInput} {
+		idempotency.ErrKeyTooLong, idempotency.ErrCostLimit, idempotency.ErrInput, task.ErrRateLimitValue} {
 		if errors.Is(err, target) {
 			return true
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,6 +69,18 @@ func (s *Store) ConcurrencyKeys(ctx context.Context, task, group string) (Keys, 
 	return parts.keys[ConcurrencyPartition(parts.ns, task, group, parts.Count())], nil
 }
 
+// concTask names the groups of task's index-th concurrency limit in their
+// keys and partition: the task's name for the first, "<task>#<index>" for
+// the others (a task's name has no '#', nor a '|', which ends it in a key),
+// so that the groups of two limits are apart even where their names are
+// the same.
+func concTask(task string, index int) string {
+	if index == 0 {
+		return task
+	}
+	return task + "#" + strconv.Itoa(index)
+}
+
 // ofGroup is the partition of task's concurrency group group.
 func (p *Partitions) ofGroup(task, group string) int {
 	return ConcurrencyPartition(p.ns, task, group, p.Count())
@@ -91,8 +104,8 @@ func (s *Store) ParkedStates(ctx context.Context, now time.Time, runs []engine.P
 	cmds := make([]pair, len(runs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range runs {
-			ks := parts.Keys(parts.ofGroup(r.Task, r.Group))
-			cmds[i] = pair{p.ZScore(ctx, ks.ConcurrencyHolders(r.Task, r.Group), r.RunID), p.ZScore(ctx, ks.ConcurrencyWaiting(r.Task, r.Group), r.RunID)}
+			ks := parts.Keys(parts.ofGroup(concTask(r.Task, r.Index), r.Group))
+			cmds[i] = pair{p.ZScore(ctx, ks.ConcurrencyHolders(concTask(r.Task, r.Index), r.Group), r.RunID), p.ZScore(ctx, ks.ConcurrencyWaiting(concTask(r.Task, r.Index), r.Group), r.RunID)}
 		}
 		return nil
 	})

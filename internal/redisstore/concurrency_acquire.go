@@ -19,14 +19,14 @@ func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []engine.Acq
 	return runBatch(ctx, s, batchOp[engine.AcquireParams, engine.AcquireResult]{
 		script: concurrencyAcquireScript,
 		part: func(parts *Partitions, p engine.AcquireParams) (int, error) {
-			return parts.ofGroup(p.Task, p.Group), nil
+			return parts.ofGroup(concTask(p.Task, p.Index), p.Group), nil
 		},
 		call: func(ks Keys, items []engine.AcquireParams) ([]string, []any) {
 			return itemsCall(head[1:], items, func(p engine.AcquireParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyAcquireItemKeyCount]string{
-					concurrencyAcquireItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
-					concurrencyAcquireItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
-					concurrencyAcquireItemKeyWaiting: ks.ConcurrencyWaiting(p.Task, p.Group),
+					concurrencyAcquireItemKeyHolders: ks.ConcurrencyHolders(concTask(p.Task, p.Index), p.Group),
+					concurrencyAcquireItemKeyOwners:  ks.ConcurrencyOwners(concTask(p.Task, p.Index), p.Group),
+					concurrencyAcquireItemKeyWaiting: ks.ConcurrencyWaiting(concTask(p.Task, p.Index), p.Group),
 				}
 				a := [concurrencyAcquireItemArgCount]any{
 					concurrencyAcquireItemArgRunID:    p.RunID,

@@ -32,6 +32,7 @@ func (s *Store) Park(ctx context.Context, recheck time.Time, ps []engine.ParkPar
 					concurrencyParkItemArgEntry:     p.EntryID,
 					concurrencyParkItemArgReason:    p.Reason,
 					concurrencyParkItemArgGroupName: p.Group,
+					concurrencyParkItemArgLimit:     p.Index,
 				}
 				keys, args = append(keys, k[:]...), append(args, a[:]...)
 			}

@@ -18,14 +18,14 @@ func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []engine.Rel
 	return runBatch(ctx, s, batchOp[engine.ReleaseParams, engine.ReleaseResult]{
 		script: concurrencyReleaseScript,
 		part: func(parts *Partitions, p engine.ReleaseParams) (int, error) {
-			return parts.ofGroup(p.Task, p.Group), nil
+			return parts.ofGroup(concTask(p.Task, p.Index), p.Group), nil
 		},
 		call: func(ks Keys, items []engine.ReleaseParams) ([]string, []any) {
 			return itemsCall(head[1:], items, func(p engine.ReleaseParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyReleaseItemKeyCount]string{
-					concurrencyReleaseItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
-					concurrencyReleaseItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
-					concurrencyReleaseItemKeyWaiting: ks.ConcurrencyWaiting(p.Task, p.Group),
+					concurrencyReleaseItemKeyHolders: ks.ConcurrencyHolders(concTask(p.Task, p.Index), p.Group),
+					concurrencyReleaseItemKeyOwners:  ks.ConcurrencyOwners(concTask(p.Task, p.Index), p.Group),
+					concurrencyReleaseItemKeyWaiting: ks.ConcurrencyWaiting(concTask(p.Task, p.Index), p.Group),
 				}
 				a := [concurrencyReleaseItemArgCount]any{
 					concurrencyReleaseItemArgRunID:   p.RunID,

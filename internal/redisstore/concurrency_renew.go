@@ -17,12 +17,14 @@ func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []engine.Renew
 	head := [1 + concurrencyRenewArgCount]any{concurrencyRenewArgNow: unixMS(now)}
 	return runBatch(ctx, s, batchOp[engine.RenewParams, bool]{
 		script: concurrencyRenewScript,
-		part:   func(parts *Partitions, p engine.RenewParams) (int, error) { return parts.ofGroup(p.Task, p.Group), nil },
+		part: func(parts *Partitions, p engine.RenewParams) (int, error) {
+			return parts.ofGroup(concTask(p.Task, p.Index), p.Group), nil
+		},
 		call: func(ks Keys, items []engine.RenewParams) ([]string, []any) {
 			return itemsCall(head[1:], items, func(p engine.RenewParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyRenewItemKeyCount]string{
-					concurrencyRenewItemKeyHolders: ks.ConcurrencyHolders(p.Task, p.Group),
-					concurrencyRenewItemKeyOwners:  ks.ConcurrencyOwners(p.Task, p.Group),
+					concurrencyRenewItemKeyHolders: ks.ConcurrencyHolders(concTask(p.Task, p.Index), p.Group),
+					concurrencyRenewItemKeyOwners:  ks.ConcurrencyOwners(concTask(p.Task, p.Index), p.Group),
 				}
 				a := [concurrencyRenewItemArgCount]any{
 					concurrencyRenewItemArgRunID: p.RunID,

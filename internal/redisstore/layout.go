@@ -895,9 +895,9 @@ const (
 // own partition, out of its task stream, listed in the partition's parked
 // index until a slot is free for it.
 const (
-	keyConcurrencyHolders = "conc:h:" // zset taskq:{ns}:conc:h:<task>|<group>: runs holding a slot of the group, by lease deadline (ms)
-	keyConcurrencyOwners  = "conc:o:" // hash taskq:{ns}:conc:o:<task>|<group>: each holder's "<acquired ms> <token>" (token "" while reserved)
-	keyConcurrencyWaiting = "conc:w:" // zset taskq:{ns}:conc:w:<task>|<group>: runs waiting for a slot, by creation time (ms)
+	keyConcurrencyHolders = "conc:h:" // zset taskq:{ns}:conc:h:<task>[#<limit>]|<group>: runs holding a slot of the group, by lease deadline (ms)
+	keyConcurrencyOwners  = "conc:o:" // hash taskq:{ns}:conc:o:<task>[#<limit>]|<group>: each holder's "<acquired ms> <token>" (token "" while reserved)
+	keyConcurrencyWaiting = "conc:w:" // zset taskq:{ns}:conc:w:<task>[#<limit>]|<group>: runs waiting for a slot, by creation time (ms)
 	keyParked             = "parked"  // zset taskq:{ns}:parked: runs parked by their concurrency group, by when a recoverer next looks at them (ms)
 )
 
@@ -906,6 +906,7 @@ const (
 //taskq:lua const
 const (
 	runConcurrencyGroup = "cgroup" // the concurrency group a parked run waits in (absent once it is back in its stream)
+	runConcurrencyLimit = "climit" // which of its task's concurrency limits that group is of (its index; absent for the first)
 )
 
 // concurrency_acquire.lua: slots asked for by deliveries, any number per
@@ -1028,6 +1029,7 @@ const (
 	concurrencyParkItemArgEntry            // stream entry ID of the delivery
 	concurrencyParkItemArgReason           // why it waits, stored in the record
 	concurrencyParkItemArgGroupName        // the concurrency group
+	concurrencyParkItemArgLimit            // which of the task's concurrency limits the group is of (its index)
 	concurrencyParkItemArgCount
 )
 

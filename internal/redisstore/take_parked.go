@@ -27,12 +27,12 @@ func (s *Store) TakeParked(ctx context.Context, part int, now, next time.Time, l
 		return nil, err
 	}
 	r, err := asSlice(v)
-	if err != nil || len(r)%3 != 0 {
+	if err != nil || len(r)%4 != 0 {
 		return nil, fmt.Errorf("redisstore: take_parked: unexpected reply %v", v)
 	}
-	out := make([]engine.ParkedRun, 0, len(r)/3)
-	for j := 0; j+2 < len(r); j += 3 {
-		out = append(out, engine.ParkedRun{RunID: asString(r[j]), Task: asString(r[j+1]), Group: asString(r[j+2])})
+	out := make([]engine.ParkedRun, 0, len(r)/4)
+	for j := 0; j+3 < len(r); j += 4 {
+		out = append(out, engine.ParkedRun{RunID: asString(r[j]), Task: asString(r[j+1]), Group: asString(r[j+2]), Index: int(asInt(r[j+3]))})
 	}
 	return out, nil
 }

@@ -24,17 +24,15 @@ func Spec(d *task.Definition) task.Spec {
 		BackoffFactor: d.Backoff.Factor, BackoffJitter: d.Backoff.Jitter,
 		OnEvents: d.OnEvents, MaxDeliveries: d.MaxDeliveries, OnConflict: string(d.OnConflict),
 	}
-	if c := d.Concurrency; c != nil {
-		cc := *c
-		s.Concurrency = &cc
-	}
+	s.Concurrency = append([]task.Concurrency(nil), d.Concurrency...)
 	if dur := d.Durability; dur != nil {
 		s.Durability = &task.DurabilitySpec{Replicas: dur.Replicas, TimeoutMs: dur.Timeout.Milliseconds(), LocalFsync: dur.LocalFsync}
 	}
 	if len(d.RateLimits) > 0 {
 		s.RateLimits = make([]task.RateLimitSpec, len(d.RateLimits))
 		for i, l := range d.RateLimits {
-			s.RateLimits[i] = task.RateLimitSpec{Name: l.Name, Limit: l.Limit, PeriodUs: l.Period.Microseconds(), Units: l.Units, Key: l.Key}
+			s.RateLimits[i] = task.RateLimitSpec{Name: l.Name, Limit: l.Limit, PeriodUs: l.Period.Microseconds(), Units: l.Units, Key: l.Key,
+				UnitsExpression: l.UnitsExpression, LimitExpression: l.LimitExpression}
 		}
 	}
 	if i := d.Idempotency; i != nil {
@@ -69,7 +67,8 @@ func Definition(s task.Spec, c *idempotency.Compiler) (*task.Definition, error) 
 	if len(s.RateLimits) > 0 {
 		opts.RateLimits = make([]task.RateLimit, len(s.RateLimits))
 		for i, l := range s.RateLimits {
-			opts.RateLimits[i] = task.RateLimit{Name: l.Name, Limit: l.Limit, Period: time.Duration(l.PeriodUs) * time.Microsecond, Units: l.Units, Key: l.Key}
+			opts.RateLimits[i] = task.RateLimit{Name: l.Name, Limit: l.Limit, Period: time.Duration(l.PeriodUs) * time.Microsecond, Units: l.Units, Key: l.Key,
+				UnitsExpression: l.UnitsExpression, LimitExpression: l.LimitExpression}
 		}
 	}
 	if s.Strategy != "" {
@@ -78,10 +77,7 @@ func Definition(s task.Spec, c *idempotency.Compiler) (*task.Definition, error) 
 			TTL: ms(s.TTLMs), FallbackTTL: ms(s.FallbackTTLMs), Retain: ms(s.RetainMs),
 		}
 	}
-	if c := s.Concurrency; c != nil {
-		cc := *c
-		opts.Concurrency = &cc
-	}
+	opts.Concurrency = append([]task.Concurrency(nil), s.Concurrency...)
 	return task.NewDefinition(s.Name, opts)
 }
 
@@ -111,11 +107,12 @@ func Hold(i *task.Idempotency) time.Duration {
 	return i.FallbackTTL
 }
 
-// ConcurrencyGroup derives a run's concurrency group from its JSON input
-// and metadata: "" when d has no Concurrency, a *task.KeyError of kind
-// task.KeyConcurrency when its expression fails.
-func ConcurrencyGroup(d *task.Definition, input, meta []byte) (string, error) {
-	return d.ConcurrencyGroup(input, meta)
+// ConcurrencyGroups derives a run's concurrency groups from its JSON input
+// and metadata, the i-th of d.Concurrency[i]: nil when d has no
+// Concurrency, a *task.KeyError of kind task.KeyConcurrency when an
+// expression fails.
+func ConcurrencyGroups(d *task.Definition, input, meta []byte) ([]string, error) {
+	return d.ConcurrencyGroups(input, meta)
 }
 
 // RateLimitKeys evaluates the key of each of d's rate limits on a run's
@@ -124,4 +121,10 @@ func ConcurrencyGroup(d *task.Definition, input, meta []byte) (string, error) {
 // task.KeyRateLimit naming the limit.
 func RateLimitKeys(d *task.Definition, input, meta []byte) ([]string, error) {
 	return d.RateLimitKeys(input, meta)
+}
+
+// RateLimitUnits computes the units a run takes of each of d's rate limits
+// and each limit (see task.Definition.RateLimitUnits).
+func RateLimitUnits(d *task.Definition, input, meta []byte) (units, limits []int, err error) {
+	return d.RateLimitUnits(input, meta)
 }

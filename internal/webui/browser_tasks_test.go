@@ -21,7 +21,7 @@ var consoleTask = task.Must[order, struct{}]("ui-console", task.Options{
 	Idempotency: task.TTL(`"console:" + input.id`, 10*time.Minute),
 	Retries:     3,
 	Timeout:     30 * time.Second,
-	Concurrency: &task.Concurrency{Expression: "input.id", MaxRuns: 4},
+	Concurrency: []task.Concurrency{{Expression: "input.id", MaxRuns: 4}},
 	RateLimits:  []task.RateLimit{{Name: "console-api", Limit: 100, Period: time.Minute}},
 })
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,11 +71,21 @@ func describeTask(r task.Registered, paused map[string]time.Time) *taskRow {
 	if s.TimeoutMs > 0 {
 		row.Timeout = span(ms(s.TimeoutMs))
 	}
-	if c := s.Concurrency; c != nil {
-		row.Concurrency = fmt.Sprintf("at most %d at once per %s (%s)", c.MaxRuns, c.Expression, c.Strategy)
+	for i, c := range s.Concurrency {
+		if i > 0 {
+			row.Concurrency += "; "
+		}
+		row.Concurrency += fmt.Sprintf("at most %d at once per %s (%s)", c.MaxRuns, c.Expression, c.Strategy)
 	}
 	for _, l := range s.RateLimits {
-		d := fmt.Sprintf("%s: %d units per %s, %d a run", l.Name, l.Limit, span(time.Duration(l.PeriodUs)*time.Microsecond), l.Units)
+		limit, units := strconv.Itoa(l.Limit), strconv.Itoa(l.Units)
+		if l.LimitExpression != "" {
+			limit = l.LimitExpression
+		}
+		if l.UnitsExpression != "" {
+			units = l.UnitsExpression
+		}
+		d := fmt.Sprintf("%s: %s units per %s, %s a run", l.Name, limit, span(time.Duration(l.PeriodUs)*time.Microsecond), units)
 		if l.Key != "" {
 			d += ", per " + l.Key
 		}

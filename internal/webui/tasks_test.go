@@ -16,7 +16,7 @@ var limitedTask = task.Must[order, struct{}]("ui-limited", task.Options{
 	Idempotency: task.TTL(`"lim:" + input.id`, 10*time.Minute),
 	Retries:     4,
 	Timeout:     45 * time.Second,
-	Concurrency: &task.Concurrency{Expression: "input.id", MaxRuns: 2},
+	Concurrency: []task.Concurrency{{Expression: "input.id", MaxRuns: 2}},
 	RateLimits:  []task.RateLimit{{Name: "emails", Limit: 30, Period: time.Minute, Key: "input.id"}},
 })
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/idempotency"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // RunOutcome is a run's result: its status, and once it has ended its
@@ -233,9 +234,13 @@ func Collision(c *client.IdempotencyCollisionError, status client.Status) Error 
 
 // KeyErrorKind says what kind of idempotency_key_error err is (compile,
 // result_type, empty_key, key_too_long, eval, cost_limit, size_limit,
-// input) and where: the line and column of a compile error, the input
-// field an evaluation could not read. ok is false for any other error.
+// input, or out_of_range for a rate limit's units or limit) and where: the
+// line and column of a compile error, the input field an evaluation could
+// not read. ok is false for any other error.
 func KeyErrorKind(err error) (e Error, ok bool) {
+	if errors.Is(err, task.ErrRateLimitValue) {
+		return Error{Code: CodeIdempotencyKeyError, Kind: "out_of_range"}, true
+	}
 	var ie *idempotency.Error
 	if !errors.As(err, &ie) {
 		return Error{}, false

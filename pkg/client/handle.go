@@ -68,6 +68,11 @@ type RunInfo struct {
 	// running)`, or what a StatusWaiting run's handler waits for: "sleep
 	// until <time>" or "signal"; "" otherwise.
 	Waiting string `json:"waiting,omitempty"`
+	// ConcurrencyGroups are the run's concurrency groups, one per
+	// concurrency limit of its task as registered (task.Options.Concurrency),
+	// in order; none when the task has none or is not registered. Set by
+	// Inspector.GetRun only.
+	ConcurrencyGroups []string `json:"concurrencyGroups,omitempty"`
 	// Attempts are the run's attempts, oldest first: each one that
 	// failed, was retried, lapsed or was given back at its worker's
 	// shutdown (the latest MaxAttemptHistory of those), then the latest

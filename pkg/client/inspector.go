@@ -117,7 +117,9 @@ type Page[T any] struct {
 // time has ScheduledAt (and Scheduled for the last). It also has its
 // attempts (Attempts) and the counts of its signals and durable steps
 // (RunSignals and RunSteps list them): one more round trip for a run with
-// an attempt history, signals or steps.
+// an attempt history, signals or steps. It has its concurrency groups
+// (ConcurrencyGroups), derived from its input by its task's registered
+// definition.
 func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()

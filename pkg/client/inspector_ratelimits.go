@@ -10,9 +10,12 @@ import (
 // RateLimitInfo is a rate limit the registered tasks declare (see
 // task.RateLimit), with the units taken in its last period.
 type RateLimitInfo struct {
-	Name     string `json:"name"`
-	Limit    int    `json:"limit"`
-	PeriodMs int64  `json:"periodMs"`
+	Name string `json:"name"`
+	// Limit is the limit's fixed number, or 0 when LimitExpression computes
+	// it for each run.
+	Limit           int    `json:"limit"`
+	LimitExpression string `json:"limitExpression,omitempty"`
+	PeriodMs        int64  `json:"periodMs"`
 	// KeyExpression is the limit's key expression ("" for a limit
 	// without one); Key the value of the key whose use is shown.
 	KeyExpression string `json:"keyExpression,omitempty"`
@@ -44,7 +47,7 @@ func (in *Inspector) ListRateLimits(ctx context.Context, key string) ([]RateLimi
 				info.Tasks = append(info.Tasks, r.Spec.Name)
 				continue
 			}
-			info := &RateLimitInfo{Name: l.Name, Limit: l.Limit, PeriodMs: l.PeriodUs / 1000, KeyExpression: l.Key,
+			info := &RateLimitInfo{Name: l.Name, Limit: l.Limit, LimitExpression: l.LimitExpression, PeriodMs: l.PeriodUs / 1000, KeyExpression: l.Key,
 				Tasks: []string{r.Spec.Name}}
 			byName[l.Name], period[l.Name] = info, time.Duration(l.PeriodUs)*time.Microsecond
 			out = append(out, info)

@@ -98,7 +98,22 @@ func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *engine.Run
 	}
 	info.Attempts = attemptsOf(r, parts.Attempts)
 	info.SignalCount, info.StepCount = int(parts.Signals), int(parts.Steps)
+	in.withGroups(ctx, info)
 	return in.withChildren(ctx, info, r)
+}
+
+// withGroups sets info's concurrency groups, derived from its input by its
+// task's registered definition. A task not registered, or whose
+// definition fails on the input (it changed since the run was triggered),
+// shows none: the groups are an aid to reading, never a reason to fail.
+func (in *Inspector) withGroups(ctx context.Context, info *RunInfo) {
+	def, err := in.c.Definition(ctx, info.Task)
+	if err != nil || len(def.Concurrency) == 0 {
+		return
+	}
+	if groups, err := def.ConcurrencyGroups(info.Input, info.Metadata); err == nil {
+		info.ConcurrencyGroups = groups
+	}
 }
 
 // SignalInfo is one signal sent to a run, as stored.

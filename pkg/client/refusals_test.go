@@ -26,7 +26,7 @@ func TestExpressionRefusalsArePublicTypes(t *testing.T) {
 		// The input is dynamic, so the expressions name fields the
 		// triggers below leave out.
 		group := task.Must[map[string]any, struct{}]("refuse-group", task.Options{
-			Concurrency: &task.Concurrency{Expression: `input.tenant`, MaxRuns: 1}})
+			Concurrency: []task.Concurrency{{Expression: `input.tenant`, MaxRuns: 1}}})
 		limit := task.Must[map[string]any, struct{}]("refuse-limit", task.Options{
 			RateLimits: []task.RateLimit{{Name: "per-user", Limit: 1, Period: time.Minute, Key: `input.user`}}})
 		in := map[string]any{"other": "x"}

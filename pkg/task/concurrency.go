@@ -27,8 +27,16 @@ const (
 // ConcurrencyMaxRunsMax bounds Concurrency.MaxRuns.
 const ConcurrencyMaxRunsMax = 10000
 
+// ConcurrencyLimitsMax bounds how many concurrency limits one task
+// declares (Options.Concurrency): each costs a round trip to Redis when a
+// run starts.
+const ConcurrencyLimitsMax = 4
+
 // Concurrency limits how many runs of one group run at once, across every
-// worker of the namespace.
+// worker of the namespace. A task may declare several (Options.Concurrency),
+// each with its own expression, MaxRuns and Strategy: a run then belongs
+// to one group of each and starts only when every one of them admits it
+// (see docs/concurrency.md for how their strategies combine).
 type Concurrency struct {
 	// Expression is a CEL expression over input and additional_metadata
 	// that yields the run's group, e.g. `input.tenant`; it is compiled,
@@ -59,44 +67,65 @@ func (s ConcurrencyStrategy) valid() bool {
 // every error that matches it.
 var ErrConcurrencyCancelled = fmt.Errorf("%w by its concurrency group", ErrRunCancelled)
 
-// compileConcurrency validates c and compiles its expression with compiler
-// comp (nil: one with default limits), checked against input type in (nil:
-// dynamic).
-func compileConcurrency(c *Concurrency, comp *idempotency.Compiler, in reflect.Type, cfg func(field, msg string, err error) error) (*Concurrency, *idempotency.Expression, error) {
-	cc := *c
-	if cc.Strategy == "" {
-		cc.Strategy = GroupRoundRobin
+// compileConcurrency validates the task's concurrency limits, fills in
+// their defaults in a copy of their own, and compiles their expressions
+// with compiler comp (nil: one with default limits), checked against input
+// type in (nil: dynamic).
+func compileConcurrency(opts *Options, in reflect.Type, cfg func(field, msg string, err error) error) ([]*idempotency.Expression, error) {
+	if len(opts.Concurrency) == 0 {
+		opts.Concurrency = nil
+		return nil, nil
 	}
-	if !cc.Strategy.valid() {
-		return nil, nil, cfg("concurrency.strategy", fmt.Sprintf("%q is not %q, %q or %q", cc.Strategy, GroupRoundRobin, CancelInProgress, CancelNewest), nil)
+	if len(opts.Concurrency) > ConcurrencyLimitsMax {
+		return nil, cfg("concurrency", fmt.Sprintf("%d limits, over the most of %d", len(opts.Concurrency), ConcurrencyLimitsMax), nil)
 	}
-	if cc.MaxRuns < 1 || cc.MaxRuns > ConcurrencyMaxRunsMax {
-		return nil, nil, cfg("concurrency.max_runs", fmt.Sprintf("%d is outside [1, %d]", cc.MaxRuns, ConcurrencyMaxRunsMax), nil)
-	}
-	if comp == nil {
-		var err error
-		if comp, err = idempotency.NewCompiler(idempotency.Options{}); err != nil {
-			return nil, nil, cfg("concurrency.expression", err.Error(), err)
+	cs := append([]Concurrency(nil), opts.Concurrency...)
+	opts.Concurrency = cs
+	exprs := make([]*idempotency.Expression, len(cs))
+	comp := opts.Compiler
+	for i := range cs {
+		c := &cs[i]
+		field := func(f string) string { return fmt.Sprintf("concurrency[%d].%s", i, f) }
+		if c.Strategy == "" {
+			c.Strategy = GroupRoundRobin
 		}
+		if !c.Strategy.valid() {
+			return nil, cfg(field("strategy"), fmt.Sprintf("%q is not %q, %q or %q", c.Strategy, GroupRoundRobin, CancelInProgress, CancelNewest), nil)
+		}
+		if c.MaxRuns < 1 || c.MaxRuns > ConcurrencyMaxRunsMax {
+			return nil, cfg(field("max_runs"), fmt.Sprintf("%d is outside [1, %d]", c.MaxRuns, ConcurrencyMaxRunsMax), nil)
+		}
+		if comp == nil {
+			var err error
+			if comp, err = idempotency.NewCompiler(idempotency.Options{}); err != nil {
+				return nil, cfg(field("expression"), err.Error(), err)
+			}
+		}
+		expr, err := comp.CompileFor(c.Expression, in)
+		if err != nil {
+			return nil, cfg(field("expression"), err.Error(), err)
+		}
+		exprs[i] = expr
 	}
-	expr, err := comp.CompileFor(cc.Expression, in)
-	if err != nil {
-		return nil, nil, cfg("concurrency.expression", err.Error(), err)
-	}
-	return &cc, expr, nil
+	return exprs, nil
 }
 
-// ConcurrencyGroup derives a run's concurrency group from its JSON input
-// and metadata, as a trigger and a worker do: to preview the group a run
-// gets. It returns "" when the task has no Concurrency. A failure is a
-// *KeyError of kind KeyConcurrency.
-func (d *Definition) ConcurrencyGroup(input, meta []byte) (string, error) {
-	if d.concExpr == nil {
-		return "", nil
+// ConcurrencyGroups derives a run's concurrency groups from its JSON input
+// and metadata, as a trigger and a worker do: to preview the groups a run
+// gets. The i-th group is Concurrency[i]'s; nil when the task has no
+// Concurrency. A failure is a *KeyError of kind KeyConcurrency naming the
+// expression that failed.
+func (d *Definition) ConcurrencyGroups(input, meta []byte) ([]string, error) {
+	if len(d.concExprs) == 0 {
+		return nil, nil
 	}
-	group, err := d.concExpr.Key(input, meta)
-	if err != nil {
-		return "", &KeyError{Task: d.Name, Kind: KeyConcurrency, Expression: d.Concurrency.Expression, Err: err}
+	groups := make([]string, len(d.concExprs))
+	for i, e := range d.concExprs {
+		group, err := e.Key(input, meta)
+		if err != nil {
+			return nil, &KeyError{Task: d.Name, Kind: KeyConcurrency, Expression: d.Concurrency[i].Expression, Err: err}
+		}
+		groups[i] = group
 	}
-	return group, nil
+	return groups, nil
 }

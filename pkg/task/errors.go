@@ -63,11 +63,23 @@ const (
 	KeyIdempotency = "idempotency" // Idempotency.Expression
 	KeyConcurrency = "concurrency" // Concurrency.Expression
 	KeyRateLimit   = "rate_limit"  // a RateLimit's Key
+	// KeyRateLimitUnits and KeyRateLimitLimit: a RateLimit's
+	// UnitsExpression or LimitExpression failed, or its value is out of
+	// range (ErrRateLimitValue).
+	KeyRateLimitUnits = "rate_limit_units"
+	KeyRateLimitLimit = "rate_limit_limit"
 )
 
+// ErrRateLimitValue matches the error a *KeyError of kind
+// KeyRateLimitUnits or KeyRateLimitLimit wraps when the expression
+// yielded a value that is no whole number or is out of range: units
+// outside [1, limit], a limit outside [1, RateLimitMax].
+var ErrRateLimitValue = errors.New("value out of range")
+
 // KeyError says one of a task's expressions failed on a run's input: the
-// idempotency expression (Definition.Key), the concurrency expression
-// (Concurrency.Expression) or a rate limit's key (RateLimit.Key), each of
+// idempotency expression (Definition.Key), a concurrency expression
+// (Concurrency.Expression), a rate limit's key (RateLimit.Key) or its
+// units or limit (RateLimit.UnitsExpression, LimitExpression), each of
 // which a trigger evaluates. At a trigger it refuses the trigger and
 // nothing is created; every trigger path
 // returns it: client.RunNoWait, Run and RunMany, the HTTP API (a 422
@@ -77,10 +89,11 @@ const (
 // errors.As and errors.Is reach through it.
 type KeyError struct {
 	Task string
-	// Kind is KeyIdempotency, KeyConcurrency or KeyRateLimit.
+	// Kind is KeyIdempotency, KeyConcurrency, KeyRateLimit,
+	// KeyRateLimitUnits or KeyRateLimitLimit.
 	Kind       string
 	Expression string
-	// Limit names the rate limit, for KeyRateLimit.
+	// Limit names the rate limit, for the KeyRateLimit kinds.
 	Limit string
 	Err   error
 }
@@ -92,6 +105,10 @@ func (e *KeyError) Error() string {
 		return fmt.Sprintf("concurrency group %q: %v", e.Expression, e.Err)
 	case KeyRateLimit:
 		return fmt.Sprintf("rate limit %q key: %v", e.Limit, e.Err)
+	case KeyRateLimitUnits:
+		return fmt.Sprintf("rate limit %q units %q: %v", e.Limit, e.Expression, e.Err)
+	case KeyRateLimitLimit:
+		return fmt.Sprintf("rate limit %q limit %q: %v", e.Limit, e.Expression, e.Err)
 	}
 	return "idempotency key: " + e.Err.Error()
 }

@@ -30,8 +30,9 @@ type Spec struct {
 	// RateLimits are the task's rate limits (see RateLimit).
 	RateLimits []RateLimitSpec `json:"rateLimits,omitempty"`
 
-	// Concurrency is the task's concurrency limit (absent: none).
-	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	// Concurrency are the task's concurrency limits, in order (absent:
+	// none).
+	Concurrency []Concurrency `json:"concurrencyLimits,omitempty"`
 }
 
 // Registered is a spec as a worker registered it.

@@ -151,9 +151,11 @@ type Options struct {
 	// until then (see RateLimit).
 	RateLimits []RateLimit
 
-	// Concurrency, when set, limits how many runs of a group (its
-	// expression's value) run at once, across every worker.
-	Concurrency *Concurrency
+	// Concurrency limits how many runs of a group (an expression's value)
+	// run at once, across every worker: one limit, or several (up to
+	// ConcurrencyLimitsMax), each with its own expression, MaxRuns and
+	// Strategy, all of which must admit a run before it starts.
+	Concurrency []Concurrency
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -164,12 +166,11 @@ type Definition struct {
 	Name string
 	Options
 	expr *idempotency.Expression
-	// rateKeys are the compiled keys of RateLimits (nil for a limit
-	// without one).
-	rateKeys []*idempotency.Expression
+	// rate are the compiled expressions of RateLimits.
+	rate []rateExprs
 
-	// concExpr is the compiled Concurrency.Expression.
-	concExpr *idempotency.Expression
+	// concExprs are the compiled Concurrency expressions, in order.
+	concExprs []*idempotency.Expression
 }
 
 // NewDefinition validates opts and compiles the expression. Its input is
@@ -218,18 +219,15 @@ func newDefinition(name string, opts Options, in reflect.Type) (*Definition, err
 		opts.Durability = &dur
 	}
 	// Rate limits: see ratelimit.go.
-	rateKeys, err := rateLimits(name, &opts, in)
+	rate, err := rateLimits(name, &opts, in)
 	if err != nil {
 		return nil, err
 	}
-	var concExpr *idempotency.Expression
-	if opts.Concurrency != nil {
-		var err error
-		if opts.Concurrency, concExpr, err = compileConcurrency(opts.Concurrency, opts.Compiler, in, cfg); err != nil {
-			return nil, err
-		}
+	concExprs, err := compileConcurrency(&opts, in, cfg)
+	if err != nil {
+		return nil, err
 	}
-	d := &Definition{Name: name, Options: opts, rateKeys: rateKeys, concExpr: concExpr}
+	d := &Definition{Name: name, Options: opts, rate: rate, concExprs: concExprs}
 	if opts.Idempotency == nil {
 		return d, nil
 	}

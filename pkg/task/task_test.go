@@ -146,43 +146,51 @@ func TestNoExpressionMeansNoKey(t *testing.T) {
 	}
 }
 
-// A concurrency limit is validated and compiled with the task, carried by
-// its spec and rebuilt from it; its expression yields the group.
+// Concurrency limits are validated and compiled with the task, each error
+// naming its limit; they are carried by the spec and rebuilt from it; each
+// expression yields its own group.
 func TestConcurrencyOption(t *testing.T) {
+	ok := task.Concurrency{Expression: "input.tenant", MaxRuns: 1}
 	for _, c := range []struct {
-		c     task.Concurrency
+		cs    []task.Concurrency
 		field string
 	}{
-		{task.Concurrency{Expression: "input.tenant", MaxRuns: 0}, "concurrency.max_runs"},
-		{task.Concurrency{Expression: "input.tenant", MaxRuns: task.ConcurrencyMaxRunsMax + 1}, "concurrency.max_runs"},
-		{task.Concurrency{Expression: "input.tenant", MaxRuns: 1, Strategy: "fifo"}, "concurrency.strategy"},
-		{task.Concurrency{Expression: "input.", MaxRuns: 1}, "concurrency.expression"},
+		{[]task.Concurrency{{Expression: "input.tenant", MaxRuns: 0}}, "concurrency[0].max_runs"},
+		{[]task.Concurrency{ok, {Expression: "input.tenant", MaxRuns: task.ConcurrencyMaxRunsMax + 1}}, "concurrency[1].max_runs"},
+		{[]task.Concurrency{ok, {Expression: "input.tenant", MaxRuns: 1, Strategy: "fifo"}}, "concurrency[1].strategy"},
+		{[]task.Concurrency{{Expression: "input.", MaxRuns: 1}}, "concurrency[0].expression"},
+		{make([]task.Concurrency, task.ConcurrencyLimitsMax+1), "concurrency"},
 	} {
-		_, err := task.NewDefinition("t", task.Options{Concurrency: &c.c})
+		_, err := task.NewDefinition("t", task.Options{Concurrency: c.cs})
 		var ce *task.ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field {
-			t.Errorf("%+v: %v, want a task.ConfigError on %s", c.c, err, c.field)
+			t.Errorf("%+v: %v, want a task.ConfigError on %s", c.cs, err, c.field)
 		}
 	}
-	d, err := task.NewDefinition("t", task.Options{Concurrency: &task.Concurrency{Expression: `"t:" + input.tenant`, MaxRuns: 2}})
+	d, err := task.NewDefinition("t", task.Options{Concurrency: []task.Concurrency{
+		{Expression: `"t:" + input.tenant`, MaxRuns: 2},
+		{Expression: `input.region`, MaxRuns: 5, Strategy: task.CancelNewest},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Concurrency.Strategy != task.GroupRoundRobin {
-		t.Fatalf("default strategy = %q", d.Concurrency.Strategy)
+	if d.Concurrency[0].Strategy != task.GroupRoundRobin || d.Concurrency[1].Strategy != task.CancelNewest {
+		t.Fatalf("strategies = %q, %q", d.Concurrency[0].Strategy, d.Concurrency[1].Strategy)
 	}
-	if g, err := taskdef.ConcurrencyGroup(d, []byte(`{"tenant":"acme"}`), nil); err != nil || g != "t:acme" {
-		t.Fatalf("group = %q, %v", g, err)
+	if g, err := taskdef.ConcurrencyGroups(d, []byte(`{"tenant":"acme","region":"eu"}`), nil); err != nil || len(g) != 2 || g[0] != "t:acme" || g[1] != "eu" {
+		t.Fatalf("groups = %q, %v", g, err)
 	}
-	if _, err := taskdef.ConcurrencyGroup(d, []byte(`{}`), nil); err == nil {
-		t.Fatal("a missing field gave a group")
+	_, err = taskdef.ConcurrencyGroups(d, []byte(`{"tenant":"acme"}`), nil)
+	var ke *task.KeyError
+	if !errors.As(err, &ke) || ke.Kind != task.KeyConcurrency || ke.Expression != "input.region" {
+		t.Fatalf("a missing field of the second expression: %v; want a *task.KeyError naming it", err)
 	}
 	back, err := taskdef.Definition(taskdef.Spec(d), nil)
-	if err != nil || *back.Concurrency != *d.Concurrency || taskdef.Hash(taskdef.Spec(back)) != taskdef.Hash(taskdef.Spec(d)) {
+	if err != nil || len(back.Concurrency) != 2 || back.Concurrency[1] != d.Concurrency[1] || taskdef.Hash(taskdef.Spec(back)) != taskdef.Hash(taskdef.Spec(d)) {
 		t.Fatalf("from spec: %+v, %v", back, err)
 	}
 	plain, _ := task.NewDefinition("t", task.Options{})
-	if g, err := taskdef.ConcurrencyGroup(plain, []byte(`{}`), nil); g != "" || err != nil || taskdef.Spec(plain).Concurrency != nil {
+	if g, err := taskdef.ConcurrencyGroups(plain, []byte(`{}`), nil); g != nil || err != nil || taskdef.Spec(plain).Concurrency != nil {
 		t.Fatalf("a task without concurrency: %q, %v", g, err)
 	}
 	if !errors.Is(task.ErrConcurrencyCancelled, task.ErrRunCancelled) {

@@ -42,8 +42,8 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 			"expression", `1:22: no field "skew" on Item; fields: sku`},
 		{"wrong type", task.Options{Idempotency: task.Status(`input.count + "x"`, time.Minute)},
 			"expression", `1:13: found no matching overload for '_+_' applied to '(double, string)'`},
-		{"concurrency", task.Options{Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1}},
-			"concurrency.expression", `input.tenant: no field "tenant" on Order; ` + fields},
+		{"concurrency", task.Options{Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 1}}},
+			"concurrency[0].expression", `input.tenant: no field "tenant" on Order; ` + fields},
 		{"rate limit", task.Options{RateLimits: []task.RateLimit{{Name: "l", Limit: 1, Period: time.Second, Key: `input.labels.region + input.custmer`}}},
 			"rate_limits[0].key", `input.custmer: no field "custmer" on Order; ` + fields},
 	}
@@ -64,7 +64,7 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 	// derive the keys they derive on any input.
 	tk, err := task.New[Order, struct{}]("typed", task.Options{
 		Idempotency: task.TTL(`"o:" + input.id + ":" + input.items[0].sku + ":" + string(input.count)`, time.Minute),
-		Concurrency: &task.Concurrency{Expression: "input.customer", MaxRuns: 1},
+		Concurrency: []task.Concurrency{{Expression: "input.customer", MaxRuns: 1}},
 		RateLimits:  []task.RateLimit{{Name: "l", Limit: 1, Period: time.Second, Key: `input.labels.region`}},
 	})
 	if err != nil {
@@ -73,10 +73,10 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 	in, _ := json.Marshal(Order{ID: "1", Customer: "acme", Items: []Item{{SKU: "s"}}, Count: 2, Labels: map[string]string{"region": "eu"}})
 	d := tk.Definition()
 	key, kerr := d.Key(in, nil)
-	group, gerr := taskdef.ConcurrencyGroup(d, in, nil)
+	groups, gerr := taskdef.ConcurrencyGroups(d, in, nil)
 	limits, lerr := taskdef.RateLimitKeys(d, in, nil)
-	if key != "o:1:s:2" || group != "acme" || len(limits) != 1 || limits[0] != "eu" || kerr != nil || gerr != nil || lerr != nil {
-		t.Errorf("key %q %v, group %q %v, limits %q %v", key, kerr, group, gerr, limits, lerr)
+	if key != "o:1:s:2" || len(groups) != 1 || groups[0] != "acme" || len(limits) != 1 || limits[0] != "eu" || kerr != nil || gerr != nil || lerr != nil {
+		t.Errorf("key %q %v, groups %q %v, limits %q %v", key, kerr, groups, gerr, limits, lerr)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestNewChecksExpressionsAgainstTheInputType(t *testing.T) {
 func TestNewAcceptsNumericComparisonsAsTheyEvaluate(t *testing.T) {
 	tk, err := task.New[Order, struct{}]("typed", task.Options{
 		Idempotency: task.TTL(`(input.count > 2 ? "big:" : "small:") + input.id`, time.Minute),
-		Concurrency: &task.Concurrency{Expression: `input.count == 3 ? "three" : "other"`, MaxRuns: 1},
+		Concurrency: []task.Concurrency{{Expression: `input.count == 3 ? "three" : "other"`, MaxRuns: 1}},
 		RateLimits:  []task.RateLimit{{Name: "l", Limit: 1, Period: time.Second, Key: `input.count in [1, 2] ? "few" : "many"`}},
 	})
 	if err != nil {
@@ -95,10 +95,10 @@ func TestNewAcceptsNumericComparisonsAsTheyEvaluate(t *testing.T) {
 	in, _ := json.Marshal(Order{ID: "1", Count: 3})
 	d := tk.Definition()
 	key, kerr := d.Key(in, nil)
-	group, gerr := taskdef.ConcurrencyGroup(d, in, nil)
+	groups, gerr := taskdef.ConcurrencyGroups(d, in, nil)
 	limits, lerr := taskdef.RateLimitKeys(d, in, nil)
-	if key != "big:1" || group != "three" || len(limits) != 1 || limits[0] != "many" || kerr != nil || gerr != nil || lerr != nil {
-		t.Errorf("key %q %v, group %q %v, limits %q %v", key, kerr, group, gerr, limits, lerr)
+	if key != "big:1" || len(groups) != 1 || groups[0] != "three" || len(limits) != 1 || limits[0] != "many" || kerr != nil || gerr != nil || lerr != nil {
+		t.Errorf("key %q %v, groups %q %v, limits %q %v", key, kerr, groups, gerr, limits, lerr)
 	}
 
 	_, err = task.New[Order, struct{}]("typed", task.Options{Idempotency: task.TTL(`input.id + string(input.count + 1)`, time.Minute)})
@@ -113,7 +113,7 @@ func TestNewAcceptsNumericComparisonsAsTheyEvaluate(t *testing.T) {
 func TestDynamicInputsAcceptAnyField(t *testing.T) {
 	opts := task.Options{
 		Idempotency: task.TTL(`input.anything + additional_metadata.tenant`, time.Minute),
-		Concurrency: &task.Concurrency{Expression: "input.a.b", MaxRuns: 1},
+		Concurrency: []task.Concurrency{{Expression: "input.a.b", MaxRuns: 1}},
 	}
 	if _, err := task.New[map[string]any, struct{}]("m", opts); err != nil {
 		t.Error(err)

@@ -63,11 +63,11 @@ func waitingReason(group string, holders, max int) string {
 	return fmt.Sprintf("concurrency group %q (%d/%d running)", group, holders, max)
 }
 
-// heldSlot is a slot this worker holds for a run.
-type heldSlot struct {
-	task, group, token string
-	maxRuns            int
-	// n counts the run's attempts on this worker that hold the slot (a
+// heldSlots are the slots this worker holds for a run, one in each of its
+// groups.
+type heldSlots struct {
+	slots []engine.AcquireParams
+	// n counts the run's attempts on this worker that hold the slots (a
 	// worker may reclaim its own delivery while the older attempt ends).
 	n int
 }
@@ -90,7 +90,7 @@ type concurrencyGate struct {
 	releases *engine.Batcher[engine.ReleaseParams, engine.ReleaseResult]
 
 	mu   sync.Mutex
-	held map[string]*heldSlot
+	held map[string]*heldSlots
 	// looking is set while a look at the parked runs is under way.
 	looking atomic.Bool
 	// bg counts the goroutines that hand slots on and look at parked
@@ -104,13 +104,13 @@ type concurrencyGate struct {
 func newConcurrencyGate(g *concurrencyGate) (*concurrencyGate, error) {
 	limited := false
 	for _, reg := range g.tasks {
-		limited = limited || reg.def.Concurrency != nil
+		limited = limited || len(reg.def.Concurrency) > 0
 	}
 	if !limited {
 		return nil, nil
 	}
 	gate := g
-	gate.held = map[string]*heldSlot{}
+	gate.held = map[string]*heldSlots{}
 	var err error
 	gate.releases, err = engine.NewBatcher(engine.BatcherOptions{Timeout: g.lease, Senders: 1},
 		func(ctx context.Context, ps []engine.ReleaseParams) ([]engine.ReleaseResult, []error) {
@@ -122,77 +122,139 @@ func newConcurrencyGate(g *concurrencyGate) (*concurrencyGate, error) {
 	return gate, nil
 }
 
+// asking is a delivery whose groups admit is asking, in the order it
+// asks them.
+type asking struct {
+	i     int // in the fetched batch
+	ps    []engine.AcquireParams
+	taken []engine.AcquireParams
+	// done: refused (parked, cancelled) or failed; it does not start.
+	done bool
+}
+
+// groupsOf returns what d asks its groups, in the order they are asked: the
+// groups whose strategy may hold it back or cancel it first, in the order
+// declared, then those with task.CancelInProgress, which always admit it
+// (by displacing their oldest run). So no run is displaced for a run that
+// another of its groups then holds back. nil: d starts outside any group.
+func (g *concurrencyGate) groupsOf(d engine.Delivery) []engine.AcquireParams {
+	reg := g.tasks[d.Task]
+	if reg == nil || len(reg.def.Concurrency) == 0 {
+		return nil
+	}
+	if d.Spec == nil {
+		g.log.Warn("taskq: delivery carries no input; it starts outside its concurrency groups", "run", d.RunID, "task", d.Task)
+		return nil
+	}
+	groups, err := taskdef.ConcurrencyGroups(reg.def, d.Spec.Input, d.Spec.Meta)
+	if err != nil {
+		// Admission derived the groups when the run was triggered: the
+		// task's definition changed since.
+		g.log.Warn("taskq: concurrency group of a run failed; it starts outside its groups", "run", d.RunID, "task", d.Task, "err", err)
+		return nil
+	}
+	ps := make([]engine.AcquireParams, 0, len(groups))
+	for _, displace := range []bool{false, true} {
+		for i, c := range reg.def.Concurrency {
+			if (c.Strategy == task.CancelInProgress) != displace {
+				continue
+			}
+			ps = append(ps, engine.AcquireParams{
+				Task: d.Task, Group: groups[i], Index: i, RunID: d.RunID, Token: g.consumer + " " + d.EntryID,
+				MaxRuns: c.MaxRuns, Strategy: string(c.Strategy), Lease: g.lease, Created: d.Spec.Created,
+			})
+		}
+	}
+	return ps
+}
+
 // admit asks the groups of ds for slots and returns the deliveries that
-// may start now, in their order. The others give their handler slot back:
-// parked (the group is full), cancelled (task.CancelNewest), or left
-// pending after an error (reclaimed once their lease lapses, and asked
-// again). A run given the slot of an older one (task.CancelInProgress)
-// starts, and the older one is cancelled.
+// may start now, in their order. A run of several groups asks them one
+// after the other (groupsOf says in which order), one script call per
+// partition for the batch each time, and starts only once each has given
+// it a slot; one that holds it back (task.GroupRoundRobin: parked in that
+// group's line; task.CancelNewest: cancelled) gets back the slots the
+// others gave it, so a waiting run holds none. The deliveries that do not
+// start give their handler slot back: parked, cancelled, or left pending
+// after an error (reclaimed once their lease lapses, and asked again). A
+// run given the slot of an older one (task.CancelInProgress) starts, and
+// the older one is cancelled.
 func (g *concurrencyGate) admit(ds []engine.Delivery) []engine.Delivery {
 	if g == nil {
 		return ds
 	}
-	var (
-		ask []engine.AcquireParams
-		idx []int
-	)
+	var asks []*asking
 	for i, d := range ds {
-		reg := g.tasks[d.Task]
-		if reg == nil || reg.def.Concurrency == nil {
-			continue
+		if ps := g.groupsOf(d); len(ps) > 0 {
+			asks = append(asks, &asking{i: i, ps: ps})
 		}
-		if d.Spec == nil {
-			g.log.Warn("taskq: delivery carries no input; it starts outside its concurrency group", "run", d.RunID, "task", d.Task)
-			continue
-		}
-		group, err := taskdef.ConcurrencyGroup(reg.def, d.Spec.Input, d.Spec.Meta)
-		if err != nil {
-			// Admission derived the group when the run was triggered: the
-			// task's definition changed since.
-			g.log.Warn("taskq: concurrency group of a run failed; it starts outside any group", "run", d.RunID, "task", d.Task, "err", err)
-			continue
-		}
-		c := reg.def.Concurrency
-		ask = append(ask, engine.AcquireParams{
-			Task: d.Task, Group: group, RunID: d.RunID, Token: g.consumer + " " + d.EntryID,
-			MaxRuns: c.MaxRuns, Strategy: string(c.Strategy), Lease: g.lease, Created: d.Spec.Created,
-		})
-		idx = append(idx, i)
 	}
-	if len(ask) == 0 {
+	if len(asks) == 0 {
 		return ds
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
 	defer cancel()
 	now := g.clock.Now()
-	res, errs := g.store.AcquireSlots(ctx, now, ask)
 	drop := make([]bool, len(ds))
 	var (
 		park    []engine.ParkParams
 		cancels [][2]string // run, reason
+		back    []engine.ReleaseParams
 	)
-	for j, i := range idx {
-		a, r := ask[j], res[j]
-		switch {
-		case errs[j] != nil:
-			g.log.Warn("taskq: asking for a concurrency slot failed; the delivery is taken again after its lease", "run", a.RunID, "group", a.Group, "err", errs[j])
-			drop[i] = true
-		case r.Outcome == engine.AcquireHeld:
-			g.hold(a)
-		case r.Outcome == engine.AcquireEvict:
-			g.hold(a)
-			cancels = append(cancels, [2]string{r.Evicted, cancelreason.Displaced(a.RunID, a.Group)})
-		case r.Outcome == engine.AcquireFull:
-			drop[i] = true
-			cancels = append(cancels, [2]string{a.RunID, cancelreason.FullGroup(a.Group, r.Holders, a.MaxRuns)})
-		default: // AcquireWait
-			drop[i] = true
-			park = append(park, engine.ParkParams{
-				RunID: a.RunID, Task: a.Task, EntryID: ds[i].EntryID, Group: a.Group,
-				Reason: waitingReason(a.Group, r.Holders, a.MaxRuns),
-			})
+	// refuse ends a's asking: the slots it took are given back, and so is
+	// any slot a group it did not ask yet may have reserved for it.
+	refuse := func(a *asking, round int) {
+		a.done, drop[a.i] = true, true
+		for _, p := range a.taken {
+			back = append(back, releaseOf(p, p.Token))
+		}
+		for _, p := range a.ps[round+1:] {
+			back = append(back, releaseOf(p, ""))
 		}
 	}
+	for round := 0; ; round++ {
+		var (
+			ask []engine.AcquireParams
+			who []*asking
+		)
+		for _, a := range asks {
+			if !a.done && round < len(a.ps) {
+				ask, who = append(ask, a.ps[round]), append(who, a)
+			}
+		}
+		if len(ask) == 0 {
+			break
+		}
+		res, errs := g.store.AcquireSlots(ctx, now, ask)
+		for j, a := range who {
+			p, r := ask[j], res[j]
+			switch {
+			case errs[j] != nil:
+				g.log.Warn("taskq: asking for a concurrency slot failed; the delivery is taken again after its lease", "run", p.RunID, "group", p.Group, "err", errs[j])
+				refuse(a, round)
+			case r.Outcome == engine.AcquireHeld:
+				a.taken = append(a.taken, p)
+			case r.Outcome == engine.AcquireEvict:
+				a.taken = append(a.taken, p)
+				cancels = append(cancels, [2]string{r.Evicted, cancelreason.Displaced(p.RunID, p.Group)})
+			case r.Outcome == engine.AcquireFull:
+				refuse(a, round)
+				cancels = append(cancels, [2]string{p.RunID, cancelreason.FullGroup(p.Group, r.Holders, p.MaxRuns)})
+			default: // AcquireWait
+				refuse(a, round)
+				park = append(park, engine.ParkParams{
+					RunID: p.RunID, Task: p.Task, EntryID: ds[a.i].EntryID, Group: p.Group, Index: p.Index,
+					Reason: waitingReason(p.Group, r.Holders, p.MaxRuns),
+				})
+			}
+		}
+	}
+	for _, a := range asks {
+		if !a.done {
+			g.hold(a.ps[0].RunID, a.taken)
+		}
+	}
+	g.giveBack(back)
 	if len(park) > 0 {
 		_, perrs := g.store.Park(ctx, now.Add(g.lease), park)
 		for j, err := range perrs {
@@ -220,20 +282,26 @@ func (g *concurrencyGate) admit(ds []engine.Delivery) []engine.Delivery {
 	return out
 }
 
-func (g *concurrencyGate) hold(a engine.AcquireParams) {
+// releaseOf gives back the slot p asked for, held with token ("": one
+// reserved for the run).
+func releaseOf(p engine.AcquireParams, token string) engine.ReleaseParams {
+	return engine.ReleaseParams{Task: p.Task, Group: p.Group, Index: p.Index, RunID: p.RunID, Token: token, MaxRuns: p.MaxRuns, Reserve: p.Lease}
+}
+
+func (g *concurrencyGate) hold(runID string, slots []engine.AcquireParams) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	h := g.held[a.RunID]
+	h := g.held[runID]
 	if h == nil {
-		h = &heldSlot{task: a.Task, group: a.Group, maxRuns: a.MaxRuns}
-		g.held[a.RunID] = h
+		h = &heldSlots{}
+		g.held[runID] = h
 	}
-	h.token = a.Token
+	h.slots = slots
 	h.n++
 }
 
-// release gives back the slot runID holds, once its last attempt on this
-// worker has ended, and hands the slots the group has free on.
+// release gives back the slots runID holds, once its last attempt on this
+// worker has ended, and hands the slots its groups have free on.
 func (g *concurrencyGate) release(runID string) {
 	if g == nil {
 		return
@@ -252,20 +320,31 @@ func (g *concurrencyGate) release(runID string) {
 	if h == nil {
 		return
 	}
-	p := engine.ReleaseParams{Task: h.task, Group: h.group, RunID: runID, Token: h.token, MaxRuns: h.maxRuns, Reserve: g.lease}
-	g.releases.Go(context.Background(), p, func(r engine.ReleaseResult, err error) {
-		if err != nil {
-			// The slot lapses with its lease, no longer renewed.
-			g.log.Warn("taskq: giving a concurrency slot back failed; it is free once its lease lapses", "run", runID, "group", h.group, "err", err)
-			return
-		}
-		if len(r.Next) > 0 {
-			// Not on the goroutine that sent the batch. Once the worker
-			// stops, the reservations lapse and another worker's look at
-			// the parked runs puts them back.
-			g.goBackground(func() { g.handOn(h.task, h.group, h.maxRuns, r.Next) })
-		}
-	})
+	back := make([]engine.ReleaseParams, len(h.slots))
+	for i, p := range h.slots {
+		back[i] = releaseOf(p, p.Token)
+	}
+	g.giveBack(back)
+}
+
+// giveBack gives slots back, coalesced with others given back at about
+// the same time, and hands on the slots they free to the runs in line.
+func (g *concurrencyGate) giveBack(ps []engine.ReleaseParams) {
+	for _, p := range ps {
+		g.releases.Go(context.Background(), p, func(r engine.ReleaseResult, err error) {
+			if err != nil {
+				// The slot lapses with its lease, no longer renewed.
+				g.log.Warn("taskq: giving a concurrency slot back failed; it is free once its lease lapses", "run", p.RunID, "group", p.Group, "err", err)
+				return
+			}
+			if len(r.Next) > 0 {
+				// Not on the goroutine that sent the batch. Once the worker
+				// stops, the reservations lapse and another worker's look at
+				// the parked runs puts them back.
+				g.goBackground(func() { g.handOn(p, r.Next) })
+			}
+		})
+	}
 }
 
 // handOn puts the runs a group reserved slots for back in their stream.
@@ -273,12 +352,12 @@ func (g *concurrencyGate) release(runID string) {
 // hands the slot to the next in line. A run not parked (its delivery is
 // still being parked) keeps its reservation: a look at the parked runs
 // puts it back once that lapses.
-func (g *concurrencyGate) handOn(taskName, group string, maxRuns int, next []string) {
+func (g *concurrencyGate) handOn(of engine.ReleaseParams, next []string) {
 	for round := 0; len(next) > 0 && round < handOnRounds; round++ {
 		ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
 		ups := make([]engine.UnparkParams, len(next))
 		for i, id := range next {
-			ups[i] = engine.UnparkParams{RunID: id, Task: taskName}
+			ups[i] = engine.UnparkParams{RunID: id, Task: of.Task}
 		}
 		res, errs := g.unpark(ctx, ups)
 		var back []engine.ReleaseParams
@@ -288,7 +367,7 @@ func (g *concurrencyGate) handOn(taskName, group string, maxRuns int, next []str
 				g.log.Warn("taskq: putting a run back in its stream failed; it is put back once its reservation lapses", "run", id, "err", errs[i])
 			case res[i] == engine.UnparkQueued, res[i] == engine.UnparkNotParked:
 			default: // missing or ended
-				back = append(back, engine.ReleaseParams{Task: taskName, Group: group, RunID: id, MaxRuns: maxRuns, Reserve: g.lease})
+				back = append(back, engine.ReleaseParams{Task: of.Task, Group: of.Group, Index: of.Index, RunID: id, MaxRuns: of.MaxRuns, Reserve: g.lease})
 			}
 		}
 		next = nil
@@ -388,7 +467,9 @@ func (g *concurrencyGate) renew() {
 	g.mu.Lock()
 	ps := make([]engine.RenewParams, 0, len(g.held))
 	for id, h := range g.held {
-		ps = append(ps, engine.RenewParams{Task: h.task, Group: h.group, RunID: id, Token: h.token, Lease: g.lease})
+		for _, p := range h.slots {
+			ps = append(ps, engine.RenewParams{Task: p.Task, Group: p.Group, Index: p.Index, RunID: id, Token: p.Token, Lease: g.lease})
+		}
 	}
 	g.mu.Unlock()
 	if len(ps) == 0 {
@@ -430,21 +511,25 @@ func (g *concurrencyGate) recoverParked() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.opTimeout)
 	defer cancel()
-	type slot struct{ task, group string }
+	type slot struct {
+		task, group string
+		index       int
+	}
 	seen := map[slot]bool{}
 	var pump []engine.ReleaseParams
 	for _, r := range taken {
 		reg := g.tasks[r.Task]
-		if reg == nil || reg.def.Concurrency == nil || seen[slot{r.Task, r.Group}] {
+		at := slot{r.Task, r.Group, r.Index}
+		if reg == nil || r.Index >= len(reg.def.Concurrency) || seen[at] {
 			continue
 		}
-		seen[slot{r.Task, r.Group}] = true
-		pump = append(pump, engine.ReleaseParams{Task: r.Task, Group: r.Group, MaxRuns: reg.def.Concurrency.MaxRuns, Reserve: g.lease})
+		seen[at] = true
+		pump = append(pump, engine.ReleaseParams{Task: r.Task, Group: r.Group, Index: r.Index, MaxRuns: reg.def.Concurrency[r.Index].MaxRuns, Reserve: g.lease})
 	}
 	res, errs := g.store.ReleaseSlots(ctx, now, pump)
 	for i, r := range res {
 		if errs[i] == nil && len(r.Next) > 0 {
-			g.handOn(pump[i].Task, pump[i].Group, pump[i].MaxRuns, r.Next)
+			g.handOn(pump[i], r.Next)
 		}
 	}
 	states, err := g.store.ParkedStates(ctx, now, taken)

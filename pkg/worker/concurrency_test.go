@@ -41,7 +41,7 @@ func TestConcurrencyMaxRunsIsNeverExceeded(t *testing.T) {
 		const runs, groups, maxRuns, workers = 1000, 20, 3, 3
 		ctx := context.Background()
 		tk := task.Must[grouped, out]("conc-cap", task.Options{
-			Concurrency: &task.Concurrency{Expression: `"g" + input.tenant`, MaxRuns: maxRuns},
+			Concurrency: []task.Concurrency{{Expression: `"g" + input.tenant`, MaxRuns: maxRuns}},
 		})
 		var (
 			mu       sync.Mutex
@@ -151,7 +151,7 @@ func TestConcurrencyBigGroupDoesNotStarveSmallOnes(t *testing.T) {
 		const big, small, smallRuns, maxRuns = 10000, 19, 10, 2
 		ctx := context.Background()
 		tk := task.Must[grouped, out]("conc-fair", task.Options{
-			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: maxRuns},
+			Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: maxRuns}},
 		})
 		c := newClient(t, b)
 		var inputs []grouped
@@ -260,7 +260,7 @@ func TestConcurrencyCancelInProgress(t *testing.T) {
 		ctx := context.Background()
 		tk := task.Must[grouped, out]("conc-cip", task.Options{
 			Idempotency: task.Status(`"cip:" + input.id`, time.Minute),
-			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1, Strategy: task.CancelInProgress},
+			Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 1, Strategy: task.CancelInProgress}},
 		})
 		bl := newBlocking()
 		startWorker(t, b, worker.Options{}, func(w *worker.Worker) { worker.Handle(w, tk, bl.handler) })
@@ -318,7 +318,7 @@ func TestConcurrencyCancelNewest(t *testing.T) {
 		ctx := context.Background()
 		tk := task.Must[grouped, out]("conc-cn", task.Options{
 			Idempotency: task.Status(`"cn:" + input.id`, time.Minute),
-			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1, Strategy: task.CancelNewest},
+			Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 1, Strategy: task.CancelNewest}},
 		})
 		bl := newBlocking()
 		startWorker(t, b, worker.Options{}, func(w *worker.Worker) { worker.Handle(w, tk, bl.handler) })
@@ -368,7 +368,7 @@ func TestConcurrencySlotOfADeadHolderIsGivenBackAfterItsLease(t *testing.T) {
 	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		tk := task.Must[grouped, out]("conc-dead", task.Options{
-			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1},
+			Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 1}},
 		})
 		store := connect.Engine(b.Client, b.Namespace)
 		// A worker that died holding the group's only slot, its lease 1.5s.
@@ -444,7 +444,7 @@ func mustRunKey(t *testing.T, e engine.Engine, runID string) string {
 
 // concKillTask allows one run per group at once.
 var concKillTask = task.Must[grouped, out]("conc-kill", task.Options{
-	Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1},
+	Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 1}},
 })
 
 // concurrencyWorker runs concKillTask in a helper process, printing each
@@ -533,7 +533,7 @@ func TestParkedRunForgottenMidReleaseIsPutBack(t *testing.T) {
 	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		tk := task.Must[grouped, out]("conc-forgot", task.Options{
-			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 1},
+			Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 1}},
 		})
 		c := newClient(t, b)
 		ref, err := client.RunNoWait(ctx, c, tk, grouped{ID: "a", Tenant: "acme"})
@@ -588,7 +588,7 @@ func TestConcurrencyWithARateLimit(t *testing.T) {
 		ctx := context.Background()
 		tk := task.Must[grouped, out]("conc-rated", task.Options{
 			RateLimits:  []task.RateLimit{{Name: "conc-rated", Limit: 4, Period: 300 * time.Millisecond}},
-			Concurrency: &task.Concurrency{Expression: "input.tenant", MaxRuns: 2},
+			Concurrency: []task.Concurrency{{Expression: "input.tenant", MaxRuns: 2}},
 		})
 		var running, most atomic.Int32
 		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {

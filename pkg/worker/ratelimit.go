@@ -47,7 +47,11 @@ type limited struct {
 	d      engine.Delivery
 	limits []task.RateLimit
 	keys   []string
-	token  string
+	// units and caps are what the run takes of each limit, and the limit
+	// it is measured by: the limit's Units and Limit, or the values of its
+	// expressions on the run's input.
+	units, caps []int
+	token       string
 	// taken are the requests whose units were taken so far.
 	taken []engine.RateTake
 	// refused is the index of the limit that refused the run (-1: none
@@ -116,10 +120,11 @@ func (r *rateLimiter) holdBack(base context.Context, rest []*limited) {
 	r.hold(ctx, rest)
 }
 
-// prepare evaluates the keys of def's rate limits on d's input. A key that
-// cannot be evaluated (the definition changed since the trigger, which
-// evaluated it) falls back to the limit's units without a key, so that the
-// run is still limited.
+// prepare evaluates the keys of def's rate limits on d's input, and their
+// units and limits. A key that cannot be evaluated (the definition changed
+// since the trigger, which evaluated it) falls back to the limit's units
+// without a key, and units or a limit that cannot be to one unit of a
+// limit of one, the strictest reading, so that the run is still limited.
 func (r *rateLimiter) prepare(def *task.Definition, d engine.Delivery) *limited {
 	// The token names the run, so that a limit's log says which runs took
 	// its units, and is unique to this request.
@@ -135,6 +140,19 @@ func (r *rateLimiter) prepare(def *task.Definition, d engine.Delivery) *limited 
 		keys = make([]string, len(def.RateLimits))
 	}
 	l.keys = keys
+	units, caps, err := taskdef.RateLimitUnits(def, input, meta)
+	if err != nil {
+		r.log.Warn("taskq: rate limit units or limit failed at start; the run takes one unit of a limit of one",
+			"run", d.RunID, "task", d.Task, "err", err)
+		units, caps = make([]int, len(def.RateLimits)), make([]int, len(def.RateLimits))
+		for i, rl := range def.RateLimits {
+			units[i], caps[i] = rl.Units, rl.Limit
+			if rl.UnitsExpression != "" || rl.LimitExpression != "" || units[i] > caps[i] {
+				units[i], caps[i] = 1, 1
+			}
+		}
+	}
+	l.units, l.caps = units, caps
 	return l
 }
 
@@ -151,8 +169,8 @@ func (r *rateLimiter) take(ctx context.Context, lims []*limited) {
 				continue
 			}
 			rl := l.limits[i]
-			reqs = append(reqs, engine.RateTake{Name: rl.Name, Key: l.keys[i], Limit: rl.Limit, Period: rl.Period,
-				Units: rl.Units, Token: l.token})
+			reqs = append(reqs, engine.RateTake{Name: rl.Name, Key: l.keys[i], Limit: l.caps[i], Period: rl.Period,
+				Units: l.units[i], Token: l.token})
 			who = append(who, l)
 		}
 		if len(reqs) == 0 {

@@ -14,10 +14,12 @@ var controlCases = []suiteCase{
 	{"CancelStrategies", groupCancelStrategies},
 	{"ConcurrentAcquiresHoldAtMostMaxRuns", groupConcurrent},
 	{"ParkedRunWaitsOutOfItsQueueUntilUnparked", parked},
+	{"GroupsOfATasksLimitsAreApart", groupsOfLimits},
 	{"CancelledParkedRunIsNotQueuedAgain", parkedCancelled},
 	{"RateLimitIsASlidingWindow", rateSliding},
 	{"RateLimitUnitsAreTakenAndGivenBackTogether", rateUnits},
 	{"RateLimitKeysAreIsolated", rateKeys},
+	{"RateLimitTakeIsMeasuredByItsOwnLimit", rateOwnLimit},
 	{"RateLimitWithoutATimeUsesTheStoresClock", rateServerClock},
 	{"ConcurrentTakesTakeAtMostTheLimit", rateConcurrent},
 	{"DeferHoldsARunBackWithoutAnAttempt", deferRuns},
@@ -487,5 +489,84 @@ func pauseTask(h *h) {
 	}
 	if m, err := h.e.PausedTasks(h.ctx); err != nil || len(m) != 1 || !m["reports"].Equal(at) {
 		h.Fatalf("after resume = %v, %v", m, err)
+	}
+}
+
+// The groups of two concurrency limits of one task are apart even where
+// their names are the same; a run parked in the second limit's group says
+// so to the recoverer (TakeParked, ParkedStates), and no longer once it is
+// parked in the first's.
+func groupsOfLimits(h *h) {
+	rr := engine.ConcurrencyRoundRobin
+	ask := func(index int, id string) engine.AcquireResult {
+		res, errs := h.e.AcquireSlots(h.ctx, h.now, []engine.AcquireParams{{Task: "t", Group: "g", Index: index, RunID: id, Token: "w " + id,
+			MaxRuns: 1, Strategy: rr, Lease: 10 * time.Second, Created: h.now}})
+		if errs[0] != nil {
+			h.Fatalf("acquire %s in limit %d: %v", id, index, errs[0])
+		}
+		return res[0]
+	}
+	// A run first, so that the namespace's partitions are known.
+	p := h.params("t", "", engine.StrategyNone)
+	d := h.deliver(p, "w")
+	if r := ask(0, "r1"); r.Outcome != engine.AcquireHeld {
+		h.Fatalf("r1 in the first limit's group = %+v", r)
+	}
+	if r := ask(1, "r2"); r.Outcome != engine.AcquireHeld || r.Holders != 1 {
+		h.Fatalf("r2 in the second limit's group of the same name = %+v, want held apart", r)
+	}
+	if r := ask(1, p.RunID); r.Outcome != engine.AcquireWait {
+		h.Fatalf("a third run in the second limit's group = %+v, want wait", r)
+	}
+	if res, errs := h.e.Park(h.ctx, h.now, []engine.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "r", Group: "g", Index: 1}}); errs[0] != nil || res[0] != engine.ParkHeldBack {
+		h.Fatalf("park = %v %v", res, errs)
+	}
+	part := h.partOf(p.RunID)
+	got, err := h.e.TakeParked(h.ctx, part, h.now, h.now.Add(time.Second), 10)
+	if err != nil || len(got) != 1 || got[0] != (engine.ParkedRun{RunID: p.RunID, Task: "t", Group: "g", Index: 1}) {
+		h.Fatalf("take = %+v, %v; want the run parked in the second limit's group", got, err)
+	}
+	first := []engine.ParkedRun{{RunID: p.RunID, Task: "t", Group: "g"}}
+	if st, err := h.e.ParkedStates(h.ctx, h.now, append(got, first...)); err != nil || st[0] != (engine.ParkedState{Waiting: true}) || st[1] != (engine.ParkedState{}) {
+		h.Fatalf("states = %+v, %v; want waiting in the second limit's group only", st, err)
+	}
+	res, errs := h.e.ReleaseSlots(h.ctx, h.now, []engine.ReleaseParams{{Task: "t", Group: "g", Index: 1, RunID: "r2", Token: "w r2", MaxRuns: 1, Reserve: 10 * time.Second}})
+	if errs[0] != nil || !res[0].Released || !slices.Equal(res[0].Next, []string{p.RunID}) {
+		h.Fatalf("release in the second limit's group = %+v, %v", res, errs)
+	}
+	if r := ask(0, "r3"); r.Outcome != engine.AcquireWait {
+		h.Fatalf("the first limit's group, still held by r1 = %+v", r)
+	}
+	if up, errs := h.e.Unpark(h.ctx, []engine.UnparkParams{{RunID: p.RunID, Task: "t"}}); errs[0] != nil || up[0] != engine.UnparkQueued {
+		h.Fatalf("unpark = %v, %v", up, errs)
+	}
+	d = h.only(h.read("t", "w"), p.RunID)
+	if res, errs := h.e.Park(h.ctx, h.now, []engine.ParkParams{{RunID: p.RunID, Task: "t", EntryID: d.EntryID, Reason: "r", Group: "g"}}); errs[0] != nil || res[0] != engine.ParkHeldBack {
+		h.Fatalf("park again = %v %v", res, errs)
+	}
+	if got, err := h.e.TakeParked(h.ctx, part, h.now.Add(time.Second), h.now.Add(time.Minute), 10); err != nil || len(got) != 1 || got[0] != first[0] {
+		h.Fatalf("take = %+v, %v; want the run parked in the first limit's group", got, err)
+	}
+}
+
+// Each take is measured by the limit it carries, so runs of one log may
+// disagree: 3 units of a limit of 5 are taken, 3 more of 5 are refused,
+// 3 more of a limit of 10 are taken (6 in the log), and 1 more of 5 is
+// refused until enough leave.
+func rateOwnLimit(h *h) {
+	take := func(units, limit int, token string) engine.RateTakeResult {
+		return h.take(h.now, engine.RateTake{Name: "exports", Limit: limit, Period: time.Second, Units: units, Token: token})
+	}
+	if r := take(3, 5, "a"); !r.Taken || r.Used != 3 {
+		h.Fatalf("3 of 5 = %+v", r)
+	}
+	if r := take(3, 5, "b"); r.Taken || r.Wait <= 0 {
+		h.Fatalf("3 more of 5 = %+v, want refused", r)
+	}
+	if r := take(3, 10, "c"); !r.Taken || r.Used != 6 {
+		h.Fatalf("3 more of 10 = %+v, want taken", r)
+	}
+	if r := take(1, 5, "d"); r.Taken {
+		h.Fatalf("1 of 5 with 6 taken = %+v, want refused", r)
 	}
 }

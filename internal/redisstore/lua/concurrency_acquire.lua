@@ -7,9 +7,9 @@
 --
 -- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (3) per item i (i = 0, 1, ...),
 -- at 3i+1 .. 3i+3:
---   +0 ITEM_KEY_HOLDERS  holders  taskq:{ns}:conc:h:<task>|<group>
---   +1 ITEM_KEY_OWNERS   owners   taskq:{ns}:conc:o:<task>|<group>
---   +2 ITEM_KEY_WAITING  waiting  taskq:{ns}:conc:w:<task>|<group>
+--   +0 ITEM_KEY_HOLDERS  holders  taskq:{ns}:conc:h:<task>[#<limit>]|<group>
+--   +1 ITEM_KEY_OWNERS   owners   taskq:{ns}:conc:o:<task>[#<limit>]|<group>
+--   +2 ITEM_KEY_WAITING  waiting  taskq:{ns}:conc:w:<task>[#<limit>]|<group>
 -- ARGV: ARG_COUNT (1) first,
 --   ARGV[1] ARG_NOW  now (unix ms)
 -- then ITEM_ARG_COUNT (6) per item i, at 6i+2 .. 6i+7:

@@ -17,11 +17,13 @@
 -- ARGV: ARG_COUNT (2) first,
 --   ARGV[1] ARG_GROUP    consumer group
 --   ARGV[2] ARG_RECHECK  when a recoverer first looks at the runs (unix ms)
--- then ITEM_ARG_COUNT (4) per item i, at 4i+3 .. 4i+6:
+-- then ITEM_ARG_COUNT (5) per item i, at 5i+3 .. 5i+7:
 --   +0 ITEM_ARG_RUN_ID  run id
 --   +1 ITEM_ARG_ENTRY   stream entry id of the delivery
 --   +2 ITEM_ARG_REASON  why it waits (the record's waiting field)
 --   +3 ITEM_ARG_GROUP_NAME  the concurrency group
+--   +4 ITEM_ARG_LIMIT       which of the task's concurrency limits the
+--                           group is of (its index, "0" for the first)
 -- Returns one value per item: "held back"; or, with the delivery dropped
 -- and nothing else written, "missing" (no record), "stale" (an older
 -- delivery of the run) or the run's terminal status; or an error reply
@@ -31,7 +33,7 @@
 
 local parked, group, recheck = KEYS[KEY_PARKED], ARGV[ARG_GROUP], ARGV[ARG_RECHECK]
 
-local function park(run_key, stream, run_id, entry, reason, cgroup)
+local function park(run_key, stream, run_id, entry, reason, cgroup, climit)
   local r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ENTRY, RUN_ATTEMPT)
   if r.err then
     return taskq_failed(run_key, r)
@@ -58,6 +60,11 @@ local function park(run_key, stream, run_id, entry, reason, cgroup)
     redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ATTEMPT, string.format('%d', (tonumber(r[3]) or 0) + 1))
   end
   redis.call('HSET', run_key, RUN_ENTRY, '', RUN_WAITING, reason, RUN_CONCURRENCY_GROUP, cgroup)
+  if climit == '0' then
+    redis.call('HDEL', run_key, RUN_CONCURRENCY_LIMIT)
+  else
+    redis.call('HSET', run_key, RUN_CONCURRENCY_LIMIT, climit)
+  end
   redis.call('ZADD', parked, recheck, run_id)
   return 'held back'
 end
@@ -66,7 +73,7 @@ local out = {}
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first item's KEYS and ARGV
 for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
   out[i] = park(KEYS[k + ITEM_KEY_RUN], KEYS[k + ITEM_KEY_STREAM], ARGV[a + ITEM_ARG_RUN_ID], ARGV[a + ITEM_ARG_ENTRY],
-    ARGV[a + ITEM_ARG_REASON], ARGV[a + ITEM_ARG_GROUP_NAME])
+    ARGV[a + ITEM_ARG_REASON], ARGV[a + ITEM_ARG_GROUP_NAME], ARGV[a + ITEM_ARG_LIMIT])
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 return out

@@ -5,8 +5,8 @@
 --
 -- KEYS: KEY_COUNT (0) before ITEM_KEY_COUNT (2) per item i (i = 0, 1, ...),
 -- at 2i+1 and 2i+2:
---   +0 ITEM_KEY_HOLDERS  holders  taskq:{ns}:conc:h:<task>|<group>
---   +1 ITEM_KEY_OWNERS   owners   taskq:{ns}:conc:o:<task>|<group>
+--   +0 ITEM_KEY_HOLDERS  holders  taskq:{ns}:conc:h:<task>[#<limit>]|<group>
+--   +1 ITEM_KEY_OWNERS   owners   taskq:{ns}:conc:o:<task>[#<limit>]|<group>
 -- ARGV: ARG_COUNT (1) first,
 --   ARGV[1] ARG_NOW  now (unix ms)
 -- then ITEM_ARG_COUNT (3) per item i, at 3i+2 .. 3i+4:

@@ -44,7 +44,7 @@ local function unpark(run_key, stream, run_id)
     return 'not parked'
   end
   taskq_requeue_entry(stream, run_key, run_id)
-  redis.call('HDEL', run_key, RUN_WAITING, RUN_CONCURRENCY_GROUP)
+  redis.call('HDEL', run_key, RUN_WAITING, RUN_CONCURRENCY_GROUP, RUN_CONCURRENCY_LIMIT)
   redis.call('ZREM', parked, run_id)
   return 'queued'
 end

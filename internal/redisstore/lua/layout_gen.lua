@@ -233,6 +233,7 @@ local MAX_LINGERING_ENTRIES = 10000
 
 -- Fields of a parked run's record.
 local RUN_CONCURRENCY_GROUP = 'cgroup' -- the concurrency group a parked run waits in (absent once it is back in its stream)
+local RUN_CONCURRENCY_LIMIT = 'climit' -- which of its task's concurrency limits that group is of (its index; absent for the first)
 
 -- @script advance_schedule
 -- advance_schedule.lua: moves a schedule's cursor to a tick fired.
@@ -294,7 +295,8 @@ local ITEM_ARG_RUN_ID = 0 -- run ID
 local ITEM_ARG_ENTRY = 1 -- stream entry ID of the delivery
 local ITEM_ARG_REASON = 2 -- why it waits, stored in the record
 local ITEM_ARG_GROUP_NAME = 3 -- the concurrency group
-local ITEM_ARG_COUNT = 4
+local ITEM_ARG_LIMIT = 4 -- which of the task's concurrency limits the group is of (its index)
+local ITEM_ARG_COUNT = 5
 
 -- @script concurrency_release
 -- concurrency_release.lua: slots given back, any number per call.

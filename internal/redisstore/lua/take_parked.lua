@@ -12,8 +12,9 @@
 --   ARGV[2] ARG_NEXT    when the runs taken are due again (unix ms)
 --   ARGV[3] ARG_LIMIT   most runs to take
 --   ARGV[4] ARG_PREFIX  key prefix taskq:{ns}:
--- Returns a flat array with three values per run taken: run id, task,
--- concurrency group.
+-- Returns a flat array with four values per run taken: run id, task,
+-- concurrency group, and which of the task's concurrency limits the group
+-- is of (its index).
 -- On a read-only replica the call fails with READONLY, nothing written. It
 -- runs at maxmemory (flag allow-oom): it only moves scores and removes.
 
@@ -21,10 +22,12 @@ local parked, prefix = KEYS[KEY_PARKED], ARGV[ARG_PREFIX]
 local due = redis.call('ZRANGEBYSCORE', parked, '-inf', ARGV[ARG_NOW], 'LIMIT', 0, ARGV[ARG_LIMIT])
 local out = {}
 for _, run_id in ipairs(due) do
-  local r = redis.call('HMGET', taskq_key_run(prefix, run_id), RUN_STATUS, RUN_TASK, RUN_CONCURRENCY_GROUP)
+  local r = redis.call('HMGET', taskq_key_run(prefix, run_id), RUN_STATUS, RUN_TASK, RUN_CONCURRENCY_GROUP,
+    RUN_CONCURRENCY_LIMIT)
   if r[1] == 'queued' and r[3] then
     redis.call('ZADD', parked, ARGV[ARG_NEXT], run_id)
-    out[#out + 1], out[#out + 2], out[#out + 3] = run_id, r[2], r[3]
+    local n = #out
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = run_id, r[2], r[3], r[4] or '0'
   else
     redis.call('ZREM', parked, run_id)
   end
