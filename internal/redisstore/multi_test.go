@@ -222,7 +222,7 @@ type errLog struct {
 	errs []string
 }
 
-func (l *errLog) DialHook(next redis.DialHook) redis.DialHook       { return next }
+func (l *errLog) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (l *errLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (l *errLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
