@@ -22,15 +22,9 @@ local function taskq_multi(body, packed)
   local n, at, calls = tonumber(packed[1]), 2, {}
   for c = 1, n do
     local nk, na = tonumber(packed[at]), tonumber(packed[at + 1])
-    local keys, args = {}, {}
-    for j = 1, nk do
-      keys[j] = packed[at + 1 + j]
-    end
-    for j = 1, na do
-      args[j] = packed[at + 1 + nk + j]
-    end
-    calls[c] = {keys, args}
-    at = at + 2 + nk + na
+    local k, a = at + 2, at + 2 + nk
+    calls[c] = {{unpack(packed, k, a - 1)}, {unpack(packed, a, a + na - 1)}}
+    at = a + na
   end
   -- The first call's slot is the declared key's: Redis checked it.
   for c = 2, n do
