@@ -52,88 +52,20 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
 // a script that takes many (enqueue, start, finish).
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		calls := h.record(cmd)
-		if len(calls) == 0 {
+		ops := h.parse(cmd.Args())
+		if len(ops) == 0 {
 			return next(ctx, cmd)
 		}
-		for _, c := range calls {
-			for _, p := range c.ps {
-				if h.BeforeSend != nil {
-					ctx = h.BeforeSend(ctx, p.Op())
-				}
+		ps := make([]*Pending, len(ops))
+		for i, op := range ops {
+			ps[i] = h.rec.Call(op)
+			if h.BeforeSend != nil {
+				ctx = h.BeforeSend(ctx, ps[i].Op())
 			}
 		}
 		err := next(ctx, cmd)
-		h.returnCalls(calls, cmd, err)
+		h.returnAll(ops, ps, cmd, err)
 		return err
-	}
-}
-
-// recorded is one script call of a command, with its operations: the
-// command's own, or one a multi function carries (redisstore.SplitMulti).
-type recorded struct {
-	args []any
-	ops  []Op
-	ps   []*Pending
-}
-
-// record records the operations of cmd's script calls as called.
-func (h *Hook) record(cmd redis.Cmder) []recorded {
-	subs, multi := redisstore.SplitMulti(cmd.Args())
-	if !multi {
-		subs = [][]any{cmd.Args()}
-	}
-	var out []recorded
-	for _, args := range subs {
-		ops := h.parse(args)
-		if len(ops) == 0 {
-			continue
-		}
-		r := recorded{args: args, ops: ops, ps: make([]*Pending, len(ops))}
-		for i, op := range ops {
-			r.ps[i] = h.rec.Call(op)
-		}
-		out = append(out, r)
-	}
-	if multi && len(out) != len(subs) {
-		// Every call of a multi function is of one script: all are of
-		// interest or none is.
-		return nil
-	}
-	return out
-}
-
-// returnCalls records the results of cmd's script calls: its own reply,
-// or each call's part of a multi function's.
-func (h *Hook) returnCalls(calls []recorded, cmd redis.Cmder, err error) {
-	if cerr := cmd.Err(); cerr != nil {
-		err = cerr
-	}
-	_, multi := redisstore.SplitMulti(cmd.Args())
-	var val any
-	if c, ok := cmd.(*redis.Cmd); ok {
-		val = c.Val()
-	} else if err == nil {
-		err = fmt.Errorf("unexpected command type %T", cmd)
-	}
-	if !multi {
-		h.returnAll(calls[0].ops, calls[0].ps, calls[0].args, val, err)
-		return
-	}
-	parts, _ := val.([]any)
-	if err == nil && len(parts) != len(calls) {
-		err = fmt.Errorf("unexpected reply %v for %d calls", val, len(calls))
-	}
-	for k, c := range calls {
-		var v any
-		cerr := err
-		if cerr == nil {
-			v = parts[k]
-			if e, ok := v.(error); ok {
-				cerr = redisstore.MultiCallError(e)
-			}
-		}
-		h.returnAll(c.ops, c.ps, c.args, v, cerr)
 	}
 }
 
@@ -142,43 +74,51 @@ func (h *Hook) returnCalls(calls []recorded, cmd redis.Cmder, err error) {
 func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		type rec struct {
-			calls []recorded
-			cmd   redis.Cmder
+			ops []Op
+			ps  []*Pending
+			cmd redis.Cmder
 		}
 		var recs []rec
 		for _, c := range cmds {
-			calls := h.record(c)
-			if len(calls) == 0 {
+			ops := h.parse(c.Args())
+			if len(ops) == 0 {
 				continue
 			}
-			for _, r := range calls {
-				for _, p := range r.ps {
-					if h.BeforeSend != nil {
-						ctx = h.BeforeSend(ctx, p.Op())
-					}
+			r := rec{ops: ops, ps: make([]*Pending, len(ops)), cmd: c}
+			for i, op := range ops {
+				r.ps[i] = h.rec.Call(op)
+				if h.BeforeSend != nil {
+					ctx = h.BeforeSend(ctx, r.ps[i].Op())
 				}
 			}
-			recs = append(recs, rec{calls: calls, cmd: c})
+			recs = append(recs, r)
 		}
 		err := next(ctx, cmds)
 		for _, r := range recs {
-			h.returnCalls(r.calls, r.cmd, err)
+			h.returnAll(r.ops, r.ps, r.cmd, err)
 		}
 		return err
 	}
 }
 
-// returnAll records the results of one script call's operations, given
-// the call's arguments and its reply or error.
-func (h *Hook) returnAll(ops []Op, ps []*Pending, args []any, val any, err error) {
+// returnAll records the results of one script call's operations.
+func (h *Hook) returnAll(ops []Op, ps []*Pending, cmd redis.Cmder, err error) {
+	if cerr := cmd.Err(); cerr != nil {
+		err = cerr
+	}
 	var replies []any
 	if err == nil {
-		replies = []any{val}
-		if ops[0].Kind.batched() {
-			replies = splitReplies(ops[0].Kind, args, val)
-		}
-		if len(replies) != len(ops) {
-			err = fmt.Errorf("unexpected reply %v for %d operations", val, len(ops))
+		c, ok := cmd.(*redis.Cmd)
+		if !ok {
+			err = fmt.Errorf("unexpected command type %T", cmd)
+		} else {
+			replies = []any{c.Val()}
+			if ops[0].Kind.batched() {
+				replies = splitReplies(ops[0].Kind, cmd.Args(), c.Val())
+			}
+			if len(replies) != len(ops) {
+				err = fmt.Errorf("unexpected reply %v for %d operations", c.Val(), len(ops))
+			}
 		}
 	}
 	for i, op := range ops {

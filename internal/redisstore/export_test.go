@@ -75,14 +75,3 @@ func (p *Partitions) StatsKeys(i int, now time.Time) (minute, coarse string) {
 	k := p.Keys(i)
 	return k.statsMinute(now.UnixMilli() / statsMinuteMs), k.statsCoarse(now.UnixMilli() / statsCoarseMs)
 }
-
-// MultiFunction names the function that carries several calls of the named
-// script in one (see multi.go).
-func MultiFunction(name string) string {
-	for _, sc := range allScripts {
-		if sc.name == name {
-			return sc.multiFn
-		}
-	}
-	return ""
-}

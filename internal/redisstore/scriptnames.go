@@ -8,8 +8,7 @@ package redisstore
 // to a server that cannot compile a shebang; a script that publishes
 // notices is there once more, in the sharded form a store on a cluster
 // sends. The function names FCALL calls them by (see library.go) map to
-// the script's name as well, and so do those of the functions that carry
-// several calls in one (see multi.go and SplitMulti).
+// the script's name as well.
 // Each call returns a fresh map.
 func ScriptNames() map[string]string {
 	m := make(map[string]string, 5*len(allScripts))
@@ -26,7 +25,6 @@ func ScriptNames() map[string]string {
 		if sc.shardedFn != "" {
 			m[sc.shardedFn] = sc.name
 		}
-		m[sc.multiFn] = sc.name
 	}
 	return m
 }

@@ -28,7 +28,6 @@ var luaModules = []string{
 	"claim",       // claiming an idempotency key for a new run
 	"events",      // an event record and its indexes
 	"suppressed",  // the record of a trigger that created no run
-	"multi",       // several calls of a script in one, on a cluster node
 }
 
 // script is one Lua script of lua/. On Redis 7 and later the store calls it
@@ -60,10 +59,8 @@ type script struct {
 	// notices sent with SPUBLISH; nil for a script that publishes nothing.
 	sharded *redis.Script
 	// fn and shardedFn name the script's functions in the library (see
-	// library.go); shardedFn is "" where sharded is nil. multiFn names
-	// the function that runs several calls of the script in one (see
-	// multi.go).
-	fn, shardedFn, multiFn string
+	// library.go); shardedFn is "" where sharded is nil.
+	fn, shardedFn string
 }
 
 // allScripts lists every script the store runs.
@@ -201,44 +198,28 @@ func libraryText(scripts []*script, sum string) string {
 		b.WriteString(moduleSources[m] + "\n")
 	}
 	for _, sc := range scripts {
-		register := func(fn, publish string, flags []string, multi bool) {
-			quoted := ""
-			if len(flags) > 0 {
-				quoted = "'" + strings.Join(flags, "', '") + "'"
-			}
-			if publish == "" && !multi {
-				fmt.Fprintf(&b, "redis.register_function{function_name = '%s', flags = {%s}, callback = body}\n", fn, quoted)
-				return
-			}
-			fmt.Fprintf(&b, "redis.register_function{function_name = '%s', flags = {%s}, callback = function(KEYS, ARGV)\n", fn, quoted)
+		flags := ""
+		if len(sc.flags) > 0 {
+			flags = "'" + strings.Join(sc.flags, "', '") + "'"
+		}
+		register := func(fn, publish string) {
+			fmt.Fprintf(&b, "redis.register_function{function_name = '%s', flags = {%s}, callback = function(KEYS, ARGV)\n", fn, flags)
 			if publish != "" {
 				// Every function that publishes sets the command it
 				// publishes with: the modules read it as an upvalue.
 				b.WriteString("CMD_PUBLISH = '" + publish + "'\n")
 			}
-			if multi {
-				b.WriteString("return taskq_multi(body, ARGV)\nend}\n")
-			} else {
-				b.WriteString("return body(KEYS, ARGV)\nend}\n")
-			}
+			b.WriteString(sc.body + "\nend}\n")
 		}
-		b.WriteString("do\n" + sc.section + "\nlocal function body(KEYS, ARGV)\n" + sc.body + "\nend\n")
+		b.WriteString("do\n" + sc.section + "\n")
 		sc.fn, sc.shardedFn = "taskq_"+sc.name+"_"+sum, ""
 		if !sc.publishes {
-			register(sc.fn, "", sc.flags, false)
+			register(sc.fn, "")
 		} else {
-			register(sc.fn, cmdPublish, sc.flags, false)
+			register(sc.fn, cmdPublish)
 			sc.shardedFn = "taskq_" + sc.name + "_sharded_" + sum
-			register(sc.shardedFn, "S"+cmdPublish, sc.flags, false)
+			register(sc.shardedFn, "S"+cmdPublish)
 		}
-		// The function that carries several calls to one cluster node
-		// (see multi.go), which publishes as the sharded one does.
-		sc.multiFn = "taskq_" + sc.name + "_multi_" + sum
-		publish := ""
-		if sc.publishes {
-			publish = "S" + cmdPublish
-		}
-		register(sc.multiFn, publish, append(slices.Clone(sc.flags), "allow-cross-slot-keys"), true)
 		b.WriteString("end\n")
 	}
 	return b.String()

@@ -166,7 +166,7 @@ func (s *Store) evalBatch(ctx context.Context, sc *script, groups [][]int, n int
 	calls := batchCalls(groups, build)
 	sent := make([]scriptCall, len(calls))
 	for i, c := range calls {
-		sent[i] = scriptCall{Keys: c.keys, Args: c.args, Items: len(c.items)}
+		sent[i] = scriptCall{Keys: c.keys, Args: c.args}
 	}
 	s.runScripts(ctx, sc, sent)
 	for k, c := range calls {
@@ -229,21 +229,18 @@ func parseCall(sc *script, items []int, v any, err error, parse func(i int, r []
 }
 
 // scriptCall is one call of a script sent by runScripts: its KEYS and
-// ARGV, how many items it carries (0 counting as one), then its reply or
-// error.
+// ARGV, then its reply or error.
 type scriptCall struct {
 	Keys  []string
 	Args  []any
-	Items int
 	Reply any
 	Err   error
 }
 
 // runScripts runs sc once per call, as runScript does: one call alone,
 // several in one pipeline (each may be in another slot: a cluster client
-// sends each to its node), those of one cluster master as one call where
-// the store calls functions (see multi.go). A call whose script the
-// server's cache lacks is sent again on its own, with the script.
+// sends each to its node). A call whose script the server's cache lacks is
+// sent again on its own, with the script.
 func (s *Store) runScripts(ctx context.Context, sc *script, calls []scriptCall) {
 	if len(calls) == 1 {
 		c := &calls[0]
@@ -251,67 +248,6 @@ func (s *Store) runScripts(ctx context.Context, sc *script, calls []scriptCall) 
 		return
 	}
 	if len(calls) == 0 {
-		return
-	}
-	if groups := s.multiGroups(ctx, sc, calls); groups != nil {
-		s.runMulti(ctx, sc, calls, groups)
-		return
-	}
-	s.runEach(ctx, sc, calls)
-}
-
-// runMulti runs calls in groups, in one pipeline: a group of several calls
-// as one call of sc's multi function (see multi.go), a group of one as it
-// is. The calls of a multi call that did not run are sent again one by
-// one.
-func (s *Store) runMulti(ctx context.Context, sc *script, calls []scriptCall, groups [][]int) {
-	cmds := make([]*redis.Cmd, len(groups))
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for k, g := range groups {
-			if len(g) == 1 {
-				c := calls[g[0]]
-				cmds[k] = s.scriptCmd(ctx, p, sc, c.Keys, c.Args...)
-				continue
-			}
-			cmds[k] = multiCmd(ctx, p, sc, calls, g)
-		}
-		return nil
-	})
-	var again []int
-	for k, g := range groups {
-		v, err := cmds[k].Result()
-		if len(g) > 1 {
-			if !s.multiReplies(ctx, sc, calls, g, v, err) {
-				again = append(again, g...)
-			}
-			continue
-		}
-		c := &calls[g[0]]
-		c.Reply, c.Err = v, err
-		if s.needsResend(sc, c.Err) {
-			c.Reply, c.Err = s.runScript(ctx, sc, c.Keys, c.Args...)
-			continue
-		}
-		c.Err = s.named(sc.name, scriptError(c.Err))
-	}
-	if len(again) == 0 {
-		return
-	}
-	sub := make([]scriptCall, len(again))
-	for k, i := range again {
-		sub[k] = calls[i]
-	}
-	s.runEach(ctx, sc, sub)
-	for k, i := range again {
-		calls[i] = sub[k]
-	}
-}
-
-// runEach runs calls in one pipeline, each as it is.
-func (s *Store) runEach(ctx context.Context, sc *script, calls []scriptCall) {
-	if len(calls) == 1 {
-		c := &calls[0]
-		c.Reply, c.Err = s.runScript(ctx, sc, c.Keys, c.Args...)
 		return
 	}
 	cmds := make([]*redis.Cmd, len(calls))
