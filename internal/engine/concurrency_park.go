@@ -8,6 +8,8 @@ type ParkParams struct {
 	Reason string
 	// Group is the concurrency group it waits in.
 	Group string
+	// Priority is the delivery's: its entry is in that priority's stream.
+	Priority int
 }
 
 // ParkHeldBack is the result of a delivery Park held back; any other

@@ -30,7 +30,9 @@ type Run struct {
 	// ConcurrencyGroup is the group a parked run waits in ("" once it is
 	// back in its stream, or for a run never parked).
 	ConcurrencyGroup string
-	Created          time.Time
+	// Priority is the run's priority (PriorityDefault .. PriorityMax).
+	Priority int
+	Created  time.Time
 	Started          time.Time
 	Finished         time.Time
 	// HasAttempts, HasSignals and HasSteps say the run has an attempt
