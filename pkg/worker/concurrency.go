@@ -188,7 +188,7 @@ func (g *concurrencyGate) admit(ds []engine.Delivery) []engine.Delivery {
 		default: // AcquireWait
 			drop[i] = true
 			park = append(park, engine.ParkParams{
-				RunID: a.RunID, Task: a.Task, EntryID: ds[i].EntryID, Group: a.Group,
+				RunID: a.RunID, Task: a.Task, EntryID: ds[i].EntryID, Group: a.Group, Priority: ds[i].Priority,
 				Reason: waitingReason(a.Group, r.Holders, a.MaxRuns),
 			})
 		}
