@@ -109,6 +109,9 @@ local function taskq_trim_acked(stream, group, acked)
     end
     if not low then
       local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+      if not ms then
+        ms, seq = '0', '0' -- "0": miniredis's for a group that delivered nothing
+      end
       low = ms .. '-' .. string.format('%.0f', tonumber(seq) + 1)
     end
   end
