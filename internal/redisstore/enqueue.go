@@ -34,6 +34,14 @@ func prioritized(ps []*engine.EnqueueParams) bool {
 	return slices.ContainsFunc(ps, func(p *engine.EnqueueParams) bool { return p.Priority > engine.PriorityDefault })
 }
 
+// priorityAbove is p when it is above the default, else 0.
+func priorityAbove(p int) int {
+	if p > engine.PriorityDefault {
+		return p
+	}
+	return 0
+}
+
 // appendPriorities appends, after the delays (appendDelays), the priority
 // of each of ps, as enqueue.lua reads them when a call carries them.
 func appendPriorities(args []any, ps []*engine.EnqueueParams) []any {

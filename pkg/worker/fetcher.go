@@ -165,7 +165,9 @@ func (f *fetcher) read(ctx context.Context, quit <-chan struct{}, part int) {
 				return
 			}
 			setFailing(true)
-			if strings.HasPrefix(err.Error(), "NOGROUP") {
+			if strings.Contains(err.Error(), "NOGROUP") {
+				// (Contains: a read by priority, a script, reports it
+				// after the script's own words on some servers.)
 				// Redis lost its data (a restart without persistence, a
 				// flush): put back the groups and the registrations.
 				rctx, rcancel := context.WithTimeout(ctx, f.opTimeout)

@@ -12,6 +12,7 @@ var priorityCases = []suiteCase{
 	{"ReadGroupReadsEveryPriority", priorityReadGroup},
 	{"APriorityIsKeptWhereverTheRunIsQueuedAgain", priorityKept},
 	{"ARunOfAPriorityCanBeCancelledCountedAndClaimed", priorityConsumers},
+	{"AnEventsRunsHaveTheirPriorities", priorityEvent},
 }
 
 // readByPriority reads, in every partition, up to count deliveries of
@@ -243,5 +244,31 @@ func priorityConsumers(h *h) {
 	}
 	if q, err := h.e.QueueStats(h.ctx, []string{"t"}); err != nil || q["t"].Queued != 0 || q["t"].InFlight != 0 {
 		h.Fatalf("queue after = %+v, %v; want empty", q, err)
+	}
+}
+
+// The runs an event triggers have the priorities their triggers give,
+// whether the event is pushed at once or in steps (runs in other
+// partitions).
+func priorityEvent(h *h) {
+	high := h.eventRun("t", "k-high", engine.StrategyTTL)
+	high.Run.Priority = 3
+	plain := h.eventRun("u", "", engine.StrategyNone)
+	failed := engine.EventTask{Task: "v", Error: "evaluating input.missing: no such key"}
+	runs := h.push(h.event("order.paid", high, plain, failed))
+	if len(runs) != 3 || runs[0].Outcome != engine.EventRunCreated || runs[1].Outcome != engine.EventRunCreated {
+		h.Fatalf("event runs = %+v", runs)
+	}
+	for task, want := range map[string]int{"t": 3, "u": 1} {
+		id := runs[0].RunID
+		if task == "u" {
+			id = runs[1].RunID
+		}
+		if r := h.run(id); r.Priority != want {
+			h.Fatalf("run of %s has priority %d, want %d", task, r.Priority, want)
+		}
+		if d := h.only(h.read(task, "w"), id); d.Priority != want {
+			h.Fatalf("delivery of %s has priority %d, want %d", task, d.Priority, want)
+		}
 	}
 }
