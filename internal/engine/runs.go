@@ -33,8 +33,8 @@ type Run struct {
 	// Priority is the run's priority (PriorityDefault .. PriorityMax).
 	Priority int
 	Created  time.Time
-	Started          time.Time
-	Finished         time.Time
+	Started  time.Time
+	Finished time.Time
 	// HasAttempts, HasSignals and HasSteps say the run has an attempt
 	// history, a signal stream and durable steps (its flags a, s, t), so a
 	// reader need not look for the ones it has not; HasChildren that it
