@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"github.com/taskq/taskq/internal/clientlink"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
