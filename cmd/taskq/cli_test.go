@@ -192,6 +192,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"runs", "trigger", "t", "--meta", "novalue"}, `--meta "novalue": want key=value`},
 		{[]string{"runs", "trigger", "t", "--meta-json", `"x"`}, "--meta-json must be a JSON object, got a string"},
 		{[]string{"runs", "trigger", "t", "--on-conflict", "merge"}, `invalid --on-conflict "merge"`},
+		{[]string{"runs", "trigger", "t", "--priority", "4"}, `invalid --priority 4`},
 		{[]string{"eval"}, "missing expression: give EXPR or --task NAME"},
 		{[]string{"eval", "input.id", "--task", "t"}, "give either an expression or --task, not both"},
 		{[]string{"eval", "a", "b"}, `taskq eval: unexpected argument "b"`},

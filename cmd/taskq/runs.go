@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,7 +87,7 @@ func (a *app) runsGetCmd() *cobra.Command {
 			}
 			if err := p.Fields([][2]string{
 				{"ID", info.ID}, {"Task", info.Task}, {"Status", string(info.Status)}, {"Due", dueText(info)},
-				{"Attempt", attempts(info)}, {"Key", info.IdempotencyKey}, {"Strategy", info.Strategy},
+				{"Attempt", attempts(info)}, {"Priority", strconv.Itoa(info.Priority)}, {"Key", info.IdempotencyKey}, {"Strategy", info.Strategy},
 				{"Created", formatTime(info.CreatedAt)}, {"Started", formatTimePtr(info.StartedAt)},
 				{"Finished", formatTimePtr(info.FinishedAt)},
 				{"Input", compactJSON(info.Input)}, {"Metadata", metaCell(info.Metadata)},
@@ -455,7 +456,7 @@ var conflictPolicies = []string{
 func (a *app) runsTriggerCmd() *cobra.Command {
 	var input, metaJSON, onConflict string
 	var meta []string
-	var replicas int
+	var replicas, priority int
 	var replicasTimeout time.Duration
 	var fsync bool
 	var sf scheduleFlags
@@ -467,7 +468,8 @@ func (a *app) runsTriggerCmd() *cobra.Command {
 registered key expression derives the idempotency key, and Redis accepts the
 run or names the run that already holds the key. A duplicate exits with code 4
 and prints the existing run's ID. --on-conflict overrides the task's conflict
-policy for this trigger (attach, supersede or signal instead of reject).
+policy for this trigger (attach, supersede or signal instead of reject);
+--priority (1 to 3) its priority in place of the task's (see docs/scheduling.md).
 --replicas N returns only once N replicas acknowledged the run (Redis WAIT),
 within --replicas-timeout; --fsync also waits for the master's append-only
 file on disk (WAITAOF, Redis 7.2+). When that level is not reached in time the
@@ -486,6 +488,9 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if onConflict != "" && !slices.Contains(conflictPolicies, onConflict) {
 				return usageErrorf("invalid --on-conflict %q: use one of %s", onConflict, strings.Join(conflictPolicies, ", "))
+			}
+			if cmd.Flags().Changed("priority") && (priority < 1 || priority > 3) {
+				return usageErrorf("invalid --priority %d: use 1 (the lowest), 2 or 3", priority)
 			}
 			d := task.Durability{Replicas: replicas, Timeout: replicasTimeout, LocalFsync: fsync}
 			if err := d.Validate(); err != nil {
@@ -521,6 +526,9 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
 			opts := []client.RunOption{client.WithMetadata(md), client.WithSource(client.SourceCLI)}
 			if onConflict != "" {
 				opts = append(opts, client.OnConflict(task.ConflictPolicy(onConflict)))
+			}
+			if cmd.Flags().Changed("priority") {
+				opts = append(opts, client.WithPriority(priority))
 			}
 			if cmd.Flags().Changed("replicas") || cmd.Flags().Changed("replicas-timeout") || fsync {
 				opts = append(opts, client.WithDurability(task.Durability{Replicas: replicas, Timeout: replicasTimeout, LocalFsync: fsync}))
@@ -585,6 +593,7 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
 	cmd.Flags().StringVar(&metaJSON, "meta-json", "", "additional metadata as a JSON object, @file or -")
 	cmd.Flags().StringVar(&onConflict, "on-conflict", "", "policy when the key is held: "+strings.Join(conflictPolicies, ", ")+" (default: the task's)")
 	_ = cmd.RegisterFlagCompletionFunc("on-conflict", cobra.FixedCompletions(conflictPolicies, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().IntVar(&priority, "priority", 0, "the run's priority, 1 (the lowest) to 3 (default: the task's)")
 	cmd.Flags().IntVar(&replicas, "replicas", 0, "return once this many replicas acknowledged the run (default: the task's level)")
 	cmd.Flags().DurationVar(&replicasTimeout, "replicas-timeout", 0, "how long to wait for --replicas (default "+task.DurabilityTimeoutDefault.String()+")")
 	cmd.Flags().BoolVar(&fsync, "fsync", false, "also wait for the master's append-only file on disk (Redis 7.2+)")

@@ -86,6 +86,9 @@ type Trigger struct {
 	Source string
 	// Schedule, when set, queues the run later (see Schedule).
 	Schedule *Schedule
+	// Priority is the run's priority, 1 to engine.PriorityMax; 0 takes the
+	// task's (task.Options.Priority), and that 0 the default.
+	Priority int
 	// Parent, when set, makes the run the child named ChildName of the
 	// run Parent (worker.Spawn): its key is engine.ChildKey of the two and
 	// the key the task derives, if any; a task without an expression holds
@@ -100,7 +103,8 @@ const ChildHold = task.DurationMax
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *RunAtError or *task.KeyError.
+// *RunAtError, *task.KeyError or a *task.ConfigError (a priority out of
+// range).
 // It writes nothing.
 func (c Config) Admit(tr Trigger) (*engine.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
@@ -140,6 +144,14 @@ func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	if err != nil {
 		return nil, err
 	}
+	prio := tr.Priority
+	if prio == 0 {
+		prio = def.Priority
+	}
+	if prio < 0 || prio > engine.PriorityMax {
+		return nil, &task.ConfigError{Task: def.Name, Field: "priority",
+			Message: fmt.Sprintf("%d is not 1, 2 or %d", prio, engine.PriorityMax)}
+	}
 	key, err := def.Key(tr.Input, tr.Metadata)
 	if err != nil {
 		return nil, err
@@ -168,7 +180,7 @@ func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 		RunID: id.String(), Task: def.Name, Input: tr.Input, Meta: tr.Metadata,
 		Strategy: engine.StrategyNone, Retries: def.Retries, MaxDeliveries: def.MaxDeliveries,
 		Timeout: def.Timeout, Retention: c.Retention, Now: tr.Now,
-		Policy: tr.Policy, MaxSignals: c.MaxSignals, Source: tr.Source,
+		Policy: tr.Policy, MaxSignals: c.MaxSignals, Source: tr.Source, Priority: max(prio, engine.PriorityDefault),
 	}
 	if tr.Policy == engine.PolicySignal {
 		sid, err := uuid.NewV7()

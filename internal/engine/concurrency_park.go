@@ -12,6 +12,8 @@ type ParkParams struct {
 	// (0: the first): the groups of different limits are apart, whatever
 	// their names.
 	Index int
+	// Priority is the delivery's: its entry is in that priority's stream.
+	Priority int
 }
 
 // ParkHeldBack is the result of a delivery Park held back; any other

@@ -66,6 +66,13 @@ type Deliveries interface {
 	// part for consumer, waiting up to block for the first (a negative
 	// block does not wait, zero waits without end).
 	ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]Delivery, error)
+	// ReadByPriority reads up to count new deliveries of each of tasks in
+	// partition part for consumer, each task's in priority order with
+	// the lower priorities' turns (see Priority), bound the starvation
+	// bound (PriorityBound); it does not wait. more says a priority above
+	// the default may hold runs still: read with it again rather than
+	// with ReadGroup, which takes from every priority at once.
+	ReadByPriority(ctx context.Context, part int, consumer string, tasks []string, count, bound int) (ds []Delivery, more bool, err error)
 	// AutoClaim takes over up to count deliveries of task in partition
 	// part whose consumer has been idle for minIdle.
 	AutoClaim(ctx context.Context, part int, task, consumer string, minIdle time.Duration, count int) ([]Delivery, error)

@@ -77,6 +77,9 @@ type EnqueueParams struct {
 	// wait: admission adds Delay to it. Not for StrategyDebounce, whose
 	// runs wait for their window.
 	Delay time.Duration
+	// Priority orders the task's queued runs (see Priority): 0 or
+	// PriorityDefault for the default, up to PriorityMax.
+	Priority int
 }
 
 // EnqueueResult is the outcome of one trigger.

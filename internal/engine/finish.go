@@ -44,6 +44,8 @@ type FinishParams struct {
 	Task    string
 	EntryID string
 	Spec    *RunSpec
+	// Priority is the delivery's: its entry is in that priority's stream.
+	Priority int
 	// Began, when set, begins the attempt in the same write as its
 	// outcome, for a handler that ran before the attempt was recorded as
 	// begun (Start was never called for the delivery): Attempt is then the

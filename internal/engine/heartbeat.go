@@ -5,6 +5,8 @@ type Lease struct {
 	EntryID string
 	RunID   string
 	Attempt int
+	// Priority is the delivery's: its entry is in that priority's stream.
+	Priority int
 }
 
 // LeaseState is what a heartbeat learned of one lease.

@@ -30,9 +30,11 @@ type Run struct {
 	// ConcurrencyGroup is the group a parked run waits in ("" once it is
 	// back in its stream, or for a run never parked).
 	ConcurrencyGroup string
-	Created          time.Time
-	Started          time.Time
-	Finished         time.Time
+	// Priority is the run's priority (PriorityDefault .. PriorityMax).
+	Priority int
+	Created  time.Time
+	Started  time.Time
+	Finished time.Time
 	// HasAttempts, HasSignals and HasSteps say the run has an attempt
 	// history, a signal stream and durable steps (its flags a, s, t), so a
 	// reader need not look for the ones it has not; HasChildren that it

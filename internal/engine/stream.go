@@ -7,6 +7,9 @@ type Delivery struct {
 	Task    string
 	EntryID string
 	RunID   string
+	// Priority is the run's priority, the stream it was read from
+	// (PriorityDefault, or 0 for it, up to PriorityMax).
+	Priority int
 	// Spec is what the entry says of the run; nil for an entry that says
 	// nothing (Start then reads it from the record).
 	Spec *RunSpec

@@ -64,8 +64,10 @@ type WorkerInfo struct {
 type HeldRun struct {
 	RunID string
 	Task  string
-	// Partition is the partition of the task stream the delivery is in.
+	// Partition is the partition of the task stream the delivery is in,
+	// and Priority that stream's priority.
 	Partition int
+	Priority  int
 	EntryID   string
 	Consumer  string
 	// Idle is how long the lease has gone without renewal.

@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"github.com/taskq/taskq/internal/clientlink"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -67,6 +67,7 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		{name: "input a string", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": "o-1"}`, status: 400, code: CodeInvalidField, message: `"input" must be a JSON object, not a string`, field: "input"},
 		{name: "metadata an array", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {"orderId": "1"}, "additionalMetadata": []}`, status: 400, code: CodeInvalidField, message: `"additionalMetadata" must be a JSON object, not an array`, field: "additionalMetadata"},
 		{name: "unknown trigger field", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"inputs": {}}`, status: 400, code: CodeInvalidField, message: `unknown field "inputs"`, field: "inputs"},
+		{name: "priority out of range", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {"orderId": "1"}, "priority": 4}`, status: 400, code: CodeInvalidField, message: `"priority" is 4`, field: "priority"},
 		{name: "bad conflict policy", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {"orderId": "1"}, "onConflict": "ignore"}`, status: 400, code: CodeInvalidField, message: `"onConflict" is "ignore"`, field: "onConflict"},
 		{name: "expression fails on the input", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {"order": "1"}}`, status: 422, code: CodeIdempotencyKeyError, message: "orderId"},
 		{name: "expression yields a number", method: "POST", path: "/api/v1/tasks/charge/runs", body: `{"input": {"orderId": 1}}`, status: 422, code: CodeIdempotencyKeyError, message: "idempotency"},

@@ -33,6 +33,9 @@ type triggerRequest struct {
 	// supersede or signal.
 	OnConflict string            `json:"onConflict"`
 	Runs       []json.RawMessage `json:"runs"`
+	// Priority, when set, is the run's priority (every run of a batch),
+	// 1 to 3, in place of the task's.
+	Priority *int `json:"priority"`
 	// Durability asks the trigger (every run of a batch) to wait until
 	// replicas hold it, in place of the task's level.
 	Durability *durabilityRequest `json:"durability"`
@@ -91,6 +94,15 @@ func (s *Server) triggerRuns(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		opts = append(opts, client.OnConflict(p))
+	}
+	if p := req.Priority; p != nil {
+		if *p < 1 || *p > 3 {
+			e := newError(http.StatusBadRequest, CodeInvalidField, "field \"priority\" is %d; use 1 (the lowest), 2 or 3", *p)
+			e.Field = "priority"
+			writeError(w, e)
+			return
+		}
+		opts = append(opts, client.WithPriority(*p))
 	}
 	if req.Durability != nil {
 		o, e := req.Durability.option(clientlink.Of(s.c).OperationTimeout)

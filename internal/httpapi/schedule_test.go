@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,27 @@ import (
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/task"
 )
+
+// POST /api/v1/tasks/{task}/runs with a priority gives the run that
+// priority, shown by GET /api/v1/runs/{id}; without one the run has the
+// task's.
+func TestTriggerWithAPriorityOverHTTP(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{})
+		e.register(task.Spec{Name: "urgent", Priority: 2})
+		for body, want := range map[string]float64{`{"input": {}, "priority": 3}`: 3, `{"input": {}}`: 2} {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(body), &m); err != nil {
+				t.Fatal(err)
+			}
+			id := e.call("POST", "/api/v1/tasks/urgent/runs", m).expect(t, http.StatusCreated).str("runId")
+			if run := e.call("GET", "/api/v1/runs/"+id, nil).expect(t, http.StatusOK); run.body["priority"] != want {
+				t.Fatalf("run triggered with %s: %s, want priority %v", body, run.raw, want)
+			}
+		}
+	})
+}
 
 // POST /api/v1/tasks/{task}/runs with runAt or runIn creates a run that
 // waits, holding its key: a duplicate is a 409 naming it at once. Bad

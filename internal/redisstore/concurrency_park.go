@@ -25,7 +25,7 @@ func (s *Store) Park(ctx context.Context, recheck time.Time, ps []engine.ParkPar
 			for _, p := range sub {
 				k := [concurrencyParkItemKeyCount]string{
 					concurrencyParkItemKeyRun:    ks.Run(p.RunID),
-					concurrencyParkItemKeyStream: ks.Stream(p.Task),
+					concurrencyParkItemKeyStream: ks.Lane(p.Task, p.Priority),
 				}
 				a := [concurrencyParkItemArgCount]any{
 					concurrencyParkItemArgRunID:     p.RunID,

@@ -29,6 +29,28 @@ func appendDelays(args []any, ps []*engine.EnqueueParams) []any {
 	return args
 }
 
+// prioritized reports whether any of ps has a priority above the default.
+func prioritized(ps []*engine.EnqueueParams) bool {
+	return slices.ContainsFunc(ps, func(p *engine.EnqueueParams) bool { return p.Priority > engine.PriorityDefault })
+}
+
+// priorityAbove is p when it is above the default, else 0.
+func priorityAbove(p int) int {
+	if p > engine.PriorityDefault {
+		return p
+	}
+	return 0
+}
+
+// appendPriorities appends, after the delays (appendDelays), the priority
+// of each of ps, as enqueue.lua reads them when a call carries them.
+func appendPriorities(args []any, ps []*engine.EnqueueParams) []any {
+	for _, p := range ps {
+		args = append(args, max(p.Priority, engine.PriorityDefault))
+	}
+	return args
+}
+
 // appendEnqueue appends one trigger's ARGV, in the layout of
 // enqueue.lua, to args (which must start with the script's header,
 // enqueueHeader). Its keys the script builds from the prefix.
@@ -198,8 +220,11 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*engine.EnqueueParams) ([
 			for _, p := range items {
 				args = appendEnqueue(args, p)
 			}
-			if scheduled(items) {
+			if prio := prioritized(items); prio || scheduled(items) {
 				args = appendDelays(args, items)
+				if prio {
+					args = appendPriorities(args, items)
+				}
 			}
 			return keys, args
 		},

@@ -6,8 +6,8 @@ import "context"
 // lua/ensure_group.lua.
 var ensureGroupScript = loadScript("ensure_group")
 
-// EnsureGroup creates the task's stream and consumer group in every
-// partition, where missing. The group starts at the stream's beginning so
+// EnsureGroup creates the task's streams, one per priority, and their
+// consumer group in every partition, where missing. The group starts at the stream's beginning so
 // runs queued before any worker existed are delivered. It is a script that
 // runs at maxmemory (see ensure_group.lua), where Redis refuses XGROUP
 // CREATE on its own: workers must be able to start and drain the queue

@@ -154,6 +154,8 @@ type fanoutTask struct {
 	MaxDeliveries int             `json:"maxdel,omitempty"`
 	Timeout       int64           `json:"timeout,omitempty"`
 	RunRetention  int64           `json:"runKeep,omitempty"`
+	// Priority is the run's priority above the default (0: the default).
+	Priority int `json:"prio,omitempty"`
 }
 
 // fanoutJob is a fan-out to carry out: the event's part and the tasks'.
@@ -187,7 +189,7 @@ func (s *Store) planFanout(p *engine.PushEventParams) *fanoutJob {
 		j.f.Tasks[i] = fanoutTask{
 			Task: r.Task, Prefix: s.triggerPrefix(r), RunID: r.RunID, Key: r.Key, Strategy: strat,
 			Hold: ms(r.Hold), Retain: ms(r.Retain), Retries: r.Retries, MaxDeliveries: r.MaxDeliveries,
-			Timeout: ms(r.Timeout), RunRetention: ms(r.Retention),
+			Timeout: ms(r.Timeout), RunRetention: ms(r.Retention), Priority: priorityAbove(r.Priority),
 		}
 	}
 	return j

@@ -111,7 +111,7 @@ func finishCall(ks Keys, ps []*engine.FinishParams) ([]string, []any) {
 		}
 		if withDelivery(p) {
 			sp := p.Spec
-			a[finishItemArgTask], a[finishItemArgEntry] = p.Task, p.EntryID
+			a[finishItemArgTask], a[finishItemArgEntry] = laneName(p.Task, p.Priority), p.EntryID
 			if sp.Strategy == engine.StrategyStatus {
 				a[finishItemArgIdempotencyKey] = sp.Key
 			}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/taskq/taskq/internal/engine"
 )
@@ -11,14 +12,16 @@ import (
 var heartbeatScript = loadScript("heartbeat")
 
 // Heartbeat extends the leases consumer holds on task's streams: one call
-// per partition the leases' runs are in. It fails as a whole when any
+// per partition the leases' runs are in and priority. It fails as a whole when any
 // call does.
 func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []engine.Lease) ([]engine.LeaseReport, error) {
 	out, errs := runBatch(ctx, s, batchOp[engine.Lease, engine.LeaseReport]{
 		script: heartbeatScript,
 		part:   func(parts *Partitions, l engine.Lease) (int, error) { return runPartition(parts, l.RunID) },
+		// A call renews the leases of one stream: one priority's.
+		split: func(l engine.Lease) string { return strconv.Itoa(max(l.Priority, engine.PriorityDefault)) },
 		call: func(ks Keys, sub []engine.Lease) ([]string, []any) {
-			k := [1 + heartbeatKeyCount]string{heartbeatKeyStream: ks.Stream(task)}
+			k := [1 + heartbeatKeyCount]string{heartbeatKeyStream: ks.Lane(task, sub[0].Priority)}
 			h := [1 + heartbeatArgCount]any{
 				heartbeatArgGroup:    GroupName,
 				heartbeatArgConsumer: consumer,

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/taskq/taskq/internal/engine"
@@ -56,8 +57,31 @@ func (k Keys) IdempotencyKey(key string) string { return k.prefix + keyIdempoten
 // Run is the hash holding a run record.
 func (k Keys) Run(runID string) string { return k.prefix + keyRun + runID }
 
-// Stream is the stream of queued deliveries of a task.
+// Stream is the stream of queued deliveries of a task: of its runs of the
+// default priority.
 func (k Keys) Stream(task string) string { return k.prefix + keyStream + task }
+
+// Lane is the stream of a task's runs of priority prio: Stream for the
+// default (or 0), else its lane (see streamLane).
+func (k Keys) Lane(task string, prio int) string { return k.Stream(laneName(task, prio)) }
+
+// laneName is what names a task's stream of priority prio after the
+// stream prefix: the task, with the lane's suffix above the default.
+func laneName(task string, prio int) string {
+	if prio <= engine.PriorityDefault {
+		return task
+	}
+	return task + streamLane + strconv.Itoa(prio)
+}
+
+// priorities lists the priorities, the highest first, as streams are read.
+var priorities = func() []int {
+	var ps []int
+	for p := engine.PriorityMax; p >= engine.PriorityDefault; p-- {
+		ps = append(ps, p)
+	}
+	return ps
+}()
 
 // Signals returns the key of a run's ordered signal stream.
 func (k Keys) Signals(runID string) string { return k.prefix + keySignals + runID }
@@ -78,6 +102,10 @@ func (k Keys) Cascades() string { return k.prefix + keyCascades }
 
 // Suppressed is the partition's stream of suppressed-trigger records.
 func (k Keys) Suppressed() string { return k.prefix + keySuppressed }
+
+// Turns is the hash of the partition's counts of higher-priority runs read
+// while a lower priority waited, per task and priority (see read.lua).
+func (k Keys) Turns() string { return k.prefix + keyTurns }
 
 // Retry is the sorted set of runs waiting for a retry.
 func (k Keys) Retry() string { return k.prefix + keyRetry }

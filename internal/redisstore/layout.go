@@ -51,7 +51,7 @@ package redisstore
 const (
 	keyIdempotency = "key:"     // string  taskq:{ns}:key:<idempotency key>: its owner run ID, expiring per strategy
 	keyRun         = "run:"     // hash    taskq:{ns}:run:<run id>: the run record (fields run*)
-	keyStream      = "stream:"  // stream  taskq:{ns}:stream:<task>: queued deliveries of a task (group GroupName, fields entry*)
+	keyStream      = "stream:"  // stream  taskq:{ns}:stream:<task>: queued deliveries of a task's runs of the default priority (group GroupName, fields entry*); taskq:{ns}:stream:<task>|p<n> those of priority n (see streamLane)
 	keyRetry       = "retry"    // zset    taskq:{ns}:retry: runs waiting for a retry, a debounce window or their scheduled time, by due time (ms)
 	keySignals     = "signals:" // stream  taskq:{ns}:signals:<run id>: signals sent to the run, in order (fields signalEntry*)
 	keySteps       = "steps:"   // hash    taskq:{ns}:steps:<run id>: results of the run's completed durable steps
@@ -118,6 +118,7 @@ const (
 	keyUISession     = "uisession:"   // string taskq:{ns}:uisession:<session id>: a live dashboard session, the sign-out generation it began in, expiring with it
 	keyUISessionGen  = "uisessiongen" // string taskq:{ns}:uisessiongen: the dashboard's sign-out generation, raised by "sign out everywhere"
 	keyPaused        = "paused"       // hash  taskq:{ns}:paused: paused tasks, each with when it was paused (unix ms)
+	keyTurns         = "turns"        // hash  taskq:{ns}:turns: per task and lower priority ("<task>|<n>"), how many runs of a higher priority read.lua has read since it last read one of that priority (see read.lua)
 	keyEventWaiters  = "waiters:"     // hash  taskq:{ns}:waiters:<event key>: runs whose handlers wait durably for an event of the key (field run id, value "<unix ms registered>:<nonce>"), woken by the next push of the key
 	keyEventWaits    = "eventwaits"   // zset  taskq:{ns}:eventwaits: the event keys that have waiters, by when a recoverer last looked at them (ms)
 )
@@ -176,6 +177,19 @@ const (
 	runWaiting        = "waiting"  // why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
 	runWaits          = "waits"    // attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
 	runWake           = "wake"     // the attempt a wake (a signal, an event) came during: that attempt's signal or event wait does not wait (absent before the first)
+	runPriority       = "prio"     // the run's priority, 2 or 3; absent for the default, 1 (see streamLane)
+)
+
+// A task's runs of a priority above the default are queued in a stream of
+// their own beside the task's stream, its lane: taskq:{ns}:stream:<task>
+// then streamLane then the priority ("|p2", "|p3"). A task name holds no
+// '|', so no task's stream is another's lane. Every lane has the consumer
+// group (EnsureGroup), and a script that queues a run again picks its lane
+// from the record's runPriority (taskq_lane in lua/lib/stream.lua).
+//
+//taskq:lua const
+const (
+	streamLane = "|p"
 )
 
 // The status of a run whose handler waits durably (engine.StatusWaiting),
@@ -441,7 +455,7 @@ const (
 	finishItemArgOutcome               // succeeded | failed | "retry <due unix ms>" | "wait <due unix ms>"
 	finishItemArgPayload               // result JSON or error message
 	finishItemArgNow                   // when the attempt ended (unix ms)
-	finishItemArgTask                  // task name, from the delivery ("" to read the record)
+	finishItemArgTask                  // task name, from the delivery, with its lane's suffix for a priority above the default (streamLane); "" to read the record
 	finishItemArgEntry                 // stream entry ID, from the delivery
 	finishItemArgIdempotencyKey        // the key to release: a status-strategy run's idempotency key, from the delivery ("" for another strategy)
 	finishItemArgRetain                // retain ms, from the delivery
@@ -487,6 +501,28 @@ const (
 	watchKeyRun   = 1 // run hash
 	watchKeyCount = 1
 	watchArgCount = 0
+)
+
+// read.lua: new deliveries of a partition's task streams, by priority.
+//
+//taskq:lua script read
+const (
+	readKeyTurns    = 1 // the partition's turns hash
+	readKeyCount    = 1 // KEYS: the turns hash alone (the script builds the streams' keys)
+	readArgGroup    = 1 // consumer group
+	readArgConsumer = 2 // consumer name
+	readArgPrefix   = 3 // key prefix taskq:{ns}:
+	readArgWanted   = 4 // most deliveries per task
+	readArgBound    = 5 // the starvation bound: runs of a higher priority read before a waiting lower one gets its turn
+	readArgCount    = 5 // ARGV before the tasks
+)
+
+// read.lua: ARGV of one task.
+//
+//taskq:lua script read
+const (
+	readItemArgTask  = iota // task name
+	readItemArgCount        // ARGV per task
 )
 
 // heartbeat.lua: leases of one task stream, any number per call.

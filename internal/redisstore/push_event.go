@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,6 +70,16 @@ func (s *Store) pushEventArgs(p *engine.PushEventParams) ([]string, []any) {
 			pushEventItemArgError: "",
 		}
 		args = append(args, a[:]...)
+	}
+	// The priorities, after the tasks', when one is above the default.
+	if slices.ContainsFunc(p.Tasks, func(t engine.EventTask) bool { return t.Run != nil && t.Run.Priority > engine.PriorityDefault }) {
+		for _, t := range p.Tasks {
+			prio := engine.PriorityDefault
+			if t.Run != nil {
+				prio = max(t.Run.Priority, prio)
+			}
+			args = append(args, prio)
+		}
 	}
 	return k[1:], args
 }

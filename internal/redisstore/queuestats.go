@@ -17,7 +17,7 @@ import (
 const QueueCountMax = 10000
 
 // QueueStats reads the queue figures of each of tasks, in two pipelined
-// round trips over every partition: XINFO GROUPS and XLEN of each stream,
+// round trips over every partition and priority: XINFO GROUPS and XLEN of each stream,
 // then the first undelivered entry of each stream with some. A stream or
 // that does not exist counts as empty; a stream without the consumer group
 // (no worker has read it yet) as wholly queued.
@@ -43,7 +43,9 @@ func (s *Store) QueueStats(ctx context.Context, tasks []string) (map[string]engi
 	for i := range parts.Count() {
 		ks := parts.Keys(i)
 		for _, t := range tasks {
-			all = append(all, &one{task: t, stream: ks.Stream(t)})
+			for _, p := range priorities {
+				all = append(all, &one{task: t, stream: ks.Lane(t, p)})
+			}
 		}
 	}
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

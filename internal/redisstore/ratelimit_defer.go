@@ -27,7 +27,7 @@ func (s *Store) DeferRuns(ctx context.Context, ds []engine.Deferral) ([]engine.D
 			for _, d := range sub {
 				k := [ratelimitDeferItemKeyCount]string{
 					ratelimitDeferItemKeyRun:    ks.Run(d.RunID),
-					ratelimitDeferItemKeyStream: ks.Stream(d.Task),
+					ratelimitDeferItemKeyStream: ks.Lane(d.Task, d.Priority),
 				}
 				a := [ratelimitDeferItemArgCount]any{
 					ratelimitDeferItemArgRunID:  d.RunID,

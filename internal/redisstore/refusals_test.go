@@ -525,6 +525,28 @@ var scriptCases = []scriptCase{
 			},
 		}
 	}},
+	{"read", true, func(f *fixture) prepared {
+		p := f.params("t", "k", engine.StrategyStatus)
+		p.Priority = 2
+		f.enqueue(p)
+		if err := f.s.EnsureGroup(f.ctx, "t"); err != nil {
+			f.t.Fatal(err)
+		}
+		return prepared{
+			call: func(s *redisstore.Store) error {
+				ds, _, err := s.ReadByPriority(f.ctx, 0, "w", []string{"t"}, 10, engine.PriorityBound)
+				if err == nil && (len(ds) != 1 || ds[0].RunID != p.RunID || ds[0].Priority != 2) {
+					err = fmt.Errorf("read %+v, want the run of priority 2", ds)
+				}
+				return err
+			},
+			wrong: f.k.Turns(),
+			done: func() bool {
+				n, err := f.b.Client.XPending(f.ctx, f.k.Lane("t", 2), redisstore.GroupName).Result()
+				return err == nil && n.Count == 1
+			},
+		}
+	}},
 	{"concurrency_acquire", true, func(f *fixture) prepared {
 		return prepared{
 			call: func(s *redisstore.Store) error {

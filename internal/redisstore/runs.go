@@ -24,6 +24,14 @@ func recordSpec(h map[string]string) string {
 		n(legacyRunCreated), int(n(legacyRunMaxDeliveries)), n(legacyRunRetain), n(legacyRunRetention))
 }
 
+// recordPriority reads a record's priority field: absent for the default.
+func recordPriority(v string) int {
+	if p, err := strconv.Atoi(v); err == nil && p > engine.PriorityDefault {
+		return p
+	}
+	return engine.PriorityDefault
+}
+
 func parseRun(id string, h map[string]string) *engine.Run {
 	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
 	strat, spec, _ := parseSpecValues(recordSpec(h))
@@ -34,7 +42,7 @@ func parseRun(id string, h map[string]string) *engine.Run {
 		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(spec[specRetries]),
 		Timeout: time.Duration(spec[specTimeout]) * time.Millisecond,
 		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
-		Waiting: h[runWaiting], ConcurrencyGroup: h[runConcurrencyGroup],
+		Waiting: h[runWaiting], ConcurrencyGroup: h[runConcurrencyGroup], Priority: recordPriority(h[runPriority]),
 		Created: fromMS(spec[specCreated]), Started: fromMS(i(runStarted)), Finished: fromMS(i(runFinished)),
 	}
 	if x := h[runFlags]; x != "" {

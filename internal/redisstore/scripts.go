@@ -73,7 +73,7 @@ var allScripts = []*script{
 	saveScheduleScript, pauseScheduleScript, deleteScheduleScript, advanceScheduleScript,
 	concurrencyAcquireScript, concurrencyReleaseScript, concurrencyRenewScript, concurrencyParkScript,
 	concurrencyUnparkScript, takeParkedScript, wakeScript,
-	recordChildrenScript, takeCascadesScript, forgetWaitersScript,
+	recordChildrenScript, takeCascadesScript, forgetWaitersScript, readScript,
 }
 
 // layoutShared is the generated layout's part every script reads, and

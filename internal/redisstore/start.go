@@ -47,7 +47,7 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 				}
 				k := [startItemKeyCount]string{
 					startItemKeyRun:    ks.Run(d.RunID),
-					startItemKeyStream: ks.Stream(d.Task),
+					startItemKeyStream: ks.Lane(d.Task, d.Priority),
 				}
 				a := [startItemArgCount]any{
 					startItemArgRunID:         d.RunID,

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,34 +86,45 @@ func parseSpec(v map[string]any) *engine.RunSpec {
 	}
 }
 
-func (s *Store) deliveries(streams []redis.XStream, taskOf map[string]string) []engine.Delivery {
+// lane is a task stream: its task and priority.
+type lane struct {
+	task string
+	prio int
+}
+
+func (s *Store) deliveries(streams []redis.XStream, laneOf map[string]lane) []engine.Delivery {
 	var out []engine.Delivery
 	for _, st := range streams {
+		l := laneOf[st.Stream]
 		for _, m := range st.Messages {
 			id, _ := m.Values[entryRunID].(string)
-			out = append(out, engine.Delivery{Task: taskOf[st.Stream], EntryID: m.ID, RunID: id, Spec: parseSpec(m.Values)})
+			out = append(out, engine.Delivery{Task: l.task, Priority: l.prio, EntryID: m.ID, RunID: id, Spec: parseSpec(m.Values)})
 		}
 	}
 	return out
 }
 
 // ReadGroup blocks up to block for new deliveries of any of tasks in
-// partition part (one XREADGROUP over the partition's streams, which share
-// its slot), at most count per stream. It returns nil, nil when nothing
-// arrived.
+// partition part (one XREADGROUP over the partition's streams, every
+// priority's, which share its slot), at most count per stream. It returns
+// nil, nil when nothing arrived; the deliveries come the highest priority
+// first.
 func (s *Store) ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]engine.Delivery, error) {
 	ks, err := s.partitionKeys(ctx, part)
 	if err != nil {
 		return nil, err
 	}
-	streams := make([]string, 0, 2*len(tasks))
-	taskOf := make(map[string]string, len(tasks))
-	for _, t := range tasks {
-		k := ks.Stream(t)
-		streams = append(streams, k)
-		taskOf[k] = t
+	n := len(tasks) * len(priorities)
+	streams := make([]string, 0, 2*n)
+	laneOf := make(map[string]lane, n)
+	for _, p := range priorities {
+		for _, t := range tasks {
+			k := ks.Lane(t, p)
+			streams = append(streams, k)
+			laneOf[k] = lane{t, p}
+		}
 	}
-	for range tasks {
+	for range n {
 		streams = append(streams, ">")
 	}
 	res, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
@@ -124,29 +136,38 @@ func (s *Store) ReadGroup(ctx context.Context, part int, consumer string, tasks 
 	if err != nil {
 		return nil, err
 	}
-	return s.deliveries(res, taskOf), nil
+	ds := s.deliveries(res, laneOf)
+	slices.SortStableFunc(ds, func(a, b engine.Delivery) int { return b.Priority - a.Priority })
+	return ds, nil
 }
 
 // AutoClaim takes over deliveries of task in partition part whose lease
 // (idle time in the pending list) is longer than minIdle: their worker
-// died or stalled.
+// died or stalled. Each priority's stream is looked at, the highest first,
+// until count are taken.
 func (s *Store) AutoClaim(ctx context.Context, part int, task, consumer string, minIdle time.Duration, count int) ([]engine.Delivery, error) {
 	ks, err := s.partitionKeys(ctx, part)
 	if err != nil {
 		return nil, err
 	}
-	k := ks.Stream(task)
-	msgs, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: k, Group: GroupName, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count),
-	}).Result()
-	if err != nil {
-		return nil, err
+	var out []engine.Delivery
+	for _, p := range priorities {
+		if len(out) >= count {
+			break
+		}
+		k := ks.Lane(task, p)
+		msgs, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: k, Group: GroupName, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(count - len(out)),
+		}).Result()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s.deliveries([]redis.XStream{{Stream: k, Messages: msgs}}, map[string]lane{k: {task, p}})...)
 	}
-	ds := s.deliveries([]redis.XStream{{Stream: k, Messages: msgs}}, map[string]string{k: task})
-	for i := range ds {
-		ds[i].Redelivered = true
+	for i := range out {
+		out[i].Redelivered = true
 	}
-	return ds, nil
+	return out, nil
 }
 
 // --- idempotency keys ------------------------------------------------------

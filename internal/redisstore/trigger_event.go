@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/taskq/taskq/internal/engine"
 )
@@ -53,6 +54,12 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 				t.RunRetention),
 		}
 		keys, args = append(keys, ik[:]...), append(args, ia[:]...)
+	}
+	// The priorities, after the tasks', when one is above the default.
+	if slices.ContainsFunc(tasks, func(i int) bool { return j.f.Tasks[i].Priority > 0 }) {
+		for _, i := range tasks {
+			args = append(args, max(j.f.Tasks[i].Priority, engine.PriorityDefault))
+		}
 	}
 	v, err := s.runScript(ctx, triggerEventScript, keys, args...)
 	if err != nil {

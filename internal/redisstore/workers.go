@@ -206,15 +206,18 @@ func (s *Store) heldRuns(ctx context.Context, workers []engine.WorkerInfo, limit
 	if err != nil {
 		return nil, false, err
 	}
-	// Every task's stream in every partition: cmds[i*P+part].
-	n := parts.Count()
-	cmds := make([]*redis.XPendingExtCmd, len(names)*n)
+	// Every task's streams in every partition: cmds[(i*P+part)*L+l], L
+	// the priorities.
+	n, np := parts.Count(), len(priorities)
+	cmds := make([]*redis.XPendingExtCmd, len(names)*n*np)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, t := range names {
 			for part := range n {
-				cmds[i*n+part] = p.XPendingExt(ctx, &redis.XPendingExtArgs{
-					Stream: parts.keys[part].Stream(t), Group: GroupName, Start: "-", End: "+", Count: int64(limit) + 1,
-				})
+				for l, prio := range priorities {
+					cmds[(i*n+part)*np+l] = p.XPendingExt(ctx, &redis.XPendingExtArgs{
+						Stream: parts.keys[part].Lane(t, prio), Group: GroupName, Start: "-", End: "+", Count: int64(limit) + 1,
+					})
+				}
 			}
 		}
 		return nil
@@ -222,7 +225,7 @@ func (s *Store) heldRuns(ctx context.Context, workers []engine.WorkerInfo, limit
 	var held []engine.HeldRun
 	truncated := false
 	for j, c := range cmds {
-		i, part := j/n, j%n
+		i, part, prio := j/(n*np), j/np%n, priorities[j%np]
 		entries, err := c.Result()
 		if err != nil {
 			if isNoGroup(err) {
@@ -234,7 +237,8 @@ func (s *Store) heldRuns(ctx context.Context, workers []engine.WorkerInfo, limit
 			entries, truncated = entries[:limit], true
 		}
 		for _, e := range entries {
-			held = append(held, engine.HeldRun{Task: names[i], Partition: part, EntryID: e.ID, Consumer: e.Consumer, Idle: e.Idle, Deliveries: e.RetryCount})
+			held = append(held, engine.HeldRun{Task: names[i], Partition: part, Priority: prio, EntryID: e.ID, Consumer: e.Consumer,
+				Idle: e.Idle, Deliveries: e.RetryCount})
 		}
 	}
 	if err := s.entryRuns(ctx, parts, held); err != nil {
@@ -251,7 +255,7 @@ func (s *Store) entryRuns(ctx context.Context, parts *Partitions, held []engine.
 	cmds := make([]*redis.XMessageSliceCmd, len(held))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, h := range held {
-			cmds[i] = p.XRangeN(ctx, parts.keys[h.Partition].Stream(h.Task), h.EntryID, h.EntryID, 1)
+			cmds[i] = p.XRangeN(ctx, parts.keys[h.Partition].Lane(h.Task, h.Priority), h.EntryID, h.EntryID, 1)
 		}
 		return nil
 	})

@@ -24,6 +24,9 @@ func Spec(d *task.Definition) task.Spec {
 		BackoffFactor: d.Backoff.Factor, BackoffJitter: d.Backoff.Jitter,
 		OnEvents: d.OnEvents, MaxDeliveries: d.MaxDeliveries, OnConflict: string(d.OnConflict),
 	}
+	if d.Priority > 1 {
+		s.Priority = d.Priority
+	}
 	s.Concurrency = append([]task.Concurrency(nil), d.Concurrency...)
 	if dur := d.Durability; dur != nil {
 		s.Durability = &task.DurabilitySpec{Replicas: dur.Replicas, TimeoutMs: dur.Timeout.Milliseconds(), LocalFsync: dur.LocalFsync}
@@ -57,9 +60,9 @@ func Definition(s task.Spec, c *idempotency.Compiler) (*task.Definition, error) 
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	opts := task.Options{
 		Retries: s.Retries, Timeout: ms(s.TimeoutMs), OnEvents: s.OnEvents, MaxDeliveries: s.MaxDeliveries,
-		OnConflict: task.ConflictPolicy(s.OnConflict),
-		Backoff:    task.Backoff{Initial: ms(s.BackoffInitialMs), Max: ms(s.BackoffMaxMs), Factor: s.BackoffFactor, Jitter: s.BackoffJitter},
-		Compiler:   c,
+		OnConflict: task.ConflictPolicy(s.OnConflict), Priority: s.Priority,
+		Backoff:  task.Backoff{Initial: ms(s.BackoffInitialMs), Max: ms(s.BackoffMaxMs), Factor: s.BackoffFactor, Jitter: s.BackoffJitter},
+		Compiler: c,
 	}
 	if d := s.Durability; d != nil {
 		opts.Durability = &task.Durability{Replicas: d.Replicas, Timeout: ms(d.TimeoutMs), LocalFsync: d.LocalFsync}

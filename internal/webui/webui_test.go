@@ -362,3 +362,21 @@ func TestTheRunPageShowsAScheduledRunsDueTime(t *testing.T) {
 		t.Error("the run page of a run queued now says it is scheduled")
 	}
 }
+
+// The run page shows the run's priority, the default's said to be the
+// lowest.
+func TestTheRunPageShowsARunsPriority(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, redistest.Mini(t), envOptions{})
+	high := e.trigger(ctx, order{ID: "high-1"}, client.WithPriority(3))
+	low := e.trigger(ctx, order{ID: "low-1"})
+	b := e.browser()
+	b.signIn(testToken)
+	if p := b.get("/ui/runs/" + high); !strings.Contains(p.body, `<dd id="run-priority">3</dd>`) {
+		t.Errorf("the run page of a run of priority 3 does not say so:\n%s", p.body)
+	}
+	if p := b.get("/ui/runs/" + low); !strings.Contains(p.body, `<dd id="run-priority">1 <span class="muted">(the lowest, the default)</span></dd>`) {
+		t.Errorf("the run page of a run of the default priority does not say so:\n%s", p.body)
+	}
+}

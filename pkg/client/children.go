@@ -57,6 +57,9 @@ func (c *Client) spawn(ctx context.Context, req clientlink.SpawnRequest) ([]stri
 		}
 		f(&o)
 	}
+	if err := o.checkPriority(def); err != nil {
+		return nil, err
+	}
 	n := len(req.Inputs)
 	switch {
 	case n > c.opts.MaxBatch:
@@ -100,7 +103,7 @@ func (c *Client) spawn(ctx context.Context, req clientlink.SpawnRequest) ([]stri
 	ps := make([]*engine.EnqueueParams, n)
 	for i, in := range req.Inputs {
 		p, err := c.admission().Admit(admission.Trigger{Def: def, Input: in, Metadata: meta, Policy: engine.PolicyAttach,
-			Now: now, Source: o.source, Schedule: o.schedule, Parent: req.Parent, ChildName: names[i]})
+			Now: now, Source: o.source, Schedule: o.schedule, Priority: o.priority, Parent: req.Parent, ChildName: names[i]})
 		if err != nil {
 			err = fmt.Errorf("task %q: %w", def.Name, admissionError(err))
 			if req.Many {

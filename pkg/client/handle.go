@@ -38,7 +38,9 @@ type RunInfo struct {
 	// Failures counts the attempts that failed, which Retries are spent
 	// on; the others (given back when a worker shut down, taken over after
 	// a lease lapsed) do not count against Retries.
-	Failures       int             `json:"failures,omitempty"`
+	Failures int `json:"failures,omitempty"`
+	// Priority is the run's priority, 1 (the lowest, the default) to 3.
+	Priority       int             `json:"priority"`
 	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
 	Strategy       string          `json:"strategy,omitempty"`
 	Input          json.RawMessage `json:"input,omitempty"`
@@ -102,6 +104,7 @@ func runInfo(r *engine.Run) *RunInfo {
 		IdempotencyKey: r.Key, Error: r.Error, CreatedAt: r.Created,
 		StartedAt: optTime(r.Started), FinishedAt: optTime(r.Finished),
 		Input: r.Input, Metadata: r.Meta, Result: r.Result, RetryOf: r.RetryOf, RetriedBy: r.RetriedBy, Parent: r.Parent,
+		Priority: max(r.Priority, engine.PriorityDefault),
 	}
 	if r.Strategy != engine.StrategyNone {
 		info.Strategy = string(r.Strategy)

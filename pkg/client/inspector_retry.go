@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -49,7 +50,8 @@ func (in *Inspector) RetryRun(ctx context.Context, runID string) (*RunHandle, er
 	if err != nil {
 		return nil, fmt.Errorf("retry run %s: %w", runID, err)
 	}
-	h, err := in.c.TriggerJSON(ctx, def, orig.Input, WithMetadata(orig.Metadata), OnConflict(task.ConflictReject))
+	h, err := in.c.TriggerJSON(ctx, def, orig.Input, WithMetadata(orig.Metadata), OnConflict(task.ConflictReject),
+		WithPriority(max(orig.Priority, engine.PriorityDefault)))
 	var short *DurabilityError
 	switch {
 	case errors.As(err, &short) && short.Collision == nil:

@@ -222,7 +222,7 @@ func (s *Schedules) fire(ctx context.Context, cs *ticks.Compiled, tick time.Time
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}
-	p, err := s.c.prepare(plain, sched.Input, sched.Metadata, task.ConflictReject, SourceSchedule, nil)
+	p, err := s.c.prepare(plain, sched.Input, sched.Metadata, task.ConflictReject, SourceSchedule, nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", sched.Name, err)
 	}

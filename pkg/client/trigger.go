@@ -29,6 +29,29 @@ type runOptions struct {
 	// childName and detached are a child run's (ChildName, Detached).
 	childName string
 	detached  bool
+	// priority is the trigger's (WithPriority), 0 for the task's.
+	priority    int
+	prioritySet bool
+}
+
+// WithPriority gives the run priority p, from 1 (the lowest, the default)
+// to 3 (the highest), in place of the task's (task.Options.Priority). A
+// worker starts a task's queued runs of a higher priority first, and a run
+// of a lower priority waits behind a bounded number of them (see
+// docs/scheduling.md). A p outside 1 to 3 fails the trigger with a
+// *task.ConfigError naming it; nothing is created.
+func WithPriority(p int) RunOption {
+	return func(o *runOptions) { o.priority, o.prioritySet = p, true }
+}
+
+// checkPriority refuses a priority given with WithPriority outside 1 to
+// 3 (0 too, which admission would take for the task's).
+func (o *runOptions) checkPriority(def *task.Definition) error {
+	if o.prioritySet && (o.priority < engine.PriorityDefault || o.priority > engine.PriorityMax) {
+		return &task.ConfigError{Task: def.Name, Field: "priority",
+			Message: fmt.Sprintf("%d is not 1, 2 or %d", o.priority, engine.PriorityMax)}
+	}
+	return nil
 }
 
 // OnConflict sets what the trigger does when another run holds its key,
@@ -168,6 +191,9 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkPriority(def); err != nil {
+		return nil, err
+	}
 	if err := engine.CheckSource(o.source); err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, err)
 	}
@@ -179,7 +205,7 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 		if len(req.Triggers) != 1 {
 			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for one", def.Name, len(req.Triggers))
 		}
-		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy, dur, o.source, o.schedule)
+		h, err := c.triggerOne(ctx, def, req.Triggers[0], policy, dur, o.source, o.schedule, o.priority)
 		return []*RunHandle{h}, err
 	}
 	hs, err := chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, []Trigger{{Input: input}}, meta))
@@ -193,8 +219,8 @@ func (c *Client) TriggerJSON(ctx context.Context, def *task.Definition, input []
 }
 
 // triggerOne admits and enqueues one trigger.
-func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy engine.Policy, dur task.Durability, source string, sched *admission.Schedule) (*RunHandle, error) {
-	p, err := c.prepare(def, tr.Input, tr.Metadata, policy, source, sched)
+func (c *Client) triggerOne(ctx context.Context, def *task.Definition, tr Trigger, policy engine.Policy, dur task.Durability, source string, sched *admission.Schedule, priority int) (*RunHandle, error) {
+	p, err := c.prepare(def, tr.Input, tr.Metadata, policy, source, sched, priority)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +289,9 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkPriority(def); err != nil {
+		return nil, err
+	}
 	if err := engine.CheckSource(o.source); err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, err)
 	}
@@ -274,7 +303,7 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 		if len(req.Triggers) != len(triggers) {
 			return nil, fmt.Errorf("client: task %q: a trigger middleware sent %d triggers for %d", def.Name, len(req.Triggers), len(triggers))
 		}
-		return c.triggerMany(ctx, def, req.Triggers, policy, dur, o.source, o.schedule)
+		return c.triggerMany(ctx, def, req.Triggers, policy, dur, o.source, o.schedule, o.priority)
 	}
 	return chainTriggers(c.opts.TriggerMiddleware, send)(ctx, request(def.Name, triggers, meta))
 }
@@ -282,11 +311,11 @@ func (c *Client) TriggerManyJSON(ctx context.Context, def *task.Definition, trig
 // triggerMany admits every trigger of a batch, then enqueues them in one
 // call. A durable batch shares one WAIT (see redisstore.EnqueueBatch); the
 // triggers that fell short are listed in one *DurabilityError.
-func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy engine.Policy, dur task.Durability, source string, sched *admission.Schedule) ([]*RunHandle, error) {
+func (c *Client) triggerMany(ctx context.Context, def *task.Definition, triggers []Trigger, policy engine.Policy, dur task.Durability, source string, sched *admission.Schedule, priority int) ([]*RunHandle, error) {
 	ps := make([]*engine.EnqueueParams, len(triggers))
 	for i, tr := range triggers {
 		var err error
-		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy, source, sched); err != nil {
+		if ps[i], err = c.prepare(def, tr.Input, tr.Metadata, policy, source, sched, priority); err != nil {
 			return nil, &BatchItemError{Index: i, Err: err}
 		}
 		ps[i].Durability = dur
@@ -335,10 +364,10 @@ func (c *Client) collision(def *task.Definition, key, owner string) *Idempotency
 
 // prepare admits a trigger (internal/admission: its limits, its key, the
 // parameters of the enqueue script) and words admission's errors as the
-// client's. It writes nothing.
-func (c *Client) prepare(def *task.Definition, input, meta []byte, policy engine.Policy, source string, sched *admission.Schedule) (*engine.EnqueueParams, error) {
+// client's. It writes nothing. priority 0 takes the task's.
+func (c *Client) prepare(def *task.Definition, input, meta []byte, policy engine.Policy, source string, sched *admission.Schedule, priority int) (*engine.EnqueueParams, error) {
 	p, err := c.admission().Admit(admission.Trigger{Def: def, Input: input, Metadata: meta, Policy: policy,
-		Now: c.opts.Clock.Now(), Source: source, Schedule: sched})
+		Now: c.opts.Clock.Now(), Source: source, Schedule: sched, Priority: priority})
 	if err != nil {
 		return nil, fmt.Errorf("task %q: %w", def.Name, admissionError(err))
 	}

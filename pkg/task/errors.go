@@ -15,8 +15,9 @@ var ErrInvalidSchedule = errors.New("invalid schedule")
 // ConfigError says what is wrong with a task's options or a schedule: it
 // names the task (or the schedule), the field and what is wrong with it.
 // It is returned when the task is defined (New, NewDefinition) or the
-// schedule checked (Schedule.Validate, client.Schedules), never at a
-// trigger.
+// schedule checked (Schedule.Validate, client.Schedules), and at a
+// trigger only for the trigger's own durability or priority
+// (client.WithDurability, client.WithPriority).
 type ConfigError struct {
 	// Task is the task's name; "" for a schedule, or a setting of no task.
 	Task string

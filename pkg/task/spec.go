@@ -24,6 +24,8 @@ type Spec struct {
 	OnEvents         []string `json:"onEvents,omitempty"`
 	MaxDeliveries    int      `json:"maxDeliveries"`
 	OnConflict       string   `json:"onConflict,omitempty"`
+	// Priority is the task's default priority (absent: 1).
+	Priority int `json:"priority,omitempty"`
 	// Durability is the task's own acknowledgement level (absent: the
 	// client's applies).
 	Durability *DurabilitySpec `json:"durability,omitempty"`

@@ -156,6 +156,13 @@ type Options struct {
 	// ConcurrencyLimitsMax), each with its own expression, MaxRuns and
 	// Strategy, all of which must admit a run before it starts.
 	Concurrency []Concurrency
+
+	// Priority is the default priority of the task's runs, 1 (the
+	// lowest, the default; 0 means it) to 3 (the highest); a trigger may
+	// give its own (client.WithPriority). A worker starts a task's queued
+	// runs of a higher priority first, and a lower priority's run waits
+	// behind a bounded number of them (see docs/scheduling.md).
+	Priority int
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -205,6 +212,9 @@ func newDefinition(name string, opts Options, in reflect.Type) (*Definition, err
 	}
 	if opts.MaxDeliveries < opts.Retries+1 || opts.MaxDeliveries > MaxDeliveriesMax {
 		return nil, cfg("max_deliveries", fmt.Sprintf("%d is outside [retries+1, %d]", opts.MaxDeliveries, MaxDeliveriesMax), nil)
+	}
+	if err := checkPriority(name, opts.Priority); err != nil {
+		return nil, err
 	}
 	if !opts.OnConflict.valid() {
 		return nil, cfg("on_conflict", fmt.Sprintf("%q is not reject, attach, supersede or signal", opts.OnConflict), nil)
@@ -318,3 +328,12 @@ func (t *Task[I, O]) Name() string { return t.def.Name }
 
 // Definition returns the untyped definition.
 func (t *Task[I, O]) Definition() *Definition { return t.def }
+
+// checkPriority returns a *ConfigError naming the priority p of task when
+// it is not 0 (the default) or 1 to 3.
+func checkPriority(task string, p int) error {
+	if p < 0 || p > 3 {
+		return &ConfigError{Task: task, Field: "priority", Message: fmt.Sprintf("%d is not 1, 2 or 3", p)}
+	}
+	return nil
+}

@@ -243,7 +243,7 @@ func (g *concurrencyGate) admit(ds []engine.Delivery) []engine.Delivery {
 			default: // AcquireWait
 				refuse(a, round)
 				park = append(park, engine.ParkParams{
-					RunID: p.RunID, Task: p.Task, EntryID: ds[a.i].EntryID, Group: p.Group, Index: p.Index,
+					RunID: p.RunID, Task: p.Task, EntryID: ds[a.i].EntryID, Group: p.Group, Index: p.Index, Priority: ds[a.i].Priority,
 					Reason: waitingReason(p.Group, r.Holders, p.MaxRuns),
 				})
 			}

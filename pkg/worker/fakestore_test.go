@@ -86,6 +86,17 @@ func (f *fakeStore) ReadGroup(ctx context.Context, _ int, _ string, _ []string, 
 	}
 }
 
+// ReadByPriority reads as ReadGroup does, without waiting: the fake has
+// one priority.
+func (f *fakeStore) ReadByPriority(ctx context.Context, _ int, _ string, _ []string, count, _ int) ([]engine.Delivery, bool, error) {
+	defer f.enter()()
+	if f.readGroup != nil {
+		ds, err := f.readGroup(ctx, count)
+		return ds, false, err
+	}
+	return nil, false, nil
+}
+
 func (f *fakeStore) AutoClaim(_ context.Context, _ int, task, _ string, _ time.Duration, count int) ([]engine.Delivery, error) {
 	defer f.enter()()
 	if f.autoClaim != nil {

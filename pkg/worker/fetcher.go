@@ -14,6 +14,7 @@ import (
 // streamReader is what the fetcher reads from Redis.
 type streamReader interface {
 	ReadGroup(ctx context.Context, part int, consumer string, tasks []string, count int, block time.Duration) ([]engine.Delivery, error)
+	ReadByPriority(ctx context.Context, part int, consumer string, tasks []string, count, bound int) ([]engine.Delivery, bool, error)
 }
 
 // dispatcher takes deliveries, one handler slot taken for each (the
@@ -43,6 +44,15 @@ type restorer interface {
 // for as many deliveries as there are free slots, up to Concurrency/P
 // (rounded up), and one when none is free: a worker holds at most P
 // deliveries beyond those it runs.
+//
+// Each task has a stream per priority. A blocking read takes from all of
+// them at once, the highest priority dispatched first; while runs of a
+// priority above the default wait (a read brought one, or the reader has
+// just started), a reader reads with ReadByPriority instead, which takes
+// each task's runs in priority order and gives a lower priority its turn
+// after engine.PriorityBound runs of higher ones (docs/scheduling.md,
+// Priorities). So a task whose runs all have the default priority is read
+// as before, with one blocking XREADGROUP.
 type fetcher struct {
 	startStop
 	store      streamReader
@@ -100,6 +110,10 @@ func (f *fetcher) read(ctx context.Context, quit <-chan struct{}, part int) {
 	}
 	defer setFailing(false)
 	delay := backoff(0) / 2
+	// byPriority: read with ReadByPriority, as runs of a priority above
+	// the default may wait; at first too, for a backlog queued while no
+	// worker ran.
+	byPriority := true
 	for {
 		// n slots are held for the read (one partition), or none.
 		n, count := 0, 0
@@ -132,7 +146,18 @@ func (f *fetcher) read(ctx context.Context, quit <-chan struct{}, part int) {
 		// Bounded, so that a stopped Redis holds Shutdown up no longer than
 		// this: go-redis itself allows a blocking read 10s past its block.
 		rctx, rcancel := context.WithTimeout(ctx, f.block+f.opTimeout)
-		ds, err := f.store.ReadGroup(rctx, part, f.consumer, tasks, count, f.block)
+		var ds []engine.Delivery
+		var err error
+		if byPriority {
+			var more bool
+			ds, more, err = f.store.ReadByPriority(rctx, part, f.consumer, tasks, count, engine.PriorityBound)
+			// With nothing left above the default, the next read blocks.
+			byPriority = more || err != nil
+		} else {
+			ds, err = f.store.ReadGroup(rctx, part, f.consumer, tasks, count, f.block)
+			// The highest priority comes first.
+			byPriority = len(ds) > 0 && ds[0].Priority > engine.PriorityDefault
+		}
 		rcancel()
 		if err != nil {
 			f.slots.release(n)
@@ -140,7 +165,9 @@ func (f *fetcher) read(ctx context.Context, quit <-chan struct{}, part int) {
 				return
 			}
 			setFailing(true)
-			if strings.HasPrefix(err.Error(), "NOGROUP") {
+			if strings.Contains(err.Error(), "NOGROUP") {
+				// (Contains: a read by priority, a script, reports it
+				// after the script's own words on some servers.)
 				// Redis lost its data (a restart without persistence, a
 				// flush): put back the groups and the registrations.
 				rctx, rcancel := context.WithTimeout(ctx, f.opTimeout)

@@ -297,7 +297,7 @@ func (p *processor) process(j runJob) {
 	// run registering with, and removing itself from, a shared parent.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a := &attempt{d: d}
-	a.lease = engine.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt}
+	a.lease = engine.Lease{EntryID: d.EntryID, RunID: d.RunID, Attempt: st.Attempt, Priority: d.Priority}
 	a.task, a.cancel, a.leaseUntil, a.startedAt = d.Task, cancel, j.begun.Add(p.lease), j.begun
 	runCtx := ctx
 	if timeout := reg.def.Timeout; timeout > 0 {
@@ -387,7 +387,7 @@ func (p *processor) process(j runJob) {
 	f := &a.finish
 	*f = engine.FinishParams{
 		RunID: d.RunID, Attempt: st.Attempt, Outcome: engine.OutcomeSucceeded, Payload: out,
-		Task: d.Task, EntryID: d.EntryID, Spec: st.Spec,
+		Task: d.Task, EntryID: d.EntryID, Spec: st.Spec, Priority: d.Priority,
 	}
 	if withOutcome {
 		f.Began, f.Consumer = j.begun, p.consumer

@@ -480,12 +480,14 @@ func TestRetentionBoundsWhatRunsLeaveBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		k := parts.Keys(0)
-		// What stays: the streams (one per partition), the task
-		// registry, the namespace's meta record, and the running worker's
-		// presence record and its index.
+		// What stays: the streams (one per partition and priority), the
+		// task registry, the namespace's meta record, and the running
+		// worker's presence record and its index.
 		stays := map[string]bool{k.Tasks(): true, k.Worker(w.Name()): true, k.Workers(): true, k.Meta(): true}
 		for i := range parts.Count() {
-			stays[parts.Keys(i).Stream("retention")] = true
+			for p := 1; p <= 3; p++ {
+				stays[parts.Keys(i).Lane("retention", p)] = true
+			}
 		}
 		// What is left, or "" once only what stays is: the sweeper works
 		// through every partition each SweepInterval, slower on a loaded

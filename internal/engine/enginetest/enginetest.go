@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Engine, opts Options) {
 	}{
 		{"Triggers", triggerCases},
 		{"Deliveries", deliveryCases},
+		{"Priorities", priorityCases},
 		{"Waits", waitCases},
 		{"Runs", runCases},
 		{"Children", childrenCases},

@@ -55,6 +55,12 @@
 -- partition's retry zset taskq:{ns}:retry at now + delay instead of its
 -- task stream, with its key claimed at once; promote.lua queues it when it
 -- is due.
+-- A call with a trigger of a priority above the default sends those delays
+-- (0 for none), and after them one more ARGV per trigger: the priority of
+-- trigger i ('1', the default, '2' or '3'), at ARG_COUNT +
+-- (ITEM_ARG_COUNT + 1) * n + i + 1. Such a run is queued in its task's
+-- lane for the priority, taskq:{ns}:stream:<task>|p<priority>, and its
+-- record says its priority (RUN_PRIORITY), for every later queueing.
 -- Returns one flat array (Redis turns a table in a reply into a reply far
 -- more slowly than a plain value): for each trigger in order, a code and
 -- the values it says follow (see EnqueueReplies):
@@ -114,6 +120,9 @@ local out, n = {}, 0
 local a = ARG_COUNT + 1 -- the first trigger's ARGV
 local ntriggers = tonumber(ARGV[ARG_TRIGGERS])
 local d = ITEM_ARG_COUNT * ntriggers + 1 -- the first trigger's delay, if any, after ARG_COUNT
+-- Whether the call sends priorities, ntriggers after the delays: looked up
+-- once, so that a call without costs no more per trigger.
+local prios = ARGV[ARG_COUNT + d + ntriggers + ntriggers - 1] ~= nil
 for _ = 1, ntriggers do
   local code, x, y
   repeat -- once: a break ends the trigger
@@ -183,11 +192,19 @@ for _ = 1, ntriggers do
     if delay and not retry_key then
       retry_key = taskq_key_retry(prefix)
     end
-    local entry = taskq_claim_run(run_key, stream_key, runs_key, idem_key, run_id, task, input, meta, key, spec, hold,
-      now, delay, retry_key, prev_owner, prefix, group, indexed)
+    local prio = prios and ARGV[ARG_COUNT + d + ntriggers]
+    if prio == '1' then
+      prio = false
+    end
+    local entry = taskq_claim_run(run_key, prio and taskq_lane(stream_key, prio) or stream_key, runs_key, idem_key,
+      run_id, task, input, meta, key, spec, hold, now, delay, retry_key, prev_owner, prefix, group, indexed)
     if type(entry) == 'table' then
       code = entry
       break
+    end
+    if prio then
+      -- Recorded so that the run is queued again in its lane.
+      redis.call('HSET', run_key, RUN_PRIORITY, prio)
     end
     if not indexed then
       indexed = true

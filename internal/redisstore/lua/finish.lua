@@ -44,7 +44,10 @@
 --                                 (failed, retry), or what the run waits for
 --                                 (wait)
 --   +4  ITEM_ARG_NOW              when the attempt ended (unix ms)
---   +5  ITEM_ARG_TASK             task ("" to read +5 .. +9 from the record),
+--   +5  ITEM_ARG_TASK             task, or for a run of a priority above the
+--                                 default its lane, <task>|p<n>: names the
+--                                 stream of its entry ("" to read +5 .. +9
+--                                 from the record),
 --   +6  ITEM_ARG_ENTRY            stream entry id,
 --   +7  ITEM_ARG_IDEMPOTENCY_KEY  the key to release: the idempotency key of
 --                                 a status-strategy run, "" for any other,
@@ -109,11 +112,14 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
     if task == '' then
       began = nil
       r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_TASK, RUN_ENTRY, RUN_SPEC,
-        RUN_IDEMPOTENCY_KEY)
+        RUN_IDEMPOTENCY_KEY, RUN_PRIORITY)
       if not r.err then
         local spec = taskq_spec_values(taskq_record_spec(run_key, r[6]))
         task, entry, strat, key, retain, keep = r[4], r[5], spec[SPEC_STRATEGY], r[7], spec[SPEC_RETAIN],
           spec[SPEC_RETENTION]
+        if task and r[8] then
+          task = task .. STREAM_LANE .. r[8] -- the stream named below: its lane
+        end
       end
     elseif began ~= '' then
       r = redis.pcall('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_FLAGS, RUN_ENTRY)
@@ -188,7 +194,9 @@ for i = 0, (#ARGV - ARG_COUNT) / ITEM_ARG_COUNT - 1 do
       -- once.
       if taskq_wakeable(payload) and redis.call('HGET', run_key, RUN_WAKE) == attempt then
         redis.call('HDEL', run_key, RUN_WAITING)
-        taskq_requeue_entry(taskq_key_stream(prefix, task), run_key, run_id)
+        -- task names the delivery's stream, the lane of a run of another
+        -- priority: the record names the task.
+        taskq_requeue_entry(taskq_key_stream(prefix, redis.call('HGET', run_key, RUN_TASK)), run_key, run_id)
         c, v = 1, 'queued'
         break
       end

@@ -23,7 +23,7 @@ end
 local function taskq_key_run(prefix, id)
   return prefix .. 'run:' .. id
 end
--- stream  taskq:{ns}:stream:<task>: queued deliveries of a task (group GroupName, fields entry*)
+-- stream  taskq:{ns}:stream:<task>: queued deliveries of a task's runs of the default priority (group GroupName, fields entry*); taskq:{ns}:stream:<task>|p<n> those of priority n (see streamLane)
 local function taskq_key_stream(prefix, id)
   return prefix .. 'stream:' .. id
 end
@@ -121,6 +121,15 @@ local RUN_RETRIED_BY = 'retried' -- the run that retried this run (set by link_r
 local RUN_WAITING = 'waiting' -- why a queued run is held back before its start ("rate limit \"emails\" key \"acme\""), or what a waiting run waits for ("sleep", "signal"), until it is queued again
 local RUN_WAITS = 'waits' -- attempts that ended waiting (OutcomeWait), which do not count toward the maximum deliveries (absent before the first)
 local RUN_WAKE = 'wake' -- the attempt a wake (a signal, an event) came during: that attempt's signal or event wait does not wait (absent before the first)
+local RUN_PRIORITY = 'prio' -- the run's priority, 2 or 3; absent for the default, 1 (see streamLane)
+
+-- A task's runs of a priority above the default are queued in a stream of
+-- their own beside the task's stream, its lane: taskq:{ns}:stream:<task>
+-- then streamLane then the priority ("|p2", "|p3"). A task name holds no
+-- '|', so no task's stream is another's lane. Every lane has the consumer
+-- group (EnsureGroup), and a script that queues a run again picks its lane
+-- from the record's runPriority (taskq_lane in lua/lib/stream.lua).
+local STREAM_LANE = '|p'
 
 -- The status of a run whose handler waits durably (engine.StatusWaiting),
 -- named once as it is also the name of the field runWaiting.
@@ -403,7 +412,7 @@ local ITEM_ARG_ATTEMPT = 1 -- attempt (fencing token)
 local ITEM_ARG_OUTCOME = 2 -- succeeded | failed | "retry <due unix ms>" | "wait <due unix ms>"
 local ITEM_ARG_PAYLOAD = 3 -- result JSON or error message
 local ITEM_ARG_NOW = 4 -- when the attempt ended (unix ms)
-local ITEM_ARG_TASK = 5 -- task name, from the delivery ("" to read the record)
+local ITEM_ARG_TASK = 5 -- task name, from the delivery, with its lane's suffix for a priority above the default (streamLane); "" to read the record
 local ITEM_ARG_ENTRY = 6 -- stream entry ID, from the delivery
 local ITEM_ARG_IDEMPOTENCY_KEY = 7 -- the key to release: a status-strategy run's idempotency key, from the delivery ("" for another strategy)
 local ITEM_ARG_RETAIN = 8 -- retain ms, from the delivery
@@ -546,6 +555,21 @@ local ITEM_ARG_UNITS = 1 -- units to take
 local ITEM_ARG_LIMIT = 2 -- most units in any period
 local ITEM_ARG_PERIOD = 3 -- the period (µs)
 local ITEM_ARG_COUNT = 4
+
+-- @script read
+-- read.lua: new deliveries of a partition's task streams, by priority.
+local KEY_TURNS = 1 -- the partition's turns hash
+local KEY_COUNT = 1 -- KEYS: the turns hash alone (the script builds the streams' keys)
+local ARG_GROUP = 1 -- consumer group
+local ARG_CONSUMER = 2 -- consumer name
+local ARG_PREFIX = 3 -- key prefix taskq:{ns}:
+local ARG_WANTED = 4 -- most deliveries per task
+local ARG_BOUND = 5 -- the starvation bound: runs of a higher priority read before a waiting lower one gets its turn
+local ARG_COUNT = 5 -- ARGV before the tasks
+
+-- read.lua: ARGV of one task.
+local ITEM_ARG_TASK = 0 -- task name
+local ITEM_ARG_COUNT = 1 -- ARGV per task
 
 -- @script record_children
 -- record_children.lua: the children of one run.

@@ -43,6 +43,9 @@
 --   +3  ITEM_ARG_SPEC             the run's settings (see enqueue.lua)
 --   +4  ITEM_ARG_ERROR            "" or why no run is attempted (the
 --                                 expression failed)
+-- then, only when a task's run has a priority above the default, one ARGV
+-- per task i, its run's priority, at ARG_COUNT + ITEM_ARG_COUNT * n + i + 1
+-- (as enqueue.lua's: the run is queued in its priority's lane).
 -- The run fields mean what they mean in enqueue.lua.
 -- The tasks deduplicated or debounced are recorded in one entry of the
 -- suppressed-trigger stream taskq:{ns}:suppressed (lib/suppressed.lua)
@@ -93,6 +96,10 @@ for i = 0, n - 1 do
     run_key = taskq_key_run(prefix, run_id), stream_key = taskq_key_stream(prefix, task),
     runs_key = KEYS[KEY_RUNS], retry_key = retry_key, strict = true,
   }
+  local prio = ARGV[ARG_COUNT + ITEM_ARG_COUNT * n + i + 1]
+  if prio and prio ~= '1' then
+    r.stream_key, r.prio = taskq_lane(r.stream_key, prio), prio
+  end
   local entry = { task = r.task, idempotencyKey = r.key, error = ARGV[a + ITEM_ARG_ERROR], outcome = 'error', runId = '' }
   if entry.error == '' then
     if r.strat ~= 'none' then

@@ -20,7 +20,7 @@
 -- so that an accepted run is not held up until its lease lapses.
 
 local run_key, stream = KEYS[KEY_RUN], KEYS[KEY_STREAM]
-local r = redis.call('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_ENTRY, RUN_FLAGS)
+local r = redis.call('HMGET', run_key, RUN_STATUS, RUN_ATTEMPT, RUN_ENTRY, RUN_FLAGS, RUN_PRIORITY)
 if not r[1] then
   return {0, 'missing'}
 end
@@ -32,5 +32,5 @@ if r[1] ~= 'running' then
 end
 taskq_add_attempt(ARGV[ARG_PREFIX], run_key, ARGV[ARG_RUN_ID], r[4], ARGV[ARG_ATTEMPT], 'requeued', nil, ARGV[ARG_NOW],
   nil, 'given back to the queue: its worker shut down before the handler returned')
-taskq_drop(stream, ARGV[ARG_GROUP], r[3])
+taskq_drop(taskq_lane(stream, r[5]), ARGV[ARG_GROUP], r[3])
 return {1, taskq_requeue_entry(stream, run_key, ARGV[ARG_RUN_ID])}

@@ -37,6 +37,10 @@
 --   +1 ITEM_ARG_RUN_ID           run id
 --   +2 ITEM_ARG_IDEMPOTENCY_KEY  idempotency key ("" when not deduplicated)
 --   +3 ITEM_ARG_SPEC             the run's settings (see enqueue.lua)
+-- then, only when a task's run has a priority above the default, one ARGV
+-- per task i (from 1), its run's priority, at ARG_COUNT + ITEM_ARG_COUNT *
+-- n + i, n the tasks (as enqueue.lua's: the run is queued in its
+-- priority's lane).
 -- The run fields mean what they mean in enqueue.lua.
 -- The tasks deduplicated or debounced are recorded in one entry of the
 -- suppressed-trigger stream taskq:{ns}:suppressed (lib/suppressed.lua),
@@ -60,8 +64,9 @@ local now, retention = ARGV[ARG_NOW], ARGV[ARG_RETENTION]
 local retry_key = taskq_key_retry(prefix)
 local recs, nrecs = {}, 0 -- suppressed triggers' records
 
--- One task, whose KEYS start at k and ARGV at a.
-local function trigger(k, a)
+-- One task, whose KEYS start at k and ARGV at a, of priority prio (nil:
+-- the default).
+local function trigger(k, a, prio)
   local marker = KEYS[k + ITEM_KEY_MARKER]
   local first = redis.pcall('GET', marker)
   if type(first) == 'table' and first.err then
@@ -83,6 +88,9 @@ local function trigger(k, a)
   end
   if strat == 'debounce' then
     r.delay = hold
+  end
+  if prio and prio ~= '1' then
+    r.stream_key, r.prio = taskq_lane(r.stream_key, prio), prio
   end
   local outcome, owner
   local refused = taskq_claim_check(r)
@@ -112,8 +120,9 @@ end
 
 local out = {}
 local k, a = KEY_COUNT + 1, ARG_COUNT + 1 -- the first task's KEYS and ARGV
-for i = 1, (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT do
-  out[i] = trigger(k, a)
+local n = (#KEYS - KEY_COUNT) / ITEM_KEY_COUNT
+for i = 1, n do
+  out[i] = trigger(k, a, ARGV[ARG_COUNT + ITEM_ARG_COUNT * n + i])
   k, a = k + ITEM_KEY_COUNT, a + ITEM_ARG_COUNT
 end
 if ARGV[ARG_SUPPRESSED_CAP] ~= '0' then

@@ -17,7 +17,8 @@
 -- run_id, task, input, meta, key, spec (the run's settings, see
 -- taskq_spec), strat and hold (the spec's first two values), now;
 -- optionally delay (ms: schedule the run instead of queueing it, with
--- retry_key), run_checked (the caller has seen that run_key does not
+-- retry_key), prio (a priority above the default, with stream_key its
+-- lane), run_checked (the caller has seen that run_key does not
 -- exist), strict (check every key's type up front, for callers that must
 -- write several runs all or nothing).
 
@@ -96,7 +97,9 @@ end
 -- prev_owner, taking the key over from it (prefix and group are for
 -- that). With indexed, the caller has written runs_key in this call
 -- already and adds the run to it itself once the run is written (one ZADD
--- for all a call's runs costs Redis less than one per run). Returns the
+-- for all a call's runs costs Redis less than one per run). For a run of
+-- a priority above the default, stream_key is its lane (taskq_lane) and
+-- the caller records the priority (RUN_PRIORITY). Returns the
 -- entry id ('' for a scheduled run), or an error reply with nothing
 -- written when a shared key holds the wrong type, or when Redis refuses
 -- the first write (OOM, READONLY: see taskq_failed). The runs index is
@@ -173,8 +176,12 @@ end
 
 -- taskq_claim_run for r.
 local function taskq_claim_write(r)
-  return taskq_claim_run(r.run_key, r.stream_key, r.runs_key, r.idem_key, r.run_id, r.task, r.input, r.meta, r.key,
-    r.spec, r.hold, r.now, r.delay, r.retry_key)
+  local entry = taskq_claim_run(r.run_key, r.stream_key, r.runs_key, r.idem_key, r.run_id, r.task, r.input, r.meta,
+    r.key, r.spec, r.hold, r.now, r.delay, r.retry_key)
+  if r.prio and type(entry) ~= 'table' then
+    redis.call('HSET', r.run_key, RUN_PRIORITY, r.prio)
+  end
+  return entry
 end
 
 -- Debounce: a run with the debounce strategy waits in the retry set until

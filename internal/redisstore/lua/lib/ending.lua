@@ -146,9 +146,9 @@ end
 -- children are cancelled with it, by the canceller or else by a worker
 -- (see children.go).
 local function taskq_terminate(prefix, group, run_key, run_id, status, now, field, value)
-  local r = redis.call('HMGET', run_key, RUN_TASK, RUN_SPEC, RUN_IDEMPOTENCY_KEY, RUN_ENTRY, RUN_FLAGS)
+  local r = redis.call('HMGET', run_key, RUN_TASK, RUN_SPEC, RUN_IDEMPOTENCY_KEY, RUN_ENTRY, RUN_FLAGS, RUN_PRIORITY)
   local spec = taskq_spec_values(taskq_record_spec(run_key, r[2]))
-  taskq_drop_entry(prefix, group, r[1], r[4])
+  taskq_drop_entry(prefix, group, r[1], r[4], r[6])
   taskq_end(prefix, run_key, run_id, status, now, field, value, spec[SPEC_STRATEGY], r[3], spec[SPEC_RETAIN],
     spec[SPEC_RETENTION], r[5])
   redis.call('ZREM', taskq_key_retry(prefix), run_id)

@@ -1,8 +1,19 @@
 -- stream.lua: a task stream's deliveries: queueing a run again, dropping a
 -- delivery, trimming what was acknowledged.
 
+-- The stream of a task's runs of priority prio: stream, the task's stream
+-- taskq:{ns}:stream:<task>, for the default priority (nil, '' or '1'),
+-- else its lane for prio (see streamLane in layout.go).
+local function taskq_lane(stream, prio)
+  if prio and prio ~= '' and prio ~= '1' then
+    return stream .. STREAM_LANE .. prio
+  end
+  return stream
+end
+
 -- Queues a run again (retry due, debounce window over, requeued) with a
--- stream entry made from its record. Returns the entry id.
+-- stream entry made from its record, in stream, its task's stream, or the
+-- lane of the run's priority (taskq_lane). Returns the entry id.
 --
 -- An entry carries, besides the run id, what its worker needs to run it and
 -- record its outcome: input, metadata, key and the spec (see taskq_spec):
@@ -15,7 +26,8 @@
 -- delivery's next attempt is <attempts begun> + 1 unless the run changed
 -- since (which finish.lua checks when it begins an attempt).
 local function taskq_requeue_entry(stream, run_key, run_id)
-  local f = redis.call('HMGET', run_key, RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_SPEC, RUN_FAILS, RUN_ATTEMPT)
+  local f = redis.call('HMGET', run_key, RUN_INPUT, RUN_META, RUN_IDEMPOTENCY_KEY, RUN_SPEC, RUN_FAILS, RUN_ATTEMPT,
+    RUN_PRIORITY)
   -- No metadata field for none and no key field for no key, as a trigger
   -- writes the entry (see taskq_claim_run); a table is cheap enough off the
   -- trigger's path.
@@ -29,7 +41,7 @@ local function taskq_requeue_entry(stream, run_key, run_id)
   -- The record's spec, and the two values that change between deliveries.
   e[n + 1] = ENTRY_SPEC
   e[n + 2] = (taskq_record_spec(run_key, f[4]) or '') .. ' ' .. (f[5] or 0) .. ' ' .. (f[6] or 0)
-  local entry = redis.call('XADD', stream, '*', unpack(e, 1, n + 2))
+  local entry = redis.call('XADD', taskq_lane(stream, f[7]), '*', unpack(e, 1, n + 2))
   redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ENTRY, entry)
   return entry
 end
@@ -97,6 +109,9 @@ local function taskq_trim_acked(stream, group, acked)
     end
     if not low then
       local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+      if not ms then
+        ms, seq = '0', '0' -- "0": miniredis's for a group that delivered nothing
+      end
       low = ms .. '-' .. string.format('%.0f', tonumber(seq) + 1)
     end
   end
@@ -116,9 +131,10 @@ local function taskq_drop(stream, group, entry)
   taskq_trim_acked(stream, group)
 end
 
--- taskq_drop of a run's delivery, if it has one.
-local function taskq_drop_entry(prefix, group, task, entry)
+-- taskq_drop of a run's delivery, if it has one, from the lane of its
+-- priority prio.
+local function taskq_drop_entry(prefix, group, task, entry, prio)
   if entry and entry ~= '' and task then
-    taskq_drop(taskq_key_stream(prefix, task), group, entry)
+    taskq_drop(taskq_lane(taskq_key_stream(prefix, task), prio), group, entry)
   end
 end
