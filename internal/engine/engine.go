@@ -236,10 +236,10 @@ type Events interface {
 	// event of any of eventKeys; whoever pushed the events wakes them
 	// (WakeRuns).
 	TakeEventWaiters(ctx context.Context, eventKeys []string) ([]string, error)
-	// WakeRuns wakes runs whose handlers wait for a signal or an event
-	// (StatusWaiting with such a Waiting: queued again at once) or may be
-	// about to (a wake during an attempt ends that attempt's signal or
-	// event wait before it waits). Missing, ended and sleeping runs are
+	// WakeRuns wakes runs whose handlers wait for a signal, an event or
+	// their children (StatusWaiting with such a Waiting: queued again at
+	// once) or may be about to (a wake during an attempt ends that
+	// attempt's wait of those kinds before it waits). Missing, ended and sleeping runs are
 	// left alone.
 	WakeRuns(ctx context.Context, runIDs []string) error
 }
