@@ -37,6 +37,15 @@ func Spec(d *task.Definition) task.Spec {
 			s.RateLimits[i] = task.RateLimitSpec{Name: l.Name, Limit: l.Limit, PeriodUs: l.Period.Microseconds(), Units: l.Units, Key: l.Key}
 		}
 	}
+	if w := d.Workflow; w != nil {
+		s.DAG = make(map[string][]string, len(w.Nodes))
+		for _, n := range w.Nodes {
+			s.DAG[n.Task.Name] = append([]string{}, n.Parents...)
+		}
+		if w.OnFailure != nil {
+			s.OnFailure = w.OnFailure.Name
+		}
+	}
 	if i := d.Idempotency; i != nil {
 		s.Expression, s.Strategy = i.Expression, i.Strategy
 		s.TTLMs, s.FallbackTTLMs, s.RetainMs = i.TTL.Milliseconds(), i.FallbackTTL.Milliseconds(), i.Retain.Milliseconds()

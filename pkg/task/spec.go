@@ -32,6 +32,11 @@ type Spec struct {
 
 	// Concurrency is the task's concurrency limit (absent: none).
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
+
+	// DAG is a workflow's nodes, each by its task's name with the names
+	// of its parents, and OnFailure its on-failure task (see Workflow).
+	DAG       map[string][]string `json:"dag,omitempty"`
+	OnFailure string              `json:"onFailure,omitempty"`
 }
 
 // Registered is a spec as a worker registered it.

@@ -154,6 +154,10 @@ type Options struct {
 	// Concurrency, when set, limits how many runs of a group (its
 	// expression's value) run at once, across every worker.
 	Concurrency *Concurrency
+
+	// Workflow, when set, makes the task a workflow: a DAG of tasks that
+	// worker.HandleWorkflow runs for each of its runs.
+	Workflow *Workflow
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -226,6 +230,11 @@ func newDefinition(name string, opts Options, in reflect.Type) (*Definition, err
 	if opts.Concurrency != nil {
 		var err error
 		if opts.Concurrency, concExpr, err = compileConcurrency(opts.Concurrency, opts.Compiler, in, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Workflow != nil {
+		if opts.Workflow, err = checkWorkflow(name, opts.Workflow); err != nil {
 			return nil, err
 		}
 	}
