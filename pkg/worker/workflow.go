@@ -97,10 +97,10 @@ func ParentOutput[I, O any](ctx Context, parent *task.Task[I, O]) (O, error) {
 const workflowRecheckMax = time.Minute
 
 // workflowRecheck is how long a workflow run's attempt-th attempt waits
-// before it looks again: 5 s, doubling with each attempt, up to
+// before it looks again: 1 s, doubling with each attempt, up to
 // workflowRecheckMax.
 func workflowRecheck(attempt int) time.Duration {
-	return min(5*time.Second<<min(max(attempt-1, 0), 4), workflowRecheckMax)
+	return min(time.Second<<min(max(attempt-1, 0), 6), workflowRecheckMax)
 }
 
 // orchestrator runs the DAG of one workflow task (see HandleWorkflow).

@@ -36,6 +36,15 @@ var (
 	})
 )
 
+// dagSolo is a workflow of one node, which no worker of the test handles.
+var (
+	dagLonely = task.Must[in, string]("dag-lonely-node", task.Options{})
+	dagSolo   = task.Must[in, map[string]string]("dag-solo", task.Options{Workflow: &task.Workflow{
+		Nodes:     []task.Node{{Task: dagLonely.Definition()}},
+		OnFailure: dagBad.Definition(),
+	}})
+)
+
 // dagOut is the workflow's output: each node's under its task's name.
 type dagOut struct {
 	A string `json:"dag-a"`
@@ -252,6 +261,59 @@ func TestWorkflowWaitsWithoutASlot(t *testing.T) {
 		info, err := c.Inspector().GetRun(ctx, ref.ID())
 		if err != nil || info.Attempt < 2 || info.Failures != 0 {
 			t.Fatalf("workflow run = %+v, %v; want several attempts, each ended waiting, none failed", info, err)
+		}
+	})
+}
+
+// A node cancelled from outside wakes nobody: the waiting workflow finds
+// it on its own next look, skips what depends on it, runs its on-failure
+// task and fails.
+func TestWorkflowFindsACancelledNodeWithoutAWake(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c := newClient(t, b)
+		runs := &dagRuns{n: map[string]int{}}
+		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
+			_ = worker.Handle(w, dagBad, func(worker.Context, in) (bool, error) {
+				runs.add(dagBad.Name())
+				return true, nil
+			})
+			if err := worker.HandleWorkflow(w, dagSolo); err != nil {
+				t.Fatal(err)
+			}
+		})
+		ref, err := client.RunNoWait(ctx, c, dagSolo, in{ID: "solo"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var node string
+		for node == "" {
+			info, err := c.Inspector().GetRun(ctx, ref.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(info.Workflow) > 0 && info.Status == client.StatusWaiting {
+				node = info.Workflow[0].RunID
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the workflow never waited for its node: %+v", info)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if _, err := c.Handle(node).Cancel(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, err = ref.Result(ctx)
+		var failed *client.RunFailedError
+		if !errors.As(err, &failed) || !strings.Contains(failed.Message, "dag-lonely-node cancelled") {
+			t.Fatalf("workflow = %v; want failed naming its cancelled node", err)
+		}
+		if n := runs.get(dagBad.Name()); n != 1 {
+			t.Fatalf("the on-failure task ran %d times, want 1", n)
 		}
 	})
 }
