@@ -97,3 +97,27 @@ func TestWorkflowNodesOverHTTP(t *testing.T) {
 		}
 	})
 }
+
+// A workflow's task lists its DAG among its registered settings.
+func TestWorkflowTaskOverHTTP(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{})
+		first, second, undo := mustDef(t, "first", task.Options{}), mustDef(t, "second", task.Options{}), mustDef(t, "undo", task.Options{})
+		wf := mustDef(t, "flow", task.Options{Workflow: &task.Workflow{
+			Nodes:     []task.Node{{Task: first}, {Task: second, Parents: []string{"first"}}},
+			OnFailure: undo,
+		}})
+		e.register(taskdef.Spec(wf))
+		r := e.call(http.MethodGet, "/api/v1/tasks", nil).expect(t, http.StatusOK)
+		tasks, _ := r.body["tasks"].([]any)
+		if len(tasks) != 1 {
+			t.Fatalf("tasks: %s", r.raw)
+		}
+		spec, _ := tasks[0].(map[string]any)["spec"].(map[string]any)
+		dag, _ := spec["dag"].(map[string]any)
+		if len(dag) != 2 || len(dag["first"].([]any)) != 0 || dag["second"].([]any)[0] != "first" || spec["onFailure"] != "undo" {
+			t.Fatalf("workflow task: %s", r.raw)
+		}
+	})
+}

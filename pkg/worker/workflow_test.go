@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/taskq/taskq/internal/redistest"
 	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/events"
 	"github.com/taskq/taskq/pkg/task"
 	"github.com/taskq/taskq/pkg/worker"
 )
@@ -24,6 +26,7 @@ var (
 	dagBad  = task.Must[in, bool]("dag-on-failure", task.Options{})
 	dagFlow = task.Must[in, dagOut]("dag-flow", task.Options{
 		Idempotency: task.Status(`"flow:" + input.id`, time.Minute),
+		OnEvents:    []string{"dag.placed"},
 		Workflow: &task.Workflow{
 			Nodes: []task.Node{
 				{Task: dagD.Definition(), Parents: []string{"dag-b", "dag-c"}},
@@ -235,6 +238,42 @@ func TestWorkflowNodeFailureSkipsItsDependants(t *testing.T) {
 		}
 		if runs := childRuns(t, c, dagD.Name()); len(runs) != 0 {
 			t.Fatalf("dag-d has %d runs; want none", len(runs))
+		}
+	})
+}
+
+// An event triggers a workflow as it triggers any task, and a second
+// event for the same key while it runs is deduplicated to it.
+func TestWorkflowTriggeredByAnEvent(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		runs := &dagRuns{n: map[string]int{}}
+		// A worker registers the workflow's subscription, and goes, so
+		// that both events come while the workflow has not ended.
+		if err := startWorker(t, b, worker.Options{}, func(w *worker.Worker) { handleDAG(t, w, runs) }).Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ing, err := events.New(c, events.Options{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := ing.Push(ctx, "dag.placed", json.RawMessage(`{"id":"ev"}`), nil)
+		if err != nil || len(first.Runs) != 1 || first.Runs[0].Outcome != "created" {
+			t.Fatalf("first event = %+v, %v", first, err)
+		}
+		again, err := ing.Push(ctx, "dag.placed", json.RawMessage(`{"id":"ev"}`), nil)
+		if err != nil || len(again.Runs) != 1 || again.Runs[0].Outcome == "created" || again.Runs[0].RunID != first.Runs[0].RunID {
+			t.Fatalf("second event = %+v, %v; want it deduplicated to %s", again, err, first.Runs[0].RunID)
+		}
+		startWorker(t, b, worker.Options{}, func(w *worker.Worker) { handleDAG(t, w, runs) })
+		got, err := client.Ref[dagOut](c, first.Runs[0].RunID).Result(ctx)
+		if err != nil || got.D != "abacd" {
+			t.Fatalf("event-triggered workflow = %+v, %v", got, err)
+		}
+		if n := runs.get("dag-d"); n != 1 {
+			t.Fatalf("dag-d ran %d times, want once", n)
 		}
 	})
 }
