@@ -38,7 +38,11 @@ type RunInfo struct {
 	// Failures counts the attempts that failed, which Retries are spent
 	// on; the others (given back when a worker shut down, taken over after
 	// a lease lapsed) do not count against Retries.
-	Failures       int             `json:"failures,omitempty"`
+	Failures int `json:"failures,omitempty"`
+	// Waits counts the attempts that ended with the handler waiting
+	// durably (worker.SleepFor, WaitForSignal, WaitForEvent, a workflow
+	// waiting for its nodes): neither failures nor redeliveries.
+	Waits          int             `json:"waits,omitempty"`
 	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
 	Strategy       string          `json:"strategy,omitempty"`
 	Input          json.RawMessage `json:"input,omitempty"`
@@ -97,7 +101,7 @@ func optTime(t time.Time) *time.Time {
 
 func runInfo(r *engine.Run) *RunInfo {
 	info := &RunInfo{
-		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries, Failures: r.Fails,
+		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries, Failures: r.Fails, Waits: r.Waits,
 		IdempotencyKey: r.Key, Error: r.Error, CreatedAt: r.Created,
 		StartedAt: optTime(r.Started), FinishedAt: optTime(r.Finished),
 		Input: r.Input, Metadata: r.Meta, Result: r.Result, RetryOf: r.RetryOf, RetriedBy: r.RetriedBy, Parent: r.Parent,

@@ -38,7 +38,7 @@ func waitUntilDue(h *h) {
 	due := h.now.Add(time.Hour)
 	h.wait(d, st, "sleep until later", due)
 	r := h.run(p.RunID)
-	if r.Status != engine.StatusWaiting || r.Waiting != "sleep until later" || r.Fails != 0 || r.Error != "" || r.Attempt != 1 {
+	if r.Status != engine.StatusWaiting || r.Waiting != "sleep until later" || r.Fails != 0 || r.Waits != 1 || r.Error != "" || r.Attempt != 1 {
 		h.Fatalf("waiting run = %+v; want waiting, what it waits for, no failure", r)
 	}
 	if _, held := h.key("k"); !held {
