@@ -270,3 +270,51 @@ func (o *orchestrator) output(ctx context.Context, link *clientlink.Link, states
 	}
 	return json.Marshal(out)
 }
+
+// WaitAll is the durable form of client.WaitAll, for a handler that waits
+// for runs it spawned (Spawn, SpawnMany): while one of them has not ended,
+// the run gives its slot and lease back and waits, with status waiting
+// ("children 2 of 3"), and its handler runs again from the top once they
+// have, as after WaitForSignal; then WaitAll returns their results in the
+// order of refs, and the error client.WaitAll would. A child that ends
+// wakes its parent; the run also looks again by itself, after 1 s, 2 s,
+// 4 s, ... at most a minute apart, which is how it notices runs of refs
+// that are not its children. The code before the call runs again on every
+// wake: spawns get the children spawned before, steps their stored
+// results (see Step).
+func WaitAll[O any](ctx Context, refs []*client.RunRef[O]) ([]O, error) {
+	rc, err := durableOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rc.spawner == nil {
+		return nil, errors.New("worker: WaitAll needs the Context the handler was given")
+	}
+	_, link, err := rc.spawner.client()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, r := range refs {
+		if r != nil && r.RunHandle != nil {
+			ids = append(ids, r.ID())
+		}
+	}
+	if len(ids) > 0 {
+		sts, err := link.Engine.RunTaskStatuses(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("worker: WaitAll: %w", err)
+		}
+		active := 0
+		for _, s := range sts {
+			if s.Status != "" && !engine.IsTerminal(s.Status) {
+				active++
+			}
+		}
+		if active > 0 {
+			panic(&suspension{until: rc.clock().Add(workflowRecheck(rc.attempt)),
+				reason: fmt.Sprintf("%s %d of %d", engine.WaitChildrenPrefix, active, len(ids))})
+		}
+	}
+	return client.WaitAll(ctx, refs)
+}

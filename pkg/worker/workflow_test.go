@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,4 +368,50 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// worker.WaitAll waits for a handler's children without holding its slot:
+// a worker with one slot runs a parent and the children it waits for, and
+// the parent's handler, run again once they have ended, spawns nothing
+// twice.
+func TestDurableWaitAllHoldsNoSlot(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c := newClient(t, b)
+		var ran atomic.Int64
+		startWorker(t, b, worker.Options{Concurrency: 1}, func(w *worker.Worker) {
+			_ = worker.Handle(w, doubleTask, func(_ worker.Context, x childIn) (int, error) {
+				ran.Add(1)
+				return 2 * x.N, nil
+			})
+			_ = worker.Handle(w, spawnParent, func(ctx worker.Context, _ in) (int, error) {
+				refs, err := worker.SpawnMany(ctx, doubleTask, []childIn{{N: 1}, {N: 2}, {N: 3}})
+				if err != nil {
+					return 0, err
+				}
+				results, err := worker.WaitAll(ctx, refs)
+				sum := 0
+				for _, r := range results {
+					sum += r
+				}
+				return sum, err
+			})
+		})
+		ref, err := client.RunNoWait(ctx, c, spawnParent, in{ID: "durable-wait-all"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum, err := ref.Result(ctx); err != nil || sum != 12 {
+			t.Fatalf("parent = %d, %v; want 12", sum, err)
+		}
+		if n := ran.Load(); n != 3 {
+			t.Fatalf("children ran %d times, want 3", n)
+		}
+		info, err := c.Inspector().GetRun(ctx, ref.ID())
+		if err != nil || info.Waits < 1 || len(info.Children) != 3 {
+			t.Fatalf("parent = %+v, %v; want it to have waited, with 3 children", info, err)
+		}
+	})
 }
