@@ -1,7 +1,9 @@
 package taskdef
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
@@ -67,8 +69,8 @@ type NodeState struct {
 	OnFailure bool
 }
 
-// NodeStates derives each node's state, in topological order (a node
-// after its parents, otherwise in the order declared), from the runs the
+// NodeStates derives each node's state, by layer and within a layer in
+// the order declared (so a node comes after its parents), from the runs the
 // workflow run recorded by node name; the on-failure node, if any, comes
 // last. A node whose run was created but is gone counts as failed.
 func NodeStates(d DAG, runs map[string]NodeRun) []NodeState {
@@ -118,6 +120,14 @@ func NodeStates(d DAG, runs map[string]NodeRun) []NodeState {
 			break // a cycle: task.Workflow refuses one
 		}
 	}
+	// By layer, each in the order declared: parents still come first.
+	decl := make(map[string]int, len(d.Nodes))
+	for i, n := range d.Nodes {
+		decl[n.Name] = i
+	}
+	slices.SortStableFunc(out, func(a, b NodeState) int {
+		return cmp.Or(cmp.Compare(a.Layer, b.Layer), cmp.Compare(decl[a.Name], decl[b.Name]))
+	})
 	if d.OnFailure != "" {
 		s := NodeState{Name: d.OnFailure, OnFailure: true}
 		for _, n := range out {

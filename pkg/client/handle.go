@@ -86,8 +86,9 @@ type RunInfo struct {
 	// (positions in the order they were spawned), each with its status.
 	// Set by Inspector.GetRun only.
 	Children []ChildInfo `json:"children,omitempty"`
-	// Workflow is the DAG of a workflow run (task.Workflow): its nodes in
-	// topological order, each with its state, the on-failure task last.
+	// Workflow is the DAG of a workflow run (task.Workflow): its nodes by
+	// layer (so each after its parents), within a layer in the order
+	// declared, each with its state; the on-failure task last.
 	// Set by Inspector.GetRun only, once the run's first attempt began.
 	Workflow []WorkflowNode `json:"workflow,omitempty"`
 }
