@@ -102,9 +102,34 @@ func (a *app) runsGetCmd() *cobra.Command {
 			if err := p.attempts(info.Attempts); err != nil {
 				return err
 			}
+			if err := p.workflow(info.Workflow); err != nil {
+				return err
+			}
 			return p.children(info.Children)
 		}),
 	}
+}
+
+// workflow prints a workflow run's nodes as a table, in topological
+// order: nothing for another run.
+func (p *printer) workflow(ns []client.WorkflowNode) error {
+	if len(ns) == 0 {
+		return nil
+	}
+	fmt.Fprintln(p.w, "\nWorkflow:")
+	rows := make([][]string, len(ns))
+	for i, n := range ns {
+		status := string(n.Status)
+		if status == "" {
+			status = "pending"
+		}
+		after := strings.Join(n.Parents, ",")
+		if n.OnFailure {
+			after = "(on failure)"
+		}
+		rows[i] = []string{strconv.Itoa(n.Layer), n.Name, after, status, n.RunID, n.Reason}
+	}
+	return p.Table([]string{"LAYER", "NODE", "AFTER", "STATUS", "RUN", "REASON"}, rows)
 }
 
 // childrenShown bounds the children runs get lists; -o json has them all.

@@ -252,11 +252,11 @@ type Events interface {
 	// after (its pusher died before it woke them): taken counts the keys
 	// looked at, woken the runs woken.
 	RecoverEventWaiters(ctx context.Context, now time.Time, grace time.Duration, limit int) (taken, woken int, err error)
-	// WakeRuns wakes runs whose handlers wait for a signal or an event
-	// (StatusWaiting with such a Waiting: queued again at once) or may be
-	// about to (a wake during an attempt ends that attempt's signal or
-	// event wait before it waits). Missing, ended and sleeping runs are
-	// left alone.
+	// WakeRuns wakes runs whose handlers wait for a signal, an event or
+	// their children (StatusWaiting with such a Waiting: queued again at
+	// once) or may be about to (a wake during an attempt ends that
+	// attempt's wait of those kinds before it waits). Missing, ended and
+	// sleeping runs are left alone.
 	WakeRuns(ctx context.Context, runIDs []string) error
 }
 

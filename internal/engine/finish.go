@@ -20,11 +20,13 @@ const (
 )
 
 // What a waiting run waits for (its Waiting) starts with one of these
-// when a wake ends its wait before its due time: a signal to the run, or
-// an event of the key it waits for (Runs.WakeRuns).
+// when a wake ends its wait before its due time: a signal to the run, an
+// event of the key it waits for, or the end of one of its children (each
+// woken by Runs.WakeRuns).
 const (
-	WaitSignalPrefix = "signal"
-	WaitEventPrefix  = "event"
+	WaitSignalPrefix   = "signal"
+	WaitEventPrefix    = "event"
+	WaitChildrenPrefix = "children"
 )
 
 // FinishParams report the end of an attempt.

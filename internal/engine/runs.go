@@ -15,6 +15,9 @@ type Run struct {
 	Retain   time.Duration
 	Attempt  int
 	Fails    int
+	// Waits counts the attempts that ended with the handler waiting
+	// durably (OutcomeWait).
+	Waits    int
 	Retries  int
 	Timeout  time.Duration
 	Result   []byte

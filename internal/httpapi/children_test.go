@@ -59,3 +59,65 @@ func TestRunParentAndChildrenOverHTTP(t *testing.T) {
 		}
 	})
 }
+
+// A workflow run lists its nodes over HTTP, each with its state, the
+// answer validated against the contract.
+func TestWorkflowNodesOverHTTP(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{})
+		def := mustDef(t, "flow-http", task.Options{})
+		e.register(taskdef.Spec(def))
+		wf := e.call(http.MethodPost, "/api/v1/tasks/flow-http/runs", map[string]any{"input": map[string]any{}}).
+			expect(t, http.StatusCreated).str("runId")
+		link := clientlink.Of(e.c)
+		ctx := context.Background()
+		dag := `{"nodes":[{"name":"first"},{"name":"second","parents":["first"]}]}`
+		if _, err := link.Engine.SaveStepResult(ctx, wf, taskdef.DAGStep, []byte(dag)); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := link.Spawn(ctx, clientlink.SpawnRequest{Def: def, Parent: wf, Inputs: [][]byte{[]byte(`{}`)},
+			Options: []any{client.ChildName("first")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.Handle(ids[0]).Cancel(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := e.call(http.MethodGet, "/api/v1/runs/"+wf, nil).expect(t, http.StatusOK)
+		nodes, _ := r.body["workflow"].([]any)
+		if len(nodes) != 2 {
+			t.Fatalf("workflow run: %s", r.raw)
+		}
+		first, second := nodes[0].(map[string]any), nodes[1].(map[string]any)
+		if first["name"] != "first" || first["runId"] != ids[0] || first["status"] != "cancelled" || first["layer"] != 0.0 ||
+			second["name"] != "second" || second["status"] != "skipped" || second["reason"] != `parent "first" cancelled` ||
+			second["layer"] != 1.0 || second["runId"] != nil {
+			t.Fatalf("nodes: %v", nodes)
+		}
+	})
+}
+
+// A workflow's task lists its DAG among its registered settings.
+func TestWorkflowTaskOverHTTP(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{})
+		first, second, undo := mustDef(t, "first", task.Options{}), mustDef(t, "second", task.Options{}), mustDef(t, "undo", task.Options{})
+		wf := mustDef(t, "flow", task.Options{Workflow: &task.Workflow{
+			Nodes:     []task.Node{{Task: first}, {Task: second, Parents: []string{"first"}}},
+			OnFailure: undo,
+		}})
+		e.register(taskdef.Spec(wf))
+		r := e.call(http.MethodGet, "/api/v1/tasks", nil).expect(t, http.StatusOK)
+		tasks, _ := r.body["tasks"].([]any)
+		if len(tasks) != 1 {
+			t.Fatalf("tasks: %s", r.raw)
+		}
+		spec, _ := tasks[0].(map[string]any)["spec"].(map[string]any)
+		dag, _ := spec["dag"].(map[string]any)
+		if len(dag) != 2 || len(dag["first"].([]any)) != 0 || dag["second"].([]any)[0] != "first" || spec["onFailure"] != "undo" {
+			t.Fatalf("workflow task: %s", r.raw)
+		}
+	})
+}

@@ -202,12 +202,14 @@ const (
 
 // What a waiting run waits for (runWaiting) starts with one of these when
 // a wake (a signal, an event of the key it waits for) ends its wait before
-// its due time (engine.WaitSignalPrefix, engine.WaitEventPrefix).
+// its due time (engine.WaitSignalPrefix, engine.WaitEventPrefix,
+// engine.WaitChildrenPrefix).
 //
 //taskq:lua const
 const (
-	waitSignalPrefix = "signal"
-	waitEventPrefix  = "event"
+	waitSignalPrefix   = "signal"
+	waitEventPrefix    = "event"
+	waitChildrenPrefix = "children"
 )
 
 // Fields of a run record written before runSpec held its settings, one

@@ -39,7 +39,7 @@ func parseRun(id string, h map[string]string) *engine.Run {
 		ID: id, Task: h[runTask], Status: h[runStatus], Key: h[runIdempotencyKey], Strategy: strat,
 		Hold:    time.Duration(spec[specHold]) * time.Millisecond,
 		Retain:  time.Duration(spec[specRetain]) * time.Millisecond,
-		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Retries: int(spec[specRetries]),
+		Attempt: int(i(runAttempt)), Fails: int(i(runFails)), Waits: int(i(runWaits)), Retries: int(spec[specRetries]),
 		Timeout: time.Duration(spec[specTimeout]) * time.Millisecond,
 		Error:   h[runError], Consumer: h[runConsumer], RetryOf: h[runRetryOf], RetriedBy: h[runRetriedBy],
 		Waiting: h[runWaiting], ConcurrencyGroup: h[runConcurrencyGroup], Priority: recordPriority(h[runPriority]),

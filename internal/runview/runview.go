@@ -11,14 +11,15 @@ import "github.com/taskq/taskq/pkg/client"
 // counting: given back when a worker shut down, or taken over after a
 // lease lapsed. A run given back at a shutdown and then run to success by
 // another worker has Attempt 2 with no retries allowed: 1 counted of at
-// most 1, and 1 redelivered.
+// most 1, and 1 redelivered. Attempts that ended waiting durably (Waits)
+// are neither.
 func CountedAttempts(r *client.RunInfo) (counted, redelivered int) {
 	counted = r.Failures
-	if r.Status != client.StatusQueued && r.Attempt > r.Failures {
+	if r.Status != client.StatusQueued && r.Status != client.StatusWaiting && r.Attempt > r.Failures+r.Waits {
 		counted++ // the running or last attempt, however it ended
 	}
 	counted = min(counted, r.Attempt)
-	return counted, r.Attempt - counted
+	return counted, max(r.Attempt-counted-r.Waits, 0)
 }
 
 // Retryable reports whether Inspector.RetryRun would retry r: it failed or

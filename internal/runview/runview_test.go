@@ -19,6 +19,8 @@ func TestCountedAttempts(t *testing.T) {
 		{"failed twice, waiting for a retry", client.RunInfo{Status: client.StatusQueued, Attempt: 2, Failures: 2}, 2, 0},
 		{"failed once, lapsed once, running", client.RunInfo{Status: client.StatusRunning, Attempt: 3, Failures: 1}, 2, 1},
 		{"failed on its last attempt", client.RunInfo{Status: client.StatusFailed, Attempt: 2, Failures: 2}, 2, 0},
+		{"waiting after two waits", client.RunInfo{Status: client.StatusWaiting, Attempt: 2, Waits: 2}, 0, 0},
+		{"succeeded after three waits and a lapse", client.RunInfo{Status: client.StatusSucceeded, Attempt: 5, Waits: 3}, 1, 1},
 	} {
 		if c, r := runview.CountedAttempts(&tc.r); c != tc.counted || r != tc.redelivered {
 			t.Errorf("%s: counted %d, redelivered %d; want %d, %d", tc.name, c, r, tc.counted, tc.redelivered)

@@ -38,6 +38,15 @@ func Spec(d *task.Definition) task.Spec {
 				UnitsExpression: l.UnitsExpression, LimitExpression: l.LimitExpression}
 		}
 	}
+	if w := d.Workflow; w != nil {
+		s.DAG = make(map[string][]string, len(w.Nodes))
+		for _, n := range w.Nodes {
+			s.DAG[n.Task.Name] = append([]string{}, n.Parents...)
+		}
+		if w.OnFailure != nil {
+			s.OnFailure = w.OnFailure.Name
+		}
+	}
 	if i := d.Idempotency; i != nil {
 		s.Expression, s.Strategy = i.Expression, i.Strategy
 		s.TTLMs, s.FallbackTTLMs, s.RetainMs = i.TTL.Milliseconds(), i.FallbackTTL.Milliseconds(), i.Retain.Milliseconds()

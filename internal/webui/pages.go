@@ -202,6 +202,9 @@ type runData struct {
 	// spawned (Run.Children has them all).
 	Parent   *client.RunInfo
 	Children []client.ChildInfo
+	// Layers are a workflow run's nodes by layer (Run.Workflow), drawn
+	// as its DAG; none for another run.
+	Layers [][]client.WorkflowNode
 }
 
 // childrenShown is how many children the run page lists.
@@ -324,6 +327,12 @@ func (u *UI) runParts(ctx context.Context, d *runData) error {
 // lists.
 func (u *UI) runFamily(ctx context.Context, d *runData) error {
 	d.Children = d.Run.Children[:min(len(d.Run.Children), childrenShown)]
+	for _, n := range d.Run.Workflow {
+		for len(d.Layers) <= n.Layer {
+			d.Layers = append(d.Layers, nil)
+		}
+		d.Layers[n.Layer] = append(d.Layers[n.Layer], n)
+	}
 	if d.Run.Parent == "" {
 		return nil
 	}

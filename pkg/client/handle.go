@@ -41,6 +41,10 @@ type RunInfo struct {
 	Failures int `json:"failures,omitempty"`
 	// Priority is the run's priority, 1 (the lowest, the default) to 3.
 	Priority       int             `json:"priority"`
+	// Waits counts the attempts that ended with the handler waiting
+	// durably (worker.SleepFor, WaitForSignal, WaitForEvent, a workflow
+	// waiting for its nodes): neither failures nor redeliveries.
+	Waits          int             `json:"waits,omitempty"`
 	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
 	Strategy       string          `json:"strategy,omitempty"`
 	Input          json.RawMessage `json:"input,omitempty"`
@@ -89,6 +93,11 @@ type RunInfo struct {
 	// (positions in the order they were spawned), each with its status.
 	// Set by Inspector.GetRun only.
 	Children []ChildInfo `json:"children,omitempty"`
+	// Workflow is the DAG of a workflow run (task.Workflow): its nodes by
+	// layer (so each after its parents), within a layer in the order
+	// declared, each with its state; the on-failure task last.
+	// Set by Inspector.GetRun only, once the run's first attempt began.
+	Workflow []WorkflowNode `json:"workflow,omitempty"`
 }
 
 func optTime(t time.Time) *time.Time {
@@ -100,7 +109,7 @@ func optTime(t time.Time) *time.Time {
 
 func runInfo(r *engine.Run) *RunInfo {
 	info := &RunInfo{
-		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries, Failures: r.Fails,
+		ID: r.ID, Task: r.Task, Status: Status(r.Status), Attempt: r.Attempt, Retries: r.Retries, Failures: r.Fails, Waits: r.Waits,
 		IdempotencyKey: r.Key, Error: r.Error, CreatedAt: r.Created,
 		StartedAt: optTime(r.Started), FinishedAt: optTime(r.Finished),
 		Input: r.Input, Metadata: r.Meta, Result: r.Result, RetryOf: r.RetryOf, RetriedBy: r.RetriedBy, Parent: r.Parent,

@@ -99,7 +99,10 @@ func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *engine.Run
 	info.Attempts = attemptsOf(r, parts.Attempts)
 	info.SignalCount, info.StepCount = int(parts.Signals), int(parts.Steps)
 	in.withGroups(ctx, info)
-	return in.withChildren(ctx, info, r)
+	if err := in.withChildren(ctx, info, r); err != nil {
+		return err
+	}
+	return in.withWorkflow(ctx, info, r)
 }
 
 // withGroups sets info's concurrency groups, derived from its input by its

@@ -35,6 +35,11 @@ type Spec struct {
 	// Concurrency are the task's concurrency limits, in order (absent:
 	// none).
 	Concurrency []Concurrency `json:"concurrencyLimits,omitempty"`
+
+	// DAG is a workflow's nodes, each by its task's name with the names
+	// of its parents, and OnFailure its on-failure task (see Workflow).
+	DAG       map[string][]string `json:"dag,omitempty"`
+	OnFailure string              `json:"onFailure,omitempty"`
 }
 
 // Registered is a spec as a worker registered it.

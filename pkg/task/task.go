@@ -163,6 +163,10 @@ type Options struct {
 	// runs of a higher priority first, and a lower priority's run waits
 	// behind a bounded number of them (see docs/scheduling.md).
 	Priority int
+
+	// Workflow, when set, makes the task a workflow: a DAG of tasks that
+	// worker.HandleWorkflow runs for each of its runs.
+	Workflow *Workflow
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -236,6 +240,11 @@ func newDefinition(name string, opts Options, in reflect.Type) (*Definition, err
 	concExprs, err := compileConcurrency(&opts, in, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Workflow != nil {
+		if opts.Workflow, err = checkWorkflow(name, opts.Workflow); err != nil {
+			return nil, err
+		}
 	}
 	d := &Definition{Name: name, Options: opts, rate: rate, concExprs: concExprs}
 	if opts.Idempotency == nil {

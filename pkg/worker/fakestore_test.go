@@ -235,6 +235,8 @@ func (f *fakeStore) Requeue(_ context.Context, runID, _ string, _ int) (engine.F
 	return engine.FinishResult{Written: true, Status: engine.StatusQueued}, nil
 }
 
+func (f *fakeStore) WakeRuns(context.Context, []string) error { return nil }
+
 func (f *fakeStore) AddEventWaiter(context.Context, string, string, time.Time) error { return nil }
 
 func (f *fakeStore) PageEvents(context.Context, string, *engine.IndexEntry, int) ([]engine.IndexEntry, error) {

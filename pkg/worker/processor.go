@@ -24,6 +24,7 @@ type processorStore interface {
 	runStore
 	StartBatch(ctx context.Context, consumer string, now time.Time, ds []engine.Delivery) ([]engine.StartResult, []error)
 	Requeue(ctx context.Context, runID, task string, attempt int) (engine.FinishResult, error)
+	WakeRuns(ctx context.Context, runIDs []string) error
 }
 
 // processor runs the handlers of the deliveries the fetcher and the
@@ -551,8 +552,22 @@ func (p *processor) recorded(a *attempt, res engine.FinishResult) {
 			p.countWait(a.d, a.startedAt)
 		}
 		p.stats.Ran(a.finish.Now, a.task, a.finish.Outcome, a.finish.Now.Sub(a.startedAt))
+		if parent := engine.ParentOf(a.rc.key); parent != "" && engine.IsTerminal(res.Status) {
+			go p.wakeParent(parent)
+		}
 	}
 	p.end(a)
+}
+
+// wakeParent wakes the parent of a child run that ended, should it wait
+// for its children (a workflow, see HandleWorkflow). A wake that fails is
+// only logged: a waiting workflow looks again by itself (workflowRecheck).
+func (p *processor) wakeParent(parent string) {
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	if err := p.store.WakeRuns(ctx, []string{parent}); err != nil {
+		p.log.Debug("taskq: waking the parent of a run that ended failed; it looks again by itself", "parent", parent, "err", err)
+	}
 }
 
 // countWait counts in the run statistics the queue wait of d's attempt,

@@ -85,6 +85,8 @@ func TestMain(m *testing.M) {
 		os.Exit(concurrencyWorker())
 	case "spawner":
 		os.Exit(spawnerWorker())
+	case "dag":
+		os.Exit(dagWorker())
 	case "nap":
 		os.Exit(napWorker())
 	case "stock":

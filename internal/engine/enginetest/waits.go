@@ -20,6 +20,7 @@ var waitCases = []suiteCase{
 	{"EventWaitersAreForgottenOnlyAsRead", eventWaiters},
 	{"RecoveryWakesWaitersAnEventCameAfter", recoverEventWaiters},
 	{"WakeRunsWakesEventAndSignalWaitsOnly", wakeRuns},
+	{"WakeRunsWakesAWaitForChildren", wakeChildrenWait},
 }
 
 // wait ends d's attempt st waiting for what, until due (zero: no timeout).
@@ -38,7 +39,7 @@ func waitUntilDue(h *h) {
 	due := h.now.Add(time.Hour)
 	h.wait(d, st, "sleep until later", due)
 	r := h.run(p.RunID)
-	if r.Status != engine.StatusWaiting || r.Waiting != "sleep until later" || r.Fails != 0 || r.Error != "" || r.Attempt != 1 {
+	if r.Status != engine.StatusWaiting || r.Waiting != "sleep until later" || r.Fails != 0 || r.Waits != 1 || r.Error != "" || r.Attempt != 1 {
 		h.Fatalf("waiting run = %+v; want waiting, what it waits for, no failure", r)
 	}
 	if _, held := h.key("k"); !held {
@@ -327,5 +328,39 @@ func wakeRuns(h *h) {
 	st2 := h.start("w", h.only(h.read("t", "w"), p.RunID))
 	if !st2.Started || st2.Attempt != 2 {
 		h.Fatalf("start of the woken run = %+v", st2)
+	}
+}
+
+// A run waiting for its children (a workflow) is woken by WakeRuns before
+// its due time; a wake that comes while its attempt runs, before it
+// waits, ends that attempt's wait at once, as for a signal.
+func wakeChildrenWait(h *h) {
+	p := h.params("t", "k", engine.StrategyStatus)
+	d, st := h.running(p, "w")
+	h.wait(d, st, engine.WaitChildrenPrefix+" b, c", h.now.Add(time.Minute))
+	if r := h.run(p.RunID); r.Waiting != engine.WaitChildrenPrefix+" b, c" {
+		h.Fatalf("waiting for children = %+v", r)
+	}
+	if err := h.e.WakeRuns(h.ctx, []string{p.RunID}); err != nil {
+		h.Fatal(err)
+	}
+	if r := h.run(p.RunID); r.Status != engine.StatusQueued || r.Waiting != "" {
+		h.Fatalf("woken children wait = %+v; want queued", r)
+	}
+	if _, dues, err := h.e.GetRuns(h.ctx, []string{p.RunID}); err != nil || !dues[0].IsZero() {
+		h.Fatalf("due of the woken run = %v, %v; want none (out of the retry set)", dues, err)
+	}
+	d2 := h.only(h.read("t", "w"), p.RunID)
+	st2 := h.start("w", d2)
+	if err := h.e.WakeRuns(h.ctx, []string{p.RunID}); err != nil {
+		h.Fatal(err)
+	}
+	fp := h.outcome(d2, st2, engine.OutcomeWait, engine.WaitChildrenPrefix)
+	fp.RetryAt = h.now.Add(time.Minute)
+	if r := h.finish(fp); !r.Written || r.Status != engine.StatusQueued {
+		h.Fatalf("children wait after a wake during its attempt = %+v; want queued again", r)
+	}
+	if st := h.start("w", h.only(h.read("t", "w"), p.RunID)); !st.Started || st.Attempt != 3 {
+		h.Fatalf("start after the wake = %+v", st)
 	}
 }

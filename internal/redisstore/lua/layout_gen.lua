@@ -137,9 +137,11 @@ local STATUS_WAITING = 'waiting'
 
 -- What a waiting run waits for (runWaiting) starts with one of these when
 -- a wake (a signal, an event of the key it waits for) ends its wait before
--- its due time (engine.WaitSignalPrefix, engine.WaitEventPrefix).
+-- its due time (engine.WaitSignalPrefix, engine.WaitEventPrefix,
+-- engine.WaitChildrenPrefix).
 local WAIT_SIGNAL_PREFIX = 'signal'
 local WAIT_EVENT_PREFIX = 'event'
+local WAIT_CHILDREN_PREFIX = 'children'
 
 -- Fields of a run record written before runSpec held its settings, one
 -- field each: read only to make such a record's spec (taskq_record_spec in

@@ -1,6 +1,6 @@
 #!lua flags=allow-oom
--- wake.lua: wakes runs whose handlers wait durably for an event (or a
--- signal): each run still waiting for one is queued again at once, and a
+-- wake.lua: wakes runs whose handlers wait durably for an event, a
+-- signal or their children: each run still waiting is queued again at once, and a
 -- run whose handler is at work has the wake recorded against its attempt
 -- (taskq_wake in lib/signals.lua). Runs that are missing, ended, or wait
 -- for something else (a sleep) are left alone. Any number of runs per

@@ -3,10 +3,11 @@
 -- owner as a signal (enqueue.lua).
 
 -- Reports whether a run waiting for what (its RUN_WAITING) is woken by a
--- wake: a signal wait or an event wait.
+-- wake: a signal wait, an event wait or a wait for its children.
 local function taskq_wakeable(what)
   return what ~= nil and what ~= false and (string.sub(what, 1, #WAIT_SIGNAL_PREFIX) == WAIT_SIGNAL_PREFIX or
-    string.sub(what, 1, #WAIT_EVENT_PREFIX) == WAIT_EVENT_PREFIX)
+    string.sub(what, 1, #WAIT_EVENT_PREFIX) == WAIT_EVENT_PREFIX or
+    string.sub(what, 1, #WAIT_CHILDREN_PREFIX) == WAIT_CHILDREN_PREFIX)
 end
 
 -- Wakes a run (status, not ended) whose handler waits durably for a
