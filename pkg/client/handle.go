@@ -40,7 +40,7 @@ type RunInfo struct {
 	// a lease lapsed) do not count against Retries.
 	Failures int `json:"failures,omitempty"`
 	// Priority is the run's priority, 1 (the lowest, the default) to 3.
-	Priority       int             `json:"priority"`
+	Priority int `json:"priority"`
 	// Waits counts the attempts that ended with the handler waiting
 	// durably (worker.SleepFor, WaitForSignal, WaitForEvent, a workflow
 	// waiting for its nodes): neither failures nor redeliveries.
