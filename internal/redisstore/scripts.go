@@ -118,7 +118,11 @@ func loadScript(name string) *script {
 		mods.WriteString(moduleSources[m] + "\n")
 	}
 	layout := layoutShared + "\n" + sc.section + "\n"
-	plain := layout + mods.String() + sc.body
+	// The body runs as a function, as in the library: its locals get a
+	// frame of their own, apart from the layout's and the modules'
+	// (gopher-lua, miniredis's Lua, counts both against one limit).
+	body := "local function taskq_main(KEYS, ARGV)\n" + sc.body + "\nend\nreturn taskq_main(KEYS, ARGV)\n"
+	plain := layout + mods.String() + body
 	sc.publishes = strings.Contains(mods.String()+sc.body, "CMD_PUBLISH")
 	sc.src = shebang + plain
 	sc.Script = redis.NewScript(sc.src)
@@ -126,7 +130,7 @@ func loadScript(name string) *script {
 		sc.plain = redis.NewScript(plain)
 	}
 	if sc.publishes {
-		sc.sharded = redis.NewScript(shebang + layout + cmdPublishSharded + mods.String() + sc.body)
+		sc.sharded = redis.NewScript(shebang + layout + cmdPublishSharded + mods.String() + body)
 	}
 	return sc
 }
