@@ -2,6 +2,7 @@ package redisguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -17,6 +18,12 @@ import (
 type ClusterNodeError struct {
 	Addr string
 }
+
+// ErrClusterNode matches every *ClusterNodeError.
+var ErrClusterNode = errors.New("redis: a node of a Redis Cluster reached as one server")
+
+// Is makes errors.Is(err, ErrClusterNode) hold.
+func (e *ClusterNodeError) Is(target error) bool { return target == ErrClusterNode }
 
 func (e *ClusterNodeError) Error() string {
 	return fmt.Sprintf("Redis at %s is a node of a Redis Cluster (cluster_enabled:1), and a redis:// URL reaches that "+

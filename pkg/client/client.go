@@ -36,11 +36,12 @@ const (
 // RedisURLSchemes lists the schemes Options.RedisURL may have.
 const RedisURLSchemes = connect.Schemes
 
-// ClusterNodeError says Options.RedisURL (redis:// or rediss://) or
-// Options.Redis points at one node of a Redis Cluster, which it would
-// reach alone: use a redis+cluster:// URL. New refuses it when Redis
-// answers then, or else the first call does (see docs/operations.md).
-type ClusterNodeError = redisguard.ClusterNodeError
+// ErrClusterNode matches the error with which New (when Redis answers
+// then, or else the first call) refuses an Options.RedisURL (redis:// or
+// rediss://) or Options.Redis that points at one node of a Redis Cluster,
+// which it would reach alone; its message names the redis+cluster:// URL
+// to use (see docs/operations.md).
+var ErrClusterNode = redisguard.ErrClusterNode
 
 // RedisURLEnv names the environment variable read when no Redis is given.
 const RedisURLEnv = "TASKQ_REDIS_URL"
@@ -72,7 +73,7 @@ type Options struct {
 	Redis redis.UniversalClient
 	// RedisURL (see RedisURLSchemes) is used when Redis is nil: a
 	// redis+cluster:// URL for a Redis Cluster, whose nodes New refuses
-	// under redis:// (*ClusterNodeError). The
+	// under redis:// (ErrClusterNode). The
 	// client dialled from it heeds each call's deadline, and its dial, read
 	// and write timeouts are at most OperationTimeout.
 	RedisURL string
@@ -84,7 +85,7 @@ type Options struct {
 	// adopts the count the namespace recorded when it was first used, or,
 	// for a namespace never used, records 1 on a single Redis and 16 on a
 	// Redis Cluster (see docs/scaling.md). A count set here must be the
-	// recorded one: New fails with a *PartitionsMismatchError otherwise (or
+	// recorded one: New fails with ErrPartitionsMismatch otherwise (or
 	// the first call does, when Redis cannot be reached at New).
 	Partitions int
 	// Retention is how long a run record is kept after the run ends.
@@ -292,8 +293,7 @@ func New(opts Options) (c *Client, err error) {
 		ctx, cancel := context.WithTimeout(context.Background(), opts.OperationTimeout)
 		_, err := st.PartitionCount(ctx)
 		cancel()
-		var mismatch *PartitionsMismatchError
-		if errors.As(err, &mismatch) {
+		if errors.Is(err, ErrPartitionsMismatch) {
 			guard.Stop()
 			_ = conn.Close()
 			return nil, fmt.Errorf("client: %w", err)

@@ -163,13 +163,11 @@ func (e *DurabilityError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrNotDurable) hold.
-func (e *DurabilityError) Is(target error) bool { return target == ErrNotDurable }
-
-// Unwrap returns why waiting failed and, for a rejected duplicate, the
-// collision, so that errors.As finds an *IdempotencyCollisionError too.
+// Unwrap returns ErrNotDurable (so that errors.Is matches it), why
+// waiting failed and, for a rejected duplicate, the collision, so that
+// errors.As finds an *IdempotencyCollisionError too.
 func (e *DurabilityError) Unwrap() []error {
-	var out []error
+	out := []error{ErrNotDurable}
 	if e.Err != nil {
 		out = append(out, e.Err)
 	}

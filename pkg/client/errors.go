@@ -44,12 +44,9 @@ var ErrWrongType = engine.ErrWrongType
 // Options.AllowEvictingRedis accepts the risk.
 var ErrEvictingRedis = redisguard.ErrEvictingPolicy
 
-// PartitionsMismatchError says Options.Partitions is not the partition
-// count the namespace recorded when it was first used: New (or the first
-// call) fails with it. It carries the recorded count.
-type PartitionsMismatchError = engine.PartitionsMismatchError
-
-// ErrPartitionsMismatch matches every *PartitionsMismatchError.
+// ErrPartitionsMismatch matches the error with which New (or the first
+// call) fails when Options.Partitions is not the partition count the
+// namespace recorded when it was first used; its message names both.
 var ErrPartitionsMismatch = engine.ErrPartitionsMismatch
 
 // ErrInvalidNamespace matches the error with which New refuses an

@@ -59,15 +59,13 @@ func (e *UnavailableError) Error() string {
 	return msg
 }
 
-// Is makes errors.Is(err, ErrUnavailable) hold.
-func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
-
-// Unwrap returns the underlying errors (a deadline, a refused connection).
+// Unwrap returns ErrUnavailable (so that errors.Is matches it) and the
+// underlying errors (a deadline, a refused connection).
 func (e *UnavailableError) Unwrap() []error {
 	if e.DialErr != nil {
-		return []error{e.Err, e.DialErr}
+		return []error{ErrUnavailable, e.Err, e.DialErr}
 	}
-	return []error{e.Err}
+	return []error{ErrUnavailable, e.Err}
 }
 
 // dialRecorder is a go-redis hook that remembers the last failed dial, so

@@ -34,11 +34,14 @@ func (e *InvalidEventError) Error() string {
 	return fmt.Sprintf("%s%s %s", eventLabel(e.Index), e.Field, e.Message)
 }
 
-// Is makes errors.Is(err, ErrInvalidEvent) hold.
-func (e *InvalidEventError) Is(target error) bool { return target == ErrInvalidEvent }
-
-// Unwrap returns the *client.LimitError of a field over its size limit.
-func (e *InvalidEventError) Unwrap() error { return e.Err }
+// Unwrap returns ErrInvalidEvent (so that errors.Is matches it) and, for
+// a field over its size limit, the *client.LimitError.
+func (e *InvalidEventError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrInvalidEvent}
+	}
+	return []error{ErrInvalidEvent, e.Err}
+}
 
 // FanoutPendingError says an event was stored but what it does to its
 // subscribed tasks could not all be written at once: Redis refused or did

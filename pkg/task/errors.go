@@ -47,17 +47,19 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("task %q: %s: %s", e.Task, e.Field, e.Message)
 }
 
-// Is makes errors.Is(err, ErrInvalidSchedule) hold for a schedule's
-// error, errors.Is(err, ErrInvalidConfig) for any other.
-func (e *ConfigError) Is(target error) bool {
+// Unwrap returns ErrInvalidSchedule for a schedule's error and
+// ErrInvalidConfig for any other (so that errors.Is matches them), and the
+// underlying error.
+func (e *ConfigError) Unwrap() []error {
+	kind := ErrInvalidConfig
 	if e.schedule {
-		return target == ErrInvalidSchedule
+		kind = ErrInvalidSchedule
 	}
-	return target == ErrInvalidConfig
+	if e.Err == nil {
+		return []error{kind}
+	}
+	return []error{kind, e.Err}
 }
-
-// Unwrap returns the underlying error.
-func (e *ConfigError) Unwrap() error { return e.Err }
 
 // The kinds of *KeyError: which of a task's expressions failed.
 const (

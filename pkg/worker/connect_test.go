@@ -28,9 +28,8 @@ func TestStartRefusesOneNodeOfACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = w.Start(context.Background())
-	var cn *client.ClusterNodeError
-	if !errors.As(err, &cn) || !strings.Contains(err.Error(), "redis+cluster://"+node) {
+	if !errors.Is(err, client.ErrClusterNode) || !strings.Contains(err.Error(), "redis+cluster://"+node) {
 		_ = w.Shutdown(context.Background())
-		t.Fatalf("Start with redis:// to cluster node %s: %v; want a *client.ClusterNodeError naming redis+cluster://", node, err)
+		t.Fatalf("Start with redis:// to cluster node %s: %v; want ErrClusterNode naming redis+cluster://", node, err)
 	}
 }

@@ -60,8 +60,8 @@ type Options struct {
 	// characters of A-Z a-z 0-9 _ . : - (else New fails with an
 	// *InvalidNamespaceError).
 	Namespace string
-	// Partitions is the namespace's partition count: Start fails with a
-	// *PartitionsMismatchError when the namespace recorded another when it
+	// Partitions is the namespace's partition count: Start fails with an
+	// error matching client.ErrPartitionsMismatch when the namespace recorded another when it
 	// was first used. 0 (the default) adopts the recorded count, or, for a
 	// namespace never used, records 1 on a single Redis and 16 on a Redis
 	// Cluster. The worker reads every partition (docs/scaling.md).
