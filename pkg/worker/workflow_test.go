@@ -279,6 +279,35 @@ func TestWorkflowTriggeredByAnEvent(t *testing.T) {
 	})
 }
 
+// A cron schedule triggers a workflow as it triggers any task: the run of
+// a tick (here fired at once with Schedules.TriggerNow, through the path a
+// tick takes) runs the whole DAG, each node once.
+func TestWorkflowTriggeredByASchedule(t *testing.T) {
+	t.Parallel()
+	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		runs := &dagRuns{n: map[string]int{}}
+		sched := task.Schedule{Name: "nightly-flow", Task: dagFlow.Name(), Cron: "0 3 * * *", Input: []byte(`{"id":"cron"}`)}
+		startWorker(t, b, worker.Options{Schedules: []task.Schedule{sched}}, func(w *worker.Worker) { handleDAG(t, w, runs) })
+		h, err := c.Schedules().TriggerNow(ctx, sched.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		got, err := client.Ref[dagOut](c, h.ID()).Result(rctx)
+		if err != nil || got.D != "abacd" {
+			t.Fatalf("scheduled workflow = %+v, %v", got, err)
+		}
+		for _, n := range []string{"dag-a", "dag-b", "dag-c", "dag-d"} {
+			if runs.get(n) != 1 {
+				t.Fatalf("%s ran %d times, want once", n, runs.get(n))
+			}
+		}
+	})
+}
+
 // A workflow holds no worker slot while it waits for its nodes: a worker
 // with one slot runs the whole diamond, each node in the slot the
 // workflow gave back when it began waiting (were it held, no node could
