@@ -24,9 +24,10 @@ func (s *Store) ReadByPriority(ctx context.Context, part int, consumer string, t
 	k := [1 + readKeyCount]string{readKeyTurns: ks.Turns()}
 	h := [1 + readArgCount]any{readArgGroup: GroupName, readArgConsumer: consumer, readArgPrefix: ks.Prefix(),
 		readArgWanted: max(count, 1), readArgBound: max(bound, 1)}
-	args := append(make([]any, 0, readArgCount+len(tasks)), h[1:]...)
+	args := append(make([]any, 0, readArgCount+readItemArgCount*len(tasks)), h[1:]...)
 	for _, t := range tasks {
-		args = append(args, t)
+		a := [readItemArgCount]any{readItemArgTask: t}
+		args = append(args, a[:]...)
 	}
 	v, err := s.runScript(ctx, readScript, k[1:], args...)
 	if err != nil {

@@ -45,8 +45,10 @@ func (in *Inspector) withWorkflow(ctx context.Context, info *RunInfo, r *engine.
 	if err != nil {
 		return in.c.unavailable(ctx, err)
 	}
-	var dag taskdef.DAG
-	if !ok || json.Unmarshal(raw, &dag) != nil {
+	// A DAG that cannot be read leaves the run shown without it: its own
+	// handler refuses it on the run's next attempt.
+	dag, ok := decodeDAG(raw, ok)
+	if !ok {
 		return nil
 	}
 	runs := make(map[string]taskdef.NodeRun, len(info.Children))
@@ -70,4 +72,10 @@ func (in *Inspector) withWorkflow(ctx context.Context, info *RunInfo, r *engine.
 		info.Workflow = append(info.Workflow, n)
 	}
 	return nil
+}
+
+// decodeDAG decodes a workflow run's stored DAG; ok is false when there is
+// none (found false) or it cannot be read.
+func decodeDAG(raw []byte, found bool) (dag taskdef.DAG, ok bool) {
+	return dag, found && json.Unmarshal(raw, &dag) == nil
 }
