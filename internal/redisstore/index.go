@@ -20,13 +20,9 @@ import (
 // added and older ones swept, and the next page of every partition starts
 // from the same position.
 func (s *Store) PageRuns(ctx context.Context, after *engine.IndexEntry, limit int) ([]engine.IndexEntry, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, Keys.Runs)
 	if err != nil {
 		return nil, err
-	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Runs()
 	}
 	return s.pageIndexes(ctx, indexes, after, limit)
 }
@@ -34,16 +30,9 @@ func (s *Store) PageRuns(ctx context.Context, after *engine.IndexEntry, limit in
 // PageEvents is PageRuns for the events indexes or, with eventKey set,
 // the indexes of that event key's events.
 func (s *Store) PageEvents(ctx context.Context, eventKey string, after *engine.IndexEntry, limit int) ([]engine.IndexEntry, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, eventIndex(eventKey))
 	if err != nil {
 		return nil, err
-	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Events()
-		if eventKey != "" {
-			indexes[i] = parts.keys[i].EventKeyIndex(eventKey)
-		}
 	}
 	return s.pageIndexes(ctx, indexes, after, limit)
 }
@@ -53,13 +42,9 @@ func (s *Store) PageEvents(ctx context.Context, eventKey string, after *engine.I
 // PageRuns lists, and those whose records expired after their retention
 // until the sweep removes their entries.
 func (s *Store) IndexedRuns(ctx context.Context) (int64, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, Keys.Runs)
 	if err != nil {
 		return 0, err
-	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Runs()
 	}
 	return s.cardIndexes(ctx, indexes)
 }
@@ -67,18 +52,33 @@ func (s *Store) IndexedRuns(ctx context.Context) (int64, error) {
 // IndexedEvents is IndexedRuns for the events indexes or, with eventKey set,
 // the indexes of that event key's events: what PageEvents lists.
 func (s *Store) IndexedEvents(ctx context.Context, eventKey string) (int64, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, eventIndex(eventKey))
 	if err != nil {
 		return 0, err
 	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Events()
-		if eventKey != "" {
-			indexes[i] = parts.keys[i].EventKeyIndex(eventKey)
-		}
-	}
 	return s.cardIndexes(ctx, indexes)
+}
+
+// indexes returns the key index gives of every partition.
+func (s *Store) indexes(ctx context.Context, index func(Keys) string) ([]string, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, parts.Count())
+	for i := range out {
+		out[i] = index(parts.keys[i])
+	}
+	return out, nil
+}
+
+// eventIndex is the events index of a partition, or with eventKey set the
+// index of that event key's events.
+func eventIndex(eventKey string) func(Keys) string {
+	if eventKey == "" {
+		return Keys.Events
+	}
+	return func(k Keys) string { return k.EventKeyIndex(eventKey) }
 }
 
 // cardIndexes sums the ZCARD of each index, in one pipeline (one command

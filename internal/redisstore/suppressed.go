@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -282,22 +283,7 @@ func parseSuppressedCursor(c string, parts int) (*suppressedPos, error) {
 // then the later trigger of a call first.
 func newerFirst(x, y engine.Suppressed) int {
 	a, b := mustStreamID(x.ID), mustStreamID(y.ID)
-	switch {
-	case a.ms != b.ms:
-		return cmpDesc(a.ms, b.ms)
-	case a.seq != b.seq:
-		return cmpDesc(a.seq, b.seq)
-	case x.Partition != y.Partition:
-		return x.Partition - y.Partition
-	}
-	return y.Index - x.Index
-}
-
-func cmpDesc(a, b uint64) int {
-	if a > b {
-		return -1
-	}
-	return 1
+	return cmp.Or(cmp.Compare(b.ms, a.ms), cmp.Compare(b.seq, a.seq), x.Partition-y.Partition, y.Index-x.Index)
 }
 
 // knownCount is the namespace's partition count once read, 1 before.
@@ -313,13 +299,6 @@ func (s *Store) SuppressedRetention() time.Duration { return s.SuppressedLimits(
 
 // streamID is a stream entry ID, <ms>-<seq>.
 type streamID struct{ ms, seq uint64 }
-
-// IsStreamID reports whether s has the form of a stream entry ID,
-// <ms>-<seq>: a cursor the store's stream listings return.
-func IsStreamID(s string) bool {
-	_, ok := parseStreamID(s)
-	return ok
-}
 
 func parseStreamID(s string) (streamID, bool) {
 	a, b, ok := strings.Cut(s, "-")

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,12 +77,7 @@ func (s *Store) EventWaiters(ctx context.Context, eventKeys []string) ([]engine.
 // appendWaiters appends the registrations of one event key, read as
 // field (run ID) and value, in run ID order.
 func appendWaiters(out []engine.EventWaiter, eventKey string, regs map[string]string) []engine.EventWaiter {
-	ids := make([]string, 0, len(regs))
-	for id := range regs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(regs)) {
 		ms, _, _ := strings.Cut(regs[id], ":")
 		n, _ := strconv.ParseInt(ms, 10, 64)
 		out = append(out, engine.EventWaiter{EventKey: eventKey, RunID: id, Since: fromMS(n), Registration: regs[id]})
