@@ -167,14 +167,12 @@ func (s *Store) WakeRuns(ctx context.Context, runIDs []string) error {
 		script: wakeScript,
 		part:   func(parts *Partitions, id string) (int, error) { return runPartition(parts, id) },
 		call: func(ks Keys, ids []string) ([]string, []any) {
-			h := [1 + wakeArgCount]any{wakeArgPrefix: ks.Prefix()}
-			args := append(make([]any, 0, wakeArgCount+wakeItemArgCount*len(ids)), h[1:]...)
-			for _, id := range ids {
-				a := [wakeItemArgCount]any{wakeItemArgRunID: id}
-				args = append(args, a[:]...)
-			}
 			k := [1 + wakeKeyCount]string{wakeKeyRetry: ks.Retry()}
-			return k[1:], args
+			h := [1 + wakeArgCount]any{wakeArgPrefix: ks.Prefix()}
+			return itemsCall(k[1:], h[1:], ids, func(id string) ([]string, []any) {
+				a := [wakeItemArgCount]any{wakeItemArgRunID: id}
+				return nil, a[:]
+			})
 		},
 		reply: func(_ string, r []any) (struct{}, int, error) {
 			if len(r) < 1 {
