@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
@@ -137,20 +136,9 @@ func (s *Store) pageIndexes(ctx context.Context, indexes []string, after *engine
 		out = append(out, entries(older[i].Val(), nil)...)
 	}
 	if len(indexes) > 1 {
-		sortEntries(out)
+		engine.SortNewestFirst(out) // the order of ZREVRANGE within one index
 	}
 	return out[:min(limit, len(out))], nil
-}
-
-// sortEntries sorts index entries newest first, those of one score by ID,
-// descending: the order of ZREVRANGE within one index.
-func sortEntries(es []engine.IndexEntry) {
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].Score != es[j].Score {
-			return es[i].Score > es[j].Score
-		}
-		return es[i].ID > es[j].ID
-	})
 }
 
 // rangeIndexes returns entries offset..offset+limit-1, newest first, of
@@ -176,7 +164,7 @@ func (s *Store) rangeIndexes(ctx context.Context, indexes []string, offset, limi
 	for _, c := range cmds {
 		all = append(all, entries(c.Val(), nil)...)
 	}
-	sortEntries(all)
+	engine.SortNewestFirst(all)
 	if offset >= int64(len(all)) {
 		return []string{}, nil
 	}
