@@ -42,7 +42,7 @@ func (s *Store) pushEventArgs(p *engine.PushEventParams) ([]string, []any) {
 		pushEventArgTaskCount:     len(p.Tasks),
 		pushEventArgSource:        engine.SourceEventPrefix + p.ID,
 		pushEventArgDigest:        engine.InputDigest(p.Payload),
-		pushEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
+		pushEventArgSuppressedCap: s.suppressedCap(),
 	}
 	args := append(make([]any, 0, pushEventArgCount+pushEventItemArgCount*len(p.Tasks)), h[1:]...)
 	for _, t := range p.Tasks {

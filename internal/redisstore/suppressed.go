@@ -45,14 +45,19 @@ func (s *Store) SuppressedLimits() engine.SuppressedLimits {
 	return engine.SuppressedLimits{}.WithDefaults()
 }
 
-// suppressedCap is the cap of each partition's stream, of n, as the scripts
-// take it: the namespace's cap divided by n, rounded up; "0" records none.
-func (s *Store) suppressedCap(n int) string {
+// suppressedCap is the cap of each partition's stream as the scripts take
+// it: the namespace's cap divided by its partition count once read (1
+// before), rounded up; "0" records none.
+func (s *Store) suppressedCap() string {
 	c := s.SuppressedLimits().Cap
 	if c < 0 {
 		return "0"
 	}
-	return strconv.Itoa((c + max(n, 1) - 1) / max(n, 1))
+	n := 1
+	if p := s.KnownPartitions(); p != nil {
+		n = max(p.Count(), 1)
+	}
+	return strconv.Itoa((c + n - 1) / n)
 }
 
 // sourceOf is the source a trigger records: SourceClient for "".
@@ -284,14 +289,6 @@ func parseSuppressedCursor(c string, parts int) (*suppressedPos, error) {
 func newerFirst(x, y engine.Suppressed) int {
 	a, b := mustStreamID(x.ID), mustStreamID(y.ID)
 	return cmp.Or(cmp.Compare(b.ms, a.ms), cmp.Compare(b.seq, a.seq), x.Partition-y.Partition, y.Index-x.Index)
-}
-
-// knownCount is the namespace's partition count once read, 1 before.
-func (s *Store) knownCount() int {
-	if p := s.KnownPartitions(); p != nil {
-		return p.Count()
-	}
-	return 1
 }
 
 // SuppressedRetention is how long a suppressed trigger is kept.
