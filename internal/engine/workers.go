@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 const (
 	// WorkerDeadAfterBeats is how many heartbeat intervals a worker may go
@@ -89,4 +92,53 @@ type WorkersView struct {
 	Lapsed []HeldRun
 	// Truncated is set when a bound cut a list short.
 	Truncated bool
+}
+
+// WithDefaults returns p with its zero fields set: Now to now, and the
+// bounds to their defaults.
+func (p ListWorkersParams) WithDefaults(now time.Time) ListWorkersParams {
+	if p.Now.IsZero() {
+		p.Now = now
+	}
+	if p.DefaultLease <= 0 {
+		p.DefaultLease = DefaultLeaseDefault
+	}
+	if p.PendingLimit <= 0 {
+		p.PendingLimit = PendingListDefault
+	}
+	return p
+}
+
+// NewWorkersView makes the view of workers, as read at now, and the held
+// runs of any consumer: it marks dead the workers that went
+// WorkerDeadAfterBeats intervals without a beat, hands each worker the runs
+// it holds, marks lapsed the runs whose lease ran out or whose holder is
+// dead or gone (has no record), and orders the workers live first, then by
+// name.
+func NewWorkersView(now time.Time, workers []WorkerInfo, held []HeldRun, truncated bool) WorkersView {
+	view := WorkersView{Truncated: truncated}
+	byName := make(map[string]*WorkerInfo, len(workers))
+	for i := range workers {
+		w := &workers[i]
+		w.Dead = now.Sub(w.LastHeartbeat) > WorkerDeadAfterBeats*w.HeartbeatInterval
+		byName[w.Name] = w
+	}
+	for _, h := range held {
+		w := byName[h.Consumer]
+		h.Lapsed = w == nil || w.Dead || h.Idle > w.LeaseDuration
+		if w != nil {
+			w.Runs = append(w.Runs, h)
+		}
+		if h.Lapsed {
+			view.Lapsed = append(view.Lapsed, h)
+		}
+	}
+	sort.SliceStable(workers, func(i, j int) bool {
+		if workers[i].Dead != workers[j].Dead {
+			return !workers[i].Dead
+		}
+		return workers[i].Name < workers[j].Name
+	})
+	view.Workers = workers
+	return view
 }

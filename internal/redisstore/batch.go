@@ -156,13 +156,14 @@ func splitGroups(groups [][]int, key func(i int) string) [][]int {
 	return out
 }
 
-// itemsCall builds the KEYS and ARGV of a call whose ARGV start with head
-// and whose every item appends its own KEYS and ARGV with item.
-func itemsCall[P any](head []any, items []P, item func(p P, keys []string, args []any) ([]string, []any)) ([]string, []any) {
-	var keys []string
+// itemsCall builds the KEYS and ARGV of a call: the header's, headKeys
+// and head, then those item gives each of items.
+func itemsCall[P any](headKeys []string, head []any, items []P, item func(p P) ([]string, []any)) ([]string, []any) {
+	keys := append(make([]string, 0, len(headKeys)+4*len(items)), headKeys...)
 	args := append(make([]any, 0, len(head)+8*len(items)), head...)
 	for _, p := range items {
-		keys, args = item(p, keys, args)
+		k, a := item(p)
+		keys, args = append(keys, k...), append(args, a...)
 	}
 	return keys, args
 }

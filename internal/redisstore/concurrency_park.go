@@ -20,9 +20,7 @@ func (s *Store) Park(ctx context.Context, recheck time.Time, ps []engine.ParkPar
 		call: func(ks Keys, sub []engine.ParkParams) ([]string, []any) {
 			hk := [1 + concurrencyParkKeyCount]string{concurrencyParkKeyParked: ks.Parked()}
 			h := [1 + concurrencyParkArgCount]any{concurrencyParkArgGroup: GroupName, concurrencyParkArgRecheck: unixMS(recheck)}
-			keys := append(make([]string, 0, concurrencyParkKeyCount+concurrencyParkItemKeyCount*len(sub)), hk[1:]...)
-			args := append(make([]any, 0, concurrencyParkArgCount+concurrencyParkItemArgCount*len(sub)), h[1:]...)
-			for _, p := range sub {
+			return itemsCall(hk[1:], h[1:], sub, func(p engine.ParkParams) ([]string, []any) {
 				k := [concurrencyParkItemKeyCount]string{
 					concurrencyParkItemKeyRun:    ks.Run(p.RunID),
 					concurrencyParkItemKeyStream: ks.Lane(p.Task, p.Priority),
@@ -34,9 +32,8 @@ func (s *Store) Park(ctx context.Context, recheck time.Time, ps []engine.ParkPar
 					concurrencyParkItemArgGroupName: p.Group,
 					concurrencyParkItemArgLimit:     p.Index,
 				}
-				keys, args = append(keys, k[:]...), append(args, a[:]...)
-			}
-			return keys, args
+				return k[:], a[:]
+			})
 		},
 		reply: func(_ engine.ParkParams, r []any) (string, int, error) {
 			if err, ok := r[0].(error); ok {

@@ -18,17 +18,14 @@ func (s *Store) Unpark(ctx context.Context, ps []engine.UnparkParams) ([]string,
 		part:   func(parts *Partitions, p engine.UnparkParams) (int, error) { return runPartition(parts, p.RunID) },
 		call: func(ks Keys, sub []engine.UnparkParams) ([]string, []any) {
 			hk := [1 + concurrencyUnparkKeyCount]string{concurrencyUnparkKeyParked: ks.Parked()}
-			keys := append(make([]string, 0, concurrencyUnparkKeyCount+concurrencyUnparkItemKeyCount*len(sub)), hk[1:]...)
-			args := make([]any, 0, concurrencyUnparkArgCount+concurrencyUnparkItemArgCount*len(sub))
-			for _, p := range sub {
+			return itemsCall(hk[1:], nil, sub, func(p engine.UnparkParams) ([]string, []any) {
 				k := [concurrencyUnparkItemKeyCount]string{
 					concurrencyUnparkItemKeyRun:    ks.Run(p.RunID),
 					concurrencyUnparkItemKeyStream: ks.Stream(p.Task),
 				}
 				a := [concurrencyUnparkItemArgCount]any{concurrencyUnparkItemArgRunID: p.RunID}
-				keys, args = append(keys, k[:]...), append(args, a[:]...)
-			}
-			return keys, args
+				return k[:], a[:]
+			})
 		},
 		reply: func(_ engine.UnparkParams, r []any) (string, int, error) {
 			if err, ok := r[0].(error); ok {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/internal/redisguard"
 )
 
 // Durable acknowledgement: a trigger that asks for it returns only once
@@ -73,28 +74,22 @@ func (s *Store) ServerVersion(ctx context.Context) (string, error) {
 		}
 		return "", errors.New("redisstore: INFO server has no redis_version")
 	}
-	var v string
-	var err error
-	switch c := s.rdb.(type) {
-	case *redis.Client:
-		v, err = read(ctx, c)
-	case *redis.ClusterClient:
-		var mu sync.Mutex
-		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			mv, err := read(ctx, m)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if v == "" || versionLess(mv, v) {
-				v = mv
-			}
-			return nil
-		})
-	default:
-		err = fmt.Errorf("redisstore: cannot read the server version through a %T", s.rdb)
-	}
+	var (
+		mu sync.Mutex
+		v  string
+	)
+	err := redisguard.ForEachMaster(ctx, s.rdb, func(ctx context.Context, m *redis.Client) error {
+		mv, err := read(ctx, m)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if v == "" || versionLess(mv, v) {
+			v = mv
+		}
+		return nil
+	})
 	if err != nil {
 		return "", err
 	}

@@ -216,7 +216,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*engine.EnqueueParams) ([
 		part:   func(parts *Partitions, p *engine.EnqueueParams) (int, error) { return parts.place(p), nil },
 		split:  func(p *engine.EnqueueParams) string { return "source " + sourceOf(p.Source) },
 		call: func(ks Keys, items []*engine.EnqueueParams) ([]string, []any) {
-			keys, args := enqueueHeader(ks, len(items), s.suppressedCap(s.knownCount()), items[0].Source)
+			keys, args := enqueueHeader(ks, len(items), s.suppressedCap(), items[0].Source)
 			for _, p := range items {
 				args = appendEnqueue(args, p)
 			}
@@ -263,6 +263,6 @@ func (s *Store) EnqueueCall(p *engine.EnqueueParams) (keys []string, args []any)
 		parts = NewPartitions(s.keys.ns, 1)
 	}
 	ks := parts.Keys(parts.place(p))
-	keys, args = enqueueHeader(ks, 1, s.suppressedCap(parts.Count()), p.Source)
+	keys, args = enqueueHeader(ks, 1, s.suppressedCap(), p.Source)
 	return keys, appendEnqueue(args, p)
 }

@@ -93,16 +93,9 @@ func (s *Store) GetEvents(ctx context.Context, ids []string) ([]*engine.Event, e
 // ListEventIDs returns up to limit event IDs, newest first, of every event
 // or, with key set, of the events of that event key, in every partition.
 func (s *Store) ListEventIDs(ctx context.Context, key string, offset, limit int64) ([]string, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, eventIndex(key))
 	if err != nil {
 		return nil, err
-	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Events()
-		if key != "" {
-			indexes[i] = parts.keys[i].EventKeyIndex(key)
-		}
 	}
 	return s.rangeIndexes(ctx, indexes, offset, limit)
 }

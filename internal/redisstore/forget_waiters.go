@@ -27,25 +27,23 @@ func (s *Store) ForgetEventWaiters(ctx context.Context, ws []engine.EventWaiter)
 	ks := parts.Keys(0)
 	var calls []scriptCall
 	for chunk := range slices.Chunk(ws, maxForget) {
-		keys := make([]string, 0, forgetWaitersKeyCount+len(chunk)*forgetWaitersItemKeyCount)
-		keys = append(keys, ks.EventWaits())
-		args := make([]any, 0, len(chunk)*forgetWaitersItemArgCount)
-		for _, w := range chunk {
-			keys = append(keys, ks.EventWaiters(w.EventKey))
+		k := [1 + forgetWaitersKeyCount]string{forgetWaitersKeyIndex: ks.EventWaits()}
+		keys, args := itemsCall(k[1:], nil, chunk, func(w engine.EventWaiter) ([]string, []any) {
+			k := [forgetWaitersItemKeyCount]string{forgetWaitersItemKeyWaiters: ks.EventWaiters(w.EventKey)}
 			a := [forgetWaitersItemArgCount]any{
 				forgetWaitersItemArgEventKey:     w.EventKey,
 				forgetWaitersItemArgRunID:        w.RunID,
 				forgetWaitersItemArgRegistration: w.Registration,
 			}
-			args = append(args, a[:]...)
-		}
+			return k[:], a[:]
+		})
 		calls = append(calls, scriptCall{Keys: keys, Args: args})
 	}
 	s.runScripts(ctx, forgetWaitersScript, calls)
 	var errs []error
 	for _, c := range calls {
 		if c.Err != nil {
-			errs = append(errs, s.named("forget_waiters", scriptError(c.Err)))
+			errs = append(errs, c.Err) // named by runScripts
 		} else if err, ok := c.Reply.(error); ok {
 			errs = append(errs, s.named("forget_waiters", scriptError(err)))
 		}

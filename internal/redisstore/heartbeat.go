@@ -27,16 +27,14 @@ func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []e
 				heartbeatArgConsumer: consumer,
 				heartbeatArgPrefix:   ks.Prefix(),
 			}
-			args := append(make([]any, 0, heartbeatArgCount+heartbeatItemArgCount*len(sub)), h[1:]...)
-			for _, l := range sub {
+			return itemsCall(k[1:], h[1:], sub, func(l engine.Lease) ([]string, []any) {
 				a := [heartbeatItemArgCount]any{
 					heartbeatItemArgEntry:   l.EntryID,
 					heartbeatItemArgRunID:   l.RunID,
 					heartbeatItemArgAttempt: l.Attempt,
 				}
-				args = append(args, a[:]...)
-			}
-			return k[1:], args
+				return nil, a[:]
+			})
 		},
 		reply: func(_ engine.Lease, r []any) (engine.LeaseReport, int, error) {
 			if len(r) < 2 {

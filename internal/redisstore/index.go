@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
@@ -20,13 +19,9 @@ import (
 // added and older ones swept, and the next page of every partition starts
 // from the same position.
 func (s *Store) PageRuns(ctx context.Context, after *engine.IndexEntry, limit int) ([]engine.IndexEntry, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, Keys.Runs)
 	if err != nil {
 		return nil, err
-	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Runs()
 	}
 	return s.pageIndexes(ctx, indexes, after, limit)
 }
@@ -34,16 +29,9 @@ func (s *Store) PageRuns(ctx context.Context, after *engine.IndexEntry, limit in
 // PageEvents is PageRuns for the events indexes or, with eventKey set,
 // the indexes of that event key's events.
 func (s *Store) PageEvents(ctx context.Context, eventKey string, after *engine.IndexEntry, limit int) ([]engine.IndexEntry, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, eventIndex(eventKey))
 	if err != nil {
 		return nil, err
-	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Events()
-		if eventKey != "" {
-			indexes[i] = parts.keys[i].EventKeyIndex(eventKey)
-		}
 	}
 	return s.pageIndexes(ctx, indexes, after, limit)
 }
@@ -53,13 +41,9 @@ func (s *Store) PageEvents(ctx context.Context, eventKey string, after *engine.I
 // PageRuns lists, and those whose records expired after their retention
 // until the sweep removes their entries.
 func (s *Store) IndexedRuns(ctx context.Context) (int64, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, Keys.Runs)
 	if err != nil {
 		return 0, err
-	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Runs()
 	}
 	return s.cardIndexes(ctx, indexes)
 }
@@ -67,18 +51,33 @@ func (s *Store) IndexedRuns(ctx context.Context) (int64, error) {
 // IndexedEvents is IndexedRuns for the events indexes or, with eventKey set,
 // the indexes of that event key's events: what PageEvents lists.
 func (s *Store) IndexedEvents(ctx context.Context, eventKey string) (int64, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, eventIndex(eventKey))
 	if err != nil {
 		return 0, err
 	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Events()
-		if eventKey != "" {
-			indexes[i] = parts.keys[i].EventKeyIndex(eventKey)
-		}
-	}
 	return s.cardIndexes(ctx, indexes)
+}
+
+// indexes returns the key index gives of every partition.
+func (s *Store) indexes(ctx context.Context, index func(Keys) string) ([]string, error) {
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, parts.Count())
+	for i := range out {
+		out[i] = index(parts.keys[i])
+	}
+	return out, nil
+}
+
+// eventIndex is the events index of a partition, or with eventKey set the
+// index of that event key's events.
+func eventIndex(eventKey string) func(Keys) string {
+	if eventKey == "" {
+		return Keys.Events
+	}
+	return func(k Keys) string { return k.EventKeyIndex(eventKey) }
 }
 
 // cardIndexes sums the ZCARD of each index, in one pipeline (one command
@@ -137,20 +136,9 @@ func (s *Store) pageIndexes(ctx context.Context, indexes []string, after *engine
 		out = append(out, entries(older[i].Val(), nil)...)
 	}
 	if len(indexes) > 1 {
-		sortEntries(out)
+		engine.SortNewestFirst(out) // the order of ZREVRANGE within one index
 	}
 	return out[:min(limit, len(out))], nil
-}
-
-// sortEntries sorts index entries newest first, those of one score by ID,
-// descending: the order of ZREVRANGE within one index.
-func sortEntries(es []engine.IndexEntry) {
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].Score != es[j].Score {
-			return es[i].Score > es[j].Score
-		}
-		return es[i].ID > es[j].ID
-	})
 }
 
 // rangeIndexes returns entries offset..offset+limit-1, newest first, of
@@ -176,7 +164,7 @@ func (s *Store) rangeIndexes(ctx context.Context, indexes []string, offset, limi
 	for _, c := range cmds {
 		all = append(all, entries(c.Val(), nil)...)
 	}
-	sortEntries(all)
+	engine.SortNewestFirst(all)
 	if offset >= int64(len(all)) {
 		return []string{}, nil
 	}

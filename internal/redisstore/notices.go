@@ -167,34 +167,25 @@ func (n *Notices) Unsubscribe(ctx context.Context, channels ...string) error {
 
 // Close ends the subscription, closes its connections and then C.
 func (n *Notices) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	close(n.quit)
+	shards := slices.Collect(maps.Values(n.shards))
+	n.shards, n.where = nil, nil
+	for _, sh := range shards {
+		sh.retired = true
+	}
+	n.mu.Unlock()
 	var err error
 	if n.single != nil {
-		n.mu.Lock()
-		if n.closed {
-			n.mu.Unlock()
-			return nil
-		}
-		n.closed = true
-		close(n.quit)
-		n.mu.Unlock()
 		err = n.single.Close()
-	} else {
-		n.mu.Lock()
-		if n.closed {
-			n.mu.Unlock()
-			return nil
-		}
-		n.closed = true
-		close(n.quit)
-		shards := slices.Collect(maps.Values(n.shards))
-		n.shards, n.where = nil, nil
-		for _, sh := range shards {
-			sh.retired = true
-		}
-		n.mu.Unlock()
-		for _, sh := range shards {
-			err = errors.Join(err, sh.ps.Close())
-		}
+	}
+	for _, sh := range shards {
+		err = errors.Join(err, sh.ps.Close())
 	}
 	n.wg.Wait()
 	close(n.c)

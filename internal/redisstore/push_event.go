@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/taskq/taskq/internal/engine"
 )
 
@@ -43,7 +42,7 @@ func (s *Store) pushEventArgs(p *engine.PushEventParams) ([]string, []any) {
 		pushEventArgTaskCount:     len(p.Tasks),
 		pushEventArgSource:        engine.SourceEventPrefix + p.ID,
 		pushEventArgDigest:        engine.InputDigest(p.Payload),
-		pushEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
+		pushEventArgSuppressedCap: s.suppressedCap(),
 	}
 	args := append(make([]any, 0, pushEventArgCount+pushEventItemArgCount*len(p.Tasks)), h[1:]...)
 	for _, t := range p.Tasks {
@@ -100,19 +99,13 @@ func parsePushEvent(p *engine.PushEventParams, v any) ([]engine.EventRun, error)
 }
 
 // eventExists turns the error reply of a script that found the event's ID
-// taken into engine.ErrEventExists.
+// taken into engine.ErrEventExists (scriptError and named leave that reply
+// as it is).
 func eventExists(err error) error {
 	if err != nil && strings.HasPrefix(err.Error(), "TASKQ_EVENT_EXISTS ") {
 		return fmt.Errorf("%w: %s", engine.ErrEventExists, strings.TrimPrefix(err.Error(), "TASKQ_EVENT_EXISTS "))
 	}
 	return err
-}
-
-func (s *Store) eventScriptError(err error) error {
-	if err = eventExists(err); errors.Is(err, engine.ErrEventExists) {
-		return err
-	}
-	return s.named("push_event", scriptError(err))
 }
 
 // PushEvent stores an event and triggers its tasks' runs: in one script
@@ -127,9 +120,9 @@ func (s *Store) PushEvent(ctx context.Context, p *engine.PushEventParams) ([]eng
 		return s.pushEventSteps(ctx, p)
 	}
 	k, a := s.pushEventArgs(p)
-	v, err := s.callScript(ctx, pushEventScript, k, a...)
+	v, err := s.runScript(ctx, pushEventScript, k, a...)
 	if err != nil {
-		return s.fromEventResend(ctx, p, s.eventScriptError(err))
+		return s.fromEventResend(ctx, p, eventExists(err))
 	}
 	return parsePushEvent(p, v)
 }
@@ -193,36 +186,17 @@ func (s *Store) PushEvents(ctx context.Context, ps []*engine.PushEventParams) ([
 // push_event.lua, in one pipeline, putting the i-th event's outcome in
 // res[i] and errs[i].
 func (s *Store) pushEventsAtOnce(ctx context.Context, ps []*engine.PushEventParams, res [][]engine.EventRun, errs []error) {
-	if len(ps) == 0 {
-		return
-	}
-	// One pipeline: a call whose script or function a node lacks (each
-	// node has its own) did not run, and is sent again on its own, which
-	// loads it (see runScript). The form is the one the store
-	// sends (sharded on a cluster: see variant).
-	cmds := make([]*redis.Cmd, len(ps))
-	pipe := s.rdb.Pipeline()
+	calls := make([]scriptCall, len(ps))
 	for i, p := range ps {
-		k, a := s.pushEventArgs(p)
-		cmds[i] = s.scriptCmd(ctx, pipe, pushEventScript, k, a...)
+		calls[i].Keys, calls[i].Args = s.pushEventArgs(p)
 	}
-	_, _ = pipe.Exec(ctx)
-	for i, c := range cmds {
-		if s.needsResend(pushEventScript, c.Err()) {
-			k, a := s.pushEventArgs(ps[i])
-			cmds[i] = redis.NewCmd(ctx)
-			v, err := s.callScript(ctx, pushEventScript, k, a...)
-			cmds[i].SetVal(v)
-			cmds[i].SetErr(err)
-		}
-	}
-	for i, c := range cmds {
-		v, err := c.Result()
-		if err != nil {
-			res[i], errs[i] = s.fromEventResend(ctx, ps[i], s.eventScriptError(err))
+	s.runScripts(ctx, pushEventScript, calls)
+	for i, c := range calls {
+		if c.Err != nil {
+			res[i], errs[i] = s.fromEventResend(ctx, ps[i], eventExists(c.Err))
 			continue
 		}
-		res[i], errs[i] = parsePushEvent(ps[i], v)
+		res[i], errs[i] = parsePushEvent(ps[i], c.Reply)
 	}
 }
 

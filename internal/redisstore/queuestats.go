@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -138,22 +137,21 @@ func (s *Store) QueueStats(ctx context.Context, tasks []string) (map[string]engi
 // afterID is the stream ID just after id ("0-1" after "0-0"), the start of
 // an XRANGE that leaves id out without the exclusive "(" form.
 func afterID(id string) string {
-	ms, seq, ok := strings.Cut(id, "-")
-	n, err := strconv.ParseUint(seq, 10, 64)
-	if !ok || err != nil {
+	sid, ok := parseStreamID(id)
+	if !ok {
 		return "-"
 	}
-	return ms + "-" + strconv.FormatUint(n+1, 10)
+	sid.seq++
+	return sid.String()
 }
 
 // entryTime is the time a stream entry ID names.
 func entryTime(id string) (time.Time, bool) {
-	ms, _, _ := strings.Cut(id, "-")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
+	sid, ok := parseStreamID(id)
+	if !ok {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(n), true
+	return time.UnixMilli(int64(sid.ms)), true
 }
 
 // isNoSuchKey tells the error XINFO gives for a stream that does not exist.

@@ -22,9 +22,7 @@ func (s *Store) DeferRuns(ctx context.Context, ds []engine.Deferral) ([]engine.D
 		call: func(ks Keys, sub []engine.Deferral) ([]string, []any) {
 			hk := [1 + ratelimitDeferKeyCount]string{ratelimitDeferKeyRetry: ks.Retry()}
 			ha := [1 + ratelimitDeferArgCount]any{ratelimitDeferArgGroup: GroupName}
-			keys := append(make([]string, 0, ratelimitDeferKeyCount+ratelimitDeferItemKeyCount*len(sub)), hk[1:]...)
-			args := append(make([]any, 0, ratelimitDeferArgCount+ratelimitDeferItemArgCount*len(sub)), ha[1:]...)
-			for _, d := range sub {
+			return itemsCall(hk[1:], ha[1:], sub, func(d engine.Deferral) ([]string, []any) {
 				k := [ratelimitDeferItemKeyCount]string{
 					ratelimitDeferItemKeyRun:    ks.Run(d.RunID),
 					ratelimitDeferItemKeyStream: ks.Lane(d.Task, d.Priority),
@@ -35,9 +33,8 @@ func (s *Store) DeferRuns(ctx context.Context, ds []engine.Deferral) ([]engine.D
 					ratelimitDeferItemArgDue:    unixMS(d.Due),
 					ratelimitDeferItemArgReason: d.Reason,
 				}
-				keys, args = append(keys, k[:]...), append(args, a[:]...)
-			}
-			return keys, args
+				return k[:], a[:]
+			})
 		},
 		reply: func(_ engine.Deferral, r []any) (engine.DeferResult, int, error) {
 			if len(r) < 2 {

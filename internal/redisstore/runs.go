@@ -97,13 +97,9 @@ func (s *Store) RunStatus(ctx context.Context, id string) (string, error) {
 // indexes of every partition, skipping the offset newest (PageRuns pages
 // through them by position instead).
 func (s *Store) ListRunIDs(ctx context.Context, offset, limit int64) ([]string, error) {
-	parts, err := s.Partitions(ctx)
+	indexes, err := s.indexes(ctx, Keys.Runs)
 	if err != nil {
 		return nil, err
-	}
-	indexes := make([]string, parts.Count())
-	for i := range indexes {
-		indexes[i] = parts.keys[i].Runs()
 	}
 	return s.rangeIndexes(ctx, indexes, offset, limit)
 }

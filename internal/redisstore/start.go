@@ -34,9 +34,7 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 				startArgNow:      unixMS(now),
 				startArgPrefix:   ks.Prefix(),
 			}
-			keys := make([]string, startKeyCount, startKeyCount+startItemKeyCount*len(sub))
-			args := append(make([]any, 0, startArgCount+startItemArgCount*len(sub)), h[1:]...)
-			for _, d := range sub {
+			return itemsCall(make([]string, startKeyCount), h[1:], sub, func(d engine.Delivery) ([]string, []any) {
 				maxdel := ""
 				if d.Spec != nil {
 					maxdel = strconv.Itoa(d.Spec.MaxDeliveries)
@@ -55,9 +53,8 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 					startItemArgMaxDeliveries: maxdel,
 					startItemArgRedelivered:   redelivered,
 				}
-				keys, args = append(keys, k[:]...), append(args, a[:]...)
-			}
-			return keys, args
+				return k[:], a[:]
+			})
 		},
 		reply: func(d engine.Delivery, r []any) (engine.StartResult, int, error) {
 			res, n, err := parseStart(r, d.Spec)

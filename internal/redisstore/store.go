@@ -125,16 +125,9 @@ func asString(v any) string {
 // without it, then and from then on: it runs as it would there without
 // the flags.
 func (s *Store) runScript(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
-	v, err := s.callScript(ctx, sc, keys, args...)
-	return v, s.named(sc.name, scriptError(err))
-}
-
-// callScript is runScript with the server's error as it came: as a
-// function where the server has functions, else with EVALSHA.
-func (s *Store) callScript(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
 	if fn := s.functionOf(sc); fn != "" {
 		if v, err := s.callFunction(ctx, sc, fn, keys, args...); !errors.Is(err, errNotAsFunction) {
-			return v, err
+			return v, s.named(sc.name, scriptError(err))
 		}
 	}
 	run := s.variant(sc)
@@ -143,7 +136,7 @@ func (s *Store) callScript(ctx context.Context, sc *script, keys []string, args 
 		s.plain.Store(true)
 		v, err = sc.plain.Run(ctx, s.rdb, keys, args...).Result()
 	}
-	return v, err
+	return v, s.named(sc.name, scriptError(err))
 }
 
 // MaxItemsPerCall bounds the items (triggers, deliveries, outcomes) one call

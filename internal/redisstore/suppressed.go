@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,14 +45,19 @@ func (s *Store) SuppressedLimits() engine.SuppressedLimits {
 	return engine.SuppressedLimits{}.WithDefaults()
 }
 
-// suppressedCap is the cap of each partition's stream, of n, as the scripts
-// take it: the namespace's cap divided by n, rounded up; "0" records none.
-func (s *Store) suppressedCap(n int) string {
+// suppressedCap is the cap of each partition's stream as the scripts take
+// it: the namespace's cap divided by its partition count once read (1
+// before), rounded up; "0" records none.
+func (s *Store) suppressedCap() string {
 	c := s.SuppressedLimits().Cap
 	if c < 0 {
 		return "0"
 	}
-	return strconv.Itoa((c + max(n, 1) - 1) / max(n, 1))
+	n := 1
+	if p := s.KnownPartitions(); p != nil {
+		n = max(p.Count(), 1)
+	}
+	return strconv.Itoa((c + n - 1) / n)
 }
 
 // sourceOf is the source a trigger records: SourceClient for "".
@@ -282,30 +288,7 @@ func parseSuppressedCursor(c string, parts int) (*suppressedPos, error) {
 // then the later trigger of a call first.
 func newerFirst(x, y engine.Suppressed) int {
 	a, b := mustStreamID(x.ID), mustStreamID(y.ID)
-	switch {
-	case a.ms != b.ms:
-		return cmpDesc(a.ms, b.ms)
-	case a.seq != b.seq:
-		return cmpDesc(a.seq, b.seq)
-	case x.Partition != y.Partition:
-		return x.Partition - y.Partition
-	}
-	return y.Index - x.Index
-}
-
-func cmpDesc(a, b uint64) int {
-	if a > b {
-		return -1
-	}
-	return 1
-}
-
-// knownCount is the namespace's partition count once read, 1 before.
-func (s *Store) knownCount() int {
-	if p := s.KnownPartitions(); p != nil {
-		return p.Count()
-	}
-	return 1
+	return cmp.Or(cmp.Compare(b.ms, a.ms), cmp.Compare(b.seq, a.seq), x.Partition-y.Partition, y.Index-x.Index)
 }
 
 // SuppressedRetention is how long a suppressed trigger is kept.
@@ -313,13 +296,6 @@ func (s *Store) SuppressedRetention() time.Duration { return s.SuppressedLimits(
 
 // streamID is a stream entry ID, <ms>-<seq>.
 type streamID struct{ ms, seq uint64 }
-
-// IsStreamID reports whether s has the form of a stream entry ID,
-// <ms>-<seq>: a cursor the store's stream listings return.
-func IsStreamID(s string) bool {
-	_, ok := parseStreamID(s)
-	return ok
-}
 
 func parseStreamID(s string) (streamID, bool) {
 	a, b, ok := strings.Cut(s, "-")

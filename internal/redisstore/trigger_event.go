@@ -28,7 +28,7 @@ func (s *Store) triggerEvent(ctx context.Context, j *fanoutJob, prefix string, t
 		triggerEventArgRetention:     j.f.Retention,
 		triggerEventArgSource:        engine.SourceEventPrefix + j.id,
 		triggerEventArgDigest:        engine.InputDigest(j.payload),
-		triggerEventArgSuppressedCap: s.suppressedCap(s.knownCount()),
+		triggerEventArgSuppressedCap: s.suppressedCap(),
 	}
 	keys := make([]string, triggerEventKeyCount, triggerEventKeyCount+triggerEventItemKeyCount*len(tasks))
 	args := append(make([]any, 0, triggerEventArgCount+triggerEventItemArgCount*len(tasks)), h[1:]...)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,12 +77,7 @@ func (s *Store) EventWaiters(ctx context.Context, eventKeys []string) ([]engine.
 // appendWaiters appends the registrations of one event key, read as
 // field (run ID) and value, in run ID order.
 func appendWaiters(out []engine.EventWaiter, eventKey string, regs map[string]string) []engine.EventWaiter {
-	ids := make([]string, 0, len(regs))
-	for id := range regs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(regs)) {
 		ms, _, _ := strings.Cut(regs[id], ":")
 		n, _ := strconv.ParseInt(ms, 10, 64)
 		out = append(out, engine.EventWaiter{EventKey: eventKey, RunID: id, Since: fromMS(n), Registration: regs[id]})
@@ -171,14 +167,12 @@ func (s *Store) WakeRuns(ctx context.Context, runIDs []string) error {
 		script: wakeScript,
 		part:   func(parts *Partitions, id string) (int, error) { return runPartition(parts, id) },
 		call: func(ks Keys, ids []string) ([]string, []any) {
-			h := [1 + wakeArgCount]any{wakeArgPrefix: ks.Prefix()}
-			args := append(make([]any, 0, wakeArgCount+wakeItemArgCount*len(ids)), h[1:]...)
-			for _, id := range ids {
-				a := [wakeItemArgCount]any{wakeItemArgRunID: id}
-				args = append(args, a[:]...)
-			}
 			k := [1 + wakeKeyCount]string{wakeKeyRetry: ks.Retry()}
-			return k[1:], args
+			h := [1 + wakeArgCount]any{wakeArgPrefix: ks.Prefix()}
+			return itemsCall(k[1:], h[1:], ids, func(id string) ([]string, []any) {
+				a := [wakeItemArgCount]any{wakeItemArgRunID: id}
+				return nil, a[:]
+			})
 		},
 		reply: func(_ string, r []any) (struct{}, int, error) {
 			if len(r) < 1 {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,66 +87,30 @@ func (s *Store) DeregisterWorker(ctx context.Context, name string) error {
 // redelivery. It reads the pending lists of every task a worker or the
 // task registry names.
 func (s *Store) ListWorkers(ctx context.Context, p engine.ListWorkersParams) (engine.WorkersView, error) {
-	if p.Now.IsZero() {
-		p.Now = time.Now()
-	}
-	if p.DefaultLease <= 0 {
-		p.DefaultLease = engine.DefaultLeaseDefault
-	}
-	if p.PendingLimit <= 0 {
-		p.PendingLimit = engine.PendingListDefault
-	}
-	var view engine.WorkersView
+	p = p.WithDefaults(time.Now())
 	nowMS := strconv.FormatInt(unixMS(p.Now), 10)
 	names, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
 		Key: s.keys.Workers(), Start: nowMS, Stop: "+inf", ByScore: true, Count: engine.WorkersListMax + 1,
 	}).Result()
 	if err != nil {
-		return view, err
+		return engine.WorkersView{}, err
 	}
-	if len(names) > engine.WorkersListMax {
-		names, view.Truncated = names[:engine.WorkersListMax], true
-	}
-	workers, err := s.readWorkers(ctx, names, p.Now)
+	truncated := len(names) > engine.WorkersListMax
+	names = names[:min(len(names), engine.WorkersListMax)]
+	workers, err := s.readWorkers(ctx, names)
 	if err != nil {
-		return view, err
+		return engine.WorkersView{}, err
 	}
-	held, truncated, err := s.heldRuns(ctx, workers, p.PendingLimit)
+	held, cut, err := s.heldRuns(ctx, workers, p.PendingLimit)
 	if err != nil {
-		return view, err
+		return engine.WorkersView{}, err
 	}
-	view.Truncated = view.Truncated || truncated
-	byName := make(map[string]*engine.WorkerInfo, len(workers))
-	for i := range workers {
-		byName[workers[i].Name] = &workers[i]
-	}
-	for _, h := range held {
-		lease, dead := p.DefaultLease, true
-		w := byName[h.Consumer]
-		if w != nil {
-			lease, dead = w.LeaseDuration, w.Dead
-		}
-		h.Lapsed = dead || h.Idle > lease
-		if w != nil {
-			w.Runs = append(w.Runs, h)
-		}
-		if h.Lapsed {
-			view.Lapsed = append(view.Lapsed, h)
-		}
-	}
-	sort.SliceStable(workers, func(i, j int) bool {
-		if workers[i].Dead != workers[j].Dead {
-			return !workers[i].Dead
-		}
-		return workers[i].Name < workers[j].Name
-	})
-	view.Workers = workers
-	return view, nil
+	return engine.NewWorkersView(p.Now, workers, held, truncated || cut), nil
 }
 
 // readWorkers reads the records of names in one round trip; a name whose
 // record is gone is left out.
-func (s *Store) readWorkers(ctx context.Context, names []string, now time.Time) ([]engine.WorkerInfo, error) {
+func (s *Store) readWorkers(ctx context.Context, names []string) ([]engine.WorkerInfo, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -175,7 +140,6 @@ func (s *Store) readWorkers(ctx context.Context, names []string, now time.Time) 
 		if m[wfTasks] != "" {
 			w.Tasks = strings.Split(m[wfTasks], "\n")
 		}
-		w.Dead = now.Sub(w.LastHeartbeat) > engine.WorkerDeadAfterBeats*w.HeartbeatInterval
 		out = append(out, w)
 	}
 	return out, nil
@@ -197,11 +161,7 @@ func (s *Store) heldRuns(ctx context.Context, workers []engine.WorkerInfo, limit
 	for _, t := range registered {
 		tasks[t] = true
 	}
-	names := make([]string, 0, len(tasks))
-	for t := range tasks {
-		names = append(names, t)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(tasks))
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, false, err

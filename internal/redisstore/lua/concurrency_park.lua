@@ -43,19 +43,16 @@ local function park(run_key, stream, run_id, entry, reason, cgroup, climit)
     return e
   end
   local status = r[1]
+  taskq_drop(stream, group, entry) -- whatever follows: parked, or nothing to run
   if not status then
-    taskq_drop(stream, group, entry)
     return 'missing'
   end
   if taskq_is_terminal(status) then
-    taskq_drop(stream, group, entry)
     return status
   end
   if r[2] ~= entry then
-    taskq_drop(stream, group, entry)
     return 'stale'
   end
-  taskq_drop(stream, group, entry)
   if status == 'running' then
     redis.call('HSET', run_key, RUN_STATUS, 'queued', RUN_ATTEMPT, string.format('%d', (tonumber(r[3]) or 0) + 1))
   end

@@ -40,15 +40,13 @@ local function hold(run_key, stream, run_id, entry, due, reason)
     return taskq_failed(run_key, r), ''
   end
   local status = r[1]
+  taskq_drop(stream, group, entry) -- whatever follows: held back, or nothing to run
   if not status then
-    taskq_drop(stream, group, entry)
     return 0, 'missing'
   end
   if taskq_is_terminal(status) then
-    taskq_drop(stream, group, entry)
     return 0, status
   end
-  taskq_drop(stream, group, entry)
   if r[2] ~= entry then
     return 0, 'stale'
   end
