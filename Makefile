@@ -58,7 +58,7 @@ bench-peers:
 bench-cluster:
 	$(GO) run ./cmd/taskq-bench -cluster $(BENCH_FLAGS)
 
-## cluster-cost: instructions per trigger in a redis-server under callgrind: a single node and a cluster-mode node, each alone and feeding a replica, one trigger per call, batches of 16, and batches split over 6 and over 24 partitions (valgrind must be installed)
+## cluster-cost: instructions per trigger in a redis-server under callgrind: a single node and a cluster-mode node, each alone and feeding a replica, one trigger per call, batches of 16, and batches and completed runs split over NODECOST_PARTITIONS partitions (3 and 6 when unset), side by side with ratios (valgrind must be installed)
 cluster-cost:
 	$(GO) test -tags nodecost -run '^TestNodeCost$$' -count=1 -v ./cmd/taskq-bench/
 
