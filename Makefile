@@ -54,7 +54,7 @@ bench-ui:
 bench-peers:
 	cd bench/peers && $(GO) run . $(BENCH_FLAGS)
 
-## bench-cluster: a single node and a private 3-master, 3-replica Redis Cluster side by side: Redis CPU per trigger and per run, each master's share, paced latency (cmd/taskq-bench -cluster; BENCH_FLAGS="-cluster-partitions 48")
+## bench-cluster: a single node and a private 3-master, 3-replica Redis Cluster side by side: Redis CPU per trigger and per run, each master's share, paced latency (cmd/taskq-bench -cluster; BENCH_FLAGS="-cluster-partitions 24"; by default one partition per master, the default of a namespace first used on a cluster)
 bench-cluster:
 	$(GO) run ./cmd/taskq-bench -cluster $(BENCH_FLAGS)
 
