@@ -31,7 +31,7 @@ import (
 // DefaultPartitions is the partition count a namespace first used through
 // rdb records when none is configured: on a Redis Cluster (a
 // *redis.ClusterClient), the number of masters serving slots then, read
-// with CLUSTER SLOTS (ClusterMasters), so that each master has one
+// with CLUSTER SHARDS (ClusterMasters), so that each master has one
 // partition, the fewest that spread the namespace over every master; on
 // one Redis, engine.PartitionsDefault, with no call.
 //
@@ -47,29 +47,26 @@ func DefaultPartitions(ctx context.Context, rdb redis.UniversalClient) (int, err
 	if !ok {
 		return engine.PartitionsDefault, nil
 	}
-	slots, err := cc.ClusterSlots(ctx).Result()
+	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {
-		return 0, fmt.Errorf("redisstore: reading the cluster's masters (CLUSTER SLOTS): %w", err)
+		return 0, fmt.Errorf("redisstore: reading the cluster's masters (CLUSTER SHARDS): %w", err)
 	}
-	return ClusterMasters(slots), nil
+	return ClusterMasters(shards), nil
 }
 
-// ClusterMasters counts the masters a CLUSTER SLOTS reply names, each
-// once however many slot ranges it serves (by node ID, or address when the
-// reply gives no ID), between 1 and engine.PartitionsMax.
-func ClusterMasters(slots []redis.ClusterSlot) int {
-	masters := make(map[string]struct{})
-	for _, s := range slots {
-		if len(s.Nodes) == 0 {
-			continue
+// ClusterMasters counts the masters serving slots in a CLUSTER SHARDS
+// reply: the shards with at least one slot range (a shard is a master and
+// its replicas, however many ranges it serves; a master being failed over
+// still counts, as its slots are still its shard's), between 1 and
+// engine.PartitionsMax.
+func ClusterMasters(shards []redis.ClusterShard) int {
+	n := 0
+	for _, s := range shards {
+		if len(s.Slots) > 0 {
+			n++
 		}
-		id := s.Nodes[0].ID
-		if id == "" {
-			id = s.Nodes[0].Addr
-		}
-		masters[id] = struct{}{}
 	}
-	return min(max(len(masters), 1), engine.PartitionsMax)
+	return min(max(n, 1), engine.PartitionsMax)
 }
 
 // PartitionPrefix is the key prefix of partition i of the n of namespace

@@ -237,8 +237,8 @@ func TestDefaultPartitionsByClient(t *testing.T) {
 	}
 	gone := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1})
 	defer gone.Close()
-	if n, err := redisstore.DefaultPartitions(ctx, gone); err == nil || !strings.Contains(err.Error(), "CLUSTER SLOTS") {
-		t.Fatalf("unreachable cluster: %d, %v; want an error naming CLUSTER SLOTS", n, err)
+	if n, err := redisstore.DefaultPartitions(ctx, gone); err == nil || !strings.Contains(err.Error(), "CLUSTER SHARDS") {
+		t.Fatalf("unreachable cluster: %d, %v; want an error naming CLUSTER SHARDS", n, err)
 	}
 	b := redistest.Cluster(t)
 	want := mastersWithSlots(t, b.Client)
@@ -250,36 +250,34 @@ func TestDefaultPartitionsByClient(t *testing.T) {
 	}
 }
 
-// ClusterMasters counts each master once, however many slot ranges it
-// serves, by ID or, when the reply has none, by address; never less than
+// ClusterMasters counts the shards that serve slots, each once however
+// many slot ranges it serves and whatever its replicas; never less than
 // one.
-func TestClusterMastersCountsEachMasterOnce(t *testing.T) {
-	node := func(id, addr string) redis.ClusterNode { return redis.ClusterNode{ID: id, Addr: addr} }
+func TestClusterMastersCountsShardsWithSlots(t *testing.T) {
+	master := func(id string) redis.Node { return redis.Node{ID: id, Role: "master", Health: "online"} }
+	replica := func(id string) redis.Node { return redis.Node{ID: id, Role: "replica", Health: "online"} }
 	for _, c := range []struct {
-		name  string
-		slots []redis.ClusterSlot
-		want  int
+		name   string
+		shards []redis.ClusterShard
+		want   int
 	}{
-		{"no slots", nil, 1},
-		{"one master", []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{node("a", "h:1")}}}, 1},
-		{"three masters with replicas", []redis.ClusterSlot{
-			{Start: 0, End: 5460, Nodes: []redis.ClusterNode{node("a", "h:1"), node("d", "h:4")}},
-			{Start: 5461, End: 10922, Nodes: []redis.ClusterNode{node("b", "h:2"), node("e", "h:5")}},
-			{Start: 10923, End: 16383, Nodes: []redis.ClusterNode{node("c", "h:3"), node("f", "h:6")}},
+		{"no shards", nil, 1},
+		{"one master", []redis.ClusterShard{{Slots: []redis.SlotRange{{Start: 0, End: 16383}}, Nodes: []redis.Node{master("a")}}}, 1},
+		{"three masters with replicas", []redis.ClusterShard{
+			{Slots: []redis.SlotRange{{Start: 0, End: 5460}}, Nodes: []redis.Node{master("a"), replica("d")}},
+			{Slots: []redis.SlotRange{{Start: 5461, End: 10922}}, Nodes: []redis.Node{master("b"), replica("e")}},
+			{Slots: []redis.SlotRange{{Start: 10923, End: 16383}}, Nodes: []redis.Node{replica("f"), master("c")}},
 		}, 3},
-		{"a master serving two ranges after resharding", []redis.ClusterSlot{
-			{Start: 0, End: 99, Nodes: []redis.ClusterNode{node("b", "h:2")}},
-			{Start: 100, End: 8191, Nodes: []redis.ClusterNode{node("a", "h:1")}},
-			{Start: 8192, End: 16383, Nodes: []redis.ClusterNode{node("b", "h:2")}},
+		{"a master serving two ranges after resharding", []redis.ClusterShard{
+			{Slots: []redis.SlotRange{{Start: 0, End: 99}, {Start: 8192, End: 16383}}, Nodes: []redis.Node{master("b")}},
+			{Slots: []redis.SlotRange{{Start: 100, End: 8191}}, Nodes: []redis.Node{master("a")}},
 		}, 2},
-		{"no IDs", []redis.ClusterSlot{
-			{Start: 0, End: 8191, Nodes: []redis.ClusterNode{node("", "h:1")}},
-			{Start: 8192, End: 16000, Nodes: []redis.ClusterNode{node("", "h:2")}},
-			{Start: 16001, End: 16383, Nodes: []redis.ClusterNode{node("", "h:1")}},
-		}, 2},
-		{"a range without nodes", []redis.ClusterSlot{{Start: 0, End: 16383}}, 1},
+		{"a master added but given no slots yet", []redis.ClusterShard{
+			{Slots: []redis.SlotRange{{Start: 0, End: 16383}}, Nodes: []redis.Node{master("a")}},
+			{Nodes: []redis.Node{master("b")}},
+		}, 1},
 	} {
-		if n := redisstore.ClusterMasters(c.slots); n != c.want {
+		if n := redisstore.ClusterMasters(c.shards); n != c.want {
 			t.Errorf("%s: %d masters, want %d", c.name, n, c.want)
 		}
 	}
