@@ -54,11 +54,11 @@ bench-ui:
 bench-peers:
 	cd bench/peers && $(GO) run . $(BENCH_FLAGS)
 
-## bench-cluster: a single node and a private 3-master, 3-replica Redis Cluster side by side: Redis CPU per trigger and per run, each master's share, paced latency (cmd/taskq-bench -cluster; BENCH_FLAGS="-cluster-partitions 48")
+## bench-cluster: a single node and a private 3-master, 3-replica Redis Cluster side by side: Redis CPU per trigger and per run, each master's share, paced latency (cmd/taskq-bench -cluster; BENCH_FLAGS="-cluster-partitions 24"; by default one partition per master, the default of a namespace first used on a cluster)
 bench-cluster:
 	$(GO) run ./cmd/taskq-bench -cluster $(BENCH_FLAGS)
 
-## cluster-cost: instructions per trigger in a redis-server under callgrind: a single node and a cluster-mode node, each alone and feeding a replica, one trigger per call, batches of 16, and batches split over 6 and over 24 partitions (valgrind must be installed)
+## cluster-cost: instructions per trigger in a redis-server under callgrind: a single node and a cluster-mode node, each alone and feeding a replica, one trigger per call, batches of 16, and batches and completed runs split over NODECOST_PARTITIONS partitions (3 and 6 when unset), side by side with ratios (valgrind must be installed)
 cluster-cost:
 	$(GO) test -tags nodecost -run '^TestNodeCost$$' -count=1 -v ./cmd/taskq-bench/
 

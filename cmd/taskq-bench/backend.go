@@ -43,6 +43,8 @@ type node struct {
 
 // openBackend connects to the deployment at url (a redis:// or
 // redis+cluster:// URL on the loopback interface) and lists its nodes.
+// Partitions 0 on a cluster is one per master, the default of a namespace
+// first used there.
 func openBackend(ctx context.Context, name, url string, partitions int) (*backend, error) {
 	b := &backend{name: name, url: url, partitions: partitions}
 	if !redisstore.IsClusterURL(url) {
@@ -120,6 +122,9 @@ func openBackend(ctx context.Context, name, url string, partitions int) (*backen
 	if b.masters == 0 {
 		b.close()
 		return nil, fmt.Errorf("%s: no master in CLUSTER NODES", name)
+	}
+	if b.partitions == 0 {
+		b.partitions = b.masters
 	}
 	return b, nil
 }

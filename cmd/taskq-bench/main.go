@@ -37,6 +37,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/taskq/taskq/internal/engine"
 )
 
 // config is every knob of a run; flags fill it.
@@ -106,7 +108,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.verbose, "v", false, "log taskq's own warnings")
 	fs.BoolVar(&c.cluster, "cluster", false, "cluster mode: a single node and a Redis Cluster side by side (cost per trigger and per run, each master's share, latency); "+
 		"starts private servers, or measures the cluster -redis names when it is a redis+cluster:// URL")
-	fs.IntVar(&c.clusterPartitions, "cluster-partitions", 24, "partitions of the namespace on the cluster (cluster mode; the single node has 1)")
+	fs.IntVar(&c.clusterPartitions, "cluster-partitions", 0, "partitions of the namespace on the cluster (cluster mode; the single node has 1; 0: one per master, the default of a namespace first used on a cluster)")
 	fs.IntVar(&c.clusterMasters, "cluster-masters", 3, "masters of the private cluster (cluster mode)")
 	fs.IntVar(&c.clusterReplicas, "cluster-replicas", 1, "replicas per master of the private cluster (cluster mode)")
 	fs.IntVar(&c.clusterRounds, "cluster-rounds", 3, "rounds of the trigger and e2e measurements (cluster mode)")
@@ -143,8 +145,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("-rate and -duration must be positive, -warmup not negative")
 	case c.retention < time.Second:
 		return nil, fmt.Errorf("-retention %s is below 1s", c.retention)
-	case c.clusterPartitions < 1, c.clusterMasters < 1, c.clusterReplicas < 0, c.clusterRounds < 1, c.clusterLatency <= 0, c.clusterPoolSize < 0:
-		return nil, fmt.Errorf("-cluster-partitions, -cluster-masters and -cluster-rounds must be at least 1, -cluster-replicas and -cluster-pool-size not negative, -cluster-latency positive")
+	case c.clusterPartitions < 0 || c.clusterPartitions > engine.PartitionsMax, c.clusterMasters < 1, c.clusterReplicas < 0, c.clusterRounds < 1, c.clusterLatency <= 0, c.clusterPoolSize < 0:
+		return nil, fmt.Errorf("-cluster-partitions must be from 0 to %d, -cluster-masters and -cluster-rounds at least 1, -cluster-replicas and -cluster-pool-size not negative, -cluster-latency positive", engine.PartitionsMax)
 	}
 	return c, nil
 }

@@ -7,18 +7,22 @@ package main
 // machine's load) on four kinds of node: a single node, alone and feeding
 // a replica, and a cluster node owning every slot, alone and feeding a
 // replica; each with one trigger per call and with RunMany batches of 16,
-// and on the cluster node the same batches in a namespace of 6 and of 24
-// partitions (one script call per partition a batch touches); and per
-// completed run, triggered in batches of 16 and read and finished as a
-// worker of 100 slots does, 16 at a time on one partition or each of 6, 4
-// at a time in each of 24. It tells
-// what a node in cluster mode costs beside a single node, apart from the
-// noise of timed figures on shared cores. Run it with "make cluster-cost"
-// (valgrind must be installed); it is not part of the tests.
+// and on the cluster node the same batches in a namespace of each
+// partition count NODECOST_PARTITIONS lists (comma-separated, "3,6" when
+// unset: one and two partitions per master of three; one script call per
+// partition a batch touches); and per completed run, triggered in batches
+// of 16 and read and finished 16 at a time in each partition, as a worker
+// reads under a backlog. It ends with a table of each figure beside the
+// single node's of the same kind (alone, or feeding a replica), so the
+// ratios of every P come from one run. It tells what a node in cluster
+// mode costs beside a single node, apart from the noise of timed figures
+// on shared cores. Run it with "make cluster-cost" (valgrind must be
+// installed); it is not part of the tests.
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -42,12 +46,16 @@ func TestNodeCost(t *testing.T) {
 	}
 	const n = 1600
 	ctx := context.Background()
+	ps := costPartitions(t)
 	noop := task.Must[benchInput, benchResult]("noop", task.Options{Idempotency: task.Status(`input.id`, time.Hour)})
 	var lines, runLines []string
+	// perTrigger and perRun hold each count by kind and P.
+	perTrigger, perRun := map[string]map[int]int64{}, map[string]map[int]int64{}
 	for _, kind := range []struct {
 		name             string
 		cluster, replica bool
 	}{{"single", false, false}, {"single + replica", false, true}, {"cluster", true, false}, {"cluster + replica", true, true}} {
+		perTrigger[kind.name], perRun[kind.name] = map[int]int64{}, map[int]int64{}
 		// A subtest each, so that each kind's servers stop before the next
 		// starts.
 		t.Run(kind.name, func(t *testing.T) {
@@ -68,19 +76,20 @@ func TestNodeCost(t *testing.T) {
 					return strings.Contains(info, "cluster_state:ok")
 				})
 			}
-			measure := func(label string, partitions, batch int) {
+			measure := func(label string, partitions, batch int) int64 {
 				c := costClient(t, url, fmt.Sprintf("cost-%d-%d", partitions, batch), partitions)
 				trigger(ctx, t, c, noop, "warm", 50, 1) // loads the script, records the namespace
-				ins := m.count(t, func() { trigger(ctx, t, c, noop, "k", n, batch) })
-				lines = append(lines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins/n))
+				ins := m.count(t, func() { trigger(ctx, t, c, noop, "k", n, batch) }) / n
+				lines = append(lines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins))
+				return ins
 			}
 			// A run's whole life: triggered in RunMany batches of 16, then
 			// read and finished perCall at a time in each partition, as a
-			// worker of 100 slots does under a backlog (it reads at most
-			// its free slots / P from each partition, and finishes the
-			// runs of a read together), with the handler begun by the
-			// finish (a short run).
-			measureRuns := func(label string, partitions, perCall int) {
+			// worker does under a backlog (it reads at most its free slots
+			// / P from each partition, and finishes the runs of a read
+			// together), with the handler begun by the finish (a short
+			// run).
+			measureRuns := func(label string, partitions, perCall int) int64 {
 				ns := fmt.Sprintf("runs-%d-%d", partitions, perCall)
 				c := costClient(t, url, ns, partitions)
 				var rdb redis.UniversalClient = redis.NewClient(&redis.Options{Addr: m.addr, ReadTimeout: time.Minute})
@@ -121,25 +130,73 @@ func TestNodeCost(t *testing.T) {
 					}
 				}
 				life("warm", 50) // loads the scripts, records the namespace
-				ins := m.count(t, func() { life("k", n) })
-				runLines = append(runLines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins/n))
+				ins := m.count(t, func() { life("k", n) }) / n
+				runLines = append(runLines, fmt.Sprintf("  %-18s %-32s %8d", kind.name, label, ins))
+				return ins
 			}
 			measure("P=1, one trigger per call", 1, 1)
-			measure("P=1, RunMany x16", 1, 16)
-			measureRuns("P=1, 16 per read and finish", 1, 16)
+			perTrigger[kind.name][1] = measure("P=1, RunMany x16", 1, 16)
+			perRun[kind.name][1] = measureRuns("P=1, 16 per read and finish", 1, 16)
 			if kind.cluster {
-				// P = 6 is two partitions per master of three, the
-				// smallest P that spreads evenly over them with room for
-				// one more master each; P = 24 is eight.
-				measure("P=6, RunMany x16", 6, 16)
-				measure("P=24, RunMany x16", 24, 16)
-				measureRuns("P=6, 16 per read and finish", 6, 16)
-				measureRuns("P=24, 4 per read and finish", 24, 4)
+				for _, p := range ps {
+					perTrigger[kind.name][p] = measure(fmt.Sprintf("P=%d, RunMany x16", p), p, 16)
+					perRun[kind.name][p] = measureRuns(fmt.Sprintf("P=%d, 16 per read and finish", p), p, 16)
+				}
 			}
 		})
 	}
 	t.Logf("instructions per trigger in the node, %d triggers:\n%s", n, strings.Join(lines, "\n"))
 	t.Logf("instructions per completed run in the node (trigger, read, finish), %d runs:\n%s", n, strings.Join(runLines, "\n"))
+	t.Logf("side by side, each beside the single node's P=1 of the same kind (alone, or feeding a replica):\n%s",
+		costTable(ps, perTrigger, perRun))
+}
+
+// costPartitions is the list of P NODECOST_PARTITIONS names, or 3 and 6.
+func costPartitions(t *testing.T) []int {
+	t.Helper()
+	v := os.Getenv("NODECOST_PARTITIONS")
+	if v == "" {
+		return []int{3, 6}
+	}
+	var ps []int
+	for f := range strings.SplitSeq(v, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || p < 1 || p > engine.PartitionsMax {
+			t.Fatalf("NODECOST_PARTITIONS=%q: %q is not a partition count from 1 to %d", v, f, engine.PartitionsMax)
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// costTable formats the counts per trigger and per completed run of the
+// cluster-mode node at P = 1 and each of ps, in thousands of
+// instructions, each with its ratio to the single node's P = 1 of the same
+// kind.
+func costTable(ps []int, perTrigger, perRun map[string]map[int]int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-52s %10s", "", "single P=1")
+	for _, p := range append([]int{1}, ps...) {
+		fmt.Fprintf(&b, " %18s", fmt.Sprintf("cluster P=%d", p))
+	}
+	for _, fig := range []struct {
+		name   string
+		counts map[string]map[int]int64
+	}{{"per trigger (RunMany x16)", perTrigger}, {"per completed run (16 per read)", perRun}} {
+		for _, kind := range [][2]string{{"single", "cluster"}, {"single + replica", "cluster + replica"}} {
+			base := fig.counts[kind[0]][1]
+			fmt.Fprintf(&b, "\n  %-52s %9.1fk", fig.name+", "+kind[1], float64(base)/1000)
+			for _, p := range append([]int{1}, ps...) {
+				c := fig.counts[kind[1]][p]
+				ratio := 0.0
+				if base > 0 {
+					ratio = float64(c) / float64(base)
+				}
+				fmt.Fprintf(&b, " %18s", fmt.Sprintf("%.1fk (%.2fx)", float64(c)/1000, ratio))
+			}
+		}
+	}
+	return b.String()
 }
 
 // costClient returns a client of namespace ns with partitions partitions

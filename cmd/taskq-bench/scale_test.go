@@ -65,7 +65,12 @@ func TestClusterFlags(t *testing.T) {
 	if c, _ = parseFlags([]string{"-cluster", "-redis", "redis+cluster://127.0.0.1:7000/"}); !c.redisSet {
 		t.Fatal("-redis given, redisSet false")
 	}
-	if _, err := parseFlags([]string{"-cluster-partitions", "0"}); err == nil {
-		t.Fatal("-cluster-partitions 0 accepted")
+	if c, err := parseFlags([]string{"-cluster"}); err != nil || c.clusterPartitions != 0 {
+		t.Fatalf("-cluster-partitions unset: %+v, %v; want 0, one per master", c, err)
+	}
+	for _, p := range []string{"-1", "1025"} {
+		if _, err := parseFlags([]string{"-cluster-partitions", p}); err == nil {
+			t.Fatalf("-cluster-partitions %s accepted", p)
+		}
 	}
 }

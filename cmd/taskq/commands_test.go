@@ -44,7 +44,7 @@ func newTestClient(t *testing.T, b *redistest.Backend) *client.Client {
 }
 
 // onePartition records one partition for b's namespace, the cluster's
-// too (whose default is 16): golden files show the run IDs and column
+// too (whose default is one per master): golden files show the run IDs and column
 // widths of a namespace of one partition, whose IDs name no partition.
 func onePartition(t *testing.T, b *redistest.Backend) {
 	t.Helper()

@@ -14,10 +14,9 @@ const (
 	// blocking read and a few commands a second (docs/scaling.md).
 	PartitionsMax = 1024
 	// PartitionsDefault is P for a namespace first used on a single node.
+	// One first used on a Redis Cluster records the number of masters
+	// serving slots then (redisstore.DefaultPartitions).
 	PartitionsDefault = 1
-	// PartitionsClusterDefault is P for a namespace first used on a Redis
-	// Cluster (a *redis.ClusterClient).
-	PartitionsClusterDefault = 16
 	// NamespaceMaxLen bounds a namespace name.
 	NamespaceMaxLen = 64
 )

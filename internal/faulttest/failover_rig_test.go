@@ -83,8 +83,11 @@ func newFailoverRig(t *testing.T, pc *redistest.PrivateCluster, ns string, d tas
 		t.Fatal(err)
 	}
 	faulttest.AddHook(r.rdb, history.NewHook(rec))
-	r.c, err = client.New(client.Options{Redis: r.rdb, Namespace: ns, Logger: quiet, OperationTimeout: 2 * time.Second,
-		Durability: d})
+	// 16 partitions, several on each master, so that a killed master takes
+	// some with it and leaves others (a namespace's default on a cluster
+	// is one per master); the workers adopt the count.
+	r.c, err = client.New(client.Options{Redis: r.rdb, Namespace: ns, Partitions: 16, Logger: quiet,
+		OperationTimeout: 2 * time.Second, Durability: d})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/taskq/taskq/internal/engine"
 )
 
 // ConnectOptions say how a client or a worker reaches Redis.
@@ -199,12 +198,13 @@ func ClientOptions(rawURL string, opTimeout time.Duration) (*redis.Options, erro
 // adds to go-redis's default pool (10 connections per core on one node, 5
 // per core per node on a cluster). A worker holds one connection per
 // partition for its blocking read, on the partition's node, for up to
-// FetchBlock: at the cluster default of 16 partitions those alone could
-// take a node's whole default pool on a small machine, and the worker's
-// heartbeats and outcomes then waited for a connection until their leases
-// lapsed and other workers took their runs. A pool opens connections only
-// when they are needed, so the headroom costs nothing when idle.
-const PoolHeadroom = engine.PartitionsClusterDefault
+// FetchBlock: at 16 partitions on a node (a namespace configured with
+// them) those alone could take the node's whole default pool on a small
+// machine, and the worker's heartbeats and outcomes then waited for a
+// connection until their leases lapsed and other workers took their runs.
+// A pool opens connections only when they are needed, so the headroom
+// costs nothing when idle.
+const PoolHeadroom = 16
 
 // capTimeouts lowers each of ds to opTimeout, when opTimeout is set and d
 // is unset or higher.

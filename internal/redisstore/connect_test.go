@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/redisstore"
 )
 
@@ -78,15 +77,15 @@ func TestClusterOptionsRefusals(t *testing.T) {
 }
 
 // A client made from a URL without pool_size has room above go-redis's
-// default pool for a worker's blocking read per partition, at the
-// cluster default; a URL's pool_size is kept.
+// default pool for a worker's blocking read per partition, PoolHeadroom
+// of them; a URL's pool_size is kept.
 func TestURLClientsHaveRoomForAReaderPerPartition(t *testing.T) {
 	co, err := redisstore.ClusterOptions("redis+cluster://10.0.0.1:7000", 0)
-	if err != nil || co.PoolSize != 5*runtime.GOMAXPROCS(0)+engine.PartitionsClusterDefault {
+	if err != nil || co.PoolSize != 5*runtime.GOMAXPROCS(0)+16 {
 		t.Errorf("cluster pool %d, %v", co.PoolSize, err)
 	}
 	ro, err := redisstore.ClientOptions("redis://10.0.0.1:6379/0", 0)
-	if err != nil || ro.PoolSize != 10*runtime.GOMAXPROCS(0)+engine.PartitionsClusterDefault {
+	if err != nil || ro.PoolSize != 10*runtime.GOMAXPROCS(0)+16 {
 		t.Errorf("pool %d, %v", ro.PoolSize, err)
 	}
 	if ro, err := redisstore.ClientOptions("redis://10.0.0.1:6379/0?pool_size=3", 0); err != nil || ro.PoolSize != 3 {

@@ -79,7 +79,7 @@ func TestDurableTriggerFollowsAMovedSlot(t *testing.T) {
 		}
 	}
 	// One partition, so that every key of the namespace is in that slot
-	// (a cluster's default is PartitionsClusterDefault).
+	// (a cluster's default is one per master).
 	s := redisstore.NewPartitioned(cc, ns, 1)
 	if _, err := s.Partitions(ctx); err != nil {
 		t.Fatal(err)

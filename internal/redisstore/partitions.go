@@ -29,13 +29,44 @@ import (
 //     the home partition, partition 0.
 
 // DefaultPartitions is the partition count a namespace first used through
-// rdb records when none is configured: PartitionsClusterDefault on a Redis
-// Cluster, PartitionsDefault otherwise.
-func DefaultPartitions(rdb redis.UniversalClient) int {
-	if _, ok := rdb.(*redis.ClusterClient); ok {
-		return engine.PartitionsClusterDefault
+// rdb records when none is configured: on a Redis Cluster (a
+// *redis.ClusterClient), the number of masters serving slots then, read
+// with CLUSTER SHARDS (ClusterMasters), so that each master has one
+// partition, the fewest that spread the namespace over every master; on
+// one Redis, engine.PartitionsDefault, with no call.
+//
+// One partition per master makes a batch of triggers, a worker's read and
+// its finishes the largest calls the spread allows: a script call costs
+// about the same whatever it carries, so the same load over more
+// partitions costs a node more per trigger and per run (docs/scaling.md,
+// Choosing P). The count is recorded with the namespace, so the namespace
+// keeps it when the cluster grows: a namespace meant to spread over more
+// masters later is created with more partitions (Options.Partitions).
+func DefaultPartitions(ctx context.Context, rdb redis.UniversalClient) (int, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return engine.PartitionsDefault, nil
 	}
-	return engine.PartitionsDefault
+	shards, err := cc.ClusterShards(ctx).Result()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: reading the cluster's masters (CLUSTER SHARDS): %w", err)
+	}
+	return ClusterMasters(shards), nil
+}
+
+// ClusterMasters counts the masters serving slots in a CLUSTER SHARDS
+// reply: the shards with at least one slot range (a shard is a master and
+// its replicas, however many ranges it serves; a master being failed over
+// still counts, as its slots are still its shard's), between 1 and
+// engine.PartitionsMax.
+func ClusterMasters(shards []redis.ClusterShard) int {
+	n := 0
+	for _, s := range shards {
+		if len(s.Slots) > 0 {
+			n++
+		}
+	}
+	return min(max(n, 1), engine.PartitionsMax)
 }
 
 // PartitionPrefix is the key prefix of partition i of the n of namespace
@@ -232,7 +263,9 @@ func (s *Store) readPartitions(ctx context.Context) (int, error) {
 		}
 		n = 1
 	case n == 0:
-		n = DefaultPartitions(s.rdb)
+		if n, err = DefaultPartitions(ctx, s.rdb); err != nil {
+			return 0, err
+		}
 	}
 	var set *redis.BoolCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

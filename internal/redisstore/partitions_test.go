@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,16 +177,29 @@ func TestPartitionsAreRecordedOnFirstUse(t *testing.T) {
 		}
 
 		// A namespace never used records the default: 1 on a single node,
-		// 16 on a cluster.
+		// the number of masters on a cluster.
 		fresh := b.Namespace + "-fresh"
 		t.Cleanup(func() { redistest.DeleteNamespace(ctx, b.Client, fresh) })
 		want := engine.PartitionsDefault
 		if b.IsCluster() {
-			want = engine.PartitionsClusterDefault
+			want = mastersWithSlots(t, b.Client)
 		}
 		def, err := redisstore.New(b.Client, fresh).Partitions(ctx)
 		if err != nil || def.Count() != want {
-			t.Fatalf("fresh namespace: %v, %v", def, err)
+			t.Fatalf("fresh namespace: %v, %v; want %d", def, err, want)
+		}
+		if v := b.Client.HGet(ctx, redisstore.NewKeys(fresh).Meta(), "partitions").Val(); v != strconv.Itoa(want) {
+			t.Fatalf("fresh namespace's meta record holds %q, want %d", v, want)
+		}
+		// A namespace recorded with another count keeps it: the default
+		// applies to a namespace's first use only.
+		kept := b.Namespace + "-kept"
+		t.Cleanup(func() { redistest.DeleteNamespace(ctx, b.Client, kept) })
+		if _, err := redisstore.NewPartitioned(b.Client, kept, 16).Partitions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := redisstore.New(b.Client, kept).Partitions(ctx); err != nil || p.Count() != 16 {
+			t.Fatalf("unconfigured open of a namespace recorded with 16: %v, %v", p, err)
 		}
 
 		// Data from before partitions: the namespace has 1.
@@ -211,16 +225,79 @@ func TestPartitionsAreRecordedOnFirstUse(t *testing.T) {
 	})
 }
 
-// The default on a Redis Cluster is PartitionsClusterDefault.
+// The default is 1 on a single node, read without a call, and on a Redis
+// Cluster the number of masters serving slots; a cluster that cannot be
+// asked gives an error, not a guess.
 func TestDefaultPartitionsByClient(t *testing.T) {
-	if n := redisstore.DefaultPartitions(redis.NewClient(&redis.Options{})); n != 1 {
-		t.Fatalf("single node: %d", n)
+	ctx := context.Background()
+	one := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer one.Close()
+	if n, err := redisstore.DefaultPartitions(ctx, one); n != 1 || err != nil {
+		t.Fatalf("single node: %d, %v", n, err)
 	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
-	defer cc.Close()
-	if n := redisstore.DefaultPartitions(cc); n != 16 {
-		t.Fatalf("cluster: %d", n)
+	gone := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1})
+	defer gone.Close()
+	if n, err := redisstore.DefaultPartitions(ctx, gone); err == nil || !strings.Contains(err.Error(), "CLUSTER SHARDS") {
+		t.Fatalf("unreachable cluster: %d, %v; want an error naming CLUSTER SHARDS", n, err)
 	}
+	b := redistest.Cluster(t)
+	want := mastersWithSlots(t, b.Client)
+	if os.Getenv(redistest.ClusterURLEnv) == "" && want != redistest.ClusterMasters {
+		t.Fatalf("the harness's cluster has %d masters with slots, want %d", want, redistest.ClusterMasters)
+	}
+	if n, err := redisstore.DefaultPartitions(ctx, b.Client); err != nil || n != want {
+		t.Fatalf("cluster: %d, %v; want its %d masters", n, err, want)
+	}
+}
+
+// ClusterMasters counts the shards that serve slots, each once however
+// many slot ranges it serves and whatever its replicas; never less than
+// one.
+func TestClusterMastersCountsShardsWithSlots(t *testing.T) {
+	master := func(id string) redis.Node { return redis.Node{ID: id, Role: "master", Health: "online"} }
+	replica := func(id string) redis.Node { return redis.Node{ID: id, Role: "replica", Health: "online"} }
+	for _, c := range []struct {
+		name   string
+		shards []redis.ClusterShard
+		want   int
+	}{
+		{"no shards", nil, 1},
+		{"one master", []redis.ClusterShard{{Slots: []redis.SlotRange{{Start: 0, End: 16383}}, Nodes: []redis.Node{master("a")}}}, 1},
+		{"three masters with replicas", []redis.ClusterShard{
+			{Slots: []redis.SlotRange{{Start: 0, End: 5460}}, Nodes: []redis.Node{master("a"), replica("d")}},
+			{Slots: []redis.SlotRange{{Start: 5461, End: 10922}}, Nodes: []redis.Node{master("b"), replica("e")}},
+			{Slots: []redis.SlotRange{{Start: 10923, End: 16383}}, Nodes: []redis.Node{replica("f"), master("c")}},
+		}, 3},
+		{"a master serving two ranges after resharding", []redis.ClusterShard{
+			{Slots: []redis.SlotRange{{Start: 0, End: 99}, {Start: 8192, End: 16383}}, Nodes: []redis.Node{master("b")}},
+			{Slots: []redis.SlotRange{{Start: 100, End: 8191}}, Nodes: []redis.Node{master("a")}},
+		}, 2},
+		{"a master added but given no slots yet", []redis.ClusterShard{
+			{Slots: []redis.SlotRange{{Start: 0, End: 16383}}, Nodes: []redis.Node{master("a")}},
+			{Nodes: []redis.Node{master("b")}},
+		}, 1},
+	} {
+		if n := redisstore.ClusterMasters(c.shards); n != c.want {
+			t.Errorf("%s: %d masters, want %d", c.name, n, c.want)
+		}
+	}
+}
+
+// mastersWithSlots counts the masters CLUSTER NODES lists with slots.
+func mastersWithSlots(t *testing.T, rdb redis.UniversalClient) int {
+	t.Helper()
+	nodes, err := rdb.ClusterNodes(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(nodes), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 8 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
+			n++
+		}
+	}
+	return n
 }
 
 // With 4 partitions a run lives in its key's partition (so keys collide

@@ -24,7 +24,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, b *redistest.Backend) *fixture {
 	// One partition on every backend, the cluster's too (whose default is
-	// 16): these tests check keys of the home partition by name, so every
+	// one per master): these tests check keys of the home partition by name, so every
 	// run must live there. Partitioned namespaces, on one node and on the
 	// cluster, are the partitions tests' and the client's and worker's.
 	s := redisstore.NewPartitioned(b.Client, b.Namespace, 1)

@@ -51,11 +51,10 @@ const (
 	// PartitionsMax is the largest partition count a namespace can have.
 	PartitionsMax = engine.PartitionsMax
 	// PartitionsDefault is the count a namespace first used on a single
-	// Redis records when none is configured.
+	// Redis records when none is configured. One first used on a Redis
+	// Cluster records the number of masters serving slots then, so that
+	// each master has one partition (docs/scaling.md, Choosing P).
 	PartitionsDefault = engine.PartitionsDefault
-	// PartitionsClusterDefault is the count a namespace first used on a
-	// Redis Cluster records when none is configured.
-	PartitionsClusterDefault = engine.PartitionsClusterDefault
 )
 
 type systemClock struct{}

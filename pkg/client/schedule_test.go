@@ -14,12 +14,13 @@ import (
 )
 
 // partitionedClient is a client whose namespace has four partitions (16
-// on the cluster), so that most runs live outside the home partition.
+// on the cluster, several per master), so that most runs live outside the
+// home partition.
 func partitionedClient(t *testing.T, b *redistest.Backend) *client.Client {
 	t.Helper()
 	parts := 4
 	if b.Name == "cluster" {
-		parts = client.PartitionsClusterDefault
+		parts = 16
 	}
 	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Partitions: parts})
 	if err != nil {

@@ -11,13 +11,14 @@ import (
 	"github.com/taskq/taskq/pkg/worker"
 )
 
-// scheduleClient is a client whose namespace has several partitions, so
-// that scheduled runs live in partitions other than the home one.
+// scheduleClient is a client whose namespace has several partitions (16
+// on the cluster, several per master), so that scheduled runs live in
+// partitions other than the home one.
 func scheduleClient(t *testing.T, b *redistest.Backend) *client.Client {
 	t.Helper()
 	parts := 4
 	if b.IsCluster() {
-		parts = client.PartitionsClusterDefault
+		parts = 16
 	}
 	c, err := client.New(client.Options{Redis: b.Client, Namespace: b.Namespace, Partitions: parts, Logger: quiet})
 	if err != nil {
