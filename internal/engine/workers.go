@@ -113,9 +113,10 @@ func (p ListWorkersParams) WithDefaults(now time.Time) ListWorkersParams {
 // runs of any consumer: it marks dead the workers that went
 // WorkerDeadAfterBeats intervals without a beat, hands each worker the runs
 // it holds, marks lapsed the runs whose lease ran out or whose holder is
-// dead or gone (has no record), and orders the workers live first, then by
-// name.
-func NewWorkersView(now time.Time, workers []WorkerInfo, held []HeldRun, truncated bool) WorkersView {
+// dead, and orders the workers live first, then by name. A run whose
+// holder has no record is lapsed once it has gone defaultLease without
+// renewal (see ListWorkersParams.DefaultLease).
+func NewWorkersView(now time.Time, defaultLease time.Duration, workers []WorkerInfo, held []HeldRun, truncated bool) WorkersView {
 	view := WorkersView{Truncated: truncated}
 	byName := make(map[string]*WorkerInfo, len(workers))
 	for i := range workers {
@@ -125,7 +126,11 @@ func NewWorkersView(now time.Time, workers []WorkerInfo, held []HeldRun, truncat
 	}
 	for _, h := range held {
 		w := byName[h.Consumer]
-		h.Lapsed = w == nil || w.Dead || h.Idle > w.LeaseDuration
+		if w == nil {
+			h.Lapsed = h.Idle > defaultLease
+		} else {
+			h.Lapsed = w.Dead || h.Idle > w.LeaseDuration
+		}
 		if w != nil {
 			w.Runs = append(w.Runs, h)
 		}

@@ -105,7 +105,7 @@ func (s *Store) ListWorkers(ctx context.Context, p engine.ListWorkersParams) (en
 	if err != nil {
 		return engine.WorkersView{}, err
 	}
-	return engine.NewWorkersView(p.Now, workers, held, truncated || cut), nil
+	return engine.NewWorkersView(p.Now, p.DefaultLease, workers, held, truncated || cut), nil
 }
 
 // readWorkers reads the records of names in one round trip; a name whose
