@@ -205,14 +205,6 @@ func (s *Sources) Get(name string) *Source {
 	return (*s.set.Load())[name]
 }
 
-// Names returns the names of the sources in force.
-func (s *Sources) Names() []string {
-	var out []string
-	for n := range *s.set.Load() {
-		out = append(out, n)
-	}
-	return out
-}
 
 // Parse reads a configuration (file names it in errors).
 func Parse(file string, data []byte, getenv func(string) string) (map[string]*Source, error) {
@@ -332,9 +324,6 @@ func secretValue(s SecretConfig, getenv func(string) string) (string, string) {
 	}
 	return v, ""
 }
-
-// Header returns the header that carries the source's signature.
-func (s *Source) Header() string { return s.header }
 
 // Verify checks the request's signature over its raw body with each of
 // the source's secrets. now is the server's time, for Stripe's tolerance.
