@@ -400,7 +400,10 @@ with code 6. Waiting is woken by the run's completion, not by polling.`,
 				info, err = c.Handle(id).Wait(wctx)
 				cancel()
 				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-					st, _ := c.Handle(id).Status(ctx)
+					var st client.Status
+					if now, err := c.Handle(id).Get(ctx); err == nil {
+						st = now.Status
+					}
 					return withCode(exitPending, &notFinishedError{ID: id, Status: st, Waited: wait})
 				}
 				if err != nil {
@@ -672,8 +675,11 @@ func ownerStatus(ctx context.Context, coll *client.IdempotencyCollisionError) cl
 	if coll.Owner == nil {
 		return ""
 	}
-	st, _ := coll.Owner.Status(ctx)
-	return st
+	info, err := coll.Owner.Get(ctx)
+	if err != nil {
+		return ""
+	}
+	return info.Status
 }
 
 // indentJSON pretty-prints a result for people; "null" when there is none.

@@ -177,11 +177,11 @@ func (s *Server) ownerStatus(ctx context.Context, coll *client.IdempotencyCollis
 	if coll.Owner == nil {
 		return ""
 	}
-	st, err := coll.Owner.Status(ctx)
+	info, err := coll.Owner.Get(ctx)
 	if err != nil {
 		return ""
 	}
-	return st
+	return info.Status
 }
 
 // triggered describes a trigger that did not fail: 201 when it created the

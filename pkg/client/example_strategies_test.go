@@ -191,8 +191,8 @@ func Example_supersedeOwner() {
 	var sup *worker.CancelledError
 	fmt.Println("superseded:", newer.TriggerInfo().Superseded == old.ID(), "old run told:", errors.As(<-causes, &sup) && sup.By == newer.ID())
 	r, _ := newer.Result(ctx)
-	st, _ := old.Status(ctx)
-	fmt.Println("old run:", st, "new run charged:", r.Charged)
+	oldInfo, _ := old.Get(ctx)
+	fmt.Println("old run:", oldInfo.Status, "new run charged:", r.Charged)
 	// Output:
 	// superseded: true old run told: true
 	// old run: cancelled new run charged: 2

@@ -228,14 +228,6 @@ func (h *RunHandle) Get(ctx context.Context) (*RunInfo, error) {
 	return runInfo(r), nil
 }
 
-// Status reads the run's status.
-func (h *RunHandle) Status(ctx context.Context) (Status, error) {
-	ctx, cancel := h.c.opCtx(ctx)
-	defer cancel()
-	s, err := h.c.store.RunStatus(ctx, h.id)
-	return Status(s), h.c.unavailable(ctx, err)
-}
-
 // Wait blocks until the run ends or ctx is done and returns its final
 // state. It is woken by the run's completion notice, not by polling.
 func (h *RunHandle) Wait(ctx context.Context) (*RunInfo, error) {

@@ -94,8 +94,8 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 			t.Fatalf("16 runs all in partitions %v", parts)
 		}
 		for _, ref := range refs {
-			if st, err := ref.Status(ctx); err != nil || st != client.StatusQueued {
-				t.Fatalf("%s: %s, %v", ref.ID(), st, err)
+			if info, err := ref.Get(ctx); err != nil || info.Status != client.StatusQueued {
+				t.Fatalf("%s: %+v, %v", ref.ID(), info, err)
 			}
 			if _, err := ref.Signal(ctx, "ping"); err != nil {
 				t.Fatalf("signal %s: %v", ref.ID(), err)
@@ -132,7 +132,7 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 			if _, err := h.Get(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Get(%q) = %v", id, err)
 			}
-			if _, err := h.Status(ctx); !errors.Is(err, client.ErrRunNotFound) {
+			if _, err := h.Get(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Status(%q) = %v", id, err)
 			}
 			if _, err := h.Cancel(ctx); !errors.Is(err, client.ErrRunNotFound) {

@@ -127,7 +127,7 @@ func TestDeferredLongRunShowsRunningAfterStartDelay(t *testing.T) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
 				var st client.Status
 				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-					if st, _ = c.Handle(ctx.RunID()).Status(ctx); st == client.StatusRunning {
+					if st, _ = runStatus(ctx, c.Handle(ctx.RunID())); st == client.StatusRunning {
 						break
 					}
 				}
@@ -166,7 +166,7 @@ func TestDeferredCancelOfQueuedRunReachesItsHandler(t *testing.T) {
 		causes := make(chan error, 1)
 		w := startWorker(t, b, worker.Options{StartDelay: 30 * time.Second, LeaseDuration: time.Minute}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				st, _ := c.Handle(ctx.RunID()).Status(ctx)
+				st, _ := runStatus(ctx, c.Handle(ctx.RunID()))
 				running <- st
 				<-ctx.Done()
 				causes <- context.Cause(ctx)
@@ -300,7 +300,7 @@ func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
 		w1 := startWorker(t, b, worker.Options{StartDelay: 5 * time.Second, LeaseDuration: time.Minute,
 			ShutdownTimeout: time.Second}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				st, _ := c.Handle(ctx.RunID()).Status(ctx)
+				st, _ := runStatus(ctx, c.Handle(ctx.RunID()))
 				started <- st
 				<-ctx.Done()
 				causes <- context.Cause(ctx)

@@ -118,7 +118,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "first owner to run", func() bool { s, _ := first.Status(ctx); return s == client.StatusRunning })
+			eventually(t, "first owner to run", func() bool { s, _ := runStatus(ctx, first); return s == client.StatusRunning })
 			refs, errs := fire(t, c, tk, task.ConflictSupersede, n)
 			for i, err := range errs {
 				if err != nil {
@@ -131,7 +131,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			}
 			active := 0
 			for _, r := range append(refs, first) {
-				st, _ := r.Status(ctx)
+				st, _ := runStatus(ctx, r)
 				switch {
 				case r.ID() == ks.OwnerRunID:
 					if st.Terminal() {
