@@ -132,7 +132,11 @@ func (i *RunInfo) Err() error {
 		return &RunError{RunID: i.ID, Status: i.Status, Attempts: i.Attempt, Message: i.Error}
 	case StatusCancelled:
 		e := &RunError{RunID: i.ID, Status: i.Status, Attempts: i.Attempt, Message: i.Error}
-		e.Group, e.By, _ = cancelreason.Parse(i.Error)
+		if by, ok := cancelreason.SupersededBy(i.Error); ok {
+			e.By = by
+		} else {
+			e.Group, e.By, _ = cancelreason.Parse(i.Error)
+		}
 		return e
 	}
 	return nil

@@ -420,15 +420,15 @@ func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
 		check        func(t *testing.T, cause error)
 	}{
 		{"cancelled", "cancelled by an operator", func(t *testing.T, cause error) {
-			var sup *worker.CancelledError
+			var sup *client.RunError
 			if !errors.Is(cause, task.ErrRunCancelled) || (errors.As(cause, &sup) && sup.Group == "") {
 				t.Fatalf("handler context cause = %v, want ErrRunCancelled", cause)
 			}
 		}},
 		{"superseded", "superseded by run run-2", func(t *testing.T, cause error) {
-			var sup *worker.CancelledError
+			var sup *client.RunError
 			if !(errors.As(cause, &sup) && sup.Group == "") || sup.By != "run-2" || !errors.Is(cause, task.ErrRunCancelled) {
-				t.Fatalf("handler context cause = %v, want SupersededError by run-2", cause)
+				t.Fatalf("handler context cause = %v, want a *client.RunError by run-2", cause)
 			}
 		}},
 	}

@@ -151,9 +151,9 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			for found := false; !found; {
 				select {
 				case cause := <-causes:
-					var sup *worker.CancelledError
+					var sup *client.RunError
 					if !(errors.As(cause, &sup) && sup.Group == "") || sup.By == "" || !errors.Is(cause, task.ErrRunCancelled) {
-						t.Fatalf("cause = %v, want a SupersededError", cause)
+						t.Fatalf("cause = %v, want a *client.RunError", cause)
 					}
 					found = sup.RunID == first.ID()
 				case <-deadline:
