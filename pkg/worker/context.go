@@ -69,10 +69,10 @@ type Context interface {
 	Metadata() json.RawMessage
 	// Logger logs with the run's attributes.
 	Logger() *slog.Logger
-	// NextSignal blocks for the run's next signal (see Signal).
-	NextSignal() (Signal, error)
+	// NextSignal blocks for the run's next signal.
+	NextSignal() (client.SignalInfo, error)
 	// Signals iterates the run's signals until the context ends.
-	Signals() iter.Seq[Signal]
+	Signals() iter.Seq[client.SignalInfo]
 	// Step runs fn once per run and returns its stored JSON result on
 	// later attempts; see the typed Step function.
 	Step(name string, fn func(ctx context.Context, stepID string) (any, error)) (json.RawMessage, error)

@@ -171,7 +171,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 					for s := range ctx.Signals() {
 						var payload in
 						json.Unmarshal(s.Payload, &payload)
-						ids = append(ids, s.ID+"="+payload.Mode)
+						ids = append(ids, s.SignalID+"="+payload.Mode)
 						if len(ids) == n-1 {
 							break
 						}

@@ -59,8 +59,8 @@ func durableHandler(b interface{ Incr(string) int64 }, want int, report func(str
 			if err != nil {
 				return res, err
 			}
-			res.Signals = append(res.Signals, sig.ID)
-			report("signal " + sig.ID)
+			res.Signals = append(res.Signals, sig.SignalID)
+			report("signal " + sig.SignalID)
 		}
 		return res, nil
 	}
