@@ -154,8 +154,9 @@ type RunHandle struct {
 	ackErr error
 }
 
-// TriggerInfo is what the trigger that returned a handle did. A handle
-// made with Client.Handle or Ref has the zero value.
+// TriggerInfo is what the trigger (or the signal: Client.Signal,
+// RunHandle.Signal) that returned a handle did. A handle made with
+// Client.Handle or Ref has the zero value.
 type TriggerInfo struct {
 	// Outcome is OutcomeCreated, or what the conflict policy did instead
 	// when another run held the key (OutcomeAttached, OutcomeSignalled,
@@ -167,8 +168,8 @@ type TriggerInfo struct {
 	// Superseded is the run the trigger took the key from (policy
 	// supersede), or "".
 	Superseded string
-	// SignalID is the ID of the signal the trigger sent to the owner
-	// (OutcomeSignalled).
+	// SignalID is the ID of the signal the trigger (or the signal call)
+	// sent to the owner (OutcomeSignalled).
 	SignalID string
 	// Durability is how far the trigger's write reached (replicas
 	// acknowledged, local fsync) when it asked for durable
@@ -187,7 +188,8 @@ const (
 	OutcomeCreated Outcome = "created"
 	// OutcomeAttached: the key's owner was returned (policy attach).
 	OutcomeAttached Outcome = "attached"
-	// OutcomeSignalled: the input went to the owner as a signal.
+	// OutcomeSignalled: the input went to the owner as a signal (or a
+	// signal call's payload went to its run).
 	OutcomeSignalled Outcome = "signalled"
 	// OutcomeDebounced: the queued owner took the input and waits anew.
 	OutcomeDebounced Outcome = "debounced"

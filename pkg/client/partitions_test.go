@@ -120,7 +120,7 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 		if k, err := c.Inspector().GetKey(ctx, "order:k"); err != nil || k.OwnerRunID != owner.ID() || k.Task != partKeyed.Name() {
 			t.Fatalf("LookupKey: %+v, %v", k, err)
 		}
-		if r, err := c.Signal(ctx, "order:k", 1); err != nil || r.RunID != owner.ID() {
+		if r, err := c.Signal(ctx, "order:k", 1); err != nil || r.ID() != owner.ID() {
 			t.Fatalf("Signal by key: %+v, %v", r, err)
 		}
 		if released, err := c.Inspector().ReleaseKey(ctx, "order:k", ""); err != nil || released != owner.ID() {

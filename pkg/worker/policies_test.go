@@ -221,7 +221,7 @@ func TestSignalByKeyErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec, err := c.Signal(ctx, "r", "hello")
-		if err != nil || rec.RunID != ref.ID() {
+		if err != nil || rec.ID() != ref.ID() || rec.TriggerInfo() != (client.TriggerInfo{Outcome: client.OutcomeSignalled, IdempotencyKey: "r", SignalID: rec.TriggerInfo().SignalID}) || rec.TriggerInfo().SignalID == "" {
 			t.Fatalf("signal to a queued owner: %+v, %v", rec, err)
 		}
 		ref.Cancel(ctx)
