@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskq/taskq/internal/durability"
 	"github.com/taskq/taskq/internal/fieldfilter"
 	"github.com/taskq/taskq/internal/runview"
 
@@ -520,9 +521,8 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
 			if cmd.Flags().Changed("priority") && (priority < 1 || priority > 3) {
 				return usageErrorf("invalid --priority %d: use 1 (the lowest), 2 or 3", priority)
 			}
-			d := task.Durability{Replicas: replicas, Timeout: replicasTimeout, LocalFsync: fsync}
-			if err := d.Validate(); err != nil {
-				return usageErrorf("invalid --replicas, --replicas-timeout or --fsync: %v", err)
+			if p := durability.Problem(replicas, replicasTimeout); p != "" {
+				return usageErrorf("invalid --replicas, --replicas-timeout or --fsync: durability: %s", p)
 			}
 			var err error
 			at, err = sf.check(cmd)
