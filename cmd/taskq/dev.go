@@ -263,7 +263,10 @@ func (d *demo) run(ctx context.Context) error {
 	if !errors.As(err, &coll) {
 		return fmt.Errorf("the duplicate was not rejected: %w", err)
 	}
-	st, _ := coll.Owner.Status(ctx)
+	var st client.Status
+	if owner, err := coll.Owner.Get(ctx); err == nil {
+		st = owner.Status
+	}
 	d.say("     rejected: duplicate of run %s (status %s); nothing was created", coll.ExistingRunID, st)
 
 	d.say("  3. wait for the result of run %s", ref.ID())

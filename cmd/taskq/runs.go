@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskq/taskq/internal/durability"
 	"github.com/taskq/taskq/internal/fieldfilter"
 	"github.com/taskq/taskq/internal/runview"
 
@@ -400,7 +401,10 @@ with code 6. Waiting is woken by the run's completion, not by polling.`,
 				info, err = c.Handle(id).Wait(wctx)
 				cancel()
 				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-					st, _ := c.Handle(id).Status(ctx)
+					var st client.Status
+					if now, err := c.Handle(id).Get(ctx); err == nil {
+						st = now.Status
+					}
 					return withCode(exitPending, &notFinishedError{ID: id, Status: st, Waited: wait})
 				}
 				if err != nil {
@@ -517,9 +521,8 @@ claimed now, and it waits queued until then (see taskq runs reschedule).`,
 			if cmd.Flags().Changed("priority") && (priority < 1 || priority > 3) {
 				return usageErrorf("invalid --priority %d: use 1 (the lowest), 2 or 3", priority)
 			}
-			d := task.Durability{Replicas: replicas, Timeout: replicasTimeout, LocalFsync: fsync}
-			if err := d.Validate(); err != nil {
-				return usageErrorf("invalid --replicas, --replicas-timeout or --fsync: %v", err)
+			if p := durability.Problem(replicas, replicasTimeout); p != "" {
+				return usageErrorf("invalid --replicas, --replicas-timeout or --fsync: durability: %s", p)
 			}
 			var err error
 			at, err = sf.check(cmd)
@@ -672,8 +675,11 @@ func ownerStatus(ctx context.Context, coll *client.IdempotencyCollisionError) cl
 	if coll.Owner == nil {
 		return ""
 	}
-	st, _ := coll.Owner.Status(ctx)
-	return st
+	info, err := coll.Owner.Get(ctx)
+	if err != nil {
+		return ""
+	}
+	return info.Status
 }
 
 // indentJSON pretty-prints a result for people; "null" when there is none.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -59,8 +58,8 @@ func (f *scheduleFlags) options(cmd *cobra.Command, at *time.Time) []client.RunO
 // scheduleUsage makes a schedule the client refused (too far ahead, a
 // negative --in, a debounced task) a usage error, naming the flag.
 func scheduleUsage(err error) error {
-	var se *client.RunAtError
-	if !errors.As(err, &se) {
+	se, ok := admission.ScheduleField(err)
+	if !ok {
 		return err
 	}
 	flag := "--at"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -81,7 +82,7 @@ func (a *app) signal(ctx context.Context, data, key, runID string) error {
 	if err != nil {
 		return err
 	}
-	var rec *client.SignalReceipt
+	var rec *client.RunHandle
 	if key != "" {
 		rec, err = c.Signal(ctx, key, payload)
 	} else {
@@ -99,12 +100,13 @@ func (a *app) signal(ctx context.Context, data, key, runID string) error {
 	}
 	p := a.printer()
 	if p.json() {
-		return p.JSON(rec)
+		return p.JSON(wire.SignalledBy(rec))
 	}
+	sent := wire.SignalledBy(rec)
 	if key != "" {
-		_, err = fmt.Fprintf(a.stdout, "Signal %s sent to run %s, which holds key %q.\n", clean(rec.SignalID), clean(rec.RunID), clean(key))
+		_, err = fmt.Fprintf(a.stdout, "Signal %s sent to run %s, which holds key %q.\n", clean(sent.SignalID), clean(sent.RunID), clean(key))
 	} else {
-		_, err = fmt.Fprintf(a.stdout, "Signal %s sent to run %s.\n", clean(rec.SignalID), clean(rec.RunID))
+		_, err = fmt.Fprintf(a.stdout, "Signal %s sent to run %s.\n", clean(sent.SignalID), clean(sent.RunID))
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -27,7 +28,7 @@ func TestSignalCommands(t *testing.T) {
 			t.Fatalf("keys signal: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		r = cl.runIn(`"second"`, "runs", "signal", id, "--data", "-", "-o", "json")
-		var rec client.SignalReceipt
+		var rec wire.Signalled
 		if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || r.code != 0 || rec.RunID != id || rec.SignalID == "" {
 			t.Fatalf("runs signal -o json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 		}

@@ -103,8 +103,8 @@ const ChildHold = task.DurationMax
 
 // Admit checks a trigger against every limit, derives its key and returns
 // the parameters of the enqueue script, or a *LimitError, *InvalidError,
-// *RunAtError, *task.KeyError or a *task.ConfigError (a priority out of
-// range).
+// *task.KeyError or a *task.ConfigError (a priority out of range, a
+// schedule that cannot be accepted).
 // It writes nothing.
 func (c Config) Admit(tr Trigger) (*engine.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
@@ -136,7 +136,7 @@ func (c Config) CheckEvent(payload, metadata []byte) error {
 // enqueue script, for input and metadata already checked (Admit,
 // CheckEvent). A failed expression (the idempotency key, a rate limit key,
 // the concurrency group) is a *task.KeyError, a schedule that cannot be
-// accepted a *RunAtError.
+// accepted a *task.ConfigError (see ScheduleField).
 func (c Config) Build(tr Trigger) (*engine.EnqueueParams, error) {
 	tr.Input, tr.Metadata = orEmpty(tr.Input), orEmpty(tr.Metadata)
 	def := tr.Def

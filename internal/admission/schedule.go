@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,14 +27,22 @@ type Schedule struct {
 	In *time.Duration
 }
 
-// RunAtError says a trigger's schedule cannot be accepted; Field is
-// FieldRunAt or FieldRunIn.
-type RunAtError struct {
-	Field   string
-	Problem string
+// scheduleError says a trigger's schedule cannot be accepted: a
+// *task.ConfigError whose Field is FieldRunAt or FieldRunIn (see
+// ScheduleField), as a trigger's other options' errors are.
+func scheduleError(taskName, field, format string, args ...any) error {
+	return &task.ConfigError{Task: taskName, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-func (e *RunAtError) Error() string { return e.Field + " " + e.Problem }
+// ScheduleField returns the *task.ConfigError of a schedule that cannot
+// be accepted (its Field FieldRunAt or FieldRunIn) found in err's chain.
+func ScheduleField(err error) (*task.ConfigError, bool) {
+	var ce *task.ConfigError
+	if errors.As(err, &ce) && (ce.Field == FieldRunAt || ce.Field == FieldRunIn) {
+		return ce, true
+	}
+	return nil, false
+}
 
 // delay checks a trigger's schedule and returns how long after now its run
 // is due (0: at once).
@@ -43,15 +52,16 @@ func (c Config) delay(def *task.Definition, s *Schedule, now time.Time) (time.Du
 		return 0, err
 	}
 	if idem := def.Idempotency; idem != nil && idem.Strategy == task.StrategyDebounce {
-		return 0, &RunAtError{Field: field, Problem: fmt.Sprintf(
-			"is set for task %q, whose debounce strategy queues each run when its window has passed: its runs cannot be scheduled", def.Name)}
+		return 0, scheduleError(def.Name, field,
+			"cannot be set: the task's debounce strategy queues each run when its window has passed, so its runs cannot be scheduled")
 	}
 	return d, nil
 }
 
 // ScheduleDelay checks a schedule against the limits and returns how long
 // after now it is due (0: at once, for no schedule or a time already
-// passed) and the field it was given in, or a *RunAtError.
+// passed) and the field it was given in, or a *task.ConfigError naming
+// that field.
 func (c Config) ScheduleDelay(s *Schedule, now time.Time) (field string, d time.Duration, err error) {
 	if s == nil || (s.At == nil && s.In == nil) {
 		return "", 0, nil
@@ -62,23 +72,23 @@ func (c Config) ScheduleDelay(s *Schedule, now time.Time) (field string, d time.
 	}
 	switch {
 	case s.At != nil && s.In != nil:
-		return FieldRunAt, 0, &RunAtError{Field: FieldRunAt, Problem: "and " + FieldRunIn + " are both set: give one of them"}
+		return FieldRunAt, 0, scheduleError("", FieldRunAt, "given together with %s: give one of them", FieldRunIn)
 	case s.At != nil:
 		if s.At.IsZero() {
-			return FieldRunAt, 0, &RunAtError{Field: FieldRunAt, Problem: "is the zero time"}
+			return FieldRunAt, 0, scheduleError("", FieldRunAt, "must not be the zero time")
 		}
 		field, d = FieldRunAt, s.At.Sub(now)
 		if d > limit {
-			return FieldRunAt, 0, &RunAtError{Field: FieldRunAt, Problem: fmt.Sprintf("is %s, %s ahead: over the limit of %s",
-				s.At.UTC().Format(time.RFC3339), d.Round(time.Second), limit)}
+			return FieldRunAt, 0, scheduleError("", FieldRunAt, "%s is %s ahead, over the limit of %s",
+				s.At.UTC().Format(time.RFC3339), d.Round(time.Second), limit)
 		}
 	default:
 		field, d = FieldRunIn, *s.In
 		if d < 0 {
-			return FieldRunIn, 0, &RunAtError{Field: FieldRunIn, Problem: fmt.Sprintf("is %s: must not be negative", d)}
+			return FieldRunIn, 0, scheduleError("", FieldRunIn, "%s must not be negative", d)
 		}
 		if d > limit {
-			return FieldRunIn, 0, &RunAtError{Field: FieldRunIn, Problem: fmt.Sprintf("is %s, over the limit of %s", d, limit)}
+			return FieldRunIn, 0, scheduleError("", FieldRunIn, "%s is over the limit of %s", d, limit)
 		}
 	}
 	if d < time.Millisecond {

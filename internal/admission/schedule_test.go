@@ -43,7 +43,7 @@ func TestScheduleSetsTheDelayAndHoldsTheKeyFromTheDueTime(t *testing.T) {
 	}
 }
 
-// A schedule that cannot be met is a *RunAtError naming its field,
+// A schedule that cannot be met is a *task.ConfigError naming its field,
 // before the key is derived.
 func TestScheduleErrorsNameTheField(t *testing.T) {
 	now := time.Now()
@@ -65,9 +65,9 @@ func TestScheduleErrorsNameTheField(t *testing.T) {
 		// An input the key expression cannot read: the schedule is
 		// checked first.
 		_, err := cfg.Admit(admission.Trigger{Def: c.def, Input: []byte(`{}`), Now: now, Schedule: c.s})
-		var se *admission.RunAtError
-		if !errors.As(err, &se) || se.Field != c.field {
-			t.Errorf("%s: %v; want a *RunAtError on %s", c.name, err, c.field)
+		se, ok := admission.ScheduleField(err)
+		if !ok || se.Field != c.field || !errors.Is(err, task.ErrInvalidConfig) {
+			t.Errorf("%s: %v; want a *task.ConfigError on %s", c.name, err, c.field)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 // Package cancelreason writes and reads the reason a run cancelled by its
-// concurrency group records as its error (and its cancel notice carries):
-// the worker writes it, and reads it back for the handler's context; the
-// client reads it for RunError's Group and By.
+// concurrency group, or superseded by a newer run, records as its error
+// (and its cancel notice carries): the worker writes a group's reason
+// (taskq_supersede in the Lua library writes a supersede's), and reads it
+// back for the handler's context; the client reads it for RunError's Group
+// and By.
 package cancelreason
 
 import (
@@ -11,6 +13,11 @@ import (
 )
 
 const (
+	// supersededPrefix starts the reason of a run a newer run superseded;
+	// the new run's ID follows (see internal/redisstore/lua/lib,
+	// taskq_supersede).
+	supersededPrefix = "superseded by run "
+
 	displacedPrefix = "displaced by run "
 	displacedIn     = " in concurrency group "
 	fullPrefix      = "concurrency group "
@@ -27,6 +34,16 @@ func Displaced(by, group string) string {
 // already had holders of its max runs running (task.CancelNewest).
 func FullGroup(group string, holders, max int) string {
 	return fullPrefix + strconv.Quote(group) + fullSuffix + fmt.Sprintf(" (%d/%d running)", holders, max)
+}
+
+// Superseded is the recorded reason of a run that run by superseded
+// (task.ConflictSupersede).
+func Superseded(by string) string { return supersededPrefix + by }
+
+// SupersededBy reads a run's recorded cancel reason: ok is true when a
+// newer run, by, superseded it.
+func SupersededBy(reason string) (by string, ok bool) {
+	return strings.CutPrefix(reason, supersededPrefix)
 }
 
 // Parse reads a run's recorded cancel reason: ok is true when its

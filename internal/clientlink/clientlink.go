@@ -3,9 +3,11 @@
 // events through it, tests and fault tooling inspect the store with it),
 // the Redis guard and metrics (the HTTP API's readiness and /metrics), the
 // client's settings, and the firing of a cron tick (the worker's
-// scheduler), through the client's Link method, whose argument only
-// taskq's own packages can make; users cannot import this package, and
-// what they may do with stored runs, keys, events and tasks is
+// scheduler). A *client.Client embeds a Holder of its Link, whose one
+// method is unexported: only this package can call it, so the client
+// shares the Link with taskq's own packages (which call Of) and adds
+// nothing to the API its users see; users cannot import this package,
+// and what they may do with stored runs, keys, events and tasks is
 // client.Inspector.
 package clientlink
 
@@ -72,18 +74,25 @@ type SpawnRequest struct {
 	Position func(n int) int
 }
 
-// Token is the argument of client.Client.Link: only taskq's own packages
-// can import this package, so only they can ask a client for its link.
-type Token struct{}
+// Holder holds a client's Link. *client.Client embeds one (made by Hold)
+// and so has its unexported method link, which only this package can
+// call: a Holder must have no exported field or method, which the client
+// would pass on to its users.
+type Holder struct{ l *Link }
 
-// linker is *client.Client, named here without importing package client
-// (which imports this package).
+// Hold returns a Holder of l.
+func Hold(l *Link) Holder { return Holder{l: l} }
+
+func (h Holder) link() *Link { return h.l }
+
+// linker is *client.Client (which embeds a Holder), named here without
+// importing package client, which imports this package.
 type linker interface {
-	Link(Token) *Link
+	link() *Link
 }
 
 // Of returns the link of c, a *client.Client. It panics for anything else.
-func Of(c any) *Link { return c.(linker).Link(Token{}) }
+func Of(c any) *Link { return c.(linker).link() }
 
 // Store returns the engine of c, a *client.Client. It panics for
 // anything else.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskq/taskq/internal/admission"
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/events"
@@ -194,11 +195,11 @@ func triggerError(err error) *apiError {
 		limit *client.LimitError
 		ae    *apiError
 	)
-	var se *client.RunAtError
+	se, scheduleErr := admission.ScheduleField(err)
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.As(err, &se):
+	case scheduleErr:
 		return runAtError(se)
 	case errors.As(err, &coll):
 		return collisionError(coll, "")

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/taskq/taskq/internal/admission"
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/internal/engine"
-
 	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
@@ -177,11 +177,11 @@ func (s *Server) ownerStatus(ctx context.Context, coll *client.IdempotencyCollis
 	if coll.Owner == nil {
 		return ""
 	}
-	st, err := coll.Owner.Status(ctx)
+	info, err := coll.Owner.Get(ctx)
 	if err != nil {
 		return ""
 	}
-	return st
+	return info.Status
 }
 
 // triggered describes a trigger that did not fail: 201 when it created the
@@ -231,11 +231,8 @@ func (s *Server) triggerBatch(w http.ResponseWriter, r *http.Request, items []js
 	s.metrics.observeTrigger(sourceHTTP, start)
 	if hs == nil && err != nil {
 		// Nothing was written: the batch as a whole, or one item, is invalid.
-		var (
-			item *client.BatchItemError
-			se   *client.RunAtError
-		)
-		if errors.As(err, &se) {
+		var item *client.BatchItemError
+		if se, ok := admission.ScheduleField(err); ok {
 			writeError(w, runAtError(se)) // the batch's, not one run's
 			return
 		}

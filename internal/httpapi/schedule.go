@@ -10,6 +10,7 @@ import (
 	"github.com/taskq/taskq/internal/admission"
 	"github.com/taskq/taskq/internal/clientlink"
 	"github.com/taskq/taskq/pkg/client"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // scheduleRequest is when a trigger's run, or a rescheduled run, is due:
@@ -25,7 +26,8 @@ func (q *scheduleRequest) given() bool { return q.RunAt != "" || q.RunIn != "" }
 
 // parse reads runAt and runIn, naming the field at fault. The limits (how
 // far ahead, both given, a negative delay) are the client's, answered as
-// a *client.RunAtError when the trigger is made (see triggerError).
+// a *task.ConfigError naming runAt or runIn when the trigger is made (see
+// triggerError).
 func (q *scheduleRequest) parse() (at *time.Time, in *time.Duration, e *apiError) {
 	bad := func(field, format string, args ...any) *apiError {
 		e := newError(http.StatusBadRequest, CodeInvalidField, "field %q "+format, append([]any{field}, args...)...)
@@ -65,8 +67,9 @@ func (q *scheduleRequest) options() ([]client.RunOption, *apiError) {
 	return opts, nil
 }
 
-// runAtError answers a *client.RunAtError: 400 naming the field.
-func runAtError(se *client.RunAtError) *apiError {
+// runAtError answers a schedule's *task.ConfigError (see
+// admission.ScheduleField): 400 naming the field.
+func runAtError(se *task.ConfigError) *apiError {
 	e := newError(http.StatusBadRequest, CodeInvalidField, "%s", se.Error())
 	e.Field = se.Field
 	return e
@@ -99,19 +102,17 @@ func (s *Server) rescheduleRun(w http.ResponseWriter, r *http.Request) {
 	)
 	switch {
 	case at != nil && in != nil:
-		writeError(w, runAtError(&client.RunAtError{Field: "runAt", Problem: "and runIn are both set: give one of them"}))
+		writeError(w, runAtError(&task.ConfigError{Field: admission.FieldRunAt, Message: "given together with runIn: give one of them"}))
 		return
 	case at != nil:
 		info, err = s.c.Inspector().Reschedule(r.Context(), id, *at)
 	default:
 		info, err = rescheduleIn(r.Context(), s.c, id, *in)
 	}
-	var (
-		se *client.RunAtError
-		ns *client.StateError
-	)
+	var ns *client.StateError
+	se, scheduleErr := admission.ScheduleField(err)
 	switch {
-	case errors.As(err, &se):
+	case scheduleErr:
 		writeError(w, runAtError(se))
 	case errors.As(err, &ns) && errors.Is(ns.Kind, client.ErrNotScheduled):
 		writeError(w, newError(http.StatusConflict, CodeRunNotScheduled, "%s", ns.Error()))

@@ -79,8 +79,8 @@ func TestScheduledTriggerOverHTTP(t *testing.T) {
 			{map[string]any{"runIn": "soon"}, "runIn", "duration"},
 			{map[string]any{"runIn": "-5s"}, "runIn", "must not be negative"},
 			{map[string]any{"runIn": "100000h"}, "runIn", "over the limit"},
-			{map[string]any{"runIn": "1h", "runAt": at.Format(time.RFC3339)}, "runAt", "both set"},
-			{map[string]any{"runIn": "1h", "runs": []any{map[string]any{"input": map[string]any{"id": "9"}}}, "runAt": at.Format(time.RFC3339)}, "runAt", "both set"},
+			{map[string]any{"runIn": "1h", "runAt": at.Format(time.RFC3339)}, "runAt", "given together with runIn"},
+			{map[string]any{"runIn": "1h", "runs": []any{map[string]any{"input": map[string]any{"id": "9"}}}, "runAt": at.Format(time.RFC3339)}, "runAt", "given together with runIn"},
 		} {
 			tc.body["input"] = map[string]any{"id": "x"}
 			if tc.body["runs"] != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/taskq/taskq/internal/wire"
 	"github.com/taskq/taskq/pkg/client"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) signalKey(w http.ResponseWriter, r *http.Request) {
 	)
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusAccepted, rec)
+		writeJSON(w, http.StatusAccepted, wire.SignalledBy(rec))
 	case errors.As(err, &notHeld) && errors.Is(notHeld.Kind, client.ErrKeyNotHeld):
 		writeError(w, newError(http.StatusNotFound, CodeKeyNotHeld, "no active run holds idempotency key %s", quote(key)))
 	case errors.As(err, &finished) && errors.Is(finished.Kind, client.ErrOwnerFinished):

@@ -16,8 +16,8 @@
 //
 // The other resources are the client's own types: client.RunInfo (a
 // run), client.KeyInfo (a held key), client.EventInfo (an event),
-// client.SignalReceipt (a signal); a task is Task, task.Registered with
-// its paused state.
+// client.SignalInfo (a run's signal); a signal sent is Signalled, a task
+// is Task, task.Registered with its paused state.
 package wire
 
 import (
@@ -141,6 +141,19 @@ type EventResult struct {
 	Message   string                `json:"message,omitempty"`
 	// ReplayOf is the event a replay pushed again.
 	ReplayOf string `json:"replayOf,omitempty"`
+}
+
+// Signalled is a signal sent: the run that took it and the signal's ID
+// (POST /keys/{key}/signal, taskq signal).
+type Signalled struct {
+	RunID    string `json:"runId"`
+	SignalID string `json:"signalId"`
+}
+
+// SignalledBy is the signal the handle a client's Signal returned says
+// it sent.
+func SignalledBy(h *client.RunHandle) Signalled {
+	return Signalled{RunID: h.ID(), SignalID: h.TriggerInfo().SignalID}
 }
 
 // Release is the outcome of releasing an idempotency key: the key and

@@ -249,8 +249,14 @@ type Client struct {
 	statsQuit chan struct{}
 	statsDone chan struct{}
 	closeOnce sync.Once
-	link      *clientlink.Link
+	// linkHolder carries what the client shares with taskq's own packages
+	// (see internal/clientlink); it adds nothing users can call.
+	linkHolder
 }
+
+// linkHolder names clientlink.Holder so that the embedded field is
+// unexported.
+type linkHolder = clientlink.Holder
 
 // New connects a Client. With Options.Redis nil it dials Options.RedisURL.
 func New(opts Options) (c *Client, err error) {
@@ -316,14 +322,14 @@ func New(opts Options) (c *Client, err error) {
 		unroute: unroute, stats: runstats.New(st, opts.Logger), statsQuit: make(chan struct{}), statsDone: make(chan struct{})}
 	c.waiter = newWaiter(c)
 	sc := c.Schedules()
-	c.link = &clientlink.Link{Engine: st, Guard: guard, Metrics: metrics, Namespace: opts.Namespace, Clock: opts.Clock,
+	c.linkHolder = clientlink.Hold(&clientlink.Link{Engine: st, Guard: guard, Metrics: metrics, Namespace: opts.Namespace, Clock: opts.Clock,
 		OperationTimeout: opts.OperationTimeout, Admission: c.admission(),
 		Unavailable: func(ctx context.Context, err error) error { return c.unavailable(ctx, err) },
 		FireTick: func(ctx context.Context, cs *ticks.Compiled, tick time.Time) error {
 			_, err := sc.fire(ctx, cs, tick)
 			return err
 		},
-		AdvanceSchedule: sc.advance, Spawn: c.spawn}
+		AdvanceSchedule: sc.advance, Spawn: c.spawn})
 	go func() {
 		defer close(c.statsDone)
 		c.stats.Run(c.statsQuit, opts.StatsInterval, opts.OperationTimeout)
@@ -375,13 +381,6 @@ func routeRedisLog(log *slog.Logger, keep bool) func() {
 	}
 	return redislog.Route(log)
 }
-
-// Link shares the client's engine, guard, metrics and settings with
-// taskq's own packages (event ingestion, the HTTP API, the worker's
-// scheduler): its argument is a value only they can make. What
-// applications may do with stored runs, keys, events and tasks is
-// Inspector.
-func (c *Client) Link(clientlink.Token) *clientlink.Link { return c.link }
 
 // Ping checks that Redis answers.
 func (c *Client) Ping(ctx context.Context) error {

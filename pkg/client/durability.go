@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/taskq/taskq/internal/durability"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -47,8 +48,8 @@ func (c *Client) resolveDurability(def *task.Definition, own *task.Durability) (
 // checkDurability says, as a *task.ConfigError, what is wrong with d for
 // a client whose calls are bounded by opTimeout.
 func checkDurability(d task.Durability, opTimeout time.Duration) error {
-	if err := d.Validate(); err != nil {
-		return err
+	if p := durability.Problem(d.Replicas, d.Timeout); p != "" {
+		return &task.ConfigError{Field: "durability", Message: p}
 	}
 	if t := engine.WithDefaults(d).Timeout; engine.Durable(d) && t >= opTimeout {
 		return &task.ConfigError{Field: "durability", Message: fmt.Sprintf(

@@ -176,8 +176,8 @@ func TestDurableTriggerWithTheReplicaStopped(t *testing.T) {
 			t.Fatalf("error %q does not say %q", err, want)
 		}
 	}
-	if st, err := run.Status(ctx); err != nil || st != client.StatusQueued {
-		t.Fatalf("the run the error names: %s, %v", st, err)
+	if info, err := run.Get(ctx); err != nil || info.Status != client.StatusQueued {
+		t.Fatalf("the run the error names: %+v, %v", info, err)
 	}
 	if n := counter(t, e.reg, "taskq_durability_shortfalls_total"); n != 1 {
 		t.Fatalf("counted %v shortfalls, want 1", n)

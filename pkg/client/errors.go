@@ -149,20 +149,27 @@ func (e *LimitError) Is(target error) bool { return target == ErrInputTooLarge }
 // says how. errors.Is(err, ErrRunFailed) holds for a failed run, and
 // errors.Is(err, task.ErrRunCancelled) for a cancelled one (with
 // task.ErrConcurrencyCancelled too when its concurrency group cancelled it).
+//
+// A waiter gets one (Run, RunRef.Result, RunInfo.Err), and so does a
+// handler whose run another run took the place of: its context's cause
+// (context.Cause) is a *RunError of StatusCancelled with By set, and Group
+// too when its concurrency group cancelled it.
 type RunError struct {
 	RunID string
 	// Status is StatusFailed (after the run's last attempt) or
 	// StatusCancelled.
 	Status Status
-	// Attempts counts the attempts the run made.
+	// Attempts counts the attempts the run made (0 in a handler's cause).
 	Attempts int
 	// Message is the last attempt's error (failed), or why the run was
-	// cancelled.
+	// cancelled: "cancelled by request", "superseded by run <id>",
+	// "displaced by run <id> in concurrency group <group>", ...
 	Message string
-	// Group is set when the run's concurrency group cancelled it, as
-	// worker.CancelledError's: a newer run of the group, By, took its slot
-	// (task.CancelInProgress), or By is "" when the group was full as the
-	// run came (task.CancelNewest).
+	// Group is set when the run's concurrency group cancelled it: a newer
+	// run of the group, By, took its slot (task.CancelInProgress), or By
+	// is "" when the group was full as the run came (task.CancelNewest).
+	// With Group "", By is the newer run that superseded it
+	// (task.ConflictSupersede), if one did.
 	Group string
 	By    string
 }

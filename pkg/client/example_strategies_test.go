@@ -188,12 +188,13 @@ func Example_supersedeOwner() {
 	old, _ := client.RunNoWait(ctx, c, orders, Order{ID: "E-5", Amount: 1})
 	<-started
 	newer, _ := client.RunNoWait(ctx, c, orders, Order{ID: "E-5", Amount: 2})
-	var sup *worker.CancelledError
+	var sup *client.RunError
 	fmt.Println("superseded:", newer.TriggerInfo().Superseded == old.ID(), "old run told:", errors.As(<-causes, &sup) && sup.By == newer.ID())
 	r, _ := newer.Result(ctx)
-	st, _ := old.Status(ctx)
-	fmt.Println("old run:", st, "new run charged:", r.Charged)
+	oldInfo, _ := old.Get(ctx)
+	var ended *client.RunError
+	fmt.Println("old run:", oldInfo.Status, "by the new run:", errors.As(oldInfo.Err(), &ended) && ended.By == newer.ID(), "new run charged:", r.Charged)
 	// Output:
 	// superseded: true old run told: true
-	// old run: cancelled new run charged: 2
+	// old run: cancelled by the new run: true new run charged: 2
 }

@@ -132,7 +132,11 @@ func (i *RunInfo) Err() error {
 		return &RunError{RunID: i.ID, Status: i.Status, Attempts: i.Attempt, Message: i.Error}
 	case StatusCancelled:
 		e := &RunError{RunID: i.ID, Status: i.Status, Attempts: i.Attempt, Message: i.Error}
-		e.Group, e.By, _ = cancelreason.Parse(i.Error)
+		if by, ok := cancelreason.SupersededBy(i.Error); ok {
+			e.By = by
+		} else {
+			e.Group, e.By, _ = cancelreason.Parse(i.Error)
+		}
 		return e
 	}
 	return nil
@@ -150,8 +154,9 @@ type RunHandle struct {
 	ackErr error
 }
 
-// TriggerInfo is what the trigger that returned a handle did. A handle
-// made with Client.Handle or Ref has the zero value.
+// TriggerInfo is what the trigger (or the signal: Client.Signal,
+// RunHandle.Signal) that returned a handle did. A handle made with
+// Client.Handle or Ref has the zero value.
 type TriggerInfo struct {
 	// Outcome is OutcomeCreated, or what the conflict policy did instead
 	// when another run held the key (OutcomeAttached, OutcomeSignalled,
@@ -163,8 +168,8 @@ type TriggerInfo struct {
 	// Superseded is the run the trigger took the key from (policy
 	// supersede), or "".
 	Superseded string
-	// SignalID is the ID of the signal the trigger sent to the owner
-	// (OutcomeSignalled).
+	// SignalID is the ID of the signal the trigger (or the signal call)
+	// sent to the owner (OutcomeSignalled).
 	SignalID string
 	// Durability is how far the trigger's write reached (replicas
 	// acknowledged, local fsync) when it asked for durable
@@ -183,7 +188,8 @@ const (
 	OutcomeCreated Outcome = "created"
 	// OutcomeAttached: the key's owner was returned (policy attach).
 	OutcomeAttached Outcome = "attached"
-	// OutcomeSignalled: the input went to the owner as a signal.
+	// OutcomeSignalled: the input went to the owner as a signal (or a
+	// signal call's payload went to its run).
 	OutcomeSignalled Outcome = "signalled"
 	// OutcomeDebounced: the queued owner took the input and waits anew.
 	OutcomeDebounced Outcome = "debounced"
@@ -226,14 +232,6 @@ func (h *RunHandle) Get(ctx context.Context) (*RunInfo, error) {
 		return nil, h.c.unavailable(ctx, err)
 	}
 	return runInfo(r), nil
-}
-
-// Status reads the run's status.
-func (h *RunHandle) Status(ctx context.Context) (Status, error) {
-	ctx, cancel := h.c.opCtx(ctx)
-	defer cancel()
-	s, err := h.c.store.RunStatus(ctx, h.id)
-	return Status(s), h.c.unavailable(ctx, err)
 }
 
 // Wait blocks until the run ends or ctx is done and returns its final

@@ -119,7 +119,9 @@ func (in *Inspector) withGroups(ctx context.Context, info *RunInfo) {
 	}
 }
 
-// SignalInfo is one signal sent to a run, as stored.
+// SignalInfo is one signal sent to a run, as stored: as RunSignals lists
+// it, and as the run's handler receives it (worker.Context's NextSignal
+// and Signals, worker.WaitForSignal).
 type SignalInfo struct {
 	SignalID string          `json:"signalId"`
 	Payload  json.RawMessage `json:"payload"`

@@ -94,8 +94,8 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 			t.Fatalf("16 runs all in partitions %v", parts)
 		}
 		for _, ref := range refs {
-			if st, err := ref.Status(ctx); err != nil || st != client.StatusQueued {
-				t.Fatalf("%s: %s, %v", ref.ID(), st, err)
+			if info, err := ref.Get(ctx); err != nil || info.Status != client.StatusQueued {
+				t.Fatalf("%s: %+v, %v", ref.ID(), info, err)
 			}
 			if _, err := ref.Signal(ctx, "ping"); err != nil {
 				t.Fatalf("signal %s: %v", ref.ID(), err)
@@ -120,7 +120,7 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 		if k, err := c.Inspector().GetKey(ctx, "order:k"); err != nil || k.OwnerRunID != owner.ID() || k.Task != partKeyed.Name() {
 			t.Fatalf("LookupKey: %+v, %v", k, err)
 		}
-		if r, err := c.Signal(ctx, "order:k", 1); err != nil || r.RunID != owner.ID() {
+		if r, err := c.Signal(ctx, "order:k", 1); err != nil || r.ID() != owner.ID() {
 			t.Fatalf("Signal by key: %+v, %v", r, err)
 		}
 		if released, err := c.Inspector().ReleaseKey(ctx, "order:k", ""); err != nil || released != owner.ID() {
@@ -132,7 +132,7 @@ func TestHandlesReachRunsInEveryPartition(t *testing.T) {
 			if _, err := h.Get(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Get(%q) = %v", id, err)
 			}
-			if _, err := h.Status(ctx); !errors.Is(err, client.ErrRunNotFound) {
+			if _, err := h.Get(ctx); !errors.Is(err, client.ErrRunNotFound) {
 				t.Fatalf("Status(%q) = %v", id, err)
 			}
 			if _, err := h.Cancel(ctx); !errors.Is(err, client.ErrRunNotFound) {

@@ -17,12 +17,6 @@ import (
 // Options.MaxScheduleAhead says otherwise.
 const MaxScheduleAheadDefault = admission.MaxScheduleAheadDefault
 
-// RunAtError says a RunAt or RunIn (or the HTTP API's runAt or runIn)
-// cannot be accepted: Field names which, Problem what is wrong with it
-// (over MaxScheduleAhead, a negative delay, both given, a task with the
-// debounce strategy). Nothing was created.
-type RunAtError = admission.RunAtError
-
 // ErrNotScheduled is the Kind of a *StateError saying Reschedule found the
 // run no longer waiting for its scheduled time (or never scheduled).
 var ErrNotScheduled = errors.New("run is not waiting for a scheduled time")
@@ -31,13 +25,16 @@ var ErrNotScheduled = errors.New("run is not waiting for a scheduled time")
 // idempotency key claimed, when the trigger is made, and it waits, queued
 // with RunInfo.ScheduledAt = t, until t. A t at or before now queues it at
 // once; one further ahead than Options.MaxScheduleAhead is refused with a
-// *RunAtError, as is the zero time. A ttl or fallback ttl counts from t.
+// *task.ConfigError whose Field is "runAt", as is the zero time (and a t
+// given with RunIn, or for a task with the debounce strategy). Nothing is
+// created then. A ttl or fallback ttl counts from t.
 func RunAt(t time.Time) RunOption {
 	return func(o *runOptions) { o.schedule = &admission.Schedule{At: &t, In: scheduleIn(o)} }
 }
 
-// RunIn queues the run d after the trigger; see RunAt. A negative d is
-// refused with a *RunAtError.
+// RunIn queues the run d after the trigger; see RunAt. A negative d, or
+// one over Options.MaxScheduleAhead, is refused with a *task.ConfigError
+// whose Field is "runIn".
 func RunIn(d time.Duration) RunOption {
 	return func(o *runOptions) { o.schedule = &admission.Schedule{At: scheduleAt(o), In: &d} }
 }
@@ -62,7 +59,7 @@ func scheduleIn(o *runOptions) *time.Duration {
 // at, earlier or later, and returns the run afterwards. Its idempotency
 // key's expiry moves by as much, so the key covers it as long after its
 // new due time as it did after the old. An at already passed queues it at
-// once; the limits are RunAt's (*RunAtError). A run that no longer
+// once; the limits are RunAt's (a *task.ConfigError for "runAt"). A run that no longer
 // waits (its time came, it is running or ended) or that is waiting for a
 // retry or a debounce window gets a *StateError of Kind ErrNotScheduled, a run that does
 // not exist an error matching ErrRunNotFound.

@@ -223,9 +223,9 @@ func TestRescheduleAScheduledRun(t *testing.T) {
 		if k, err := in.GetKey(ctx, "m:1"); err != nil || k.TTL > 11*time.Minute+time.Second {
 			t.Fatalf("key after moving earlier = %+v, %v; want ten minutes and the ttl (within the skew of the two clocks)", k, err)
 		}
-		var se *client.RunAtError
-		if _, err := in.Reschedule(ctx, ref.ID(), time.Time{}); !errors.As(err, &se) || se.Field != "runAt" {
-			t.Fatalf("reschedule to the zero time: %v; want a *RunAtError naming runAt", err)
+		var se *task.ConfigError
+		if _, err := in.Reschedule(ctx, ref.ID(), time.Time{}); !errors.As(err, &se) || se.Field != "runAt" || !errors.Is(err, task.ErrInvalidConfig) {
+			t.Fatalf("reschedule to the zero time: %v; want a *task.ConfigError naming runAt", err)
 		}
 		now, err := client.RunNoWait(ctx, c, tk, orderInput{ID: "2"})
 		if err != nil {
@@ -266,18 +266,18 @@ func TestScheduleValidation(t *testing.T) {
 			field string
 			says  string
 		}{
-			{"negative", tk, []client.RunOption{client.RunIn(-time.Minute)}, "runIn", "runIn is -1m0s: must not be negative"},
+			{"negative", tk, []client.RunOption{client.RunIn(-time.Minute)}, "runIn", "runIn: -1m0s must not be negative"},
 			{"too far", tk, []client.RunOption{client.RunIn(48 * time.Hour)}, "runIn", "over the limit of 24h0m0s"},
 			{"too far at", tk, []client.RunOption{client.RunAt(time.Now().Add(48 * time.Hour))}, "runAt", "over the limit of 24h0m0s"},
-			{"zero", tk, []client.RunOption{client.RunAt(time.Time{})}, "runAt", "runAt is the zero time"},
-			{"both", tk, []client.RunOption{client.RunAt(time.Now().Add(time.Hour)), client.RunIn(time.Hour)}, "runAt", "runAt and runIn are both set"},
-			{"debounce", deb, []client.RunOption{client.RunIn(time.Hour)}, "runIn", "debounce"},
+			{"zero", tk, []client.RunOption{client.RunAt(time.Time{})}, "runAt", "runAt: must not be the zero time"},
+			{"both", tk, []client.RunOption{client.RunAt(time.Now().Add(time.Hour)), client.RunIn(time.Hour)}, "runAt", "runAt: given together with runIn"},
+			{"debounce", deb, []client.RunOption{client.RunIn(time.Hour)}, "runIn", `task "sched-debounce": runIn: cannot be set: the task's debounce strategy`},
 		}
 		for _, tc := range cases {
 			_, err := client.RunNoWait(ctx, c, tc.tk, orderInput{ID: tc.name}, tc.opts...)
-			var se *client.RunAtError
-			if !errors.As(err, &se) || se.Field != tc.field || !strings.Contains(err.Error(), tc.says) {
-				t.Errorf("%s: %v; want a *RunAtError on %s saying %q", tc.name, err, tc.field, tc.says)
+			var se *task.ConfigError
+			if !errors.As(err, &se) || se.Field != tc.field || !strings.Contains(err.Error(), tc.says) || !errors.Is(err, task.ErrInvalidConfig) {
+				t.Errorf("%s: %v; want a *task.ConfigError on %s saying %q", tc.name, err, tc.field, tc.says)
 			}
 		}
 		if ids, err := c.Inspector().ListRuns(ctx, client.ListOptions{}); err != nil || len(ids.Items) != 0 {

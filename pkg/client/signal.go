@@ -18,20 +18,16 @@ var ErrKeyNotHeld = errors.New("idempotency key not held")
 // was for has ended.
 var ErrOwnerFinished = errors.New("run has ended")
 
-// SignalReceipt says which run a signal reached.
-type SignalReceipt struct {
-	RunID    string     `json:"runId"`
-	SignalID string     `json:"signalId"`
-	Owner    *RunHandle `json:"-"`
-}
-
 // Signal delivers payload to the run that owns key now: encoded as JSON,
 // or as it is when it is a json.RawMessage. Signals are stored in order;
 // the handler receives them in that order, again after a redelivery. It
 // fails with a *StateError of Kind ErrKeyNotHeld when no run holds the key
-// and ErrOwnerFinished when the holder has ended. RunHandle.Signal signals
-// one run by its ID.
-func (c *Client) Signal(ctx context.Context, key string, payload any) (*SignalReceipt, error) {
+// and ErrOwnerFinished when the holder has ended. It returns a handle to
+// the run that took the signal, whose TriggerInfo says what the call did
+// (Outcome OutcomeSignalled, IdempotencyKey key, SignalID the signal's ID),
+// as a trigger under the signal conflict policy's would. RunHandle.Signal
+// signals one run by its ID.
+func (c *Client) Signal(ctx context.Context, key string, payload any) (*RunHandle, error) {
 	raw, err := encodeSignal(payload)
 	if err != nil {
 		return nil, err
@@ -40,8 +36,9 @@ func (c *Client) Signal(ctx context.Context, key string, payload any) (*SignalRe
 }
 
 // Signal delivers payload to this run: encoded as JSON, or as it is when
-// it is a json.RawMessage.
-func (h *RunHandle) Signal(ctx context.Context, payload any) (*SignalReceipt, error) {
+// it is a json.RawMessage. It returns a handle to the run whose
+// TriggerInfo().SignalID is the signal's ID (Outcome OutcomeSignalled).
+func (h *RunHandle) Signal(ctx context.Context, payload any) (*RunHandle, error) {
 	raw, err := encodeSignal(payload)
 	if err != nil {
 		return nil, err
@@ -62,7 +59,7 @@ func encodeSignal(payload any) ([]byte, error) {
 	return raw, nil
 }
 
-func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []byte) (*SignalReceipt, error) {
+func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []byte) (*RunHandle, error) {
 	if err := validJSON("signal payload", payload); err != nil {
 		return nil, err
 	}
@@ -86,7 +83,7 @@ func (c *Client) sendSignal(ctx context.Context, key, runID string, payload []by
 	}
 	switch {
 	case res.Delivered:
-		return &SignalReceipt{RunID: res.RunID, SignalID: res.SignalID, Owner: c.Handle(res.RunID)}, nil
+		return &RunHandle{id: res.RunID, c: c, trigger: TriggerInfo{Outcome: OutcomeSignalled, IdempotencyKey: key, SignalID: res.SignalID}}, nil
 	case res.Reason == "finished":
 		return nil, &StateError{Kind: ErrOwnerFinished, Key: key, RunID: res.RunID, Status: Status(res.Status)}
 	case res.Reason == "full":

@@ -18,7 +18,7 @@ const (
 	GroupRoundRobin ConcurrencyStrategy = "group_round_robin"
 	// CancelInProgress starts the run at once and cancels the oldest
 	// running run of its group, whose handler's context ends with a
-	// *worker.CancelledError.
+	// *client.RunError naming the group and the new run.
 	CancelInProgress ConcurrencyStrategy = "cancel_in_progress"
 	// CancelNewest cancels the new run at once; the running ones go on.
 	CancelNewest ConcurrencyStrategy = "cancel_newest"

@@ -1,8 +1,9 @@
 package task
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/taskq/taskq/internal/durability"
 )
 
 // Durability asks a trigger to return only once Redis confirms that its
@@ -33,27 +34,15 @@ const (
 	DurabilityTimeoutDefault = 500 * time.Millisecond
 	// DurabilityTimeoutMax bounds Timeout: a trigger holds a connection
 	// while it waits.
-	DurabilityTimeoutMax = time.Minute
+	DurabilityTimeoutMax = durability.TimeoutMax
 	// DurabilityReplicasMax bounds Replicas.
-	DurabilityReplicasMax = 100
+	DurabilityReplicasMax = durability.ReplicasMax
 )
 
-// Validate says, as a *ConfigError naming the field and the limit, what
-// is wrong with d.
-func (d Durability) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &ConfigError{Field: "durability", Message: fmt.Sprintf(format, args...)}
-	}
-	switch {
-	case d.Replicas < 0 || d.Replicas > DurabilityReplicasMax:
-		return bad("replicas %d is outside [0, %d]", d.Replicas, DurabilityReplicasMax)
-	case d.Timeout < 0 || d.Timeout > DurabilityTimeoutMax:
-		return bad("timeout %s is outside [0, %s]", d.Timeout, DurabilityTimeoutMax)
-	case d.Timeout > 0 && d.Timeout < time.Millisecond:
-		return bad("timeout %s is below 1ms, the unit Redis waits in", d.Timeout)
-	}
-	return nil
-}
+// Every durability is checked where it is given: a task's by New and
+// NewDefinition, a client's by client.New and a trigger's
+// (client.WithDurability) by the trigger, each failing with a
+// *ConfigError on the field "durability" that names the limit.
 
 // DurabilitySpec is a task's Durability as plain data, in its Spec.
 type DurabilitySpec struct {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// ErrInvalidConfig matches every *ConfigError of a task (or of a client's
-// or trigger's durability).
+// ErrInvalidConfig matches every *ConfigError of a task, or of a
+// client's or a trigger's own options (durability, priority, schedule).
 var ErrInvalidConfig = errors.New("invalid task configuration")
 
 // ErrInvalidSchedule matches every *ConfigError of a schedule.
@@ -16,10 +16,13 @@ var ErrInvalidSchedule = errors.New("invalid schedule")
 // names the task (or the schedule), the field and what is wrong with it.
 // It is returned when the task is defined (New, NewDefinition) or the
 // schedule checked (Schedule.Validate, client.Schedules), and at a
-// trigger only for the trigger's own durability or priority
-// (client.WithDurability, client.WithPriority).
+// trigger only for the trigger's own options: its durability, priority or
+// schedule (client.WithDurability, client.WithPriority; client.RunAt and
+// RunIn, whose Field is "runAt" or "runIn", the HTTP API's names, as is
+// Inspector.Reschedule's). Nothing was created then.
 type ConfigError struct {
-	// Task is the task's name; "" for a schedule, or a setting of no task.
+	// Task is the task's name; "" for a schedule, or a setting of no task
+	// (or a trigger's, but for a schedule the task cannot take).
 	Task string
 	// Schedule is the schedule's name, for a schedule's error.
 	Schedule string

@@ -15,5 +15,5 @@ type Clock interface{ Now() time.Time }
 // errors.Is(err, ErrRunCancelled) holds for the result of a cancelled run
 // that a client waits on (a *client.RunError) and for the cause a
 // handler's context is cancelled with (context.Cause(ctx), a
-// *worker.CancelledError included).
+// *client.RunError included).
 var ErrRunCancelled = errors.New("run cancelled")

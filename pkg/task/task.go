@@ -5,12 +5,12 @@
 package task
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
 	"time"
 
+	"github.com/taskq/taskq/internal/durability"
 	"github.com/taskq/taskq/pkg/idempotency"
 )
 
@@ -224,10 +224,8 @@ func newDefinition(name string, opts Options, in reflect.Type) (*Definition, err
 		return nil, cfg("on_conflict", fmt.Sprintf("%q is not reject, attach, supersede or signal", opts.OnConflict), nil)
 	}
 	if opts.Durability != nil {
-		var ce *ConfigError
-		if err := opts.Durability.Validate(); errors.As(err, &ce) {
-			ce.Task = name
-			return nil, ce
+		if p := durability.Problem(opts.Durability.Replicas, opts.Durability.Timeout); p != "" {
+			return nil, cfg("durability", p, nil)
 		}
 		dur := *opts.Durability
 		opts.Durability = &dur

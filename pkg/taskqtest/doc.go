@@ -17,8 +17,8 @@
 //
 // # Asserting on triggers
 //
-// RequireTriggered, RequireTriggeredN and RequireNotTriggered look at the
-// runs of a task that were accepted, whatever their status, and narrow them
+// RequireTriggered and RequireTriggeredN (n = 0: not triggered) look at
+// the runs of a task that were accepted, whatever their status, and narrow them
 // with matches: WithInput (equal as JSON), Where (a func of the typed
 // input), WithKey (the idempotency key its expression derived) and
 // WithStatus. A trigger rejected as a duplicate created no run, so

@@ -118,19 +118,17 @@ func newHarness(t testing.TB, opts Options) *Harness {
 // its clock. Hand it to the code under test that triggers runs.
 func (h *Harness) Client() *client.Client { return h.client }
 
-// Miniredis is the embedded Redis itself, for what the other methods do not
-// cover (reading a key, making Redis fail with SetError).
-func (h *Harness) Miniredis() *miniredis.Miniredis { return h.mini }
-
 // Now is the current time of the harness's clock, which its client and
 // workers tell the time by (ClientOptions().Clock).
 func (h *Harness) Now() time.Time { return h.clock.Now() }
 
 // ClientOptions are the options of a client wired to the harness: its
-// Redis (a go-redis client of the embedded server, also for code under
-// test that builds its own taskq client), namespace, clock and logger, and SkipDurability, as the embedded
-// Redis has no replicas to wait for. Change what the test needs and pass
-// them to client.New; the harness does not close clients made this way.
+// Redis (a go-redis client of the embedded server, for code under test
+// that builds its own taskq client, and for a test that reads a key or
+// makes Redis fail with a go-redis hook), namespace, clock and logger,
+// and SkipDurability, as the embedded Redis has no replicas to wait for.
+// Change what the test needs and pass them to client.New; the harness
+// does not close clients made this way.
 func (h *Harness) ClientOptions() client.Options {
 	return client.Options{Redis: h.rdb, Namespace: h.ns, Clock: h.clock, Logger: h.log, SkipDurability: true}
 }

@@ -94,7 +94,7 @@ func TestRequireFailuresSayWhatWasTriggered(t *testing.T) {
 	wantAll(t, msg, `RequireTriggeredN: want 0 runs of task "send-welcome" with key "welcome:bob@example.com", found 1.`,
 		"Matching runs:", `input {"email":"bob@example.com","plan":"pro"}`)
 	if strings.Contains(msg, "ada@example.com") {
-		t.Errorf("RequireNotTriggered listed a run that does not match:\n%s", msg)
+		t.Errorf("RequireTriggeredN(0) listed a run that does not match:\n%s", msg)
 	}
 
 	msg = failure(t, func(tb testing.TB) { taskqtest.RequireTriggered(tb, h, chargeInvoice) })

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/pkg/task"
 )
@@ -108,7 +109,7 @@ func (c *canceller) notice(payload string) {
 	case superseded && byGroup:
 		a.cancel(cause)
 	case superseded:
-		a.cancel(&CancelledError{RunID: runID, By: by})
+		a.cancel(endedCause(runID, cancelreason.Superseded(by)))
 	default:
 		a.cancel(task.ErrRunCancelled)
 	}

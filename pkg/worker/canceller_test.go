@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/connect"
 	"github.com/taskq/taskq/internal/redistest"
+	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -33,7 +35,7 @@ func TestCancellerStartReturnsOnceSubscribed(t *testing.T) {
 	for _, w := range []struct {
 		ctx  context.Context
 		want error
-	}{{cancelled, task.ErrRunCancelled}, {superseded, &CancelledError{RunID: "r2", By: "r3"}}} {
+	}{{cancelled, task.ErrRunCancelled}, {superseded, &client.RunError{RunID: "r2", Status: client.StatusCancelled, Message: cancelreason.Superseded("r3"), By: "r3"}}} {
 		select {
 		case <-w.ctx.Done():
 		case <-time.After(5 * time.Second):

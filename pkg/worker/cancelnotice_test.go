@@ -127,9 +127,9 @@ func TestMissedCancelOfQueuedRunReachesItsHandlerAtTheNextHeartbeat(t *testing.T
 			t.Fatal(err)
 		}
 		cause := receive(t, "the handler's context to end", causes)
-		var se *worker.CancelledError
+		var se *client.RunError
 		if !(errors.As(cause, &se) && se.Group == "") || se.By != "newer" || se.RunID != id {
-			t.Fatalf("handler context cause = %v, want *SupersededError by run newer", cause)
+			t.Fatalf("handler context cause = %v, want a *client.RunError by run newer", cause)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/taskdef"
+	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -55,7 +56,7 @@ func concurrencyCause(runID, reason string) (err error, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	return &CancelledError{RunID: runID, Group: group, By: by}, true
+	return &client.RunError{RunID: runID, Status: client.StatusCancelled, Message: reason, Group: group, By: by}, true
 }
 
 // waitingReason is what a parked run's record says of it.

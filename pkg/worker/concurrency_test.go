@@ -291,10 +291,10 @@ func TestConcurrencyCancelInProgress(t *testing.T) {
 			}
 			return ok
 		})
-		var ce *worker.CancelledError
+		var ce *client.RunError
 		if !(errors.As(cause, &ce) && ce.Group != "") || ce.RunID != old.ID() || ce.By != newer.ID() || ce.Group != "acme" ||
 			!errors.Is(cause, task.ErrConcurrencyCancelled) || !errors.Is(cause, task.ErrRunCancelled) {
-			t.Fatalf("cause = %v, want a ConcurrencyCancelledError by %s in acme", cause, newer.ID())
+			t.Fatalf("cause = %v, want a *client.RunError by %s in acme", cause, newer.ID())
 		}
 		// The key of the cancelled run is free: the same key makes a new run.
 		again, err := client.RunNoWait(ctx, c, tk, grouped{ID: "a", Tenant: "other"})

@@ -7,19 +7,22 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
 
 // Causes a handler's context is cancelled with; read them with
 // context.Cause(ctx). A run cancelled by a client or operator ends its
-// handler's context with task.ErrRunCancelled, one superseded by a newer
-// run with a *CancelledError, which matches task.ErrRunCancelled too.
+// handler's context with task.ErrRunCancelled; one whose place another
+// run took (superseded by a newer trigger of its key, or cancelled by its
+// concurrency group) with a *client.RunError naming that run (By) and the
+// group (Group), which matches task.ErrRunCancelled too.
 var (
 	// ErrLeaseLost: this worker could not renew its lease in time and the
 	// run may be redelivered to another worker; anything the handler
@@ -31,47 +34,14 @@ var (
 	ErrTimeout = errors.New("attempt timed out")
 )
 
-// supersededPrefix starts the error of a run a newer run superseded; the
-// new run's ID follows (see internal/redisstore/lua/lib, taskq_supersede).
-const supersededPrefix = "superseded by run "
-
-// CancelledError is the cause of a handler's context when another run took
-// its run's place. With Group "" a newer trigger of its idempotency key
-// superseded it (task.ConflictSupersede): By is the newer run. With Group
-// set its concurrency group cancelled it: a newer run of the group, By,
-// took its slot (task.CancelInProgress), or By is "" when the group was
-// full as the run came (task.CancelNewest). It matches task.ErrRunCancelled,
-// and task.ErrConcurrencyCancelled when Group is set.
-type CancelledError struct {
-	RunID string
-	By    string
-	Group string
-}
-
-// Error names the run and what took its place.
-func (e *CancelledError) Error() string {
-	switch {
-	case e.Group == "":
-		return fmt.Sprintf("run %s superseded by run %s", e.RunID, e.By)
-	case e.By == "":
-		return fmt.Sprintf("run %s cancelled: concurrency group %q was full", e.RunID, e.Group)
-	}
-	return fmt.Sprintf("run %s cancelled: run %s took its slot in concurrency group %q", e.RunID, e.By, e.Group)
-}
-
-// Is makes errors.Is(err, task.ErrRunCancelled) hold, and
-// errors.Is(err, task.ErrConcurrencyCancelled) for a concurrency group's
-// cancel.
-func (e *CancelledError) Is(target error) bool {
-	return target == task.ErrRunCancelled || (e.Group != "" && target == task.ErrConcurrencyCancelled)
-}
-
 // endedCause is the cause a handler's context is cancelled with when its
 // run turned out to have been cancelled, given the run's error: the same
-// the cancel notice gives (see canceller).
+// the cancel notice gives (see canceller). A run another run took the
+// place of gets the *client.RunError a waiter would; any other cancel is
+// task.ErrRunCancelled.
 func endedCause(runID, runError string) error {
-	if by, ok := strings.CutPrefix(runError, supersededPrefix); ok {
-		return &CancelledError{RunID: runID, By: by}
+	if by, ok := cancelreason.SupersededBy(runError); ok {
+		return &client.RunError{RunID: runID, Status: client.StatusCancelled, Message: runError, By: by}
 	}
 	if cause, ok := concurrencyCause(runID, runError); ok {
 		return cause
@@ -99,10 +69,10 @@ type Context interface {
 	Metadata() json.RawMessage
 	// Logger logs with the run's attributes.
 	Logger() *slog.Logger
-	// NextSignal blocks for the run's next signal (see Signal).
-	NextSignal() (Signal, error)
+	// NextSignal blocks for the run's next signal.
+	NextSignal() (client.SignalInfo, error)
 	// Signals iterates the run's signals until the context ends.
-	Signals() iter.Seq[Signal]
+	Signals() iter.Seq[client.SignalInfo]
 	// Step runs fn once per run and returns its stored JSON result on
 	// later attempts; see the typed Step function.
 	Step(name string, fn func(ctx context.Context, stepID string) (any, error)) (json.RawMessage, error)

@@ -127,7 +127,7 @@ func TestDeferredLongRunShowsRunningAfterStartDelay(t *testing.T) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
 				var st client.Status
 				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-					if st, _ = c.Handle(ctx.RunID()).Status(ctx); st == client.StatusRunning {
+					if st, _ = runStatus(ctx, c.Handle(ctx.RunID())); st == client.StatusRunning {
 						break
 					}
 				}
@@ -166,7 +166,7 @@ func TestDeferredCancelOfQueuedRunReachesItsHandler(t *testing.T) {
 		causes := make(chan error, 1)
 		w := startWorker(t, b, worker.Options{StartDelay: 30 * time.Second, LeaseDuration: time.Minute}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				st, _ := c.Handle(ctx.RunID()).Status(ctx)
+				st, _ := runStatus(ctx, c.Handle(ctx.RunID()))
 				running <- st
 				<-ctx.Done()
 				causes <- context.Cause(ctx)
@@ -300,7 +300,7 @@ func TestDeferredRunGivenBackOnShutdown(t *testing.T) {
 		w1 := startWorker(t, b, worker.Options{StartDelay: 5 * time.Second, LeaseDuration: time.Minute,
 			ShutdownTimeout: time.Second}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				st, _ := c.Handle(ctx.RunID()).Status(ctx)
+				st, _ := runStatus(ctx, c.Handle(ctx.RunID()))
 				started <- st
 				<-ctx.Done()
 				causes <- context.Cause(ctx)
@@ -420,15 +420,15 @@ func TestDeferredStartRefusedByCancelWithoutNotice(t *testing.T) {
 		check        func(t *testing.T, cause error)
 	}{
 		{"cancelled", "cancelled by an operator", func(t *testing.T, cause error) {
-			var sup *worker.CancelledError
+			var sup *client.RunError
 			if !errors.Is(cause, task.ErrRunCancelled) || (errors.As(cause, &sup) && sup.Group == "") {
 				t.Fatalf("handler context cause = %v, want ErrRunCancelled", cause)
 			}
 		}},
 		{"superseded", "superseded by run run-2", func(t *testing.T, cause error) {
-			var sup *worker.CancelledError
+			var sup *client.RunError
 			if !(errors.As(cause, &sup) && sup.Group == "") || sup.By != "run-2" || !errors.Is(cause, task.ErrRunCancelled) {
-				t.Fatalf("handler context cause = %v, want SupersededError by run-2", cause)
+				t.Fatalf("handler context cause = %v, want a *client.RunError by run-2", cause)
 			}
 		}},
 	}

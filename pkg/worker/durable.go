@@ -71,10 +71,17 @@ type waitRecord struct {
 // waitDone is how a signal or event wait ended, stored once so that every
 // later run of the handler gets the same answer.
 type waitDone struct {
-	Signal   *Signal           `json:"signal,omitempty"`
+	Signal   *storedSignal     `json:"signal,omitempty"`
 	Event    *client.EventInfo `json:"event,omitempty"`
 	Cursor   string            `json:"cursor,omitempty"`
 	TimedOut bool              `json:"timedOut,omitempty"`
+}
+
+// storedSignal is the signal a wait ended with, as its waitDone stores it.
+type storedSignal struct {
+	ID      string
+	Payload json.RawMessage
+	Sent    time.Time `json:",omitzero"`
 }
 
 // Wait kinds, as recorded.
@@ -108,10 +115,10 @@ func SleepFor(ctx Context, d time.Duration) error {
 // returns the signal after the one the previous wait returned, the same
 // on every later run of the handler. Do not mix it with NextSignal and
 // Signals, which read the same signals without storing where they are.
-func WaitForSignal(ctx Context, timeout time.Duration) (Signal, error) {
+func WaitForSignal(ctx Context, timeout time.Duration) (client.SignalInfo, error) {
 	c, err := durableOf(ctx)
 	if err != nil {
-		return Signal{}, err
+		return client.SignalInfo{}, err
 	}
 	return c.waitSignal(timeout)
 }
@@ -199,34 +206,34 @@ func (c *runContext) waitUntil(call string, timeout time.Duration) (time.Time, e
 	return c.clock().Add(timeout), nil
 }
 
-func (c *runContext) waitSignal(timeout time.Duration) (Signal, error) {
+func (c *runContext) waitSignal(timeout time.Duration) (client.SignalInfo, error) {
 	until, err := c.waitUntil("WaitForSignal", timeout)
 	if err != nil {
-		return Signal{}, err
+		return client.SignalInfo{}, err
 	}
 	n, rec, err := c.nextWait(waitSignal, until)
 	if err != nil {
-		return Signal{}, err
+		return client.SignalInfo{}, err
 	}
 	doneName := waitStepName(n) + "/done"
-	finish := func(d waitDone) (Signal, error) {
+	finish := func(d waitDone) (client.SignalInfo, error) {
 		if d.Cursor != "" {
 			c.sigMu.Lock()
 			c.sigCursor = d.Cursor
 			c.sigMu.Unlock()
 		}
 		if d.TimedOut || d.Signal == nil {
-			return Signal{}, fmt.Errorf("worker: durable wait %d for a signal: %w", n, ErrWaitTimeout)
+			return client.SignalInfo{}, fmt.Errorf("worker: durable wait %d for a signal: %w", n, ErrWaitTimeout)
 		}
-		return *d.Signal, nil
+		return client.SignalInfo{SignalID: d.Signal.ID, Payload: d.Signal.Payload, SentAt: d.Signal.Sent}, nil
 	}
 	// An earlier run of the handler may have ended this wait already.
 	if stored, ok, err := c.store.StepResult(c, c.runID, doneName); err != nil {
-		return Signal{}, fmt.Errorf("worker: durable wait %d: %w", n, err)
+		return client.SignalInfo{}, fmt.Errorf("worker: durable wait %d: %w", n, err)
 	} else if ok {
 		var d waitDone
 		if err := json.Unmarshal(stored, &d); err != nil {
-			return Signal{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
+			return client.SignalInfo{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
 		}
 		return finish(d)
 	}
@@ -235,12 +242,12 @@ func (c *runContext) waitSignal(timeout time.Duration) (Signal, error) {
 	c.sigMu.Unlock()
 	sigs, err := c.store.ReadSignals(c, c.runID, cursor, 1, -1)
 	if err != nil {
-		return Signal{}, fmt.Errorf("worker: durable wait %d: read signals: %w", n, err)
+		return client.SignalInfo{}, fmt.Errorf("worker: durable wait %d: read signals: %w", n, err)
 	}
 	var d waitDone
 	switch {
 	case len(sigs) > 0:
-		d = waitDone{Signal: &Signal{ID: sigs[0].ID, Payload: sigs[0].Payload}, Cursor: sigs[0].Cursor}
+		d = waitDone{Signal: &storedSignal{ID: sigs[0].ID, Payload: sigs[0].Payload, Sent: sigs[0].Sent.UTC()}, Cursor: sigs[0].Cursor}
 	case rec.Until > 0 && !c.clock().Before(time.UnixMilli(rec.Until)):
 		d = waitDone{TimedOut: true}
 	default:
@@ -252,14 +259,14 @@ func (c *runContext) waitSignal(timeout time.Duration) (Signal, error) {
 	}
 	raw, err := json.Marshal(d)
 	if err != nil {
-		return Signal{}, err
+		return client.SignalInfo{}, err
 	}
 	stored, err := c.store.SaveStepResult(c, c.runID, doneName, raw)
 	if err != nil {
-		return Signal{}, fmt.Errorf("worker: durable wait %d: %w", n, err)
+		return client.SignalInfo{}, fmt.Errorf("worker: durable wait %d: %w", n, err)
 	}
 	if err := json.Unmarshal(stored, &d); err != nil {
-		return Signal{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
+		return client.SignalInfo{}, fmt.Errorf("worker: durable wait %d: decode its result: %w", n, err)
 	}
 	return finish(d)
 }

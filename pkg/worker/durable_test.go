@@ -166,6 +166,9 @@ func TestWaitForSignal(t *testing.T) {
 				if err != nil {
 					return out{}, err
 				}
+				if first.SignalID == "" || first.SignalID == second.SignalID || first.SentAt.IsZero() || second.SentAt.Before(first.SentAt) {
+					return out{}, worker.NonRetryable(fmt.Errorf("signals %+v and %+v: want each its own ID and when it was sent", first, second))
+				}
 				return out{ID: x.ID, By: string(first.Payload) + "," + string(second.Payload)}, nil
 			})
 		})

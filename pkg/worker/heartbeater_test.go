@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskq/taskq/internal/cancelreason"
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/pkg/client"
 	"github.com/taskq/taskq/pkg/task"
 )
 
@@ -22,7 +24,7 @@ func testRun(active *activeRuns, runID string, begun bool, leaseUntil time.Time)
 
 // One beat renews a held lease, stops the handler of a lost one with
 // ErrLeaseLost and of a run superseded meanwhile with its
-// CancelledError, and stops the handler of an attempt not begun yet whose
+// *client.RunError, and stops the handler of an attempt not begun yet whose
 // run was cancelled.
 func TestHeartbeaterBeat(t *testing.T) {
 	t.Parallel()
@@ -37,7 +39,7 @@ func TestHeartbeaterBeat(t *testing.T) {
 				case "lost":
 					out[i].State = engine.LeaseLost
 				case "superseded":
-					out[i] = engine.LeaseReport{State: engine.LeaseFinished, Reason: supersededPrefix + "r9"}
+					out[i] = engine.LeaseReport{State: engine.LeaseFinished, Reason: cancelreason.Superseded("r9")}
 				}
 			}
 			return out, nil
@@ -68,9 +70,9 @@ func TestHeartbeaterBeat(t *testing.T) {
 	if err := context.Cause(lostCtx); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("lost lease: cause %v, want ErrLeaseLost", err)
 	}
-	var se *CancelledError
+	var se *client.RunError
 	if err := context.Cause(supCtx); !(errors.As(err, &se) && se.Group == "") || se.By != "r9" {
-		t.Fatalf("superseded run: cause %v, want CancelledError by r9", err)
+		t.Fatalf("superseded run: cause %v, want a *client.RunError by r9", err)
 	}
 	if err := context.Cause(waitCtx); !errors.Is(err, task.ErrRunCancelled) {
 		t.Fatalf("cancelled run not begun yet: cause %v, want ErrRunCancelled", err)

@@ -127,7 +127,7 @@ func TestNoticesSurviveAMasterFailover(t *testing.T) {
 	// lease is lost, which is not what this test is about.
 	until(t, "both attempts to be begun", func() bool {
 		for _, h := range []*client.RunHandle{c.Handle(waited.ID()), c.Handle(cancelled.ID())} {
-			if st, err := h.Status(ctx); err != nil || st != client.StatusRunning {
+			if st, err := runStatus(ctx, h); err != nil || st != client.StatusRunning {
 				return false
 			}
 		}

@@ -118,7 +118,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "first owner to run", func() bool { s, _ := first.Status(ctx); return s == client.StatusRunning })
+			eventually(t, "first owner to run", func() bool { s, _ := runStatus(ctx, first); return s == client.StatusRunning })
 			refs, errs := fire(t, c, tk, task.ConflictSupersede, n)
 			for i, err := range errs {
 				if err != nil {
@@ -131,7 +131,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			}
 			active := 0
 			for _, r := range append(refs, first) {
-				st, _ := r.Status(ctx)
+				st, _ := runStatus(ctx, r)
 				switch {
 				case r.ID() == ks.OwnerRunID:
 					if st.Terminal() {
@@ -151,9 +151,9 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 			for found := false; !found; {
 				select {
 				case cause := <-causes:
-					var sup *worker.CancelledError
+					var sup *client.RunError
 					if !(errors.As(cause, &sup) && sup.Group == "") || sup.By == "" || !errors.Is(cause, task.ErrRunCancelled) {
-						t.Fatalf("cause = %v, want a SupersededError", cause)
+						t.Fatalf("cause = %v, want a *client.RunError", cause)
 					}
 					found = sup.RunID == first.ID()
 				case <-deadline:
@@ -171,7 +171,7 @@ func TestConflictPoliciesUnderConcurrentDuplicates(t *testing.T) {
 					for s := range ctx.Signals() {
 						var payload in
 						json.Unmarshal(s.Payload, &payload)
-						ids = append(ids, s.ID+"="+payload.Mode)
+						ids = append(ids, s.SignalID+"="+payload.Mode)
 						if len(ids) == n-1 {
 							break
 						}
@@ -221,7 +221,7 @@ func TestSignalByKeyErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec, err := c.Signal(ctx, "r", "hello")
-		if err != nil || rec.RunID != ref.ID() {
+		if err != nil || rec.ID() != ref.ID() || rec.TriggerInfo() != (client.TriggerInfo{Outcome: client.OutcomeSignalled, IdempotencyKey: "r", SignalID: rec.TriggerInfo().SignalID}) || rec.TriggerInfo().SignalID == "" {
 			t.Fatalf("signal to a queued owner: %+v, %v", rec, err)
 		}
 		ref.Cancel(ctx)

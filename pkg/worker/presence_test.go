@@ -91,7 +91,7 @@ func TestKilledWorkerIsListedDeadWithItsRunLapsed(t *testing.T) {
 			t.Fatal(err)
 		}
 		helper.Next() // started
-		eventually(t, "the run begun", func() bool { st, _ := ref.Status(ctx); return st == client.StatusRunning })
+		eventually(t, "the run begun", func() bool { st, _ := runStatus(ctx, ref); return st == client.StatusRunning })
 		v := listWorkers(t, c)
 		if len(v.Workers) != 1 || v.Workers[0].PID != helper.cmd.Process.Pid || v.Workers[0].Dead ||
 			len(v.Workers[0].Runs) != 1 || v.Workers[0].Runs[0].RunID != ref.ID() || v.Workers[0].Runs[0].Lapsed {
@@ -105,7 +105,7 @@ func TestKilledWorkerIsListedDeadWithItsRunLapsed(t *testing.T) {
 		if !v.Workers[0].Runs[0].Lapsed {
 			t.Errorf("the dead worker's run is not marked lapsed: %+v", v.Workers[0].Runs)
 		}
-		if st, _ := ref.Status(ctx); st != client.StatusRunning {
+		if st, _ := runStatus(ctx, ref); st != client.StatusRunning {
 			t.Errorf("record status = %s; the record still says running until redelivery", st)
 		}
 	})

@@ -59,8 +59,8 @@ func durableHandler(b interface{ Incr(string) int64 }, want int, report func(str
 			if err != nil {
 				return res, err
 			}
-			res.Signals = append(res.Signals, sig.ID)
-			report("signal " + sig.ID)
+			res.Signals = append(res.Signals, sig.SignalID)
+			report("signal " + sig.SignalID)
 		}
 		return res, nil
 	}
@@ -310,9 +310,9 @@ func TestRedeliveredRunReplaysSignalsAndSkipsSteps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sent = append(sent, rec.SignalID)
-			if l := next(); l != "signal "+rec.SignalID {
-				t.Fatalf("helper said %q, want signal %s", l, rec.SignalID)
+			sent = append(sent, rec.TriggerInfo().SignalID)
+			if l := next(); l != "signal "+rec.TriggerInfo().SignalID {
+				t.Fatalf("helper said %q, want signal %s", l, rec.TriggerInfo().SignalID)
 			}
 		}
 		helper.Kill()
@@ -320,7 +320,7 @@ func TestRedeliveredRunReplaysSignalsAndSkipsSteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sent = append(sent, rec.SignalID)
+		sent = append(sent, rec.TriggerInfo().SignalID)
 
 		cnt := counter{b.Client, "taskq:{" + b.Namespace + "}:test:"}
 		startWorker(t, b, worker.Options{LeaseDuration: time.Second}, func(w *worker.Worker) {

@@ -255,7 +255,7 @@ func TestNoCallSpansTwoSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the long run to start", func() bool { s, _ := long.Status(ctx); return s == client.StatusRunning })
+		eventually(t, "the long run to start", func() bool { s, _ := runStatus(ctx, long); return s == client.StatusRunning })
 		time.Sleep(500 * time.Millisecond) // heartbeats
 		if st, err := long.Cancel(ctx); err != nil || st != client.StatusCancelled {
 			t.Fatalf("cancel: %s, %v", st, err)

@@ -171,7 +171,7 @@ func TestParentKilledWhileSpawningAndWaitingMakesEachChildOnce(t *testing.T) {
 		}
 		// The parent succeeded once: the third worker's line, and no
 		// other worker lived to print one.
-		if st, err := ref.Status(ctx); err != nil || st != client.StatusSucceeded {
+		if st, err := runStatus(ctx, ref); err != nil || st != client.StatusSucceeded {
 			t.Fatalf("parent is %s, %v", st, err)
 		}
 	})

@@ -85,6 +85,18 @@ func wait(t *testing.T, ref *client.RunRef[out]) *client.RunInfo {
 	return info
 }
 
+// runStatus reads the status of the run h (a *client.RunHandle or a
+// *client.RunRef) refers to.
+func runStatus(ctx context.Context, h interface {
+	Get(context.Context) (*client.RunInfo, error)
+}) (client.Status, error) {
+	info, err := h.Get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return info.Status, nil
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -146,7 +158,7 @@ func TestStatusTimeline(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectCollision(ref.ID()) // queued
-		eventually(t, "run to start", func() bool { s, _ := ref.Status(ctx); return s == client.StatusRunning })
+		eventually(t, "run to start", func() bool { s, _ := runStatus(ctx, ref); return s == client.StatusRunning })
 		expectCollision(ref.ID()) // running
 		close(release)
 		if info := wait(t, ref); info.Status != client.StatusSucceeded {
@@ -173,7 +185,7 @@ func TestStatusTimeline(t *testing.T) {
 		if err != nil {
 			t.Fatalf("trigger after failure: %v", err)
 		}
-		eventually(t, "held run to start", func() bool { s, _ := held.Status(ctx); return s == client.StatusRunning })
+		eventually(t, "held run to start", func() bool { s, _ := runStatus(ctx, held); return s == client.StatusRunning })
 		expectCollision(held.ID())
 		if _, err := held.Cancel(ctx); err != nil {
 			t.Fatal(err)
@@ -398,7 +410,7 @@ func TestShutdownGivesUnfinishedRunsBack(t *testing.T) {
 		if err := w1.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := ref.Status(ctx); st != client.StatusQueued {
+		if st, _ := runStatus(ctx, ref); st != client.StatusQueued {
 			t.Fatalf("status after shutdown = %s, want queued", st)
 		}
 		// A new worker picks it up at once, without waiting for the minute-long lease.
