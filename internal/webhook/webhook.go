@@ -205,7 +205,6 @@ func (s *Sources) Get(name string) *Source {
 	return (*s.set.Load())[name]
 }
 
-
 // Parse reads a configuration (file names it in errors).
 func Parse(file string, data []byte, getenv func(string) string) (map[string]*Source, error) {
 	var f configFile
