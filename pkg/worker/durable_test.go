@@ -35,7 +35,8 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 
 // A run that sleeps durably shows as waiting with what it waits for, then
 // wakes on its own, runs its handler again and skips the step it completed
-// before the sleep.
+// before the sleep. The sleep is long enough to be seen waiting on a busy
+// machine: one already over when it is recorded does not suspend.
 func TestSleepForWaitsThenReplays(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
@@ -50,7 +51,7 @@ func TestSleepForWaitsThenReplays(t *testing.T) {
 				}); err != nil {
 					return out{}, err
 				}
-				if err := worker.SleepFor(ctx, 700*time.Millisecond); err != nil {
+				if err := worker.SleepFor(ctx, 3*time.Second); err != nil {
 					return out{}, err
 				}
 				after.Add(1)
@@ -204,20 +205,26 @@ func TestWaitForSignal(t *testing.T) {
 }
 
 // A handler whose waits differ from the ones an earlier attempt recorded
-// is refused with a *NondeterminismError, and its run fails at once.
+// is refused with a *NondeterminismError, and its run fails at once. The
+// first attempt waits for a signal without a limit, so it suspends however
+// slowly it runs (a short sleep may be over by the time it is recorded,
+// and then does not suspend); the signal, sent once the run waits, runs
+// the handler again, and its second attempt sleeps at the same place.
 func TestChangedWaitsAreRefused(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		ctx := context.Background()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
 		c := newClient(t, b)
 		tk := task.Must[in, out]("fickle", task.Options{Retries: 3})
 		refused := make(chan error, 1)
 		startWorker(t, b, worker.Options{}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
 				if ctx.Attempt() == 1 {
-					return out{}, worker.SleepFor(ctx, 100*time.Millisecond)
+					_, err := worker.WaitForSignal(ctx, 0)
+					return out{}, err
 				}
-				_, err := worker.WaitForSignal(ctx, time.Second)
+				err := worker.SleepFor(ctx, time.Hour)
 				refused <- err
 				return out{}, err
 			})
@@ -226,12 +233,19 @@ func TestChangedWaitsAreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = ref.Result(ctx)
-		var nd *worker.NondeterminismError
-		got := <-refused
-		if !errors.As(got, &nd) || nd.Wait != 1 || nd.Recorded != "sleep" || nd.Made != "signal" {
-			t.Fatalf("wait error = %v; want a NondeterminismError for wait 1, sleep then signal", got)
+		waitUntil(t, 30*time.Second, "the run to wait for a signal", func() bool {
+			info, err := ref.Get(ctx)
+			return err == nil && info.Status == client.StatusWaiting
+		})
+		if _, err := ref.Signal(ctx, "go"); err != nil {
+			t.Fatal(err)
 		}
+		got := waitFor(t, refused)
+		var nd *worker.NondeterminismError
+		if !errors.As(got, &nd) || nd.Wait != 1 || nd.Recorded != "signal" || nd.Made != "sleep" {
+			t.Fatalf("wait error = %v; want a NondeterminismError for wait 1, signal then sleep", got)
+		}
+		_, err = ref.Result(ctx)
 		info, _ := ref.Get(ctx)
 		if err == nil || info.Status != client.StatusFailed || info.Attempt != 2 || !strings.Contains(info.Error, "durable wait 1") {
 			t.Fatalf("run = %+v, result error %v; want failed on attempt 2 without a retry", info, err)
