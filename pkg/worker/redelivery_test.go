@@ -254,11 +254,13 @@ func TestSlowLiveWorkerKeepsItsRun(t *testing.T) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		tk := task.Must[in, out]("slow-live", task.Options{})
-		started := make(chan struct{})
-		startWorker(t, b, worker.Options{Name: "slow", LeaseDuration: 300 * time.Millisecond}, func(w *worker.Worker) {
+		// A lease of a second: heartbeats every third of it must get through
+		// under -race on a busy machine, where a shorter one lapsed.
+		started := make(chan struct{}, 2)
+		startWorker(t, b, worker.Options{Name: "slow", LeaseDuration: time.Second}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
-				close(started)
-				time.Sleep(1500 * time.Millisecond) // five leases
+				started <- struct{}{}
+				time.Sleep(4 * time.Second) // four leases
 				return out{By: "slow"}, nil
 			})
 		})
@@ -268,7 +270,7 @@ func TestSlowLiveWorkerKeepsItsRun(t *testing.T) {
 		}
 		<-started
 		stolen := make(chan struct{}, 1)
-		startWorker(t, b, worker.Options{Name: "eager", LeaseDuration: 300 * time.Millisecond}, func(w *worker.Worker) {
+		startWorker(t, b, worker.Options{Name: "eager", LeaseDuration: time.Second}, func(w *worker.Worker) {
 			worker.Handle(w, tk, func(ctx worker.Context, x in) (out, error) {
 				stolen <- struct{}{}
 				return out{By: "eager"}, nil
