@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,10 +49,28 @@ func DefaultPartitions(ctx context.Context, rdb redis.UniversalClient) (int, err
 		return engine.PartitionsDefault, nil
 	}
 	shards, err := cc.ClusterShards(ctx).Result()
-	if err != nil {
-		return 0, fmt.Errorf("redisstore: reading the cluster's masters (CLUSTER SHARDS): %w", err)
+	if err == nil {
+		return ClusterMasters(shards), nil
 	}
-	return ClusterMasters(shards), nil
+	// CLUSTER SHARDS came with Redis 7.0; an older cluster lists its slot
+	// ranges with CLUSTER SLOTS, each with the master serving it first.
+	slots, slotsErr := cc.ClusterSlots(ctx).Result()
+	if slotsErr != nil {
+		return 0, fmt.Errorf("redisstore: reading the cluster's masters (CLUSTER SHARDS: %w; CLUSTER SLOTS: %w)", err, slotsErr)
+	}
+	return ClusterSlotMasters(slots), nil
+}
+
+// ClusterSlotMasters is ClusterMasters for a CLUSTER SLOTS reply: the
+// distinct masters (each range's first node) serving a slot range.
+func ClusterSlotMasters(slots []redis.ClusterSlot) int {
+	masters := make(map[string]bool, len(slots))
+	for _, s := range slots {
+		if len(s.Nodes) > 0 {
+			masters[cmp.Or(s.Nodes[0].ID, s.Nodes[0].Addr)] = true
+		}
+	}
+	return min(max(len(masters), 1), engine.PartitionsMax)
 }
 
 // ClusterMasters counts the masters serving slots in a CLUSTER SHARDS

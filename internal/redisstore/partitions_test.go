@@ -248,6 +248,14 @@ func TestDefaultPartitionsByClient(t *testing.T) {
 	if n, err := redisstore.DefaultPartitions(ctx, b.Client); err != nil || n != want {
 		t.Fatalf("cluster: %d, %v; want its %d masters", n, err, want)
 	}
+	// What a cluster older than CLUSTER SHARDS answers counts the same.
+	slots, err := b.Client.(*redis.ClusterClient).ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := redisstore.ClusterSlotMasters(slots); n != want {
+		t.Fatalf("from CLUSTER SLOTS: %d masters, want %d", n, want)
+	}
 }
 
 // ClusterMasters counts the shards that serve slots, each once however
@@ -278,6 +286,34 @@ func TestClusterMastersCountsShardsWithSlots(t *testing.T) {
 		}, 1},
 	} {
 		if n := redisstore.ClusterMasters(c.shards); n != c.want {
+			t.Errorf("%s: %d masters, want %d", c.name, n, c.want)
+		}
+	}
+}
+
+// ClusterSlotMasters, for a cluster older than CLUSTER SHARDS, counts the
+// distinct masters serving a slot range in CLUSTER SLOTS; never less than
+// one.
+func TestClusterSlotMastersCountsDistinctMasters(t *testing.T) {
+	node := func(id string) redis.ClusterNode { return redis.ClusterNode{ID: id, Addr: id + ":6379"} }
+	for _, c := range []struct {
+		name  string
+		slots []redis.ClusterSlot
+		want  int
+	}{
+		{"no ranges", nil, 1},
+		{"three masters with replicas", []redis.ClusterSlot{
+			{Start: 0, End: 5460, Nodes: []redis.ClusterNode{node("a"), node("d")}},
+			{Start: 5461, End: 10922, Nodes: []redis.ClusterNode{node("b"), node("e")}},
+			{Start: 10923, End: 16383, Nodes: []redis.ClusterNode{node("c"), node("f")}},
+		}, 3},
+		{"a master serving two ranges after resharding", []redis.ClusterSlot{
+			{Start: 0, End: 99, Nodes: []redis.ClusterNode{node("b")}},
+			{Start: 100, End: 8191, Nodes: []redis.ClusterNode{node("a")}},
+			{Start: 8192, End: 16383, Nodes: []redis.ClusterNode{node("b")}},
+		}, 2},
+	} {
+		if n := redisstore.ClusterSlotMasters(c.slots); n != c.want {
 			t.Errorf("%s: %d masters, want %d", c.name, n, c.want)
 		}
 	}
