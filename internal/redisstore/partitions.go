@@ -54,7 +54,7 @@ func DefaultPartitions(ctx context.Context, rdb redis.UniversalClient) (int, err
 	}
 	// CLUSTER SHARDS came with Redis 7.0; an older cluster lists its slot
 	// ranges with CLUSTER SLOTS, each with the master serving it first.
-	slots, slotsErr := cc.ClusterSlots(ctx).Result()
+	slots, slotsErr := cc.ClusterSlots(ctx).Result() //nolint:staticcheck // the one listing a cluster before Redis 7.0 answers
 	if slotsErr != nil {
 		return 0, fmt.Errorf("redisstore: reading the cluster's masters (CLUSTER SHARDS: %w; CLUSTER SLOTS: %w)", err, slotsErr)
 	}
