@@ -128,10 +128,10 @@ func (j *janitor) recoverCascades(quit <-chan struct{}) {
 		"taskq: cancelling the children of cancelled runs failed; they are tried again after the grace period")
 }
 
-// recoverBatches calls take, which takes up to fanoutBatch items left
-// pending and finishes them, while its batches come back full, at most
-// fanoutBatches times, or until quit closes. It logs what was finished
-// (doneMsg) and a failure (failMsg).
+// recoverEventWaits wakes the runs registered for an event key before an
+// event of that key older than the wake grace, whose pusher did not wake
+// them (it died between storing the event and waking), batch by batch
+// while batches come back full, or until quit closes.
 func (j *janitor) recoverEventWaits(quit <-chan struct{}) {
 	if j.eventWaits == nil {
 		return
@@ -142,6 +142,10 @@ func (j *janitor) recoverEventWaits(quit <-chan struct{}) {
 		"taskq: waking runs waiting for events failed; they are tried again shortly")
 }
 
+// recoverBatches calls take, which takes up to fanoutBatch items left
+// pending and finishes them, while its batches come back full, at most
+// fanoutBatches times, or until quit closes. It logs what was finished
+// (doneMsg) and a failure (failMsg).
 func (j *janitor) recoverBatches(quit <-chan struct{}, take func(ctx context.Context) (taken, done int, err error),
 	doneMsg, failMsg string) {
 	for n := 0; n < fanoutBatches; n++ {
