@@ -251,10 +251,10 @@ func (o *orchestrator) spawn(rc *runContext, link *clientlink.Link, name string,
 
 // output is the workflow's result: each node's output under its name.
 func (o *orchestrator) output(ctx context.Context, link *clientlink.Link, states []taskdef.NodeState) ([]byte, error) {
-	var ids []string
+	var ids, names []string
 	for _, s := range states {
 		if !s.OnFailure {
-			ids = append(ids, s.RunID)
+			ids, names = append(ids, s.RunID), append(names, s.Name)
 		}
 	}
 	runs, _, err := link.Engine.GetRuns(ctx, ids)
@@ -264,9 +264,9 @@ func (o *orchestrator) output(ctx context.Context, link *clientlink.Link, states
 	out := make(map[string]json.RawMessage, len(ids))
 	for i, r := range runs {
 		if r == nil {
-			return nil, fmt.Errorf("workflow %q: node %q: its run's record is gone", o.def.Name, states[i].Name)
+			return nil, fmt.Errorf("workflow %q: node %q: its run's record is gone", o.def.Name, names[i])
 		}
-		out[states[i].Name] = r.Result
+		out[names[i]] = r.Result
 	}
 	return json.Marshal(out)
 }
