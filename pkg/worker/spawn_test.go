@@ -236,7 +236,7 @@ var (
 // a middle child that spawns a blocker of its own, then waits for them;
 // started gets the ID of each blocker as it starts, and causes the cause
 // of its context's end.
-func cascadeWorker(t *testing.T, b *redistest.Backend, started chan<- string, causes chan<- error) {
+func cascadeWorker(t *testing.T, b *redistest.Backend, started chan<- string, causes chan<- error, spawned chan<- struct{}) {
 	startWorker(t, b, worker.Options{Concurrency: 8}, func(w *worker.Worker) {
 		_ = worker.Handle(w, blockerTask, func(ctx worker.Context, _ childIn) (string, error) {
 			started <- ctx.RunID()
@@ -262,6 +262,10 @@ func cascadeWorker(t *testing.T, b *redistest.Backend, started chan<- string, ca
 			mid, err := worker.Spawn(ctx, middleTask, childIn{N: 4}, client.ChildName("middle"))
 			if err != nil {
 				return 0, err
+			}
+			select { // once its spawns have returned (buffered: a re-run does not block)
+			case spawned <- struct{}{}:
+			default:
 			}
 			if _, err := client.WaitAll(ctx, refs); err != nil {
 				return 0, err
@@ -298,7 +302,7 @@ func TestCancellingAParentCancelsItsChildren(t *testing.T) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		started, causes := make(chan string, 8), make(chan error, 8)
-		cascadeWorker(t, b, started, causes)
+		cascadeWorker(t, b, started, causes, make(chan struct{}, 1))
 		ref, err := client.RunNoWait(ctx, c, spawnParent, in{ID: "p"})
 		if err != nil {
 			t.Fatal(err)
@@ -348,7 +352,8 @@ func TestAWorkerFinishesACascadeItsCancellerLeft(t *testing.T) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		started, causes := make(chan string, 8), make(chan error, 8)
-		cascadeWorker(t, b, started, causes)
+		spawned := make(chan struct{}, 1)
+		cascadeWorker(t, b, started, causes, spawned)
 		ref, err := client.RunNoWait(ctx, c, spawnParent, in{ID: "p"})
 		if err != nil {
 			t.Fatal(err)
@@ -356,6 +361,10 @@ func TestAWorkerFinishesACascadeItsCancellerLeft(t *testing.T) {
 		for range 4 {
 			waitFor(t, started)
 		}
+		// Only once the parent's spawns have returned: a run cancelled
+		// while it spawns cancels its children itself (Spawn's own check),
+		// which is not the canceller that died this test is about.
+		waitFor(t, spawned)
 		if r, err := clientlink.Store(c).Cancel(ctx, ref.ID(), "cancelled alone", time.Now()); err != nil || !r.Written {
 			t.Fatalf("cancel = %+v, %v", r, err)
 		}
