@@ -71,6 +71,9 @@ func wire(w *Worker, parts int, cancels []string) (*lifecycle, error) {
 			})
 	}
 	if err == nil {
+		p.wakes, err = engine.NewBatcher(engine.BatcherOptions{Timeout: o.OperationTimeout, Senders: 1}, wakeParents(st))
+	}
+	if err == nil {
 		p.conc, err = newConcurrencyGate(&concurrencyGate{
 			store: st, tasks: w.tasks, slots: free, consumer: o.Name, lease: o.LeaseDuration,
 			opTimeout: o.OperationTimeout, partitions: parts, clock: o.Clock, log: w.log,

@@ -63,6 +63,10 @@ type processor struct {
 	// finish script.
 	starts   *engine.Batcher[engine.Delivery, engine.StartResult]
 	finishes *engine.Batcher[*engine.FinishParams, engine.FinishResult]
+	// wakes coalesces the wakes of the parents of child runs that end at
+	// the same time (a workflow's nodes, many children of one run) into
+	// one call (see wakeParents).
+	wakes *engine.Batcher[string, struct{}]
 	// limiter holds back the deliveries their task's rate limits refuse
 	// (see ratelimit.go); nil admits everything.
 	limiter *rateLimiter
@@ -553,20 +557,38 @@ func (p *processor) recorded(a *attempt, res engine.FinishResult) {
 		}
 		p.stats.Ran(a.finish.Now, a.task, a.finish.Outcome, a.finish.Now.Sub(a.startedAt))
 		if parent := engine.ParentOf(a.rc.key); parent != "" && engine.IsTerminal(res.Status) {
-			go p.wakeParent(parent)
+			p.wakes.Go(context.Background(), parent, func(_ struct{}, err error) {
+				if err != nil {
+					p.log.Debug("taskq: waking the parent of a run that ended failed; it looks again by itself",
+						"parent", parent, "err", err)
+				}
+			})
 		}
 	}
 	p.end(a)
 }
 
-// wakeParent wakes the parent of a child run that ended, should it wait
-// for its children (a workflow, see HandleWorkflow). A wake that fails is
-// only logged: a waiting workflow looks again by itself (workflowRecheck).
-func (p *processor) wakeParent(parent string) {
-	ctx, cancel := p.opCtx()
-	defer cancel()
-	if err := p.store.WakeRuns(ctx, []string{parent}); err != nil {
-		p.log.Debug("taskq: waking the parent of a run that ended failed; it looks again by itself", "parent", parent, "err", err)
+// wakeParents wakes the parents of child runs that ended, should they
+// wait for their children (a workflow, see HandleWorkflow), each once
+// however many of its children ended: one call for them all, whose error
+// is every parent's. A wake that fails is only logged: a waiting workflow
+// looks again by itself (workflowRecheck).
+func wakeParents(st processorStore) func(ctx context.Context, parents []string) ([]struct{}, []error) {
+	return func(ctx context.Context, parents []string) ([]struct{}, []error) {
+		ids := make([]string, 0, len(parents))
+		seen := make(map[string]bool, len(parents))
+		for _, id := range parents {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		err := st.WakeRuns(ctx, ids)
+		errs := make([]error, len(parents))
+		for i := range errs {
+			errs[i] = err
+		}
+		return make([]struct{}, len(parents)), errs
 	}
 }
 

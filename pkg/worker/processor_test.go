@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,47 @@ func testBatchers(t *testing.T, st *fakeStore) (
 	return starts, finishes
 }
 
+// testWakes is the processor's batcher of parent wakes, over st.
+func testWakes(t *testing.T, st processorStore) *engine.Batcher[string, struct{}] {
+	t.Helper()
+	wakes, err := engine.NewBatcher(engine.BatcherOptions{Senders: 1}, wakeParents(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wakes
+}
+
+// wakeStore records the runs each WakeRuns call wakes, and fails with err.
+type wakeStore struct {
+	*fakeStore
+	err   error
+	calls [][]string
+}
+
+func (s *wakeStore) WakeRuns(_ context.Context, ids []string) error {
+	s.calls = append(s.calls, ids)
+	return s.err
+}
+
+// The parents of children that end together are woken in one call, each
+// once, and the call's error is each parent's.
+func TestWakeParentsWakesEachParentOnceInOneCall(t *testing.T) {
+	down := errors.New("redis down")
+	st := &wakeStore{fakeStore: &fakeStore{}, err: down}
+	_, errs := wakeParents(st)(context.Background(), []string{"a", "b", "a", "c", "b"})
+	if len(st.calls) != 1 || !slices.Equal(st.calls[0], []string{"a", "b", "c"}) {
+		t.Fatalf("WakeRuns calls = %v, want one of [a b c]", st.calls)
+	}
+	if len(errs) != 5 {
+		t.Fatalf("%d errors for 5 wakes", len(errs))
+	}
+	for i, err := range errs {
+		if !errors.Is(err, down) {
+			t.Errorf("wake %d: %v, want the call's error", i, err)
+		}
+	}
+}
+
 func testProcessor(t *testing.T, st *fakeStore, concurrency int, h handlerFunc) *processor {
 	t.Helper()
 	def := task.Must[testIn, testIn]("t", task.Options{}).Definition()
@@ -40,6 +82,7 @@ func testProcessor(t *testing.T, st *fakeStore, concurrency int, h handlerFunc) 
 		opTimeout: time.Second, concurrency: concurrency, clock: systemClock{}, log: discard,
 	}
 	p.starts, p.finishes = testBatchers(t, st)
+	p.wakes = testWakes(t, st)
 	return p.setUp()
 }
 

@@ -31,6 +31,7 @@ func testComponents(t *testing.T, st *fakeStore, sub subscriber) []struct {
 		lease: time.Second, startDelay: -1, opTimeout: time.Second, concurrency: 2, clock: clock, log: discard,
 	}
 	p.starts, p.finishes = testBatchers(t, st)
+	p.wakes = testWakes(t, st)
 	reg := &registrar{store: st, defs: []*task.Definition{def}, consumer: "w", interval: 10 * time.Millisecond,
 		opTimeout: time.Second, clock: clock, log: discard}
 	return []struct {
