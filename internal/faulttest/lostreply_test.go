@@ -45,7 +45,10 @@ func TestLostTriggerReplyIsNotACollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	defs, _ := faulttest.Definitions(faulttest.TaskConfig{})
+	// The debounce task's key is held for its window: a long one, so that
+	// it is still held when the test reads it after the resent trigger
+	// (the default 300ms can pass while go-redis dials again under load).
+	defs, _ := faulttest.Definitions(faulttest.TaskConfig{Window: time.Minute})
 	ctx := context.Background()
 	// Load the scripts first: a NOSCRIPT reply is not an execution.
 	if _, err := c.TriggerJSON(ctx, defs[3], []byte(`{"op":"warm-up","key":"w"}`)); err != nil {
