@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -118,6 +119,45 @@ func TestWorkflowTaskOverHTTP(t *testing.T) {
 		dag, _ := spec["dag"].(map[string]any)
 		if len(dag) != 2 || len(dag["first"].([]any)) != 0 || dag["second"].([]any)[0] != "first" || spec["onFailure"] != "undo" {
 			t.Fatalf("workflow task: %s", r.raw)
+		}
+	})
+}
+
+// A workflow run that no worker has begun has its task's registered DAG
+// on GET /api/v1/runs/{id}, every node waiting, by layer then name.
+func TestQueuedWorkflowRunOverHTTP(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, envOptions{})
+		first, second, third, undo := mustDef(t, "first", task.Options{}), mustDef(t, "second", task.Options{}),
+			mustDef(t, "third", task.Options{}), mustDef(t, "undo", task.Options{})
+		wf := mustDef(t, "flow", task.Options{Workflow: &task.Workflow{
+			Nodes:     []task.Node{{Task: third, Parents: []string{"first"}}, {Task: second, Parents: []string{"first"}}, {Task: first}},
+			OnFailure: undo,
+		}})
+		e.register(taskdef.Spec(wf))
+		id := e.call(http.MethodPost, "/api/v1/tasks/flow/runs", map[string]any{"input": map[string]any{}}).
+			expect(t, http.StatusCreated).str("runId")
+		r := e.call(http.MethodGet, "/api/v1/runs/"+id, nil).expect(t, http.StatusOK)
+		nodes, _ := r.body["workflow"].([]any)
+		want := []string{"first@0", "second@1<first", "third@1<first", "undo@2!"}
+		if len(nodes) != len(want) {
+			t.Fatalf("queued workflow run: %s", r.raw)
+		}
+		for i, n := range nodes {
+			m := n.(map[string]any)
+			got := fmt.Sprintf("%s@%v", m["name"], m["layer"])
+			if ps, _ := m["parents"].([]any); len(ps) > 0 {
+				got += fmt.Sprintf("<%s", ps[0])
+			}
+			if m["onFailure"] == true {
+				got += "!"
+			}
+			_, status := m["status"]
+			_, run := m["runId"]
+			if got != want[i] || status || run {
+				t.Fatalf("node %d = %v; want %s, waiting: %s", i, m, want[i], r.raw)
+			}
 		}
 	})
 }

@@ -32,7 +32,9 @@ type DAGNode struct {
 	Parents []string `json:"parents,omitempty"`
 }
 
-// DAGOf is w as a workflow run stores it.
+// DAGOf is w as a workflow run stores it, its nodes in the order
+// declared: a run's later attempts compare the bytes with those stored,
+// so the order must stay as it is.
 func DAGOf(w *task.Workflow) DAG {
 	d := DAG{Nodes: make([]DAGNode, len(w.Nodes))}
 	for i, n := range w.Nodes {
@@ -42,6 +44,26 @@ func DAGOf(w *task.Workflow) DAG {
 		d.OnFailure = w.OnFailure.Name
 	}
 	return d
+}
+
+// SpecDAG is the DAG of the workflow s registers (s.DAG and s.OnFailure),
+// its nodes by name, as the map has no order; ok is false when s is not a
+// workflow's. NodeStates orders the nodes the same whether they came from
+// here or from DAGOf.
+func SpecDAG(s task.Spec) (d DAG, ok bool) {
+	if len(s.DAG) == 0 {
+		return DAG{}, false
+	}
+	d = DAG{Nodes: make([]DAGNode, 0, len(s.DAG)), OnFailure: s.OnFailure}
+	for name, parents := range s.DAG {
+		n := DAGNode{Name: name}
+		if len(parents) > 0 { // as a stored DAG decodes a root: no parents, nil
+			n.Parents = slices.Clone(parents)
+		}
+		d.Nodes = append(d.Nodes, n)
+	}
+	slices.SortFunc(d.Nodes, func(a, b DAGNode) int { return cmp.Compare(a.Name, b.Name) })
+	return d, true
 }
 
 // NodeRun is what a workflow run recorded of one node's child run.
@@ -69,10 +91,12 @@ type NodeState struct {
 	OnFailure bool
 }
 
-// NodeStates derives each node's state, by layer and within a layer in
-// the order declared (so a node comes after its parents), from the runs the
-// workflow run recorded by node name; the on-failure node, if any, comes
-// last. A node whose run was created but is gone counts as failed.
+// NodeStates derives each node's state, by layer (so a node comes after
+// its parents) and within a layer by name, from the runs the workflow run
+// recorded by node name; the on-failure node, if any, comes last. A node
+// whose run was created but is gone counts as failed. The order depends on
+// the DAG's nodes and parents only, not on the order d lists them in, so a
+// DAG from SpecDAG and the same workflow's from DAGOf give the same.
 func NodeStates(d DAG, runs map[string]NodeRun) []NodeState {
 	out := make([]NodeState, 0, len(d.Nodes)+1)
 	state := make(map[string]*NodeState, len(d.Nodes))
@@ -120,13 +144,11 @@ func NodeStates(d DAG, runs map[string]NodeRun) []NodeState {
 			break // a cycle: task.Workflow refuses one
 		}
 	}
-	// By layer, each in the order declared: parents still come first.
-	decl := make(map[string]int, len(d.Nodes))
-	for i, n := range d.Nodes {
-		decl[n.Name] = i
-	}
-	slices.SortStableFunc(out, func(a, b NodeState) int {
-		return cmp.Or(cmp.Compare(a.Layer, b.Layer), cmp.Compare(decl[a.Name], decl[b.Name]))
+	// By layer, then name: parents still come first, and the order is
+	// the same however the nodes were listed (a registered spec's DAG is a
+	// map).
+	slices.SortFunc(out, func(a, b NodeState) int {
+		return cmp.Or(cmp.Compare(a.Layer, b.Layer), cmp.Compare(a.Name, b.Name))
 	})
 	if d.OnFailure != "" {
 		s := NodeState{Name: d.OnFailure, OnFailure: true}

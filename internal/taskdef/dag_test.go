@@ -2,13 +2,16 @@ package taskdef_test
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/taskq/taskq/internal/taskdef"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // Node states are derived from the runs a workflow recorded: in
-// topological order, each node's layer, the dependants of a failed node
+// topological order (by layer, then name, whatever the order declared),
+// each node's layer, the dependants of a failed node
 // skipped (and theirs), a node whose parents are not done pending, a run
 // created but gone failed, the on-failure task last.
 func TestNodeStates(t *testing.T) {
@@ -16,9 +19,9 @@ func TestNodeStates(t *testing.T) {
 		{Name: "d", Parents: []string{"b", "c"}},
 		{Name: "e", Parents: []string{"d"}},
 		{Name: "a"},
-		{Name: "b", Parents: []string{"a"}},
-		{Name: "c", Parents: []string{"a"}},
 		{Name: "f", Parents: []string{"b"}},
+		{Name: "c", Parents: []string{"a"}},
+		{Name: "b", Parents: []string{"a"}},
 	}, OnFailure: "undo"}
 	for _, tc := range []struct {
 		name string
@@ -51,5 +54,36 @@ func TestNodeStates(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A workflow's DAG rebuilt from its registered spec, whose nodes are a map,
+// gives the same node states, in the same order, as the DAG its runs store.
+func TestSpecDAGGivesTheStoredDAGsNodeStates(t *testing.T) {
+	def := func(name string, w *task.Workflow) *task.Definition {
+		d, err := task.NewDefinition(name, task.Options{Workflow: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a, b, c, d, undo := def("a", nil), def("b", nil), def("c", nil), def("d", nil), def("undo", nil)
+	flow := def("flow", &task.Workflow{Nodes: []task.Node{
+		{Task: d, Parents: []string{"c", "b"}},
+		{Task: c, Parents: []string{"a"}},
+		{Task: a},
+		{Task: b, Parents: []string{"a"}},
+	}, OnFailure: undo})
+	spec, ok := taskdef.SpecDAG(taskdef.Spec(flow))
+	if !ok {
+		t.Fatal("a workflow's spec has no DAG")
+	}
+	runs := map[string]taskdef.NodeRun{"a": {RunID: "ra", Status: "succeeded", Created: true}, "c": {RunID: "rc", Status: "failed", Created: true}}
+	got, want := taskdef.NodeStates(spec, runs), taskdef.NodeStates(taskdef.DAGOf(flow.Workflow), runs)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("from the spec:\n%+v\nfrom the stored DAG:\n%+v", got, want)
+	}
+	if _, ok := taskdef.SpecDAG(taskdef.Spec(a)); ok {
+		t.Fatal("a task that is no workflow has a DAG")
 	}
 }

@@ -94,9 +94,12 @@ type RunInfo struct {
 	// Set by Inspector.GetRun only.
 	Children []ChildInfo `json:"children,omitempty"`
 	// Workflow is the DAG of a workflow run (task.Workflow): its nodes by
-	// layer (so each after its parents), within a layer in the order
-	// declared, each with its state; the on-failure task last.
-	// Set by Inspector.GetRun only, once the run's first attempt began.
+	// layer (so each after its parents), within a layer by name, each with
+	// its state; the on-failure task last. It is the DAG the run stored on
+	// its first attempt; before that (a run queued, or cancelled before it
+	// began) it is its task's DAG as workers registered it, every node
+	// waiting (or skipped), and none when no worker has registered the
+	// task. Set by Inspector.GetRun only.
 	Workflow []WorkflowNode `json:"workflow,omitempty"`
 }
 

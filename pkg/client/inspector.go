@@ -119,7 +119,8 @@ type Page[T any] struct {
 // (RunSignals and RunSteps list them): one more round trip for a run with
 // an attempt history, signals or steps. It has its concurrency groups
 // (ConcurrencyGroups), derived from its input by its task's registered
-// definition.
+// definition, and a workflow's run its DAG (Workflow): one more read for a
+// run with steps, the registered one for a run that has not begun.
 func (in *Inspector) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	ctx, cancel := in.c.opCtx(ctx)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // --- a run's attempts, signals and durable steps ----------------------------
@@ -90,7 +91,9 @@ func attemptsOf(r *engine.Run, hist []engine.Attempt) []AttemptInfo {
 
 // withParts fills info's Attempts, SignalCount and StepCount from r: one
 // more round trip for a run that has an attempt history, signals or steps,
-// none for one that has none.
+// none for one that has none. Its concurrency groups and, for a workflow
+// run that has not begun, its DAG come from its task's registration, read
+// once for both.
 func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *engine.Run) error {
 	parts, err := in.c.store.ReadParts(ctx, r)
 	if err != nil {
@@ -98,19 +101,26 @@ func (in *Inspector) withParts(ctx context.Context, info *RunInfo, r *engine.Run
 	}
 	info.Attempts = attemptsOf(r, parts.Attempts)
 	info.SignalCount, info.StepCount = int(parts.Signals), int(parts.Steps)
-	in.withGroups(ctx, info)
+	// An aid to reading, never a reason to fail: a task not registered,
+	// or a registry that cannot be read, leaves both out.
+	reg, _ := in.c.registeredTask(ctx, info.Task) // nil on an error
+	in.withGroups(info, reg)
 	if err := in.withChildren(ctx, info, r); err != nil {
 		return err
 	}
-	return in.withWorkflow(ctx, info, r)
+	return in.withWorkflow(ctx, info, r, reg)
 }
 
 // withGroups sets info's concurrency groups, derived from its input by its
-// task's registered definition. A task not registered, or whose
-// definition fails on the input (it changed since the run was triggered),
-// shows none: the groups are an aid to reading, never a reason to fail.
-func (in *Inspector) withGroups(ctx context.Context, info *RunInfo) {
-	def, err := in.c.Definition(ctx, info.Task)
+// task's registered definition reg (nil: not registered). A task not
+// registered, or whose definition fails on the input (it changed since the
+// run was triggered), shows none: the groups are an aid to reading, never
+// a reason to fail.
+func (in *Inspector) withGroups(info *RunInfo, reg *task.Registered) {
+	if reg == nil {
+		return
+	}
+	def, err := in.c.defs.get(reg)
 	if err != nil || len(def.Concurrency) == 0 {
 		return
 	}

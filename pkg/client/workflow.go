@@ -6,6 +6,7 @@ import (
 
 	"github.com/taskq/taskq/internal/engine"
 	"github.com/taskq/taskq/internal/taskdef"
+	"github.com/taskq/taskq/pkg/task"
 )
 
 // StatusSkipped is the state of a workflow node (WorkflowNode) that will
@@ -36,19 +37,29 @@ type WorkflowNode struct {
 
 // withWorkflow sets info.Workflow for a workflow run, from the DAG it
 // stored on its first attempt and its children: one more read for a run
-// with durable steps, none for others.
-func (in *Inspector) withWorkflow(ctx context.Context, info *RunInfo, r *engine.Run) error {
-	if !r.HasSteps {
-		return nil
-	}
-	raw, ok, err := in.c.store.StepResult(ctx, r.ID, taskdef.DAGStep)
-	if err != nil {
-		return in.c.unavailable(ctx, err)
-	}
-	// A DAG that cannot be read leaves the run shown without it: its own
-	// handler refuses it on the run's next attempt.
-	dag, ok := decodeDAG(raw, ok)
-	if !ok {
+// with durable steps, none for others. A run that has begun no attempt
+// (queued, or cancelled before it started) has stored none: its DAG is
+// its task's as registered (reg), every node waiting, or skipped if the
+// run has ended; a task no worker has registered (reg nil) shows none.
+func (in *Inspector) withWorkflow(ctx context.Context, info *RunInfo, r *engine.Run, reg *task.Registered) error {
+	var dag taskdef.DAG
+	switch {
+	case r.HasSteps:
+		raw, ok, err := in.c.store.StepResult(ctx, r.ID, taskdef.DAGStep)
+		if err != nil {
+			return in.c.unavailable(ctx, err)
+		}
+		// A DAG that cannot be read leaves the run shown without it: its
+		// own handler refuses it on the run's next attempt.
+		if dag, ok = decodeDAG(raw, ok); !ok {
+			return nil
+		}
+	case r.Attempt == 0 && reg != nil:
+		var ok bool
+		if dag, ok = taskdef.SpecDAG(reg.Spec); !ok {
+			return nil
+		}
+	default:
 		return nil
 	}
 	runs := make(map[string]taskdef.NodeRun, len(info.Children))
