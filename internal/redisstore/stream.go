@@ -76,8 +76,10 @@ func parseSpec(v map[string]any) *engine.RunSpec {
 		meta = noMeta // not written when there is none
 	}
 	key, _ := v[entryIdempotencyKey].(string)
+	// Input and metadata share one allocation; neither can grow into the other.
+	b := append(append(make([]byte, 0, len(in)+len(meta)), in...), meta...)
 	return &engine.RunSpec{
-		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: strat,
+		Input: b[:len(in):len(in)], Meta: b[len(in):], Key: key, Strategy: strat,
 		Hold:    time.Duration(n[specHold]) * time.Millisecond,
 		Retries: int(n[specRetries]), Timeout: time.Duration(n[specTimeout]) * time.Millisecond,
 		Created: fromMS(n[specCreated]), MaxDeliveries: int(n[specMaxDeliveries]),
