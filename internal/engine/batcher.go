@@ -206,13 +206,19 @@ func (b *Batcher[P, R]) sender() {
 		n := min(len(b.queue), b.opts.MaxBatch)
 		if n == 0 {
 			b.senders--
-			b.queue = nil // let a large backing array go
+			if cap(b.queue) > b.opts.MaxBatch {
+				b.queue = nil // let a large backing array go
+			}
 			b.mu.Unlock()
 			return
 		}
 		batch := make([]*batchCall[P, R], n)
 		copy(batch, b.queue)
-		b.queue = b.queue[:copy(b.queue, b.queue[n:])]
+		// The queue keeps its backing array, which the next calls would
+		// grow again, but not the calls it held: they are the batch's.
+		left := copy(b.queue, b.queue[n:])
+		clear(b.queue[left:])
+		b.queue = b.queue[:left]
 		b.mu.Unlock()
 		b.flush(batch)
 	}
