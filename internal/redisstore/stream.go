@@ -98,6 +98,7 @@ func (s *Store) deliveries(streams []redis.XStream, laneOf map[string]lane) []en
 	var out []engine.Delivery
 	for _, st := range streams {
 		l := laneOf[st.Stream]
+		out = slices.Grow(out, len(st.Messages)) // not doubling past a read's size
 		for _, m := range st.Messages {
 			id, _ := m.Values[entryRunID].(string)
 			out = append(out, engine.Delivery{Task: l.task, Priority: l.prio, EntryID: m.ID, RunID: id, Spec: parseSpec(m.Values)})
