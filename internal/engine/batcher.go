@@ -70,6 +70,10 @@ type Batcher[P, R any] struct {
 	// in it (see DoWithin).
 	ticksMu sync.Mutex
 	ticks   map[int64]chan struct{}
+
+	// calls holds calls done with, for the next ones: a call and its
+	// channel are otherwise two allocations per call (see recycle).
+	calls sync.Pool
 }
 
 type batchCall[P, R any] struct {
@@ -79,8 +83,9 @@ type batchCall[P, R any] struct {
 	p        P
 	r        R
 	err      error
-	// done is closed once the call was sent (Do); then is called instead
-	// when it is set (Go).
+	// done receives once the call was sent (Do; buffered, so that the
+	// sender never waits for a caller that stopped waiting); then is
+	// called instead when it is set (Go).
 	done chan struct{}
 	then func(R, error)
 }
@@ -99,13 +104,33 @@ func NewBatcher[P, R any](opts BatcherOptions, send func(ctx context.Context, ps
 	return &Batcher[P, R]{send: send, opts: opts}, nil
 }
 
+// newCall returns a call of p, a recycled one when there is one.
+func (b *Batcher[P, R]) newCall(ctx context.Context, p P, deadline time.Time, then func(R, error)) *batchCall[P, R] {
+	c, _ := b.calls.Get().(*batchCall[P, R])
+	if c == nil {
+		c = &batchCall[P, R]{done: make(chan struct{}, 1)}
+	}
+	c.ctx, c.p, c.deadline, c.then = ctx, p, deadline, then
+	return c
+}
+
+// recycle keeps c for a later call. Only a call nobody holds any more is
+// recycled: a Go call once then has returned, a Do call once its caller
+// took the result (one whose caller stopped waiting is left to the
+// garbage collector, as the sender may still hold it).
+func (b *Batcher[P, R]) recycle(c *batchCall[P, R]) {
+	*c = batchCall[P, R]{done: c.done}
+	b.calls.Put(c)
+}
+
 // complete hands the call's result to whoever waits for it.
-func (c *batchCall[P, R]) complete() {
+func (b *Batcher[P, R]) complete(c *batchCall[P, R]) {
 	if c.then != nil {
 		c.then(c.r, c.err)
+		b.recycle(c)
 		return
 	}
-	close(c.done)
+	c.done <- struct{}{}
 }
 
 // Do queues p, waits until the batch holding it has been sent and returns
@@ -134,11 +159,13 @@ func (b *Batcher[P, R]) do(ctx context.Context, p P, deadline time.Time, bound <
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	c := &batchCall[P, R]{ctx: ctx, deadline: deadline, p: p, done: make(chan struct{})}
+	c := b.newCall(ctx, p, deadline, nil)
 	b.enqueue(c)
 	select {
 	case <-c.done:
-		return c.r, c.err
+		r, err := c.r, c.err
+		b.recycle(c)
+		return r, err
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	case <-bound:
@@ -182,7 +209,7 @@ func (b *Batcher[P, R]) Go(ctx context.Context, p P, then func(R, error)) {
 		then(zero, err)
 		return
 	}
-	b.enqueue(&batchCall[P, R]{ctx: ctx, p: p, then: then})
+	b.enqueue(b.newCall(ctx, p, time.Time{}, then))
 }
 
 // enqueue queues c and starts a sender if one is allowed and needed.
@@ -206,13 +233,19 @@ func (b *Batcher[P, R]) sender() {
 		n := min(len(b.queue), b.opts.MaxBatch)
 		if n == 0 {
 			b.senders--
-			b.queue = nil // let a large backing array go
+			if cap(b.queue) > b.opts.MaxBatch {
+				b.queue = nil // let a large backing array go
+			}
 			b.mu.Unlock()
 			return
 		}
 		batch := make([]*batchCall[P, R], n)
 		copy(batch, b.queue)
-		b.queue = b.queue[:copy(b.queue, b.queue[n:])]
+		// The queue keeps its backing array, which the next calls would
+		// grow again, but not the calls it held: they are the batch's.
+		left := copy(b.queue, b.queue[n:])
+		clear(b.queue[left:])
+		b.queue = b.queue[:left]
 		b.mu.Unlock()
 		b.flush(batch)
 	}
@@ -226,7 +259,7 @@ func (b *Batcher[P, R]) flush(batch []*batchCall[P, R]) {
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
 			c.err = err
-			c.complete()
+			b.complete(c)
 			continue
 		}
 		if !c.deadline.IsZero() {
@@ -235,7 +268,7 @@ func (b *Batcher[P, R]) flush(batch []*batchCall[P, R]) {
 			}
 			if !now.Before(c.deadline) {
 				c.err = context.DeadlineExceeded
-				c.complete()
+				b.complete(c)
 				continue
 			}
 		}
@@ -258,6 +291,6 @@ func (b *Batcher[P, R]) flush(batch []*batchCall[P, R]) {
 		default:
 			c.r, c.err = rs[i], errs[i]
 		}
-		c.complete()
+		b.complete(c)
 	}
 }

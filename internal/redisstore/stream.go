@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -17,9 +18,7 @@ import (
 // spec (see layout.go), durations in ms and created in unix ms.
 func settingsSpec(strat engine.Strategy, hold int64, retries int, timeout, created int64, maxDeliveries int,
 	retain, retention int64) string {
-	if strat == "" {
-		strat = engine.StrategyNone
-	}
+	strat = cmp.Or(strat, engine.StrategyNone)
 	var v [specSettings]int64
 	v[specHold], v[specRetries], v[specTimeout], v[specCreated] = hold, int64(retries), timeout, created
 	v[specMaxDeliveries], v[specRetain], v[specRetention] = int64(maxDeliveries), retain, retention
@@ -72,12 +71,12 @@ func parseSpec(v map[string]any) *engine.RunSpec {
 	}
 	in, _ := v[entryInput].(string)
 	meta, _ := v[entryMeta].(string)
-	if meta == "" {
-		meta = noMeta // not written when there is none
-	}
+	meta = cmp.Or(meta, noMeta) // not written when there is none
 	key, _ := v[entryIdempotencyKey].(string)
+	// Input and metadata share one allocation; neither can grow into the other.
+	b := append(append(make([]byte, 0, len(in)+len(meta)), in...), meta...)
 	return &engine.RunSpec{
-		Input: []byte(in), Meta: []byte(meta), Key: key, Strategy: strat,
+		Input: b[:len(in):len(in)], Meta: b[len(in):], Key: key, Strategy: strat,
 		Hold:    time.Duration(n[specHold]) * time.Millisecond,
 		Retries: int(n[specRetries]), Timeout: time.Duration(n[specTimeout]) * time.Millisecond,
 		Created: fromMS(n[specCreated]), MaxDeliveries: int(n[specMaxDeliveries]),
@@ -96,6 +95,7 @@ func (s *Store) deliveries(streams []redis.XStream, laneOf map[string]lane) []en
 	var out []engine.Delivery
 	for _, st := range streams {
 		l := laneOf[st.Stream]
+		out = slices.Grow(out, len(st.Messages)) // not doubling past a read's size
 		for _, m := range st.Messages {
 			id, _ := m.Values[entryRunID].(string)
 			out = append(out, engine.Delivery{Task: l.task, Priority: l.prio, EntryID: m.ID, RunID: id, Spec: parseSpec(m.Values)})

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,11 +26,12 @@ type attempt struct {
 	recording bool
 
 	// For a deferred attempt (see processor.dispatch): where beginning it
-	// stands (phase*), the timer that begins it after StartDelay, and a
-	// channel closed once a begin that was sent has its answer.
+	// stands (phase*), the timer that begins it after StartDelay, and
+	// answered, done once a begin that was sent has its answer (a
+	// WaitGroup rather than a channel: it needs no allocation of its own).
 	phase    atomic.Int32
 	beginAt  *time.Timer
-	answered chan struct{}
+	answered sync.WaitGroup
 	d        engine.Delivery
 }
 
@@ -65,7 +67,7 @@ func (a *attempt) answer(st engine.StartResult, err error) {
 		a.phase.Store(phaseRefused)
 		a.cancel(ErrLeaseLost)
 	}
-	if a.answered != nil {
-		close(a.answered)
-	}
+	// Only a deferred attempt is answered, and only once: by the start
+	// its timer sent, or by beginNow once its handler has returned.
+	a.answered.Done()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 // BenchmarkWorkerDrain measures the worker's own cost per run: b.N no-op
 // runs (status strategy) are queued before the timer starts, and one
 // worker processes them to a terminal status. Allocations per op are the
-// worker process's per run; the Redis work is cmd/taskq-bench's to
-// measure.
+// worker process's per run; go-cpu-ns/op is this process's CPU time per
+// run (user and system), which the wall-clock ns/op mixes with Redis's;
+// the Redis work is cmd/taskq-bench's to measure.
 func BenchmarkWorkerDrain(b *testing.B) {
 	be := redistest.Real(b)
 	ctx := context.Background()
@@ -51,6 +53,7 @@ func BenchmarkWorkerDrain(b *testing.B) {
 	stream := redispeek.StreamKey(be.Namespace, tk.Name())
 
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	b.ResetTimer()
 	w, err := worker.New(worker.Options{Redis: be.Client, Namespace: be.Namespace, Logger: quiet, Concurrency: 100})
 	if err != nil {
@@ -77,4 +80,14 @@ func BenchmarkWorkerDrain(b *testing.B) {
 		time.Sleep(time.Millisecond)
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "go-cpu-ns/op")
+}
+
+// processCPU is this process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -113,8 +113,8 @@ type runContext struct {
 	positions atomic.Int64
 	// waits counts the durable waits the handler made (see durable.go).
 	waits int
-	// now is the worker's clock.
-	now func() time.Time
+	// workerClock is the worker's clock (nil: the system's).
+	workerClock task.Clock
 }
 
 func (c *runContext) RunID() string             { return c.runID }

@@ -139,8 +139,8 @@ func durableOf(ctx Context) (*runContext, error) {
 }
 
 func (c *runContext) clock() time.Time {
-	if c.now != nil {
-		return c.now()
+	if c.workerClock != nil {
+		return c.workerClock.Now()
 	}
 	return time.Now()
 }

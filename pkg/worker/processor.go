@@ -310,10 +310,10 @@ func (p *processor) process(j runJob) {
 	}
 	a.rc = runContext{
 		Context: runCtx, store: p.store, base: p.log, runID: d.RunID, task: d.Task, key: st.Spec.Key, ns: p.ns,
-		attempt: st.Attempt, meta: st.Spec.Meta, spawner: p.spawner, now: p.clock.Now,
+		attempt: st.Attempt, meta: st.Spec.Meta, spawner: p.spawner, workerClock: p.clock,
 	}
 	if j.deferred {
-		a.answered = make(chan struct{})
+		a.answered.Add(1)
 		a.beginAt = time.AfterFunc(p.startDelay, func() { p.beginDeferred(a) })
 	} else {
 		a.begun.Store(true)
@@ -336,7 +336,7 @@ func (p *processor) process(j runJob) {
 			a.beginAt.Stop()
 			withOutcome = true
 		} else {
-			<-a.answered
+			a.answered.Wait()
 			if a.phase.Load() == phaseRefused {
 				returned("abandoned")
 				a.rc.Logger().Info("taskq: attempt abandoned", "cause", context.Cause(runCtx))
@@ -397,13 +397,17 @@ func (p *processor) process(j runJob) {
 	if withOutcome {
 		f.Began, f.Consumer = j.begun, p.consumer
 	}
-	var susp *suspension
-	if errors.As(herr, &susp) && cause == nil {
-		// The handler waits durably: the run gives its slot back and
-		// waits, and is queued again when the wait is over.
-		f.Outcome, f.RetryAt, f.Payload = engine.OutcomeWait, susp.until, []byte(susp.reason)
-		a.rc.Logger().Debug("taskq: run waits", "for", susp.reason)
-		herr = nil
+	if herr != nil && cause == nil {
+		// (Only then: susp escapes to the heap, which a run that
+		// succeeded need not pay for.)
+		var susp *suspension
+		if errors.As(herr, &susp) {
+			// The handler waits durably: the run gives its slot back and
+			// waits, and is queued again when the wait is over.
+			f.Outcome, f.RetryAt, f.Payload = engine.OutcomeWait, susp.until, []byte(susp.reason)
+			a.rc.Logger().Debug("taskq: run waits", "for", susp.reason)
+			herr = nil
+		}
 	}
 	if herr != nil {
 		if errors.Is(cause, ErrTimeout) && !errors.Is(herr, ErrTimeout) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -86,17 +87,17 @@ func (p *processor) admitRateLimited(ds []engine.Delivery) []engine.Delivery {
 // admit returns the deliveries of ds that may start now, and the others,
 // for holdBack.
 func (r *rateLimiter) admit(base context.Context, ds []engine.Delivery) (ok []engine.Delivery, rest []*limited) {
+	if !slices.ContainsFunc(ds, r.limits) {
+		// The common read: nothing to copy.
+		return ds, nil
+	}
 	var lims []*limited
 	for _, d := range ds {
-		reg := r.tasks[d.Task]
-		if reg == nil || len(reg.def.RateLimits) == 0 {
+		if !r.limits(d) {
 			ok = append(ok, d)
 			continue
 		}
-		lims = append(lims, r.prepare(reg.def, d))
-	}
-	if len(lims) == 0 {
-		return ds, nil
+		lims = append(lims, r.prepare(r.tasks[d.Task].def, d))
 	}
 	ctx, cancel := context.WithTimeout(base, r.opTimeout)
 	defer cancel()
@@ -109,6 +110,12 @@ func (r *rateLimiter) admit(base context.Context, ds []engine.Delivery) (ok []en
 		}
 	}
 	return ok, rest
+}
+
+// limits reports whether d's task has rate limits.
+func (r *rateLimiter) limits(d engine.Delivery) bool {
+	reg := r.tasks[d.Task]
+	return reg != nil && len(reg.def.RateLimits) > 0
 }
 
 // holdBack gives back what the runs admit refused had taken, and holds
