@@ -133,22 +133,34 @@ func TestSeveralConcurrencyLimitsAreEachHeld(t *testing.T) {
 }
 
 // blockingPlaced is a handler of placed runs that blocks while its input
-// says so, reporting each start and the cause its context ends with.
+// says so, until release is closed or its own run is ended (end),
+// reporting each start and the cause its context ends with.
 type blockingPlaced struct {
 	started chan string
 	causes  sync.Map // run ID -> error
 	release chan struct{}
+	ends    sync.Map // input ID -> chan struct{}, closed by end
 }
 
 func newBlockingPlaced() *blockingPlaced {
 	return &blockingPlaced{started: make(chan string, 16), release: make(chan struct{})}
 }
 
+// endOf is the channel end closes for the run of input ID id.
+func (bl *blockingPlaced) endOf(id string) chan struct{} {
+	ch, _ := bl.ends.LoadOrStore(id, make(chan struct{}))
+	return ch.(chan struct{})
+}
+
+// end lets the run of input ID id return, alone.
+func (bl *blockingPlaced) end(id string) { close(bl.endOf(id)) }
+
 func (bl *blockingPlaced) handler(ctx worker.Context, x placed) (out, error) {
 	bl.started <- ctx.RunID()
 	if x.Block {
 		select {
 		case <-bl.release:
+		case <-bl.endOf(x.ID):
 		case <-ctx.Done():
 			bl.causes.Store(ctx.RunID(), context.Cause(ctx))
 			return out{}, context.Cause(ctx)
@@ -220,9 +232,16 @@ func TestConcurrencyLimitsWaitAndCancelNewestCombine(t *testing.T) {
 		if info := wait(t, next); info.Status != client.StatusSucceeded {
 			t.Fatalf("next run of the cancelled run's tenant: %s", info.Status)
 		}
+		// Region us ends first: were the tenant's run to end while other
+		// still ran, held would find its region full and be cancelled by
+		// the region's rule, as full was.
+		bl.end("3")
+		if info := wait(t, other); info.Status != client.StatusSucceeded {
+			t.Fatalf("run %s: %s", other.ID(), info.Status)
+		}
 		close(bl.release)
 		bl.waitStart(t, held.ID())
-		for _, ref := range []*client.RunRef[out]{first, held, other} {
+		for _, ref := range []*client.RunRef[out]{first, held} {
 			if info := wait(t, ref); info.Status != client.StatusSucceeded {
 				t.Fatalf("run %s: %s", ref.ID(), info.Status)
 			}
