@@ -157,13 +157,14 @@ func splitGroups(groups [][]int, key func(i int) string) [][]int {
 }
 
 // itemsCall builds the KEYS and ARGV of a call: the header's, headKeys
-// and head, then those item gives each of items.
-func itemsCall[P any](headKeys []string, head []any, items []P, item func(p P) ([]string, []any)) ([]string, []any) {
+// and head, then those item appends for each of items. item appends to
+// the call's slices rather than returning its own, which would cost two
+// allocations per item.
+func itemsCall[P any](headKeys []string, head []any, items []P, item func(p P, keys []string, args []any) ([]string, []any)) ([]string, []any) {
 	keys := append(make([]string, 0, len(headKeys)+4*len(items)), headKeys...)
 	args := append(make([]any, 0, len(head)+8*len(items)), head...)
 	for _, p := range items {
-		k, a := item(p)
-		keys, args = append(keys, k...), append(args, a...)
+		keys, args = item(p, keys, args)
 	}
 	return keys, args
 }

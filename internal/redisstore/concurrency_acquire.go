@@ -22,7 +22,7 @@ func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []engine.Acq
 			return parts.ofGroup(concTask(p.Task, p.Index), p.Group), nil
 		},
 		call: func(ks Keys, items []engine.AcquireParams) ([]string, []any) {
-			return itemsCall(nil, head[1:], items, func(p engine.AcquireParams) ([]string, []any) {
+			return itemsCall(nil, head[1:], items, func(p engine.AcquireParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyAcquireItemKeyCount]string{
 					concurrencyAcquireItemKeyHolders: ks.ConcurrencyHolders(concTask(p.Task, p.Index), p.Group),
 					concurrencyAcquireItemKeyOwners:  ks.ConcurrencyOwners(concTask(p.Task, p.Index), p.Group),
@@ -36,7 +36,7 @@ func (s *Store) AcquireSlots(ctx context.Context, now time.Time, ps []engine.Acq
 					concurrencyAcquireItemArgLease:    p.Lease.Milliseconds(),
 					concurrencyAcquireItemArgCreated:  unixMS(p.Created),
 				}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.AcquireParams, r []any) (engine.AcquireResult, int, error) {

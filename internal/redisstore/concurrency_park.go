@@ -20,7 +20,7 @@ func (s *Store) Park(ctx context.Context, recheck time.Time, ps []engine.ParkPar
 		call: func(ks Keys, sub []engine.ParkParams) ([]string, []any) {
 			hk := [1 + concurrencyParkKeyCount]string{concurrencyParkKeyParked: ks.Parked()}
 			h := [1 + concurrencyParkArgCount]any{concurrencyParkArgGroup: GroupName, concurrencyParkArgRecheck: unixMS(recheck)}
-			return itemsCall(hk[1:], h[1:], sub, func(p engine.ParkParams) ([]string, []any) {
+			return itemsCall(hk[1:], h[1:], sub, func(p engine.ParkParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyParkItemKeyCount]string{
 					concurrencyParkItemKeyRun:    ks.Run(p.RunID),
 					concurrencyParkItemKeyStream: ks.Lane(p.Task, p.Priority),
@@ -32,7 +32,7 @@ func (s *Store) Park(ctx context.Context, recheck time.Time, ps []engine.ParkPar
 					concurrencyParkItemArgGroupName: p.Group,
 					concurrencyParkItemArgLimit:     p.Index,
 				}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.ParkParams, r []any) (string, int, error) {

@@ -21,7 +21,7 @@ func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []engine.Rel
 			return parts.ofGroup(concTask(p.Task, p.Index), p.Group), nil
 		},
 		call: func(ks Keys, items []engine.ReleaseParams) ([]string, []any) {
-			return itemsCall(nil, head[1:], items, func(p engine.ReleaseParams) ([]string, []any) {
+			return itemsCall(nil, head[1:], items, func(p engine.ReleaseParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyReleaseItemKeyCount]string{
 					concurrencyReleaseItemKeyHolders: ks.ConcurrencyHolders(concTask(p.Task, p.Index), p.Group),
 					concurrencyReleaseItemKeyOwners:  ks.ConcurrencyOwners(concTask(p.Task, p.Index), p.Group),
@@ -33,7 +33,7 @@ func (s *Store) ReleaseSlots(ctx context.Context, now time.Time, ps []engine.Rel
 					concurrencyReleaseItemArgMaxRuns: p.MaxRuns,
 					concurrencyReleaseItemArgReserve: p.Reserve.Milliseconds(),
 				}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.ReleaseParams, r []any) (engine.ReleaseResult, int, error) {

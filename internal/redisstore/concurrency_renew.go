@@ -21,7 +21,7 @@ func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []engine.Renew
 			return parts.ofGroup(concTask(p.Task, p.Index), p.Group), nil
 		},
 		call: func(ks Keys, items []engine.RenewParams) ([]string, []any) {
-			return itemsCall(nil, head[1:], items, func(p engine.RenewParams) ([]string, []any) {
+			return itemsCall(nil, head[1:], items, func(p engine.RenewParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyRenewItemKeyCount]string{
 					concurrencyRenewItemKeyHolders: ks.ConcurrencyHolders(concTask(p.Task, p.Index), p.Group),
 					concurrencyRenewItemKeyOwners:  ks.ConcurrencyOwners(concTask(p.Task, p.Index), p.Group),
@@ -31,7 +31,7 @@ func (s *Store) RenewSlots(ctx context.Context, now time.Time, ps []engine.Renew
 					concurrencyRenewItemArgToken: p.Token,
 					concurrencyRenewItemArgLease: p.Lease.Milliseconds(),
 				}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.RenewParams, r []any) (bool, int, error) {

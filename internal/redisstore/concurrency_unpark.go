@@ -18,13 +18,13 @@ func (s *Store) Unpark(ctx context.Context, ps []engine.UnparkParams) ([]string,
 		part:   func(parts *Partitions, p engine.UnparkParams) (int, error) { return runPartition(parts, p.RunID) },
 		call: func(ks Keys, sub []engine.UnparkParams) ([]string, []any) {
 			hk := [1 + concurrencyUnparkKeyCount]string{concurrencyUnparkKeyParked: ks.Parked()}
-			return itemsCall(hk[1:], nil, sub, func(p engine.UnparkParams) ([]string, []any) {
+			return itemsCall(hk[1:], nil, sub, func(p engine.UnparkParams, keys []string, args []any) ([]string, []any) {
 				k := [concurrencyUnparkItemKeyCount]string{
 					concurrencyUnparkItemKeyRun:    ks.Run(p.RunID),
 					concurrencyUnparkItemKeyStream: ks.Stream(p.Task),
 				}
 				a := [concurrencyUnparkItemArgCount]any{concurrencyUnparkItemArgRunID: p.RunID}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.UnparkParams, r []any) (string, int, error) {

@@ -132,20 +132,19 @@ var enqueueReplyValues = map[int64]int{
 // call's reply: the trigger's error, or {code, values...} with code a
 // TriggerOutcome (a superseding creation as {TriggerCreated, entry, old
 // owner}); n is how many values of flat it took.
-func enqueueReply(flat []any) (item any, n int) {
+func enqueueReply(flat []any) (item []any, n int) {
 	if len(flat) == 0 {
 		return nil, 0
 	}
 	if _, ok := flat[0].(error); ok {
-		return flat[0], 1
+		return flat[:1], 1
 	}
 	code := asInt(flat[0])
 	n = min(1+enqueueReplyValues[code], len(flat))
-	item = flat[:n]
 	if code == enqueueCreatedSuperseding {
-		item = append([]any{int64(engine.TriggerCreated)}, flat[1:n]...)
+		return append([]any{int64(engine.TriggerCreated)}, flat[1:n]...), n
 	}
-	return item, n
+	return flat[:n], n
 }
 
 // EnqueueReplies cuts the reply of a call of enqueue.lua into one reply
@@ -155,19 +154,24 @@ func EnqueueReplies(flat []any) []any {
 	var out []any
 	for len(flat) > 0 {
 		item, n := enqueueReply(flat)
-		out = append(out, item)
-		flat = flat[n:]
+		var v any = item
+		if err, ok := item[0].(error); ok {
+			v = err
+		}
+		out, flat = append(out, v), flat[n:]
 	}
 	return out
 }
 
-func (s *Store) parseEnqueue(v any) (engine.EnqueueResult, error) {
-	if err, ok := v.(error); ok {
-		return engine.EnqueueResult{}, s.named("enqueue", scriptError(err))
+// parseEnqueue reads one trigger's reply, as enqueueReply cuts it.
+func (s *Store) parseEnqueue(r []any) (engine.EnqueueResult, error) {
+	if len(r) > 0 {
+		if err, ok := r[0].(error); ok {
+			return engine.EnqueueResult{}, s.named("enqueue", scriptError(err))
+		}
 	}
-	r, err := asSlice(v)
-	if err != nil || len(r) < 2 {
-		return engine.EnqueueResult{}, fmt.Errorf("redisstore: enqueue: unexpected reply %v", v)
+	if len(r) < 2 {
+		return engine.EnqueueResult{}, fmt.Errorf("redisstore: enqueue: unexpected reply %v", r)
 	}
 	res := engine.EnqueueResult{Outcome: engine.TriggerOutcome(asInt(r[0]))}
 	switch res.Outcome {
@@ -214,7 +218,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, ps []*engine.EnqueueParams) ([
 	return runBatch(ctx, s, batchOp[*engine.EnqueueParams, engine.EnqueueResult]{
 		script: enqueueScript,
 		part:   func(parts *Partitions, p *engine.EnqueueParams) (int, error) { return parts.place(p), nil },
-		split:  func(p *engine.EnqueueParams) string { return "source " + sourceOf(p.Source) },
+		split:  func(p *engine.EnqueueParams) string { return sourceOf(p.Source) }, // never ""
 		call: func(ks Keys, items []*engine.EnqueueParams) ([]string, []any) {
 			keys, args := enqueueHeader(ks, len(items), s.suppressedCap(), items[0].Source)
 			for _, p := range items {

@@ -28,14 +28,14 @@ func (s *Store) ForgetEventWaiters(ctx context.Context, ws []engine.EventWaiter)
 	var calls []scriptCall
 	for chunk := range slices.Chunk(ws, maxForget) {
 		k := [1 + forgetWaitersKeyCount]string{forgetWaitersKeyIndex: ks.EventWaits()}
-		keys, args := itemsCall(k[1:], nil, chunk, func(w engine.EventWaiter) ([]string, []any) {
+		keys, args := itemsCall(k[1:], nil, chunk, func(w engine.EventWaiter, keys []string, args []any) ([]string, []any) {
 			k := [forgetWaitersItemKeyCount]string{forgetWaitersItemKeyWaiters: ks.EventWaiters(w.EventKey)}
 			a := [forgetWaitersItemArgCount]any{
 				forgetWaitersItemArgEventKey:     w.EventKey,
 				forgetWaitersItemArgRunID:        w.RunID,
 				forgetWaitersItemArgRegistration: w.Registration,
 			}
-			return k[:], a[:]
+			return append(keys, k[:]...), append(args, a[:]...)
 		})
 		calls = append(calls, scriptCall{Keys: keys, Args: args})
 	}

@@ -27,13 +27,13 @@ func (s *Store) Heartbeat(ctx context.Context, task, consumer string, leases []e
 				heartbeatArgConsumer: consumer,
 				heartbeatArgPrefix:   ks.Prefix(),
 			}
-			return itemsCall(k[1:], h[1:], sub, func(l engine.Lease) ([]string, []any) {
+			return itemsCall(k[1:], h[1:], sub, func(l engine.Lease, keys []string, args []any) ([]string, []any) {
 				a := [heartbeatItemArgCount]any{
 					heartbeatItemArgEntry:   l.EntryID,
 					heartbeatItemArgRunID:   l.RunID,
 					heartbeatItemArgAttempt: l.Attempt,
 				}
-				return nil, a[:]
+				return keys, append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.Lease, r []any) (engine.LeaseReport, int, error) {

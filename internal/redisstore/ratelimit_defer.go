@@ -22,7 +22,7 @@ func (s *Store) DeferRuns(ctx context.Context, ds []engine.Deferral) ([]engine.D
 		call: func(ks Keys, sub []engine.Deferral) ([]string, []any) {
 			hk := [1 + ratelimitDeferKeyCount]string{ratelimitDeferKeyRetry: ks.Retry()}
 			ha := [1 + ratelimitDeferArgCount]any{ratelimitDeferArgGroup: GroupName}
-			return itemsCall(hk[1:], ha[1:], sub, func(d engine.Deferral) ([]string, []any) {
+			return itemsCall(hk[1:], ha[1:], sub, func(d engine.Deferral, keys []string, args []any) ([]string, []any) {
 				k := [ratelimitDeferItemKeyCount]string{
 					ratelimitDeferItemKeyRun:    ks.Run(d.RunID),
 					ratelimitDeferItemKeyStream: ks.Lane(d.Task, d.Priority),
@@ -33,7 +33,7 @@ func (s *Store) DeferRuns(ctx context.Context, ds []engine.Deferral) ([]engine.D
 					ratelimitDeferItemArgDue:    unixMS(d.Due),
 					ratelimitDeferItemArgReason: d.Reason,
 				}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.Deferral, r []any) (engine.DeferResult, int, error) {

@@ -19,10 +19,10 @@ func (s *Store) ReturnRateLimits(ctx context.Context, reqs []engine.RateTake) ([
 		script: ratelimitReturnScript,
 		part:   rateLimitPart,
 		call: func(ks Keys, items []engine.RateTake) ([]string, []any) {
-			return itemsCall(nil, make([]any, ratelimitReturnArgCount), items, func(r engine.RateTake) ([]string, []any) {
+			return itemsCall(nil, make([]any, ratelimitReturnArgCount), items, func(r engine.RateTake, keys []string, args []any) ([]string, []any) {
 				k := [ratelimitReturnItemKeyCount]string{ratelimitReturnItemKeyLimit: ks.RateLimit(r.Name, r.Key)}
 				a := [ratelimitReturnItemArgCount]any{ratelimitReturnItemArgToken: r.Token, ratelimitReturnItemArgUnits: r.Units}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.RateTake, r []any) (int, int, error) {

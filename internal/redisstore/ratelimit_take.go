@@ -37,7 +37,7 @@ func (s *Store) TakeRateLimits(ctx context.Context, now time.Time, reqs []engine
 		script: ratelimitTakeScript,
 		part:   rateLimitPart,
 		call: func(ks Keys, items []engine.RateTake) ([]string, []any) {
-			return itemsCall(nil, head[1:], items, func(r engine.RateTake) ([]string, []any) {
+			return itemsCall(nil, head[1:], items, func(r engine.RateTake, keys []string, args []any) ([]string, []any) {
 				k := [ratelimitTakeItemKeyCount]string{ratelimitTakeItemKeyLimit: ks.RateLimit(r.Name, r.Key)}
 				a := [ratelimitTakeItemArgCount]any{
 					ratelimitTakeItemArgToken:  r.Token,
@@ -45,7 +45,7 @@ func (s *Store) TakeRateLimits(ctx context.Context, now time.Time, reqs []engine
 					ratelimitTakeItemArgLimit:  r.Limit,
 					ratelimitTakeItemArgPeriod: r.Period.Microseconds(),
 				}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(_ engine.RateTake, r []any) (engine.RateTakeResult, int, error) {

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/taskq/taskq/internal/engine"
@@ -34,12 +33,12 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 				startArgNow:      unixMS(now),
 				startArgPrefix:   ks.Prefix(),
 			}
-			return itemsCall(make([]string, startKeyCount), h[1:], sub, func(d engine.Delivery) ([]string, []any) {
-				maxdel := ""
+			return itemsCall(make([]string, startKeyCount), h[1:], sub, func(d engine.Delivery, keys []string, args []any) ([]string, []any) {
+				// Boxed constants, and ints up to 255, cost no allocation.
+				var maxdel, redelivered any = "", ""
 				if d.Spec != nil {
-					maxdel = strconv.Itoa(d.Spec.MaxDeliveries)
+					maxdel = d.Spec.MaxDeliveries
 				}
-				redelivered := ""
 				if d.Redelivered {
 					redelivered = "1"
 				}
@@ -53,7 +52,7 @@ func (s *Store) StartBatch(ctx context.Context, consumer string, now time.Time, 
 					startItemArgMaxDeliveries: maxdel,
 					startItemArgRedelivered:   redelivered,
 				}
-				return k[:], a[:]
+				return append(keys, k[:]...), append(args, a[:]...)
 			})
 		},
 		reply: func(d engine.Delivery, r []any) (engine.StartResult, int, error) {

@@ -169,9 +169,9 @@ func (s *Store) WakeRuns(ctx context.Context, runIDs []string) error {
 		call: func(ks Keys, ids []string) ([]string, []any) {
 			k := [1 + wakeKeyCount]string{wakeKeyRetry: ks.Retry()}
 			h := [1 + wakeArgCount]any{wakeArgPrefix: ks.Prefix()}
-			return itemsCall(k[1:], h[1:], ids, func(id string) ([]string, []any) {
+			return itemsCall(k[1:], h[1:], ids, func(id string, keys []string, args []any) ([]string, []any) {
 				a := [wakeItemArgCount]any{wakeItemArgRunID: id}
-				return nil, a[:]
+				return keys, append(args, a[:]...)
 			})
 		},
 		reply: func(_ string, r []any) (struct{}, int, error) {
