@@ -385,3 +385,67 @@ func TestNewBatcherValidates(t *testing.T) {
 		t.Error("a nil send function was accepted")
 	}
 }
+
+// Calls are recycled once done with (see recycle): under many callers at
+// once, some giving up while their calls wait, some called back (Go),
+// every call that is answered gets its own result, never that of a call
+// whose record it took over.
+func TestBatcherRecycledCallsKeepTheirOwnResults(t *testing.T) {
+	b, err := NewBatcher(BatcherOptions{Senders: 2, MaxBatch: 16}, func(_ context.Context, ps []int) ([]int, []error) {
+		time.Sleep(50 * time.Microsecond) // calls queue up behind a send
+		rs := make([]int, len(ps))
+		for i, p := range ps {
+			rs[i] = p * 10
+		}
+		return rs, make([]error, len(ps))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const callers, calls = 16, 300
+	var wg sync.WaitGroup
+	errs := make(chan error, callers*calls)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				p := c*calls + i
+				switch i % 3 {
+				case 0: // a caller that gives up at once, or almost
+					ctx, cancel := context.WithCancel(context.Background())
+					if i%2 == 0 {
+						cancel()
+					} else {
+						time.AfterFunc(20*time.Microsecond, cancel)
+					}
+					if r, err := b.Do(ctx, p); err == nil && r != p*10 {
+						errs <- fmt.Errorf("call %d got %d", p, r)
+					}
+					cancel()
+				case 1:
+					if r, err := b.Do(context.Background(), p); err != nil || r != p*10 {
+						errs <- fmt.Errorf("call %d got %d, %v", p, r, err)
+					}
+				default:
+					got := make(chan error, 1)
+					b.Go(context.Background(), p, func(r int, err error) {
+						if err != nil || r != p*10 {
+							got <- fmt.Errorf("call %d called back with %d, %v", p, r, err)
+							return
+						}
+						got <- nil
+					})
+					if err := <-got; err != nil {
+						errs <- err
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
