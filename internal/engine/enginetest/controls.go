@@ -445,11 +445,15 @@ func deferRuns(h *h) {
 	if st := h.start("w", h.only(h.read("t", "w"), p.RunID)); !st.Started || st.Attempt != 1 {
 		h.Fatalf("start after the wait = %+v; want attempt 1", st)
 	}
-	q := h.params("t", "k2", engine.StrategyStatus)
-	stale := h.deliver(q, "w")
-	stale.EntryID = "1-1"
 	c := h.params("t", "k3", engine.StrategyStatus)
 	dc := h.deliver(c, "w")
+	// A delivery whose run was queued again since (given back by its
+	// worker) is stale.
+	q := h.params("t", "k2", engine.StrategyStatus)
+	stale, st := h.running(q, "w")
+	if r, err := h.e.Requeue(h.ctx, q.RunID, "t", st.Attempt); err != nil || !r.Written {
+		h.Fatalf("requeue = %+v, %v", r, err)
+	}
 	if _, err := h.e.Cancel(h.ctx, c.RunID, "no longer wanted", h.now); err != nil {
 		h.Fatal(err)
 	}
