@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,63 @@ type workerMetrics struct {
 
 	// paused: see pauses.go.
 	paused *prometheus.GaugeVec
+
+	// The series a run touches, by task (*runSeries) and by task and
+	// outcome (taskOutcome: a prometheus.Observer or prometheus.Counter),
+	// each looked up in its vector once: a lookup hashes the labels and
+	// takes the vector's lock, and a run made five of them.
+	runs     sync.Map
+	outcomes sync.Map
+}
+
+// runSeries are a task's started and in-flight series.
+type runSeries struct {
+	started  prometheus.Counter
+	inFlight prometheus.Gauge
+}
+
+// taskOutcome keys a series of one task and outcome: the handler's
+// duration (what the handler returned) or an outcome Redis holds.
+type taskOutcome struct {
+	task, outcome string
+	recorded      bool
+}
+
+func (m *workerMetrics) runSeries(task string) *runSeries {
+	if s, ok := m.runs.Load(task); ok {
+		return s.(*runSeries)
+	}
+	s, _ := m.runs.LoadOrStore(task, &runSeries{m.started.WithLabelValues(task), m.inFlight.WithLabelValues(task)})
+	return s.(*runSeries)
+}
+
+// outcomeSeries is the series of task and outcome: the handler's duration,
+// or, recorded, the counter of that outcome held in Redis (nil for an
+// outcome not counted).
+func (m *workerMetrics) outcomeSeries(task, outcome string, recorded bool) any {
+	k := taskOutcome{task, outcome, recorded}
+	if s, ok := m.outcomes.Load(k); ok {
+		return s
+	}
+	var s any
+	if !recorded {
+		s = m.duration.WithLabelValues(task, outcome)
+	} else {
+		switch engine.Outcome(outcome) {
+		case engine.OutcomeSucceeded:
+			s = m.succeeded.WithLabelValues(task)
+		case engine.OutcomeFailed:
+			s = m.failed.WithLabelValues(task)
+		case engine.OutcomeRetry:
+			s = m.retried.WithLabelValues(task)
+		case engine.OutcomeWait:
+			s = m.waited.WithLabelValues(task)
+		default:
+			return nil
+		}
+	}
+	s, _ = m.outcomes.LoadOrStore(k, s)
+	return s
 }
 
 func newWorkerMetrics() *workerMetrics {
@@ -93,8 +151,9 @@ func (m *workerMetrics) runStarted(task string) {
 	if m == nil {
 		return
 	}
-	m.started.WithLabelValues(task).Inc()
-	m.inFlight.WithLabelValues(task).Inc()
+	s := m.runSeries(task)
+	s.started.Inc()
+	s.inFlight.Inc()
 }
 
 // handlerReturned records how long the handler ran and what came of it.
@@ -102,8 +161,8 @@ func (m *workerMetrics) handlerReturned(task, outcome string, seconds float64) {
 	if m == nil {
 		return
 	}
-	m.inFlight.WithLabelValues(task).Dec()
-	m.duration.WithLabelValues(task, outcome).Observe(seconds)
+	m.runSeries(task).inFlight.Dec()
+	m.outcomeSeries(task, outcome, false).(prometheus.Observer).Observe(seconds)
 }
 
 // recorded counts an outcome Redis holds.
@@ -111,15 +170,8 @@ func (m *workerMetrics) recorded(task string, o engine.Outcome) {
 	if m == nil {
 		return
 	}
-	switch o {
-	case engine.OutcomeSucceeded:
-		m.succeeded.WithLabelValues(task).Inc()
-	case engine.OutcomeFailed:
-		m.failed.WithLabelValues(task).Inc()
-	case engine.OutcomeRetry:
-		m.retried.WithLabelValues(task).Inc()
-	case engine.OutcomeWait:
-		m.waited.WithLabelValues(task).Inc()
+	if c, ok := m.outcomeSeries(task, string(o), true).(prometheus.Counter); ok {
+		c.Inc()
 	}
 }
 
