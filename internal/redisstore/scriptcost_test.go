@@ -258,10 +258,25 @@ func TestScriptCost(t *testing.T) {
 		}
 	})
 
+	// The read a worker makes while runs of a priority above the default
+	// wait (read.lua: the lanes in turn, the highest first), here of runs
+	// of the default priority alone, in calls of 16.
+	trigger(2*n+2*single, 2*n+3*single)
+	byPriority := s.measure("read by priority", func() {
+		for got := 0; got < single; {
+			ds, _, err := st.ReadByPriority(ctx, 0, "w1", []string{"noop"}, batch, engine.PriorityBound)
+			if err != nil || len(ds) == 0 {
+				t.Fatalf("read by priority: %d deliveries, %v", len(ds), err)
+			}
+			got += len(ds)
+		}
+	})
+
 	e, r, f := perRun(enq, 2*n), perRun(rd, 2*n), perRun(withOutcome, n)
 	t.Logf("instructions per run in redis-server, %d runs, %d per call:", n, batch)
 	t.Logf("  trigger (enqueue.lua)                  %8.0f", e)
 	t.Logf("  read (XREADGROUP)                      %8.0f", r)
+	t.Logf("  read by priority (read.lua)            %8.0f", perRun(byPriority, single))
 	t.Logf("  finish, begun with its outcome         %8.0f", f)
 	t.Logf("  start (start.lua)                      %8.0f", perRun(start, n))
 	t.Logf("  trigger, one per call                  %8.0f", perRun(triggerAlone, single))
