@@ -131,6 +131,14 @@ func (k Keys) statsCoarse(c int64) string {
 	return k.prefix + keyStatsCoarse + strconv.FormatInt(c, 10)
 }
 
+// IsRunStats reports whether key is one of the partition's run statistics
+// hashes (statsMinute, statsCoarse): counters of the namespace rather than
+// of any run, which outlive the runs they count and expire on their own
+// schedule.
+func (k Keys) IsRunStats(key string) bool {
+	return strings.HasPrefix(key, k.prefix+keyStatsMinute) || strings.HasPrefix(key, k.prefix+keyStatsCoarse)
+}
+
 // AddRunStats adds batch to the run statistics of the home partition
 // (ReadStats sums all the partitions, so one is enough, and the home
 // partition needs no read of the partition count), in one pipeline: an

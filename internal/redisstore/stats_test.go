@@ -146,6 +146,42 @@ func TestRunStatsCountKnownRuns(t *testing.T) {
 	})
 }
 
+// IsRunStats names a partition's own statistics hashes, the minute ones
+// and the coarse ones, and nothing else: not another partition's, and not
+// the keys of runs, streams or workers, whatever their names hold.
+func TestIsRunStatsNamesTheStatisticsHashesOnly(t *testing.T) {
+	ctx := context.Background()
+	b := redistest.Mini(t)
+	s := redisstore.NewPartitioned(b.Client, b.Namespace, 2)
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	home, other := parts.Keys(0), parts.Keys(1)
+	minute, coarse := parts.StatsKeys(0, now)
+	otherMinute, _ := parts.StatsKeys(1, now)
+	for _, c := range []struct {
+		key  string
+		want bool
+	}{
+		{minute, true},
+		{coarse, true},
+		{otherMinute, false},
+		{home.Run("stats:m:1"), false},
+		{home.Stream("stats:c:1"), false},
+		{home.Worker("w1"), false},
+		{home.Prefix() + "stats", false},
+	} {
+		if got := home.IsRunStats(c.key); got != c.want {
+			t.Errorf("IsRunStats(%q) = %v, want %v", c.key, got, c.want)
+		}
+	}
+	if !other.IsRunStats(otherMinute) {
+		t.Errorf("partition 1's IsRunStats(%q) = false, want true", otherMinute)
+	}
+}
+
 // The buckets are log-scale, four a power of two, and each duration lies
 // within its bucket's bounds.
 func TestStatsBucketBounds(t *testing.T) {

@@ -444,9 +444,14 @@ func (s *soak) settled(ctx context.Context) (int64, map[string]bool, error) {
 	// expiring then. Records that expire do not count (which worker the
 	// faults killed differs from one soak to the next); one without an
 	// expiry does.
-	workerPrefix := parts.Keys(0).Worker("")
+	// So do the run statistics' hashes (one a minute, one every ten
+	// minutes, each kept for hours after its span): counters of the
+	// namespace, not of any run. Those that expire do not count; one
+	// without an expiry does.
+	home := parts.Keys(0)
+	workerPrefix := home.Worker("")
 	for k := range keys {
-		if strings.HasPrefix(k, workerPrefix) && s.direct.PTTL(ctx, k).Val() > 0 {
+		if (strings.HasPrefix(k, workerPrefix) || home.IsRunStats(k)) && s.direct.PTTL(ctx, k).Val() > 0 {
 			delete(keys, k)
 		}
 	}
