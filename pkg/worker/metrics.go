@@ -29,12 +29,13 @@ type workerMetrics struct {
 	// paused: see pauses.go.
 	paused *prometheus.GaugeVec
 
-	// The series a run touches, by task (*runSeries) and by task and
-	// outcome (taskOutcome: a prometheus.Observer or prometheus.Counter),
-	// each looked up in its vector once: a lookup hashes the labels and
-	// takes the vector's lock, and a run made five of them.
-	runs     sync.Map
-	outcomes sync.Map
+	// The series a run touches, each looked up in its vector once: a
+	// lookup hashes the labels and takes the vector's lock, and a run made
+	// five of them. runs holds a task's *runSeries, durations the
+	// handler's duration by task and outcome (prometheus.Observer), and
+	// counted the counter of an outcome Redis holds by task and outcome
+	// (prometheus.Counter).
+	runs, durations, counted sync.Map
 }
 
 // runSeries are a task's started and in-flight series.
@@ -43,12 +44,8 @@ type runSeries struct {
 	inFlight prometheus.Gauge
 }
 
-// taskOutcome keys a series of one task and outcome: the handler's
-// duration (what the handler returned) or an outcome Redis holds.
-type taskOutcome struct {
-	task, outcome string
-	recorded      bool
-}
+// taskOutcome keys a series of one task and outcome.
+type taskOutcome struct{ task, outcome string }
 
 func (m *workerMetrics) runSeries(task string) *runSeries {
 	if s, ok := m.runs.Load(task); ok {
@@ -58,33 +55,38 @@ func (m *workerMetrics) runSeries(task string) *runSeries {
 	return s.(*runSeries)
 }
 
-// outcomeSeries is the series of task and outcome: the handler's duration,
-// or, recorded, the counter of that outcome held in Redis (nil for an
-// outcome not counted).
-func (m *workerMetrics) outcomeSeries(task, outcome string, recorded bool) any {
-	k := taskOutcome{task, outcome, recorded}
-	if s, ok := m.outcomes.Load(k); ok {
-		return s
+// durationSeries is the handler's duration series of task and outcome.
+func (m *workerMetrics) durationSeries(task, outcome string) prometheus.Observer {
+	k := taskOutcome{task, outcome}
+	if s, ok := m.durations.Load(k); ok {
+		return s.(prometheus.Observer)
 	}
-	var s any
-	if !recorded {
-		s = m.duration.WithLabelValues(task, outcome)
-	} else {
-		switch engine.Outcome(outcome) {
-		case engine.OutcomeSucceeded:
-			s = m.succeeded.WithLabelValues(task)
-		case engine.OutcomeFailed:
-			s = m.failed.WithLabelValues(task)
-		case engine.OutcomeRetry:
-			s = m.retried.WithLabelValues(task)
-		case engine.OutcomeWait:
-			s = m.waited.WithLabelValues(task)
-		default:
-			return nil
-		}
+	s, _ := m.durations.LoadOrStore(k, m.duration.WithLabelValues(task, outcome))
+	return s.(prometheus.Observer)
+}
+
+// outcomeCounter is the counter of outcome o of task held in Redis, nil for
+// an outcome not counted.
+func (m *workerMetrics) outcomeCounter(task string, o engine.Outcome) prometheus.Counter {
+	k := taskOutcome{task, string(o)}
+	if s, ok := m.counted.Load(k); ok {
+		return s.(prometheus.Counter)
 	}
-	s, _ = m.outcomes.LoadOrStore(k, s)
-	return s
+	var vec *prometheus.CounterVec
+	switch o {
+	case engine.OutcomeSucceeded:
+		vec = m.succeeded
+	case engine.OutcomeFailed:
+		vec = m.failed
+	case engine.OutcomeRetry:
+		vec = m.retried
+	case engine.OutcomeWait:
+		vec = m.waited
+	default:
+		return nil
+	}
+	s, _ := m.counted.LoadOrStore(k, vec.WithLabelValues(task))
+	return s.(prometheus.Counter)
 }
 
 func newWorkerMetrics() *workerMetrics {
@@ -162,7 +164,7 @@ func (m *workerMetrics) handlerReturned(task, outcome string, seconds float64) {
 		return
 	}
 	m.runSeries(task).inFlight.Dec()
-	m.outcomeSeries(task, outcome, false).(prometheus.Observer).Observe(seconds)
+	m.durationSeries(task, outcome).Observe(seconds)
 }
 
 // recorded counts an outcome Redis holds.
@@ -170,7 +172,7 @@ func (m *workerMetrics) recorded(task string, o engine.Outcome) {
 	if m == nil {
 		return
 	}
-	if c, ok := m.outcomeSeries(task, string(o), true).(prometheus.Counter); ok {
+	if c := m.outcomeCounter(task, o); c != nil {
 		c.Inc()
 	}
 }
