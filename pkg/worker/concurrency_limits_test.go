@@ -50,6 +50,21 @@ func (g *gauge) leave(groups ...string) {
 	}
 }
 
+// holdUntil waits until group counts n running, or for d at most: a
+// handler that holds its slots so makes the busiest moment one that
+// happens whatever the machine's speed, where a fixed sleep needs the
+// admissions to land within it.
+func (g *gauge) holdUntil(group string, n int, d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
+		g.mu.Lock()
+		full := g.now[group] >= n
+		g.mu.Unlock()
+		if full {
+			return
+		}
+	}
+}
+
 // highest is the most any group whose name starts with prefix counted.
 func (g *gauge) highest(prefix string) int {
 	g.mu.Lock()
@@ -68,7 +83,8 @@ func (g *gauge) highest(prefix string) int {
 // connections, run 300 runs of 4 tenants spread over 3 regions, so that
 // each limit is the one that binds somewhere; the handlers count
 // themselves and never see more than 2 of a tenant or 3 of a region, and
-// see exactly those at the busiest; every run runs once.
+// see exactly those at the busiest (each handler holds its slots until its
+// region is full, or 50 ms); every run runs once.
 func TestSeveralConcurrencyLimitsAreEachHeld(t *testing.T) {
 	redistest.EachReal(t, func(t *testing.T, b *redistest.Backend) {
 		const runs, tenants, regions, perTenant, perRegion = 300, 4, 3, 2, 3
@@ -91,7 +107,7 @@ func TestSeveralConcurrencyLimitsAreEachHeld(t *testing.T) {
 				worker.Handle(w, tk, func(ctx worker.Context, x placed) (out, error) {
 					groups := []string{"tenant:" + x.Tenant, "region:" + x.Region}
 					g.enter(groups...)
-					time.Sleep(3 * time.Millisecond)
+					g.holdUntil(groups[1], perRegion, 50*time.Millisecond)
 					g.leave(groups...)
 					mu.Lock()
 					ran[x.ID]++
